@@ -1,0 +1,64 @@
+//! Validates every exercise manifest (a broken one fails the build with file and line) and embeds the
+//! catalog, the original exercises, the solutions and the harness in the xtask binary.
+//!
+//! The learner's `.cu` files are deliberately *not* watched: the copy embedded at the first build is
+//! the pristine original that `reset` restores, and editing the exercise must not re-embed it.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+const HARNESS_FILES: &[&str] = &["cudabugs.cuh", "harness.cu"];
+
+fn main() {
+    let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
+    let out = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("embed");
+    // Not `exercises/`: cargo scans a watched folder recursively, and learners edit files there. A new
+    // exercise always brings a new `solutions/<id>/` folder, which this catches.
+    println!("cargo:rerun-if-changed=solutions");
+    println!("cargo:rerun-if-changed=harness");
+
+    let exercises = match grader::catalog::discover(&root) {
+        Ok(list) => list,
+        Err(e) => {
+            eprintln!("error: invalid exercise manifest\n  --> {e}");
+            std::process::exit(1);
+        }
+    };
+
+    let mut code = String::from("pub static EXERCISES: &[grader::catalog::Embedded] = &[\n");
+    for ex in &exercises {
+        let id = &ex.manifest.id;
+        println!("cargo:rerun-if-changed={}", root.join(&ex.manifest.path).display());
+        println!("cargo:rerun-if-changed={}", ex.solution_path.display());
+        let dir = out.join(id);
+        fs::create_dir_all(&dir).unwrap();
+        let original = copy(&ex.exercise_path, &dir.join("original.cu"));
+        let solution = copy(&ex.solution_path, &dir.join("solution.cu"));
+        let manifest = copy(&root.join(&ex.manifest.path), &dir.join("exercise.toml"));
+        writeln!(
+            code,
+            "    grader::catalog::Embedded {{ id: {id:?}, manifest: include_str!({manifest:?}), \
+             original: include_str!({original:?}), solution: include_str!({solution:?}) }},"
+        )
+        .unwrap();
+    }
+    code.push_str("];\n\npub static HARNESS: &[(&str, &str)] = &[\n");
+    fs::create_dir_all(out.join("harness")).unwrap();
+    for name in HARNESS_FILES {
+        let copied = copy(&root.join("harness").join(name), &out.join("harness").join(name));
+        println!("cargo:rerun-if-changed={}", root.join("harness").join(name).display());
+        writeln!(code, "    ({name:?}, include_str!({copied:?})),").unwrap();
+    }
+    code.push_str("];\n");
+    fs::write(out.join("catalog.rs"), code).unwrap();
+}
+
+/// Copy into OUT_DIR so that `include_str!` tracks the copy, not the learner's file.
+fn copy(from: &Path, to: &Path) -> String {
+    if let Err(e) = fs::copy(from, to) {
+        eprintln!("error: cannot embed {}: {e}", from.display());
+        std::process::exit(1);
+    }
+    to.display().to_string()
+}

@@ -1,0 +1,162 @@
+//! Seeded inputs and the binary files the harness reads (`CBIN`) and writes (`CBOT`).
+//! The layout is documented in harness/harness.cu; all integers are little-endian.
+
+use std::io::{self, Read, Write};
+use std::path::Path;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::manifest::{eval_len, BufferSpec, DType, Dist};
+use crate::reference::{Buffer, Data, Params};
+
+/// Draw every input of a case from its manifest distribution. ChaCha8 keeps the stream identical
+/// across platforms and crate versions, so a seed names the same data everywhere.
+pub fn generate(specs: &[BufferSpec], params: &Params, seed: u64) -> Vec<Buffer> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    specs
+        .iter()
+        .map(|spec| {
+            let len = eval_len(spec.len.get_ref(), params).expect("validated manifest");
+            let data = match (spec.dtype, spec.dist.expect("validated manifest")) {
+                (DType::F32, Dist::Uniform { lo, hi }) => {
+                    Data::F32((0..len).map(|_| rng.random_range(lo as f32..hi as f32)).collect())
+                }
+                (DType::F64, Dist::Uniform { lo, hi }) => Data::F64((0..len).map(|_| rng.random_range(lo..hi)).collect()),
+                (DType::I32, Dist::Integers { lo, hi }) => {
+                    Data::I32((0..len).map(|_| rng.random_range(lo..=hi) as i32).collect())
+                }
+                (DType::U32, Dist::Integers { lo, hi }) => {
+                    Data::U32((0..len).map(|_| rng.random_range(lo..=hi) as u32).collect())
+                }
+                (dtype, dist) => unreachable!("validated manifest: {dtype:?} with {dist:?}"),
+            };
+            Buffer { name: spec.name.clone(), data }
+        })
+        .collect()
+}
+
+fn put_name(w: &mut impl Write, name: &str) -> io::Result<()> {
+    w.write_all(&(name.len() as u16).to_le_bytes())?;
+    w.write_all(name.as_bytes())
+}
+
+fn put_data(w: &mut impl Write, data: &Data) -> io::Result<()> {
+    match data {
+        Data::F32(v) => v.iter().try_for_each(|x| w.write_all(&x.to_le_bytes())),
+        Data::F64(v) => v.iter().try_for_each(|x| w.write_all(&x.to_le_bytes())),
+        Data::I32(v) => v.iter().try_for_each(|x| w.write_all(&x.to_le_bytes())),
+        Data::U32(v) => v.iter().try_for_each(|x| w.write_all(&x.to_le_bytes())),
+    }
+}
+
+/// Write one case for the harness: parameters, inputs, and the outputs it must produce.
+pub fn write_case(path: &Path, params: &Params, inputs: &[Buffer], outputs: &[BufferSpec]) -> io::Result<()> {
+    let mut w = io::BufWriter::new(std::fs::File::create(path)?);
+    w.write_all(b"CBIN")?;
+    w.write_all(&1u32.to_le_bytes())?;
+    w.write_all(&(params.len() as u32).to_le_bytes())?;
+    for (name, value) in params {
+        put_name(&mut w, name)?;
+        w.write_all(&value.to_le_bytes())?;
+    }
+    w.write_all(&(inputs.len() as u32).to_le_bytes())?;
+    for b in inputs {
+        put_name(&mut w, &b.name)?;
+        w.write_all(&[b.data.dtype().code()])?;
+        w.write_all(&(b.data.len() as u64).to_le_bytes())?;
+        put_data(&mut w, &b.data)?;
+    }
+    w.write_all(&(outputs.len() as u32).to_le_bytes())?;
+    for spec in outputs {
+        put_name(&mut w, &spec.name)?;
+        w.write_all(&[spec.dtype.code()])?;
+        let len = eval_len(spec.len.get_ref(), params).map_err(io::Error::other)?;
+        w.write_all(&(len as u64).to_le_bytes())?;
+    }
+    w.flush()
+}
+
+fn take<const N: usize>(r: &mut impl Read) -> io::Result<[u8; N]> {
+    let mut b = [0u8; N];
+    r.read_exact(&mut b)?;
+    Ok(b)
+}
+
+fn bad(msg: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, msg.to_string())
+}
+
+/// Read the outputs the harness wrote.
+pub fn read_outputs(path: &Path) -> io::Result<Vec<Buffer>> {
+    let mut r = io::BufReader::new(std::fs::File::open(path)?);
+    if &take::<4>(&mut r)? != b"CBOT" || u32::from_le_bytes(take(&mut r)?) != 1 {
+        return Err(bad("not a cudabugs output file"));
+    }
+    let count = u32::from_le_bytes(take(&mut r)?);
+    (0..count)
+        .map(|_| {
+            let name_len = u16::from_le_bytes(take(&mut r)?) as usize;
+            let mut name = vec![0u8; name_len];
+            r.read_exact(&mut name)?;
+            let dtype = DType::from_code(take::<1>(&mut r)?[0]).ok_or_else(|| bad("unknown dtype"))?;
+            let len = u64::from_le_bytes(take(&mut r)?) as usize;
+            let mut bytes = vec![0u8; len * dtype.size()];
+            r.read_exact(&mut bytes)?;
+            let data = match dtype {
+                DType::F32 => Data::F32(bytes.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()),
+                DType::F64 => Data::F64(bytes.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect()),
+                DType::I32 => Data::I32(bytes.chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().unwrap())).collect()),
+                DType::U32 => Data::U32(bytes.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect()),
+            };
+            Ok(Buffer { name: String::from_utf8_lossy(&name).into_owned(), data })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(text: &str) -> Vec<BufferSpec> {
+        #[derive(serde::Deserialize)]
+        struct W {
+            b: Vec<BufferSpec>,
+        }
+        toml::from_str::<W>(text).unwrap().b
+    }
+
+    #[test]
+    fn the_same_seed_gives_the_same_data_and_respects_the_range() {
+        let specs = spec("[[b]]\nname='v'\ndtype='u32'\nlen='n'\ndist={kind='integers',lo=3,hi=5}\n");
+        let params: Params = [("n".to_string(), 1000)].into();
+        let (a, b) = (generate(&specs, &params, 7), generate(&specs, &params, 7));
+        assert_eq!(a, b);
+        let Data::U32(v) = &a[0].data else { panic!() };
+        assert!(v.iter().all(|x| (3..=5).contains(x)) && v.contains(&3) && v.contains(&5));
+        assert_ne!(generate(&specs, &params, 8), a);
+    }
+
+    #[test]
+    fn outputs_round_trip_through_the_harness_format() {
+        // Write a CBOT file the way harness.cu does and read it back.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("o.bin");
+        let mut bytes = b"CBOT".to_vec();
+        bytes.extend(1u32.to_le_bytes());
+        bytes.extend(1u32.to_le_bytes());
+        bytes.extend(1u16.to_le_bytes());
+        bytes.push(b'y');
+        bytes.push(DType::F32.code());
+        bytes.extend(2u64.to_le_bytes());
+        bytes.extend(1.5f32.to_le_bytes());
+        bytes.extend(f32::NAN.to_le_bytes());
+        std::fs::write(&path, bytes).unwrap();
+        let out = read_outputs(&path).unwrap();
+        let Data::F32(v) = &out[0].data else { panic!() };
+        assert_eq!((out[0].name.as_str(), v[0]), ("y", 1.5));
+        assert!(v[1].is_nan());
+        std::fs::write(&path, b"CBOTxxxx").unwrap();
+        assert!(read_outputs(&path).is_err());
+    }
+}

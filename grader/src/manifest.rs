@@ -1,0 +1,433 @@
+//! `exercise.toml`: the typed manifest of one exercise, parsed with serde + toml and validated so that
+//! every error names the file and the line.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use toml::Spanned;
+
+use crate::reference;
+use crate::regions;
+
+/// The manifest format this grader reads. Bump it when a field changes meaning.
+pub const FORMAT_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    pub format: Spanned<u32>,
+    pub title: String,
+    pub bug_class: String,
+    /// The `.cu` file name, the same in `exercises/<id>/` and `solutions/<id>/`.
+    pub source: Spanned<String>,
+    /// Book chapter (path inside `book/src`).
+    pub chapter: String,
+    /// The Rust reference that computes the expected outputs (see `reference.rs`).
+    pub reference: Spanned<String>,
+    pub expect: Expect,
+    pub inputs: Vec<BufferSpec>,
+    pub outputs: Vec<BufferSpec>,
+    #[serde(rename = "case")]
+    pub cases: Vec<Case>,
+    pub bench: Bench,
+    pub tolerance: Tolerance,
+    pub timing: Timing,
+    pub hints: Spanned<Vec<String>>,
+    /// Plain-words explanation of the finding, shown under the tool's record.
+    pub explain: Explain,
+}
+
+/// What the untouched exercise must make its named tool report.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    pub tool: Tool,
+    pub kind: FindingKind,
+    /// Name of the marked region the finding must point into.
+    pub region: Spanned<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Explain {
+    /// What this kind of record means.
+    pub finding: String,
+    /// Why a plain run looked right (or why it did not).
+    pub silent: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Tool {
+    Memcheck,
+    Racecheck,
+    Initcheck,
+    Synccheck,
+}
+
+impl Tool {
+    pub const ALL: [Tool; 4] = [Tool::Memcheck, Tool::Racecheck, Tool::Initcheck, Tool::Synccheck];
+    pub fn name(self) -> &'static str {
+        match self {
+            Tool::Memcheck => "memcheck",
+            Tool::Racecheck => "racecheck",
+            Tool::Initcheck => "initcheck",
+            Tool::Synccheck => "synccheck",
+        }
+    }
+}
+
+impl fmt::Display for Tool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The kinds of record the grader tells apart (see `sanitizer.rs` for how records map to them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FindingKind {
+    /// memcheck: an access outside any allocation.
+    OutOfBounds,
+    /// memcheck: a misaligned access.
+    Misaligned,
+    /// memcheck --leak-check full: device memory never freed.
+    Leak,
+    /// memcheck: a CUDA API call returned an error.
+    ApiError,
+    /// racecheck: a shared-memory hazard between threads.
+    SharedRace,
+    /// initcheck: a device read of memory nothing wrote.
+    UninitializedRead,
+    /// initcheck: a host API (cudaMemcpy) copied memory nothing wrote.
+    UninitializedCopy,
+    /// synccheck: threads of one block wait at different barriers.
+    DivergentBarrier,
+    /// synccheck: a barrier with invalid arguments (e.g. a __syncwarp mask).
+    InvalidBarrier,
+    /// Any other record.
+    Other,
+}
+
+impl FindingKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            FindingKind::OutOfBounds => "out-of-bounds",
+            FindingKind::Misaligned => "misaligned",
+            FindingKind::Leak => "leak",
+            FindingKind::ApiError => "api-error",
+            FindingKind::SharedRace => "shared-race",
+            FindingKind::UninitializedRead => "uninitialized-read",
+            FindingKind::UninitializedCopy => "uninitialized-copy",
+            FindingKind::DivergentBarrier => "divergent-barrier",
+            FindingKind::InvalidBarrier => "invalid-barrier",
+            FindingKind::Other => "other",
+        }
+    }
+}
+
+impl fmt::Display for FindingKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DType {
+    F32,
+    F64,
+    I32,
+    U32,
+}
+
+impl DType {
+    pub fn size(self) -> usize {
+        match self {
+            DType::F32 | DType::I32 | DType::U32 => 4,
+            DType::F64 => 8,
+        }
+    }
+    /// The code the harness uses (harness/cudabugs.cuh keeps the same numbers).
+    pub fn code(self) -> u8 {
+        match self {
+            DType::F32 => 1,
+            DType::F64 => 2,
+            DType::I32 => 3,
+            DType::U32 => 4,
+        }
+    }
+    pub fn from_code(code: u8) -> Option<DType> {
+        [DType::F32, DType::F64, DType::I32, DType::U32].into_iter().find(|d| d.code() == code)
+    }
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F32 | DType::F64)
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BufferSpec {
+    pub name: String,
+    pub dtype: DType,
+    /// Element count: a product of parameter names and integers, e.g. `"rows * cols"`.
+    pub len: Spanned<String>,
+    /// How inputs are drawn (inputs only).
+    #[serde(default)]
+    pub dist: Option<Dist>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Dist {
+    /// Floats uniform in [lo, hi).
+    Uniform { lo: f64, hi: f64 },
+    /// Integers uniform in [lo, hi].
+    Integers { lo: i64, hi: i64 },
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    pub name: String,
+    pub seed: u64,
+    pub params: BTreeMap<String, i64>,
+    /// Also run this case under the sanitizers (keep these small: the tools are slow).
+    #[serde(default)]
+    pub sanitize: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Bench {
+    pub seed: u64,
+    pub params: BTreeMap<String, i64>,
+    /// How many times the harness calls the entry point under ncu.
+    pub repeat: u32,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tolerance {
+    pub atol: f64,
+    pub rtol: f64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Timing {
+    /// Kernel function names whose ncu times are summed.
+    pub kernels: Vec<String>,
+    /// The learner's time may be at most this multiple of the reference fix's time.
+    pub max_ratio_to_reference: Spanned<f64>,
+}
+
+/// A manifest error that names the file and (where known) the line.
+#[derive(Debug, Clone, thiserror::Error)]
+pub struct ManifestError {
+    pub path: PathBuf,
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+impl fmt::Display for ManifestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "{}:{}: {}", self.path.display(), line, self.message),
+            None => write!(f, "{}: {}", self.path.display(), self.message),
+        }
+    }
+}
+
+/// A parsed manifest together with where it came from, so later errors can point back into it.
+#[derive(Debug, Clone)]
+pub struct LoadedManifest {
+    pub id: String,
+    pub path: PathBuf,
+    pub text: String,
+    pub manifest: Manifest,
+}
+
+impl LoadedManifest {
+    /// Line (1-based) of a byte offset in the manifest text.
+    pub fn line_of(&self, offset: usize) -> usize {
+        line_of(&self.text, offset)
+    }
+
+    pub fn error_at(&self, span: std::ops::Range<usize>, message: impl Into<String>) -> ManifestError {
+        ManifestError { path: self.path.clone(), line: Some(self.line_of(span.start)), message: message.into() }
+    }
+
+    pub fn source_name(&self) -> &str {
+        self.manifest.source.get_ref()
+    }
+
+    pub fn all_cases(&self) -> impl Iterator<Item = (&str, u64, &BTreeMap<String, i64>)> {
+        self.manifest.cases.iter().map(|c| (c.name.as_str(), c.seed, &c.params))
+    }
+}
+
+pub fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1
+}
+
+/// Parse one manifest's text. `id` is the exercise folder name.
+pub fn parse(id: &str, path: &Path, text: &str) -> Result<LoadedManifest, ManifestError> {
+    let manifest: Manifest = toml::from_str(text).map_err(|e| ManifestError {
+        path: path.to_path_buf(),
+        line: e.span().map(|s| line_of(text, s.start)),
+        message: e.message().to_string(),
+    })?;
+    let loaded = LoadedManifest { id: id.to_string(), path: path.to_path_buf(), text: text.to_string(), manifest };
+    validate_fields(&loaded)?;
+    Ok(loaded)
+}
+
+/// Checks a manifest can make on its own (no source files needed).
+fn validate_fields(m: &LoadedManifest) -> Result<(), ManifestError> {
+    let man = &m.manifest;
+    if *man.format.get_ref() != FORMAT_VERSION {
+        return Err(m.error_at(
+            man.format.span(),
+            format!("format {} is not supported (this grader reads format {FORMAT_VERSION})", man.format.get_ref()),
+        ));
+    }
+    if !is_valid_id(&m.id) {
+        return Err(ManifestError {
+            path: m.path.clone(),
+            line: None,
+            message: format!("exercise folder `{}` must be named NN-name (two digits, a dash, lowercase letters)", m.id),
+        });
+    }
+    if !man.source.get_ref().ends_with(".cu") || man.source.get_ref().contains('/') {
+        return Err(m.error_at(man.source.span(), "source must be a bare file name ending in .cu"));
+    }
+    if reference::lookup(man.reference.get_ref()).is_none() {
+        return Err(m.error_at(
+            man.reference.span(),
+            format!("unknown reference `{}`; known: {}", man.reference.get_ref(), reference::names().join(", ")),
+        ));
+    }
+    if man.cases.len() < 5 {
+        return Err(ManifestError {
+            path: m.path.clone(),
+            line: None,
+            message: format!("needs at least 5 [[case]] entries, has {}", man.cases.len()),
+        });
+    }
+    if !man.cases.iter().any(|c| c.sanitize) {
+        return Err(ManifestError {
+            path: m.path.clone(),
+            line: None,
+            message: "at least one [[case]] must have `sanitize = true`".into(),
+        });
+    }
+    let params: Vec<&String> = man.bench.params.keys().collect();
+    for case in &man.cases {
+        let names: Vec<&String> = case.params.keys().collect();
+        if names != params {
+            return Err(ManifestError {
+                path: m.path.clone(),
+                line: find_line(&m.text, &format!("\"{}\"", case.name)),
+                message: format!("case `{}` has params {names:?}, but [bench] has {params:?}", case.name),
+            });
+        }
+    }
+    for spec in man.inputs.iter().chain(&man.outputs) {
+        if let Err(msg) = eval_len(spec.len.get_ref(), &man.bench.params) {
+            return Err(m.error_at(spec.len.span(), format!("buffer `{}`: {msg}", spec.name)));
+        }
+    }
+    for input in &man.inputs {
+        match (input.dtype.is_float(), input.dist) {
+            (_, None) => {
+                return Err(m.error_at(input.len.span(), format!("input `{}` needs a `dist`", input.name)));
+            }
+            (true, Some(Dist::Integers { .. })) | (false, Some(Dist::Uniform { .. })) => {
+                return Err(m.error_at(
+                    input.len.span(),
+                    format!("input `{}`: dist kind does not fit dtype {:?}", input.name, input.dtype),
+                ));
+            }
+            _ => {}
+        }
+    }
+    if man.hints.get_ref().len() < 3 {
+        return Err(m.error_at(man.hints.span(), "give three progressive hints"));
+    }
+    if man.timing.kernels.is_empty() {
+        return Err(ManifestError {
+            path: m.path.clone(),
+            line: find_line(&m.text, "[timing]"),
+            message: "timing.kernels must name at least one kernel".into(),
+        });
+    }
+    if *man.timing.max_ratio_to_reference.get_ref() < 1.0 {
+        return Err(m.error_at(man.timing.max_ratio_to_reference.span(), "max_ratio_to_reference must be >= 1.0"));
+    }
+    if man.bench.repeat == 0 {
+        return Err(ManifestError {
+            path: m.path.clone(),
+            line: find_line(&m.text, "repeat"),
+            message: "bench.repeat must be at least 1".into(),
+        });
+    }
+    Ok(())
+}
+
+/// Checks that need the exercise's sources: the marked regions exist and parse.
+pub fn validate_sources(m: &LoadedManifest, exercise: &str, solution: &str) -> Result<(), ManifestError> {
+    let expect_region = m.manifest.expect.region.get_ref();
+    for (label, text) in [("exercise", exercise), ("solution", solution)] {
+        let regions = regions::parse(text).map_err(|e| ManifestError {
+            path: PathBuf::from(format!("{}/{}", label_dir(label, &m.id), m.source_name())),
+            line: Some(e.line),
+            message: e.message,
+        })?;
+        if !regions.iter().any(|r| &r.name == expect_region) {
+            return Err(m.error_at(
+                m.manifest.expect.region.span(),
+                format!("the {label} source has no region `{expect_region}` (mark it with `// cudabugs:begin({expect_region})`)"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn label_dir(label: &str, id: &str) -> String {
+    match label {
+        "exercise" => format!("exercises/{id}"),
+        _ => format!("solutions/{id}"),
+    }
+}
+
+fn find_line(text: &str, needle: &str) -> Option<usize> {
+    text.find(needle).map(|off| line_of(text, off))
+}
+
+pub fn is_valid_id(id: &str) -> bool {
+    let b = id.as_bytes();
+    b.len() > 3
+        && b[0].is_ascii_digit()
+        && b[1].is_ascii_digit()
+        && b[2] == b'-'
+        && id[3..].bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
+}
+
+/// Evaluate a length expression: a `*`-separated product of integers and parameter names.
+pub fn eval_len(expr: &str, params: &BTreeMap<String, i64>) -> Result<usize, String> {
+    let mut product: i64 = 1;
+    for factor in expr.split('*').map(str::trim) {
+        let value = if let Ok(v) = factor.parse::<i64>() {
+            v
+        } else if let Some(v) = params.get(factor) {
+            *v
+        } else {
+            return Err(format!("unknown parameter `{factor}` in length `{expr}`"));
+        };
+        product = product.checked_mul(value).ok_or_else(|| format!("length `{expr}` overflows"))?;
+    }
+    usize::try_from(product).map_err(|_| format!("length `{expr}` is negative"))
+}

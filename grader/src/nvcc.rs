@@ -1,0 +1,127 @@
+//! Building an exercise with nvcc: `-G` for the sanitizers, `-O3 -lineinfo` for timing and
+//! correctness (a `-G` build is never timed). The harness is compiled once and linked into each.
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::runner::{self, Exit, Job};
+use crate::toolchain::Nvcc;
+
+pub const BUILD_TIMEOUT: Duration = Duration::from_secs(180);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Flavor {
+    /// `-G`: device debug info for the sanitizers.
+    Sanitize,
+    /// `-O3 -lineinfo`: what a learner ships; timed and checked for correctness.
+    Timing,
+}
+
+impl Flavor {
+    pub const BOTH: [Flavor; 2] = [Flavor::Sanitize, Flavor::Timing];
+    pub fn flags(self) -> &'static [&'static str] {
+        match self {
+            Flavor::Sanitize => &["-G"],
+            Flavor::Timing => &["-O3", "-lineinfo"],
+        }
+    }
+    pub fn dir_name(self) -> &'static str {
+        match self {
+            Flavor::Sanitize => "sanitize",
+            Flavor::Timing => "timing",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Built {
+    pub binary: PathBuf,
+    pub source: PathBuf,
+    pub flavor: Flavor,
+    pub command: String,
+    pub wall: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error(transparent)]
+    Spawn(#[from] runner::SpawnError),
+    #[error("nvcc failed ({exit}) on {file}:\n{output}")]
+    Compile { file: String, exit: String, output: String },
+    #[error("nvcc did not finish within {0:?}")]
+    TimedOut(Duration),
+    #[error("{0}: {1}")]
+    Io(PathBuf, std::io::Error),
+}
+
+/// The harness sources written out (from the copies embedded in the binary) and compiled once.
+#[derive(Debug, Clone)]
+pub struct Harness {
+    pub include_dir: PathBuf,
+    pub object: PathBuf,
+}
+
+fn write_if_changed(path: &Path, text: &str) -> Result<(), BuildError> {
+    if std::fs::read_to_string(path).ok().as_deref() != Some(text) {
+        std::fs::write(path, text).map_err(|e| BuildError::Io(path.to_path_buf(), e))?;
+    }
+    Ok(())
+}
+
+fn mkdir(dir: &Path) -> Result<(), BuildError> {
+    std::fs::create_dir_all(dir).map_err(|e| BuildError::Io(dir.to_path_buf(), e))
+}
+
+fn check(done: runner::Finished, source: &Path) -> Result<(), BuildError> {
+    match done.exit {
+        Exit::Code(0) => Ok(()),
+        Exit::TimedOut => Err(BuildError::TimedOut(BUILD_TIMEOUT)),
+        _ => Err(BuildError::Compile { file: source.display().to_string(), exit: done.describe_exit(), output: done.output() }),
+    }
+}
+
+/// Write the harness into `dir` and compile its object, unless an up-to-date one exists.
+pub fn prepare_harness(nvcc: &Nvcc, files: &[(&str, &str)], dir: &Path) -> Result<Harness, BuildError> {
+    mkdir(dir)?;
+    let mut hasher = DefaultHasher::new();
+    for (name, text) in files {
+        write_if_changed(&dir.join(name), text)?;
+        (name, text).hash(&mut hasher);
+    }
+    nvcc.path.hash(&mut hasher);
+    let object = dir.join(format!("harness-{:016x}.o", hasher.finish()));
+    if !object.is_file() {
+        let tmp = object.with_extension("o.tmp");
+        let source = dir.join("harness.cu");
+        let job = Job::new(&nvcc.path, BUILD_TIMEOUT).args(["-O2", "-std=c++17", "-c", "-o"]).arg(&tmp).arg(&source);
+        check(runner::run(&job)?, &source)?;
+        std::fs::rename(&tmp, &object).map_err(|e| BuildError::Io(object.clone(), e))?;
+    }
+    Ok(Harness { include_dir: dir.to_path_buf(), object })
+}
+
+/// Compile `source` with the harness into `binary`.
+pub fn build(nvcc: &Nvcc, arch: &str, flavor: Flavor, harness: &Harness, source: &Path, binary: &Path) -> Result<Built, BuildError> {
+    if let Some(dir) = binary.parent() {
+        mkdir(dir)?;
+    }
+    let job = Job::new(&nvcc.path, BUILD_TIMEOUT)
+        .args(flavor.flags().iter().copied())
+        .arg(format!("-arch={arch}"))
+        .args(["-std=c++17", "-I"])
+        .arg(&harness.include_dir)
+        .arg("-o")
+        .arg(binary)
+        .arg(source)
+        .arg(&harness.object)
+        .args(nvcc.extra_flags.iter().cloned());
+    let done = runner::run(&job)?;
+    let wall = done.wall;
+    check(done, source)?;
+    Ok(Built { binary: binary.to_path_buf(), source: source.to_path_buf(), flavor, command: job.display(), wall })
+}

@@ -1,0 +1,217 @@
+//! Marked regions in a `.cu` file: `// cudabugs:begin(name)` ... `// cudabugs:end(name)`.
+//! The bug lives inside a region, the tool's finding must point into one, and an exercise and its
+//! solution may differ only inside regions.
+
+const BEGIN: &str = "cudabugs:begin(";
+const END: &str = "cudabugs:end(";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Region {
+    pub name: String,
+    /// 1-based line of the begin marker.
+    pub begin_line: usize,
+    /// 1-based line of the end marker.
+    pub end_line: usize,
+}
+
+impl Region {
+    /// Whether a source line lies between the markers (the markers themselves count).
+    pub fn contains(&self, line: usize) -> bool {
+        (self.begin_line..=self.end_line).contains(&line)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegionError {
+    pub line: usize,
+    pub message: String,
+}
+
+enum Marker<'a> {
+    Begin(&'a str),
+    End(&'a str),
+}
+
+fn marker(line: &str) -> Option<Result<Marker<'_>, String>> {
+    let comment = line.trim_start().strip_prefix("//")?.trim();
+    let (rest, is_begin) = if let Some(rest) = comment.strip_prefix(BEGIN) {
+        (rest, true)
+    } else if let Some(rest) = comment.strip_prefix(END) {
+        (rest, false)
+    } else {
+        return None;
+    };
+    let Some(name) = rest.split(')').next().filter(|_| rest.contains(')')) else {
+        return Some(Err("marker needs a closing `)`".into()));
+    };
+    if name.is_empty() {
+        return Some(Err("marker needs a region name".into()));
+    }
+    Some(Ok(if is_begin { Marker::Begin(name) } else { Marker::End(name) }))
+}
+
+/// All regions of a source, in order. Regions may not nest or repeat a name.
+pub fn parse(source: &str) -> Result<Vec<Region>, RegionError> {
+    let mut regions: Vec<Region> = Vec::new();
+    let mut open: Option<(String, usize)> = None;
+    for (i, line) in source.lines().enumerate() {
+        let n = i + 1;
+        match marker(line) {
+            None => {}
+            Some(Err(message)) => return Err(RegionError { line: n, message }),
+            Some(Ok(Marker::Begin(name))) => {
+                if let Some((outer, _)) = &open {
+                    return Err(RegionError { line: n, message: format!("region `{name}` begins inside `{outer}`") });
+                }
+                if regions.iter().any(|r| r.name == name) {
+                    return Err(RegionError { line: n, message: format!("region `{name}` is marked twice") });
+                }
+                open = Some((name.to_string(), n));
+            }
+            Some(Ok(Marker::End(name))) => match open.take() {
+                Some((open_name, begin)) if open_name == name => {
+                    regions.push(Region { name: open_name, begin_line: begin, end_line: n })
+                }
+                Some((open_name, _)) => {
+                    return Err(RegionError { line: n, message: format!("`end({name})` closes region `{open_name}`") })
+                }
+                None => return Err(RegionError { line: n, message: format!("`end({name})` without a begin") }),
+            },
+        }
+    }
+    if let Some((name, begin)) = open {
+        return Err(RegionError { line: begin, message: format!("region `{name}` is never closed") });
+    }
+    Ok(regions)
+}
+
+/// A source cut into the text outside regions and the regions themselves.
+#[derive(Debug, PartialEq, Eq)]
+enum Segment<'a> {
+    Outside(Vec<&'a str>),
+    Inside(&'a str),
+}
+
+fn segments(source: &str) -> Result<Vec<Segment<'_>>, RegionError> {
+    let mut out = Vec::new();
+    let mut outside = Vec::new();
+    let mut inside = false;
+    for (i, line) in source.lines().enumerate() {
+        match marker(line) {
+            Some(Err(message)) => return Err(RegionError { line: i + 1, message }),
+            Some(Ok(Marker::Begin(name))) => {
+                out.push(Segment::Outside(std::mem::take(&mut outside)));
+                out.push(Segment::Inside(name));
+                inside = true;
+            }
+            Some(Ok(Marker::End(_))) => inside = false,
+            None if !inside => outside.push(line.trim_end()),
+            None => {}
+        }
+    }
+    out.push(Segment::Outside(outside));
+    Ok(out)
+}
+
+/// The first place where two sources differ outside their marked regions (line number in `a`).
+#[derive(Debug, PartialEq, Eq)]
+pub struct OutsideDifference {
+    pub line_in_a: usize,
+    pub a: String,
+    pub b: String,
+}
+
+/// Checks that `a` and `b` have the same regions in the same order and are identical outside them
+/// (trailing white space ignored).
+pub fn differ_only_inside(a: &str, b: &str) -> Result<Option<OutsideDifference>, RegionError> {
+    let (sa, sb) = (segments(a)?, segments(b)?);
+    let outside_lines_a = outside_line_numbers(a);
+    let mut seen_outside = 0usize;
+    for (x, y) in sa.iter().zip(sb.iter()) {
+        match (x, y) {
+            (Segment::Outside(lx), Segment::Outside(ly)) => {
+                if let Some(k) = (0..lx.len().max(ly.len())).find(|&k| lx.get(k) != ly.get(k)) {
+                    let line = outside_lines_a.get(seen_outside + k.min(lx.len().saturating_sub(1))).copied();
+                    return Ok(Some(OutsideDifference {
+                        line_in_a: line.unwrap_or(1),
+                        a: lx.get(k).copied().unwrap_or("(end of section)").to_string(),
+                        b: ly.get(k).copied().unwrap_or("(end of section)").to_string(),
+                    }));
+                }
+                seen_outside += lx.len();
+            }
+            (Segment::Inside(na), Segment::Inside(nb)) if na == nb => {}
+            _ => {
+                return Ok(Some(OutsideDifference {
+                    line_in_a: outside_lines_a.get(seen_outside).copied().unwrap_or(1),
+                    a: "(region markers differ)".into(),
+                    b: "(region markers differ)".into(),
+                }))
+            }
+        }
+    }
+    if sa.len() != sb.len() {
+        return Ok(Some(OutsideDifference {
+            line_in_a: a.lines().count(),
+            a: "(region markers differ)".into(),
+            b: "(region markers differ)".into(),
+        }));
+    }
+    Ok(None)
+}
+
+fn outside_line_numbers(source: &str) -> Vec<usize> {
+    let mut inside = false;
+    let mut numbers = Vec::new();
+    for (i, line) in source.lines().enumerate() {
+        match marker(line) {
+            Some(Ok(Marker::Begin(_))) => inside = true,
+            Some(Ok(Marker::End(_))) => inside = false,
+            _ if !inside => numbers.push(i + 1),
+            _ => {}
+        }
+    }
+    numbers
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: &str = "int a;\n// cudabugs:begin(bug)\nx = 1;\n// cudabugs:end(bug)\nint b;\n";
+
+    #[test]
+    fn parses_regions_with_lines() {
+        let r = parse(A).unwrap();
+        assert_eq!(r, vec![Region { name: "bug".into(), begin_line: 2, end_line: 4 }]);
+        assert!(r[0].contains(3) && !r[0].contains(5));
+    }
+
+    #[test]
+    fn rejects_unclosed_nested_and_repeated() {
+        assert_eq!(parse("// cudabugs:begin(a)\n").unwrap_err().line, 1);
+        let nested = "// cudabugs:begin(a)\n// cudabugs:begin(b)\n";
+        assert!(parse(nested).unwrap_err().message.contains("inside"));
+        let twice = "// cudabugs:begin(a)\n// cudabugs:end(a)\n// cudabugs:begin(a)\n// cudabugs:end(a)\n";
+        assert_eq!(parse(twice).unwrap_err().line, 3);
+        assert!(parse("// cudabugs:end(a)\n").unwrap_err().message.contains("without"));
+        assert!(parse("// cudabugs:begin(a\n").unwrap_err().message.contains(")"));
+    }
+
+    #[test]
+    fn differences_inside_regions_are_allowed() {
+        let b = A.replace("x = 1;", "x = 2;\ny = 3;");
+        assert_eq!(differ_only_inside(A, &b).unwrap(), None);
+    }
+
+    #[test]
+    fn differences_outside_regions_are_reported_with_line() {
+        let b = A.replace("int b;", "int c;");
+        let d = differ_only_inside(A, &b).unwrap().unwrap();
+        assert_eq!((d.line_in_a, d.a.as_str(), d.b.as_str()), (5, "int b;", "int c;"));
+        let extra = format!("{A}int extra;\n");
+        assert!(differ_only_inside(A, &extra).unwrap().is_some());
+        let renamed = A.replace("(bug)", "(other)");
+        assert!(differ_only_inside(A, &renamed).unwrap().is_some());
+    }
+}

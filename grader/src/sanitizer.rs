@@ -1,0 +1,320 @@
+//! compute-sanitizer: run a program under one tool with `--xml --save`, parse the XML into typed
+//! records (serde + quick-xml), and map each record to a kind and to source locations.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::manifest::{FindingKind, Tool};
+use crate::runner::{self, Exit, Finished, Job};
+
+/// Exit status compute-sanitizer returns when it found errors.
+pub const ERROR_EXITCODE: i32 = 86;
+
+// ---- The XML, as compute-sanitizer 2025.3 writes it (see tests/fixtures). All fields optional: the
+// shape differs per tool and per record kind.
+
+#[derive(Debug, Deserialize, Default)]
+struct RawOutput {
+    #[serde(rename = "record", default)]
+    records: Vec<RawRecord>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+struct RawRecord {
+    kind: Option<String>,
+    level: Option<String>,
+    who: Option<RawWho>,
+    what: Option<RawWhat>,
+    #[serde(rename = "where")]
+    location: Option<RawWhere>,
+    #[serde(rename = "deviceStack")]
+    device_stack: Option<RawStack>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+struct RawWho {
+    #[serde(rename = "threadIdx")]
+    thread: Option<RawDim>,
+    #[serde(rename = "blockIdx")]
+    block: Option<RawDim>,
+}
+
+#[derive(Debug, Deserialize, Default, Clone, Copy)]
+struct RawDim {
+    x: u32,
+    y: u32,
+    z: u32,
+}
+
+#[derive(Debug, Deserialize, Default)]
+struct RawWhat {
+    text: Option<String>,
+    space: Option<String>,
+    direction: Option<String>,
+    error: Option<String>,
+    source: Option<RawAccess>,
+    destination: Option<RawAccess>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+struct RawAccess {
+    direction: Option<String>,
+    #[serde(rename = "where")]
+    location: Option<RawWhere>,
+    count: Option<u64>,
+}
+
+#[derive(Debug, Deserialize, Default, Clone)]
+struct RawWhere {
+    func: Option<String>,
+    path: Option<String>,
+    line: Option<u32>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+struct RawStack {
+    #[serde(rename = "frame", default)]
+    frames: Vec<RawWhere>,
+}
+
+// ---- The typed form the grader works with.
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceLocation {
+    pub path: String,
+    pub line: u32,
+    pub function: Option<String>,
+    /// The role of this location in the record: "access", "write", "read", "frame".
+    pub role: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    pub tool: Tool,
+    pub kind: FindingKind,
+    /// The record's own words, e.g. "Invalid __global__ write of size 4 bytes".
+    pub text: String,
+    pub level: Option<String>,
+    pub thread: Option<[u32; 3]>,
+    pub block: Option<[u32; 3]>,
+    /// Hazard count (racecheck analysis records).
+    pub count: Option<u64>,
+    /// Every source location the record names, most specific first.
+    pub locations: Vec<SourceLocation>,
+}
+
+impl Record {
+    /// The locations that lie in `source` (matched by path, or by file name when paths differ).
+    pub fn locations_in<'a>(&'a self, source: &'a Path) -> impl Iterator<Item = &'a SourceLocation> + 'a {
+        let file_name = source.file_name().map(|n| n.to_string_lossy().into_owned());
+        self.locations.iter().filter(move |l| {
+            let p = Path::new(&l.path);
+            p == source || (file_name.is_some() && p.file_name().map(|n| n.to_string_lossy().into_owned()) == file_name)
+        })
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read compute-sanitizer XML: {0}")]
+pub struct ParseError(String);
+
+fn dim(d: Option<RawDim>) -> Option<[u32; 3]> {
+    d.map(|d| [d.x, d.y, d.z])
+}
+
+fn location(w: &RawWhere, role: &str) -> Option<SourceLocation> {
+    Some(SourceLocation { path: w.path.clone()?, line: w.line?, function: w.func.clone(), role: role.to_string() })
+}
+
+/// Which kind of record this is. compute-sanitizer's XML has no stable code for the error class, so
+/// the kind comes from the structured fields first (`error`, `kind`) and the record text second.
+fn classify(tool: Tool, raw: &RawRecord) -> FindingKind {
+    let what = raw.what.as_ref();
+    let text = what.and_then(|w| w.text.as_deref()).unwrap_or("");
+    let kind = raw.kind.as_deref().unwrap_or("");
+    match tool {
+        Tool::Racecheck => {
+            if what.is_some_and(|w| w.source.is_some() && w.destination.is_some())
+                || text.contains("Race")
+                || text.contains("hazard")
+            {
+                FindingKind::SharedRace
+            } else {
+                FindingKind::Other
+            }
+        }
+        Tool::Memcheck => {
+            if what.and_then(|w| w.error.as_deref()) == Some("out of bounds") || text.contains("out of bounds") {
+                FindingKind::OutOfBounds
+            } else if text.contains("misaligned") {
+                FindingKind::Misaligned
+            } else if kind.contains("Leak") || text.contains("leak") || text.contains("Leaked") {
+                FindingKind::Leak
+            } else if text.starts_with("Program hit") {
+                FindingKind::ApiError
+            } else {
+                FindingKind::Other
+            }
+        }
+        Tool::Initcheck => {
+            if text.starts_with("Uninitialized") {
+                FindingKind::UninitializedRead
+            } else if text.contains("Host API memory access error") || text.contains("cudaMemcpy") {
+                FindingKind::UninitializedCopy
+            } else {
+                FindingKind::Other
+            }
+        }
+        Tool::Synccheck => {
+            if text.contains("Divergent thread") {
+                FindingKind::DivergentBarrier
+            } else if text.contains("Invalid arguments") {
+                FindingKind::InvalidBarrier
+            } else {
+                FindingKind::Other
+            }
+        }
+    }
+}
+
+/// Parse the XML that `--xml --save` wrote.
+pub fn parse(tool: Tool, xml: &str) -> Result<Vec<Record>, ParseError> {
+    if xml.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    let raw: RawOutput = quick_xml::de::from_str(xml).map_err(|e| ParseError(e.to_string()))?;
+    Ok(raw
+        .records
+        .into_iter()
+        .map(|r| {
+            let kind = classify(tool, &r);
+            let what = r.what.as_ref();
+            let mut locations = Vec::new();
+            if let Some(w) = &r.location {
+                locations.extend(location(w, "access"));
+            }
+            for (access, role) in [(what.and_then(|w| w.source.as_ref()), "source"), (what.and_then(|w| w.destination.as_ref()), "destination")] {
+                if let Some(a) = access {
+                    let role = a.direction.as_deref().map(str::to_lowercase).unwrap_or_else(|| role.to_string());
+                    locations.extend(a.location.as_ref().and_then(|w| location(w, &role)));
+                }
+            }
+            if let Some(stack) = &r.device_stack {
+                locations.extend(stack.frames.iter().filter_map(|f| location(f, "frame")));
+            }
+            let text = match what {
+                Some(w) if w.text.is_some() => w.text.clone().unwrap_or_default(),
+                Some(w) => [w.space.as_deref(), w.direction.as_deref(), w.error.as_deref()]
+                    .into_iter()
+                    .flatten()
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                None => r.kind.clone().unwrap_or_default(),
+            };
+            let count = what.and_then(|w| w.destination.as_ref().and_then(|d| d.count));
+            Record {
+                tool,
+                kind,
+                text,
+                level: r.level.clone(),
+                thread: dim(r.who.as_ref().and_then(|w| w.thread)),
+                block: dim(r.who.as_ref().and_then(|w| w.block)),
+                count,
+                locations,
+            }
+        })
+        .collect())
+}
+
+/// One tool run: the records and the raw material behind them.
+#[derive(Debug, Clone)]
+pub struct ToolRun {
+    pub tool: Tool,
+    pub command: String,
+    pub records: Vec<Record>,
+    pub xml_path: PathBuf,
+    pub finished: Finished,
+}
+
+impl ToolRun {
+    /// Whether the tool itself failed (as opposed to reporting errors, or the program failing):
+    /// no XML was written and the exit was not the tool's error code.
+    pub fn tool_failed(&self) -> bool {
+        !self.xml_path.is_file() && self.finished.exit != Exit::Code(ERROR_EXITCODE)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Spawn(#[from] runner::SpawnError),
+    #[error("{0} (XML at {1})")]
+    Parse(ParseError, PathBuf),
+}
+
+pub fn job(sanitizer: &Path, tool: Tool, xml_path: &Path, program: &Path, args: &[std::ffi::OsString], timeout: Duration) -> Job {
+    let mut job = Job::new(sanitizer, timeout)
+        .args(["--tool", tool.name(), "--xml", "--save"])
+        .arg(xml_path)
+        .args(["--error-exitcode", &ERROR_EXITCODE.to_string(), "--print-limit", "200"]);
+    if tool == Tool::Memcheck {
+        job = job.args(["--leak-check", "full"]);
+    }
+    job.arg(program).args(args.iter().cloned())
+}
+
+/// Run `program args` under `tool` and parse what it saved.
+pub fn run(
+    sanitizer: &Path,
+    tool: Tool,
+    xml_path: &Path,
+    program: &Path,
+    args: &[std::ffi::OsString],
+    timeout: Duration,
+) -> Result<ToolRun, RunError> {
+    let _ = std::fs::remove_file(xml_path);
+    let job = job(sanitizer, tool, xml_path, program, args, timeout);
+    let finished = runner::run(&job)?;
+    let xml = std::fs::read_to_string(xml_path).unwrap_or_default();
+    let records = parse(tool, &xml).map_err(|e| RunError::Parse(e, xml_path.to_path_buf()))?;
+    Ok(ToolRun { tool, command: job.display(), records, xml_path: xml_path.to_path_buf(), finished })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RACE: &str = r#"<?xml version="1.0" encoding="utf-8"?>
+<ComputeSanitizerOutput>
+  <record>
+    <kind>Analysis</kind>
+    <level>Error</level>
+    <what>
+      <text>Race condition</text>
+      <source><direction>Write</direction><where><func>blockSum</func><path>/p/race.cu</path><line>6</line><pc>0x5e0</pc></where></source>
+      <destination><direction>Read</direction><where><func>blockSum</func><path>/p/race.cu</path><line>9</line><pc>0xb90</pc></where><count>131072</count></destination>
+    </what>
+  </record>
+</ComputeSanitizerOutput>"#;
+
+    #[test]
+    fn racecheck_analysis_records_carry_both_accesses() {
+        let r = parse(Tool::Racecheck, RACE).unwrap();
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].kind, FindingKind::SharedRace);
+        assert_eq!(r[0].count, Some(131072));
+        let lines: Vec<(u32, &str)> = r[0].locations.iter().map(|l| (l.line, l.role.as_str())).collect();
+        assert_eq!(lines, vec![(6, "write"), (9, "read")]);
+        assert_eq!(r[0].locations_in(Path::new("/elsewhere/race.cu")).count(), 2);
+        assert_eq!(r[0].locations_in(Path::new("/p/other.cu")).count(), 0);
+    }
+
+    #[test]
+    fn empty_output_means_no_records_and_garbage_is_an_error() {
+        assert!(parse(Tool::Memcheck, "").unwrap().is_empty());
+        assert!(parse(Tool::Memcheck, "<ComputeSanitizerOutput></ComputeSanitizerOutput>").unwrap().is_empty());
+        assert!(parse(Tool::Memcheck, "<ComputeSanitizerOutput><record>").is_err());
+    }
+}

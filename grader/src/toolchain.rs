@@ -1,0 +1,159 @@
+//! Finding nvcc, compute-sanitizer and ncu, reading their versions, and installing a pinned nvcc from
+//! PyPI into the workbook where no CUDA toolkit exists.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::runner::{self, Job};
+
+/// The PyPI wheels that make a working nvcc 13.0 on a machine without the CUDA toolkit.
+pub const PINNED_WHEELS: &[&str] = &[
+    "nvidia-cuda-nvcc==13.0.88",
+    "nvidia-cuda-crt==13.0.88",
+    "nvidia-cuda-runtime==13.0.88",
+    "nvidia-cuda-cccl==13.0.85",
+    "nvidia-nvvm==13.0.88",
+];
+
+/// Where `toolkit install` puts the wheels, relative to the workbook root.
+pub const LOCAL_TOOLKIT: &str = ".cudabugs/toolkit";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolName {
+    Nvcc,
+    ComputeSanitizer,
+    Ncu,
+}
+
+impl ToolName {
+    pub fn binary(self) -> &'static str {
+        match self {
+            ToolName::Nvcc => "nvcc",
+            ToolName::ComputeSanitizer => "compute-sanitizer",
+            ToolName::Ncu => "ncu",
+        }
+    }
+    /// The environment variable that overrides the search.
+    pub fn env_override(self) -> &'static str {
+        match self {
+            ToolName::Nvcc => "CUDABUGS_NVCC",
+            ToolName::ComputeSanitizer => "CUDABUGS_COMPUTE_SANITIZER",
+            ToolName::Ncu => "CUDABUGS_NCU",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Nvcc {
+    pub path: PathBuf,
+    /// Extra flags a pip-installed nvcc needs (its runtime library folder).
+    pub extra_flags: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Toolchain {
+    pub nvcc: Option<Nvcc>,
+    pub sanitizer: Option<PathBuf>,
+    pub ncu: Option<PathBuf>,
+}
+
+fn candidates(tool: ToolName, root: &Path) -> Vec<PathBuf> {
+    let bin = tool.binary();
+    let mut list = Vec::new();
+    if let Some(p) = std::env::var_os(tool.env_override()) {
+        list.push(PathBuf::from(p));
+    }
+    for var in ["CUDA_HOME", "CUDA_PATH"] {
+        if let Some(home) = std::env::var_os(var) {
+            list.push(PathBuf::from(home).join("bin").join(bin));
+        }
+    }
+    if let Ok(p) = which::which(bin) {
+        list.push(p);
+    }
+    list.push(PathBuf::from("/usr/local/cuda/bin").join(bin));
+    match tool {
+        ToolName::Nvcc => list.push(root.join(LOCAL_TOOLKIT).join("nvidia/cu13/bin/nvcc")),
+        ToolName::Ncu => {
+            // ncu also ships outside the toolkit's bin folder.
+            if let Ok(dirs) = std::fs::read_dir("/opt/nvidia/nsight-compute") {
+                let mut found: Vec<PathBuf> = dirs.filter_map(Result::ok).map(|d| d.path().join("ncu")).collect();
+                found.sort();
+                list.extend(found.into_iter().rev());
+            }
+        }
+        ToolName::ComputeSanitizer => {}
+    }
+    list
+}
+
+pub fn find(tool: ToolName, root: &Path) -> Option<PathBuf> {
+    candidates(tool, root).into_iter().find(|p| p.is_file())
+}
+
+impl Toolchain {
+    pub fn discover(root: &Path) -> Toolchain {
+        let nvcc = find(ToolName::Nvcc, root).map(|path| {
+            // The pip wheels keep libcudart next to bin/, where nvcc's own profile does not look.
+            let lib = path.parent().and_then(Path::parent).map(|p| p.join("lib"));
+            let extra_flags = match lib {
+                Some(lib) if lib.join("libcudart_static.a").is_file() && path.components().any(|c| c.as_os_str() == "cu13") => {
+                    vec![format!("-L{}", lib.display())]
+                }
+                _ => Vec::new(),
+            };
+            Nvcc { path, extra_flags }
+        });
+        Toolchain { nvcc, sanitizer: find(ToolName::ComputeSanitizer, root), ncu: find(ToolName::Ncu, root) }
+    }
+}
+
+/// The last non-empty line of `TOOL --version` (e.g. "Build cuda_13.0.r13.0/compiler.36424714_0").
+pub fn version(path: &Path) -> Option<String> {
+    let done = runner::run(&Job::new(path, Duration::from_secs(30)).arg("--version")).ok()?;
+    let text = done.stdout.text();
+    let line = text.lines().rev().map(str::trim).find(|l| !l.is_empty())?;
+    Some(line.to_string())
+}
+
+/// nvcc's release ("13.0") from its `--version` text.
+pub fn nvcc_release(path: &Path) -> Option<String> {
+    let done = runner::run(&Job::new(path, Duration::from_secs(30)).arg("--version")).ok()?;
+    let text = done.stdout.text();
+    let after = text.split("release ").nth(1)?;
+    Some(after.split(',').next()?.trim().to_string())
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    #[error("python3 is needed to install nvcc from PyPI and was not found")]
+    NoPython,
+    #[error(transparent)]
+    Spawn(#[from] runner::SpawnError),
+    #[error("pip failed ({exit}):\n{output}")]
+    Pip { exit: String, output: String },
+    #[error("pip finished but {0} is missing")]
+    Missing(PathBuf),
+}
+
+/// The one command that gets an nvcc: the pinned wheels, into `<root>/.cudabugs/toolkit`.
+pub fn install_job(root: &Path) -> Result<Job, InstallError> {
+    let python = which::which("python3").map_err(|_| InstallError::NoPython)?;
+    Ok(Job::new(python, Duration::from_secs(1800))
+        .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--upgrade", "--target"])
+        .arg(root.join(LOCAL_TOOLKIT))
+        .args(PINNED_WHEELS.iter().copied()))
+}
+
+pub fn install(root: &Path) -> Result<PathBuf, InstallError> {
+    let done = runner::run(&install_job(root)?)?;
+    if !done.success() {
+        return Err(InstallError::Pip { exit: done.describe_exit(), output: done.output() });
+    }
+    let nvcc = root.join(LOCAL_TOOLKIT).join("nvidia/cu13/bin/nvcc");
+    if nvcc.is_file() {
+        Ok(nvcc)
+    } else {
+        Err(InstallError::Missing(nvcc))
+    }
+}

@@ -1,0 +1,438 @@
+//! `verify`: the workbook's self-check. Every exercise must fail for its intended reason (its named
+//! tool reports the expected kind of record inside the marked region) and every solution must pass
+//! all four tools, the correctness check and its speed target. Produces a verification record.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::catalog;
+use crate::check::{binary_path, build_step};
+use crate::context::{self, Context};
+use crate::gpu::GpuInfo;
+use crate::manifest::{FindingKind, Tool};
+use crate::ncu;
+use crate::nvcc::{Built, Flavor};
+use crate::outcome::{Finding, Outcome, Status, Step};
+use crate::regions::{self, Region};
+use crate::steps::{self, Cases};
+use crate::toolchain;
+use crate::workbook::{Exercise, Workbook};
+
+pub const RECORD_SCHEMA: u32 = 1;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolVersions {
+    pub nvcc: Option<String>,
+    pub compute_sanitizer: Option<String>,
+    pub ncu: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct VerifyTiming {
+    pub kernels: Vec<String>,
+    /// The untouched exercise (None where it crashed or ncu saw no launch).
+    pub original_ns: Option<f64>,
+    /// The solution.
+    pub reference_ns: f64,
+    /// The solution again, in a second process: the noise floor of the ratio.
+    pub rerun_ns: f64,
+    pub rerun_ratio: f64,
+    pub speedup_over_original: Option<f64>,
+    pub max_ratio_to_reference: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ExerciseRecord {
+    pub id: String,
+    pub title: String,
+    pub bug_class: String,
+    pub tool: Tool,
+    pub expected_kind: FindingKind,
+    pub region: String,
+    pub checks: Vec<Step>,
+    /// The finding that shows the exercise fails for its intended reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finding: Option<Finding>,
+    /// What the named tool printed on the untouched exercise (the text a learner sees).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_output: Option<String>,
+    /// Whether a plain run of the untouched exercise (-O3) gave right answers: the bug is silent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plain_run: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plain_run_correct: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timing: Option<VerifyTiming>,
+    #[serde(flatten)]
+    pub outcome: Outcome,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct VerificationRecord {
+    pub schema: u32,
+    pub created: String,
+    pub command: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<GpuInfo>,
+    pub arch: String,
+    pub driver_version: Option<String>,
+    pub tools: ToolVersions,
+    pub wall_seconds: f64,
+    pub exercises: Vec<ExerciseRecord>,
+    #[serde(flatten)]
+    pub outcome: Outcome,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct VerifyOptions {
+    /// Copy the raw tool outputs (XML, CSV) here: the material for test fixtures.
+    pub keep: Option<PathBuf>,
+}
+
+struct Work<'a> {
+    ex: &'a Exercise,
+    record: ExerciseRecord,
+    exercise_path: PathBuf,
+    solution_path: PathBuf,
+    exercise_regions: Vec<Region>,
+    solution_regions: Vec<Region>,
+    cases: Option<Cases>,
+    builds: Vec<Option<Built>>, // [exercise -G, exercise -O3, solution -G, solution -O3]
+}
+
+fn disk_checks(wb: &Workbook, ex: &Exercise) -> (Vec<Step>, Vec<Region>, Vec<Region>) {
+    let mut checks = Vec::new();
+    let t = Instant::now();
+    let loaded = match catalog::load(&wb.root, ex.id()) {
+        Ok(d) => d,
+        Err(e) => return (vec![Step::new("manifest", Status::Failed, e.to_string())], Vec::new(), Vec::new()),
+    };
+    checks.push(Step::new("manifest", Status::Passed, format!("{} is valid", loaded.manifest.path.display())).wall(t.elapsed()));
+    let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", wb.display_path(p)));
+    let (exercise, solution) = match (read(&loaded.exercise_path), read(&loaded.solution_path)) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => {
+            checks.push(Step::new("regions", Status::Failed, e));
+            return (checks, Vec::new(), Vec::new());
+        }
+    };
+    let expected = ex.manifest.manifest.expect.region.get_ref();
+    let regions_step = match (regions::parse(&exercise), regions::parse(&solution)) {
+        (Err(e), _) => Step::new("regions", Status::Failed, format!("{}:{}: {}", wb.display_path(&loaded.exercise_path), e.line, e.message)),
+        (_, Err(e)) => Step::new("regions", Status::Failed, format!("{}:{}: {}", wb.display_path(&loaded.solution_path), e.line, e.message)),
+        (Ok(er), Ok(sr)) => {
+            let diff = regions::differ_only_inside(&exercise, &solution).unwrap_or(None);
+            let step = if !er.iter().any(|r| &r.name == expected) {
+                Step::new("regions", Status::Failed, format!("the exercise has no region `{expected}`"))
+            } else if let Some(d) = diff {
+                Step::new(
+                    "regions",
+                    Status::Failed,
+                    format!("{}:{}: exercise and solution differ outside the marked regions: `{}` vs `{}`", wb.display_path(&loaded.exercise_path), d.line_in_a, d.a, d.b),
+                )
+            } else if exercise != ex.original || solution != ex.solution {
+                Step::new("regions", Status::Failed, "the files on disk differ from the copies embedded in this binary: rebuild it (touch the exercise's exercise.toml) or `cargo xtask reset` the exercise")
+            } else {
+                Step::new("regions", Status::Passed, format!("{} region(s); exercise and solution differ only inside them", er.len()))
+            };
+            checks.push(step);
+            return (checks, er, sr);
+        }
+    };
+    checks.push(regions_step);
+    (checks, Vec::new(), Vec::new())
+}
+
+/// Verify `exercises`. `say` gets progress lines.
+pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &VerifyOptions, mut say: impl FnMut(&str) + Send) -> VerificationRecord {
+    let started = Instant::now();
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+
+    // Phase 1 (CPU): manifests, regions, inputs and all four builds of every exercise, in parallel.
+    say(&format!("checking manifests and building {} exercise(s) x 4 builds on {cores} cores", exercises.len()));
+    let mut work: Vec<Work> = steps::parallel(exercises, cores, |ex| {
+        let m = &ex.manifest.manifest;
+        let (checks, exercise_regions, solution_regions) = disk_checks(wb, ex);
+        let ok = checks.iter().all(|s| s.status == Status::Passed);
+        let cases = ok.then(|| steps::prepare_cases(ex, &wb.work_dir().join("cases").join(ex.id())).ok()).flatten();
+        Work {
+            ex,
+            record: ExerciseRecord {
+                id: ex.id().to_string(),
+                title: m.title.clone(),
+                bug_class: m.bug_class.clone(),
+                tool: m.expect.tool,
+                expected_kind: m.expect.kind,
+                region: m.expect.region.get_ref().clone(),
+                checks,
+                finding: None,
+                tool_output: None,
+                plain_run: None,
+                plain_run_correct: None,
+                timing: None,
+                outcome: Outcome::Pass,
+            },
+            exercise_path: wb.learner_path(ex),
+            solution_path: wb.solution_path(ex),
+            exercise_regions,
+            solution_regions,
+            cases,
+            builds: Vec::new(),
+        }
+    });
+    let build_jobs: Vec<(usize, &str, Flavor)> = (0..work.len())
+        .filter(|&i| work[i].cases.is_some())
+        .flat_map(|i| [("original", Flavor::Sanitize), ("original", Flavor::Timing), ("reference", Flavor::Sanitize), ("reference", Flavor::Timing)].map(|(v, f)| (i, v, f)))
+        .collect();
+    let built = steps::parallel(&build_jobs, cores, |&(i, variant, flavor)| {
+        let w = &work[i];
+        let source = if variant == "original" { &w.exercise_path } else { &w.solution_path };
+        let who = if variant == "original" { "exercise" } else { "solution" };
+        build_step(ctx, wb, w.ex, variant, source, flavor, &format!("{who} build {}", flavor.flags()[0]))
+    });
+    for (&(i, _, _), (step, b)) in build_jobs.iter().zip(built) {
+        work[i].record.checks.push(step);
+        work[i].builds.push(b);
+    }
+
+    let no_gpu = ctx.no_gpu_reason();
+    let sanitizer = ctx.tools.sanitizer.clone();
+    let ready: Vec<usize> = (0..work.len())
+        .filter(|&i| work[i].builds.len() == 4 && work[i].builds.iter().all(Option::is_some) && work[i].record.checks.iter().all(|s| s.status == Status::Passed))
+        .collect();
+    match (&no_gpu, &sanitizer) {
+        (Some(reason), _) => {
+            for &i in &ready {
+                work[i].record.checks.push(Step::new("gpu", Status::Skipped, reason.clone()));
+            }
+        }
+        (None, None) => {
+            for &i in &ready {
+                work[i].record.checks.push(Step::new("tools", Status::ToolError, "compute-sanitizer not found"));
+            }
+        }
+        (None, Some(sanitizer)) => {
+            // Phase 2 (GPU, parallel): the exercise under its tool and plainly; the solution under
+            // all four tools and checked for correctness.
+            say(&format!("running {} exercise(s) under compute-sanitizer (exercise: its tool; solution: all four)", ready.len()));
+            #[derive(Clone, Copy)]
+            enum GpuJob {
+                ExerciseTool,
+                ExercisePlain,
+                SolutionTool(Tool),
+                SolutionCorrectness,
+            }
+            let jobs: Vec<(usize, GpuJob)> = ready
+                .iter()
+                .flat_map(|&i| {
+                    let mut j = vec![(i, GpuJob::ExerciseTool), (i, GpuJob::ExercisePlain)];
+                    j.extend(Tool::ALL.map(|t| (i, GpuJob::SolutionTool(t))));
+                    j.push((i, GpuJob::SolutionCorrectness));
+                    j
+                })
+                .collect();
+            enum Done {
+                Step(Step),
+                Tool(steps::ToolResult),
+            }
+            let results = steps::parallel(&jobs, cores.min(8), |&(i, job)| {
+                let w = &work[i];
+                let m = &w.ex.manifest.manifest;
+                let cases = w.cases.as_ref().unwrap();
+                let b = |k: usize| w.builds[k].as_ref().unwrap();
+                match job {
+                    GpuJob::ExerciseTool => Done::Tool(steps::run_tool(sanitizer, m.expect.tool, b(0), cases, &w.exercise_regions, "exercise", "ex")),
+                    GpuJob::ExercisePlain => Done::Step(steps::run_correctness(b(1), cases, m.tolerance, "exercise plain run", "explain")),
+                    GpuJob::SolutionTool(t) => {
+                        Done::Step(steps::run_tool(sanitizer, t, b(2), cases, &w.solution_regions, &format!("solution {t}"), &format!("sol-{t}")).step)
+                    }
+                    GpuJob::SolutionCorrectness => Done::Step(steps::run_correctness(b(3), cases, m.tolerance, "solution correctness", "sol")),
+                }
+            });
+            for (&(i, job), done) in jobs.iter().zip(results) {
+                let w = &mut work[i];
+                match (job, done) {
+                    (GpuJob::ExerciseTool, Done::Tool(t)) => {
+                        keep(opts, &t.xml_path, &format!("{}-exercise-{}.xml", w.ex.id(), w.record.tool));
+                        w.record.checks.push(intended_reason(&w.record, t.step, &t.findings));
+                        w.record.finding = t.findings.iter().find(|f| f.kind == w.record.expected_kind && f.region.as_deref() == Some(w.record.region.as_str())).cloned();
+                        w.record.tool_output = Some(t.text_output);
+                    }
+                    (GpuJob::ExercisePlain, Done::Step(s)) => {
+                        w.record.plain_run_correct = Some(s.status == Status::Passed);
+                        w.record.plain_run = Some(s.summary);
+                    }
+                    (_, Done::Step(s)) => w.record.checks.push(s),
+                    (_, Done::Tool(t)) => w.record.checks.push(t.step),
+                }
+            }
+            // Phase 3 (GPU, serial): one ncu session times every original and solution.
+            let timed: Vec<usize> = ready.iter().copied().filter(|&i| work[i].record.checks.iter().all(|s| s.status == Status::Passed)).collect();
+            if !timed.is_empty() {
+                say(&format!("timing {} exercise(s) with ncu (original, solution, solution again)", timed.len()));
+                time_all(ctx, wb, &mut work, &timed, opts);
+            }
+        }
+    }
+
+    let exercises: Vec<ExerciseRecord> = work
+        .into_iter()
+        .map(|mut w| {
+            w.record.outcome = Outcome::from_steps(&w.record.checks);
+            w.record
+        })
+        .collect();
+    let outcome = overall(&exercises);
+    VerificationRecord {
+        schema: RECORD_SCHEMA,
+        created: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        command: std::env::args().skip(1).collect::<Vec<_>>().join(" "),
+        gpu: ctx.gpu_info().cloned(),
+        arch: ctx.arch.clone(),
+        driver_version: context::driver_version(),
+        tools: ToolVersions {
+            nvcc: toolchain::version(&ctx.nvcc.path),
+            compute_sanitizer: ctx.tools.sanitizer.as_deref().and_then(toolchain::version),
+            ncu: ctx.tools.ncu.as_deref().and_then(toolchain::version),
+        },
+        wall_seconds: started.elapsed().as_secs_f64(),
+        exercises,
+        outcome,
+    }
+}
+
+/// The exercise step passes when its tool reported the expected kind inside the expected region.
+fn intended_reason(record: &ExerciseRecord, tool_step: Step, found: &[Finding]) -> Step {
+    let name = format!("exercise fails under {}", record.tool);
+    let hit = found.iter().find(|f| f.kind == record.expected_kind && f.region.as_deref() == Some(record.region.as_str()));
+    let mut step = match (hit, tool_step.status) {
+        (Some(f), _) => {
+            let at = f.locations.first().map(|l| format!("{}:{}", Path::new(&l.path).file_name().unwrap_or_default().to_string_lossy(), l.line)).unwrap_or_default();
+            Step::new(name, Status::Passed, format!("{} {} at {at}, in region `{}` ({} record(s))", record.tool, f.kind, record.region, f.records))
+        }
+        (None, Status::TimedOut | Status::ToolError) => Step { name, ..tool_step.clone() },
+        (None, _) => {
+            let seen: Vec<String> = found.iter().map(|f| format!("{} {:?}", f.kind, f.region)).collect();
+            Step::new(
+                name,
+                Status::Failed,
+                format!("expected {} {} in region `{}`, the tool reported: [{}]", record.tool, record.expected_kind, record.region, seen.join(", ")),
+            )
+        }
+    };
+    step.command = tool_step.command;
+    step.wall_ms = tool_step.wall_ms;
+    step
+}
+
+fn keep(opts: &VerifyOptions, from: &Path, name: &str) {
+    if let Some(dir) = &opts.keep {
+        let _ = std::fs::create_dir_all(dir);
+        let _ = std::fs::copy(from, dir.join(name));
+    }
+}
+
+fn time_all(ctx: &Context, wb: &Workbook, work: &mut [Work], timed: &[usize], opts: &VerifyOptions) {
+    let started = Instant::now();
+    let Some(ncu_path) = ctx.tools.ncu.clone() else {
+        for &i in timed {
+            work[i].record.checks.push(Step::new("solution timing", Status::ToolError, "ncu not found"));
+        }
+        return;
+    };
+    let mut targets = Vec::new();
+    let mut kernels = Vec::new();
+    for &i in timed {
+        let w = &work[i];
+        let m = &w.ex.manifest.manifest;
+        let cases = w.cases.as_ref().unwrap();
+        let n = w.ex.number();
+        let repeat = m.bench.repeat;
+        targets.push(steps::bench_target(&format!("{n}-original"), w.builds[1].as_ref().unwrap(), cases, repeat, "original"));
+        targets.push(steps::bench_target(&format!("{n}-reference"), w.builds[3].as_ref().unwrap(), cases, repeat, "reference"));
+        // The same binary under another name: ncu reports the process name.
+        let rerun = binary_path(wb, w.ex, "reference", Flavor::Timing).with_file_name(format!("{n}-rerun"));
+        let _ = std::fs::copy(&w.builds[3].as_ref().unwrap().binary, &rerun);
+        let mut t = steps::bench_target(&format!("{n}-rerun"), w.builds[3].as_ref().unwrap(), cases, repeat, "rerun");
+        t.program = rerun;
+        targets.push(t);
+        kernels.extend(m.timing.kernels.iter().cloned());
+    }
+    // Each exercise divides its own launches by its own repeat count below.
+    let csv = wb.work_dir().join("verify-ncu.csv");
+    let result = ncu::run(&ncu_path, &kernels, &targets, 1, &csv, steps::NCU_TIMEOUT);
+    keep(opts, &csv, "verify-ncu.csv");
+    let wall = started.elapsed();
+    for &i in timed {
+        let w = &mut work[i];
+        let m = &w.ex.manifest.manifest;
+        let n = w.ex.number().to_string();
+        let step = match &result {
+            Err(e) => Step::new("solution timing", Status::ToolError, e.to_string()),
+            Ok(t) => {
+                let repeat = m.bench.repeat as f64;
+                let get = |v: &str| {
+                    // Only this exercise's kernels count for its processes.
+                    let name = format!("{n}-{v}");
+                    let mine: Vec<&ncu::Launch> =
+                        t.launches.iter().filter(|l| name.starts_with(&l.process) && !l.process.is_empty() && m.timing.kernels.contains(&l.kernel)).collect();
+                    (!mine.is_empty()).then(|| mine.iter().map(|l| l.nanoseconds).sum::<f64>() / repeat)
+                };
+                match (get("reference"), get("rerun")) {
+                    (Some(reference_ns), Some(rerun_ns)) => {
+                        let original_ns = get("original");
+                        let max = *m.timing.max_ratio_to_reference.get_ref();
+                        let timing = VerifyTiming {
+                            kernels: m.timing.kernels.clone(),
+                            original_ns,
+                            reference_ns,
+                            rerun_ns,
+                            rerun_ratio: rerun_ns / reference_ns,
+                            speedup_over_original: original_ns.map(|o| o / reference_ns),
+                            max_ratio_to_reference: max,
+                        };
+                        let ratio = timing.rerun_ratio;
+                        w.record.timing = Some(timing);
+                        let status = if ratio <= max { Status::Passed } else { Status::Failed };
+                        Step::new(
+                            "solution timing",
+                            status,
+                            format!(
+                                "{:.1} us; a second run {ratio:.3}x (target {max:.2}x); original {}",
+                                reference_ns / 1e3,
+                                original_ns.map(|o| format!("{:.1} us", o / 1e3)).unwrap_or_else(|| "not timed (it failed)".into())
+                            ),
+                        )
+                        .command(t.command.clone())
+                    }
+                    _ => Step::new("solution timing", Status::ToolError, "ncu reported no launch of the solution's timed kernels").detail(t.finished.output()),
+                }
+            }
+        };
+        w.record.checks.push(step.wall(wall));
+    }
+}
+
+/// Failures beat skips: a CPU-only run that built everything is "skipped", one that found a broken
+/// manifest is "fail".
+fn overall(exercises: &[ExerciseRecord]) -> Outcome {
+    let worst = |o: &Outcome| match o {
+        Outcome::Fail { .. } => 0,
+        Outcome::Timeout { .. } => 1,
+        Outcome::ToolError { .. } => 2,
+        Outcome::NotGradable { .. } => 3,
+        Outcome::Skipped { .. } => 4,
+        Outcome::Pass => 5,
+    };
+    exercises
+        .iter()
+        .map(|e| &e.outcome)
+        .min_by_key(|o| worst(o))
+        .map(|o| match o {
+            Outcome::Fail { step } => Outcome::Fail { step: step.clone() },
+            other => other.clone(),
+        })
+        .unwrap_or(Outcome::Pass)
+}

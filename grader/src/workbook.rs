@@ -1,0 +1,123 @@
+//! The workbook on disk: where its root is, which exercises the binary embeds, and how a learner's
+//! id (`03-race`, `3`, `race`, `rac`) resolves to one of them.
+
+use std::path::{Path, PathBuf};
+
+use crate::catalog::Embedded;
+use crate::manifest::{self, LoadedManifest};
+
+#[derive(Debug, Clone)]
+pub struct Exercise {
+    pub manifest: LoadedManifest,
+    /// The pristine exercise source, as embedded at build time.
+    pub original: &'static str,
+    pub solution: &'static str,
+}
+
+impl Exercise {
+    pub fn id(&self) -> &str {
+        &self.manifest.id
+    }
+    /// "03" of "03-race".
+    pub fn number(&self) -> &str {
+        &self.manifest.id[..2]
+    }
+    /// "race" of "03-race".
+    pub fn short_name(&self) -> &str {
+        &self.manifest.id[3..]
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WorkbookError {
+    #[error("not inside a cudabugs workbook: no folder above {0} holds both exercises/ and solutions/ (set CUDABUGS_ROOT to point at one)")]
+    NoRoot(PathBuf),
+    #[error("no exercise matches `{query}`; the exercises are: {known}")]
+    Unknown { query: String, known: String },
+    #[error("`{query}` matches several exercises: {matches}; give more of the name")]
+    Ambiguous { query: String, matches: String },
+    #[error("embedded manifest is invalid (rebuild the binary): {0}")]
+    Embedded(#[from] manifest::ManifestError),
+}
+
+#[derive(Debug, Clone)]
+pub struct Workbook {
+    pub root: PathBuf,
+    pub exercises: Vec<Exercise>,
+    pub harness: &'static [(&'static str, &'static str)],
+}
+
+fn is_root(dir: &Path) -> bool {
+    dir.join("exercises").is_dir() && dir.join("solutions").is_dir()
+}
+
+/// `CUDABUGS_ROOT`, else the nearest folder at or above `start` that holds exercises/ and solutions/.
+pub fn find_root(start: &Path) -> Result<PathBuf, WorkbookError> {
+    if let Some(root) = std::env::var_os("CUDABUGS_ROOT").map(PathBuf::from) {
+        return if is_root(&root) { Ok(root) } else { Err(WorkbookError::NoRoot(root)) };
+    }
+    start.ancestors().find(|d| is_root(d)).map(Path::to_path_buf).ok_or_else(|| WorkbookError::NoRoot(start.to_path_buf()))
+}
+
+impl Workbook {
+    pub fn new(
+        root: PathBuf,
+        embedded: &'static [Embedded],
+        harness: &'static [(&'static str, &'static str)],
+    ) -> Result<Workbook, WorkbookError> {
+        let exercises = embedded
+            .iter()
+            .map(|e| {
+                let path = PathBuf::from("exercises").join(e.id).join(crate::catalog::MANIFEST_FILE);
+                let manifest = manifest::parse(e.id, &path, e.manifest)?;
+                Ok(Exercise { manifest, original: e.original, solution: e.solution })
+            })
+            .collect::<Result<_, WorkbookError>>()?;
+        Ok(Workbook { root, exercises, harness })
+    }
+
+    /// Resolve an id given in full (`03-race`), by number (`3`, `03`) or by name or name prefix (`race`).
+    pub fn resolve(&self, query: &str) -> Result<&Exercise, WorkbookError> {
+        let q = query.trim().to_lowercase();
+        if let Some(ex) = self.exercises.iter().find(|e| e.id() == q) {
+            return Ok(ex);
+        }
+        if let Ok(n) = q.parse::<u32>() {
+            if let Some(ex) = self.exercises.iter().find(|e| e.number().parse::<u32>() == Ok(n)) {
+                return Ok(ex);
+            }
+        }
+        let matches: Vec<&Exercise> =
+            self.exercises.iter().filter(|e| e.short_name().starts_with(&q) || e.id().starts_with(&q)).collect();
+        match matches.as_slice() {
+            [one] => Ok(one),
+            [] => Err(WorkbookError::Unknown {
+                query: query.to_string(),
+                known: self.exercises.iter().map(|e| e.id()).collect::<Vec<_>>().join(", "),
+            }),
+            many => Err(WorkbookError::Ambiguous {
+                query: query.to_string(),
+                matches: many.iter().map(|e| e.id()).collect::<Vec<_>>().join(", "),
+            }),
+        }
+    }
+
+    /// The learner's file for an exercise.
+    pub fn learner_path(&self, ex: &Exercise) -> PathBuf {
+        self.root.join("exercises").join(ex.id()).join(ex.manifest.source_name())
+    }
+
+    pub fn solution_path(&self, ex: &Exercise) -> PathBuf {
+        self.root.join("solutions").join(ex.id()).join(ex.manifest.source_name())
+    }
+
+    /// Scratch space for builds and tool output (ignored by git).
+    pub fn work_dir(&self) -> PathBuf {
+        self.root.join(".cudabugs")
+    }
+
+    /// A path relative to the root, for messages; absolute paths elsewhere stay as they are.
+    pub fn display_path(&self, path: &Path) -> String {
+        path.strip_prefix(&self.root).unwrap_or(path).display().to_string()
+    }
+}

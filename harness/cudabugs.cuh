@@ -1,0 +1,70 @@
+// cudabugs harness API. The workbook owns this file: exercises include it, learners do not edit it.
+//
+// The grader writes seeded inputs to a file, the harness (harness.cu) loads them, calls the exercise's
+// `cb_run`, and writes the outputs back for the grader to compare with its Rust reference.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <utility>
+#include <vector>
+#include <cuda_runtime.h>
+
+// Check a CUDA runtime call; on failure print where and exit with status 3 (the grader reports it).
+#define CB_CHECK(call)                                                                          \
+  do {                                                                                          \
+    cudaError_t cb_err_ = (call);                                                               \
+    if (cb_err_ != cudaSuccess) {                                                               \
+      std::fprintf(stderr, "CUDA error at %s:%d: %s (%s)\n", __FILE__, __LINE__,                \
+                   cudaGetErrorString(cb_err_), #call);                                         \
+      std::exit(3);                                                                             \
+    }                                                                                           \
+  } while (0)
+
+namespace cb {
+
+// Element types; the numbers match grader/src/manifest.rs (DType::code).
+enum class DType : uint8_t { F32 = 1, F64 = 2, I32 = 3, U32 = 4 };
+template <class T> struct dtype_of;
+template <> struct dtype_of<float> { static constexpr DType value = DType::F32; };
+template <> struct dtype_of<double> { static constexpr DType value = DType::F64; };
+template <> struct dtype_of<int> { static constexpr DType value = DType::I32; };
+template <> struct dtype_of<unsigned> { static constexpr DType value = DType::U32; };
+
+struct Buffer {
+  std::string name;
+  DType dtype;
+  size_t len;
+  std::vector<unsigned char> bytes;
+};
+
+// What one call of cb_run sees: the case's parameters, its input buffers and its output buffers
+// (host memory, sized by the manifest).
+class Io {
+ public:
+  long long param(const char* name) const;
+  template <class T> const T* input(const char* name, size_t* len = nullptr) const {
+    const Buffer& b = find(inputs_, name, dtype_of<T>::value, "input");
+    if (len) *len = b.len;
+    return reinterpret_cast<const T*>(b.bytes.data());
+  }
+  template <class T> T* output(const char* name, size_t* len = nullptr) {
+    Buffer& b = const_cast<Buffer&>(find(outputs_, name, dtype_of<T>::value, "output"));
+    if (len) *len = b.len;
+    return reinterpret_cast<T*>(b.bytes.data());
+  }
+
+  // Filled by the harness.
+  std::vector<std::pair<std::string, long long>> params_;
+  std::vector<Buffer> inputs_, outputs_;
+
+ private:
+  const Buffer& find(const std::vector<Buffer>& list, const char* name, DType want, const char* what) const;
+};
+
+}  // namespace cb
+
+// The exercise's entry point: allocate, copy, launch, check, copy back, free.
+void cb_run(cb::Io& io);

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Run on a GPU machine with the CUDA toolkit (no Rust needed) from the workbook root, with a release
+# binary built elsewhere: verify everything, then check 03-race untouched and fixed, a "fix" that
+# serialises the work (must fail the speed target) and a 04-sync "fix" that hangs (must time out).
+set -u
+B=${B:-target/release/xtask}
+OUT=${OUT:-/tmp/cudabugs-gpu}
+mkdir -p "$OUT"
+export CUDABUGS_NO_INSTALL=1 PATH="$PATH:/usr/local/cuda/bin"
+{ nvidia-smi; nvcc --version; compute-sanitizer --version; ncu --version; "$B" toolkit show; } >"$OUT/env.txt" 2>&1
+
+"$B" verify --record "$OUT/verification.json" --keep "$OUT/fixtures" >"$OUT/verify.txt" 2>&1
+echo "verify exit=$?" >>"$OUT/verify.txt"
+
+restore() { cp "$OUT/orig.cu" "$1"; }
+try() { # try LABEL FILE ID: check ID with FILE in place of the learner's file
+  cp "$3" "$OUT/orig.cu"; cp "$2" "$3"
+  echo "===== $1" >>"$OUT/check.txt"
+  "$B" check "$4" >>"$OUT/check.txt" 2>&1; echo "$1 exit=$?" >>"$OUT/check.txt"
+  restore "$3"
+}
+R=exercises/03-race/reduce.cu
+echo "===== 03-race untouched" >>"$OUT/check.txt"
+"$B" check 03-race >>"$OUT/check.txt" 2>&1; echo "untouched exit=$?" >>"$OUT/check.txt"
+try "03-race with the reference solution" solutions/03-race/reduce.cu "$R" 03-race
+cp "$R" "$OUT/orig.cu"; cp solutions/03-race/reduce.cu "$R"
+"$B" --format json check race >"$OUT/check-solution.json" 2>/dev/null; restore "$R"
+sed 's|const int blocks = std::min((n + BLOCK - 1) / BLOCK, MAX_BLOCKS);|const int blocks = 1;|' solutions/03-race/reduce.cu >/tmp/one-block.cu
+try "03-race fixed but serialised onto one block" /tmp/one-block.cu "$R" 3
+sed 's|^  __syncthreads();$|  if (t % 2 == 0) __syncthreads();\n  __syncthreads();|' solutions/04-sync/smooth.cu >/tmp/hang.cu
+CUDABUGS_TIMEOUT_SECS=20 try "04-sync with a fix that hangs in -G builds" /tmp/hang.cu exercises/04-sync/smooth.cu sync
+echo "leftover harness processes: $(pgrep -c -- '-learner$' || true)" >>"$OUT/check.txt"
+
+find .cudabugs -name '*.xml' -o -name '*.csv' | tar czf "$OUT/raw-tool-output.tgz" -T - "$OUT/fixtures" 2>/dev/null
+grep -E "exit=|^(PASS|FAIL|TIMEOUT|SKIPPED|TOOL)" "$OUT/check.txt"
+sed -n '/^exercise  /,$p' "$OUT/verify.txt"
