@@ -27,6 +27,12 @@ pub enum GpuStatus {
     Present(GpuInfo),
 }
 
+impl GpuStatus {
+    pub fn is_present(&self) -> bool {
+        matches!(self, GpuStatus::Present(_))
+    }
+}
+
 /// Query device 0. cudarc panics when libcuda is missing, so ask first whether it is present.
 pub fn probe() -> GpuStatus {
     // SAFETY: this only tries to dlopen libcuda.

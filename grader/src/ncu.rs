@@ -51,6 +51,10 @@ pub fn parse(text: &str) -> Result<Vec<Launch>, ParseError> {
             continue;
         }
         let raw = row.get(value).unwrap_or("");
+        // A launch that failed (the program crashed) is reported with the value "nan": no time.
+        if raw == "nan" || raw == "n/a" {
+            continue;
+        }
         let mut ns: f64 = raw.replace(',', "").parse().map_err(|_| ParseError::BadNumber(raw.to_string()))?;
         ns *= match row.get(unit).unwrap_or("ns") {
             "us" | "usecond" => 1e3,
@@ -120,28 +124,58 @@ pub struct Timing {
 }
 
 /// Time `targets`, counting only `kernels`, each target's total divided by `repeat`.
+///
+/// When a profiled program fails, ncu ends the whole session and the targets after it never run. The
+/// first target without a launch is then taken to have failed, and the rest get a new session.
 pub fn run(ncu: &Path, kernels: &[String], targets: &[Target], repeat: u32, csv_path: &Path, timeout: Duration) -> Result<Timing, RunError> {
-    let _ = std::fs::remove_file(csv_path);
-    let job = job(ncu, kernels, targets, csv_path, timeout);
-    let finished = runner::run(&job)?;
-    let text = std::fs::read_to_string(csv_path).unwrap_or_default();
-    if !text.contains("\"ID\",") && !finished.success() {
-        return Err(RunError::Failed { exit: finished.describe_exit(), output: format!("{}\n{}", text, finished.output()) });
+    let mut launches = Vec::new();
+    let mut commands = Vec::new();
+    let mut pending: &[Target] = targets;
+    let mut last = None;
+    while !pending.is_empty() {
+        let _ = std::fs::remove_file(csv_path);
+        let job = job(ncu, kernels, pending, csv_path, timeout);
+        let finished = runner::run(&job)?;
+        commands.push(job.display());
+        let text = std::fs::read_to_string(csv_path).unwrap_or_default();
+        if !text.contains("\"ID\",") && !finished.success() && launches.is_empty() {
+            return Err(RunError::Failed { exit: finished.describe_exit(), output: format!("{}\n{}", text, finished.output()) });
+        }
+        let mut session = parse(&text)?;
+        let failed = !finished.success();
+        last = Some(finished);
+        pending = match failed.then(|| last_connected(&text, pending)).flatten() {
+            // That program was running when the session ended: its times are partial, drop them,
+            // and go on with the programs after it.
+            Some(i) => {
+                session.retain(|l| !launched_by(&pending[i], l));
+                &pending[i + 1..]
+            }
+            None => &[],
+        };
+        launches.extend(session);
     }
-    let launches = parse(&text)?;
     let per_target = targets
         .iter()
         .map(|t| {
-            // ncu reports the process name (at most 15 characters on Linux, so compare a prefix).
-            let mine: Vec<&Launch> = launches
-                .iter()
-                .filter(|l| !l.process.is_empty() && t.name.starts_with(&l.process) && kernels.contains(&l.kernel))
-                .collect();
+            let mine: Vec<&Launch> = launches.iter().filter(|l| launched_by(t, l) && kernels.contains(&l.kernel)).collect();
             let total: f64 = mine.iter().map(|l| l.nanoseconds).sum();
             (t.name.clone(), (!mine.is_empty()).then(|| total / repeat.max(1) as f64))
         })
         .collect();
-    Ok(Timing { command: job.display(), per_target, launches, finished })
+    Ok(Timing { command: commands.join("\n"), per_target, launches, finished: last.expect("at least one session") })
+}
+
+/// The target whose process ncu connected to last ("==PROF== Connected to process 1901 (/path/prog)").
+fn last_connected(log: &str, targets: &[Target]) -> Option<usize> {
+    let line = log.lines().rev().find(|l| l.contains("Connected to process"))?;
+    let path = line.rsplit_once('(')?.1.trim_end().trim_end_matches(')');
+    targets.iter().position(|t| Path::new(path) == t.program)
+}
+
+/// ncu reports the process name, at most 15 characters on Linux, so compare a prefix.
+pub fn launched_by(target: &Target, launch: &Launch) -> bool {
+    !launch.process.is_empty() && target.name.starts_with(&launch.process)
 }
 
 #[cfg(test)]

@@ -51,6 +51,9 @@ struct RawDim {
 #[derive(Debug, Deserialize, Default)]
 struct RawWhat {
     text: Option<String>,
+    /// synccheck puts the error class here ("Divergent thread(s) in block"), `text` is "Barrier error".
+    #[serde(rename = "type")]
+    error_type: Option<String>,
     space: Option<String>,
     direction: Option<String>,
     error: Option<String>,
@@ -132,7 +135,7 @@ fn location(w: &RawWhere, role: &str) -> Option<SourceLocation> {
 /// the kind comes from the structured fields first (`error`, `kind`) and the record text second.
 fn classify(tool: Tool, raw: &RawRecord) -> FindingKind {
     let what = raw.what.as_ref();
-    let text = what.and_then(|w| w.text.as_deref()).unwrap_or("");
+    let text = &record_text(raw);
     let kind = raw.kind.as_deref().unwrap_or("");
     match tool {
         Tool::Racecheck => {
@@ -179,6 +182,22 @@ fn classify(tool: Tool, raw: &RawRecord) -> FindingKind {
     }
 }
 
+/// The record's words: `text`, with synccheck's `type` after it.
+fn record_text(raw: &RawRecord) -> String {
+    match &raw.what {
+        Some(w) => match (&w.text, &w.error_type) {
+            (Some(t), Some(ty)) => format!("{t}: {ty}"),
+            (Some(t), None) => t.clone(),
+            (None, _) => [w.space.as_deref(), w.direction.as_deref(), w.error.as_deref(), w.error_type.as_deref()]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(" "),
+        },
+        None => raw.kind.clone().unwrap_or_default(),
+    }
+}
+
 /// Parse the XML that `--xml --save` wrote.
 pub fn parse(tool: Tool, xml: &str) -> Result<Vec<Record>, ParseError> {
     if xml.trim().is_empty() {
@@ -204,15 +223,7 @@ pub fn parse(tool: Tool, xml: &str) -> Result<Vec<Record>, ParseError> {
             if let Some(stack) = &r.device_stack {
                 locations.extend(stack.frames.iter().filter_map(|f| location(f, "frame")));
             }
-            let text = match what {
-                Some(w) if w.text.is_some() => w.text.clone().unwrap_or_default(),
-                Some(w) => [w.space.as_deref(), w.direction.as_deref(), w.error.as_deref()]
-                    .into_iter()
-                    .flatten()
-                    .collect::<Vec<_>>()
-                    .join(" "),
-                None => r.kind.clone().unwrap_or_default(),
-            };
+            let text = record_text(&r);
             let count = what.and_then(|w| w.destination.as_ref().and_then(|d| d.count));
             Record {
                 tool,

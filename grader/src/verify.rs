@@ -343,6 +343,7 @@ fn time_all(ctx: &Context, wb: &Workbook, work: &mut [Work], timed: &[usize], op
         return;
     };
     let mut targets = Vec::new();
+    let mut originals = Vec::new();
     let mut kernels = Vec::new();
     for &i in timed {
         let w = &work[i];
@@ -350,7 +351,7 @@ fn time_all(ctx: &Context, wb: &Workbook, work: &mut [Work], timed: &[usize], op
         let cases = w.cases.as_ref().unwrap();
         let n = w.ex.number();
         let repeat = m.bench.repeat;
-        targets.push(steps::bench_target(&format!("{n}-original"), w.builds[1].as_ref().unwrap(), cases, repeat, "original"));
+        originals.push(steps::bench_target(&format!("{n}-original"), w.builds[1].as_ref().unwrap(), cases, repeat, "original"));
         targets.push(steps::bench_target(&format!("{n}-reference"), w.builds[3].as_ref().unwrap(), cases, repeat, "reference"));
         // The same binary under another name: ncu reports the process name.
         let rerun = binary_path(wb, w.ex, "reference", Flavor::Timing).with_file_name(format!("{n}-rerun"));
@@ -360,6 +361,8 @@ fn time_all(ctx: &Context, wb: &Workbook, work: &mut [Work], timed: &[usize], op
         targets.push(t);
         kernels.extend(m.timing.kernels.iter().cloned());
     }
+    // The originals last: a crashing one ends ncu's session (ncu::run then starts another).
+    targets.extend(originals);
     // Each exercise divides its own launches by its own repeat count below.
     let csv = wb.work_dir().join("verify-ncu.csv");
     let result = ncu::run(&ncu_path, &kernels, &targets, 1, &csv, steps::NCU_TIMEOUT);
@@ -376,8 +379,9 @@ fn time_all(ctx: &Context, wb: &Workbook, work: &mut [Work], timed: &[usize], op
                 let get = |v: &str| {
                     // Only this exercise's kernels count for its processes.
                     let name = format!("{n}-{v}");
+                    let target = targets.iter().find(|t| t.name == name)?;
                     let mine: Vec<&ncu::Launch> =
-                        t.launches.iter().filter(|l| name.starts_with(&l.process) && !l.process.is_empty() && m.timing.kernels.contains(&l.kernel)).collect();
+                        t.launches.iter().filter(|l| ncu::launched_by(target, l) && m.timing.kernels.contains(&l.kernel)).collect();
                     (!mine.is_empty()).then(|| mine.iter().map(|l| l.nanoseconds).sum::<f64>() / repeat)
                 };
                 match (get("reference"), get("rerun")) {

@@ -1,0 +1,103 @@
+//! The xtask CLI, driven as a learner drives it (assert_cmd + predicates).
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn xtask() -> Command {
+    let mut cmd = Command::cargo_bin("xtask").unwrap();
+    cmd.current_dir(env!("CARGO_MANIFEST_DIR")).env("CUDABUGS_NO_INSTALL", "1").env_remove("CUDABUGS_ROOT");
+    cmd
+}
+
+/// nvcc as the grader would find it, or None (then the build tests say they were skipped).
+fn nvcc_available() -> bool {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    grader::toolchain::find(grader::toolchain::ToolName::Nvcc, root).is_some()
+}
+
+#[test]
+fn an_unknown_id_lists_the_exercises() {
+    xtask()
+        .args(["check", "nope"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no exercise matches `nope`").and(predicate::str::contains("03-race")));
+}
+
+#[test]
+fn outside_a_workbook_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    xtask().current_dir(dir.path()).args(["check", "3"]).assert().code(2).stderr(predicate::str::contains("not inside a cudabugs workbook"));
+}
+
+#[test]
+fn without_nvcc_check_says_how_to_get_one() {
+    // A copy of the workbook where no nvcc can be found: empty PATH, no CUDA_HOME, no local toolkit.
+    let dir = tempfile::tempdir().unwrap();
+    for sub in ["exercises", "solutions"] {
+        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+    }
+    if std::path::Path::new("/usr/local/cuda/bin/nvcc").exists() {
+        eprintln!("SKIPPED without_nvcc_check_says_how_to_get_one: this machine has /usr/local/cuda/bin/nvcc");
+        return;
+    }
+    xtask()
+        .env("CUDABUGS_ROOT", dir.path())
+        .env("PATH", "")
+        .env_remove("CUDA_HOME")
+        .env_remove("CUDA_PATH")
+        .env_remove("CUDABUGS_NVCC")
+        .args(["check", "race"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no nvcc found").and(predicate::str::contains("cargo xtask toolkit install")));
+}
+
+#[test]
+fn check_on_a_cpu_only_machine_builds_both_variants_and_skips_with_exit_6() {
+    if !nvcc_available() {
+        eprintln!("SKIPPED check_on_a_cpu_only_machine...: no nvcc (run `cargo xtask toolkit install`)");
+        return;
+    }
+    if grader::gpu::probe().is_present() {
+        eprintln!("SKIPPED check_on_a_cpu_only_machine...: this machine has a GPU");
+        return;
+    }
+    let out = xtask().args(["--format", "json", "check", "3"]).assert().code(6).get_output().stdout.clone();
+    let report: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(report["outcome"], "skipped");
+    let steps: Vec<(&str, &str)> = report["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["name"].as_str().unwrap(), s["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(steps, vec![("build -G", "passed"), ("build -O3", "passed"), ("gpu", "skipped")]);
+}
+
+#[test]
+fn a_learner_file_that_does_not_compile_fails_at_the_build_step() {
+    if !nvcc_available() {
+        eprintln!("SKIPPED a_learner_file_that_does_not_compile...: no nvcc");
+        return;
+    }
+    // A workbook copy whose 03-race file has a syntax error.
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for sub in ["exercises/03-race", "solutions/03-race"] {
+        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+    }
+    std::fs::copy(root.join("exercises/03-race/exercise.toml"), dir.path().join("exercises/03-race/exercise.toml")).unwrap();
+    std::fs::write(dir.path().join("exercises/03-race/reduce.cu"), "this is not CUDA\n").unwrap();
+    let toolkit = root.join(".cudabugs/toolkit");
+    if toolkit.exists() {
+        std::fs::create_dir_all(dir.path().join(".cudabugs")).unwrap();
+        std::os::unix::fs::symlink(&toolkit, dir.path().join(".cudabugs/toolkit")).unwrap();
+    }
+    xtask()
+        .env("CUDABUGS_ROOT", dir.path())
+        .args(["check", "race"])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("does not compile").and(predicate::str::contains("FAIL at step `build -G`")));
+}
