@@ -9,10 +9,14 @@ fn xtask() -> Command {
     cmd
 }
 
-/// nvcc as the grader would find it, or None (then the build tests say they were skipped).
-fn nvcc_available() -> bool {
+/// Whether nvcc can be found as the grader would find it; if not, the test says it was skipped.
+fn nvcc_or_skip(test: &str) -> bool {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    grader::toolchain::find(grader::toolchain::ToolName::Nvcc, root).is_some()
+    let found = grader::toolchain::find(grader::toolchain::ToolName::Nvcc, root).is_some();
+    if !found {
+        eprintln!("SKIPPED {test}: no nvcc (run `cargo xtask toolkit install`)");
+    }
+    found
 }
 
 #[test]
@@ -55,8 +59,7 @@ fn without_nvcc_check_says_how_to_get_one() {
 
 #[test]
 fn check_on_a_cpu_only_machine_builds_both_variants_and_skips_with_exit_6() {
-    if !nvcc_available() {
-        eprintln!("SKIPPED check_on_a_cpu_only_machine...: no nvcc (run `cargo xtask toolkit install`)");
+    if !nvcc_or_skip("check_on_a_cpu_only_machine_builds_both_variants_and_skips_with_exit_6") {
         return;
     }
     if grader::gpu::probe().is_present() {
@@ -77,8 +80,7 @@ fn check_on_a_cpu_only_machine_builds_both_variants_and_skips_with_exit_6() {
 
 #[test]
 fn a_learner_file_that_does_not_compile_fails_at_the_build_step() {
-    if !nvcc_available() {
-        eprintln!("SKIPPED a_learner_file_that_does_not_compile...: no nvcc");
+    if !nvcc_or_skip("a_learner_file_that_does_not_compile_fails_at_the_build_step") {
         return;
     }
     // A workbook copy whose 03-race file has a syntax error.

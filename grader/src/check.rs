@@ -176,13 +176,12 @@ fn time_against_references(ctx: &Context, wb: &Workbook, ex: &Exercise, learner:
         }
     }
     builds.push(("learner", learner.clone()));
-    let repeat = m.bench.repeat;
     let targets: Vec<ncu::Target> = builds
         .iter()
-        .map(|(v, b)| steps::bench_target(&format!("{}-{v}", ex.number()), b, cases, repeat, v))
+        .map(|(v, b)| steps::bench_target(&format!("{}-{v}", ex.number()), b, cases, m, v))
         .collect();
     let csv = wb.work_dir().join("build").join(ex.id()).join("ncu.csv");
-    let timing = match ncu::run(&ncu_path, &m.timing.kernels, &targets, repeat, &csv, steps::NCU_TIMEOUT) {
+    let timing = match ncu::run(&ncu_path, &targets, &csv, steps::NCU_TIMEOUT) {
         Ok(t) => t,
         Err(e) => return Step::new("timing", Status::ToolError, e.to_string()).wall(started.elapsed()),
     };

@@ -79,6 +79,10 @@ pub struct Target {
     pub name: String,
     pub program: std::path::PathBuf,
     pub args: Vec<String>,
+    /// Kernel function names whose times count for this program.
+    pub kernels: Vec<String>,
+    /// How many times the program runs its bench: its time is the total divided by this.
+    pub repeat: u32,
 }
 
 fn shell_quote(s: &str) -> String {
@@ -87,13 +91,13 @@ fn shell_quote(s: &str) -> String {
 
 /// One ncu process that profiles several programs in turn (`--target-processes all` follows the
 /// shell's children), so the tool's start-up cost is paid once and all times share one session.
-pub fn job(ncu: &Path, kernels: &[String], targets: &[Target], csv_path: &Path, timeout: Duration) -> Job {
+pub fn job(ncu: &Path, targets: &[Target], csv_path: &Path, timeout: Duration) -> Job {
     let script = targets
         .iter()
         .map(|t| std::iter::once(&t.program.display().to_string()).chain(&t.args).map(|w| shell_quote(w)).collect::<Vec<_>>().join(" "))
         .collect::<Vec<_>>()
         .join("; ");
-    let mut unique: Vec<&String> = kernels.iter().collect();
+    let mut unique: Vec<&String> = targets.iter().flat_map(|t| &t.kernels).collect();
     unique.sort();
     unique.dedup();
     let filter = format!("regex:^({})$", unique.iter().map(|k| k.as_str()).collect::<Vec<_>>().join("|"));
@@ -123,18 +127,19 @@ pub struct Timing {
     pub finished: Finished,
 }
 
-/// Time `targets`, counting only `kernels`, each target's total divided by `repeat`.
+/// Time `targets`: per target, the sum of its own kernels' launches divided by its `repeat`.
 ///
 /// When a profiled program fails, ncu ends the whole session and the targets after it never run. The
-/// first target without a launch is then taken to have failed, and the rest get a new session.
-pub fn run(ncu: &Path, kernels: &[String], targets: &[Target], repeat: u32, csv_path: &Path, timeout: Duration) -> Result<Timing, RunError> {
+/// program ncu connected to last is then taken to have failed (its partial times are dropped), and
+/// the targets after it get a new session.
+pub fn run(ncu: &Path, targets: &[Target], csv_path: &Path, timeout: Duration) -> Result<Timing, RunError> {
     let mut launches = Vec::new();
     let mut commands = Vec::new();
     let mut pending: &[Target] = targets;
     let mut last = None;
     while !pending.is_empty() {
         let _ = std::fs::remove_file(csv_path);
-        let job = job(ncu, kernels, pending, csv_path, timeout);
+        let job = job(ncu, pending, csv_path, timeout);
         let finished = runner::run(&job)?;
         commands.push(job.display());
         let text = std::fs::read_to_string(csv_path).unwrap_or_default();
@@ -158,9 +163,9 @@ pub fn run(ncu: &Path, kernels: &[String], targets: &[Target], repeat: u32, csv_
     let per_target = targets
         .iter()
         .map(|t| {
-            let mine: Vec<&Launch> = launches.iter().filter(|l| launched_by(t, l) && kernels.contains(&l.kernel)).collect();
+            let mine: Vec<&Launch> = launches.iter().filter(|l| launched_by(t, l) && t.kernels.contains(&l.kernel)).collect();
             let total: f64 = mine.iter().map(|l| l.nanoseconds).sum();
-            (t.name.clone(), (!mine.is_empty()).then(|| total / repeat.max(1) as f64))
+            (t.name.clone(), (!mine.is_empty()).then(|| total / t.repeat.max(1) as f64))
         })
         .collect();
     Ok(Timing { command: commands.join("\n"), per_target, launches, finished: last.expect("at least one session") })
@@ -204,8 +209,14 @@ mod tests {
 
     #[test]
     fn the_job_profiles_every_target_in_one_session() {
-        let t = |n: &str| Target { name: n.into(), program: format!("/b/{n}").into(), args: vec!["--repeat".into(), "3".into()] };
-        let job = job(Path::new("ncu"), &["k".into(), "k".into()], &[t("a"), t("it's")], Path::new("/o.csv"), Duration::from_secs(1));
+        let t = |n: &str| Target {
+            name: n.into(),
+            program: format!("/b/{n}").into(),
+            args: vec!["--repeat".into(), "3".into()],
+            kernels: vec!["k".into()],
+            repeat: 3,
+        };
+        let job = job(Path::new("ncu"), &[t("a"), t("it's")], Path::new("/o.csv"), Duration::from_secs(1));
         let line = job.display();
         assert!(line.contains("regex:^(k)$"), "{line}");
         assert!(line.contains(r"'/b/a' '--repeat' '3'; '/b/it'\''s'"), "{line}");

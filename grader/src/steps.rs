@@ -176,8 +176,11 @@ pub fn run_correctness(built: &Built, cases: &Cases, tol: crate::manifest::Toler
 }
 
 /// ncu targets: the harness on the bench input, `repeat` times.
-pub fn bench_target(name: &str, built: &Built, cases: &Cases, repeat: u32, tag: &str) -> crate::ncu::Target {
+pub fn bench_target(name: &str, built: &Built, cases: &Cases, m: &crate::manifest::Manifest, tag: &str) -> crate::ncu::Target {
+    let repeat = m.bench.repeat;
     crate::ncu::Target {
+        kernels: m.timing.kernels.clone(),
+        repeat,
         name: name.to_string(),
         program: built.binary.clone(),
         args: vec![

@@ -344,28 +344,24 @@ fn time_all(ctx: &Context, wb: &Workbook, work: &mut [Work], timed: &[usize], op
     };
     let mut targets = Vec::new();
     let mut originals = Vec::new();
-    let mut kernels = Vec::new();
     for &i in timed {
         let w = &work[i];
         let m = &w.ex.manifest.manifest;
         let cases = w.cases.as_ref().unwrap();
         let n = w.ex.number();
-        let repeat = m.bench.repeat;
-        originals.push(steps::bench_target(&format!("{n}-original"), w.builds[1].as_ref().unwrap(), cases, repeat, "original"));
-        targets.push(steps::bench_target(&format!("{n}-reference"), w.builds[3].as_ref().unwrap(), cases, repeat, "reference"));
+        let solution = w.builds[3].as_ref().unwrap();
+        originals.push(steps::bench_target(&format!("{n}-original"), w.builds[1].as_ref().unwrap(), cases, m, "original"));
+        targets.push(steps::bench_target(&format!("{n}-reference"), solution, cases, m, "reference"));
         // The same binary under another name: ncu reports the process name.
-        let rerun = binary_path(wb, w.ex, "reference", Flavor::Timing).with_file_name(format!("{n}-rerun"));
-        let _ = std::fs::copy(&w.builds[3].as_ref().unwrap().binary, &rerun);
-        let mut t = steps::bench_target(&format!("{n}-rerun"), w.builds[3].as_ref().unwrap(), cases, repeat, "rerun");
-        t.program = rerun;
-        targets.push(t);
-        kernels.extend(m.timing.kernels.iter().cloned());
+        let mut rerun = steps::bench_target(&format!("{n}-rerun"), solution, cases, m, "rerun");
+        rerun.program = binary_path(wb, w.ex, "reference", Flavor::Timing).with_file_name(format!("{n}-rerun"));
+        let _ = std::fs::copy(&solution.binary, &rerun.program);
+        targets.push(rerun);
     }
     // The originals last: a crashing one ends ncu's session (ncu::run then starts another).
     targets.extend(originals);
-    // Each exercise divides its own launches by its own repeat count below.
     let csv = wb.work_dir().join("verify-ncu.csv");
-    let result = ncu::run(&ncu_path, &kernels, &targets, 1, &csv, steps::NCU_TIMEOUT);
+    let result = ncu::run(&ncu_path, &targets, &csv, steps::NCU_TIMEOUT);
     keep(opts, &csv, "verify-ncu.csv");
     let wall = started.elapsed();
     for &i in timed {
@@ -375,15 +371,7 @@ fn time_all(ctx: &Context, wb: &Workbook, work: &mut [Work], timed: &[usize], op
         let step = match &result {
             Err(e) => Step::new("solution timing", Status::ToolError, e.to_string()),
             Ok(t) => {
-                let repeat = m.bench.repeat as f64;
-                let get = |v: &str| {
-                    // Only this exercise's kernels count for its processes.
-                    let name = format!("{n}-{v}");
-                    let target = targets.iter().find(|t| t.name == name)?;
-                    let mine: Vec<&ncu::Launch> =
-                        t.launches.iter().filter(|l| ncu::launched_by(target, l) && m.timing.kernels.contains(&l.kernel)).collect();
-                    (!mine.is_empty()).then(|| mine.iter().map(|l| l.nanoseconds).sum::<f64>() / repeat)
-                };
+                let get = |v: &str| t.per_target.get(&format!("{n}-{v}")).copied().flatten();
                 match (get("reference"), get("rerun")) {
                     (Some(reference_ns), Some(rerun_ns)) => {
                         let original_ns = get("original");
@@ -434,9 +422,6 @@ fn overall(exercises: &[ExerciseRecord]) -> Outcome {
         .iter()
         .map(|e| &e.outcome)
         .min_by_key(|o| worst(o))
-        .map(|o| match o {
-            Outcome::Fail { step } => Outcome::Fail { step: step.clone() },
-            other => other.clone(),
-        })
+        .cloned()
         .unwrap_or(Outcome::Pass)
 }
