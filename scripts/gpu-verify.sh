@@ -11,6 +11,9 @@ export CUDABUGS_NO_INSTALL=1 PATH="$PATH:/usr/local/cuda/bin"
 
 "$B" verify --record "$OUT/verification.json" --keep "$OUT/fixtures" >"$OUT/verify.txt" 2>&1
 echo "verify exit=$?" >>"$OUT/verify.txt"
+# The same with ncu strictly serial: the parallel ncu processes must time the same.
+CUDABUGS_NCU_JOBS=1 "$B" verify --record "$OUT/verification-serial-ncu.json" >"$OUT/verify-serial-ncu.txt" 2>&1
+echo "verify (serial ncu) exit=$?" >>"$OUT/verify-serial-ncu.txt"
 
 restore() { cp "$OUT/orig.cu" "$1"; }
 try() { # try LABEL FILE ID: check ID with FILE in place of the learner's file
@@ -25,12 +28,14 @@ echo "===== 03-race untouched" >>"$OUT/check.txt"
 try "03-race with the reference solution" solutions/03-race/reduce.cu "$R" 03-race
 cp "$R" "$OUT/orig.cu"; cp solutions/03-race/reduce.cu "$R"
 "$B" --format json check race >"$OUT/check-solution.json" 2>/dev/null; restore "$R"
+try "03-race fixed with __syncwarp() instead of shuffles" scripts/alt-fixes/03-race-syncwarp.cu "$R" race
 sed 's|const int blocks = std::min((n + BLOCK - 1) / BLOCK, MAX_BLOCKS);|const int blocks = 1;|' solutions/03-race/reduce.cu >/tmp/one-block.cu
 try "03-race fixed but serialised onto one block" /tmp/one-block.cu "$R" 3
 sed 's|^  __syncthreads();$|  if (t % 2 == 0) __syncthreads();\n  __syncthreads();|' solutions/04-sync/smooth.cu >/tmp/hang.cu
 CUDABUGS_TIMEOUT_SECS=20 try "04-sync with a fix that hangs in -G builds" /tmp/hang.cu exercises/04-sync/smooth.cu sync
 echo "leftover harness processes: $(pgrep -c -- '-learner$' || true)" >>"$OUT/check.txt"
 
-find .cudabugs -name '*.xml' -o -name '*.csv' | tar czf "$OUT/raw-tool-output.tgz" -T - "$OUT/fixtures" 2>/dev/null
+tar czf "$OUT/fixtures.tgz" -C "$OUT" fixtures && rm -rf "$OUT/fixtures" "$OUT/orig.cu"
 grep -E "exit=|^(PASS|FAIL|TIMEOUT|SKIPPED|TOOL)" "$OUT/check.txt"
 sed -n '/^exercise  /,$p' "$OUT/verify.txt"
+sed -n '/^exercise  /,$p' "$OUT/verify-serial-ncu.txt"

@@ -3,10 +3,11 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use anstream::{eprintln, print, println};
 use anyhow::{Context as _, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use grader::context::{Context, Options};
-use grader::workbook::{self, Workbook};
+use grader::workbook::{self, Exercise, Workbook};
 
 mod catalog {
     include!(concat!(env!("OUT_DIR"), "/embed/catalog.rs"));
@@ -18,6 +19,9 @@ struct Cli {
     /// Output format: text for people, json (stable fields) for scripts and editors.
     #[arg(long, global = true, value_enum, default_value_t = Format::Text)]
     format: Format,
+    /// Colours: auto follows the terminal, NO_COLOR and CLICOLOR_FORCE.
+    #[arg(long, global = true, value_enum, default_value_t = ColorWhen::Auto)]
+    color: ColorWhen,
     /// nvcc -arch to build for (default: the GPU's compute capability, else sm_90).
     #[arg(long, global = true)]
     arch: Option<String>,
@@ -31,8 +35,35 @@ enum Format {
     Json,
 }
 
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ColorWhen {
+    Auto,
+    Always,
+    Never,
+}
+
 #[derive(Subcommand)]
 enum Command {
+    /// Every exercise with its status, bug class and tool; the next one to do marked.
+    List,
+    /// Show the next hint for an exercise (each call reveals one more).
+    Hint {
+        /// Exercise id: `03-race`, `3` or `race`.
+        id: String,
+    },
+    /// Restore an exercise's original file (your version is saved as a backup first).
+    Reset {
+        /// Exercise id: `03-race`, `3` or `race`.
+        id: String,
+    },
+    /// Re-check the current exercise on every save; move on to the next pending one when it passes.
+    Watch {
+        /// Start with this exercise instead of the next pending one.
+        id: Option<String>,
+        /// Poll the file every 500 ms instead of using file notifications.
+        #[arg(long)]
+        poll: bool,
+    },
     /// Build your version of an exercise, run it under its tool, check it and time it.
     Check {
         /// Exercise id: `03-race`, `3` or `race`.
@@ -72,6 +103,17 @@ enum ToolkitAction {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    match cli.color {
+        ColorWhen::Auto => {}
+        ColorWhen::Always => anstream::ColorChoice::Always.write_global(),
+        ColorWhen::Never => anstream::ColorChoice::Never.write_global(),
+    }
+    // Every tool and program runs in a process group of its own, which the terminal's Ctrl-C does
+    // not reach: take them down before leaving, so that no child outlives the command.
+    let _ = ctrlc::set_handler(|| {
+        grader::runner::kill_all_running();
+        std::process::exit(130);
+    });
     match run(cli) {
         Ok(code) => ExitCode::from(code as u8),
         Err(e) => {
@@ -105,6 +147,43 @@ fn print_json(value: &impl serde::Serialize) -> Result<()> {
     Ok(())
 }
 
+/// The progress file; a problem with it is shown once and never stops a command.
+fn load_state(wb: &Workbook) -> grader::state::Loaded {
+    let loaded = grader::state::load(&wb.root);
+    if let Some(problem) = &loaded.problem {
+        eprintln!("warning: {problem}");
+    }
+    loaded
+}
+
+fn save_state(state: &grader::state::Loaded) {
+    match state.save() {
+        Ok(Some(moved)) => eprintln!("note: the damaged progress file was moved to {}", moved.display()),
+        Ok(None) => {}
+        Err(e) => eprintln!("warning: progress not saved: {e}"),
+    }
+}
+
+/// Check one exercise and record a pass in the progress file.
+fn check_and_record(ctx: &Context, wb: &Workbook, ex: &Exercise, format: Format) -> grader::check::CheckReport {
+    let report = grader::check::check(ctx, wb, ex, progress(format));
+    if report.outcome == grader::outcome::Outcome::Pass {
+        let mut state = load_state(wb);
+        state.state.mark_done(ex.id(), report.timing.as_ref().map(|t| t.ratio_to_reference));
+        save_state(&state);
+    }
+    report
+}
+
+fn show_check(report: &grader::check::CheckReport, wb: &Workbook, ex: &Exercise, format: Format, compact: bool) -> Result<()> {
+    match format {
+        Format::Json if compact => println!("{}", serde_json::to_string(report)?),
+        Format::Json => print_json(report)?,
+        Format::Text => print!("{}", grader::report::check_text(report, ex, &wb.learner_path(ex))),
+    }
+    Ok(())
+}
+
 fn run(cli: Cli) -> Result<i32> {
     let format = cli.format;
     match cli.command {
@@ -112,12 +191,72 @@ fn run(cli: Cli) -> Result<i32> {
             let wb = open_workbook()?;
             let ex = wb.resolve(&id)?;
             let ctx = context(&wb, cli.arch, format)?;
-            let report = grader::check::check(&ctx, &wb, ex, progress(format));
-            match format {
-                Format::Json => print_json(&report)?,
-                Format::Text => print!("{}", grader::report::check_text(&report, ex, &wb.learner_path(ex))),
-            }
+            let report = check_and_record(&ctx, &wb, ex, format);
+            show_check(&report, &wb, ex, format, false)?;
             Ok(report.outcome.exit_code())
+        }
+        Command::List => {
+            let wb = open_workbook()?;
+            let state = load_state(&wb);
+            let entries = grader::learner::list(&wb, &state.state);
+            match format {
+                Format::Json => print_json(&entries)?,
+                Format::Text => print!("{}", grader::report::list_text(&entries)),
+            }
+            Ok(0)
+        }
+        Command::Hint { id } => {
+            let wb = open_workbook()?;
+            let ex = wb.resolve(&id)?;
+            let mut state = load_state(&wb);
+            let hints = grader::learner::reveal_hint(ex, &mut state.state);
+            save_state(&state);
+            match format {
+                Format::Json => print_json(&hints)?,
+                Format::Text => print!("{}", grader::report::hints_text(&hints)),
+            }
+            Ok(0)
+        }
+        Command::Reset { id } => {
+            let wb = open_workbook()?;
+            let ex = wb.resolve(&id)?;
+            let reset = grader::learner::reset(&wb, ex).with_context(|| format!("resetting {} (nothing was changed)", wb.display_path(&wb.learner_path(ex))))?;
+            let mut was_done = false;
+            if reset.restored {
+                let mut state = load_state(&wb);
+                was_done = state.state.mark_pending(ex.id());
+                if was_done {
+                    save_state(&state);
+                }
+            }
+            match format {
+                Format::Json => print_json(&reset)?,
+                Format::Text => {
+                    print!("{}", grader::report::reset_text(&reset));
+                    if was_done {
+                        println!("{} is pending again.", ex.id());
+                    }
+                }
+            }
+            Ok(0)
+        }
+        Command::Watch { id, poll } => {
+            let wb = open_workbook()?;
+            let mut current = match &id {
+                Some(id) => wb.resolve(id)?,
+                None => {
+                    let state = load_state(&wb);
+                    match state.state.next_pending(wb.exercises.iter().map(|e| e.id())) {
+                        Some(next) => wb.resolve(next)?,
+                        None => {
+                            println!("Every exercise is done: `cargo xtask list` shows them, `cargo xtask watch <id>` watches one again.");
+                            return Ok(0);
+                        }
+                    }
+                }
+            };
+            let ctx = context(&wb, cli.arch, format)?;
+            watch(&ctx, &wb, &mut current, poll, format)
         }
         Command::Verify { id, record, keep } => {
             let wb = open_workbook()?;
@@ -147,14 +286,25 @@ fn run(cli: Cli) -> Result<i32> {
         Command::Toolkit { action: ToolkitAction::Show } => {
             let wb = open_workbook()?;
             let tools = grader::toolchain::Toolchain::discover(&wb.root);
-            let show = |p: Option<&Path>| p.map(|p| p.display().to_string()).unwrap_or_else(|| "not found".into());
-            println!("nvcc:              {}", show(tools.nvcc.as_ref().map(|n| n.path.as_path())));
-            println!("compute-sanitizer: {}", show(tools.sanitizer.as_deref()));
-            println!("ncu:               {}", show(tools.ncu.as_deref()));
-            match grader::gpu::probe() {
-                grader::gpu::GpuStatus::Present(g) => println!("GPU:               {} ({}, CUDA {})", g.name, g.arch(), g.driver_cuda_version),
-                grader::gpu::GpuStatus::NoDriver => println!("GPU:               none (no NVIDIA driver)"),
-                grader::gpu::GpuStatus::Unusable(e) => println!("GPU:               unusable: {e}"),
+            let show = |p: Option<&Path>| p.map(|p| p.display().to_string());
+            let gpu = match grader::gpu::probe() {
+                grader::gpu::GpuStatus::Present(g) => format!("{} ({}, CUDA {})", g.name, g.arch(), g.driver_cuda_version),
+                grader::gpu::GpuStatus::NoDriver => "none (no NVIDIA driver)".into(),
+                grader::gpu::GpuStatus::Unusable(e) => format!("unusable: {e}"),
+            };
+            let found = [
+                ("nvcc", show(tools.nvcc.as_ref().map(|n| n.path.as_path()))),
+                ("compute_sanitizer", show(tools.sanitizer.as_deref())),
+                ("ncu", show(tools.ncu.as_deref())),
+                ("gpu", Some(gpu)),
+            ];
+            match format {
+                Format::Json => print_json(&found.iter().cloned().collect::<std::collections::BTreeMap<_, _>>())?,
+                Format::Text => {
+                    for (name, value) in found {
+                        println!("{:<18} {}", format!("{}:", name.replace('_', "-")), value.unwrap_or_else(|| "not found".into()));
+                    }
+                }
             }
             Ok(0)
         }
@@ -162,8 +312,47 @@ fn run(cli: Cli) -> Result<i32> {
             let wb = open_workbook()?;
             let out = if out.is_absolute() { out } else { wb.root.join(out) };
             bundle(&wb, &out)?;
-            println!("bundle ready: {} (run ./cudabugs check 03-race inside it)", out.display());
+            match format {
+                Format::Json => print_json(&serde_json::json!({ "bundle": out }))?,
+                Format::Text => println!("bundle ready: {} (run ./cudabugs check 03-race inside it)", out.display()),
+            }
             Ok(0)
+        }
+    }
+}
+
+/// Check `current` now and on every save; after a pass, go on to the next pending exercise. Returns
+/// when every exercise is done (Ctrl-C quits earlier, through the handler in `main`).
+fn watch<'a>(ctx: &Context, wb: &'a Workbook, current: &mut &'a Exercise, poll: bool, format: Format) -> Result<i32> {
+    loop {
+        let ex = *current;
+        let file = wb.learner_path(ex);
+        // Watching starts before the check, so that a save during a check is not missed.
+        let watcher = grader::watch::FileWatcher::new(&file, poll).with_context(|| format!("watching {}", wb.display_path(&file)))?;
+        if let Some(why) = &watcher.fallback_reason {
+            eprintln!("note: file notifications do not work here ({why}); polling instead");
+        }
+        loop {
+            let report = check_and_record(ctx, wb, ex, format);
+            show_check(&report, wb, ex, format, true)?;
+            if report.outcome == grader::outcome::Outcome::Pass {
+                break;
+            }
+            if format == Format::Text {
+                println!("\nwatching {} ({}); save it to check again, Ctrl-C to quit", wb.display_path(&file), watcher.mode);
+            }
+            watcher.wait_for_save().with_context(|| format!("watching {}", wb.display_path(&file)))?;
+        }
+        let state = load_state(wb);
+        let Some(next) = state.state.next_pending(wb.exercises.iter().map(|e| e.id())) else {
+            if format == Format::Text {
+                println!("\nEvery exercise is done. Well found, well fixed.");
+            }
+            return Ok(0);
+        };
+        *current = wb.resolve(next)?;
+        if format == Format::Text {
+            println!("\n{} passed. Next: {}\n", ex.id(), current.id());
         }
     }
 }

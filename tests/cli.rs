@@ -1,23 +1,9 @@
 //! The xtask CLI, driven as a learner drives it (assert_cmd + predicates).
 
-use assert_cmd::Command;
+mod common;
+
+use common::{nvcc_or_skip, xtask};
 use predicates::prelude::*;
-
-fn xtask() -> Command {
-    let mut cmd = Command::cargo_bin("xtask").unwrap();
-    cmd.current_dir(env!("CARGO_MANIFEST_DIR")).env("CUDABUGS_NO_INSTALL", "1").env_remove("CUDABUGS_ROOT");
-    cmd
-}
-
-/// Whether nvcc can be found as the grader would find it; if not, the test says it was skipped.
-fn nvcc_or_skip(test: &str) -> bool {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let found = grader::toolchain::find(grader::toolchain::ToolName::Nvcc, root).is_some();
-    if !found {
-        eprintln!("SKIPPED {test}: no nvcc (run `cargo xtask toolkit install`)");
-    }
-    found
-}
 
 #[test]
 fn an_unknown_id_lists_the_exercises() {
@@ -84,20 +70,9 @@ fn a_learner_file_that_does_not_compile_fails_at_the_build_step() {
         return;
     }
     // A workbook copy whose 03-race file has a syntax error.
-    let dir = tempfile::tempdir().unwrap();
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    for sub in ["exercises/03-race", "solutions/03-race"] {
-        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
-    }
-    std::fs::copy(root.join("exercises/03-race/exercise.toml"), dir.path().join("exercises/03-race/exercise.toml")).unwrap();
-    std::fs::write(dir.path().join("exercises/03-race/reduce.cu"), "this is not CUDA\n").unwrap();
-    let toolkit = root.join(".cudabugs/toolkit");
-    if toolkit.exists() {
-        std::fs::create_dir_all(dir.path().join(".cudabugs")).unwrap();
-        std::os::unix::fs::symlink(&toolkit, dir.path().join(".cudabugs/toolkit")).unwrap();
-    }
-    xtask()
-        .env("CUDABUGS_ROOT", dir.path())
+    let copy = common::Copy::new();
+    std::fs::write(copy.path("exercises/03-race/reduce.cu"), "this is not CUDA\n").unwrap();
+    copy.xtask()
         .args(["check", "race"])
         .assert()
         .code(1)

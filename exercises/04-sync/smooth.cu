@@ -15,7 +15,7 @@ __global__ void smooth3(const float* x, float* y, int n) {
   const int t = threadIdx.x;
   const int i = blockIdx.x * BLOCK + t;
 
-  // cudabugs:begin(bug)
+  // ANCHOR: bug
   if (t < BLOCK / 2) {
     // First half of the block: its elements and the left halo.
     tile[t + 1] = load_clamped(x, i, n);
@@ -29,7 +29,7 @@ __global__ void smooth3(const float* x, float* y, int n) {
     __syncthreads();
     if (i < n) y[i] = 0.25f * tile[t] + 0.5f * tile[t + 1] + 0.25f * tile[t + 2];
   }
-  // cudabugs:end(bug)
+  // ANCHOR_END: bug
 }
 
 void cb_run(cb::Io& io) {

@@ -20,10 +20,10 @@ __global__ void histogram(const unsigned* values, int n, unsigned* bins) {
   __syncthreads();
 
   // Merge this block's histogram into the global one.
-  // cudabugs:begin(merge)
+  // ANCHOR: merge
   for (int b = threadIdx.x; b < BINS; b += blockDim.x)
     if (local[b] != 0) atomicAdd(&bins[b], local[b]);
-  // cudabugs:end(merge)
+  // ANCHOR_END: merge
 }
 
 void cb_run(cb::Io& io) {
@@ -35,9 +35,9 @@ void cb_run(cb::Io& io) {
   CB_CHECK(cudaMalloc(&d_values, n * sizeof(unsigned)));
   CB_CHECK(cudaMalloc(&d_bins, BINS * sizeof(unsigned)));
   CB_CHECK(cudaMemcpy(d_values, h_values, n * sizeof(unsigned), cudaMemcpyHostToDevice));
-  // cudabugs:begin(bug)
+  // ANCHOR: bug
   CB_CHECK(cudaMemset(d_bins, 0, BINS));
-  // cudabugs:end(bug)
+  // ANCHOR_END: bug
 
   const int blocks = std::min((n + BLOCK - 1) / BLOCK, MAX_BLOCKS);
   histogram<<<blocks, BLOCK>>>(d_values, n, d_bins);

@@ -39,6 +39,9 @@ pub struct CheckReport {
     pub findings: Vec<Finding>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timing: Option<TimingSummary>,
+    /// After a pass (never before): the reference solution as a unified diff against the learner's file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub solution_diff: Option<String>,
     #[serde(flatten)]
     pub outcome: Outcome,
 }
@@ -93,6 +96,7 @@ pub fn check(ctx: &Context, wb: &Workbook, ex: &Exercise, mut say: impl FnMut(&s
         steps: Vec::new(),
         findings: Vec::new(),
         timing: None,
+        solution_diff: None,
         outcome: Outcome::Pass,
     };
     let text = match std::fs::read_to_string(&learner) {
@@ -155,7 +159,11 @@ pub fn check(ctx: &Context, wb: &Workbook, ex: &Exercise, mut say: impl FnMut(&s
     say("timing with ncu: the original, the reference fix and yours");
     let step = time_against_references(ctx, wb, ex, timing, &cases, &mut report);
     report.steps.push(step);
-    finish(report)
+    let mut report = finish(report);
+    if report.outcome == Outcome::Pass {
+        report.solution_diff = crate::learner::solution_diff(wb, ex).ok();
+    }
+    report
 }
 
 fn time_against_references(ctx: &Context, wb: &Workbook, ex: &Exercise, learner: &Built, cases: &Cases, report: &mut CheckReport) -> Step {
@@ -180,16 +188,19 @@ fn time_against_references(ctx: &Context, wb: &Workbook, ex: &Exercise, learner:
         .iter()
         .map(|(v, b)| steps::bench_target(&format!("{}-{v}", ex.number()), b, cases, m, v))
         .collect();
-    let csv = wb.work_dir().join("build").join(ex.id()).join("ncu.csv");
-    let timing = match ncu::run(&ncu_path, &targets, &csv, steps::NCU_TIMEOUT) {
+    let csv_dir = wb.work_dir().join("build").join(ex.id()).join("ncu");
+    let timing = match ncu::run(&ncu_path, &targets, &csv_dir, ncu::default_jobs(), steps::NCU_TIMEOUT) {
         Ok(t) => t,
         Err(e) => return Step::new("timing", Status::ToolError, e.to_string()).wall(started.elapsed()),
     };
-    let time_of = |v: &str| timing.per_target.get(&format!("{}-{v}", ex.number())).copied().flatten();
+    let name = |v: &str| format!("{}-{v}", ex.number());
+    let time_of = |v: &str| timing.nanoseconds(&name(v));
     let (Some(learner_ns), Some(reference_ns)) = (time_of("learner"), time_of("reference")) else {
-        return Step::new("timing", Status::ToolError, "ncu reported no launch of the timed kernels")
-            .detail(timing.finished.output())
-            .command(timing.command)
+        let failed = if time_of("reference").is_none() { "reference" } else { "learner" };
+        let output = timing.per_target.get(&name(failed)).map(|m| m.finished.output()).unwrap_or_default();
+        return Step::new("timing", Status::ToolError, format!("ncu timed no launch of the {failed} version's timed kernels"))
+            .detail(output)
+            .command(timing.commands())
             .wall(started.elapsed());
     };
     let original_ns = time_of("original");
@@ -202,13 +213,13 @@ fn time_against_references(ctx: &Context, wb: &Workbook, ex: &Exercise, learner:
         speedup_over_original: original_ns.map(|o| o / learner_ns),
         ratio_to_reference: learner_ns / reference_ns,
         max_ratio_to_reference: max_ratio,
-        command: timing.command.clone(),
+        command: timing.commands(),
     };
     let ratio = summary.ratio_to_reference;
     report.timing = Some(summary);
     let (status, verdict) = if ratio <= max_ratio { (Status::Passed, "within") } else { (Status::Failed, "over") };
     Step::new("timing", status, format!("{:.1} us, {ratio:.2}x the reference fix ({verdict} the {max_ratio:.2}x target)", learner_ns / 1e3))
-        .command(timing.command)
+        .command(timing.commands())
         .wall(started.elapsed())
 }
 

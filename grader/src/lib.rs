@@ -18,6 +18,8 @@ pub mod data;
 #[cfg(feature = "engine")]
 pub mod gpu;
 #[cfg(feature = "engine")]
+pub mod learner;
+#[cfg(feature = "engine")]
 pub mod ncu;
 #[cfg(feature = "engine")]
 pub mod nvcc;
@@ -28,6 +30,8 @@ pub mod runner;
 #[cfg(feature = "engine")]
 pub mod sanitizer;
 #[cfg(feature = "engine")]
+pub mod state;
+#[cfg(feature = "engine")]
 pub mod steps;
 #[cfg(feature = "engine")]
 pub mod toolchain;
@@ -37,3 +41,5 @@ pub mod verify;
 pub mod workbook;
 #[cfg(feature = "engine")]
 pub mod report;
+#[cfg(feature = "engine")]
+pub mod watch;

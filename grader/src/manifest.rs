@@ -389,7 +389,7 @@ pub fn validate_sources(m: &LoadedManifest, exercise: &str, solution: &str) -> R
         if !regions.iter().any(|r| &r.name == expect_region) {
             return Err(m.error_at(
                 m.manifest.expect.region.span(),
-                format!("the {label} source has no region `{expect_region}` (mark it with `// cudabugs:begin({expect_region})`)"),
+                format!("the {label} source has no region `{expect_region}` (mark it with `// ANCHOR: {expect_region}` ... `// ANCHOR_END: {expect_region}`)"),
             ));
         }
     }

@@ -1,13 +1,13 @@
 //! Typed results: each step's status, the findings it produced, and the overall outcome with its
 //! distinct exit code.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::manifest::{FindingKind, Tool};
 use crate::regions::Region;
 use crate::sanitizer::{Record, SourceLocation};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Status {
     Passed,
@@ -18,7 +18,7 @@ pub enum Status {
 }
 
 /// One step of a check or a verification.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Step {
     pub name: String,
     pub status: Status,
@@ -53,7 +53,7 @@ impl Step {
 
 /// The verdict. Exit codes: pass 0, fail 1, (2 is a usage error), tool error 3, timeout 4,
 /// not gradable 5, skipped for want of a GPU 6.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "kebab-case")]
 pub enum Outcome {
     Pass,
@@ -103,7 +103,7 @@ impl Outcome {
 }
 
 /// Records of one shape (same kind, text and source line) folded together.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Finding {
     pub tool: Tool,
     pub kind: FindingKind,

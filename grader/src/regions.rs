@@ -1,9 +1,10 @@
-//! Marked regions in a `.cu` file: `// cudabugs:begin(name)` ... `// cudabugs:end(name)`.
+//! Marked regions in a `.cu` file: `// ANCHOR: name` ... `// ANCHOR_END: name`, which are mdBook's
+//! anchors, so that the book includes exactly the lines the grader reasons about.
 //! The bug lives inside a region, the tool's finding must point into one, and an exercise and its
 //! solution may differ only inside regions.
 
-const BEGIN: &str = "cudabugs:begin(";
-const END: &str = "cudabugs:end(";
+const BEGIN: &str = "ANCHOR:";
+const END: &str = "ANCHOR_END:";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Region {
@@ -41,11 +42,13 @@ fn marker(line: &str) -> Option<Result<Marker<'_>, String>> {
     } else {
         return None;
     };
-    let Some(name) = rest.split(')').next().filter(|_| rest.contains(')')) else {
-        return Some(Err("marker needs a closing `)`".into()));
-    };
+    // mdBook's anchor names: word characters, `-` and `_`.
+    let name = rest.trim();
     if name.is_empty() {
         return Some(Err("marker needs a region name".into()));
+    }
+    if !name.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-') {
+        return Some(Err(format!("region name `{name}` may only hold letters, digits, `-` and `_`")));
     }
     Some(Ok(if is_begin { Marker::Begin(name) } else { Marker::End(name) }))
 }
@@ -73,9 +76,9 @@ pub fn parse(source: &str) -> Result<Vec<Region>, RegionError> {
                     regions.push(Region { name: open_name, begin_line: begin, end_line: n })
                 }
                 Some((open_name, _)) => {
-                    return Err(RegionError { line: n, message: format!("`end({name})` closes region `{open_name}`") })
+                    return Err(RegionError { line: n, message: format!("`ANCHOR_END: {name}` closes region `{open_name}`") })
                 }
-                None => return Err(RegionError { line: n, message: format!("`end({name})` without a begin") }),
+                None => return Err(RegionError { line: n, message: format!("`ANCHOR_END: {name}` without an `ANCHOR: {name}`") }),
             },
         }
     }
@@ -178,7 +181,7 @@ fn outside_line_numbers(source: &str) -> Vec<usize> {
 mod tests {
     use super::*;
 
-    const A: &str = "int a;\n// cudabugs:begin(bug)\nx = 1;\n// cudabugs:end(bug)\nint b;\n";
+    const A: &str = "int a;\n// ANCHOR: bug\nx = 1;\n// ANCHOR_END: bug\nint b;\n";
 
     #[test]
     fn parses_regions_with_lines() {
@@ -189,13 +192,13 @@ mod tests {
 
     #[test]
     fn rejects_unclosed_nested_and_repeated() {
-        assert_eq!(parse("// cudabugs:begin(a)\n").unwrap_err().line, 1);
-        let nested = "// cudabugs:begin(a)\n// cudabugs:begin(b)\n";
+        assert_eq!(parse("// ANCHOR: a\n").unwrap_err().line, 1);
+        let nested = "// ANCHOR: a\n// ANCHOR: b\n";
         assert!(parse(nested).unwrap_err().message.contains("inside"));
-        let twice = "// cudabugs:begin(a)\n// cudabugs:end(a)\n// cudabugs:begin(a)\n// cudabugs:end(a)\n";
+        let twice = "// ANCHOR: a\n// ANCHOR_END: a\n// ANCHOR: a\n// ANCHOR_END: a\n";
         assert_eq!(parse(twice).unwrap_err().line, 3);
-        assert!(parse("// cudabugs:end(a)\n").unwrap_err().message.contains("without"));
-        assert!(parse("// cudabugs:begin(a\n").unwrap_err().message.contains(")"));
+        assert!(parse("// ANCHOR_END: a\n").unwrap_err().message.contains("without"));
+        assert!(parse("// ANCHOR: a(\n").unwrap_err().message.contains("may only hold"));
     }
 
     #[test]

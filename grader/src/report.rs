@@ -1,21 +1,34 @@
-//! Presentation: check reports and verification records as text for a terminal. (JSON is the
-//! structs themselves, serialised by the CLI.)
+//! Presentation: check reports, verification records and the learner's progress as text for a
+//! terminal. (JSON is the structs themselves, serialised by the CLI.) Colours are ANSI styles in the
+//! text; the CLI prints through anstream, which strips them for pipes, NO_COLOR and `--color never`.
 
-use std::fmt::Write as _;
+use std::fmt::{Display, Write as _};
 use std::path::Path;
+
+use anstyle::{AnsiColor, Style};
 
 use crate::check::CheckReport;
 use crate::outcome::{Finding, Outcome, Status, Step};
 use crate::verify::VerificationRecord;
 use crate::workbook::Exercise;
 
-fn mark(status: Status) -> &'static str {
+const GOOD: Style = AnsiColor::Green.on_default();
+const BAD: Style = AnsiColor::Red.on_default().bold();
+const WARN: Style = AnsiColor::Yellow.on_default();
+const BOLD: Style = Style::new().bold();
+const DIM: Style = Style::new().dimmed();
+
+fn paint(style: Style, text: impl Display) -> String {
+    format!("{style}{text}{style:#}")
+}
+
+fn mark(status: Status) -> String {
     match status {
-        Status::Passed => "ok  ",
-        Status::Failed => "FAIL",
-        Status::TimedOut => "TIME",
-        Status::ToolError => "TOOL",
-        Status::Skipped => "skip",
+        Status::Passed => paint(GOOD, "ok  "),
+        Status::Failed => paint(BAD, "FAIL"),
+        Status::TimedOut => paint(BAD, "TIME"),
+        Status::ToolError => paint(WARN, "TOOL"),
+        Status::Skipped => paint(WARN, "skip"),
     }
 }
 
@@ -35,9 +48,22 @@ pub fn excerpt(path: &Path, line: usize, context: usize) -> Option<String> {
     let mut out = String::new();
     for (i, l) in lines[from..to].iter().enumerate() {
         let n = from + i + 1;
-        let _ = writeln!(out, "    {} {n:>4} | {l}", if n == line { ">" } else { " " });
+        if n == line {
+            let _ = writeln!(out, "    {} {} | {}", paint(BAD, ">"), paint(BOLD, format!("{n:>4}")), paint(BOLD, l));
+        } else {
+            let _ = writeln!(out, "      {n:>4} | {l}");
+        }
     }
     Some(out)
+}
+
+/// The column of the first non-blank character of a line (1-based): the tools give lines, editors
+/// want `path:line:col`.
+fn first_column(path: &Path, line: usize) -> usize {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| t.lines().nth(line.wrapping_sub(1)).map(|l| l.chars().take_while(|c| c.is_whitespace()).count() + 1))
+        .unwrap_or(1)
 }
 
 fn dim3(d: Option<[u32; 3]>) -> String {
@@ -46,7 +72,7 @@ fn dim3(d: Option<[u32; 3]>) -> String {
 
 fn finding(out: &mut String, f: &Finding, source: &Path, shown_as: &str) {
     let hazards = f.hazards.map(|h| format!(", {h} hazards")).unwrap_or_default();
-    let _ = writeln!(out, "\n  {} {}: {} ({} record(s){hazards})", f.tool, f.kind, f.text, f.records);
+    let _ = writeln!(out, "\n  {}: {} ({} record(s){hazards})", paint(BOLD, format!("{} {}", f.tool, f.kind)), f.text, f.records);
     if f.thread.is_some() || f.block.is_some() {
         let _ = writeln!(out, "    first seen in thread {} of block {}", dim3(f.thread), dim3(f.block));
     }
@@ -54,7 +80,8 @@ fn finding(out: &mut String, f: &Finding, source: &Path, shown_as: &str) {
         let here = Path::new(&l.path).file_name() == source.file_name();
         let shown = if here { shown_as.to_string() } else { l.path.clone() };
         let func = l.function.as_deref().map(|f| format!(" in {f}")).unwrap_or_default();
-        let _ = writeln!(out, "  --> {shown}:{}:1 ({}{func})", l.line, l.role);
+        let column = if here { first_column(source, l.line as usize) } else { 1 };
+        let _ = writeln!(out, "  --> {shown}:{}:{column} ({}{func})", l.line, l.role);
         if here {
             if let Some(x) = excerpt(source, l.line as usize, 1) {
                 out.push_str(&x);
@@ -78,12 +105,16 @@ pub fn check_text(report: &CheckReport, ex: &Exercise, source: &Path) -> String 
     }
     if !report.findings.is_empty() {
         let _ = writeln!(out, "\n  What it means: {}", m.explain.finding);
-        if let Some(correct) = report.steps.iter().find(|s| s.name == "correctness") {
-            if correct.status == Status::Passed {
-                let _ = writeln!(out, "  Yet the outputs were right: {}", m.explain.silent);
+        match report.steps.iter().find(|s| s.name == "correctness") {
+            Some(c) if c.status == Status::Passed => {
+                let _ = writeln!(out, "  {} {}", paint(BOLD, "Yet the outputs were right:"), m.explain.silent);
             }
+            Some(c) => {
+                let _ = writeln!(out, "  {} {}", paint(BOLD, "And the plain run was wrong too:"), c.summary);
+            }
+            None => {}
         }
-        let _ = writeln!(out, "  Lesson: book/src/{}", m.chapter);
+        let _ = writeln!(out, "  {} book/src/{} (`cargo xtask book --serve` to read it)", paint(BOLD, "Lesson:"), m.chapter);
     }
     for s in report.steps.iter().filter(|s| s.status != Status::Passed && s.detail.is_some()) {
         let _ = writeln!(out, "\n  {}:\n{}", s.name, indent(s.detail.as_deref().unwrap_or(""), 4, 40));
@@ -100,18 +131,90 @@ pub fn check_text(report: &CheckReport, ex: &Exercise, source: &Path) -> String 
         }
         let _ = writeln!(out, "    ratio to the reference fix: {:.2}x (target <= {:.2}x)", t.ratio_to_reference, t.max_ratio_to_reference);
     }
+    if let Some(diff) = &report.solution_diff {
+        let _ = writeln!(out, "\n  The reference solution, as a diff against your file:");
+        out.push_str(&diff_text(diff));
+    }
     let _ = writeln!(out, "\n{}", verdict(&report.outcome));
     out
 }
 
+/// A unified diff, its lines coloured.
+pub fn diff_text(diff: &str) -> String {
+    if diff.trim().is_empty() {
+        return "    (identical)\n".into();
+    }
+    diff.lines()
+        .map(|l| {
+            let styled = match l.as_bytes().first() {
+                Some(b'+') if !l.starts_with("+++") => paint(GOOD, l),
+                Some(b'-') if !l.starts_with("---") => paint(AnsiColor::Red.on_default(), l),
+                Some(b'@') => paint(DIM, l),
+                _ => l.to_string(),
+            };
+            format!("    {styled}\n")
+        })
+        .collect()
+}
+
 pub fn verdict(outcome: &Outcome) -> String {
     match outcome {
-        Outcome::Pass => "PASS".into(),
-        Outcome::Fail { step } => format!("FAIL at step `{step}`"),
-        Outcome::ToolError { step, message } => format!("TOOL ERROR at step `{step}`: {message}"),
-        Outcome::Timeout { step } => format!("TIMEOUT at step `{step}`: the process group was killed"),
-        Outcome::NotGradable { reason } => format!("NOT GRADABLE: {reason}"),
-        Outcome::Skipped { reason } => format!("SKIPPED (exit {}): {reason}", outcome.exit_code()),
+        Outcome::Pass => paint(GOOD.bold(), "PASS"),
+        Outcome::Fail { step } => format!("{} at step `{step}`", paint(BAD, "FAIL")),
+        Outcome::ToolError { step, message } => format!("{} at step `{step}`: {message}", paint(WARN.bold(), "TOOL ERROR")),
+        Outcome::Timeout { step } => format!("{} at step `{step}`: the process group was killed", paint(BAD, "TIMEOUT")),
+        Outcome::NotGradable { reason } => format!("{}: {reason}", paint(WARN.bold(), "NOT GRADABLE")),
+        Outcome::Skipped { reason } => format!("{} (exit {}): {reason}", paint(WARN.bold(), "SKIPPED"), outcome.exit_code()),
+    }
+}
+
+/// `list`: every exercise, its status, bug class and tool; the next one to do marked.
+pub fn list_text(entries: &[crate::learner::ListEntry]) -> String {
+    let mut out = String::new();
+    let done = entries.iter().filter(|e| e.status == "done").count();
+    let _ = writeln!(out, "{}", paint(BOLD, format!("{done} of {} exercises done", entries.len())));
+    let _ = writeln!(out, "\n     {:<11} {:<8} {:<26} {:<10} {:<6} title", "id", "status", "bug class", "tool", "hints");
+    for e in entries {
+        let pointer = if e.next { paint(WARN.bold(), "->") } else { "  ".into() };
+        let status = if e.status == "done" { paint(GOOD, format!("{:<8}", "done")) } else { format!("{:<8}", if e.edited { "started" } else { "pending" }) };
+        let id = if e.next { paint(WARN.bold(), format!("{:<11}", e.id)) } else { format!("{:<11}", e.id) };
+        let _ = writeln!(out, "  {pointer} {id} {status} {:<26} {:<10} {:<6} {}", e.bug_class, e.tool.name(), format!("{}/{}", e.hints_shown, e.hints_total), e.title);
+    }
+    match entries.iter().find(|e| e.next) {
+        Some(e) => {
+            let _ = writeln!(out, "\nNext: {} (`cargo xtask check {}`, or `cargo xtask watch` to re-check on every save)", paint(BOLD, &e.id), e.id);
+        }
+        None => {
+            let _ = writeln!(out, "\n{}", paint(GOOD.bold(), "Every exercise is done."));
+        }
+    }
+    out
+}
+
+/// `hint`: the hints revealed so far, the newest marked.
+pub fn hints_text(h: &crate::learner::Hints) -> String {
+    let mut out = String::new();
+    for (i, text) in h.hints.iter().enumerate() {
+        let newest = i + 1 == h.shown && h.revealed_new;
+        let label = format!("Hint {} of {}", i + 1, h.total);
+        let label = if newest { paint(WARN.bold(), label) } else { paint(DIM, label) };
+        let _ = writeln!(out, "{label}: {text}\n");
+    }
+    let _ = match (h.remaining, h.revealed_new) {
+        (0, true) => writeln!(out, "That was the last hint for {}.", h.exercise),
+        (0, false) => writeln!(out, "Every hint for {} is shown above; there are no more.", h.exercise),
+        (1, _) => writeln!(out, "1 more hint remains: `cargo xtask hint {}`.", h.exercise),
+        (n, _) => writeln!(out, "{n} more hints remain: `cargo xtask hint {}`.", h.exercise),
+    };
+    out
+}
+
+/// `reset`: what was restored and where the learner's version went.
+pub fn reset_text(r: &crate::learner::Reset) -> String {
+    match (&r.backup, r.restored) {
+        (_, false) => format!("{} is already the original; nothing to do.\n", r.path),
+        (Some(b), true) => format!("Saved your version as {b}\nRestored the original {}.\n", r.path),
+        (None, true) => format!("Restored the original {} (it was missing).\n", r.path),
     }
 }
 
@@ -146,7 +249,7 @@ pub fn verify_text(record: &VerificationRecord) -> String {
             let _ = writeln!(out, "    {}:\n{}", s.name, indent(s.detail.as_deref().unwrap_or(""), 6, 20));
         }
     }
-    let _ = writeln!(out, "\n{:<11} {:<10} {:<34} {:<9} {:>11} {:>11} {:>7}  outcome", "exercise", "tool", "intended finding", "plain run", "original", "solution", "rerun");
+    let _ = writeln!(out, "\n{:<11} {:<10} {:<36} {:<9} {:>11} {:>11} {:>7}  outcome", "exercise", "tool", "intended finding", "plain run", "original", "solution", "rerun");
     for e in &record.exercises {
         let found = e
             .finding
@@ -164,7 +267,7 @@ pub fn verify_text(record: &VerificationRecord) -> String {
         };
         let _ = writeln!(
             out,
-            "{:<11} {:<10} {:<34} {:<9} {:>11} {:>11} {:>7}  {}",
+            "{:<11} {:<10} {:<36} {:<9} {:>11} {:>11} {:>7}  {}",
             e.id,
             e.tool.name(),
             found,

@@ -49,9 +49,19 @@ impl Job {
     pub fn display(&self) -> String {
         std::iter::once(self.program.display().to_string())
             .chain(self.args.iter().map(|a| a.to_string_lossy().into_owned()))
-            .map(|w| if w.contains(' ') { format!("'{w}'") } else { w })
+            .map(|w| shell_word(&w))
             .collect::<Vec<_>>()
             .join(" ")
+    }
+}
+
+/// A word quoted so that a shell reads it back unchanged.
+fn shell_word(w: &str) -> String {
+    let plain = !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || "_-./=:,+@%".contains(c));
+    if plain {
+        w.to_string()
+    } else {
+        format!("'{}'", w.replace('\'', r"'\''"))
     }
 }
 
@@ -143,6 +153,36 @@ fn signal_group(pgid: u32, signal: i32) {
     }
 }
 
+/// The process groups of every job running now, so that an interrupted command (Ctrl-C in `watch`)
+/// can take them all down with it: each job has its own group, which the terminal's SIGINT misses.
+static LIVE_GROUPS: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+
+/// Kill the process group of every running job (SIGTERM, a short grace, then SIGKILL). For a signal
+/// handler that is about to exit the program.
+pub fn kill_all_running() {
+    let groups: Vec<u32> = LIVE_GROUPS.lock().map(|g| g.clone()).unwrap_or_default();
+    for &g in &groups {
+        signal_group(g, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + KILL_GRACE;
+    while Instant::now() < deadline && groups.iter().any(|&g| group_alive(g)) {
+        thread::sleep(Duration::from_millis(20));
+    }
+    for &g in &groups {
+        signal_group(g, libc::SIGKILL);
+    }
+}
+
+/// How many jobs are running now.
+pub fn running_jobs() -> usize {
+    LIVE_GROUPS.lock().map(|g| g.len()).unwrap_or(0)
+}
+
+fn group_alive(pgid: u32) -> bool {
+    // SAFETY: signal 0 only checks that the group exists.
+    unsafe { libc::killpg(pgid as libc::pid_t, 0) == 0 }
+}
+
 /// Run a job to completion or to its timeout. Only failing to start is an error: a crash, a signal
 /// or a timeout is a `Finished` with the matching `Exit`.
 pub fn run(job: &Job) -> Result<Finished, SpawnError> {
@@ -157,6 +197,9 @@ pub fn run(job: &Job) -> Result<Finished, SpawnError> {
     let start = Instant::now();
     let mut child = cmd.spawn().map_err(|source| SpawnError { program: job.program.display().to_string(), source })?;
     let pgid = child.id();
+    if let Ok(mut g) = LIVE_GROUPS.lock() {
+        g.push(pgid);
+    }
     let out = drain(child.stdout.take().expect("piped"), job.output_cap);
     let err = drain(child.stderr.take().expect("piped"), job.output_cap);
 
@@ -179,6 +222,9 @@ pub fn run(job: &Job) -> Result<Finished, SpawnError> {
     let status = waiter.join().expect("waiter thread").ok();
     // Whatever the program left behind in its group (a daemonised child holding our pipes) goes too.
     signal_group(pgid, libc::SIGKILL);
+    if let Ok(mut g) = LIVE_GROUPS.lock() {
+        g.retain(|&p| p != pgid);
+    }
     let (stdout, stderr) = (out.join().unwrap_or_default(), err.join().unwrap_or_default());
     let exit = match (timed_out, status) {
         (true, _) => Exit::TimedOut,
@@ -228,9 +274,17 @@ mod tests {
         assert!(f.wall < Duration::from_secs(10), "took {:?}", f.wall);
         // The grandchild shares our stdout pipe, so `run` returning at all means it has exited; it may
         // linger only as a zombie until init reaps it.
+        // The kernel closes a dying process's files a moment before it becomes a zombie: allow it 2 s.
         let pid: i32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
-        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
-        let alive = state.as_deref().is_some_and(|s| !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'));
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let (alive, state) = loop {
+            let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
+            let alive = state.as_deref().is_some_and(|s| !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'));
+            if !alive || Instant::now() > deadline {
+                break (alive, state);
+            }
+            std::thread::yield_now();
+        };
         assert!(!alive, "grandchild {pid} survived the group kill: {state:?}");
     }
 

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::catalog;
 use crate::check::{binary_path, build_step};
@@ -22,14 +22,14 @@ use crate::workbook::{Exercise, Workbook};
 
 pub const RECORD_SCHEMA: u32 = 1;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ToolVersions {
     pub nvcc: Option<String>,
     pub compute_sanitizer: Option<String>,
     pub ncu: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct VerifyTiming {
     pub kernels: Vec<String>,
     /// The untouched exercise (None where it crashed or ncu saw no launch).
@@ -43,7 +43,7 @@ pub struct VerifyTiming {
     pub max_ratio_to_reference: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ExerciseRecord {
     pub id: String,
     pub title: String,
@@ -69,7 +69,7 @@ pub struct ExerciseRecord {
     pub outcome: Outcome,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct VerificationRecord {
     pub schema: u32,
     pub created: String,
@@ -224,20 +224,18 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
                 SolutionTool(Tool),
                 SolutionCorrectness,
             }
-            let jobs: Vec<(usize, GpuJob)> = ready
-                .iter()
-                .flat_map(|&i| {
-                    let mut j = vec![(i, GpuJob::ExerciseTool), (i, GpuJob::ExercisePlain)];
-                    j.extend(Tool::ALL.map(|t| (i, GpuJob::SolutionTool(t))));
-                    j.push((i, GpuJob::SolutionCorrectness));
-                    j
-                })
-                .collect();
+            // The exercises under their tools first: they are the longest runs (every bad access is
+            // a record), so starting them early keeps the phase short.
+            let mut jobs: Vec<(usize, GpuJob)> = ready.iter().map(|&i| (i, GpuJob::ExerciseTool)).collect();
+            for &i in &ready {
+                jobs.extend(Tool::ALL.map(|t| (i, GpuJob::SolutionTool(t))));
+                jobs.extend([(i, GpuJob::ExercisePlain), (i, GpuJob::SolutionCorrectness)]);
+            }
             enum Done {
                 Step(Step),
                 Tool(steps::ToolResult),
             }
-            let results = steps::parallel(&jobs, cores.min(8), |&(i, job)| {
+            let results = steps::parallel(&jobs, cores.min(16), |&(i, job)| {
                 let w = &work[i];
                 let m = &w.ex.manifest.manifest;
                 let cases = w.cases.as_ref().unwrap();
@@ -271,7 +269,7 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
             // Phase 3 (GPU, serial): one ncu session times every original and solution.
             let timed: Vec<usize> = ready.iter().copied().filter(|&i| work[i].record.checks.iter().all(|s| s.status == Status::Passed)).collect();
             if !timed.is_empty() {
-                say(&format!("timing {} exercise(s) with ncu (original, solution, solution again)", timed.len()));
+                say(&format!("timing {} exercise(s) with ncu (original, solution, solution again; {} ncu processes at a time)", timed.len(), ncu::default_jobs()));
                 time_all(ctx, wb, &mut work, &timed, opts);
             }
         }
@@ -343,26 +341,27 @@ fn time_all(ctx: &Context, wb: &Workbook, work: &mut [Work], timed: &[usize], op
         return;
     };
     let mut targets = Vec::new();
-    let mut originals = Vec::new();
     for &i in timed {
         let w = &work[i];
         let m = &w.ex.manifest.manifest;
         let cases = w.cases.as_ref().unwrap();
         let n = w.ex.number();
         let solution = w.builds[3].as_ref().unwrap();
-        originals.push(steps::bench_target(&format!("{n}-original"), w.builds[1].as_ref().unwrap(), cases, m, "original"));
+        targets.push(steps::bench_target(&format!("{n}-original"), w.builds[1].as_ref().unwrap(), cases, m, "original"));
         targets.push(steps::bench_target(&format!("{n}-reference"), solution, cases, m, "reference"));
-        // The same binary under another name: ncu reports the process name.
+        // The same binary under another name, in a process of its own: the noise of the ratio.
         let mut rerun = steps::bench_target(&format!("{n}-rerun"), solution, cases, m, "rerun");
         rerun.program = binary_path(wb, w.ex, "reference", Flavor::Timing).with_file_name(format!("{n}-rerun"));
         let _ = std::fs::copy(&solution.binary, &rerun.program);
         targets.push(rerun);
     }
-    // The originals last: a crashing one ends ncu's session (ncu::run then starts another).
-    targets.extend(originals);
-    let csv = wb.work_dir().join("verify-ncu.csv");
-    let result = ncu::run(&ncu_path, &targets, &csv, steps::NCU_TIMEOUT);
-    keep(opts, &csv, "verify-ncu.csv");
+    let csv_dir = wb.work_dir().join("verify-ncu");
+    let result = ncu::run(&ncu_path, &targets, &csv_dir, ncu::default_jobs(), steps::NCU_TIMEOUT);
+    if let Ok(t) = &result {
+        for name in t.per_target.keys() {
+            keep(opts, &csv_dir.join(format!("{name}.csv")), &format!("ncu-{name}.csv"));
+        }
+    }
     let wall = started.elapsed();
     for &i in timed {
         let w = &mut work[i];
@@ -371,7 +370,7 @@ fn time_all(ctx: &Context, wb: &Workbook, work: &mut [Work], timed: &[usize], op
         let step = match &result {
             Err(e) => Step::new("solution timing", Status::ToolError, e.to_string()),
             Ok(t) => {
-                let get = |v: &str| t.per_target.get(&format!("{n}-{v}")).copied().flatten();
+                let get = |v: &str| t.nanoseconds(&format!("{n}-{v}"));
                 match (get("reference"), get("rerun")) {
                     (Some(reference_ns), Some(rerun_ns)) => {
                         let original_ns = get("original");
@@ -397,9 +396,10 @@ fn time_all(ctx: &Context, wb: &Workbook, work: &mut [Work], timed: &[usize], op
                                 original_ns.map(|o| format!("{:.1} us", o / 1e3)).unwrap_or_else(|| "not timed (it failed)".into())
                             ),
                         )
-                        .command(t.command.clone())
+                        .command(t.per_target.get(&format!("{n}-reference")).map(|m| m.command.clone()).unwrap_or_default())
                     }
-                    _ => Step::new("solution timing", Status::ToolError, "ncu reported no launch of the solution's timed kernels").detail(t.finished.output()),
+                    _ => Step::new("solution timing", Status::ToolError, "ncu timed no launch of the solution's timed kernels")
+                        .detail(t.per_target.get(&format!("{n}-reference")).map(|m| m.finished.output()).unwrap_or_default()),
                 }
             }
         };

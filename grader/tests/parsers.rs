@@ -44,13 +44,18 @@ fn memcheck_reads_past_the_end_in_the_bounds_exercise() {
 }
 
 #[test]
-fn racecheck_names_the_store_and_the_tree_read() {
+fn racecheck_reports_the_intra_warp_race_at_warning_level_inside_warp_sum() {
     let f = findings("03-race", "reduce.cu", Tool::Racecheck);
-    let race = f.iter().find(|f| f.region.is_some()).expect("a race in the region");
-    assert_eq!(race.kind, FindingKind::SharedRace);
-    let lines: Vec<(u32, &str)> = race.locations.iter().map(|l| (l.line, l.role.as_str())).collect();
-    assert!(lines.contains(&(20, "write")) && lines.contains(&(25, "read")), "{lines:?}");
-    assert!(race.hazards.unwrap_or(0) > 0);
+    // One finding per step of the unrolled warp sum: a lane's write on one line, another lane's
+    // read of it on the next, with nothing ordering them.
+    assert_eq!(f.len(), 5, "{f:#?}");
+    for race in &f {
+        assert_eq!((race.kind, race.region.as_deref(), race.level.as_deref()), (FindingKind::SharedRace, Some("bug"), Some("Warning")));
+        let roles: Vec<(u32, &str)> = race.locations.iter().map(|l| (l.line, l.role.as_str())).collect();
+        let write = roles.iter().find(|(_, r)| *r == "write").expect("a write").0;
+        assert!(roles.contains(&(write + 1, "read")) && (18..=22).contains(&write), "{roles:?}");
+        assert!(race.hazards.unwrap_or(0) > 0);
+    }
 }
 
 #[test]
@@ -72,6 +77,23 @@ fn initcheck_points_through_atomic_add_into_the_merge() {
 #[test]
 fn a_clean_run_has_no_records() {
     assert!(sanitizer::parse(Tool::Memcheck, &fixture("03-race-solution-memcheck.xml")).unwrap().is_empty());
+}
+
+#[test]
+fn ncu_csv_of_one_target_sums_its_two_passes() {
+    let launches = ncu::parse(&fixture("ncu-one-target.csv")).unwrap();
+    assert_eq!(launches.len(), 6, "3 repeats x 2 passes");
+    assert!(launches.iter().all(|l| l.process == "03-reference" && l.kernel == "block_sum"));
+}
+
+#[test]
+fn ncu_csv_of_a_crashed_program_keeps_the_launches_before_the_crash() {
+    let text = fixture("ncu-crashed-original.csv");
+    assert!(text.contains("LaunchFailed"));
+    let launches = ncu::parse(&text).unwrap();
+    // The failed launch is reported as "nan" and dropped; `ncu::run` drops a failed program's time.
+    assert_eq!(launches.len(), 1);
+    assert_eq!(launches[0].kernel, "transpose_tiled");
 }
 
 #[test]

@@ -26,10 +26,10 @@ __global__ void transpose_tiled(const float* in, float* out, int rows, int cols)
   x = blockIdx.y * TILE + threadIdx.x;  // column of out
   y = blockIdx.x * TILE + threadIdx.y;  // row of out
   for (int j = 0; j < TILE; j += BLOCK_ROWS) {
-    // cudabugs:begin(bug)
+    // ANCHOR: bug
     // A row of `out` holds `rows` elements: that, not `cols`, is its leading dimension.
     if (x < rows && y + j < cols) out[(size_t)(y + j) * rows + x] = tile[threadIdx.x][threadIdx.y + j];
-    // cudabugs:end(bug)
+    // ANCHOR_END: bug
   }
 }
 

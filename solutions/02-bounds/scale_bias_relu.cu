@@ -9,12 +9,12 @@ constexpr int BLOCK = 256;
 
 __global__ void scale_bias_relu(const float* x, const float* scale, const float* bias, float* y,
                                 int n, int channels, int hw) {
-  // cudabugs:begin(bug)
+  // ANCHOR: bug
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;  // the last block has threads past the end of the data
   const int c = (i / hw) % channels;
   y[i] = fmaxf(0.0f, x[i] * scale[c] + bias[c]);
-  // cudabugs:end(bug)
+  // ANCHOR_END: bug
 }
 
 void cb_run(cb::Io& io) {

@@ -1,13 +1,25 @@
 // 03-race: sum of a large array, the classic two-pass block reduction.
 //
 // Pass 1: each block accumulates a grid-stride slice in registers, then reduces its 256 per-thread
-// sums to one partial sum with a tree in shared memory. Pass 2: one block reduces the partial sums.
-// Run it plainly and the total usually looks right. Run the check and see what the tool says.
+// sums to one partial sum: a tree in shared memory across warps, then one warp finishes the last 64
+// values. Pass 2: one block reduces the partial sums.
+// Run it plainly and the total is right. Run the check and see what the tool says.
 #include <algorithm>
 #include "cudabugs.cuh"
 
 constexpr int BLOCK = 256;
 constexpr int MAX_BLOCKS = 1024;
+
+// ANCHOR: bug
+// The last 64 partial sums, finished by the 32 threads of one warp. Lockstep is not a guarantee
+// (since Volta each thread has its own program counter), so the values move through registers
+// with warp shuffles, which synchronise the lanes named in the mask. No shared memory, no race.
+__device__ float warp_sum(const float* s, int t) {
+  float v = s[t] + s[t + 32];
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);
+  return v;
+}
+// ANCHOR_END: bug
 
 __global__ void block_sum(const float* in, float* partial, int n) {
   __shared__ float s[BLOCK];
@@ -15,18 +27,18 @@ __global__ void block_sum(const float* in, float* partial, int n) {
 
   float acc = 0.0f;
   for (int i = blockIdx.x * BLOCK + t; i < n; i += gridDim.x * BLOCK) acc += in[i];
-
-  // cudabugs:begin(bug)
   s[t] = acc;
-  __syncthreads();  // every thread's store must land before any thread reads s[t + stride]
-  // cudabugs:end(bug)
+  __syncthreads();
 
-  // Tree reduction: halve the number of active threads each step.
-  for (int stride = BLOCK / 2; stride > 0; stride >>= 1) {
+  // Tree reduction across warps: halve the number of active threads each step, down to 64 values.
+  for (int stride = BLOCK / 2; stride > 32; stride >>= 1) {
     if (t < stride) s[t] += s[t + stride];
     __syncthreads();
   }
-  if (t == 0) partial[blockIdx.x] = s[0];
+  if (t < 32) {
+    const float total = warp_sum(s, t);
+    if (t == 0) partial[blockIdx.x] = total;
+  }
 }
 
 void cb_run(cb::Io& io) {

@@ -15,7 +15,7 @@ __global__ void smooth3(const float* x, float* y, int n) {
   const int t = threadIdx.x;
   const int i = blockIdx.x * BLOCK + t;
 
-  // cudabugs:begin(bug)
+  // ANCHOR: bug
   // Stage the tile. Only the loads differ between the halves, so only they sit in branches.
   tile[t + 1] = load_clamped(x, i, n);
   if (t == 0) tile[0] = load_clamped(x, i - 1, n);
@@ -23,7 +23,7 @@ __global__ void smooth3(const float* x, float* y, int n) {
   // One barrier that every thread of the block reaches, outside any divergent branch.
   __syncthreads();
   if (i < n) y[i] = 0.25f * tile[t] + 0.5f * tile[t + 1] + 0.25f * tile[t + 2];
-  // cudabugs:end(bug)
+  // ANCHOR_END: bug
 }
 
 void cb_run(cb::Io& io) {

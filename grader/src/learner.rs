@@ -1,0 +1,158 @@
+//! What happens to the learner's own files: `reset` (restore the original, after a backup it names)
+//! and the reference solution shown as a diff once their version passes.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::workbook::{Exercise, Workbook};
+
+/// Backups of learners' files live here, one folder per exercise, never inside `.cudabugs/` (which a
+/// learner may delete to clean the builds).
+pub const BACKUP_DIR: &str = ".cudabugs-backups";
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Reset {
+    pub exercise: String,
+    /// The restored file, relative to the workbook root.
+    pub path: String,
+    /// Where the learner's version was saved, when there was one that differed from the original.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backup: Option<String>,
+    /// Whether the file changed: false when it already was the original.
+    pub restored: bool,
+}
+
+/// Write `text` to `path` atomically: a temporary file in the same folder renamed over it.
+pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(text.as_bytes())?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+fn backup_path(wb: &Workbook, ex: &Exercise) -> PathBuf {
+    let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string().replace([':', '-'], "").replace('T', "-").replace('Z', "");
+    let dir = wb.root.join(BACKUP_DIR).join(ex.id());
+    let name = ex.manifest.source_name();
+    let mut candidate = dir.join(format!("{name}.{stamp}"));
+    let mut n = 2;
+    while candidate.exists() {
+        candidate = dir.join(format!("{name}.{stamp}-{n}"));
+        n += 1;
+    }
+    candidate
+}
+
+/// Restore the original exercise from the copy embedded in the binary. A learner's version that
+/// differs from it is copied to a backup first; if the backup cannot be written, nothing is touched.
+pub fn reset(wb: &Workbook, ex: &Exercise) -> std::io::Result<Reset> {
+    let path = wb.learner_path(ex);
+    let current = match std::fs::read_to_string(&path) {
+        Ok(t) => Some(t),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        // Not UTF-8 or unreadable: keep the bytes as they are in the backup.
+        Err(_) => Some(String::from_utf8_lossy(&std::fs::read(&path)?).into_owned()),
+    };
+    let mut backup = None;
+    if let Some(text) = &current {
+        if text == ex.original {
+            return Ok(Reset { exercise: ex.id().to_string(), path: wb.display_path(&path), backup: None, restored: false });
+        }
+        let to = backup_path(wb, ex);
+        std::fs::create_dir_all(to.parent().expect("backup folder"))?;
+        std::fs::copy(&path, &to)?;
+        backup = Some(wb.display_path(&to));
+    }
+    write_atomically(&path, ex.original)?;
+    Ok(Reset { exercise: ex.id().to_string(), path: wb.display_path(&path), backup, restored: true })
+}
+
+/// The reference solution as a unified diff against the learner's file (empty when identical).
+pub fn solution_diff(wb: &Workbook, ex: &Exercise) -> std::io::Result<String> {
+    let learner = std::fs::read_to_string(wb.learner_path(ex))?;
+    let name = ex.manifest.source_name();
+    let diff = similar::TextDiff::from_lines(learner.as_str(), ex.solution);
+    Ok(diff
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("yours/{name}"), &format!("reference/{name}"))
+        .to_string())
+}
+
+/// Whether the learner's file differs from the original (they have started on it).
+pub fn is_edited(wb: &Workbook, ex: &Exercise) -> bool {
+    std::fs::read_to_string(wb.learner_path(ex)).map(|t| t != ex.original).unwrap_or(true)
+}
+
+/// One line of `list`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ListEntry {
+    pub id: String,
+    pub title: String,
+    pub bug_class: String,
+    pub tool: crate::manifest::Tool,
+    /// "done" once the learner's file passed `check`, else "pending".
+    pub status: &'static str,
+    /// The first pending exercise: the one to do next.
+    pub next: bool,
+    /// The learner's file differs from the original.
+    pub edited: bool,
+    pub hints_shown: usize,
+    pub hints_total: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ratio_to_reference: Option<f64>,
+}
+
+pub fn list(wb: &Workbook, state: &crate::state::State) -> Vec<ListEntry> {
+    let next = state.next_pending(wb.exercises.iter().map(|e| e.id()));
+    wb.exercises
+        .iter()
+        .map(|ex| {
+            let m = &ex.manifest.manifest;
+            ListEntry {
+                id: ex.id().to_string(),
+                title: m.title.clone(),
+                bug_class: m.bug_class.clone(),
+                tool: m.expect.tool,
+                status: if state.is_done(ex.id()) { "done" } else { "pending" },
+                next: next == Some(ex.id()),
+                edited: is_edited(wb, ex),
+                hints_shown: state.hints_shown(ex.id()),
+                hints_total: m.hints.get_ref().len(),
+                ratio_to_reference: state.done.get(ex.id()).and_then(|d| d.ratio_to_reference),
+            }
+        })
+        .collect()
+}
+
+/// What `hint` shows: every hint revealed so far, the newest last.
+#[derive(Debug, Clone, Serialize)]
+pub struct Hints {
+    pub exercise: String,
+    pub shown: usize,
+    pub total: usize,
+    pub remaining: usize,
+    /// False when every hint was already shown (the call revealed nothing new).
+    pub revealed_new: bool,
+    pub hints: Vec<String>,
+}
+
+/// Reveal the next hint of `ex` in `state`.
+pub fn reveal_hint(ex: &Exercise, state: &mut crate::state::State) -> Hints {
+    let all = ex.manifest.manifest.hints.get_ref();
+    let before = state.hints_shown(ex.id());
+    let shown = state.reveal_hint(ex.id(), all.len());
+    Hints {
+        exercise: ex.id().to_string(),
+        shown,
+        total: all.len(),
+        remaining: all.len() - shown,
+        revealed_new: shown > before,
+        hints: all[..shown].to_vec(),
+    }
+}

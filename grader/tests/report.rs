@@ -1,0 +1,93 @@
+//! Snapshots of what a learner reads: a check report built from a real tool record (captured on an
+//! H200 by `verify --keep`) and the committed verification record, rendered as text. Colours,
+//! durations and machine paths are redacted.
+
+use std::path::{Path, PathBuf};
+
+use grader::check::CheckReport;
+use grader::manifest::Tool;
+use grader::outcome::{self, Outcome, Status, Step};
+use grader::verify::VerificationRecord;
+use grader::workbook::Exercise;
+use grader::{catalog, regions, report, sanitizer};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+fn exercise(id: &str) -> Exercise {
+    let on_disk = catalog::load(&repo(), id).unwrap();
+    let leak = |p: &Path| -> &'static str { Box::leak(std::fs::read_to_string(p).unwrap().into_boxed_str()) };
+    Exercise { original: leak(&on_disk.exercise_path), solution: leak(&on_disk.solution_path), manifest: on_disk.manifest }
+}
+
+fn settings() -> insta::Settings {
+    let mut s = insta::Settings::clone_current();
+    s.add_filter("\u{1b}\\[[0-9;]*m", "");
+    s.add_filter(r"\(\d+\.\ds\)", "([SECS])");
+    s.add_filter(r"verify took \d+\.\d s", "verify took [SECS] s");
+    s
+}
+
+#[test]
+fn a_memcheck_finding_is_explained_with_the_marked_line_and_the_lesson() {
+    let ex = exercise("01-index");
+    let source = repo().join("exercises/01-index/transpose.cu");
+    let xml = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/01-index-exercise-memcheck.xml")).unwrap();
+    let records = sanitizer::parse(Tool::Memcheck, &xml).unwrap();
+    let regions = regions::parse(ex.original).unwrap();
+    let findings = outcome::findings(&records, Path::new("transpose.cu"), &regions);
+    let steps = vec![
+        Step::new("build -G", Status::Passed, "nvcc -G (sm_90)"),
+        Step::new("build -O3", Status::Passed, "nvcc -O3 -lineinfo (sm_90)"),
+        Step::new("memcheck", Status::Failed, "memcheck found 1 kind of error"),
+        Step::new("correctness", Status::Failed, "case 0: exited with code 3"),
+    ];
+    let r = CheckReport {
+        exercise: "01-index".into(),
+        title: ex.manifest.manifest.title.clone(),
+        source: "exercises/01-index/transpose.cu".into(),
+        gpu: None,
+        arch: "sm_90".into(),
+        outcome: Outcome::from_steps(&steps),
+        steps,
+        findings,
+        timing: None,
+        solution_diff: None,
+    };
+    let text = report::check_text(&r, &ex, &source);
+    assert!(text.contains("exercises/01-index/transpose.cu:30:"), "{text}");
+    settings().bind(|| insta::assert_snapshot!("check_01_index_memcheck", text));
+}
+
+#[test]
+fn a_pass_shows_the_solution_as_a_diff_and_only_then() {
+    let ex = exercise("03-race");
+    let diff = similar::TextDiff::from_lines(ex.original, ex.solution).unified_diff().header("yours/reduce.cu", "reference/reduce.cu").to_string();
+    let mut r = CheckReport {
+        exercise: "03-race".into(),
+        title: ex.manifest.manifest.title.clone(),
+        source: "exercises/03-race/reduce.cu".into(),
+        gpu: None,
+        arch: "sm_90".into(),
+        steps: vec![Step::new("racecheck", Status::Passed, "racecheck: no errors")],
+        findings: Vec::new(),
+        timing: None,
+        solution_diff: Some(diff),
+        outcome: Outcome::Pass,
+    };
+    let text = report::check_text(&r, &ex, &repo().join("exercises/03-race/reduce.cu"));
+    assert!(text.contains("+  for (int offset = 16; offset > 0; offset >>= 1)"), "{text}");
+    settings().bind(|| insta::assert_snapshot!("check_03_race_pass_with_diff", text));
+    r.solution_diff = None;
+    r.outcome = Outcome::Fail { step: "racecheck".into() };
+    assert!(!report::check_text(&r, &ex, Path::new("reduce.cu")).contains("reference solution"));
+}
+
+#[test]
+fn the_committed_verification_record_renders_as_the_verify_table() {
+    let record: VerificationRecord = serde_json::from_str(&std::fs::read_to_string(repo().join("book/verification.json")).unwrap()).unwrap();
+    assert_eq!(record.exercises.len(), 5);
+    assert!(record.exercises.iter().all(|e| e.outcome == Outcome::Pass), "the committed record is a passing one");
+    settings().bind(|| insta::assert_snapshot!("verify_committed_record", report::verify_text(&record)));
+}

@@ -1,0 +1,238 @@
+//! The learner's commands (list, hint, reset, watch) and their error paths, on throwaway copies of
+//! the workbook. Terminal output is snapshot-tested with paths and times redacted.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use common::{nvcc_or_skip, Copy};
+use predicates::prelude::*;
+
+fn stdout_of(cmd: &mut assert_cmd::Command) -> String {
+    String::from_utf8(cmd.assert().success().get_output().stdout.clone()).unwrap()
+}
+
+fn json_of(cmd: &mut assert_cmd::Command) -> serde_json::Value {
+    serde_json::from_str(&stdout_of(cmd)).unwrap()
+}
+
+/// Snapshot settings: the copy's folder and backup time stamps are not part of the output's shape.
+fn redacted(copy: &Copy) -> insta::Settings {
+    let mut s = insta::Settings::clone_current();
+    s.add_filter(&regex_escape(&copy.root().display().to_string()), "[WORKBOOK]");
+    s.add_filter(r"\.\d{8}-\d{6}(-\d+)?", ".[TIME]");
+    s.add_filter(r"\(\d+\.\ds\)", "([SECS])");
+    s
+}
+
+fn regex_escape(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '/' || c == '_' || c == '-' { c.to_string() } else { format!("\\{c}") }).collect()
+}
+
+#[test]
+fn list_on_a_fresh_workbook_points_at_the_first_exercise() {
+    let copy = Copy::new();
+    let out = stdout_of(copy.xtask().args(["list"]));
+    redacted(&copy).bind(|| insta::assert_snapshot!("list_fresh", out));
+}
+
+#[test]
+fn list_json_has_the_documented_fields() {
+    let copy = Copy::new();
+    let list = json_of(copy.xtask().args(["--format", "json", "list"]));
+    let entries = list.as_array().unwrap();
+    assert_eq!(entries.len(), 5);
+    let first = entries[0].as_object().unwrap();
+    for key in ["id", "title", "bug_class", "tool", "status", "next", "edited", "hints_shown", "hints_total"] {
+        assert!(first.contains_key(key), "missing `{key}` in {first:?}");
+    }
+    assert_eq!((first["id"].as_str(), first["status"].as_str(), first["next"].as_bool()), (Some("01-index"), Some("pending"), Some(true)));
+    assert!(entries[1..].iter().all(|e| e["next"] == false));
+}
+
+#[test]
+fn progress_from_the_state_file_moves_the_pointer_and_an_edit_shows_as_started() {
+    let copy = Copy::new();
+    std::fs::write(copy.path(".cudabugs-state.json"), r#"{"format": 1, "done": {"01-index": {"at": "2026-11-21T10:00:00Z"}}}"#).unwrap();
+    std::fs::write(copy.path("exercises/02-bounds/scale_bias_relu.cu"), "// my attempt\n").unwrap();
+    let list = json_of(copy.xtask().args(["--format", "json", "list"]));
+    let status: Vec<(&str, &str, bool, bool)> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["id"].as_str().unwrap(), e["status"].as_str().unwrap(), e["next"].as_bool().unwrap(), e["edited"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(status[0], ("01-index", "done", false, false));
+    assert_eq!(status[1], ("02-bounds", "pending", true, true));
+    let text = stdout_of(copy.xtask().args(["list"]));
+    assert!(text.contains("1 of 5 exercises done") && text.contains("-> 02-bounds   started"), "{text}");
+}
+
+#[test]
+fn hints_are_revealed_one_per_call_and_say_how_many_remain() {
+    let copy = Copy::new();
+    let first = stdout_of(copy.xtask().args(["hint", "race"]));
+    let second = stdout_of(copy.xtask().args(["hint", "3"]));
+    let third = stdout_of(copy.xtask().args(["hint", "03-race"]));
+    let again = stdout_of(copy.xtask().args(["hint", "race"]));
+    assert!(first.contains("Hint 1 of 3") && !first.contains("Hint 2 of 3") && first.contains("2 more hints remain"), "{first}");
+    assert!(second.contains("Hint 2 of 3") && second.contains("1 more hint remains"), "{second}");
+    assert!(third.contains("Hint 3 of 3") && third.contains("That was the last hint"), "{third}");
+    redacted(&copy).bind(|| {
+        insta::assert_snapshot!("hint_first", first);
+        insta::assert_snapshot!("hint_after_the_last", again);
+    });
+    let json = json_of(copy.xtask().args(["--format", "json", "hint", "race"]));
+    assert_eq!((json["shown"].as_u64(), json["total"].as_u64(), json["remaining"].as_u64(), json["revealed_new"].as_bool()), (Some(3), Some(3), Some(0), Some(false)));
+    // Another exercise's hints are counted on their own.
+    let other = json_of(copy.xtask().args(["--format", "json", "hint", "sync"]));
+    assert_eq!(other["shown"].as_u64(), Some(1));
+}
+
+#[test]
+fn reset_saves_the_learners_version_under_a_name_it_gives_then_restores_the_original() {
+    let copy = Copy::new();
+    let file = copy.path("exercises/03-race/reduce.cu");
+    let original = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, "// half-way through my fix\n").unwrap();
+    let out = stdout_of(copy.xtask().args(["reset", "race"]));
+    redacted(&copy).bind(|| insta::assert_snapshot!("reset_edited", out));
+    let backup = out.lines().find_map(|l| l.strip_prefix("Saved your version as ")).expect("names the backup");
+    assert_eq!(std::fs::read_to_string(copy.path(backup)).unwrap(), "// half-way through my fix\n");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), original);
+    // Nothing to do the second time, and no second backup.
+    let again = json_of(copy.xtask().args(["--format", "json", "reset", "race"]));
+    assert_eq!((again["restored"].as_bool(), again.get("backup")), (Some(false), None));
+    assert_eq!(std::fs::read_dir(copy.path(".cudabugs-backups/03-race")).unwrap().count(), 1);
+}
+
+#[test]
+fn reset_restores_a_deleted_file_and_marks_a_done_exercise_pending() {
+    let copy = Copy::new();
+    std::fs::write(copy.path(".cudabugs-state.json"), r#"{"format": 1, "done": {"04-sync": {"at": "2026-11-21T10:00:00Z"}}}"#).unwrap();
+    std::fs::remove_file(copy.path("exercises/04-sync/smooth.cu")).unwrap();
+    copy.xtask()
+        .args(["reset", "sync"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("(it was missing)").and(predicate::str::contains("04-sync is pending again")));
+    assert!(copy.path("exercises/04-sync/smooth.cu").is_file());
+    let state: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(copy.path(".cudabugs-state.json")).unwrap()).unwrap();
+    assert!(state["done"].as_object().unwrap().is_empty(), "{state}");
+}
+
+#[test]
+fn a_damaged_state_file_is_reported_with_its_line_and_kept() {
+    let copy = Copy::new();
+    std::fs::write(copy.path(".cudabugs-state.json"), "{\n  \"format\": 1,\n  \"hints\": {\"03-race\": two}\n}\n").unwrap();
+    copy.xtask()
+        .args(["list"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(".cudabugs-state.json:3:").and(predicate::str::contains("damaged")));
+    // A command that saves moves the damaged file aside rather than overwriting it.
+    copy.xtask().args(["hint", "race"]).assert().success().stderr(predicate::str::contains("moved to"));
+    assert!(std::fs::read_to_string(copy.path(".cudabugs-state.json.damaged")).unwrap().contains("two"));
+    let state: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(copy.path(".cudabugs-state.json")).unwrap()).unwrap();
+    assert_eq!(state["hints"]["03-race"], 1);
+}
+
+#[test]
+fn ids_resolve_by_number_and_name_and_bad_ones_say_why() {
+    let copy = Copy::new();
+    copy.xtask().args(["hint", "0"]).assert().code(2).stderr(predicate::str::contains("`0` matches several exercises: 01-index, 02-bounds, 03-race, 04-sync, 05-memset"));
+    copy.xtask().args(["reset", "warp"]).assert().code(2).stderr(predicate::str::contains("no exercise matches `warp`; the exercises are: 01-index"));
+    copy.xtask().args(["hint", "mem"]).assert().success().stdout(predicate::str::contains("Hint 1 of 3"));
+    let outside = tempfile::tempdir().unwrap();
+    common::xtask().current_dir(outside.path()).args(["list"]).assert().code(2).stderr(predicate::str::contains("not inside a cudabugs workbook"));
+}
+
+#[test]
+fn colours_follow_the_flag_the_terminal_and_no_color() {
+    let copy = Copy::new();
+    let esc = predicate::str::contains("\u{1b}[");
+    copy.xtask().args(["list"]).assert().stdout(esc.clone().not());
+    copy.xtask().args(["--color", "always", "list"]).assert().stdout(esc.clone());
+    copy.xtask().env("CLICOLOR_FORCE", "1").args(["list"]).assert().stdout(esc.clone());
+    copy.xtask().env("NO_COLOR", "1").args(["list"]).assert().stdout(esc.clone().not());
+    copy.xtask().env("CLICOLOR_FORCE", "1").args(["--color", "never", "list"]).assert().stdout(esc.not());
+}
+
+/// The lines a child prints, as they come.
+fn lines_of(child: &mut std::process::Child) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    let out = BufReader::new(child.stdout.take().unwrap());
+    std::thread::spawn(move || {
+        for line in out.lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+fn wait_for(rx: &mpsc::Receiver<String>, needle: &str, seen: &mut Vec<String>) {
+    let limit = Duration::from_secs(300);
+    loop {
+        match rx.recv_timeout(limit) {
+            Ok(line) => {
+                let hit = line.contains(needle);
+                seen.push(line);
+                if hit {
+                    return;
+                }
+            }
+            Err(e) => panic!("waiting for `{needle}`: {e}; output so far:\n{}", seen.join("\n")),
+        }
+    }
+}
+
+/// Processes whose command line mentions `needle` (the copy's folder): what watch left behind.
+fn processes_mentioning(needle: &str) -> Vec<String> {
+    let me = std::process::id().to_string();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().chars().all(|c| c.is_ascii_digit()) && e.file_name().to_string_lossy() != me)
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|raw| String::from_utf8_lossy(&raw).replace('\0', " "))
+        .filter(|cmd| cmd.contains(needle))
+        .collect()
+}
+
+#[test]
+fn watch_rechecks_on_save_and_quits_on_ctrl_c_leaving_no_child() {
+    if !nvcc_or_skip("watch_rechecks_on_save_and_quits_on_ctrl_c_leaving_no_child") {
+        return;
+    }
+    for poll in [false, true] {
+        let copy = Copy::new();
+        let bin = assert_cmd::cargo::cargo_bin("xtask");
+        let mut cmd = std::process::Command::new(bin);
+        cmd.args(["watch", "race"]).env("CUDABUGS_ROOT", copy.root()).env("CUDABUGS_NO_INSTALL", "1").stdout(Stdio::piped()).stderr(Stdio::null());
+        if poll {
+            cmd.arg("--poll");
+        }
+        let mut child = cmd.spawn().unwrap();
+        let rx = lines_of(&mut child);
+        let mut seen = Vec::new();
+        wait_for(&rx, "watching exercises/03-race/reduce.cu", &mut seen);
+        let checks_before = seen.iter().filter(|l| l.starts_with("03-race - ")).count();
+        let file = copy.path("exercises/03-race/reduce.cu");
+        let text = std::fs::read_to_string(&file).unwrap();
+        std::fs::write(&file, text + "// saved\n").unwrap();
+        wait_for(&rx, "watching exercises/03-race/reduce.cu", &mut seen);
+        let checks_after = seen.iter().filter(|l| l.starts_with("03-race - ")).count();
+        assert_eq!((checks_before, checks_after), (1, 2), "poll={poll}: one check at the start, one after the save:\n{}", seen.join("\n"));
+        // SAFETY: a signal to our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(130), "poll={poll}");
+        let left = processes_mentioning(&copy.root().display().to_string());
+        assert!(left.is_empty(), "poll={poll}: left behind: {left:?}");
+    }
+}
