@@ -80,6 +80,17 @@ enum Command {
         #[arg(long)]
         keep: Option<PathBuf>,
     },
+    /// Build the book (lessons with the real tool output) into book/build, or serve it.
+    Book {
+        /// Serve it on --addr, rebuilding when a source changes.
+        #[arg(long)]
+        serve: bool,
+        #[arg(long, default_value = "127.0.0.1:3000")]
+        addr: String,
+        /// Build into this folder instead of book/build.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Manage the CUDA compiler for machines without a CUDA toolkit.
     Toolkit {
         #[command(subcommand)]
@@ -275,6 +286,20 @@ fn run(cli: Cli) -> Result<i32> {
                 Format::Text => print!("{}", grader::report::verify_text(&result)),
             }
             Ok(result.outcome.exit_code())
+        }
+        Command::Book { serve, addr, out } => {
+            let wb = open_workbook()?;
+            let book_root = wb.root.join("book");
+            if serve {
+                cudabugs_book::serve(&book_root, &wb.root, &addr, |line| eprintln!("{line}"))?;
+                return Ok(0);
+            }
+            let dir = cudabugs_book::build(&book_root, &wb.root, out.as_deref())?;
+            match format {
+                Format::Json => print_json(&serde_json::json!({ "book": dir }))?,
+                Format::Text => println!("book built: {}", dir.join("index.html").display()),
+            }
+            Ok(0)
         }
         Command::Toolkit { action: ToolkitAction::Install } => {
             let wb = open_workbook()?;

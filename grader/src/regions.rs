@@ -214,7 +214,7 @@ mod tests {
         assert_eq!((d.line_in_a, d.a.as_str(), d.b.as_str()), (5, "int b;", "int c;"));
         let extra = format!("{A}int extra;\n");
         assert!(differ_only_inside(A, &extra).unwrap().is_some());
-        let renamed = A.replace("(bug)", "(other)");
+        let renamed = A.replace(": bug", ": other");
         assert!(differ_only_inside(A, &renamed).unwrap().is_some());
     }
 }

@@ -1,1 +1,458 @@
-pub fn x(){}
+//! The cudabugs book: mdBook (as a library, no separate install) plus one preprocessor, `cudabugs`,
+//! that renders the committed GPU verification record and the exercise/solution diffs into the
+//! lessons, and refuses to build a book with a broken include, a dead internal link or an exercise
+//! without its lesson.
+//!
+//! Directives (each on a line of its own):
+//! - `{{#cudabugs-record ID}}`: the command the grader ran, what the tool printed, the checks and the
+//!   ncu times, from `book/verification.json`;
+//! - `{{#cudabugs-diff ID}}`: the fix, as a diff of the exercise against its solution;
+//! - `{{#cudabugs-summary}}`: one table over every exercise; `{{#cudabugs-machine}}`: the GPU and tools.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::{bail, Context as _, Result};
+use grader::outcome::Status;
+use grader::verify::{ExerciseRecord, VerificationRecord};
+use mdbook_driver::MDBook;
+use mdbook_preprocessor::book::{Book, Chapter};
+use mdbook_preprocessor::{Preprocessor, PreprocessorContext};
+
+pub const RECORD_FILE: &str = "verification.json";
+/// How many lines of a tool's output a lesson shows.
+const OUTPUT_LINES: usize = 40;
+
+/// The preprocessor. `workbook` is the folder with exercises/ and solutions/.
+pub struct Cudabugs {
+    pub workbook: PathBuf,
+}
+
+struct Exercise {
+    id: String,
+    chapter: String,
+    exercise: PathBuf,
+    solution: PathBuf,
+}
+
+impl Cudabugs {
+    fn exercises(&self) -> Result<Vec<Exercise>> {
+        let found = grader::catalog::discover(&self.workbook).map_err(|e| anyhow::anyhow!("{e}"))?;
+        Ok(found
+            .into_iter()
+            .map(|d| Exercise {
+                id: d.manifest.id.clone(),
+                chapter: d.manifest.manifest.chapter.clone(),
+                exercise: d.exercise_path,
+                solution: d.solution_path,
+            })
+            .collect())
+    }
+}
+
+impl Preprocessor for Cudabugs {
+    fn name(&self) -> &str {
+        "cudabugs"
+    }
+
+    fn run(&self, ctx: &PreprocessorContext, mut book: Book) -> mdbook_preprocessor::errors::Result<Book> {
+        let src = ctx.root.join(&ctx.config.book.src);
+        let record_path = ctx.root.join(RECORD_FILE);
+        let record: VerificationRecord = serde_json::from_str(&std::fs::read_to_string(&record_path).with_context(|| format!("reading {}", record_path.display()))?)
+            .with_context(|| format!("{} is not a verification record", record_path.display()))?;
+        let exercises = self.exercises()?;
+        let mut errors = Vec::new();
+
+        let chapters: BTreeSet<PathBuf> = book.chapters().filter_map(|c| c.path.clone()).collect();
+        for ex in &exercises {
+            if !chapters.contains(Path::new(&ex.chapter)) {
+                errors.push(format!("exercise {} has no lesson: {} is not a chapter in SUMMARY.md", ex.id, ex.chapter));
+            }
+            if !record.exercises.iter().any(|r| r.id == ex.id) {
+                errors.push(format!("exercise {} is not in {RECORD_FILE}: run `cargo xtask verify --record book/{RECORD_FILE}` on a GPU", ex.id));
+            }
+        }
+
+        book.for_each_chapter_mut(|chapter| {
+            let Some(source) = chapter.source_path.clone() else { return };
+            let name = source.display().to_string();
+            match std::fs::read_to_string(src.join(&source)) {
+                Ok(raw) => errors.extend(check_includes(&raw, &src.join(&source)).into_iter().map(|e| format!("{name}: {e}"))),
+                Err(e) => errors.push(format!("{name}: {e}")),
+            }
+            if chapter.content.contains("{{#include") {
+                errors.push(format!("{name}: an include was left unexpanded (see the messages above)"));
+            }
+            match expand(chapter, &record, &exercises, &self.workbook) {
+                Ok(text) => chapter.content = text,
+                Err(e) => errors.push(format!("{name}: {e}")),
+            }
+            errors.extend(dead_links(chapter, &src).into_iter().map(|e| format!("{name}: {e}")));
+        });
+        if !errors.is_empty() {
+            bail!("the book has {} problem(s):\n  {}", errors.len(), errors.join("\n  "));
+        }
+        Ok(book)
+    }
+}
+
+/// Every `{{#include PATH[:ANCHOR]}}` of a chapter's source names a file that exists and, for an
+/// anchor, one that the file marks. (mdBook itself only logs a missing file, and includes nothing
+/// for a missing anchor.)
+fn check_includes(raw: &str, chapter_file: &Path) -> Vec<String> {
+    let dir = chapter_file.parent().unwrap_or(Path::new("."));
+    let mut errors = Vec::new();
+    for (n, line) in raw.lines().enumerate() {
+        let mut rest = line;
+        while let Some(start) = rest.find("{{#include ") {
+            let after = &rest[start + "{{#include ".len()..];
+            let Some(end) = after.find("}}") else { break };
+            let target = after[..end].trim();
+            let (file, anchor) = match target.split_once(':') {
+                Some((f, a)) => (f, Some(a)),
+                None => (target, None),
+            };
+            let path = dir.join(file);
+            match std::fs::read_to_string(&path) {
+                Err(e) => errors.push(format!("line {}: include {file}: {e}", n + 1)),
+                Ok(text) => {
+                    if let Some(anchor) = anchor.filter(|a| !a.chars().next().is_some_and(|c| c.is_ascii_digit())) {
+                        let marks = |tag: &str| text.lines().any(|l| l.split_once(tag).is_some_and(|(_, name)| name.trim() == anchor));
+                        if !marks("ANCHOR:") || !marks("ANCHOR_END:") {
+                            errors.push(format!("line {}: include {file}:{anchor}: the file has no anchor `{anchor}`", n + 1));
+                        }
+                    }
+                }
+            }
+            rest = &after[end..];
+        }
+    }
+    errors
+}
+
+/// Relative links and images must point at files of the book.
+fn dead_links(chapter: &Chapter, src: &Path) -> Vec<String> {
+    use pulldown_cmark::{Event, Parser, Tag};
+    let Some(path) = &chapter.path else { return Vec::new() };
+    let dir = path.parent().unwrap_or(Path::new(""));
+    let mut errors = Vec::new();
+    for (event, range) in Parser::new(&chapter.content).into_offset_iter() {
+        let dest = match event {
+            Event::Start(Tag::Link { dest_url, .. }) | Event::Start(Tag::Image { dest_url, .. }) => dest_url,
+            _ => continue,
+        };
+        if dest.contains("://") || dest.starts_with('#') || dest.starts_with("mailto:") {
+            continue;
+        }
+        let file = dest.split('#').next().unwrap_or("");
+        let target = normalise(&dir.join(file));
+        if !src.join(&target).is_file() {
+            let line = chapter.content[..range.start].matches('\n').count() + 1;
+            errors.push(format!("line {line}: dead link `{dest}` ({} does not exist)", target.display()));
+        }
+    }
+    errors
+}
+
+fn normalise(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+fn expand(chapter: &Chapter, record: &VerificationRecord, exercises: &[Exercise], workbook: &Path) -> Result<String> {
+    let mut out = String::new();
+    for line in chapter.content.lines() {
+        let t = line.trim();
+        let Some(inner) = t.strip_prefix("{{#cudabugs-").and_then(|r| r.strip_suffix("}}")) else {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        };
+        let mut words = inner.split_whitespace();
+        let (what, id) = (words.next().unwrap_or(""), words.next());
+        let exercise = |id: Option<&str>| -> Result<(&ExerciseRecord, &Exercise)> {
+            let id = id.context("the directive needs an exercise id")?;
+            let r = record.exercises.iter().find(|e| e.id == id).with_context(|| format!("{id} is not in the verification record"))?;
+            let e = exercises.iter().find(|e| e.id == id).with_context(|| format!("no exercise {id}"))?;
+            Ok((r, e))
+        };
+        match what {
+            "record" => {
+                let (r, _) = exercise(id)?;
+                out.push_str(&render_record(record, r));
+            }
+            "diff" => {
+                let (_, e) = exercise(id)?;
+                out.push_str(&render_diff(e, workbook)?);
+            }
+            "summary" => {
+                // Links to the lessons, relative to this chapter's folder.
+                let depth = chapter.path.as_ref().map(|p| p.components().count().saturating_sub(1)).unwrap_or(0);
+                out.push_str(&render_summary(record, &"../".repeat(depth)));
+            }
+            "machine" => out.push_str(&machine(record)),
+            other => bail!("unknown directive `{{{{#cudabugs-{other}}}}}`"),
+        }
+    }
+    Ok(out)
+}
+
+fn machine(record: &VerificationRecord) -> String {
+    let gpu = record.gpu.as_ref().map(|g| format!("{} ({})", g.name, record.arch)).unwrap_or_else(|| "no GPU".into());
+    format!(
+        "Recorded on an {gpu}, driver {}, with nvcc {}, compute-sanitizer {} and ncu {}, on {}.\n",
+        record.driver_version.as_deref().unwrap_or("?"),
+        record.tools.nvcc.as_deref().and_then(|v| v.split('/').next()).map(|v| v.trim_start_matches("Build ")).unwrap_or("?"),
+        record.tools.compute_sanitizer.as_deref().map(short_version).unwrap_or("?"),
+        record.tools.ncu.as_deref().map(short_version).unwrap_or("?"),
+        &record.created[..10.min(record.created.len())],
+    )
+}
+
+fn short_version(v: &str) -> &str {
+    v.trim_start_matches("Version ").split(' ').next().unwrap_or(v)
+}
+
+/// Paths in a recorded command, relative to the workbook (the record holds the GPU machine's).
+fn relative_command(command: &str) -> String {
+    command
+        .split(' ')
+        .map(|w| {
+            for anchor in ["/.cudabugs/", "/exercises/", "/solutions/"] {
+                if let Some(i) = w.find(anchor) {
+                    let head = &w[..i];
+                    let prefix = head.rsplit_once('=').map(|(k, _)| format!("{k}=")).unwrap_or_default();
+                    return format!("{prefix}{}", &w[i + 1..]);
+                }
+            }
+            w.to_string()
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn us(ns: f64) -> String {
+    format!("{:.1} µs", ns / 1e3)
+}
+
+fn render_record(record: &VerificationRecord, r: &ExerciseRecord) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", machine(record));
+    let tool_step = r.checks.iter().find(|c| c.name.starts_with("exercise fails under"));
+    if let Some(cmd) = tool_step.and_then(|s| s.command.as_deref()) {
+        let _ = writeln!(out, "The command the grader ran on the untouched exercise:\n\n```console\n$ {}\n```\n", relative_command(cmd));
+    }
+    if let Some(text) = &r.tool_output {
+        let lines: Vec<&str> = text.lines().collect();
+        let _ = writeln!(out, "What {} printed{}:\n\n```text", r.tool, if lines.len() > OUTPUT_LINES { format!(" (the first {OUTPUT_LINES} of {} lines)", lines.len()) } else { String::new() });
+        for l in lines.iter().take(OUTPUT_LINES) {
+            let _ = writeln!(out, "{}", relative_command(l));
+        }
+        let _ = writeln!(out, "```\n");
+    }
+    if let Some(f) = &r.finding {
+        let at: Vec<String> = f.locations.iter().map(|l| format!("`{}:{}` ({})", Path::new(&l.path).file_name().unwrap_or_default().to_string_lossy(), l.line, l.role)).collect();
+        let _ = writeln!(
+            out,
+            "The grader read it as **{} {}** at {}, inside the marked region `{}`: the exercise fails for its intended reason.\n",
+            f.tool,
+            f.kind,
+            at.join(", "),
+            r.region
+        );
+    }
+    if let Some(plain) = &r.plain_run {
+        let verdict = if r.plain_run_correct == Some(true) { "right: the bug is silent" } else { "wrong" };
+        let _ = writeln!(out, "A plain `-O3` run of the same exercise: {plain}. Its output was {verdict}.\n");
+    }
+    let _ = writeln!(out, "| check | result | summary |\n| --- | --- | --- |");
+    for c in &r.checks {
+        let status = match c.status {
+            Status::Passed => "passed",
+            Status::Failed => "**failed**",
+            Status::TimedOut => "**timed out**",
+            Status::ToolError => "**tool error**",
+            Status::Skipped => "skipped",
+        };
+        let _ = writeln!(out, "| {} | {status} | {} |", c.name, c.summary.replace('|', "\\|"));
+    }
+    if let Some(t) = &r.timing {
+        let _ = writeln!(out, "\nncu `gpu__time_duration.sum` of `{}` per call, base clocks:\n", t.kernels.join("`, `"));
+        let _ = writeln!(out, "| version | time | ratio to the fix |\n| --- | --- | --- |");
+        match t.original_ns {
+            Some(o) => {
+                let _ = writeln!(out, "| original (the bug) | {} | {:.2}x |", us(o), o / t.reference_ns);
+            }
+            None => {
+                let _ = writeln!(out, "| original (the bug) | not timed: it crashed | - |");
+            }
+        }
+        let _ = writeln!(out, "| the fix | {} | 1.00x |", us(t.reference_ns));
+        let _ = writeln!(out, "| the fix, second process | {} | {:.3}x |", us(t.rerun_ns), t.rerun_ratio);
+        let _ = writeln!(out, "\nA learner's fix passes when it is within {:.2}x of the fix.", t.max_ratio_to_reference);
+    }
+    out
+}
+
+fn render_diff(e: &Exercise, workbook: &Path) -> Result<String> {
+    let read = |p: &Path| std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()));
+    let (a, b) = (read(&e.exercise)?, read(&e.solution)?);
+    let rel = |p: &Path| p.strip_prefix(workbook).unwrap_or(p).display().to_string();
+    let diff = similar::TextDiff::from_lines(&a, &b).unified_diff().context_radius(2).header(&rel(&e.exercise), &rel(&e.solution)).to_string();
+    Ok(format!("```diff\n{diff}```\n"))
+}
+
+fn render_summary(record: &VerificationRecord, up: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "| exercise | tool | intended finding | plain run | original | fix | outcome |\n| --- | --- | --- | --- | --- | --- | --- |");
+    for e in &record.exercises {
+        let found = e
+            .finding
+            .as_ref()
+            .map(|f| format!("{} at `{}`", f.kind, f.locations.first().map(|l| format!("{}:{}", Path::new(&l.path).file_name().unwrap_or_default().to_string_lossy(), l.line)).unwrap_or_default()))
+            .unwrap_or_else(|| "-".into());
+        let plain = match e.plain_run_correct {
+            Some(true) => "right (silent)",
+            Some(false) => "wrong",
+            None => "-",
+        };
+        let t = e.timing.as_ref();
+        let _ = writeln!(
+            out,
+            "| [{}]({up}lessons/{}.md) | {} | {found} | {plain} | {} | {} | {} |",
+            e.id,
+            e.id,
+            e.tool.name(),
+            t.and_then(|t| t.original_ns).map(us).unwrap_or_else(|| "crashed".into()),
+            t.map(|t| us(t.reference_ns)).unwrap_or_else(|| "-".into()),
+            e.outcome.label()
+        );
+    }
+    let _ = writeln!(out, "\n`cargo xtask verify` took {:.1} s over these exercises.", record.wall_seconds);
+    out
+}
+
+/// Build the book under `book_root` (which holds book.toml) into `dest`, or into its configured
+/// build folder.
+pub fn build(book_root: &Path, workbook: &Path, dest: Option<&Path>) -> Result<PathBuf> {
+    let mut book = MDBook::load(book_root).map_err(|e| anyhow::anyhow!("{e:#}"))?;
+    if let Some(d) = dest {
+        book.config.build.build_dir = d.to_path_buf();
+    }
+    book.with_preprocessor(Cudabugs { workbook: workbook.to_path_buf() });
+    book.build().map_err(|e| anyhow::anyhow!("{e:#}"))?;
+    Ok(book.build_dir_for("html"))
+}
+
+/// The newest modification time under the book's sources, the exercises and the record: the
+/// served book is rebuilt when it moves.
+fn newest_source(book_root: &Path, workbook: &Path) -> std::time::SystemTime {
+    fn walk(p: &Path, newest: &mut std::time::SystemTime) {
+        let Ok(meta) = std::fs::metadata(p) else { return };
+        if let Ok(m) = meta.modified() {
+            *newest = (*newest).max(m);
+        }
+        if meta.is_dir() {
+            for e in std::fs::read_dir(p).into_iter().flatten().flatten() {
+                walk(&e.path(), newest);
+            }
+        }
+    }
+    let mut newest = std::time::UNIX_EPOCH;
+    for p in [book_root.join("src"), book_root.join("book.toml"), book_root.join(RECORD_FILE), workbook.join("exercises"), workbook.join("solutions")] {
+        walk(&p, &mut newest);
+    }
+    newest
+}
+
+/// Serve the built book on `addr`, rebuilding it when a source changed since the last build (checked
+/// on each page request). Runs until the process is stopped.
+pub fn serve(book_root: &Path, workbook: &Path, addr: &str, mut say: impl FnMut(&str)) -> Result<()> {
+    let mut built_at = newest_source(book_root, workbook);
+    let mut dir = build(book_root, workbook, None)?;
+    let server = tiny_http::Server::http(addr).map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
+    say(&format!("serving the book on http://{addr}/ (Ctrl-C to stop)"));
+    for request in server.incoming_requests() {
+        let url = request.url().split(['?', '#']).next().unwrap_or("/").to_string();
+        if url.ends_with('/') || url.ends_with(".html") {
+            let newest = newest_source(book_root, workbook);
+            if newest > built_at {
+                built_at = newest;
+                match build(book_root, workbook, None) {
+                    Ok(d) => {
+                        dir = d;
+                        say("rebuilt the book");
+                    }
+                    Err(e) => say(&format!("the book does not build: {e:#}")),
+                }
+            }
+        }
+        let rel = normalise(Path::new(url.trim_start_matches('/')));
+        let mut path = dir.join(rel);
+        if path.is_dir() {
+            path = path.join("index.html");
+        }
+        let response = match std::fs::read(&path) {
+            Ok(bytes) => {
+                let kind = match path.extension().and_then(|e| e.to_str()) {
+                    Some("html") => "text/html; charset=utf-8",
+                    Some("css") => "text/css",
+                    Some("js") => "application/javascript",
+                    Some("svg") => "image/svg+xml",
+                    Some("png") => "image/png",
+                    Some("woff2") => "font/woff2",
+                    Some("json") => "application/json",
+                    _ => "application/octet-stream",
+                };
+                tiny_http::Response::from_data(bytes).with_header(tiny_http::Header::from_bytes("Content-Type", kind).expect("valid header"))
+            }
+            Err(_) => tiny_http::Response::from_string("not found").with_status_code(404),
+        };
+        let _ = request.respond(response);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn includes_of_missing_files_and_anchors_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("k.cu"), "// ANCHOR: bug\nx;\n// ANCHOR_END: bug\n").unwrap();
+        let chapter = dir.path().join("c.md");
+        let errors = check_includes("{{#include k.cu:bug}}\n{{#include k.cu:nope}}\n{{#include gone.cu}}\n{{#include k.cu:2:3}}\n", &chapter);
+        assert_eq!(errors.len(), 2, "{errors:?}");
+        assert!(errors[0].starts_with("line 2:") && errors[0].contains("no anchor `nope`"));
+        assert!(errors[1].starts_with("line 3:") && errors[1].contains("gone.cu"));
+    }
+
+    #[test]
+    fn relative_links_must_reach_a_file_of_the_book() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("tools")).unwrap();
+        std::fs::write(dir.path().join("tools/memcheck.md"), "# m").unwrap();
+        let mut ch = Chapter::new("L", "[ok](../tools/memcheck.md#what) [web](https://x.org) [top](#a)\n\n[bad](../tools/racecheck.md)\n".into(), "lessons/01.md", Vec::new());
+        ch.source_path = Some("lessons/01.md".into());
+        let errors = dead_links(&ch, dir.path());
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].starts_with("line 3: dead link `../tools/racecheck.md`"), "{errors:?}");
+    }
+
+    #[test]
+    fn recorded_commands_lose_the_gpu_machines_paths() {
+        let c = relative_command("/usr/local/cuda/bin/compute-sanitizer --save /work/main/.cudabugs/build/x.xml /work/main/exercises/03-race/reduce.cu");
+        assert_eq!(c, "/usr/local/cuda/bin/compute-sanitizer --save .cudabugs/build/x.xml exercises/03-race/reduce.cu");
+    }
+}
