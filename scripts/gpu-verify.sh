@@ -2,6 +2,7 @@
 # Run on a GPU machine with the CUDA toolkit (no Rust needed) from the workbook root, with a release
 # binary built elsewhere: verify everything, then check 03-race untouched and fixed, a "fix" that
 # serialises the work (must fail the speed target) and a 04-sync "fix" that hangs (must time out).
+# VERIFY_ONLY=1: only `verify`, twice (a cold and a warm run), for the timing of verify itself.
 set -u
 B=${B:-target/release/xtask}
 OUT=${OUT:-/tmp/cudabugs-gpu}
@@ -11,6 +12,13 @@ export CUDABUGS_NO_INSTALL=1 PATH="$PATH:/usr/local/cuda/bin"
 
 "$B" verify --record "$OUT/verification.json" --keep "$OUT/fixtures" >"$OUT/verify.txt" 2>&1
 echo "verify exit=$?" >>"$OUT/verify.txt"
+if [ "${VERIFY_ONLY:-0}" = 1 ]; then
+  "$B" verify --record "$OUT/verification-second.json" >"$OUT/verify-second.txt" 2>&1
+  echo "verify exit=$?" >>"$OUT/verify-second.txt"
+  tar czf "$OUT/fixtures.tgz" -C "$OUT" fixtures && rm -rf "$OUT/fixtures"
+  sed -n '/^exercise  /,$p' "$OUT/verify.txt" "$OUT/verify-second.txt"
+  exit 0
+fi
 # The same with ncu strictly serial: the parallel ncu processes must time the same.
 CUDABUGS_NCU_JOBS=1 "$B" verify --record "$OUT/verification-serial-ncu.json" >"$OUT/verify-serial-ncu.txt" 2>&1
 echo "verify (serial ncu) exit=$?" >>"$OUT/verify-serial-ncu.txt"
@@ -28,7 +36,15 @@ echo "===== 03-race untouched" >>"$OUT/check.txt"
 try "03-race with the reference solution" solutions/03-race/reduce.cu "$R" 03-race
 cp "$R" "$OUT/orig.cu"; cp solutions/03-race/reduce.cu "$R"
 "$B" --format json check race >"$OUT/check-solution.json" 2>/dev/null; restore "$R"
-try "03-race fixed with __syncwarp() instead of shuffles" scripts/alt-fixes/03-race-syncwarp.cu "$R" race
+# splice SOLUTION REGION: the solution with its `bug` region replaced by REGION's lines.
+splice() {
+  awk -v region="$2" '
+    /ANCHOR: bug/ { while ((getline l < region) > 0) print l; skip = 1; next }
+    skip && /ANCHOR_END: bug/ { skip = 0; next }
+    !skip { print }' "$1"
+}
+splice solutions/03-race/reduce.cu scripts/alt-fixes/03-race-syncwarp.region.cu >/tmp/syncwarp.cu
+try "03-race fixed with __syncwarp() instead of shuffles" /tmp/syncwarp.cu "$R" race
 sed 's|const int blocks = std::min((n + BLOCK - 1) / BLOCK, MAX_BLOCKS);|const int blocks = 1;|' solutions/03-race/reduce.cu >/tmp/one-block.cu
 try "03-race fixed but serialised onto one block" /tmp/one-block.cu "$R" 3
 sed 's|^  __syncthreads();$|  if (t % 2 == 0) __syncthreads();\n  __syncthreads();|' solutions/04-sync/smooth.cu >/tmp/hang.cu

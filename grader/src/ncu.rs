@@ -149,7 +149,8 @@ impl Timing {
 /// the counters, say), so that the caller can report it once.
 pub fn run(ncu: &Path, targets: &[Target], dir: &Path, jobs: usize, timeout: Duration) -> Result<Timing, RunError> {
     std::fs::create_dir_all(dir).map_err(|e| RunError::Failed { exit: "could not start".into(), output: format!("{}: {e}", dir.display()) })?;
-    let results = crate::steps::parallel(targets, jobs, |t| -> Result<(Measured, bool), RunError> {
+    // Per target: what ncu measured, and ncu's own log where ncu itself failed.
+    let results = crate::steps::parallel(targets, jobs, |t| -> Result<(Measured, Option<String>), RunError> {
         let csv = dir.join(format!("{}.csv", t.name));
         let _ = std::fs::remove_file(&csv);
         let job = job(ncu, t, &csv, timeout);
@@ -160,15 +161,14 @@ pub fn run(ncu: &Path, targets: &[Target], dir: &Path, jobs: usize, timeout: Dur
         let mine: Vec<&Launch> = launches.iter().filter(|l| t.kernels.contains(&l.kernel)).collect();
         let nanoseconds = (finished.success() && !mine.is_empty()).then(|| mine.iter().map(|l| l.nanoseconds).sum::<f64>() / t.repeat.max(1) as f64);
         // ncu writes its own errors (==ERROR==) to the log file, the program's to the captured output.
-        let tool_failed = !has_csv && !finished.success() && text.contains("==ERROR==");
-        Ok((Measured { nanoseconds, launches, command: job.display(), finished }, tool_failed))
+        let tool_failure = (!has_csv && !finished.success() && text.contains("==ERROR==")).then_some(text);
+        Ok((Measured { nanoseconds, launches, command: job.display(), finished }, tool_failure))
     });
     let mut per_target = BTreeMap::new();
     let mut tool_failures = Vec::new();
     for (t, r) in targets.iter().zip(results) {
-        let (measured, tool_failed) = r?;
-        if tool_failed {
-            let log = std::fs::read_to_string(dir.join(format!("{}.csv", t.name))).unwrap_or_default();
+        let (measured, tool_failure) = r?;
+        if let Some(log) = tool_failure {
             tool_failures.push(RunError::Failed { exit: measured.finished.describe_exit(), output: format!("{log}\n{}", measured.finished.output()) });
         }
         per_target.insert(t.name.clone(), measured);

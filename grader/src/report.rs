@@ -38,8 +38,7 @@ fn step_line(out: &mut String, s: &Step) {
 }
 
 /// A few lines of `path` around `line`, the line itself marked.
-pub fn excerpt(path: &Path, line: usize, context: usize) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
+pub fn excerpt(text: &str, line: usize, context: usize) -> Option<String> {
     let lines: Vec<&str> = text.lines().collect();
     if line == 0 || line > lines.len() {
         return None;
@@ -59,11 +58,8 @@ pub fn excerpt(path: &Path, line: usize, context: usize) -> Option<String> {
 
 /// The column of the first non-blank character of a line (1-based): the tools give lines, editors
 /// want `path:line:col`.
-fn first_column(path: &Path, line: usize) -> usize {
-    std::fs::read_to_string(path)
-        .ok()
-        .and_then(|t| t.lines().nth(line.wrapping_sub(1)).map(|l| l.chars().take_while(|c| c.is_whitespace()).count() + 1))
-        .unwrap_or(1)
+fn first_column(text: &str, line: usize) -> usize {
+    text.lines().nth(line.wrapping_sub(1)).map(|l| l.chars().take_while(|c| c.is_whitespace()).count() + 1).unwrap_or(1)
 }
 
 fn dim3(d: Option<[u32; 3]>) -> String {
@@ -76,16 +72,17 @@ fn finding(out: &mut String, f: &Finding, source: &Path, shown_as: &str) {
     if f.thread.is_some() || f.block.is_some() {
         let _ = writeln!(out, "    first seen in thread {} of block {}", dim3(f.thread), dim3(f.block));
     }
+    // The learner's file, read once for every location's column and excerpt.
+    let text = std::fs::read_to_string(source).ok();
     for l in &f.locations {
         let here = Path::new(&l.path).file_name() == source.file_name();
         let shown = if here { shown_as.to_string() } else { l.path.clone() };
         let func = l.function.as_deref().map(|f| format!(" in {f}")).unwrap_or_default();
-        let column = if here { first_column(source, l.line as usize) } else { 1 };
+        let mine = text.as_deref().filter(|_| here);
+        let column = mine.map(|t| first_column(t, l.line as usize)).unwrap_or(1);
         let _ = writeln!(out, "  --> {shown}:{}:{column} ({}{func})", l.line, l.role);
-        if here {
-            if let Some(x) = excerpt(source, l.line as usize, 1) {
-                out.push_str(&x);
-            }
+        if let Some(x) = mine.and_then(|t| excerpt(t, l.line as usize, 1)) {
+            out.push_str(&x);
         }
     }
 }
