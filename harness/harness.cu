@@ -33,6 +33,15 @@ struct Reader {
 
 size_t dtype_size(cb::DType d) { return d == cb::DType::F64 ? 8 : 4; }
 
+cb::Buffer buffer_header(Reader& r) {
+  cb::Buffer b;
+  b.name = r.name();
+  b.dtype = static_cast<cb::DType>(r.get<uint8_t>());
+  b.len = r.get<uint64_t>();
+  b.bytes.resize(b.len * dtype_size(b.dtype));
+  return b;
+}
+
 void load(const char* path, cb::Io& io) {
   FILE* f = std::fopen(path, "rb");
   if (!f) die("cannot open input", path);
@@ -44,23 +53,13 @@ void load(const char* path, cb::Io& io) {
     std::string name = r.name();
     io.params_.emplace_back(name, r.get<int64_t>());
   }
+  // An input buffer is its header followed by its bytes; an output buffer is a header only.
   for (uint32_t i = 0, n = r.get<uint32_t>(); i < n; i++) {
-    cb::Buffer b;
-    b.name = r.name();
-    b.dtype = static_cast<cb::DType>(r.get<uint8_t>());
-    b.len = r.get<uint64_t>();
-    b.bytes.resize(b.len * dtype_size(b.dtype));
+    cb::Buffer b = buffer_header(r);
     r.raw(b.bytes.data(), b.bytes.size());
     io.inputs_.push_back(std::move(b));
   }
-  for (uint32_t i = 0, n = r.get<uint32_t>(); i < n; i++) {
-    cb::Buffer b;
-    b.name = r.name();
-    b.dtype = static_cast<cb::DType>(r.get<uint8_t>());
-    b.len = r.get<uint64_t>();
-    b.bytes.resize(b.len * dtype_size(b.dtype));
-    io.outputs_.push_back(std::move(b));
-  }
+  for (uint32_t i = 0, n = r.get<uint32_t>(); i < n; i++) io.outputs_.push_back(buffer_header(r));
   std::fclose(f);
 }
 

@@ -125,10 +125,14 @@ fn main() -> ExitCode {
         grader::runner::kill_all_running();
         std::process::exit(130);
     });
+    let format = cli.format;
     match run(cli) {
         Ok(code) => ExitCode::from(code as u8),
         Err(e) => {
             eprintln!("error: {e:#}");
+            if format == Format::Json {
+                println!("{}", serde_json::json!({ "error": format!("{e:#}"), "exit_code": 2 }));
+            }
             ExitCode::from(2)
         }
     }
@@ -260,7 +264,9 @@ fn run(cli: Cli) -> Result<i32> {
                     match state.state.next_pending(wb.exercises.iter().map(|e| e.id())) {
                         Some(next) => wb.resolve(next)?,
                         None => {
-                            println!("Every exercise is done: `cargo xtask list` shows them, `cargo xtask watch <id>` watches one again.");
+                            if format == Format::Text {
+                                println!("Every exercise is done: `cargo xtask list` shows them, `cargo xtask watch <id>` watches one again.");
+                            }
                             return Ok(0);
                         }
                     }
@@ -305,7 +311,10 @@ fn run(cli: Cli) -> Result<i32> {
             let wb = open_workbook()?;
             eprintln!("installing {} into {}", grader::toolchain::PINNED_WHEELS.join(" "), grader::toolchain::LOCAL_TOOLKIT);
             let nvcc = grader::toolchain::install(&wb.root)?;
-            println!("nvcc ready: {}", wb.display_path(&nvcc));
+            match format {
+                Format::Json => print_json(&serde_json::json!({ "nvcc": nvcc }))?,
+                Format::Text => println!("nvcc ready: {}", wb.display_path(&nvcc)),
+            }
             Ok(0)
         }
         Command::Toolkit { action: ToolkitAction::Show } => {
@@ -387,25 +396,11 @@ fn bundle(wb: &Workbook, out: &Path) -> Result<()> {
     std::fs::create_dir_all(out)?;
     std::fs::copy(std::env::current_exe()?, out.join("cudabugs")).context("copying the binary")?;
     for dir in ["exercises", "solutions"] {
-        copy_dir(&wb.root.join(dir), &out.join(dir))?;
+        workbook::copy_tree(&wb.root.join(dir), &out.join(dir)).with_context(|| format!("copying {dir}/"))?;
     }
     for file in ["README.md"] {
         if wb.root.join(file).is_file() {
             std::fs::copy(wb.root.join(file), out.join(file))?;
-        }
-    }
-    Ok(())
-}
-
-fn copy_dir(from: &Path, to: &Path) -> Result<()> {
-    std::fs::create_dir_all(to)?;
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
-        let target = to.join(entry.file_name());
-        if entry.file_type()?.is_dir() {
-            copy_dir(&entry.path(), &target)?;
-        } else {
-            std::fs::copy(entry.path(), &target)?;
         }
     }
     Ok(())

@@ -15,6 +15,32 @@ fn an_unknown_id_lists_the_exercises() {
 }
 
 #[test]
+fn in_json_an_error_is_a_json_object_too() {
+    let out = xtask().args(["--format", "json", "hint", "0"]).assert().code(2).get_output().stdout.clone();
+    let error: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(error["exit_code"], 2);
+    assert!(error["error"].as_str().unwrap().contains("`0` matches several exercises"), "{error}");
+}
+
+#[test]
+fn bundle_makes_a_folder_that_runs_without_the_repository() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("b");
+    xtask().args(["bundle", "--out"]).arg(&out).assert().success().stdout(predicate::str::contains("bundle ready"));
+    for file in ["cudabugs", "exercises/03-race/reduce.cu", "exercises/03-race/exercise.toml", "solutions/03-race/reduce.cu"] {
+        assert!(out.join(file).is_file(), "{file} missing from the bundle");
+    }
+    // The bundled binary finds its workbook from inside the bundle.
+    assert_cmd::Command::new(out.join("cudabugs"))
+        .current_dir(out.join("exercises"))
+        .env_remove("CUDABUGS_ROOT")
+        .args(["--format", "json", "list"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("\"03-race\""));
+}
+
+#[test]
 fn outside_a_workbook_says_so() {
     let dir = tempfile::tempdir().unwrap();
     xtask().current_dir(dir.path()).args(["check", "3"]).assert().code(2).stderr(predicate::str::contains("not inside a cudabugs workbook"));
@@ -77,4 +103,84 @@ fn a_learner_file_that_does_not_compile_fails_at_the_build_step() {
         .assert()
         .code(1)
         .stdout(predicate::str::contains("does not compile").and(predicate::str::contains("FAIL at step `build -G`")));
+}
+
+#[test]
+fn check_keeps_the_binaries_of_an_unchanged_file_and_rebuilds_an_edited_one() {
+    if !nvcc_or_skip("check_keeps_the_binaries_of_an_unchanged_file_and_rebuilds_an_edited_one") {
+        return;
+    }
+    let copy = common::Copy::new();
+    // The summaries of the learner's two build steps (the exit code depends on whether there is a GPU).
+    let build_summaries = || -> Vec<String> {
+        let out = copy.xtask().args(["--format", "json", "check", "race"]).output().unwrap();
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        report["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["name"].as_str().unwrap().starts_with("build "))
+            .map(|s| s["summary"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let kept = |summaries: &[String]| summaries.iter().filter(|s| s.contains("binary kept")).count();
+    let first = build_summaries();
+    assert_eq!((first.len(), kept(&first)), (2, 0), "{first:?}");
+    let again = build_summaries();
+    assert_eq!(kept(&again), 2, "saved unchanged: {again:?}");
+    let file = copy.path("exercises/03-race/reduce.cu");
+    std::fs::write(&file, std::fs::read_to_string(&file).unwrap() + "// an edit\n").unwrap();
+    let edited = build_summaries();
+    assert_eq!(kept(&edited), 0, "edited: {edited:?}");
+}
+
+#[test]
+fn verify_without_a_gpu_checks_what_it_can_and_exits_6() {
+    if !nvcc_or_skip("verify_without_a_gpu_checks_what_it_can_and_exits_6") {
+        return;
+    }
+    if grader::gpu::probe().is_present() {
+        eprintln!("SKIPPED verify_without_a_gpu_checks_what_it_can_and_exits_6: this machine has a GPU");
+        return;
+    }
+    let out = xtask().args(["--format", "json", "verify", "sync"]).assert().code(6).get_output().stdout.clone();
+    let record: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let steps: Vec<(&str, &str)> = record["exercises"][0]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["name"].as_str().unwrap(), s["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        steps,
+        vec![
+            ("manifest", "passed"),
+            ("regions", "passed"),
+            ("exercise build -G", "passed"),
+            ("exercise build -O3", "passed"),
+            ("solution build -G", "passed"),
+            ("solution build -O3", "passed"),
+            ("gpu", "skipped"),
+        ]
+    );
+    assert_eq!(record["outcome"], "skipped");
+}
+
+#[test]
+fn book_builds_into_the_folder_it_is_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = xtask().args(["--format", "json", "book", "--out"]).arg(dir.path()).assert().success().get_output().stdout.clone();
+    let built: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let html = std::path::PathBuf::from(built["book"].as_str().unwrap());
+    assert!(html.starts_with(dir.path()) && html.join("lessons/03-race.html").is_file(), "{built}");
+}
+
+#[test]
+fn toolkit_show_names_every_tool_and_the_gpu() {
+    let out = xtask().args(["--format", "json", "toolkit", "show"]).assert().success().get_output().stdout.clone();
+    let shown: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    for key in ["nvcc", "compute_sanitizer", "ncu", "gpu"] {
+        assert!(shown.get(key).is_some(), "`{key}` missing from {shown}");
+    }
+    assert!(shown["gpu"].as_str().is_some());
 }

@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::context::Context;
 use crate::gpu::GpuInfo;
 use crate::ncu;
-use crate::nvcc::{self, Built, Flavor};
+use crate::nvcc::{self, Built, Flavor, Reuse};
 use crate::outcome::{Finding, Outcome, Status, Step};
 use crate::regions;
 use crate::steps::{self, Cases};
@@ -67,10 +67,11 @@ pub fn materialise(wb: &Workbook, ex: &Exercise, variant: &str, text: &str) -> s
     Ok(path)
 }
 
-pub fn build_step(ctx: &Context, wb: &Workbook, ex: &Exercise, variant: &str, source: &Path, flavor: Flavor, step_name: &str) -> (Step, Option<Built>) {
-    match nvcc::build(&ctx.nvcc, &ctx.arch, flavor, &ctx.harness, source, &binary_path(wb, ex, variant, flavor)) {
+pub fn build_step(ctx: &Context, wb: &Workbook, ex: &Exercise, variant: &str, source: &Path, flavor: Flavor, reuse: Reuse, step_name: &str) -> (Step, Option<Built>) {
+    match nvcc::build(&ctx.nvcc, &ctx.arch, flavor, &ctx.harness, source, &binary_path(wb, ex, variant, flavor), reuse) {
         Ok(b) => {
-            let s = Step::new(step_name, Status::Passed, format!("nvcc {} ({})", flavor.flags().join(" "), ctx.arch))
+            let kept = if b.reused { "; unchanged since the last build, binary kept" } else { "" };
+            let s = Step::new(step_name, Status::Passed, format!("nvcc {} ({}){kept}", flavor.flags().join(" "), ctx.arch))
                 .command(b.command.clone())
                 .wall(b.wall);
             (s, Some(b))
@@ -111,11 +112,12 @@ pub fn check(ctx: &Context, wb: &Workbook, ex: &Exercise, mut say: impl FnMut(&s
     // Regions of the learner's file, for locating findings; a learner may have removed the markers.
     let learner_regions = regions::parse(&text).unwrap_or_default();
 
-    // 1. Both builds of the learner's file.
+    // 1. Both builds of the learner's file, side by side; a file saved unchanged is not rebuilt.
+    say(&format!("building {} (-G and -O3 -lineinfo)", report.source));
     let mut built = Vec::new();
-    for flavor in Flavor::BOTH {
-        say(&format!("building {} ({})", report.source, flavor.flags().join(" ")));
-        let (step, b) = build_step(ctx, wb, ex, "learner", &learner, flavor, &format!("build {}", flavor.flags()[0]));
+    for (step, b) in steps::parallel(&Flavor::BOTH, 2, |&flavor| {
+        build_step(ctx, wb, ex, "learner", &learner, flavor, Reuse::IfUnchanged, &format!("build {}", flavor.flags()[0]))
+    }) {
         report.steps.push(step);
         built.extend(b);
     }
@@ -172,15 +174,18 @@ fn time_against_references(ctx: &Context, wb: &Workbook, ex: &Exercise, learner:
         return Step::new("timing", Status::ToolError, "ncu not found (set CUDABUGS_NCU or CUDA_HOME)");
     };
     let started = Instant::now();
+    // The original and the reference come from this binary: built once, then kept until they change.
     let mut builds = Vec::new();
-    for (variant, text) in [("original", ex.original), ("reference", ex.solution)] {
-        let source = match materialise(wb, ex, variant, text) {
-            Ok(p) => p,
-            Err(e) => return Step::new("timing", Status::ToolError, format!("cannot write the {variant} source: {e}")),
-        };
-        match build_step(ctx, wb, ex, variant, &source, Flavor::Timing, variant) {
-            (_, Some(b)) => builds.push((variant, b)),
-            (step, None) => return Step::new("timing", Status::ToolError, format!("the embedded {variant} does not build: {}", step.summary)),
+    for result in steps::parallel(&[("original", ex.original), ("reference", ex.solution)], 2, |&(variant, text)| {
+        let source = materialise(wb, ex, variant, text).map_err(|e| format!("cannot write the {variant} source: {e}"))?;
+        match build_step(ctx, wb, ex, variant, &source, Flavor::Timing, Reuse::IfUnchanged, variant) {
+            (_, Some(b)) => Ok((variant, b)),
+            (step, None) => Err(format!("the embedded {variant} does not build: {}", step.summary)),
+        }
+    }) {
+        match result {
+            Ok(b) => builds.push(b),
+            Err(e) => return Step::new("timing", Status::ToolError, e),
         }
     }
     builds.push(("learner", learner.clone()));
@@ -197,8 +202,10 @@ fn time_against_references(ctx: &Context, wb: &Workbook, ex: &Exercise, learner:
     let time_of = |v: &str| timing.nanoseconds(&name(v));
     let (Some(learner_ns), Some(reference_ns)) = (time_of("learner"), time_of("reference")) else {
         let failed = if time_of("reference").is_none() { "reference" } else { "learner" };
-        let output = timing.per_target.get(&name(failed)).map(|m| m.finished.output()).unwrap_or_default();
-        return Step::new("timing", Status::ToolError, format!("ncu timed no launch of the {failed} version's timed kernels"))
+        let measured = timing.per_target.get(&name(failed));
+        let output = measured.map(|m| m.finished.output()).unwrap_or_default();
+        let why = measured.map(|m| m.why_untimed()).unwrap_or_default();
+        return Step::new("timing", Status::ToolError, format!("ncu could not time the {failed} version ({why})"))
             .detail(output)
             .command(timing.commands())
             .wall(started.elapsed());

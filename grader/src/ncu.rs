@@ -87,11 +87,12 @@ pub struct Target {
 
 /// How many ncu processes run at once. ncu serialises the profiled kernels of all its instances
 /// through one lock file (`$TMPDIR/nsight-compute-lock`), so the kernels are still timed one at a
-/// time; what overlaps is each process's start-up (about 1.5 s of a 2 s run on an H200). On an
-/// H200, 4 at a time took the ncu phase of `verify` from 29.6 s to 15.2 s with the same times (±2%).
+/// time; what overlaps is each process's start-up (about 1 s of a 1.9 s run on an H200). On an
+/// H200, 4 at a time took the ncu phase of `verify` from 29.6 s to 15.2 s with the same times (±2%);
+/// 3, 6 and 10 at a time all took 14.5-16.5 s, as each process holds the profiler for about 0.85 s.
 /// `CUDABUGS_NCU_JOBS=1` times everything strictly one process after another.
 pub fn default_jobs() -> usize {
-    std::env::var("CUDABUGS_NCU_JOBS").ok().and_then(|v| v.parse().ok()).unwrap_or(6).clamp(1, 16)
+    std::env::var("CUDABUGS_NCU_JOBS").ok().and_then(|v| v.parse().ok()).unwrap_or(4).clamp(1, 16)
 }
 
 /// One ncu process profiling one program, with the CSV written to `csv_path`.
@@ -124,6 +125,23 @@ pub struct Measured {
     pub launches: Vec<Launch>,
     pub command: String,
     pub finished: Finished,
+    /// How many ncu processes it took (more than one when the profiler was busy).
+    pub attempts: u32,
+    /// The profiler was still busy at the last attempt.
+    pub busy: bool,
+}
+
+impl Measured {
+    /// Why there is no time, in words.
+    pub fn why_untimed(&self) -> String {
+        if self.busy {
+            format!("ncu found the profiler busy {} times", self.attempts)
+        } else if !self.finished.success() {
+            format!("the program failed: {}", self.finished.describe_exit())
+        } else {
+            "ncu saw none of its timed kernels".into()
+        }
+    }
 }
 
 /// Per target (by name), what ncu measured.
@@ -143,26 +161,46 @@ impl Timing {
     }
 }
 
+/// How many times a target is profiled before a busy profiler counts as a failure.
+const ATTEMPTS: u32 = 3;
+
+/// Whether ncu gave up because another profiling session held the GPU's counters. Seen on an H200
+/// with several ncu processes at once, now and then, despite ncu's lock file ("Profiling failed
+/// because a driver resource was unavailable"); the same target profiles fine when run again.
+/// ncu says so only in its log text, which has no structure to parse.
+pub fn profiler_was_busy(log: &str) -> bool {
+    log.lines().any(|l| l.starts_with("==ERROR==") && l.contains("a driver resource was unavailable"))
+}
+
 /// Time `targets`, each in its own ncu process, `jobs` processes at a time. `dir` gets one CSV per
 /// target. A program that fails (the untouched exercise may crash) gets no time: its partial
-/// launches are dropped. An error only when ncu itself failed for every target (no permission to
+/// launches are dropped. A target that found the profiler busy is run again, up to `ATTEMPTS` times. An error only when ncu itself failed for every target (no permission to
 /// the counters, say), so that the caller can report it once.
 pub fn run(ncu: &Path, targets: &[Target], dir: &Path, jobs: usize, timeout: Duration) -> Result<Timing, RunError> {
     std::fs::create_dir_all(dir).map_err(|e| RunError::Failed { exit: "could not start".into(), output: format!("{}: {e}", dir.display()) })?;
     // Per target: what ncu measured, and ncu's own log where ncu itself failed.
     let results = crate::steps::parallel(targets, jobs, |t| -> Result<(Measured, Option<String>), RunError> {
         let csv = dir.join(format!("{}.csv", t.name));
-        let _ = std::fs::remove_file(&csv);
         let job = job(ncu, t, &csv, timeout);
-        let finished = runner::run(&job)?;
-        let text = std::fs::read_to_string(&csv).unwrap_or_default();
+        let mut attempt = 1;
+        let (finished, text) = loop {
+            let _ = std::fs::remove_file(&csv);
+            let finished = runner::run(&job)?;
+            let text = std::fs::read_to_string(&csv).unwrap_or_default();
+            if attempt == ATTEMPTS || !profiler_was_busy(&text) {
+                break (finished, text);
+            }
+            std::thread::sleep(Duration::from_millis(500 * attempt as u64));
+            attempt += 1;
+        };
         let has_csv = text.contains("\"ID\",");
         let launches = if has_csv { parse(&text)? } else { Vec::new() };
         let mine: Vec<&Launch> = launches.iter().filter(|l| t.kernels.contains(&l.kernel)).collect();
         let nanoseconds = (finished.success() && !mine.is_empty()).then(|| mine.iter().map(|l| l.nanoseconds).sum::<f64>() / t.repeat.max(1) as f64);
+        let busy = profiler_was_busy(&text);
         // ncu writes its own errors (==ERROR==) to the log file, the program's to the captured output.
         let tool_failure = (!has_csv && !finished.success() && text.contains("==ERROR==")).then_some(text);
-        Ok((Measured { nanoseconds, launches, command: job.display(), finished }, tool_failure))
+        Ok((Measured { nanoseconds, launches, command: job.display(), finished, attempts: attempt, busy }, tool_failure))
     });
     let mut per_target = BTreeMap::new();
     let mut tool_failures = Vec::new();

@@ -45,6 +45,17 @@ pub struct Built {
     pub flavor: Flavor,
     pub command: String,
     pub wall: Duration,
+    /// The binary from an earlier build of the same source with the same command was kept.
+    pub reused: bool,
+}
+
+/// Whether a build may keep a binary that an earlier build made from the same inputs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reuse {
+    /// Always run nvcc (the self-check builds everything for real).
+    Never,
+    /// Keep the binary when the source text and the whole nvcc command are unchanged.
+    IfUnchanged,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -105,8 +116,9 @@ pub fn prepare_harness(nvcc: &Nvcc, files: &[(&str, &str)], dir: &Path) -> Resul
     Ok(Harness { include_dir: dir.to_path_buf(), object })
 }
 
-/// Compile `source` with the harness into `binary`.
-pub fn build(nvcc: &Nvcc, arch: &str, flavor: Flavor, harness: &Harness, source: &Path, binary: &Path) -> Result<Built, BuildError> {
+/// Compile `source` with the harness into `binary`. With `Reuse::IfUnchanged`, a binary whose
+/// recipe file (next to it) names the same source text and command is kept as it is.
+pub fn build(nvcc: &Nvcc, arch: &str, flavor: Flavor, harness: &Harness, source: &Path, binary: &Path, reuse: Reuse) -> Result<Built, BuildError> {
     if let Some(dir) = binary.parent() {
         mkdir(dir)?;
     }
@@ -120,8 +132,24 @@ pub fn build(nvcc: &Nvcc, arch: &str, flavor: Flavor, harness: &Harness, source:
         .arg(source)
         .arg(&harness.object)
         .args(nvcc.extra_flags.iter().cloned());
+    let text = std::fs::read(source).map_err(|e| BuildError::Io(source.to_path_buf(), e))?;
+    // The harness object's name carries the hash of the harness sources, so the command covers them;
+    // nvcc's own time stamp covers a toolkit updated in place.
+    let mut hasher = DefaultHasher::new();
+    (job.display(), &text, std::fs::metadata(&nvcc.path).and_then(|m| m.modified()).ok()).hash(&mut hasher);
+    let recipe = format!("{:016x}\n", hasher.finish());
+    let recipe_path = binary.with_extension("recipe");
+    let built = |wall, reused| Built { binary: binary.to_path_buf(), source: source.to_path_buf(), flavor, command: job.display(), wall, reused };
+    if reuse == Reuse::IfUnchanged && binary.is_file() && std::fs::read_to_string(&recipe_path).ok().as_deref() == Some(recipe.as_str()) {
+        return Ok(built(Duration::ZERO, true));
+    }
+    let _ = std::fs::remove_file(&recipe_path);
     let done = runner::run(&job)?;
     let wall = done.wall;
     check(done, source)?;
-    Ok(Built { binary: binary.to_path_buf(), source: source.to_path_buf(), flavor, command: job.display(), wall })
+    // A file saved again while nvcc ran may not be what it compiled: then leave no recipe.
+    if std::fs::read(source).ok().as_deref() == Some(text.as_slice()) {
+        std::fs::write(&recipe_path, recipe).map_err(|e| BuildError::Io(recipe_path.clone(), e))?;
+    }
+    Ok(built(wall, false))
 }

@@ -68,7 +68,7 @@ fn dim3(d: Option<[u32; 3]>) -> String {
 
 fn finding(out: &mut String, f: &Finding, source: &Path, shown_as: &str) {
     let hazards = f.hazards.map(|h| format!(", {h} hazards")).unwrap_or_default();
-    let _ = writeln!(out, "\n  {}: {} ({} record(s){hazards})", paint(BOLD, format!("{} {}", f.tool, f.kind)), f.text, f.records);
+    let _ = writeln!(out, "\n  {}: {} ({}{hazards})", paint(BOLD, format!("{} {}", f.tool, f.kind)), f.text, crate::sanitizer::records_text(f.records));
     if f.thread.is_some() || f.block.is_some() {
         let _ = writeln!(out, "    first seen in thread {} of block {}", dim3(f.thread), dim3(f.block));
     }
@@ -275,6 +275,14 @@ pub fn verify_text(record: &VerificationRecord) -> String {
             e.outcome.label()
         );
     }
-    let _ = writeln!(out, "\nverify took {:.1} s; {}", record.wall_seconds, verdict(&record.outcome));
+    let phases = record.phases.as_ref().map(|p| format!(" ({})", phases_text(p))).unwrap_or_default();
+    let _ = writeln!(out, "\nverify took {:.1} s{phases}; {}", record.wall_seconds, verdict(&record.outcome));
     out
+}
+
+/// "builds done at 3.7 s, sanitizer runs at 13.1 s, then ncu 14.5 s"
+pub fn phases_text(p: &crate::verify::Phases) -> String {
+    let runs = p.runs_done_at.map(|t| format!(", sanitizer runs at {t:.1} s")).unwrap_or_default();
+    let ncu = p.timing.map(|t| format!(", then ncu {t:.1} s")).unwrap_or_default();
+    format!("builds done at {:.1} s{runs}{ncu}", p.builds_done_at)
 }

@@ -123,7 +123,7 @@ pub fn run_tool(sanitizer_path: &Path, tool: Tool, built: &Built, cases: &Cases,
         (_, false) => Step::new(
             step_name,
             Status::Failed,
-            format!("{tool} reported {} record(s) of {} kind(s)", run.records.len(), found.len()),
+            format!("{tool} reported {} of {} kind(s)", sanitizer::records_text(run.records.len()), found.len()),
         ),
         _ if run.tool_failed() => Step::new(step_name, Status::ToolError, format!("{tool} failed ({})", run.finished.describe_exit())).detail(run.finished.output()),
         (Exit::Code(0), true) => Step::new(step_name, Status::Passed, format!("{tool}: no errors")),
@@ -192,6 +192,34 @@ pub fn bench_target(name: &str, built: &Built, cases: &Cases, m: &crate::manifes
     }
 }
 
+/// Values that threads wait for by index: one thread puts each, any number wait for it.
+pub struct Slots<T> {
+    values: std::sync::Mutex<Vec<Option<T>>>,
+    filled: std::sync::Condvar,
+}
+
+impl<T: Clone> Slots<T> {
+    pub fn new(len: usize) -> Slots<T> {
+        Slots { values: std::sync::Mutex::new((0..len).map(|_| None).collect()), filled: std::sync::Condvar::new() }
+    }
+
+    pub fn put(&self, index: usize, value: T) {
+        self.values.lock().unwrap()[index] = Some(value);
+        self.filled.notify_all();
+    }
+
+    /// Block until `index` has been put, then return a copy of it.
+    pub fn wait(&self, index: usize) -> T {
+        let mut values = self.values.lock().unwrap();
+        loop {
+            if let Some(v) = &values[index] {
+                return v.clone();
+            }
+            values = self.filled.wait(values).unwrap();
+        }
+    }
+}
+
 /// Run a closure over items on `workers` threads, keeping the order of the results.
 pub fn parallel<T: Sync, R: Send>(items: &[T], workers: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     let next = std::sync::atomic::AtomicUsize::new(0);
@@ -206,4 +234,27 @@ pub fn parallel<T: Sync, R: Send>(items: &[T], workers: usize, f: impl Fn(&T) ->
         }
     });
     results.into_iter().map(|m| m.into_inner().unwrap().expect("every item ran")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_waiter_gets_the_value_put_after_it_started_waiting() {
+        let slots = Slots::new(2);
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| slots.wait(1));
+            slots.put(0, "exercise -G");
+            slots.put(1, "solution -G");
+            assert_eq!(waiter.join().unwrap(), "solution -G");
+        });
+        assert_eq!(slots.wait(0), "exercise -G");
+    }
+
+    #[test]
+    fn parallel_keeps_the_order_of_the_items() {
+        let items: Vec<u32> = (0..50).collect();
+        assert_eq!(parallel(&items, 7, |&i| i * 2), items.iter().map(|i| i * 2).collect::<Vec<_>>());
+    }
 }

@@ -13,7 +13,7 @@ use crate::context::{self, Context};
 use crate::gpu::GpuInfo;
 use crate::manifest::{FindingKind, Tool};
 use crate::ncu;
-use crate::nvcc::{Built, Flavor};
+use crate::nvcc::{Built, Flavor, Reuse};
 use crate::outcome::{Finding, Outcome, Status, Step};
 use crate::regions::{self, Region};
 use crate::steps::{self, Cases};
@@ -80,9 +80,59 @@ pub struct VerificationRecord {
     pub driver_version: Option<String>,
     pub tools: ToolVersions,
     pub wall_seconds: f64,
+    /// Where the wall time went.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phases: Option<Phases>,
     pub exercises: Vec<ExerciseRecord>,
     #[serde(flatten)]
     pub outcome: Outcome,
+}
+
+/// Where the wall time of `verify` went, in seconds.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Phases {
+    /// From the start until every build had finished.
+    pub builds_done_at: f64,
+    /// From the start until every sanitizer and program run had finished (each starts as soon as
+    /// its binary is built, so they overlap the builds); none without a GPU.
+    pub runs_done_at: Option<f64>,
+    /// The ncu phase after them.
+    pub timing: Option<f64>,
+}
+
+/// The four builds of an exercise, by index: exercise -G, exercise -O3, solution -G, solution -O3.
+const BUILDS: [(&str, Flavor); 4] = [("original", Flavor::Sanitize), ("original", Flavor::Timing), ("reference", Flavor::Sanitize), ("reference", Flavor::Timing)];
+
+/// A run on the GPU, before ncu.
+#[derive(Debug, Clone, Copy)]
+enum GpuJob {
+    ExerciseTool,
+    ExercisePlain,
+    SolutionTool(Tool),
+    SolutionCorrectness,
+}
+
+impl GpuJob {
+    /// Which of `BUILDS` it runs.
+    fn build(self) -> usize {
+        match self {
+            GpuJob::ExerciseTool => 0,
+            GpuJob::ExercisePlain => 1,
+            GpuJob::SolutionTool(_) => 2,
+            GpuJob::SolutionCorrectness => 3,
+        }
+    }
+}
+
+enum Ran {
+    Step(Step),
+    Tool(steps::ToolResult),
+}
+
+/// How many sanitizer and program runs `verify` keeps going at once (`CUDABUGS_SANITIZER_JOBS`
+/// overrides): they share the GPU and the CPU cores, which their start-up mostly uses.
+pub fn sanitizer_jobs(cores: usize) -> usize {
+    std::env::var("CUDABUGS_SANITIZER_JOBS").ok().and_then(|v| v.parse().ok()).unwrap_or(cores.min(8)).clamp(1, 64)
 }
 
 #[derive(Debug, Clone, Default)]
@@ -150,8 +200,8 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
     let started = Instant::now();
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
 
-    // Phase 1 (CPU): manifests, regions, inputs and all four builds of every exercise, in parallel.
-    say(&format!("checking manifests and building {} exercise(s) x 4 builds on {cores} cores", exercises.len()));
+    // Phase 1 (CPU): manifests, regions and inputs of every exercise, in parallel.
+    say(&format!("checking {} manifest(s) and writing the inputs", exercises.len()));
     let mut work: Vec<Work> = steps::parallel(exercises, cores, |ex| {
         let m = &ex.manifest.manifest;
         let (checks, exercise_regions, solution_regions) = disk_checks(wb, ex);
@@ -182,96 +232,110 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
             builds: Vec::new(),
         }
     });
-    let build_jobs: Vec<(usize, &str, Flavor)> = (0..work.len())
-        .filter(|&i| work[i].cases.is_some())
-        .flat_map(|i| [("original", Flavor::Sanitize), ("original", Flavor::Timing), ("reference", Flavor::Sanitize), ("reference", Flavor::Timing)].map(|(v, f)| (i, v, f)))
-        .collect();
-    let built = steps::parallel(&build_jobs, cores, |&(i, variant, flavor)| {
-        let w = &work[i];
-        let source = if variant == "original" { &w.exercise_path } else { &w.solution_path };
-        let who = if variant == "original" { "exercise" } else { "solution" };
-        build_step(ctx, wb, w.ex, variant, source, flavor, &format!("{who} build {}", flavor.flags()[0]))
+    // Phase 2: the builds on the CPU cores and, as each -G or -O3 binary is ready, its GPU runs: the
+    // exercise under its tool and plainly, the solution under all four tools and checked.
+    let gpu_runs = match (ctx.no_gpu_reason(), ctx.tools.sanitizer.as_deref()) {
+        (None, Some(sanitizer)) => Some(sanitizer),
+        _ => None,
+    };
+    let with_cases: Vec<usize> = (0..work.len()).filter(|&i| work[i].cases.is_some()).collect();
+    // -G builds first: the sanitizer runs wait for them, and the -O3 builds overlap those runs.
+    let build_jobs: Vec<(usize, usize)> = [0, 2, 1, 3].iter().flat_map(|&k| with_cases.iter().map(move |&i| (i, k))).collect();
+    // The exercises under their tools first: the longest runs (every bad access costs the tool time).
+    let mut gpu_jobs: Vec<(usize, GpuJob)> = Vec::new();
+    if gpu_runs.is_some() {
+        gpu_jobs.extend(with_cases.iter().map(|&i| (i, GpuJob::ExerciseTool)));
+        for &i in &with_cases {
+            gpu_jobs.extend(Tool::ALL.map(|t| (i, GpuJob::SolutionTool(t))));
+            gpu_jobs.extend([(i, GpuJob::ExercisePlain), (i, GpuJob::SolutionCorrectness)]);
+        }
+        say(&format!(
+            "building {} exercise(s) x 4 on {cores} cores; each binary goes under compute-sanitizer as soon as it is built ({} runs at a time)",
+            with_cases.len(),
+            sanitizer_jobs(cores)
+        ));
+    } else {
+        say(&format!("building {} exercise(s) x 4 on {cores} cores", with_cases.len()));
+    }
+    let binaries: steps::Slots<Option<Built>> = steps::Slots::new(work.len() * BUILDS.len());
+    let mut phases = Phases::default();
+    let (built, ran) = std::thread::scope(|scope| {
+        let (work, binaries, gpu_jobs) = (&work, &binaries, &gpu_jobs);
+        let runs = scope.spawn(move || {
+            let Some(sanitizer) = gpu_runs else { return Vec::new() };
+            steps::parallel(gpu_jobs, sanitizer_jobs(cores), |&(i, job)| {
+                let built = binaries.wait(i * BUILDS.len() + job.build())?;
+                let (w, m) = (&work[i], &work[i].ex.manifest.manifest);
+                let cases = w.cases.as_ref().expect("only exercises with cases are built");
+                Some(match job {
+                    GpuJob::ExerciseTool => Ran::Tool(steps::run_tool(sanitizer, m.expect.tool, &built, cases, &w.exercise_regions, "exercise", "ex")),
+                    GpuJob::ExercisePlain => Ran::Step(steps::run_correctness(&built, cases, m.tolerance, "exercise plain run", "explain")),
+                    GpuJob::SolutionTool(t) => Ran::Step(steps::run_tool(sanitizer, t, &built, cases, &w.solution_regions, &format!("solution {t}"), &format!("sol-{t}")).step),
+                    GpuJob::SolutionCorrectness => Ran::Step(steps::run_correctness(&built, cases, m.tolerance, "solution correctness", "sol")),
+                })
+            })
+        });
+        let built = steps::parallel(&build_jobs, cores, |&(i, k)| {
+            let w = &work[i];
+            let (variant, flavor) = BUILDS[k];
+            let (source, who) = if variant == "original" { (&w.exercise_path, "exercise") } else { (&w.solution_path, "solution") };
+            // A build that panicked must still release the runs waiting for it.
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                build_step(ctx, wb, w.ex, variant, source, flavor, Reuse::Never, &format!("{who} build {}", flavor.flags()[0]))
+            }));
+            binaries.put(i * BUILDS.len() + k, result.as_ref().ok().and_then(|(_, b)| b.clone()));
+            result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        });
+        phases.builds_done_at = started.elapsed().as_secs_f64();
+        let ran = runs.join().expect("a sanitizer run panicked");
+        phases.runs_done_at = gpu_runs.map(|_| started.elapsed().as_secs_f64());
+        (built, ran)
     });
-    for (&(i, _, _), (step, b)) in build_jobs.iter().zip(built) {
+    let mut by_build: Vec<_> = build_jobs.iter().zip(built).collect();
+    by_build.sort_by_key(|(&(i, k), _)| (i, k));
+    for (&(i, _), (step, b)) in by_build {
         work[i].record.checks.push(step);
         work[i].builds.push(b);
     }
-
-    let no_gpu = ctx.no_gpu_reason();
-    let sanitizer = ctx.tools.sanitizer.clone();
-    let ready: Vec<usize> = (0..work.len())
-        .filter(|&i| work[i].builds.len() == 4 && work[i].builds.iter().all(Option::is_some) && work[i].record.checks.iter().all(|s| s.status == Status::Passed))
-        .collect();
-    match (&no_gpu, &sanitizer) {
+    let all_built = |w: &Work| w.builds.len() == BUILDS.len() && w.builds.iter().all(Option::is_some);
+    for (&(i, job), ran) in gpu_jobs.iter().zip(ran) {
+        let w = &mut work[i];
+        match (job, ran) {
+            (_, None) => {} // its build failed, and says so
+            (GpuJob::ExerciseTool, Some(Ran::Tool(t))) => {
+                keep(opts, &t.xml_path, &format!("{}-exercise-{}.xml", w.ex.id(), w.record.tool));
+                w.record.checks.push(intended_reason(&w.record, t.step, &t.findings));
+                w.record.finding = t.findings.iter().find(|f| f.kind == w.record.expected_kind && f.region.as_deref() == Some(w.record.region.as_str())).cloned();
+                w.record.tool_output = Some(t.text_output);
+            }
+            (GpuJob::ExercisePlain, Some(Ran::Step(s))) => {
+                w.record.plain_run_correct = Some(s.status == Status::Passed);
+                w.record.plain_run = Some(s.summary);
+            }
+            (_, Some(Ran::Step(s))) => w.record.checks.push(s),
+            (_, Some(Ran::Tool(t))) => w.record.checks.push(t.step),
+        }
+    }
+    match (ctx.no_gpu_reason(), gpu_runs) {
         (Some(reason), _) => {
-            for &i in &ready {
-                work[i].record.checks.push(Step::new("gpu", Status::Skipped, reason.clone()));
+            for w in work.iter_mut().filter(|w| all_built(w)) {
+                w.record.checks.push(Step::new("gpu", Status::Skipped, reason.clone()));
             }
         }
         (None, None) => {
-            for &i in &ready {
-                work[i].record.checks.push(Step::new("tools", Status::ToolError, "compute-sanitizer not found"));
+            for w in work.iter_mut().filter(|w| all_built(w)) {
+                w.record.checks.push(Step::new("tools", Status::ToolError, "compute-sanitizer not found"));
             }
         }
-        (None, Some(sanitizer)) => {
-            // Phase 2 (GPU, parallel): the exercise under its tool and plainly; the solution under
-            // all four tools and checked for correctness.
-            say(&format!("running {} exercise(s) under compute-sanitizer (exercise: its tool; solution: all four)", ready.len()));
-            #[derive(Clone, Copy)]
-            enum GpuJob {
-                ExerciseTool,
-                ExercisePlain,
-                SolutionTool(Tool),
-                SolutionCorrectness,
-            }
-            // The exercises under their tools first: they are the longest runs (every bad access is
-            // a record), so starting them early keeps the phase short.
-            let mut jobs: Vec<(usize, GpuJob)> = ready.iter().map(|&i| (i, GpuJob::ExerciseTool)).collect();
-            for &i in &ready {
-                jobs.extend(Tool::ALL.map(|t| (i, GpuJob::SolutionTool(t))));
-                jobs.extend([(i, GpuJob::ExercisePlain), (i, GpuJob::SolutionCorrectness)]);
-            }
-            enum Done {
-                Step(Step),
-                Tool(steps::ToolResult),
-            }
-            let results = steps::parallel(&jobs, cores.min(16), |&(i, job)| {
-                let w = &work[i];
-                let m = &w.ex.manifest.manifest;
-                let cases = w.cases.as_ref().unwrap();
-                let b = |k: usize| w.builds[k].as_ref().unwrap();
-                match job {
-                    GpuJob::ExerciseTool => Done::Tool(steps::run_tool(sanitizer, m.expect.tool, b(0), cases, &w.exercise_regions, "exercise", "ex")),
-                    GpuJob::ExercisePlain => Done::Step(steps::run_correctness(b(1), cases, m.tolerance, "exercise plain run", "explain")),
-                    GpuJob::SolutionTool(t) => {
-                        Done::Step(steps::run_tool(sanitizer, t, b(2), cases, &w.solution_regions, &format!("solution {t}"), &format!("sol-{t}")).step)
-                    }
-                    GpuJob::SolutionCorrectness => Done::Step(steps::run_correctness(b(3), cases, m.tolerance, "solution correctness", "sol")),
-                }
-            });
-            for (&(i, job), done) in jobs.iter().zip(results) {
-                let w = &mut work[i];
-                match (job, done) {
-                    (GpuJob::ExerciseTool, Done::Tool(t)) => {
-                        keep(opts, &t.xml_path, &format!("{}-exercise-{}.xml", w.ex.id(), w.record.tool));
-                        w.record.checks.push(intended_reason(&w.record, t.step, &t.findings));
-                        w.record.finding = t.findings.iter().find(|f| f.kind == w.record.expected_kind && f.region.as_deref() == Some(w.record.region.as_str())).cloned();
-                        w.record.tool_output = Some(t.text_output);
-                    }
-                    (GpuJob::ExercisePlain, Done::Step(s)) => {
-                        w.record.plain_run_correct = Some(s.status == Status::Passed);
-                        w.record.plain_run = Some(s.summary);
-                    }
-                    (_, Done::Step(s)) => w.record.checks.push(s),
-                    (_, Done::Tool(t)) => w.record.checks.push(t.step),
-                }
-            }
-            // Phase 3 (GPU, serial): one ncu session times every original and solution.
-            let timed: Vec<usize> = ready.iter().copied().filter(|&i| work[i].record.checks.iter().all(|s| s.status == Status::Passed)).collect();
+        (None, Some(_)) => {
+            // Phase 3 (GPU): ncu times every original and solution, kernels one at a time.
+            let phase = Instant::now();
+            let timed: Vec<usize> = (0..work.len()).filter(|&i| all_built(&work[i]) && work[i].record.checks.iter().all(|s| s.status == Status::Passed)).collect();
             if !timed.is_empty() {
                 say(&format!("timing {} exercise(s) with ncu (original, solution, solution again; {} ncu processes at a time)", timed.len(), ncu::default_jobs()));
                 time_all(ctx, wb, &mut work, &timed, opts);
             }
+            phases.timing = Some(phase.elapsed().as_secs_f64());
         }
     }
 
@@ -296,6 +360,7 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
             ncu: ctx.tools.ncu.as_deref().and_then(toolchain::version),
         },
         wall_seconds: started.elapsed().as_secs_f64(),
+        phases: Some(phases),
         exercises,
         outcome,
     }
@@ -308,7 +373,7 @@ fn intended_reason(record: &ExerciseRecord, tool_step: Step, found: &[Finding]) 
     let mut step = match (hit, tool_step.status) {
         (Some(f), _) => {
             let at = f.locations.first().map(|l| format!("{}:{}", Path::new(&l.path).file_name().unwrap_or_default().to_string_lossy(), l.line)).unwrap_or_default();
-            Step::new(name, Status::Passed, format!("{} {} at {at}, in region `{}` ({} record(s))", record.tool, f.kind, record.region, f.records))
+            Step::new(name, Status::Passed, format!("{} {} at {at}, in region `{}` ({})", record.tool, f.kind, record.region, crate::sanitizer::records_text(f.records)))
         }
         (None, Status::TimedOut | Status::ToolError) => Step { name, ..tool_step.clone() },
         (None, _) => {
@@ -387,13 +452,21 @@ fn time_all(ctx: &Context, wb: &Workbook, work: &mut [Work], timed: &[usize], op
                         let ratio = timing.rerun_ratio;
                         w.record.timing = Some(timing);
                         let status = if ratio <= max { Status::Passed } else { Status::Failed };
+                        let retried = ["original", "reference", "rerun"]
+                            .iter()
+                            .filter(|v| t.per_target.get(&format!("{n}-{v}")).is_some_and(|m| m.attempts > 1))
+                            .count();
+                        let retried = if retried > 0 { format!("; {retried} ncu run(s) repeated: the profiler was busy") } else { String::new() };
                         Step::new(
                             "solution timing",
                             status,
                             format!(
-                                "{:.1} us; a second run {ratio:.3}x (target {max:.2}x); original {}",
+                                "{:.1} us; a second run {ratio:.3}x (target {max:.2}x); original {}{retried}",
                                 reference_ns / 1e3,
-                                original_ns.map(|o| format!("{:.1} us", o / 1e3)).unwrap_or_else(|| "not timed (it failed)".into())
+                                original_ns.map(|o| format!("{:.1} us", o / 1e3)).unwrap_or_else(|| {
+                                    let why = t.per_target.get(&format!("{n}-original")).map(|m| m.why_untimed()).unwrap_or_default();
+                                    format!("not timed ({why})")
+                                })
                             ),
                         )
                         .command(t.per_target.get(&format!("{n}-reference")).map(|m| m.command.clone()).unwrap_or_default())

@@ -121,3 +121,18 @@ impl Workbook {
         path.strip_prefix(&self.root).unwrap_or(path).display().to_string()
     }
 }
+
+/// Copy a folder and everything under it (a bundle, a throwaway copy of the workbook).
+pub fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}

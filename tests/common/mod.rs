@@ -26,19 +26,6 @@ pub fn nvcc_or_skip(test: &str) -> bool {
     found
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
 /// A copy of the workbook (exercises and solutions) in a temporary folder, sharing the repository's
 /// pip toolkit if it has one, so that tests may edit files and progress freely.
 pub struct Copy {
@@ -49,7 +36,7 @@ impl Copy {
     pub fn new() -> Copy {
         let dir = tempfile::tempdir().unwrap();
         for sub in ["exercises", "solutions"] {
-            copy_dir(&repo().join(sub), &dir.path().join(sub));
+            grader::workbook::copy_tree(&repo().join(sub), &dir.path().join(sub)).unwrap();
         }
         let toolkit = repo().join(".cudabugs/toolkit");
         if toolkit.exists() {

@@ -1,7 +1,7 @@
 //! The cudabugs book: mdBook (as a library, no separate install) plus one preprocessor, `cudabugs`,
 //! that renders the committed GPU verification record and the exercise/solution diffs into the
-//! lessons, and refuses to build a book with a broken include, a dead internal link or an exercise
-//! without its lesson.
+//! lessons, and refuses to build a book with a broken include, a dead internal link (to a page, or
+//! to a heading on it) or an exercise without its lesson.
 //!
 //! Directives (each on a line of its own):
 //! - `{{#cudabugs-record ID}}`: the command the grader ran, what the tool printed, the checks and the
@@ -19,6 +19,8 @@ use grader::verify::{ExerciseRecord, VerificationRecord};
 use mdbook_driver::MDBook;
 use mdbook_preprocessor::book::{Book, Chapter};
 use mdbook_preprocessor::{Preprocessor, PreprocessorContext};
+
+mod links;
 
 pub const RECORD_FILE: &str = "verification.json";
 /// How many lines of a tool's output a lesson shows.
@@ -155,7 +157,7 @@ fn dead_links(chapter: &Chapter, src: &Path) -> Vec<String> {
     errors
 }
 
-fn normalise(p: &Path) -> PathBuf {
+pub(crate) fn normalise(p: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for c in p.components() {
         match c {
@@ -338,7 +340,8 @@ fn render_summary(record: &VerificationRecord, up: &str) -> String {
             e.outcome.label()
         );
     }
-    let _ = writeln!(out, "\n`cargo xtask verify` took {:.1} s over these exercises.", record.wall_seconds);
+    let phases = record.phases.as_ref().map(|p| format!(" ({})", grader::report::phases_text(p))).unwrap_or_default();
+    let _ = writeln!(out, "\n`cargo xtask verify` took {:.1} s over these exercises{phases}.", record.wall_seconds);
     out
 }
 
@@ -351,7 +354,12 @@ pub fn build(book_root: &Path, workbook: &Path, dest: Option<&Path>) -> Result<P
     }
     book.with_preprocessor(Cudabugs { workbook: workbook.to_path_buf() });
     book.build().map_err(|e| anyhow::anyhow!("{e:#}"))?;
-    Ok(book.build_dir_for("html"))
+    let html = book.build_dir_for("html");
+    let dead = links::dead_links(&html);
+    if !dead.is_empty() {
+        bail!("the book has {} dead link(s):\n  {}", dead.len(), dead.join("\n  "));
+    }
+    Ok(html)
 }
 
 /// The newest modification time under the book's sources, the exercises and the record: the
