@@ -69,24 +69,32 @@ fn without_nvcc_check_says_how_to_get_one() {
         .stderr(predicate::str::contains("no nvcc found").and(predicate::str::contains("cargo xtask toolkit install")));
 }
 
-#[test]
-fn check_on_a_cpu_only_machine_builds_both_variants_and_skips_with_exit_6() {
-    if !nvcc_or_skip("check_on_a_cpu_only_machine_builds_both_variants_and_skips_with_exit_6") {
-        return;
+/// Whether this machine has nvcc and no GPU, as the CPU-only tests need; if not, the test says so.
+fn cpu_only_or_skip(test: &str) -> bool {
+    if !nvcc_or_skip(test) {
+        return false;
     }
     if grader::gpu::probe().is_present() {
-        eprintln!("SKIPPED check_on_a_cpu_only_machine...: this machine has a GPU");
+        eprintln!("SKIPPED {test}: this machine has a GPU");
+        return false;
+    }
+    true
+}
+
+/// (name, status) of each step in a JSON array of steps.
+fn statuses(steps: &serde_json::Value) -> Vec<(&str, &str)> {
+    steps.as_array().unwrap().iter().map(|s| (s["name"].as_str().unwrap(), s["status"].as_str().unwrap())).collect()
+}
+
+#[test]
+fn check_on_a_cpu_only_machine_builds_both_variants_and_skips_with_exit_6() {
+    if !cpu_only_or_skip("check_on_a_cpu_only_machine_builds_both_variants_and_skips_with_exit_6") {
         return;
     }
     let out = xtask().args(["--format", "json", "check", "3"]).assert().code(6).get_output().stdout.clone();
     let report: serde_json::Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(report["outcome"], "skipped");
-    let steps: Vec<(&str, &str)> = report["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| (s["name"].as_str().unwrap(), s["status"].as_str().unwrap()))
-        .collect();
+    let steps = statuses(&report["steps"]);
     assert_eq!(steps, vec![("build -G", "passed"), ("build -O3", "passed"), ("gpu", "skipped")]);
 }
 
@@ -136,21 +144,12 @@ fn check_keeps_the_binaries_of_an_unchanged_file_and_rebuilds_an_edited_one() {
 
 #[test]
 fn verify_without_a_gpu_checks_what_it_can_and_exits_6() {
-    if !nvcc_or_skip("verify_without_a_gpu_checks_what_it_can_and_exits_6") {
-        return;
-    }
-    if grader::gpu::probe().is_present() {
-        eprintln!("SKIPPED verify_without_a_gpu_checks_what_it_can_and_exits_6: this machine has a GPU");
+    if !cpu_only_or_skip("verify_without_a_gpu_checks_what_it_can_and_exits_6") {
         return;
     }
     let out = xtask().args(["--format", "json", "verify", "sync"]).assert().code(6).get_output().stdout.clone();
     let record: serde_json::Value = serde_json::from_slice(&out).unwrap();
-    let steps: Vec<(&str, &str)> = record["exercises"][0]["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| (s["name"].as_str().unwrap(), s["status"].as_str().unwrap()))
-        .collect();
+    let steps = statuses(&record["exercises"][0]["checks"]);
     assert_eq!(
         steps,
         vec![

@@ -174,8 +174,9 @@ pub fn profiler_was_busy(log: &str) -> bool {
 
 /// Time `targets`, each in its own ncu process, `jobs` processes at a time. `dir` gets one CSV per
 /// target. A program that fails (the untouched exercise may crash) gets no time: its partial
-/// launches are dropped. A target that found the profiler busy is run again, up to `ATTEMPTS` times. An error only when ncu itself failed for every target (no permission to
-/// the counters, say), so that the caller can report it once.
+/// launches are dropped. A target that found the profiler busy is run again, up to `ATTEMPTS`
+/// times. An error only when ncu itself failed for every target (no permission to the counters,
+/// say), so that the caller can report it once.
 pub fn run(ncu: &Path, targets: &[Target], dir: &Path, jobs: usize, timeout: Duration) -> Result<Timing, RunError> {
     std::fs::create_dir_all(dir).map_err(|e| RunError::Failed { exit: "could not start".into(), output: format!("{}: {e}", dir.display()) })?;
     // Per target: what ncu measured, and ncu's own log where ncu itself failed.

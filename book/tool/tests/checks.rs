@@ -1,0 +1,74 @@
+//! The book refuses to build, naming the problem, when a lesson is missing from SUMMARY.md, an
+//! include names an anchor the exercise does not mark, or a link points at a heading that does
+//! not exist. Each case edits a throwaway copy of the workbook and its book.
+
+use std::path::{Path, PathBuf};
+
+struct Copy {
+    dir: tempfile::TempDir,
+}
+
+impl Copy {
+    fn new() -> Copy {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let dir = tempfile::tempdir().unwrap();
+        for sub in ["book/src", "exercises", "solutions"] {
+            grader::workbook::copy_tree(&repo.join(sub), &dir.path().join(sub)).unwrap();
+        }
+        for file in ["book/book.toml", "book/verification.json"] {
+            std::fs::copy(repo.join(file), dir.path().join(file)).unwrap();
+        }
+        Copy { dir }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    fn edit(&self, rel: &str, from: &str, to: &str) {
+        let text = std::fs::read_to_string(self.path(rel)).unwrap();
+        assert!(text.contains(from), "{rel} has no `{from}`");
+        std::fs::write(self.path(rel), text.replacen(from, to, 1)).unwrap();
+    }
+
+    fn build_error(&self) -> String {
+        let out = self.path("out");
+        match cudabugs_book::build(&self.path("book"), self.dir.path(), Some(&out)) {
+            Ok(_) => panic!("the book built"),
+            Err(e) => format!("{e:#}"),
+        }
+    }
+}
+
+#[test]
+fn the_untouched_copy_builds() {
+    let copy = Copy::new();
+    let html = cudabugs_book::build(&copy.path("book"), copy.dir.path(), Some(&copy.path("out"))).unwrap();
+    assert!(html.join("lessons/04-sync.html").is_file());
+}
+
+#[test]
+fn an_exercise_without_a_lesson_is_an_error() {
+    let copy = Copy::new();
+    let summary = std::fs::read_to_string(copy.path("book/src/SUMMARY.md")).unwrap();
+    let line = summary.lines().find(|l| l.contains("lessons/04-sync.md")).unwrap().to_string() + "\n";
+    copy.edit("book/src/SUMMARY.md", &line, "");
+    let error = copy.build_error();
+    assert!(error.contains("exercise 04-sync has no lesson"), "{error}");
+}
+
+#[test]
+fn an_include_of_an_anchor_the_exercise_does_not_mark_is_an_error() {
+    let copy = Copy::new();
+    copy.edit("book/src/lessons/04-sync.md", "smooth.cu:bug}}", "smooth.cu:the-bug}}");
+    let error = copy.build_error();
+    assert!(error.contains("lessons/04-sync.md") && error.contains("no anchor `the-bug`"), "{error}");
+}
+
+#[test]
+fn a_link_to_a_missing_heading_is_an_error() {
+    let copy = Copy::new();
+    copy.edit("book/src/lessons/04-sync.md", "synccheck.md#what-it-cannot-see", "synccheck.md#blind-spots");
+    let error = copy.build_error();
+    assert!(error.contains("lessons/04-sync.html") && error.contains("no heading or element with id `blind-spots`"), "{error}");
+}
