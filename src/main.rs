@@ -179,6 +179,12 @@ fn save_state(state: &grader::state::Loaded) {
     }
 }
 
+/// The first exercise, in order, that has not passed yet.
+fn next_pending(wb: &Workbook) -> Option<&Exercise> {
+    let state = load_state(wb);
+    wb.exercises.iter().find(|e| !state.state.is_done(e.id()))
+}
+
 /// Check one exercise and record a pass in the progress file.
 fn check_and_record(ctx: &Context, wb: &Workbook, ex: &Exercise, format: Format) -> grader::check::CheckReport {
     let report = grader::check::check(ctx, wb, ex, progress(format));
@@ -259,18 +265,15 @@ fn run(cli: Cli) -> Result<i32> {
             let wb = open_workbook()?;
             let mut current = match &id {
                 Some(id) => wb.resolve(id)?,
-                None => {
-                    let state = load_state(&wb);
-                    match state.state.next_pending(wb.exercises.iter().map(|e| e.id())) {
-                        Some(next) => wb.resolve(next)?,
-                        None => {
-                            if format == Format::Text {
-                                println!("Every exercise is done: `cargo xtask list` shows them, `cargo xtask watch <id>` watches one again.");
-                            }
-                            return Ok(0);
+                None => match next_pending(&wb) {
+                    Some(next) => next,
+                    None => {
+                        if format == Format::Text {
+                            println!("Every exercise is done: `cargo xtask list` shows them, `cargo xtask watch <id>` watches one again.");
                         }
+                        return Ok(0);
                     }
-                }
+                },
             };
             let ctx = context(&wb, cli.arch, format)?;
             watch(&ctx, &wb, &mut current, poll, format)
@@ -377,14 +380,13 @@ fn watch<'a>(ctx: &Context, wb: &'a Workbook, current: &mut &'a Exercise, poll: 
             }
             watcher.wait_for_save().with_context(|| format!("watching {}", wb.display_path(&file)))?;
         }
-        let state = load_state(wb);
-        let Some(next) = state.state.next_pending(wb.exercises.iter().map(|e| e.id())) else {
+        let Some(next) = next_pending(wb) else {
             if format == Format::Text {
                 println!("\nEvery exercise is done. Well found, well fixed.");
             }
             return Ok(0);
         };
-        *current = wb.resolve(next)?;
+        *current = next;
         if format == Format::Text {
             println!("\n{} passed. Next: {}\n", ex.id(), current.id());
         }

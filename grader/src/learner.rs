@@ -1,8 +1,7 @@
 //! What happens to the learner's own files: `reset` (restore the original, after a backup it names)
 //! and the reference solution shown as a diff once their version passes.
 
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::Serialize;
 
@@ -22,17 +21,6 @@ pub struct Reset {
     pub backup: Option<String>,
     /// Whether the file changed: false when it already was the original.
     pub restored: bool,
-}
-
-/// Write `text` to `path` atomically: a temporary file in the same folder renamed over it.
-pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.write_all(text.as_bytes())?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
 }
 
 fn backup_path(wb: &Workbook, ex: &Exercise) -> PathBuf {
@@ -68,25 +56,31 @@ pub fn reset(wb: &Workbook, ex: &Exercise) -> std::io::Result<Reset> {
         std::fs::copy(&path, &to)?;
         backup = Some(wb.display_path(&to));
     }
-    write_atomically(&path, ex.original)?;
+    crate::workbook::write_atomically(&path, ex.original)?;
     Ok(Reset { exercise: ex.id().to_string(), path: wb.display_path(&path), backup, restored: true })
 }
 
-/// The reference solution as a unified diff against the learner's file (empty when identical).
-pub fn solution_diff(wb: &Workbook, ex: &Exercise) -> std::io::Result<String> {
-    let learner = std::fs::read_to_string(wb.learner_path(ex))?;
+/// The reference solution as a unified diff against the learner's text (empty when identical).
+pub fn solution_diff(ex: &Exercise, learner: &str) -> String {
     let name = ex.manifest.source_name();
-    let diff = similar::TextDiff::from_lines(learner.as_str(), ex.solution);
-    Ok(diff
+    similar::TextDiff::from_lines(learner, ex.solution)
         .unified_diff()
         .context_radius(3)
         .header(&format!("yours/{name}"), &format!("reference/{name}"))
-        .to_string())
+        .to_string()
 }
 
 /// Whether the learner's file differs from the original (they have started on it).
 pub fn is_edited(wb: &Workbook, ex: &Exercise) -> bool {
     std::fs::read_to_string(wb.learner_path(ex)).map(|t| t != ex.original).unwrap_or(true)
+}
+
+/// Whether an exercise has passed `check`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Progress {
+    Done,
+    Pending,
 }
 
 /// One line of `list`.
@@ -96,8 +90,8 @@ pub struct ListEntry {
     pub title: String,
     pub bug_class: String,
     pub tool: crate::manifest::Tool,
-    /// "done" once the learner's file passed `check`, else "pending".
-    pub status: &'static str,
+    /// Done once the learner's file passed `check`.
+    pub status: Progress,
     /// The first pending exercise: the one to do next.
     pub next: bool,
     /// The learner's file differs from the original.
@@ -119,7 +113,7 @@ pub fn list(wb: &Workbook, state: &crate::state::State) -> Vec<ListEntry> {
                 title: m.title.clone(),
                 bug_class: m.bug_class.clone(),
                 tool: m.expect.tool,
-                status: if state.is_done(ex.id()) { "done" } else { "pending" },
+                status: if state.is_done(ex.id()) { Progress::Done } else { Progress::Pending },
                 next: next == Some(ex.id()),
                 edited: is_edited(wb, ex),
                 hints_shown: state.hints_shown(ex.id()),

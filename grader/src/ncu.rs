@@ -38,7 +38,7 @@ pub fn parse(text: &str) -> Result<Vec<Launch>, ParseError> {
     let start = text
         .find("\"ID\",")
         .ok_or_else(|| ParseError::NoHeader(text.lines().take(5).collect::<Vec<_>>().join(" | ")))?;
-    let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(text[start..].as_bytes());
+    let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(&text.as_bytes()[start..]);
     let headers = reader.headers()?.clone();
     let column = |name: &'static str| headers.iter().position(|h| h == name).ok_or(ParseError::MissingColumn(name));
     let (process, kernel, metric, unit, value) =

@@ -8,6 +8,7 @@ use std::path::Path;
 use anstyle::{AnsiColor, Style};
 
 use crate::check::CheckReport;
+use crate::learner::Progress;
 use crate::outcome::{Finding, Outcome, Status, Step};
 use crate::verify::VerificationRecord;
 use crate::workbook::Exercise;
@@ -66,19 +67,18 @@ fn dim3(d: Option<[u32; 3]>) -> String {
     d.map(|[x, y, z]| format!("({x},{y},{z})")).unwrap_or_else(|| "?".into())
 }
 
-fn finding(out: &mut String, f: &Finding, source: &Path, shown_as: &str) {
+/// One finding; `text` is the learner's file (when it could be read), for columns and excerpts.
+fn finding(out: &mut String, f: &Finding, source: &Path, text: Option<&str>, shown_as: &str) {
     let hazards = f.hazards.map(|h| format!(", {h} hazards")).unwrap_or_default();
     let _ = writeln!(out, "\n  {}: {} ({}{hazards})", paint(BOLD, format!("{} {}", f.tool, f.kind)), f.text, crate::sanitizer::records_text(f.records));
     if f.thread.is_some() || f.block.is_some() {
         let _ = writeln!(out, "    first seen in thread {} of block {}", dim3(f.thread), dim3(f.block));
     }
-    // The learner's file, read once for every location's column and excerpt.
-    let text = std::fs::read_to_string(source).ok();
     for l in &f.locations {
         let here = Path::new(&l.path).file_name() == source.file_name();
         let shown = if here { shown_as.to_string() } else { l.path.clone() };
         let func = l.function.as_deref().map(|f| format!(" in {f}")).unwrap_or_default();
-        let mine = text.as_deref().filter(|_| here);
+        let mine = text.filter(|_| here);
         let column = mine.map(|t| first_column(t, l.line as usize)).unwrap_or(1);
         let _ = writeln!(out, "  --> {shown}:{}:{column} ({}{func})", l.line, l.role);
         if let Some(x) = mine.and_then(|t| excerpt(t, l.line as usize, 1)) {
@@ -97,8 +97,10 @@ pub fn check_text(report: &CheckReport, ex: &Exercise, source: &Path) -> String 
         step_line(&mut out, s);
     }
     let m = &ex.manifest.manifest;
+    // The learner's file, read once for every finding's columns and excerpts.
+    let text = if report.findings.is_empty() { None } else { std::fs::read_to_string(source).ok() };
     for f in &report.findings {
-        finding(&mut out, f, source, &report.source);
+        finding(&mut out, f, source, text.as_deref(), &report.source);
     }
     if !report.findings.is_empty() {
         let _ = writeln!(out, "\n  What it means: {}", m.explain.finding);
@@ -168,12 +170,12 @@ pub fn verdict(outcome: &Outcome) -> String {
 /// `list`: every exercise, its status, bug class and tool; the next one to do marked.
 pub fn list_text(entries: &[crate::learner::ListEntry]) -> String {
     let mut out = String::new();
-    let done = entries.iter().filter(|e| e.status == "done").count();
+    let done = entries.iter().filter(|e| e.status == Progress::Done).count();
     let _ = writeln!(out, "{}", paint(BOLD, format!("{done} of {} exercises done", entries.len())));
     let _ = writeln!(out, "\n     {:<11} {:<8} {:<26} {:<10} {:<6} title", "id", "status", "bug class", "tool", "hints");
     for e in entries {
         let pointer = if e.next { paint(WARN.bold(), "->") } else { "  ".into() };
-        let status = if e.status == "done" { paint(GOOD, format!("{:<8}", "done")) } else { format!("{:<8}", if e.edited { "started" } else { "pending" }) };
+        let status = if e.status == Progress::Done { paint(GOOD, format!("{:<8}", "done")) } else { format!("{:<8}", if e.edited { "started" } else { "pending" }) };
         let id = if e.next { paint(WARN.bold(), format!("{:<11}", e.id)) } else { format!("{:<11}", e.id) };
         let _ = writeln!(out, "  {pointer} {id} {status} {:<26} {:<10} {:<6} {}", e.bug_class, e.tool.name(), format!("{}/{}", e.hints_shown, e.hints_total), e.title);
     }
@@ -252,7 +254,7 @@ pub fn verify_text(record: &VerificationRecord) -> String {
             .finding
             .as_ref()
             .map(|f| {
-                let at = f.locations.first().map(|l| format!("{}:{}", Path::new(&l.path).file_name().unwrap_or_default().to_string_lossy(), l.line)).unwrap_or_default();
+                let at = f.locations.first().map(|l| l.short()).unwrap_or_default();
                 format!("{} {at}", f.kind)
             })
             .unwrap_or_else(|| "-".into());

@@ -93,6 +93,13 @@ pub struct SourceLocation {
     pub role: String,
 }
 
+impl SourceLocation {
+    /// "reduce.cu:22": the file's name and the line, as tables show it.
+    pub fn short(&self) -> String {
+        format!("{}:{}", Path::new(&self.path).file_name().unwrap_or_default().to_string_lossy(), self.line)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Record {
     pub tool: Tool,

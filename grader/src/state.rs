@@ -4,7 +4,6 @@
 //! under a name the message gives, and progress can be rebuilt by checking the exercises again.
 
 use std::collections::BTreeMap;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -94,11 +93,8 @@ impl Loaded {
             }
             _ => {}
         }
-        let dir = self.path.parent().unwrap_or(Path::new("."));
-        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
         let json = serde_json::to_string_pretty(&self.state).expect("state serialises");
-        tmp.write_all(json.as_bytes()).and_then(|_| tmp.write_all(b"\n")).and_then(|_| tmp.as_file().sync_all()).map_err(io)?;
-        tmp.persist(&self.path).map_err(|e| io(e.error))?;
+        crate::workbook::write_atomically(&self.path, &(json + "\n")).map_err(io)?;
         Ok(moved)
     }
 }

@@ -304,8 +304,9 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
             (_, None) => {} // its build failed, and says so
             (GpuJob::ExerciseTool, Some(Ran::Tool(t))) => {
                 keep(opts, &t.xml_path, &format!("{}-exercise-{}.xml", w.ex.id(), w.record.tool));
-                w.record.checks.push(intended_reason(&w.record, t.step, &t.findings));
-                w.record.finding = t.findings.iter().find(|f| f.kind == w.record.expected_kind && f.region.as_deref() == Some(w.record.region.as_str())).cloned();
+                let (step, finding) = intended_reason(&w.record, t.step, &t.findings);
+                w.record.checks.push(step);
+                w.record.finding = finding;
                 w.record.tool_output = Some(t.text_output);
             }
             (GpuJob::ExercisePlain, Some(Ran::Step(s))) => {
@@ -366,13 +367,14 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
     }
 }
 
-/// The exercise step passes when its tool reported the expected kind inside the expected region.
-fn intended_reason(record: &ExerciseRecord, tool_step: Step, found: &[Finding]) -> Step {
+/// The exercise step passes when its tool reported the expected kind inside the expected region;
+/// that finding comes back with it.
+fn intended_reason(record: &ExerciseRecord, tool_step: Step, found: &[Finding]) -> (Step, Option<Finding>) {
     let name = format!("exercise fails under {}", record.tool);
     let hit = found.iter().find(|f| f.kind == record.expected_kind && f.region.as_deref() == Some(record.region.as_str()));
     let mut step = match (hit, tool_step.status) {
         (Some(f), _) => {
-            let at = f.locations.first().map(|l| format!("{}:{}", Path::new(&l.path).file_name().unwrap_or_default().to_string_lossy(), l.line)).unwrap_or_default();
+            let at = f.locations.first().map(|l| l.short()).unwrap_or_default();
             Step::new(name, Status::Passed, format!("{} {} at {at}, in region `{}` ({})", record.tool, f.kind, record.region, crate::sanitizer::records_text(f.records)))
         }
         (None, Status::TimedOut | Status::ToolError) => Step { name, ..tool_step.clone() },
@@ -387,7 +389,7 @@ fn intended_reason(record: &ExerciseRecord, tool_step: Step, found: &[Finding]) 
     };
     step.command = tool_step.command;
     step.wall_ms = tool_step.wall_ms;
-    step
+    (step, hit.cloned())
 }
 
 fn keep(opts: &VerifyOptions, from: &Path, name: &str) {

@@ -263,7 +263,7 @@ fn render_record(record: &VerificationRecord, r: &ExerciseRecord) -> String {
         let _ = writeln!(out, "```\n");
     }
     if let Some(f) = &r.finding {
-        let at: Vec<String> = f.locations.iter().map(|l| format!("`{}:{}` ({})", Path::new(&l.path).file_name().unwrap_or_default().to_string_lossy(), l.line, l.role)).collect();
+        let at: Vec<String> = f.locations.iter().map(|l| format!("`{}` ({})", l.short(), l.role)).collect();
         let _ = writeln!(
             out,
             "The grader read it as **{} {}** at {}, inside the marked region `{}`: the exercise fails for its intended reason.\n",
@@ -321,7 +321,7 @@ fn render_summary(record: &VerificationRecord, up: &str) -> String {
         let found = e
             .finding
             .as_ref()
-            .map(|f| format!("{} at `{}`", f.kind, f.locations.first().map(|l| format!("{}:{}", Path::new(&l.path).file_name().unwrap_or_default().to_string_lossy(), l.line)).unwrap_or_default()))
+            .map(|f| format!("{} at `{}`", f.kind, f.locations.first().map(|l| l.short()).unwrap_or_default()))
             .unwrap_or_else(|| "-".into());
         let plain = match e.plain_run_correct {
             Some(true) => "right (silent)",
