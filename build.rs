@@ -18,7 +18,7 @@ fn main() {
     println!("cargo:rerun-if-changed=solutions");
     println!("cargo:rerun-if-changed=harness");
 
-    let exercises = match grader::catalog::discover(&root) {
+    let exercises = match grader::exercise::catalog::discover(&root) {
         Ok(list) => list,
         Err(e) => {
             eprintln!("error: invalid exercise manifest\n  --> {e}");
@@ -26,7 +26,7 @@ fn main() {
         }
     };
 
-    let mut code = String::from("pub static EXERCISES: &[grader::catalog::Embedded] = &[\n");
+    let mut code = String::from("pub static EXERCISES: &[grader::exercise::catalog::Embedded] = &[\n");
     for ex in &exercises {
         let id = &ex.manifest.id;
         println!("cargo:rerun-if-changed={}", root.join(&ex.manifest.path).display());
@@ -38,7 +38,7 @@ fn main() {
         let manifest = copy(&root.join(&ex.manifest.path), &dir.join("exercise.toml"));
         writeln!(
             code,
-            "    grader::catalog::Embedded {{ id: {id:?}, manifest: include_str!({manifest:?}), \
+            "    grader::exercise::catalog::Embedded {{ id: {id:?}, manifest: include_str!({manifest:?}), \
              original: include_str!({original:?}), solution: include_str!({solution:?}) }},"
         )
         .unwrap();

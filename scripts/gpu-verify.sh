@@ -1,47 +1,67 @@
 #!/usr/bin/env bash
 # Run on a GPU machine with the CUDA toolkit (no Rust needed) from the workbook root, with a release
-# binary built elsewhere: verify everything, then check 03-race untouched and fixed, a "fix" that
-# serialises the work (must fail the speed target) and a 04-sync "fix" that hangs (must time out);
-# check twice on an unchanged file (binaries kept); watch from a failing to a passing save.
-# VERIFY_ONLY=1: only `verify`, twice (a cold and a warm run).
+# binary built elsewhere ($B). In order:
+#   1. verify in the sandbox (--isolation strict): the committed record, with the raw tool outputs;
+#   2. verify with --isolation none: the solution's ncu time inside and outside the sandbox;
+#   3. recordings of check and verify of 03-race (--record-tools), replayed by the CPU tests;
+#   4. check 03-race untouched, fixed, fixed another way, serialised (too slow); a 04-sync "fix" that
+#      hangs in -G builds; check twice on an unchanged file (the second keeps both binaries);
+#   5. the hostile submissions of scripts/hostile/: verdict, wall time, processes and files left;
+#   6. watch from a failing to a passing save, then Ctrl-C.
+# VERIFY_ONLY=1: only steps 1 and 2.
 set -u
 B=${B:-target/release/xtask}
 OUT=${OUT:-/tmp/cudabugs-gpu}
 mkdir -p "$OUT"
 export CUDABUGS_NO_INSTALL=1 PATH="$PATH:/usr/local/cuda/bin"
-{ nvidia-smi; nvcc --version; compute-sanitizer --version; ncu --version; "$B" toolkit show; } >"$OUT/env.txt" 2>&1
+ms() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
+{ nvidia-smi; nvcc --version; compute-sanitizer --version; ncu --version; "$B" toolkit show; uname -r; cat /proc/self/cgroup; } >"$OUT/env.txt" 2>&1
 
-# verify twice: the first (cold) run is the record; the second (warm) gives the wall time again.
-"$B" verify --record "$OUT/verification.json" --keep "$OUT/fixtures" >"$OUT/verify.txt" 2>&1
+# 1-2. verify: sandboxed (the record), without the sandbox, sandboxed again (warm).
+"$B" --isolation strict verify --record "$OUT/verification.json" --keep "$OUT/fixtures" >"$OUT/verify.txt" 2>&1
 echo "verify exit=$?" >>"$OUT/verify.txt"
-"$B" verify --record "$OUT/verification-second.json" >"$OUT/verify-second.txt" 2>&1
+"$B" --isolation none verify --record "$OUT/verification-none.json" >"$OUT/verify-none.txt" 2>&1
+echo "verify exit=$?" >>"$OUT/verify-none.txt"
+"$B" --isolation strict verify --record "$OUT/verification-second.json" >"$OUT/verify-second.txt" 2>&1
 echo "verify exit=$?" >>"$OUT/verify-second.txt"
-tar czf "$OUT/fixtures.tgz" -C "$OUT" fixtures && rm -rf "$OUT/fixtures"
+python3 - "$OUT" >"$OUT/sandbox-timing.txt" <<'EOF'
+import json, sys
+d = sys.argv[1]
+a, b = (json.load(open(f"{d}/{n}")) for n in ("verification.json", "verification-none.json"))
+print(f"{'exercise':<10} {'sandbox ns':>12} {'none ns':>12} {'ratio':>7}   (solution, ncu gpu__time_duration.sum)")
+for x, y in zip(a["exercises"], b["exercises"]):
+    s, n = (e.get("timing") or {}).get("reference_ns"), (y.get("timing") or {}).get("reference_ns")
+    print(f"{x['id']:<10} {s or 0:>12.0f} {n or 0:>12.0f} {(s / n if s and n else 0):>7.4f}")
+print(f"verify wall: sandbox {a['wall_seconds']:.1f} s, none {b['wall_seconds']:.1f} s; isolation {a.get('isolation')} / {b.get('isolation')}")
+EOF
 if [ "${VERIFY_ONLY:-0}" = 1 ]; then
-  sed -n '/^exercise  /,$p' "$OUT/verify.txt" "$OUT/verify-second.txt"
+  cat "$OUT/sandbox-timing.txt"; sed -n '/^exercise  /,$p' "$OUT/verify.txt"
   exit 0
 fi
-# NCU_SERIAL=1: once more with ncu strictly serial, to show that parallel ncu processes time the same.
-if [ "${NCU_SERIAL:-0}" = 1 ]; then
-  CUDABUGS_NCU_JOBS=1 "$B" verify --record "$OUT/verification-serial-ncu.json" >"$OUT/verify-serial-ncu.txt" 2>&1
-  echo "verify (serial ncu) exit=$?" >>"$OUT/verify-serial-ncu.txt"
-fi
 
-restore() { cp "$OUT/orig.cu" "$1"; }
-try() { # try LABEL FILE ID: check ID with FILE in place of the learner's file
-  cp "$3" "$OUT/orig.cu"; cp "$2" "$3"
-  echo "===== $1" >>"$OUT/check.txt"
-  "$B" check "$4" >>"$OUT/check.txt" 2>&1; echo "$1 exit=$?" >>"$OUT/check.txt"
-  restore "$3"
-}
+# 3. Recordings for the replay tests.
 R=exercises/03-race/reduce.cu
+cp "$R" "$OUT/orig.cu"
+restore() { cp "$OUT/orig.cu" "$R"; }
+"$B" --record-tools "$OUT/rec/check-untouched" check race >"$OUT/rec-check-untouched.txt" 2>&1; echo "exit=$?" >>"$OUT/rec-check-untouched.txt"
+cp solutions/03-race/reduce.cu "$R"
+"$B" --record-tools "$OUT/rec/check-solution" check race >"$OUT/rec-check-solution.txt" 2>&1; echo "exit=$?" >>"$OUT/rec-check-solution.txt"
+restore
+"$B" --record-tools "$OUT/rec/verify-03-race" verify 03-race >"$OUT/rec-verify.txt" 2>&1; echo "exit=$?" >>"$OUT/rec-verify.txt"
+
+# 4. check: the usual cases.
+try() { # try LABEL FILE TARGET ID
+  cp "$3" "$OUT/before.cu"; cp "$2" "$3"
+  echo "===== $1" >>"$OUT/check.txt"
+  local t0; t0=$(date +%s%N)
+  "$B" check "$4" >>"$OUT/check.txt" 2>&1; local code=$?
+  echo "$1 exit=$code wall=$(ms "$t0")ms" >>"$OUT/check.txt"
+  cp "$OUT/before.cu" "$3"
+}
 echo "===== 03-race untouched" >>"$OUT/check.txt"
 "$B" check 03-race >>"$OUT/check.txt" 2>&1; echo "untouched exit=$?" >>"$OUT/check.txt"
 try "03-race with the reference solution" solutions/03-race/reduce.cu "$R" 03-race
-cp "$R" "$OUT/orig.cu"; cp solutions/03-race/reduce.cu "$R"
-"$B" --format json check race >"$OUT/check-solution.json" 2>/dev/null; restore "$R"
-# splice SOLUTION REGION: the solution with its `bug` region replaced by REGION's lines.
-splice() {
+splice() { # the solution with its `bug` region replaced by REGION's lines
   awk -v region="$2" '
     /ANCHOR: bug/ { while ((getline l < region) > 0) print l; skip = 1; next }
     skip && /ANCHOR_END: bug/ { skip = 0; next }
@@ -52,36 +72,46 @@ try "03-race fixed with __syncwarp() instead of shuffles" /tmp/syncwarp.cu "$R" 
 sed 's|const int blocks = std::min((n + BLOCK - 1) / BLOCK, MAX_BLOCKS);|const int blocks = 1;|' solutions/03-race/reduce.cu >/tmp/one-block.cu
 try "03-race fixed but serialised onto one block" /tmp/one-block.cu "$R" 3
 sed 's|^  __syncthreads();$|  if (t % 2 == 0) __syncthreads();\n  __syncthreads();|' solutions/04-sync/smooth.cu >/tmp/hang.cu
-CUDABUGS_TIMEOUT_SECS=20 try "04-sync with a fix that hangs in -G builds" /tmp/hang.cu exercises/04-sync/smooth.cu sync
+CUDABUGS_TIMEOUT_SECS=20 try "04-sync with a fix that hangs in -G builds (barrier hang)" /tmp/hang.cu exercises/04-sync/smooth.cu sync
 echo "leftover harness processes: $(pgrep -c -- '-learner$' || true)" >>"$OUT/check.txt"
-
-# check twice on an unchanged file from a cold build folder: the second call keeps the binaries.
-rm -rf .cudabugs/build/03-race
-for n in 1 2; do
+rm -rf .cudabugs/work/check/03-race
+for n in 1 2 3; do
   t0=$(date +%s%N); "$B" --format json check race >"$OUT/check-again-$n.json" 2>/dev/null; code=$?
-  echo "check race call $n exit=$code wall=$(( ($(date +%s%N) - t0) / 1000000 ))ms builds kept: $(grep -c 'binary kept' "$OUT/check-again-$n.json")" >>"$OUT/check.txt"
+  echo "check race unchanged, call $n exit=$code wall=$(ms "$t0")ms builds kept: $(grep -c 'binary kept' "$OUT/check-again-$n.json")" >>"$OUT/check.txt"
 done
 
-# watch on a fresh copy of the workbook: the untouched 03-race fails; saving the solution over it
-# passes, and watch moves on to the next pending exercise, 01-index; Ctrl-C then leaves no process
-# of the copy behind.
+# 5. Hostile submissions: each in place of the learner's 03-race file.
+printf '%-13s %-5s %-9s %-8s %-9s %s\n' case exit wall_ms left_proc escaped verdict >"$OUT/hostile.txt"
+for f in scripts/hostile/03-race-*.cu; do
+  name=$(basename "$f" .cu); name=${name#03-race-}
+  rm -f /tmp/cudabugs-escape-probe exercises/03-race/ESCAPED
+  cp "$f" "$R"
+  t0=$(date +%s%N)
+  CUDABUGS_TIMEOUT_SECS=20 "$B" check race >"$OUT/hostile-$name.txt" 2>&1; code=$?
+  wall=$(ms "$t0"); restore
+  sleep 1
+  left=$(( $(pgrep -fc 'sleep 3007' || true) + $(pgrep -c -- '-learner$' || true) ))
+  escaped=$( (ls /tmp/cudabugs-escape-probe exercises/03-race/ESCAPED 2>/dev/null; grep -E 'OPENED|WROTE|CONNECTED' "$OUT/hostile-$name.txt") | wc -l)
+  verdict=$(grep -E '^(PASS|FAIL|TIMEOUT|SKIPPED|TOOL|NOT)' "$OUT/hostile-$name.txt" | head -1)
+  printf '%-13s %-5s %-9s %-8s %-9s %s\n' "$name" "$code" "$wall" "$left" "$escaped" "$verdict" >>"$OUT/hostile.txt"
+  pkill -9 -f 'sleep 3007' || true
+done
+
+# 6. watch on a fresh copy: fail, save the solution, pass and move on, Ctrl-C leaves nothing.
 W=$(mktemp -d /tmp/cudabugs-watch.XXXX); cp -r exercises solutions "$W"/
-wait_for() { # wait_for TEXT SECONDS
-  for _ in $(seq "$2"); do grep -q "$1" "$OUT/watch.txt" && return 0; sleep 1; done
-  echo "gave up waiting for: $1" >>"$OUT/watch.txt"; return 1
-}
+wait_for() { for _ in $(seq "$2"); do grep -q "$1" "$OUT/watch.txt" && return 0; sleep 1; done; echo "gave up waiting for: $1" >>"$OUT/watch.txt"; return 1; }
 CUDABUGS_ROOT="$W" "$B" watch race >"$OUT/watch.txt" 2>&1 &
 WP=$!
 wait_for "watching exercises/03-race/reduce.cu" 240 && cp solutions/03-race/reduce.cu "$W/exercises/03-race/reduce.cu" \
   && wait_for "watching exercises/01-index/transpose.cu" 240
 kill -INT "$WP"; wait "$WP"; echo "watch exit=$?" >>"$OUT/watch.txt"
 echo "watch left behind: $(pgrep -fc -- "$W" || true)" >>"$OUT/watch.txt"
-rm -rf "$W"
+rm -rf "$W" "$OUT/orig.cu" "$OUT/before.cu"
 
-rm -f "$OUT/orig.cu"
-grep -E "exit=|^(PASS|FAIL|TIMEOUT|SKIPPED|TOOL)" "$OUT/check.txt"
-grep -E "exit=|left behind|passed. Next|^(PASS|FAIL)|gave up" "$OUT/watch.txt"
-sed -n '/^exercise  /,$p' "$OUT/verify.txt"
-sed -n '/^exercise  /,$p' "$OUT/verify-second.txt"
+tar czf "$OUT/fixtures.tgz" -C "$OUT" fixtures rec && rm -rf "$OUT/fixtures" "$OUT/rec"
+grep -E "exit=|kept:" "$OUT/check.txt"
+grep -E "exit=|left behind|passed. Next|gave up" "$OUT/watch.txt"
+cat "$OUT/hostile.txt" "$OUT/sandbox-timing.txt"
+for f in verify.txt verify-none.txt verify-second.txt; do sed -n '/^exercise  /,$p' "$OUT/$f"; done
 # The device returns only a few files: the record and the fixtures stay apart, the logs go together.
-(cd "$OUT" && tar czf logs.tgz --exclude verification.json ./*.txt ./*.json && rm -f ./*.txt verification-second.json check-*.json)
+(cd "$OUT" && tar czf logs.tgz --exclude verification.json ./*.txt ./*.json && rm -f ./*.txt verification-none.json verification-second.json check-*.json)

@@ -6,8 +6,10 @@ use std::process::ExitCode;
 use anstream::{eprintln, print, println};
 use anyhow::{Context as _, Result};
 use clap::{Parser, Subcommand, ValueEnum};
-use grader::context::{Context, Options};
-use grader::workbook::{self, Exercise, Workbook};
+use grader::judge::config::Config;
+use grader::judge::context::{Context, ContextError};
+use grader::tools::sandbox::Isolation;
+use grader::exercise::workbook::{self, Exercise, Workbook};
 
 mod catalog {
     include!(concat!(env!("OUT_DIR"), "/embed/catalog.rs"));
@@ -25,6 +27,17 @@ struct Cli {
     /// nvcc -arch to build for (default: the GPU's compute capability, else sm_90).
     #[arg(long, global = true)]
     arch: Option<String>,
+    /// How learner code runs: auto (the strongest sandbox this machine permits), strict (PID, mount
+    /// and network namespaces or refuse), none (process groups only). Default: $CUDABUGS_ISOLATION,
+    /// else auto.
+    #[arg(long, global = true, value_enum)]
+    isolation: Option<IsolationArg>,
+    /// Keep every tool run's output, exit and files in this folder (a recording).
+    #[arg(long, global = true, value_name = "DIR")]
+    record_tools: Option<PathBuf>,
+    /// Serve tool runs from a recording instead of a GPU (builds still run).
+    #[arg(long, global = true, value_name = "DIR", conflicts_with = "record_tools")]
+    replay_tools: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -33,6 +46,13 @@ struct Cli {
 enum Format {
     Text,
     Json,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum IsolationArg {
+    Auto,
+    Strict,
+    None,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -122,18 +142,19 @@ fn main() -> ExitCode {
     // Every tool and program runs in a process group of its own, which the terminal's Ctrl-C does
     // not reach: take them down before leaving, so that no child outlives the command.
     let _ = ctrlc::set_handler(|| {
-        grader::runner::kill_all_running();
+        grader::tools::runner::kill_all_running();
         std::process::exit(130);
     });
     let format = cli.format;
     match run(cli) {
         Ok(code) => ExitCode::from(code as u8),
         Err(e) => {
+            let code = if e.downcast_ref::<ToolError>().is_some() { 3 } else { 2 };
             eprintln!("error: {e:#}");
             if format == Format::Json {
-                println!("{}", serde_json::json!({ "error": format!("{e:#}"), "exit_code": 2 }));
+                println!("{}", serde_json::json!({ "error": format!("{e:#}"), "exit_code": code }));
             }
-            ExitCode::from(2)
+            ExitCode::from(code)
         }
     }
 }
@@ -152,9 +173,39 @@ fn progress(format: Format) -> impl FnMut(&str) + Send {
     }
 }
 
-fn context(wb: &Workbook, cli_arch: Option<String>, format: Format) -> Result<Context> {
-    let install_toolkit = std::env::var_os("CUDABUGS_NO_INSTALL").is_none();
-    Ok(Context::new(wb, &Options { arch: cli_arch, install_toolkit }, progress(format))?)
+/// The settings every plan runs with: the environment's, then the command line's.
+struct Settings {
+    arch: Option<String>,
+    isolation: Option<IsolationArg>,
+    record_tools: Option<PathBuf>,
+    replay_tools: Option<PathBuf>,
+}
+
+/// A failure to set up the engine: tool errors (no nvcc, a refused sandbox) exit 3, not 2.
+#[derive(Debug)]
+struct ToolError(ContextError);
+
+impl std::fmt::Display for ToolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for ToolError {}
+
+fn context(wb: &Workbook, settings: &Settings, format: Format) -> Result<Context> {
+    let mut config = Config::from_env()?;
+    config.arch = settings.arch.clone();
+    if let Some(i) = settings.isolation {
+        config.isolation = match i {
+            IsolationArg::Auto => Isolation::Auto,
+            IsolationArg::Strict => Isolation::Strict,
+            IsolationArg::None => Isolation::None,
+        };
+    }
+    config.record_tools = settings.record_tools.clone();
+    config.replay_tools = settings.replay_tools.clone();
+    Context::new(wb, config, progress(format)).map_err(|e| ToolError(e).into())
 }
 
 fn print_json(value: &impl serde::Serialize) -> Result<()> {
@@ -163,15 +214,15 @@ fn print_json(value: &impl serde::Serialize) -> Result<()> {
 }
 
 /// The progress file; a problem with it is shown once and never stops a command.
-fn load_state(wb: &Workbook) -> grader::state::Loaded {
-    let loaded = grader::state::load(&wb.root);
+fn load_state(wb: &Workbook) -> grader::learner::state::Loaded {
+    let loaded = grader::learner::state::load(&wb.root);
     if let Some(problem) = &loaded.problem {
         eprintln!("warning: {problem}");
     }
     loaded
 }
 
-fn save_state(state: &grader::state::Loaded) {
+fn save_state(state: &grader::learner::state::Loaded) {
     match state.save() {
         Ok(Some(moved)) => eprintln!("note: the damaged progress file was moved to {}", moved.display()),
         Ok(None) => {}
@@ -186,9 +237,9 @@ fn next_pending(wb: &Workbook) -> Option<&Exercise> {
 }
 
 /// Check one exercise and record a pass in the progress file.
-fn check_and_record(ctx: &Context, wb: &Workbook, ex: &Exercise, format: Format) -> grader::check::CheckReport {
-    let report = grader::check::check(ctx, wb, ex, progress(format));
-    if report.outcome == grader::outcome::Outcome::Pass {
+fn check_and_record(ctx: &Context, wb: &Workbook, ex: &Exercise, format: Format) -> grader::judge::check::CheckReport {
+    let report = grader::judge::check::check(ctx, wb, ex, progress(format));
+    if report.outcome == grader::judge::verdict::Outcome::Pass {
         let mut state = load_state(wb);
         state.state.mark_done(ex.id(), report.timing.as_ref().map(|t| t.ratio_to_reference));
         save_state(&state);
@@ -196,7 +247,7 @@ fn check_and_record(ctx: &Context, wb: &Workbook, ex: &Exercise, format: Format)
     report
 }
 
-fn show_check(report: &grader::check::CheckReport, wb: &Workbook, ex: &Exercise, format: Format, compact: bool) -> Result<()> {
+fn show_check(report: &grader::judge::check::CheckReport, wb: &Workbook, ex: &Exercise, format: Format, compact: bool) -> Result<()> {
     match format {
         Format::Json if compact => println!("{}", serde_json::to_string(report)?),
         Format::Json => print_json(report)?,
@@ -207,11 +258,12 @@ fn show_check(report: &grader::check::CheckReport, wb: &Workbook, ex: &Exercise,
 
 fn run(cli: Cli) -> Result<i32> {
     let format = cli.format;
+    let settings = Settings { arch: cli.arch, isolation: cli.isolation, record_tools: cli.record_tools, replay_tools: cli.replay_tools };
     match cli.command {
         Command::Check { id } => {
             let wb = open_workbook()?;
             let ex = wb.resolve(&id)?;
-            let ctx = context(&wb, cli.arch, format)?;
+            let ctx = context(&wb, &settings, format)?;
             let report = check_and_record(&ctx, &wb, ex, format);
             show_check(&report, &wb, ex, format, false)?;
             Ok(report.outcome.exit_code())
@@ -275,7 +327,7 @@ fn run(cli: Cli) -> Result<i32> {
                     }
                 },
             };
-            let ctx = context(&wb, cli.arch, format)?;
+            let ctx = context(&wb, &settings, format)?;
             watch(&ctx, &wb, &mut current, poll, format)
         }
         Command::Verify { id, record, keep } => {
@@ -284,9 +336,9 @@ fn run(cli: Cli) -> Result<i32> {
                 Some(id) => vec![wb.resolve(id)?],
                 None => wb.exercises.iter().collect(),
             };
-            let ctx = context(&wb, cli.arch, format)?;
-            let opts = grader::verify::VerifyOptions { keep };
-            let result = grader::verify::verify(&ctx, &wb, &selected, &opts, progress(format));
+            let ctx = context(&wb, &settings, format)?;
+            let opts = grader::judge::verify::VerifyOptions { keep };
+            let result = grader::judge::verify::verify(&ctx, &wb, &selected, &opts, progress(format));
             if let Some(path) = &record {
                 std::fs::write(path, serde_json::to_string_pretty(&result)? + "\n").with_context(|| format!("writing {}", path.display()))?;
             }
@@ -312,8 +364,8 @@ fn run(cli: Cli) -> Result<i32> {
         }
         Command::Toolkit { action: ToolkitAction::Install } => {
             let wb = open_workbook()?;
-            eprintln!("installing {} into {}", grader::toolchain::PINNED_WHEELS.join(" "), grader::toolchain::LOCAL_TOOLKIT);
-            let nvcc = grader::toolchain::install(&wb.root)?;
+            eprintln!("installing {} into {}", grader::tools::toolchain::PINNED_WHEELS.join(" "), grader::tools::toolchain::LOCAL_TOOLKIT);
+            let nvcc = grader::tools::toolchain::install(&wb.root)?;
             match format {
                 Format::Json => print_json(&serde_json::json!({ "nvcc": nvcc }))?,
                 Format::Text => println!("nvcc ready: {}", wb.display_path(&nvcc)),
@@ -322,18 +374,22 @@ fn run(cli: Cli) -> Result<i32> {
         }
         Command::Toolkit { action: ToolkitAction::Show } => {
             let wb = open_workbook()?;
-            let tools = grader::toolchain::Toolchain::discover(&wb.root);
+            let tools = grader::tools::toolchain::Toolchain::discover(&wb.root);
             let show = |p: Option<&Path>| p.map(|p| p.display().to_string());
-            let gpu = match grader::gpu::probe() {
-                grader::gpu::GpuStatus::Present(g) => format!("{} ({}, CUDA {})", g.name, g.arch(), g.driver_cuda_version),
-                grader::gpu::GpuStatus::NoDriver => "none (no NVIDIA driver)".into(),
-                grader::gpu::GpuStatus::Unusable(e) => format!("unusable: {e}"),
+            let gpu = match grader::tools::gpu::probe() {
+                grader::tools::gpu::GpuStatus::Present(g) => format!("{} ({}, CUDA {})", g.name, g.arch(), g.driver_cuda_version),
+                grader::tools::gpu::GpuStatus::NoDriver => "none (no NVIDIA driver)".into(),
+                grader::tools::gpu::GpuStatus::Unusable(e) => format!("unusable: {e}"),
             };
             let found = [
                 ("nvcc", show(tools.nvcc.as_ref().map(|n| n.path.as_path()))),
                 ("compute_sanitizer", show(tools.sanitizer.as_deref())),
                 ("ncu", show(tools.ncu.as_deref())),
                 ("gpu", Some(gpu)),
+                ("isolation", Some({
+                    let (level, why) = grader::tools::launcher::Sandboxed::probe();
+                    format!("{}{}", level.describe(), why.map(|w| format!(" (namespaces refused: {w})")).unwrap_or_default())
+                })),
             ];
             match format {
                 Format::Json => print_json(&found.iter().cloned().collect::<std::collections::BTreeMap<_, _>>())?,
@@ -365,14 +421,14 @@ fn watch<'a>(ctx: &Context, wb: &'a Workbook, current: &mut &'a Exercise, poll: 
         let ex = *current;
         let file = wb.learner_path(ex);
         // Watching starts before the check, so that a save during a check is not missed.
-        let watcher = grader::watch::FileWatcher::new(&file, poll).with_context(|| format!("watching {}", wb.display_path(&file)))?;
+        let watcher = grader::learner::watch::FileWatcher::new(&file, poll).with_context(|| format!("watching {}", wb.display_path(&file)))?;
         if let Some(why) = &watcher.fallback_reason {
             eprintln!("note: file notifications do not work here ({why}); polling instead");
         }
         loop {
             let report = check_and_record(ctx, wb, ex, format);
             show_check(&report, wb, ex, format, true)?;
-            if report.outcome == grader::outcome::Outcome::Pass {
+            if report.outcome == grader::judge::verdict::Outcome::Pass {
                 break;
             }
             if format == Format::Text {

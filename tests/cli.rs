@@ -65,7 +65,8 @@ fn without_nvcc_check_says_how_to_get_one() {
         .env_remove("CUDABUGS_NVCC")
         .args(["check", "race"])
         .assert()
-        .code(2)
+        // A missing toolkit is a tool error (3), not a usage error (2).
+        .code(3)
         .stderr(predicate::str::contains("no nvcc found").and(predicate::str::contains("cargo xtask toolkit install")));
 }
 
@@ -74,7 +75,7 @@ fn cpu_only_or_skip(test: &str) -> bool {
     if !nvcc_or_skip(test) {
         return false;
     }
-    if grader::gpu::probe().is_present() {
+    if grader::tools::gpu::probe().is_present() {
         eprintln!("SKIPPED {test}: this machine has a GPU");
         return false;
     }

@@ -1,45 +1,23 @@
-//! cudabugs' grading engine. The manifest layer (`manifest`, `regions`, `reference`, `catalog`) has no
-//! heavy dependencies so that `build.rs` can validate exercises with it; everything that drives nvcc,
-//! compute-sanitizer, ncu and the GPU sits behind the `engine` feature.
+//! cudabugs' grading engine, laid out as its pipeline:
+//!
+//! - `exercise`: what is graded: manifests, regions, the Rust references, the catalog, seeded data.
+//! - `tools`: how anything runs: the process supervisor, the launcher and its sandbox, nvcc,
+//!   compute-sanitizer, ncu, the GPU.
+//! - `judge`: plans of typed stages, the scheduler that runs them, and every verdict.
+//! - `learner`: progress, hints, reset, watch.
+//! - `report`: text for people (JSON is the serde form of the same structs).
+//!
+//! The manifest layer (`exercise::{manifest, regions, reference, catalog}`) has no heavy
+//! dependencies so that `build.rs` can validate exercises with it; everything else sits behind the
+//! `engine` feature.
 
-pub mod catalog;
-pub mod manifest;
-pub mod reference;
-pub mod regions;
+pub mod exercise;
 
 #[cfg(feature = "engine")]
-pub mod check;
-#[cfg(feature = "engine")]
-pub mod compare;
-#[cfg(feature = "engine")]
-pub mod context;
-#[cfg(feature = "engine")]
-pub mod data;
-#[cfg(feature = "engine")]
-pub mod gpu;
+pub mod judge;
 #[cfg(feature = "engine")]
 pub mod learner;
 #[cfg(feature = "engine")]
-pub mod ncu;
-#[cfg(feature = "engine")]
-pub mod nvcc;
-#[cfg(feature = "engine")]
-pub mod outcome;
-#[cfg(feature = "engine")]
-pub mod runner;
-#[cfg(feature = "engine")]
-pub mod sanitizer;
-#[cfg(feature = "engine")]
-pub mod state;
-#[cfg(feature = "engine")]
-pub mod steps;
-#[cfg(feature = "engine")]
-pub mod toolchain;
-#[cfg(feature = "engine")]
-pub mod verify;
-#[cfg(feature = "engine")]
-pub mod workbook;
-#[cfg(feature = "engine")]
 pub mod report;
 #[cfg(feature = "engine")]
-pub mod watch;
+pub mod tools;

@@ -3,8 +3,10 @@
 
 use std::path::Path;
 
-use grader::manifest::{FindingKind, Tool};
-use grader::{ncu, outcome, regions, sanitizer};
+use grader::exercise::manifest::{FindingKind, Tool};
+use grader::exercise::regions;
+use grader::judge::verdict as outcome;
+use grader::tools::{ncu, sanitizer};
 
 fn fixture(name: &str) -> String {
     std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)).unwrap()

@@ -4,12 +4,14 @@
 
 use std::path::{Path, PathBuf};
 
-use grader::check::CheckReport;
-use grader::manifest::Tool;
-use grader::outcome::{self, Outcome, Status, Step};
-use grader::verify::VerificationRecord;
-use grader::workbook::Exercise;
-use grader::{catalog, regions, report, sanitizer};
+use grader::judge::check::CheckReport;
+use grader::exercise::manifest::Tool;
+use grader::judge::verdict::{self, Outcome, Status, Step};
+use grader::judge::verify::VerificationRecord;
+use grader::exercise::workbook::Exercise;
+use grader::exercise::{catalog, regions};
+use grader::report;
+use grader::tools::sanitizer;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
@@ -36,7 +38,7 @@ fn a_memcheck_finding_is_explained_with_the_marked_line_and_the_lesson() {
     let xml = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/01-index-exercise-memcheck.xml")).unwrap();
     let records = sanitizer::parse(Tool::Memcheck, &xml).unwrap();
     let regions = regions::parse(ex.original).unwrap();
-    let findings = outcome::findings(&records, Path::new("transpose.cu"), &regions);
+    let findings = verdict::findings(&records, Path::new("transpose.cu"), &regions);
     let steps = vec![
         Step::new("build -G", Status::Passed, "nvcc -G (sm_90)"),
         Step::new("build -O3", Status::Passed, "nvcc -O3 -lineinfo (sm_90)"),
@@ -49,6 +51,7 @@ fn a_memcheck_finding_is_explained_with_the_marked_line_and_the_lesson() {
         source: "exercises/01-index/transpose.cu".into(),
         gpu: None,
         arch: "sm_90".into(),
+        isolation: grader::tools::sandbox::Level::Namespaces,
         outcome: Outcome::from_steps(&steps),
         steps,
         findings,
@@ -70,6 +73,7 @@ fn a_pass_shows_the_solution_as_a_diff_and_only_then() {
         source: "exercises/03-race/reduce.cu".into(),
         gpu: None,
         arch: "sm_90".into(),
+        isolation: grader::tools::sandbox::Level::Namespaces,
         steps: vec![Step::new("racecheck", Status::Passed, "racecheck: no errors")],
         findings: Vec::new(),
         timing: None,

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use grader::runner::{self, Exit, Job};
+use grader::tools::runner::{self, Exit, Job};
 
 #[test]
 fn kill_all_running_ends_every_live_job_and_its_children() {

@@ -19,7 +19,7 @@ pub fn xtask() -> Command {
 
 /// Whether nvcc can be found as the grader would find it; if not, the test says it was skipped.
 pub fn nvcc_or_skip(test: &str) -> bool {
-    let found = grader::toolchain::find(grader::toolchain::ToolName::Nvcc, repo()).is_some();
+    let found = grader::tools::toolchain::find(grader::tools::toolchain::ToolName::Nvcc, repo()).is_some();
     if !found {
         eprintln!("SKIPPED {test}: no nvcc (run `cargo xtask toolkit install`)");
     }
@@ -36,7 +36,7 @@ impl Copy {
     pub fn new() -> Copy {
         let dir = tempfile::tempdir().unwrap();
         for sub in ["exercises", "solutions"] {
-            grader::workbook::copy_tree(&repo().join(sub), &dir.path().join(sub)).unwrap();
+            grader::exercise::workbook::copy_tree(&repo().join(sub), &dir.path().join(sub)).unwrap();
         }
         let toolkit = repo().join(".cudabugs/toolkit");
         if toolkit.exists() {

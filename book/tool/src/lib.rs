@@ -14,8 +14,8 @@ use std::fmt::Write as _;
 use std::path::{Component, Path, PathBuf};
 
 use anyhow::{bail, Context as _, Result};
-use grader::outcome::Status;
-use grader::verify::{ExerciseRecord, VerificationRecord};
+use grader::judge::verdict::Status;
+use grader::judge::verify::{ExerciseRecord, VerificationRecord};
 use mdbook_driver::MDBook;
 use mdbook_preprocessor::book::{Book, Chapter};
 use mdbook_preprocessor::{Preprocessor, PreprocessorContext};
@@ -40,7 +40,7 @@ struct Exercise {
 
 impl Cudabugs {
     fn exercises(&self) -> Result<Vec<Exercise>> {
-        let found = grader::catalog::discover(&self.workbook).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let found = grader::exercise::catalog::discover(&self.workbook).map_err(|e| anyhow::anyhow!("{e}"))?;
         Ok(found
             .into_iter()
             .map(|d| Exercise {

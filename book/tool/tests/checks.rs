@@ -13,7 +13,7 @@ impl Copy {
         let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let dir = tempfile::tempdir().unwrap();
         for sub in ["book/src", "exercises", "solutions"] {
-            grader::workbook::copy_tree(&repo.join(sub), &dir.path().join(sub)).unwrap();
+            grader::exercise::workbook::copy_tree(&repo.join(sub), &dir.path().join(sub)).unwrap();
         }
         for file in ["book/book.toml", "book/verification.json"] {
             std::fs::copy(repo.join(file), dir.path().join(file)).unwrap();

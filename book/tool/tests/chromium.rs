@@ -6,8 +6,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use grader::runner::{self, Job};
-use grader::verify::VerificationRecord;
+use grader::tools::runner::{self, Job};
+use grader::judge::verify::VerificationRecord;
 
 fn chromium() -> Option<std::path::PathBuf> {
     std::env::var_os("CHROMIUM").map(Into::into).or_else(|| ["chromium", "chromium-browser", "google-chrome"].iter().find_map(|n| which(n)))

@@ -7,11 +7,11 @@ use std::path::Path;
 
 use anstyle::{AnsiColor, Style};
 
-use crate::check::CheckReport;
+use crate::judge::check::CheckReport;
 use crate::learner::Progress;
-use crate::outcome::{Finding, Outcome, Status, Step};
-use crate::verify::VerificationRecord;
-use crate::workbook::Exercise;
+use crate::judge::verdict::{Finding, Outcome, Status, Step};
+use crate::judge::verify::VerificationRecord;
+use crate::exercise::workbook::Exercise;
 
 const GOOD: Style = AnsiColor::Green.on_default();
 const BAD: Style = AnsiColor::Red.on_default().bold();
@@ -70,7 +70,7 @@ fn dim3(d: Option<[u32; 3]>) -> String {
 /// One finding; `text` is the learner's file (when it could be read), for columns and excerpts.
 fn finding(out: &mut String, f: &Finding, source: &Path, text: Option<&str>, shown_as: &str) {
     let hazards = f.hazards.map(|h| format!(", {h} hazards")).unwrap_or_default();
-    let _ = writeln!(out, "\n  {}: {} ({}{hazards})", paint(BOLD, format!("{} {}", f.tool, f.kind)), f.text, crate::sanitizer::records_text(f.records));
+    let _ = writeln!(out, "\n  {}: {} ({}{hazards})", paint(BOLD, format!("{} {}", f.tool, f.kind)), f.text, crate::tools::sanitizer::records_text(f.records));
     if f.thread.is_some() || f.block.is_some() {
         let _ = writeln!(out, "    first seen in thread {} of block {}", dim3(f.thread), dim3(f.block));
     }
@@ -93,6 +93,7 @@ pub fn check_text(report: &CheckReport, ex: &Exercise, source: &Path) -> String 
     if let Some(g) = &report.gpu {
         let _ = writeln!(out, "  GPU: {} (sm_{}{}, CUDA {})", g.name, g.compute_capability.0, g.compute_capability.1, g.driver_cuda_version);
     }
+    let _ = writeln!(out, "  Sandbox: {}", report.isolation.describe());
     for s in &report.steps {
         step_line(&mut out, s);
     }
@@ -279,11 +280,14 @@ pub fn verify_text(record: &VerificationRecord) -> String {
     }
     let phases = record.phases.as_ref().map(|p| format!(" ({})", phases_text(p))).unwrap_or_default();
     let _ = writeln!(out, "\nverify took {:.1} s{phases}; {}", record.wall_seconds, verdict(&record.outcome));
+    if let Some(level) = record.isolation {
+        let _ = writeln!(out, "Sandbox: {}", level.describe());
+    }
     out
 }
 
 /// "builds done at 3.7 s, sanitizer runs at 13.1 s, then ncu 14.5 s"
-pub fn phases_text(p: &crate::verify::Phases) -> String {
+pub fn phases_text(p: &crate::judge::verify::Phases) -> String {
     let runs = p.runs_done_at.map(|t| format!(", sanitizer runs at {t:.1} s")).unwrap_or_default();
     let ncu = p.timing.map(|t| format!(", then ncu {t:.1} s")).unwrap_or_default();
     format!("builds done at {:.1} s{runs}{ncu}", p.builds_done_at)

@@ -3,8 +3,8 @@
 
 use serde::Serialize;
 
-use crate::manifest::Tolerance;
-use crate::reference::{Buffer, Data};
+use crate::exercise::manifest::Tolerance;
+use crate::exercise::reference::{Buffer, Data};
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Mismatch {

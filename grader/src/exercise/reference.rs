@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::manifest::DType;
+use crate::exercise::dtype::DType;
 
 pub type Params = BTreeMap<String, i64>;
 

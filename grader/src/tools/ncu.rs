@@ -1,13 +1,13 @@
 //! Nsight Compute: time kernels with `gpu__time_duration.sum` at base clocks and parse the CSV with the
 //! csv crate, by column name.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::runner::{self, Finished, Job};
+use crate::tools::launcher::Launcher;
+use crate::tools::runner::{self, Finished, Job};
 
 pub const METRIC: &str = "gpu__time_duration.sum";
 
@@ -85,16 +85,6 @@ pub struct Target {
     pub repeat: u32,
 }
 
-/// How many ncu processes run at once. ncu serialises the profiled kernels of all its instances
-/// through one lock file (`$TMPDIR/nsight-compute-lock`), so the kernels are still timed one at a
-/// time; what overlaps is each process's start-up (about 1 s of a 1.9 s run on an H200). On an
-/// H200, 4 at a time took the ncu phase of `verify` from 29.6 s to 15.2 s with the same times (±2%);
-/// 3, 6 and 10 at a time all took 14.5-16.5 s, as each process holds the profiler for about 0.85 s.
-/// `CUDABUGS_NCU_JOBS=1` times everything strictly one process after another.
-pub fn default_jobs() -> usize {
-    std::env::var("CUDABUGS_NCU_JOBS").ok().and_then(|v| v.parse().ok()).unwrap_or(4).clamp(1, 16)
-}
-
 /// One ncu process profiling one program, with the CSV written to `csv_path`.
 pub fn job(ncu: &Path, target: &Target, csv_path: &Path, timeout: Duration) -> Job {
     let filter = format!("regex:^({})$", target.kernels.join("|"));
@@ -129,6 +119,8 @@ pub struct Measured {
     pub attempts: u32,
     /// The profiler was still busy at the last attempt.
     pub busy: bool,
+    /// ncu's own log, where ncu itself failed rather than the program.
+    pub tool_failure: Option<String>,
 }
 
 impl Measured {
@@ -144,23 +136,6 @@ impl Measured {
     }
 }
 
-/// Per target (by name), what ncu measured.
-#[derive(Debug, Clone)]
-pub struct Timing {
-    pub per_target: BTreeMap<String, Measured>,
-}
-
-impl Timing {
-    pub fn nanoseconds(&self, target: &str) -> Option<f64> {
-        self.per_target.get(target).and_then(|m| m.nanoseconds)
-    }
-
-    /// Every ncu command line, one per target.
-    pub fn commands(&self) -> String {
-        self.per_target.values().map(|m| m.command.as_str()).collect::<Vec<_>>().join("\n")
-    }
-}
-
 /// How many times a target is profiled before a busy profiler counts as a failure.
 const ATTEMPTS: u32 = 3;
 
@@ -172,50 +147,30 @@ pub fn profiler_was_busy(log: &str) -> bool {
     log.lines().any(|l| l.starts_with("==ERROR==") && l.contains("a driver resource was unavailable"))
 }
 
-/// Time `targets`, each in its own ncu process, `jobs` processes at a time. `dir` gets one CSV per
-/// target. A program that fails (the untouched exercise may crash) gets no time: its partial
-/// launches are dropped. A target that found the profiler busy is run again, up to `ATTEMPTS`
-/// times. An error only when ncu itself failed for every target (no permission to the counters,
-/// say), so that the caller can report it once.
-pub fn run(ncu: &Path, targets: &[Target], dir: &Path, jobs: usize, timeout: Duration) -> Result<Timing, RunError> {
-    std::fs::create_dir_all(dir).map_err(|e| RunError::Failed { exit: "could not start".into(), output: format!("{}: {e}", dir.display()) })?;
-    // Per target: what ncu measured, and ncu's own log where ncu itself failed.
-    let results = crate::steps::parallel(targets, jobs, |t| -> Result<(Measured, Option<String>), RunError> {
-        let csv = dir.join(format!("{}.csv", t.name));
-        let job = job(ncu, t, &csv, timeout);
-        let mut attempt = 1;
-        let (finished, text) = loop {
-            let _ = std::fs::remove_file(&csv);
-            let finished = runner::run(&job)?;
-            let text = std::fs::read_to_string(&csv).unwrap_or_default();
-            if attempt == ATTEMPTS || !profiler_was_busy(&text) {
-                break (finished, text);
-            }
-            std::thread::sleep(Duration::from_millis(500 * attempt as u64));
-            attempt += 1;
-        };
-        let has_csv = text.contains("\"ID\",");
-        let launches = if has_csv { parse(&text)? } else { Vec::new() };
-        let mine: Vec<&Launch> = launches.iter().filter(|l| t.kernels.contains(&l.kernel)).collect();
-        let nanoseconds = (finished.success() && !mine.is_empty()).then(|| mine.iter().map(|l| l.nanoseconds).sum::<f64>() / t.repeat.max(1) as f64);
-        let busy = profiler_was_busy(&text);
-        // ncu writes its own errors (==ERROR==) to the log file, the program's to the captured output.
-        let tool_failure = (!has_csv && !finished.success() && text.contains("==ERROR==")).then_some(text);
-        Ok((Measured { nanoseconds, launches, command: job.display(), finished, attempts: attempt, busy }, tool_failure))
-    });
-    let mut per_target = BTreeMap::new();
-    let mut tool_failures = Vec::new();
-    for (t, r) in targets.iter().zip(results) {
-        let (measured, tool_failure) = r?;
-        if let Some(log) = tool_failure {
-            tool_failures.push(RunError::Failed { exit: measured.finished.describe_exit(), output: format!("{log}\n{}", measured.finished.output()) });
+/// Time one target with `job` (made by `job`, confined by the caller), whose CSV goes to `csv`. A
+/// program that fails (the untouched exercise may crash) gets no time: its partial launches are
+/// dropped. A busy profiler is tried again, up to `ATTEMPTS` times. `tool_failure` is ncu's own log
+/// where ncu itself failed (no permission to the counters, say).
+pub fn measure(launcher: &dyn Launcher, job: &Job, target: &Target, csv: &Path) -> Result<Measured, RunError> {
+    let mut attempt = 1;
+    let (finished, text) = loop {
+        let _ = std::fs::remove_file(csv);
+        let finished = launcher.launch(job)?;
+        let text = std::fs::read_to_string(csv).unwrap_or_default();
+        if attempt == ATTEMPTS || !profiler_was_busy(&text) {
+            break (finished, text);
         }
-        per_target.insert(t.name.clone(), measured);
-    }
-    if !targets.is_empty() && tool_failures.len() == targets.len() {
-        return Err(tool_failures.swap_remove(0));
-    }
-    Ok(Timing { per_target })
+        std::thread::sleep(Duration::from_millis(500 * attempt as u64));
+        attempt += 1;
+    };
+    let has_csv = text.contains("\"ID\",");
+    let launches = if has_csv { parse(&text)? } else { Vec::new() };
+    let mine: Vec<&Launch> = launches.iter().filter(|l| target.kernels.contains(&l.kernel)).collect();
+    let nanoseconds = (finished.success() && !mine.is_empty()).then(|| mine.iter().map(|l| l.nanoseconds).sum::<f64>() / target.repeat.max(1) as f64);
+    let busy = profiler_was_busy(&text);
+    // ncu writes its own errors (==ERROR==) to the log file, the program's to the captured output.
+    let tool_failure = (!has_csv && !finished.success() && text.contains("==ERROR==")).then_some(text);
+    Ok(Measured { nanoseconds, launches, command: job.display(), finished, attempts: attempt, busy, tool_failure })
 }
 
 #[cfg(test)]

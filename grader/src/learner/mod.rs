@@ -1,11 +1,15 @@
 //! What happens to the learner's own files: `reset` (restore the original, after a backup it names)
-//! and the reference solution shown as a diff once their version passes.
+//! and the reference solution shown as a diff once their version passes; progress (`state`) and
+//! `watch`.
+
+pub mod state;
+pub mod watch;
 
 use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::workbook::{Exercise, Workbook};
+use crate::exercise::workbook::{Exercise, Workbook};
 
 /// Backups of learners' files live here, one folder per exercise, never inside `.cudabugs/` (which a
 /// learner may delete to clean the builds).
@@ -56,7 +60,7 @@ pub fn reset(wb: &Workbook, ex: &Exercise) -> std::io::Result<Reset> {
         std::fs::copy(&path, &to)?;
         backup = Some(wb.display_path(&to));
     }
-    crate::workbook::write_atomically(&path, ex.original)?;
+    crate::exercise::workbook::write_atomically(&path, ex.original)?;
     Ok(Reset { exercise: ex.id().to_string(), path: wb.display_path(&path), backup, restored: true })
 }
 
@@ -89,7 +93,7 @@ pub struct ListEntry {
     pub id: String,
     pub title: String,
     pub bug_class: String,
-    pub tool: crate::manifest::Tool,
+    pub tool: crate::exercise::manifest::Tool,
     /// Done once the learner's file passed `check`.
     pub status: Progress,
     /// The first pending exercise: the one to do next.
@@ -102,7 +106,7 @@ pub struct ListEntry {
     pub ratio_to_reference: Option<f64>,
 }
 
-pub fn list(wb: &Workbook, state: &crate::state::State) -> Vec<ListEntry> {
+pub fn list(wb: &Workbook, state: &crate::learner::state::State) -> Vec<ListEntry> {
     let next = state.next_pending(wb.exercises.iter().map(|e| e.id()));
     wb.exercises
         .iter()
@@ -137,7 +141,7 @@ pub struct Hints {
 }
 
 /// Reveal the next hint of `ex` in `state`.
-pub fn reveal_hint(ex: &Exercise, state: &mut crate::state::State) -> Hints {
+pub fn reveal_hint(ex: &Exercise, state: &mut crate::learner::state::State) -> Hints {
     let all = ex.manifest.manifest.hints.get_ref();
     let before = state.hints_shown(ex.id());
     let shown = state.reveal_hint(ex.id(), all.len());

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::runner::{self, Job};
+use crate::tools::runner::{self, Job};
 
 /// The PyPI wheels that make a working nvcc 13.0 on a machine without the CUDA toolkit.
 pub const PINNED_WHEELS: &[&str] = &[

@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::manifest::{self, LoadedManifest, ManifestError};
+use crate::exercise::manifest::{self, LoadedManifest, ManifestError};
 
 pub const MANIFEST_FILE: &str = "exercise.toml";
 

@@ -94,7 +94,7 @@ impl Loaded {
             _ => {}
         }
         let json = serde_json::to_string_pretty(&self.state).expect("state serialises");
-        crate::workbook::write_atomically(&self.path, &(json + "\n")).map_err(io)?;
+        crate::exercise::workbook::write_atomically(&self.path, &(json + "\n")).map_err(io)?;
         Ok(moved)
     }
 }

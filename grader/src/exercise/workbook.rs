@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::catalog::Embedded;
-use crate::manifest::{self, LoadedManifest};
+use crate::exercise::catalog::Embedded;
+use crate::exercise::manifest::{self, LoadedManifest};
 
 #[derive(Debug, Clone)]
 pub struct Exercise {
@@ -68,7 +68,7 @@ impl Workbook {
         let exercises = embedded
             .iter()
             .map(|e| {
-                let path = PathBuf::from("exercises").join(e.id).join(crate::catalog::MANIFEST_FILE);
+                let path = PathBuf::from("exercises").join(e.id).join(crate::exercise::catalog::MANIFEST_FILE);
                 let manifest = manifest::parse(e.id, &path, e.manifest)?;
                 Ok(Exercise { manifest, original: e.original, solution: e.solution })
             })

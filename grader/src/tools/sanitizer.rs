@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::manifest::{FindingKind, Tool};
-use crate::runner::{self, Exit, Finished, Job};
+use crate::exercise::manifest::{FindingKind, Tool};
+use crate::tools::runner::{self, Exit, Finished, Job};
 
 /// Exit status compute-sanitizer returns when it found errors.
 pub const ERROR_EXITCODE: i32 = 86;
@@ -298,18 +298,11 @@ pub fn job(sanitizer: &Path, tool: Tool, xml_path: &Path, program: &Path, args: 
     job.arg(program).args(args.iter().cloned())
 }
 
-/// Run `program args` under `tool` and parse what it saved.
-pub fn run(
-    sanitizer: &Path,
-    tool: Tool,
-    xml_path: &Path,
-    program: &Path,
-    args: &[std::ffi::OsString],
-    timeout: Duration,
-) -> Result<ToolRun, RunError> {
+/// Run a job made by `job` (confined by the caller where it runs learner code) and parse what the
+/// tool saved at `xml_path`.
+pub fn run(launcher: &dyn crate::tools::launcher::Launcher, tool: Tool, job: &Job, xml_path: &Path) -> Result<ToolRun, RunError> {
     let _ = std::fs::remove_file(xml_path);
-    let job = job(sanitizer, tool, xml_path, program, args, timeout);
-    let finished = runner::run(&job)?;
+    let finished = launcher.launch(job)?;
     let xml = std::fs::read_to_string(xml_path).unwrap_or_default();
     let records = parse(tool, &xml).map_err(|e| RunError::Parse(e, xml_path.to_path_buf()))?;
     Ok(ToolRun { tool, command: job.display(), records, xml_path: xml_path.to_path_buf(), finished })

@@ -7,8 +7,8 @@ use std::path::Path;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::manifest::{eval_len, BufferSpec, DType, Dist};
-use crate::reference::{Buffer, Data, Params};
+use crate::exercise::manifest::{eval_len, BufferSpec, DType, Dist};
+use crate::exercise::reference::{Buffer, Data, Params};
 
 /// Draw every input of a case from its manifest distribution. ChaCha8 keeps the stream identical
 /// across platforms and crate versions, so a seed names the same data everywhere.

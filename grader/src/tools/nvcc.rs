@@ -8,10 +8,13 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::runner::{self, Exit, Job};
-use crate::toolchain::Nvcc;
+use crate::tools::launcher::Launcher;
+use crate::tools::runner::{self, Exit, Job};
+use crate::tools::sandbox::Confinement;
+use crate::tools::toolchain::Nvcc;
 
-pub const BUILD_TIMEOUT: Duration = Duration::from_secs(180);
+/// The harness object's build (the grader's own code, run once).
+pub const HARNESS_TIMEOUT: Duration = Duration::from_secs(180);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -88,10 +91,10 @@ fn mkdir(dir: &Path) -> Result<(), BuildError> {
     std::fs::create_dir_all(dir).map_err(|e| BuildError::Io(dir.to_path_buf(), e))
 }
 
-fn check(done: runner::Finished, source: &Path) -> Result<(), BuildError> {
+fn check(done: runner::Finished, source: &Path, timeout: Duration) -> Result<(), BuildError> {
     match done.exit {
         Exit::Code(0) => Ok(()),
-        Exit::TimedOut => Err(BuildError::TimedOut(BUILD_TIMEOUT)),
+        Exit::TimedOut => Err(BuildError::TimedOut(timeout)),
         _ => Err(BuildError::Compile { file: source.display().to_string(), exit: done.describe_exit(), output: done.output() }),
     }
 }
@@ -109,20 +112,31 @@ pub fn prepare_harness(nvcc: &Nvcc, files: &[(&str, &str)], dir: &Path) -> Resul
     if !object.is_file() {
         let tmp = object.with_extension("o.tmp");
         let source = dir.join("harness.cu");
-        let job = Job::new(&nvcc.path, BUILD_TIMEOUT).args(["-O2", "-std=c++17", "-c", "-o"]).arg(&tmp).arg(&source);
-        check(runner::run(&job)?, &source)?;
+        let job = Job::new(&nvcc.path, HARNESS_TIMEOUT).args(["-O2", "-std=c++17", "-c", "-o"]).arg(&tmp).arg(&source);
+        check(runner::run(&job)?, &source, HARNESS_TIMEOUT)?;
         std::fs::rename(&tmp, &object).map_err(|e| BuildError::Io(object.clone(), e))?;
     }
     Ok(Harness { include_dir: dir.to_path_buf(), object })
 }
 
-/// Compile `source` with the harness into `binary`. With `Reuse::IfUnchanged`, a binary whose
-/// recipe file (next to it) names the same source text and command is kept as it is.
-pub fn build(nvcc: &Nvcc, arch: &str, flavor: Flavor, harness: &Harness, source: &Path, binary: &Path, reuse: Reuse) -> Result<Built, BuildError> {
+/// What every build of a plan shares: the compiler, the -arch, the harness, the time limit.
+#[derive(Debug, Clone, Copy)]
+pub struct Recipe<'a> {
+    pub nvcc: &'a Nvcc,
+    pub arch: &'a str,
+    pub harness: &'a Harness,
+    pub timeout: Duration,
+}
+
+/// Compile `source` with the harness into `binary`, through `launcher` (confined where the source is
+/// a learner's: the preprocessor must not reach the reference solutions). With `Reuse::IfUnchanged`,
+/// a binary whose recipe file (next to it) names the same source text and command is kept as it is.
+pub fn build(launcher: &dyn Launcher, recipe: &Recipe, flavor: Flavor, source: &Path, binary: &Path, reuse: Reuse, confine: Option<(Confinement, Vec<(String, String)>)>) -> Result<Built, BuildError> {
+    let Recipe { nvcc, arch, harness, timeout } = *recipe;
     if let Some(dir) = binary.parent() {
         mkdir(dir)?;
     }
-    let job = Job::new(&nvcc.path, BUILD_TIMEOUT)
+    let mut job = Job::new(&nvcc.path, timeout)
         .args(flavor.flags().iter().copied())
         .arg(format!("-arch={arch}"))
         .args(["-std=c++17", "-I"])
@@ -132,6 +146,11 @@ pub fn build(nvcc: &Nvcc, arch: &str, flavor: Flavor, harness: &Harness, source:
         .arg(source)
         .arg(&harness.object)
         .args(nvcc.extra_flags.iter().cloned());
+    if let Some((confine, env)) = confine {
+        job.confine = Some(confine);
+        job.clear_env = true;
+        job.env = env.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
+    }
     let text = std::fs::read(source).map_err(|e| BuildError::Io(source.to_path_buf(), e))?;
     // The harness object's name carries the hash of the harness sources, so the command covers them;
     // nvcc's own time stamp covers a toolkit updated in place.
@@ -144,9 +163,9 @@ pub fn build(nvcc: &Nvcc, arch: &str, flavor: Flavor, harness: &Harness, source:
         return Ok(built(Duration::ZERO, true));
     }
     let _ = std::fs::remove_file(&recipe_path);
-    let done = runner::run(&job)?;
+    let done = launcher.launch(&job)?;
     let wall = done.wall;
-    check(done, source)?;
+    check(done, source, timeout)?;
     // A file saved again while nvcc ran may not be what it compiled: then leave no recipe.
     if std::fs::read(source).ok().as_deref() == Some(text.as_slice()) {
         std::fs::write(&recipe_path, recipe).map_err(|e| BuildError::Io(recipe_path.clone(), e))?;

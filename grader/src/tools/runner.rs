@@ -1,19 +1,29 @@
 //! The one way cudabugs starts a subprocess (nvcc, the tools, a learner's program): its own process
-//! group, a hard timeout, SIGTERM then SIGKILL to the whole group, and captured, size-capped output.
+//! group, a hard timeout, SIGTERM then SIGKILL to the whole group, captured and size-capped output,
+//! and leak detection: after the program exits, whatever it left running gets a short grace, then
+//! is killed (through the sandbox's init or the run's cgroup) and reported. A job that carries a
+//! `Confinement` runs in the sandbox (`sandbox.rs`) at the level the launcher chose.
 
 use std::ffi::OsString;
 use std::io::Read;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
+
+use crate::tools::cgroup::RunCgroup;
+use crate::tools::sandbox::{self, Confinement, Level, Prepared};
 
 /// Bytes kept of each of stdout and stderr; the rest is counted and dropped.
 pub const DEFAULT_OUTPUT_CAP: usize = 1 << 20;
 /// How long a process group gets between SIGTERM and SIGKILL.
 pub const KILL_GRACE: Duration = Duration::from_secs(2);
+/// After the program exits, how long its output pipes may stay open before whoever holds them
+/// counts as left running.
+pub const PIPE_GRACE: Duration = Duration::from_millis(500);
 
 #[derive(Debug, Clone)]
 pub struct Job {
@@ -21,13 +31,36 @@ pub struct Job {
     pub args: Vec<OsString>,
     pub cwd: Option<PathBuf>,
     pub env: Vec<(OsString, OsString)>,
+    /// Start from an empty environment: only `env` is passed on.
+    pub clear_env: bool,
     pub timeout: Duration,
     pub output_cap: usize,
+    /// Learner code: where it may write, what it must not see, its limits. The launcher decides
+    /// the level; `None` runs the job as it is (the grader's own builds, version queries).
+    pub confine: Option<Confinement>,
+    /// The sandbox level this job runs at (set by the launcher for confined jobs).
+    pub level: Option<Level>,
+    /// A stable name for recordings ("03-race/learner/racecheck"): no paths, same on every machine.
+    pub key: Option<String>,
+    /// Files the job writes that the grader reads afterwards (a recording keeps them).
+    pub outputs: Vec<PathBuf>,
 }
 
 impl Job {
     pub fn new(program: impl Into<PathBuf>, timeout: Duration) -> Job {
-        Job { program: program.into(), args: Vec::new(), cwd: None, env: Vec::new(), timeout, output_cap: DEFAULT_OUTPUT_CAP }
+        Job {
+            program: program.into(),
+            args: Vec::new(),
+            cwd: None,
+            env: Vec::new(),
+            clear_env: false,
+            timeout,
+            output_cap: DEFAULT_OUTPUT_CAP,
+            confine: None,
+            level: None,
+            key: None,
+            outputs: Vec::new(),
+        }
     }
     pub fn arg(mut self, a: impl Into<OsString>) -> Job {
         self.args.push(a.into());
@@ -43,6 +76,18 @@ impl Job {
     }
     pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Job {
         self.env.push((key.into(), value.into()));
+        self
+    }
+    pub fn confine(mut self, c: Confinement) -> Job {
+        self.confine = Some(c);
+        self
+    }
+    pub fn key(mut self, k: impl Into<String>) -> Job {
+        self.key = Some(k.into());
+        self
+    }
+    pub fn output(mut self, p: impl Into<PathBuf>) -> Job {
+        self.outputs.push(p.into());
         self
     }
     /// The command line as a person would type it (for reports and the book).
@@ -96,6 +141,15 @@ pub struct Finished {
     pub stdout: Captured,
     pub stderr: Captured,
     pub wall: Duration,
+    /// Processes the program left running when it exited; they were killed after the grace.
+    pub leftovers: usize,
+    /// Something it left running still held the output pipes and could not be killed (no sandbox
+    /// and no cgroup to find it): the grader stopped reading instead of waiting for it.
+    pub escaped: bool,
+    /// The run's memory limit was hit and the kernel killed a process of it.
+    pub oom_killed: bool,
+    /// The sandbox level the job ran at; None for an unconfined job.
+    pub isolation: Option<Level>,
 }
 
 impl Finished {
@@ -112,10 +166,25 @@ impl Finished {
         }
     }
     pub fn describe_exit(&self) -> String {
-        match self.exit {
+        let mut s = match self.exit {
             Exit::Code(c) => format!("exit status {c}"),
+            Exit::Signal(s) if s == libc::SIGKILL && self.oom_killed => "killed: it went over its host-memory limit".into(),
+            Exit::Signal(s) if s == libc::SIGXFSZ => "killed by SIGXFSZ: it wrote a file over the size limit".into(),
             Exit::Signal(s) => format!("killed by signal {s}"),
             Exit::TimedOut => "timed out and was killed".into(),
+        };
+        if let Some(left) = self.left_running() {
+            s.push_str(&format!("; {left}"));
+        }
+        s
+    }
+    /// "left 2 processes running (killed)" where it did.
+    pub fn left_running(&self) -> Option<String> {
+        match (self.leftovers, self.escaped) {
+            (_, true) => Some("left a process running that still held its output and could not be killed (no sandbox)".into()),
+            (0, false) => None,
+            (1, false) => Some("left a process running after it exited (killed)".into()),
+            (n, false) => Some(format!("left {n} processes running after it exited (killed)")),
         }
     }
 }
@@ -128,22 +197,28 @@ pub struct SpawnError {
     pub source: std::io::Error,
 }
 
-fn drain(mut pipe: impl Read + Send + 'static, cap: usize) -> thread::JoinHandle<Captured> {
+/// A reader thread's output so far, readable while the thread is still blocked on the pipe.
+type Shared = Arc<Mutex<Captured>>;
+
+fn drain(mut pipe: impl Read + Send + 'static, cap: usize, done: mpsc::Sender<()>) -> Shared {
+    let shared: Shared = Arc::default();
+    let out = shared.clone();
     thread::spawn(move || {
-        let mut captured = Captured::default();
         let mut chunk = [0u8; 8192];
         loop {
             match pipe.read(&mut chunk) {
                 Ok(0) | Err(_) => break,
                 Ok(n) => {
-                    let keep = n.min(cap.saturating_sub(captured.bytes.len()));
-                    captured.bytes.extend_from_slice(&chunk[..keep]);
-                    captured.dropped += n - keep;
+                    let mut c = out.lock().unwrap();
+                    let keep = n.min(cap.saturating_sub(c.bytes.len()));
+                    c.bytes.extend_from_slice(&chunk[..keep]);
+                    c.dropped += n - keep;
                 }
             }
         }
-        captured
-    })
+        let _ = done.send(());
+    });
+    shared
 }
 
 fn signal_group(pgid: u32, signal: i32) {
@@ -155,7 +230,7 @@ fn signal_group(pgid: u32, signal: i32) {
 
 /// The process groups of every job running now, so that an interrupted command (Ctrl-C in `watch`)
 /// can take them all down with it: each job has its own group, which the terminal's SIGINT misses.
-static LIVE_GROUPS: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+static LIVE_GROUPS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 
 /// Kill the process group of every running job (SIGTERM, a short grace, then SIGKILL). For a signal
 /// handler that is about to exit the program.
@@ -183,25 +258,57 @@ fn group_alive(pgid: u32) -> bool {
     unsafe { libc::killpg(pgid as libc::pid_t, 0) == 0 }
 }
 
-/// Run a job to completion or to its timeout. Only failing to start is an error: a crash, a signal
-/// or a timeout is a `Finished` with the matching `Exit`.
+/// The read and write ends of the sandbox's report pipe, close-on-exec (the program never sees it).
+fn report_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two descriptors, which we own from here on.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both are fresh descriptors owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Run a job to completion or to its timeout. Only failing to start is an error (the sandbox's
+/// setup included): a crash, a signal or a timeout is a `Finished` with the matching `Exit`.
 pub fn run(job: &Job) -> Result<Finished, SpawnError> {
+    let spawn_error = |source| SpawnError { program: job.program.display().to_string(), source };
     let mut cmd = Command::new(&job.program);
     cmd.args(&job.args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
     if let Some(dir) = &job.cwd {
         cmd.current_dir(dir);
     }
+    if job.clear_env {
+        cmd.env_clear();
+    }
     for (k, v) in &job.env {
         cmd.env(k, v);
     }
+    let level = job.confine.as_ref().map(|_| job.level.unwrap_or(Level::ProcessGroup));
+    let mut cgroup = None;
+    let mut report = None;
+    if let (Some(confine), Some(level)) = (&job.confine, level.filter(|l| *l > Level::ProcessGroup)) {
+        cgroup = RunCgroup::create(confine.limits.memory_bytes, confine.limits.pids);
+        let procs = cgroup.as_ref().map(RunCgroup::procs_files).unwrap_or_default();
+        let (read, write) = report_pipe().map_err(spawn_error)?;
+        let prepared = Prepared::new(level, confine, job.cwd.as_deref(), &procs, write.as_raw_fd());
+        // SAFETY: `enter` makes only async-signal-safe calls (see sandbox.rs).
+        unsafe {
+            cmd.pre_exec(move || prepared.enter());
+        }
+        report = Some((read, write));
+    }
     let start = Instant::now();
-    let mut child = cmd.spawn().map_err(|source| SpawnError { program: job.program.display().to_string(), source })?;
+    let mut child = cmd.spawn().map_err(spawn_error)?;
+    // Our copy of the write end goes, so that only the sandbox's monitor and init hold it.
+    let report = report.map(|(read, _write)| read);
     let pgid = child.id();
     if let Ok(mut g) = LIVE_GROUPS.lock() {
         g.push(pgid);
     }
-    let out = drain(child.stdout.take().expect("piped"), job.output_cap);
-    let err = drain(child.stderr.take().expect("piped"), job.output_cap);
+    let (pipes_done, pipes_closed) = mpsc::channel();
+    let out = drain(child.stdout.take().expect("piped"), job.output_cap, pipes_done.clone());
+    let err = drain(child.stderr.take().expect("piped"), job.output_cap, pipes_done);
 
     let (tx, rx) = mpsc::channel();
     let waiter = thread::spawn(move || {
@@ -220,22 +327,57 @@ pub fn run(job: &Job) -> Result<Finished, SpawnError> {
         }
     };
     let status = waiter.join().expect("waiter thread").ok();
-    // Whatever the program left behind in its group (a daemonised child holding our pipes) goes too.
+    // Whatever is left in the group (the sandbox's init after a timeout, a child that stayed in the
+    // group) goes too.
     signal_group(pgid, libc::SIGKILL);
     if let Ok(mut g) = LIVE_GROUPS.lock() {
         g.retain(|&p| p != pgid);
     }
-    let (stdout, stderr) = (out.join().unwrap_or_default(), err.join().unwrap_or_default());
-    let exit = match (timed_out, status) {
-        (true, _) => Exit::TimedOut,
-        (false, Some(s)) => match (s.code(), s.signal()) {
-            (Some(c), _) => Exit::Code(c),
-            (None, Some(sig)) => Exit::Signal(sig),
-            _ => Exit::Code(-1),
-        },
-        (false, None) => Exit::Code(-1),
+    let mut sandbox_report = None;
+    if let Some(read) = &report {
+        let mut buf = [0u8; 64];
+        // SAFETY: a non-blocking read into a local buffer; the init wrote before the monitor ended.
+        let n = unsafe { libc::read(read.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        sandbox_report = sandbox::parse_report(&buf[..n.max(0) as usize]);
+    }
+    if let Some(Err(failure)) = sandbox_report {
+        return Err(spawn_error(std::io::Error::other(failure.to_string())));
+    }
+    // The sandbox's init counted and killed what the program left; the cgroup catches anything
+    // that got past it (and is the only net when the level has no init).
+    let mut leftovers = match sandbox_report {
+        Some(Ok(r)) => r.leftovers as usize,
+        _ => 0,
     };
-    Ok(Finished { exit, stdout, stderr, wall: start.elapsed() })
+    if let Some(cg) = &cgroup {
+        let stray = cg.kill_all(KILL_GRACE);
+        leftovers = leftovers.max(stray);
+    }
+    // The pipes close when the last holder is gone. One still open after the grace is held by a
+    // process nothing could find: stop reading rather than wait for it.
+    let deadline = Instant::now() + PIPE_GRACE;
+    let mut escaped = false;
+    for _ in 0..2 {
+        if pipes_closed.recv_timeout(deadline.saturating_duration_since(Instant::now())).is_err() {
+            escaped = true;
+            break;
+        }
+    }
+    let (stdout, stderr) = (out.lock().unwrap().clone(), err.lock().unwrap().clone());
+    let oom_killed = cgroup.as_ref().is_some_and(RunCgroup::oom_killed);
+    drop(cgroup);
+    let from_status = |s: std::process::ExitStatus| match (s.code(), s.signal()) {
+        (Some(c), _) => Exit::Code(c),
+        (None, Some(sig)) => Exit::Signal(sig),
+        _ => Exit::Code(-1),
+    };
+    let exit = match (timed_out, sandbox_report, status) {
+        (true, _, _) => Exit::TimedOut,
+        (false, Some(Ok(r)), _) => from_status(std::process::ExitStatus::from_raw(r.wait_status)),
+        (false, _, Some(s)) => from_status(s),
+        (false, _, None) => Exit::Code(-1),
+    };
+    Ok(Finished { exit, stdout, stderr, wall: start.elapsed(), leftovers, escaped, oom_killed, isolation: level })
 }
 
 #[cfg(test)]

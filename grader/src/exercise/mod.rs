@@ -1,0 +1,16 @@
+//! The exercise side of the pipeline: what a submission is graded against.
+
+pub mod catalog;
+pub mod dtype;
+pub mod manifest;
+pub mod reference;
+pub mod regions;
+
+#[cfg(feature = "engine")]
+pub mod cases;
+#[cfg(feature = "engine")]
+pub mod compare;
+#[cfg(feature = "engine")]
+pub mod data;
+#[cfg(feature = "engine")]
+pub mod workbook;

@@ -1,0 +1,124 @@
+//! One configuration for every plan: timeouts, how much runs at once, the sandbox and its limits.
+//! The command line fills it; environment variables only feed it (`Config::from_env`), and nothing
+//! below reads the environment for these settings again.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::tools::sandbox::{Isolation, Limits};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// One nvcc build.
+    pub build: Duration,
+    /// One compute-sanitizer run (a hung kernel waits this long).
+    pub tool: Duration,
+    /// One plain run of a program (correctness).
+    pub run: Duration,
+    /// One ncu process.
+    pub ncu: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Timeouts {
+        Timeouts { build: Duration::from_secs(180), tool: Duration::from_secs(180), run: Duration::from_secs(60), ncu: Duration::from_secs(400) }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub timeouts: Timeouts,
+    /// Builds at once (the CPU cores).
+    pub cpu_jobs: usize,
+    /// Sanitizer and program runs at once on the GPU: they share it and the cores, which their
+    /// start-up mostly uses (8 was fastest on an H200: 9.4 s against 10.0-12.3 s with 16).
+    pub gpu_jobs: usize,
+    /// ncu processes at once. ncu serialises the profiled kernels of all its instances through one
+    /// lock file, so the kernels are still timed one at a time; what overlaps is each process's
+    /// start-up (4 at a time took verify's ncu phase from 29.6 s to 15.2 s on an H200, with the
+    /// same times within 2%; 3, 6 and 10 all took 14.5-16.5 s).
+    pub ncu_jobs: usize,
+    /// `CUDA_VISIBLE_DEVICES` for every GPU stage (None: whatever the environment says).
+    pub gpu: Option<String>,
+    pub isolation: Isolation,
+    pub limits: Limits,
+    /// nvcc -arch (default: the GPU's, else sm_90).
+    pub arch: Option<String>,
+    /// Install the pinned nvcc wheels when no nvcc is found.
+    pub install_toolkit: bool,
+    /// Keep every tool run's output here (a recording, for fixtures and replay).
+    pub record_tools: Option<PathBuf>,
+    /// Serve tool runs from this recording instead of running them (CPU-only machines, tests).
+    pub replay_tools: Option<PathBuf>,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+        Config {
+            timeouts: Timeouts::default(),
+            cpu_jobs: cores,
+            gpu_jobs: cores.min(8),
+            ncu_jobs: 4,
+            gpu: None,
+            isolation: Isolation::Auto,
+            limits: Limits { memory_bytes: Some(default_memory_limit()), ..Limits::default() },
+            arch: None,
+            install_toolkit: true,
+            record_tools: None,
+            replay_tools: None,
+        }
+    }
+}
+
+/// A quarter of the machine's memory, between 2 and 32 GiB: room for eight sanitizer runs at once.
+fn default_memory_limit() -> u64 {
+    let total = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| m.lines().find_map(|l| l.strip_prefix("MemTotal:").and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())))
+        .map(|kb| kb * 1024)
+        .unwrap_or(16 << 30);
+    (total / 4).clamp(2 << 30, 32 << 30)
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{var}={value}: {why}")]
+pub struct EnvError {
+    pub var: &'static str,
+    pub value: String,
+    pub why: String,
+}
+
+impl Config {
+    /// The defaults, with the environment's overrides: `CUDABUGS_TIMEOUT_SECS` (every per-run
+    /// limit), `CUDABUGS_SANITIZER_JOBS`, `CUDABUGS_NCU_JOBS`, `CUDABUGS_ISOLATION`,
+    /// `CUDABUGS_MEMORY_MAX_MB`, `CUDABUGS_NO_INSTALL`.
+    pub fn from_env() -> Result<Config, EnvError> {
+        let mut c = Config::default();
+        fn get<T: std::str::FromStr>(var: &'static str) -> Result<Option<T>, EnvError> {
+            match std::env::var(var) {
+                Err(_) => Ok(None),
+                Ok(v) => v.trim().parse().map(Some).map_err(|_| EnvError { var, value: v.clone(), why: "not a valid value".into() }),
+            }
+        }
+        if let Some(secs) = get::<u64>("CUDABUGS_TIMEOUT_SECS")? {
+            let d = Duration::from_secs(secs);
+            c.timeouts.tool = d;
+            c.timeouts.run = d;
+        }
+        if let Some(n) = get::<usize>("CUDABUGS_SANITIZER_JOBS")? {
+            c.gpu_jobs = n.clamp(1, 64);
+        }
+        if let Some(n) = get::<usize>("CUDABUGS_NCU_JOBS")? {
+            c.ncu_jobs = n.clamp(1, 16);
+        }
+        if let Ok(v) = std::env::var("CUDABUGS_ISOLATION") {
+            c.isolation = v.parse().map_err(|why| EnvError { var: "CUDABUGS_ISOLATION", value: v.clone(), why })?;
+        }
+        if let Some(mb) = get::<u64>("CUDABUGS_MEMORY_MAX_MB")? {
+            c.limits.memory_bytes = Some(mb << 20);
+        }
+        c.install_toolkit = std::env::var_os("CUDABUGS_NO_INSTALL").is_none();
+        Ok(c)
+    }
+}

@@ -1,0 +1,125 @@
+//! What a plan needs before it starts: the configuration, the tools, the GPU, the -arch, the
+//! harness, and the launcher every job goes through.
+
+use std::path::PathBuf;
+
+use crate::judge::config::Config;
+use crate::tools::gpu::{self, GpuInfo, GpuStatus};
+use crate::tools::launcher::{Launcher, Recorder, Replay, Sandboxed, StrictUnavailable};
+use crate::tools::sandbox::Level;
+use crate::tools::nvcc::{self, Harness};
+use crate::tools::runner::{self, Job};
+use crate::tools::toolchain::{self, Toolchain};
+use crate::exercise::workbook::Workbook;
+
+/// The -arch used when no GPU tells us better (H100/H200).
+pub const DEFAULT_ARCH: &str = "sm_90";
+
+/// The file in a recording that names the GPU it was made on.
+pub const RECORDED_GPU: &str = "gpu.json";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ContextError {
+    #[error("no nvcc found (looked at $CUDABUGS_NVCC, $CUDA_HOME/bin, PATH, /usr/local/cuda/bin and {local}).\n\
+             Get one with: cargo xtask toolkit install   (pinned nvcc 13.0 wheels from PyPI into {local})")]
+    NoNvcc { local: String },
+    #[error("installing nvcc failed: {0}")]
+    Install(#[from] toolchain::InstallError),
+    #[error("preparing the harness failed: {0}")]
+    Harness(#[from] nvcc::BuildError),
+    #[error(transparent)]
+    Strict(#[from] StrictUnavailable),
+    #[error("the tool recording in {0}: {1}")]
+    Recording(PathBuf, String),
+}
+
+impl ContextError {
+    /// Missing tools and a refused sandbox are tool errors (exit 3), not usage errors.
+    pub fn exit_code(&self) -> i32 {
+        3
+    }
+}
+
+pub struct Context {
+    pub config: Config,
+    pub tools: Toolchain,
+    pub nvcc: toolchain::Nvcc,
+    pub gpu: GpuStatus,
+    pub arch: String,
+    pub harness: Harness,
+    /// How every job runs: sandboxed, recorded or replayed.
+    pub launcher: Box<dyn Launcher>,
+}
+
+impl Context {
+    pub fn new(wb: &Workbook, config: Config, mut say: impl FnMut(&str)) -> Result<Context, ContextError> {
+        let mut tools = Toolchain::discover(&wb.root);
+        if tools.nvcc.is_none() && config.install_toolkit {
+            say(&format!(
+                "no nvcc found: installing the pinned nvcc 13.0 wheels from PyPI into {} (once; set CUDABUGS_NO_INSTALL=1 to stop this)",
+                toolchain::LOCAL_TOOLKIT
+            ));
+            toolchain::install(&wb.root)?;
+            tools = Toolchain::discover(&wb.root);
+        }
+        let nvcc = tools.nvcc.clone().ok_or_else(|| ContextError::NoNvcc {
+            local: wb.root.join(toolchain::LOCAL_TOOLKIT).display().to_string(),
+        })?;
+        let sandboxed = Sandboxed::new(config.isolation)?;
+        let (launcher, gpu): (Box<dyn Launcher>, GpuStatus) = match (&config.replay_tools, &config.record_tools) {
+            (Some(dir), _) => {
+                let bad = |e: String| ContextError::Recording(dir.clone(), e);
+                let text = std::fs::read_to_string(dir.join(RECORDED_GPU)).map_err(|e| bad(format!("{RECORDED_GPU}: {e}")))?;
+                let info: GpuInfo = serde_json::from_str(&text).map_err(|e| bad(format!("{RECORDED_GPU}: {e}")))?;
+                // The tools ran where the recording was made; here they are only names.
+                tools.sanitizer.get_or_insert_with(|| "compute-sanitizer".into());
+                tools.ncu.get_or_insert_with(|| "ncu".into());
+                (Box::new(Replay::open(dir, sandboxed).map_err(|e| bad(e.to_string()))?), GpuStatus::Present(info))
+            }
+            (None, Some(dir)) => {
+                let gpu = gpu::probe();
+                if let GpuStatus::Present(info) = &gpu {
+                    let _ = std::fs::create_dir_all(dir);
+                    let _ = std::fs::write(dir.join(RECORDED_GPU), serde_json::to_string_pretty(info).unwrap_or_default());
+                }
+                (Box::new(Recorder { inner: sandboxed, dir: dir.clone() }), gpu)
+            }
+            (None, None) => (Box::new(sandboxed), gpu::probe()),
+        };
+        let arch = config.arch.clone().unwrap_or_else(|| match &gpu {
+            GpuStatus::Present(info) => info.arch(),
+            _ => DEFAULT_ARCH.to_string(),
+        });
+        let harness = nvcc::prepare_harness(&nvcc, wb.harness, &wb.work_dir().join("harness"))?;
+        Ok(Context { config, tools, nvcc, gpu, arch, harness, launcher })
+    }
+
+    /// What the sandbox gives learner code here, in words.
+    pub fn isolation(&self) -> Level {
+        self.launcher.isolation()
+    }
+
+    pub fn gpu_info(&self) -> Option<&GpuInfo> {
+        match &self.gpu {
+            GpuStatus::Present(info) => Some(info),
+            _ => None,
+        }
+    }
+
+    /// Why the GPU steps cannot run here, if they cannot.
+    pub fn no_gpu_reason(&self) -> Option<String> {
+        match &self.gpu {
+            GpuStatus::Present(_) => None,
+            GpuStatus::NoDriver => Some("no NVIDIA driver on this machine: the sanitizer, correctness and timing steps need a GPU".into()),
+            GpuStatus::Unusable(e) => Some(format!("the GPU cannot be used ({e}): the remaining steps need one")),
+        }
+    }
+}
+
+/// The NVIDIA driver's version string (e.g. "580.159.04"), from nvidia-smi where it exists.
+pub fn driver_version() -> Option<String> {
+    let smi = which::which("nvidia-smi").ok()?;
+    let job = Job::new(smi, std::time::Duration::from_secs(30)).args(["--query-gpu=driver_version", "--format=csv,noheader"]);
+    let done = runner::run(&job).ok().filter(|d| d.success())?;
+    done.stdout.text().lines().next().map(|l| l.trim().to_string())
+}

@@ -1,0 +1,11 @@
+//! Plans, the scheduler that runs them, and every verdict. `check` and `verify` are plans over the
+//! same stages; they differ in which stages they ask for and in how their report is assembled.
+
+pub mod check;
+pub mod config;
+pub mod context;
+pub mod plan;
+pub mod scheduler;
+pub mod stages;
+pub mod verdict;
+pub mod verify;

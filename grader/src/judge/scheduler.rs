@@ -1,0 +1,186 @@
+//! The one executor: runs any list of stages over submissions. Builds run on the CPU cores; each
+//! GPU stage starts as soon as the binary it needs is built (at most `gpu_jobs` at once); profiler
+//! stages run last, when no other stage of the run uses the GPU, `ncu_jobs` processes at once. A
+//! stage whose build is missing from the list is added; builds already in `Results` are reused.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use crate::exercise::workbook::Workbook;
+use crate::judge::context::Context;
+use crate::judge::plan::{Resource, Stage, StageKind, Submission};
+use crate::judge::stages::{self, Blocked, Output};
+use crate::tools::nvcc::{Built, Flavor};
+
+/// Every stage's output, by stage.
+#[derive(Debug, Default)]
+pub struct Results {
+    pub outputs: BTreeMap<Stage, Output>,
+}
+
+impl Results {
+    pub fn get(&self, subject: usize, kind: StageKind) -> Option<&Output> {
+        self.outputs.get(&Stage::new(subject, kind))
+    }
+    pub fn get_run(&self, stage: &Stage) -> Option<&Output> {
+        self.outputs.get(stage)
+    }
+    pub fn built(&self, subject: usize, flavor: Flavor) -> Option<&Built> {
+        self.get(subject, StageKind::build(flavor)).and_then(Output::built)
+    }
+}
+
+/// When each kind of work ended, in seconds from the start given to `execute`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Timeline {
+    pub builds_done_at: f64,
+    /// None where no GPU stage ran.
+    pub runs_done_at: Option<f64>,
+    /// How long the profiler stages took.
+    pub profiler: Option<f64>,
+}
+
+/// Why GPU stages cannot run here (no GPU, unless a recording stands in for it).
+fn gpu_blocked(ctx: &Context) -> Option<Blocked> {
+    if ctx.launcher.replays() {
+        return None;
+    }
+    ctx.no_gpu_reason().map(Blocked::NoGpu)
+}
+
+/// Run `stages` (and the builds they need) over `subs`, adding every output to `results`.
+pub fn execute(ctx: &Context, wb: &Workbook, subs: &[Submission], stages: &[Stage], results: &mut Results, start: Instant) -> Timeline {
+    for sub in subs {
+        if let Err(e) = stages::materialise(sub) {
+            // The build will fail on the missing source and say why.
+            eprintln!("warning: cannot prepare {}: {e}", sub.work.display());
+        }
+    }
+    let mut builds: Vec<Stage> = stages.iter().filter(|s| s.kind.resource() == Resource::Cpu && !results.outputs.contains_key(s)).cloned().collect();
+    for s in stages {
+        if let Some(flavor) = s.kind.needs() {
+            let b = Stage::new(s.subject, StageKind::build(flavor));
+            if !results.outputs.contains_key(&b) && !builds.contains(&b) {
+                builds.push(b);
+            }
+        }
+    }
+    builds.sort_by_key(|s| (s.kind != StageKind::BuildDebug, s.subject));
+    builds.dedup();
+    let of = |r: Resource| stages.iter().filter(|s| s.kind.resource() == r && !results.outputs.contains_key(s)).cloned().collect::<Vec<_>>();
+    let (gpu, profiler) = (of(Resource::Gpu), of(Resource::Profiler));
+    let blocked = gpu_blocked(ctx);
+
+    // Each build's binary, by (subject, flavor), as soon as it exists; those built earlier are there.
+    let slot_of = |subject: usize, flavor: Flavor| subject * 2 + usize::from(flavor == Flavor::Timing);
+    let binaries: Slots<Option<Built>> = Slots::new(subs.len() * 2);
+    for (i, _) in subs.iter().enumerate() {
+        for flavor in Flavor::BOTH {
+            if !builds.contains(&Stage::new(i, StageKind::build(flavor))) {
+                binaries.put(slot_of(i, flavor), results.built(i, flavor).cloned());
+            }
+        }
+    }
+    let run_on_build = |s: &Stage| -> Output {
+        let flavor = s.kind.needs().expect("a stage that runs a build");
+        let built = binaries.wait(slot_of(s.subject, flavor));
+        match (&blocked, built) {
+            (_, None) => Output::NotRun(Blocked::BuildFailed),
+            (Some(b), Some(_)) => Output::NotRun(b.clone()),
+            (None, Some(b)) => stages::run(ctx, wb, &subs[s.subject], s, Some(&b)),
+        }
+    };
+    let mut timeline = Timeline::default();
+    let (built, ran) = std::thread::scope(|scope| {
+        let runs = scope.spawn(|| parallel(&gpu, ctx.config.gpu_jobs, run_on_build));
+        let built = parallel(&builds, ctx.config.cpu_jobs, |s| {
+            // A build that panicked must still release the stages waiting for it.
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| stages::run(ctx, wb, &subs[s.subject], s, None)));
+            let flavor = if s.kind == StageKind::BuildDebug { Flavor::Sanitize } else { Flavor::Timing };
+            binaries.put(slot_of(s.subject, flavor), result.as_ref().ok().and_then(Output::built).cloned());
+            result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        });
+        timeline.builds_done_at = start.elapsed().as_secs_f64();
+        let ran = runs.join().expect("a GPU stage panicked");
+        (built, ran)
+    });
+    if blocked.is_none() && !gpu.is_empty() {
+        timeline.runs_done_at = Some(start.elapsed().as_secs_f64());
+    }
+    let phase = Instant::now();
+    let timed = parallel(&profiler, ctx.config.ncu_jobs, run_on_build);
+    if !profiler.is_empty() && blocked.is_none() {
+        timeline.profiler = Some(phase.elapsed().as_secs_f64());
+    }
+    for (s, o) in builds.into_iter().zip(built).chain(gpu.into_iter().zip(ran)).chain(profiler.into_iter().zip(timed)) {
+        results.outputs.insert(s, o);
+    }
+    timeline
+}
+
+/// Values that threads wait for by index: one thread puts each, any number wait for it.
+pub struct Slots<T> {
+    values: std::sync::Mutex<Vec<Option<T>>>,
+    filled: std::sync::Condvar,
+}
+
+impl<T: Clone> Slots<T> {
+    pub fn new(len: usize) -> Slots<T> {
+        Slots { values: std::sync::Mutex::new((0..len).map(|_| None).collect()), filled: std::sync::Condvar::new() }
+    }
+
+    pub fn put(&self, index: usize, value: T) {
+        self.values.lock().unwrap()[index] = Some(value);
+        self.filled.notify_all();
+    }
+
+    /// Block until `index` has been put, then return a copy of it.
+    pub fn wait(&self, index: usize) -> T {
+        let mut values = self.values.lock().unwrap();
+        loop {
+            if let Some(v) = &values[index] {
+                return v.clone();
+            }
+            values = self.filled.wait(values).unwrap();
+        }
+    }
+}
+
+/// Run a closure over items on `workers` threads, keeping the order of the results.
+pub fn parallel<T: Sync, R: Send>(items: &[T], workers: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<std::sync::Mutex<Option<R>>> = items.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..workers.clamp(1, items.len().max(1)) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(item) = items.get(i) else { break };
+                *results[i].lock().unwrap() = Some(f(item));
+            });
+        }
+    });
+    results.into_iter().map(|m| m.into_inner().unwrap().expect("every item ran")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_waiter_gets_the_value_put_after_it_started_waiting() {
+        let slots = Slots::new(2);
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| slots.wait(1));
+            slots.put(0, "exercise -G");
+            slots.put(1, "solution -G");
+            assert_eq!(waiter.join().unwrap(), "solution -G");
+        });
+        assert_eq!(slots.wait(0), "exercise -G");
+    }
+
+    #[test]
+    fn parallel_keeps_the_order_of_the_items() {
+        let items: Vec<u32> = (0..50).collect();
+        assert_eq!(parallel(&items, 7, |&i| i * 2), items.iter().map(|i| i * 2).collect::<Vec<_>>());
+    }
+}

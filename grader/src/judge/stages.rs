@@ -1,0 +1,183 @@
+//! What each kind of stage does to a submission: build it, run it under a sanitizer tool, run it on
+//! the cases, time it with ncu. Every job that runs the submission's code (nvcc on its text, the
+//! program, the tool around it) goes through the launcher with the submission's confinement. A
+//! stage only runs and collects; the verdicts are `verdict.rs`'s.
+
+use std::path::{Path, PathBuf};
+
+use crate::exercise::cases;
+use crate::exercise::manifest::Tool;
+use crate::exercise::workbook::Workbook;
+use crate::judge::context::Context;
+use crate::judge::plan::{Stage, StageKind, Submission};
+use crate::judge::verdict::{findings, Finding};
+use crate::tools::ncu::{self, Measured, Target};
+use crate::tools::nvcc::{self, BuildError, Built, Flavor, Recipe};
+use crate::tools::runner::{Finished, Job, SpawnError};
+use crate::tools::sandbox::Confinement;
+use crate::tools::sanitizer::{self, ToolRun};
+
+/// Why a stage did not run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Blocked {
+    /// The build it needs failed (and says so).
+    BuildFailed,
+    /// No usable GPU: the reason.
+    NoGpu(String),
+    /// A tool was not found: its name.
+    Missing(&'static str),
+}
+
+/// What one stage produced, before any verdict.
+#[derive(Debug)]
+pub enum Output {
+    Built(Result<Built, BuildError>),
+    Sanitized { tool: Tool, run: Result<ToolRun, sanitizer::RunError>, findings: Vec<Finding> },
+    Ran { command: String, run: Result<Finished, SpawnError>, outputs: Vec<PathBuf> },
+    Timed { target: Target, measured: Result<Measured, ncu::RunError> },
+    NotRun(Blocked),
+}
+
+impl Output {
+    pub fn built(&self) -> Option<&Built> {
+        match self {
+            Output::Built(Ok(b)) => Some(b),
+            _ => None,
+        }
+    }
+}
+
+/// Variables a sandboxed job keeps from the grader's environment; everything else is cleared.
+const PASSED_THROUGH: &[&str] = &["PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "CUDA_HOME"];
+
+/// The folder ncu's instances share for their lock file (`$TMPDIR/nsight-compute-lock`), which is
+/// what keeps the kernels of several ncu processes from being timed at once.
+pub fn ncu_lock_dir(wb: &Workbook) -> PathBuf {
+    wb.work_dir().join("ncu-lock")
+}
+
+/// Where a submission's code may write and what it must not see.
+pub fn confinement(ctx: &Context, wb: &Workbook, sub: &Submission, extra_writable: &[PathBuf]) -> Confinement {
+    let mut writable = vec![sub.work.clone()];
+    writable.extend(extra_writable.iter().cloned());
+    Confinement {
+        writable,
+        hidden: vec![wb.root.join("solutions"), wb.root.join(crate::learner::BACKUP_DIR), crate::judge::plan::work_root(wb)],
+        limits: ctx.config.limits,
+    }
+}
+
+/// The environment of a sandboxed job: HOME and TMPDIR inside its work folder (ncu fails when HOME
+/// is not writable), the GPU selection, and the few variables CUDA needs.
+pub fn sandbox_env(ctx: &Context, sub: &Submission, tmpdir: &Path) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = PASSED_THROUGH.iter().filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v))).collect();
+    if !env.iter().any(|(k, _)| k == "PATH") {
+        env.push(("PATH".into(), "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into()));
+    }
+    if let Some(gpu) = &ctx.config.gpu {
+        env.retain(|(k, _)| k != "CUDA_VISIBLE_DEVICES");
+        env.push(("CUDA_VISIBLE_DEVICES".into(), gpu.clone()));
+    }
+    env.push(("HOME".into(), sub.work.join("home").display().to_string()));
+    env.push(("TMPDIR".into(), tmpdir.display().to_string()));
+    env.push(("LANG".into(), "C.UTF-8".into()));
+    env
+}
+
+/// A job that runs the submission's code: confined, with a cleared environment and a recording key.
+fn confined(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, mut job: Job, shared_tmp: Option<&Path>) -> Job {
+    let tmp = shared_tmp.map(Path::to_path_buf).unwrap_or_else(|| sub.work.join("tmp"));
+    job.confine = Some(confinement(ctx, wb, sub, &shared_tmp.map(|t| vec![t.to_path_buf()]).unwrap_or_default()));
+    job.clear_env = true;
+    job.env = sandbox_env(ctx, sub, &tmp).into_iter().map(|(k, v)| (k.into(), v.into())).collect();
+    job.cwd = Some(sub.work.clone());
+    job.key = Some(format!("{}/{}/{}", sub.exercise.id(), sub.variant, stage.id()));
+    job
+}
+
+/// Write the submission's text and make its folders (home, tmp, out).
+pub fn materialise(sub: &Submission) -> std::io::Result<()> {
+    for dir in ["home", "tmp", "out"] {
+        std::fs::create_dir_all(sub.work.join(dir))?;
+    }
+    let path = sub.source();
+    if std::fs::read_to_string(&path).ok().as_deref() != Some(sub.text.as_str()) {
+        std::fs::write(&path, &sub.text)?;
+    }
+    Ok(())
+}
+
+pub fn build(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, flavor: Flavor) -> Output {
+    let recipe = Recipe { nvcc: &ctx.nvcc, arch: &ctx.arch, harness: &ctx.harness, timeout: ctx.config.timeouts.build };
+    let confine = confinement(ctx, wb, sub, &[]);
+    let env = sandbox_env(ctx, sub, &sub.work.join("tmp"));
+    let _ = stage;
+    Output::Built(nvcc::build(ctx.launcher.as_ref(), &recipe, flavor, &sub.source(), &sub.binary(flavor), sub.reuse, Some((confine, env))))
+}
+
+pub fn sanitize(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: &Built, tool: Tool) -> Output {
+    let Some(path) = ctx.tools.sanitizer.as_deref() else { return Output::NotRun(Blocked::Missing("compute-sanitizer")) };
+    let tag = stage.id().replace(':', "-");
+    let xml = sub.work.join("out").join(format!("{tag}.xml"));
+    let (args, _) = cases::harness_args(sub.cases, |c| c.sanitize, false, &sub.work.join("out"), &tag);
+    let job = sanitizer::job(path, tool, &xml, &built.binary, &args, ctx.config.timeouts.tool).output(&xml);
+    let job = confined(ctx, wb, sub, stage, job, None);
+    let run = sanitizer::run(ctx.launcher.as_ref(), tool, &job, &xml);
+    let mut found = run.as_ref().map(|r| findings(&r.records, &sub.source(), &sub.regions)).unwrap_or_default();
+    // Point at the file the submission came from, not the copy that was built.
+    let copy = sub.source();
+    for l in found.iter_mut().flat_map(|f| f.locations.iter_mut()) {
+        if Path::new(&l.path) == copy {
+            l.path = sub.origin.display().to_string();
+        }
+    }
+    Output::Sanitized { tool, run, findings: found }
+}
+
+pub fn correctness(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: &Built) -> Output {
+    let tag = stage.id().replace(['#', ':'], "-");
+    let (args, outputs) = cases::harness_args(sub.cases, |_| true, true, &sub.work.join("out"), &tag);
+    let mut job = Job::new(&built.binary, ctx.config.timeouts.run).args(args);
+    job.outputs = outputs.clone();
+    let job = confined(ctx, wb, sub, stage, job, None);
+    let command = job.display();
+    Output::Ran { command, run: ctx.launcher.launch(&job), outputs }
+}
+
+pub fn time(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: &Built) -> Output {
+    let Some(path) = ctx.tools.ncu.as_deref() else { return Output::NotRun(Blocked::Missing("ncu")) };
+    let m = &sub.exercise.manifest.manifest;
+    let tag = stage.id().replace(['#', ':'], "-");
+    let out = sub.work.join("out");
+    let target = Target {
+        name: sub.label(),
+        program: built.binary.clone(),
+        args: vec![
+            "--repeat".into(),
+            m.bench.repeat.to_string(),
+            sub.cases.bench_input.display().to_string(),
+            out.join(format!("bench.{tag}.out")).display().to_string(),
+        ],
+        kernels: m.timing.kernels.clone(),
+        repeat: m.bench.repeat,
+    };
+    let csv = out.join(format!("{tag}.csv"));
+    let lock = ncu_lock_dir(wb);
+    let _ = std::fs::create_dir_all(&lock);
+    let job = ncu::job(path, &target, &csv, ctx.config.timeouts.ncu).output(&csv);
+    let job = confined(ctx, wb, sub, stage, job, Some(&lock));
+    let measured = ncu::measure(ctx.launcher.as_ref(), &job, &target, &csv);
+    Output::Timed { target, measured }
+}
+
+/// Run one stage whose build (if it needs one) is `built`.
+pub fn run(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: Option<&Built>) -> Output {
+    match (stage.kind, built) {
+        (StageKind::BuildDebug, _) => build(ctx, wb, sub, stage, Flavor::Sanitize),
+        (StageKind::BuildRelease, _) => build(ctx, wb, sub, stage, Flavor::Timing),
+        (_, None) => Output::NotRun(Blocked::BuildFailed),
+        (StageKind::Sanitize(tool), Some(b)) => sanitize(ctx, wb, sub, stage, b, tool),
+        (StageKind::Correctness, Some(b)) => correctness(ctx, wb, sub, stage, b),
+        (StageKind::Timing, Some(b)) => time(ctx, wb, sub, stage, b),
+    }
+}

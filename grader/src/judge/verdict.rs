@@ -1,0 +1,327 @@
+//! Every verdict: what each stage's output means (a `Step` with its status), the findings, how steps
+//! make an outcome, how outcomes rank, and the exit code of each. Stages only run and collect; the
+//! plans (`check`, `verify`) assemble their reports from these functions.
+
+use serde::{Deserialize, Serialize};
+
+use crate::exercise::manifest::{FindingKind, Tool};
+use crate::exercise::regions::Region;
+use crate::exercise::cases::Cases;
+use crate::exercise::compare::{self, Comparison};
+use crate::exercise::data;
+use crate::exercise::manifest::Tolerance;
+use crate::judge::stages::{Blocked, Output};
+use crate::tools::nvcc::{self, Flavor};
+use crate::tools::runner::{Exit, Finished};
+use crate::tools::sanitizer::{self, Record, SourceLocation};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    Passed,
+    Failed,
+    TimedOut,
+    ToolError,
+    Skipped,
+}
+
+/// One step of a check or a verification.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Step {
+    pub name: String,
+    /// The stage's stable id ("build-debug", "sanitize:racecheck", "timing"), where one stage made it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<String>,
+    pub status: Status,
+    /// One line for the table.
+    pub summary: String,
+    /// More, where there is more to say (compiler errors, the program's output).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    pub wall_ms: u64,
+}
+
+impl Step {
+    pub fn new(name: impl Into<String>, status: Status, summary: impl Into<String>) -> Step {
+        Step { name: name.into(), stage: None, status, summary: summary.into(), detail: None, command: None, wall_ms: 0 }
+    }
+    pub fn detail(mut self, d: impl Into<String>) -> Step {
+        let d = d.into();
+        self.detail = (!d.trim().is_empty()).then_some(d);
+        self
+    }
+    pub fn command(mut self, c: impl Into<String>) -> Step {
+        self.command = Some(c.into());
+        self
+    }
+    pub fn stage(mut self, id: impl Into<String>) -> Step {
+        self.stage = Some(id.into());
+        self
+    }
+    pub fn wall(mut self, d: std::time::Duration) -> Step {
+        self.wall_ms = d.as_millis() as u64;
+        self
+    }
+}
+
+/// The verdict. Exit codes: pass 0, fail 1, (2 is a usage error), tool error 3, timeout 4,
+/// not gradable 5, skipped for want of a GPU 6.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "kebab-case")]
+pub enum Outcome {
+    Pass,
+    Fail { step: String },
+    ToolError { step: String, message: String },
+    Timeout { step: String },
+    NotGradable { reason: String },
+    Skipped { reason: String },
+}
+
+impl Outcome {
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Outcome::Pass => 0,
+            Outcome::Fail { .. } => 1,
+            Outcome::ToolError { .. } => 3,
+            Outcome::Timeout { .. } => 4,
+            Outcome::NotGradable { .. } => 5,
+            Outcome::Skipped { .. } => 6,
+        }
+    }
+
+    /// The first step that did not pass decides.
+    pub fn from_steps(steps: &[Step]) -> Outcome {
+        match steps.iter().find(|s| s.status != Status::Passed) {
+            None => Outcome::Pass,
+            Some(s) => match s.status {
+                Status::Failed => Outcome::Fail { step: s.name.clone() },
+                Status::TimedOut => Outcome::Timeout { step: s.name.clone() },
+                Status::ToolError => Outcome::ToolError { step: s.name.clone(), message: s.summary.clone() },
+                Status::Skipped => Outcome::Skipped { reason: s.summary.clone() },
+                Status::Passed => unreachable!(),
+            },
+        }
+    }
+
+    /// Worst first: a failure beats a timeout, which beats a tool error, and so on; a pass is best.
+    /// A CPU-only run that built everything is "skipped", one that found a broken manifest "fail".
+    pub fn rank(&self) -> u8 {
+        match self {
+            Outcome::Fail { .. } => 0,
+            Outcome::Timeout { .. } => 1,
+            Outcome::ToolError { .. } => 2,
+            Outcome::NotGradable { .. } => 3,
+            Outcome::Skipped { .. } => 4,
+            Outcome::Pass => 5,
+        }
+    }
+
+    /// The worst of several outcomes (a pass where there are none).
+    pub fn worst<'a>(outcomes: impl IntoIterator<Item = &'a Outcome>) -> Outcome {
+        outcomes.into_iter().min_by_key(|o| o.rank()).cloned().unwrap_or(Outcome::Pass)
+    }
+
+    pub fn label(&self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Fail { .. } => "fail",
+            Outcome::ToolError { .. } => "tool error",
+            Outcome::Timeout { .. } => "timeout",
+            Outcome::NotGradable { .. } => "not gradable",
+            Outcome::Skipped { .. } => "skipped",
+        }
+    }
+}
+
+/// Records of one shape (same kind, text and source line) folded together.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Finding {
+    pub tool: Tool,
+    pub kind: FindingKind,
+    pub text: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub level: Option<String>,
+    /// How many records had this shape.
+    pub records: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hazards: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thread: Option<[u32; 3]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub block: Option<[u32; 3]>,
+    /// Locations in the exercise's own source (all locations if none is there).
+    pub locations: Vec<SourceLocation>,
+    /// The marked region the finding points into, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+}
+
+/// Fold records into findings, keeping only locations in `source` where there are any.
+pub fn findings(records: &[Record], source: &std::path::Path, regions: &[Region]) -> Vec<Finding> {
+    let mut out: Vec<Finding> = Vec::new();
+    for r in records {
+        let mine: Vec<SourceLocation> = r.locations_in(source).cloned().collect();
+        let locations = if mine.is_empty() { r.locations.clone() } else { mine.clone() };
+        let region = mine.iter().find_map(|l| regions.iter().find(|g| g.contains(l.line as usize))).map(|g| g.name.clone());
+        let key_line = locations.first().map(|l| l.line);
+        if let Some(f) = out.iter_mut().find(|f| f.kind == r.kind && f.text == r.text && f.locations.first().map(|l| l.line) == key_line) {
+            f.records += 1;
+            continue;
+        }
+        out.push(Finding {
+            tool: r.tool,
+            kind: r.kind,
+            text: r.text.clone(),
+            level: r.level.clone(),
+            records: 1,
+            hazards: r.count,
+            thread: r.thread,
+            block: r.block,
+            locations,
+            region,
+        });
+    }
+    out
+}
+
+// ---- What each stage's output means.
+
+/// The step a stage that did not run leaves, if any: a failed build already said why.
+pub fn not_run(name: &str, stage: &str, blocked: &Blocked) -> Option<Step> {
+    match blocked {
+        Blocked::BuildFailed => None,
+        Blocked::NoGpu(reason) => Some(Step::new("gpu", Status::Skipped, reason.clone())),
+        Blocked::Missing(tool) => Some(Step::new(name, Status::ToolError, format!("{tool} not found (set CUDABUGS_{} or CUDA_HOME)", tool.to_uppercase().replace('-', "_"))).stage(stage)),
+    }
+}
+
+/// A build: passed (perhaps kept from an earlier one), failed to compile, timed out, or nvcc broke.
+pub fn build(name: &str, output: &Output, flavor: Flavor, arch: &str) -> Option<Step> {
+    let stage = crate::judge::plan::StageKind::build(flavor).id();
+    let Output::Built(result) = output else { return None };
+    Some(
+        match result {
+            Ok(b) => {
+                let kept = if b.reused { "; unchanged since the last build, binary kept" } else { "" };
+                Step::new(name, Status::Passed, format!("nvcc {} ({arch}){kept}", flavor.flags().join(" "))).command(b.command.clone()).wall(b.wall)
+            }
+            Err(nvcc::BuildError::Compile { output, exit, .. }) => {
+                Step::new(name, Status::Failed, format!("nvcc {}: the file does not compile ({exit})", flavor.flags().join(" "))).detail(output.clone())
+            }
+            Err(nvcc::BuildError::TimedOut(d)) => Step::new(name, Status::TimedOut, format!("nvcc took longer than {d:?}")),
+            Err(e) => Step::new(name, Status::ToolError, e.to_string()),
+        }
+        .stage(stage),
+    )
+}
+
+/// What a run left behind counts against the submission: a program must not leave processes
+/// running, whatever else it got right.
+fn left_running(f: &Finished) -> Option<String> {
+    f.left_running().map(|l| format!("the program {l}"))
+}
+
+/// A sanitizer run passes when the tool reports nothing and the program exits cleanly.
+pub fn tool(name: &str, stage: &str, output: &Output, timeout: std::time::Duration) -> Option<Step> {
+    let Output::Sanitized { tool, run, findings: found } = output else { return None };
+    let run = match run {
+        Ok(r) => r,
+        Err(e) => return Some(Step::new(name, Status::ToolError, e.to_string()).stage(stage)),
+    };
+    let f = &run.finished;
+    let step = match (f.exit, found.is_empty()) {
+        (Exit::TimedOut, _) => Step::new(name, Status::TimedOut, format!("{tool} did not finish within {timeout:?}: a barrier that never releases hangs the kernel")),
+        (_, false) => Step::new(name, Status::Failed, format!("{tool} reported {} of {} kind(s)", sanitizer::records_text(run.records.len()), found.len())),
+        _ if left_running(f).is_some() => Step::new(name, Status::Failed, left_running(f).unwrap_or_default()).detail(f.output()),
+        _ if run.tool_failed() => Step::new(name, Status::ToolError, format!("{tool} failed ({})", f.describe_exit())).detail(f.output()),
+        (Exit::Code(0), true) => Step::new(name, Status::Passed, format!("{tool}: no errors")),
+        (_, true) => Step::new(name, Status::Failed, format!("the program failed under {tool} ({}) with no {tool} record", f.describe_exit())).detail(f.stderr.text()),
+    };
+    Some(step.command(run.command.clone()).wall(f.wall).stage(stage))
+}
+
+/// A plain run on every case: it must exit cleanly, leave nothing running, and every output must
+/// match the Rust reference within the tolerance (an element still holding the poison was never
+/// written).
+pub fn correctness(name: &str, stage: &str, output: &Output, cases: &Cases, tol: Tolerance, timeout: std::time::Duration) -> Option<Step> {
+    let Output::Ran { command, run, outputs } = output else { return None };
+    let finished = match run {
+        Ok(f) => f,
+        Err(e) => return Some(Step::new(name, Status::ToolError, e.to_string()).stage(stage)),
+    };
+    let step = |status, summary: String| Step::new(name, status, summary).command(command.clone()).wall(finished.wall).stage(stage);
+    match finished.exit {
+        Exit::TimedOut => return Some(step(Status::TimedOut, format!("the program did not finish within {timeout:?}"))),
+        Exit::Code(0) => {}
+        _ => return Some(step(Status::Failed, format!("the program failed ({})", finished.describe_exit())).detail(finished.output())),
+    }
+    if let Some(left) = left_running(finished) {
+        return Some(step(Status::Failed, left));
+    }
+    let mut worst = 0f64;
+    for (c, path) in cases.cases.iter().zip(outputs) {
+        let got = match data::read_outputs(path) {
+            Ok(g) => g,
+            Err(e) => return Some(step(Status::Failed, format!("case `{}`: cannot read the outputs: {e}", c.name))),
+        };
+        match compare::compare(&c.expected, &got, tol) {
+            Comparison::Equal { max_abs_error } => worst = worst.max(max_abs_error),
+            Comparison::Shape(msg) => return Some(step(Status::Failed, format!("case `{}`: {msg}", c.name))),
+            Comparison::Mismatch(m) => {
+                let poisoned = got.iter().find(|b| b.name == m.buffer).is_some_and(|b| compare::is_poison(&b.data, m.index));
+                let why = if poisoned { " (never written: still the poison pattern)" } else { "" };
+                return Some(step(
+                    Status::Failed,
+                    format!(
+                        "case `{}`: {}[{}] = {} but the reference says {}{why}; {} of {} elements wrong, max error {:.3e}",
+                        c.name, m.buffer, m.index, m.got, m.expected, m.bad_count, m.len, m.max_abs_error
+                    ),
+                ));
+            }
+        }
+    }
+    Some(step(Status::Passed, format!("{} cases match the reference (max abs error {worst:.2e})", cases.cases.len())))
+}
+
+/// A time and the ratio target it is held to.
+pub fn within_target(ratio: f64, max: f64) -> Status {
+    if ratio <= max {
+        Status::Passed
+    } else {
+        Status::Failed
+    }
+}
+
+/// The time of a timing stage's output, or why there is none.
+pub fn measured_time(output: Option<&Output>) -> Result<f64, String> {
+    match output {
+        Some(Output::Timed { measured: Ok(m), .. }) => match (m.nanoseconds, left_running(&m.finished)) {
+            (_, Some(left)) => Err(left),
+            (Some(ns), None) => Ok(ns),
+            (None, None) => Err(m.why_untimed()),
+        },
+        Some(Output::Timed { measured: Err(e), .. }) => Err(e.to_string()),
+        Some(Output::NotRun(Blocked::Missing(t))) => Err(format!("{t} not found")),
+        Some(Output::NotRun(Blocked::NoGpu(r))) => Err(r.clone()),
+        Some(Output::NotRun(Blocked::BuildFailed)) => Err("its build failed".into()),
+        _ => Err("not timed".into()),
+    }
+}
+
+/// ncu's own failure (no permission to the counters, say), where every timing stage shows one: the
+/// caller reports it once, as a tool error.
+pub fn profiler_failure<'a>(outputs: impl IntoIterator<Item = &'a Output>) -> Option<String> {
+    let mut first = None;
+    for o in outputs {
+        match o {
+            Output::Timed { measured: Ok(m), .. } => match &m.tool_failure {
+                Some(log) => first = first.or(Some(format!("ncu {}: {log}\n{}", m.finished.describe_exit(), m.finished.output()))),
+                None => return None,
+            },
+            _ => return None,
+        }
+    }
+    first
+}

@@ -1,0 +1,447 @@
+//! `verify`: the workbook's self-check. Every exercise must fail for its intended reason (its named
+//! tool reports the expected kind of record inside the marked region) and every solution must pass
+//! all four tools, the correctness check and its speed target. Produces a verification record.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::exercise::cases::{self, Cases};
+use crate::exercise::catalog;
+use crate::exercise::manifest::{FindingKind, Tool};
+use crate::exercise::regions;
+use crate::exercise::workbook::{Exercise, Workbook};
+use crate::judge::context::{self, Context};
+use crate::judge::plan::{Stage, StageKind, Submission};
+use crate::judge::scheduler::{self, Results};
+use crate::judge::stages::Output;
+use crate::judge::verdict::{self, Finding, Outcome, Status, Step};
+use crate::tools::gpu::GpuInfo;
+use crate::tools::nvcc::{Flavor, Reuse};
+use crate::tools::sandbox::Level;
+use crate::tools::toolchain;
+
+pub const RECORD_SCHEMA: u32 = 1;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ToolVersions {
+    pub nvcc: Option<String>,
+    pub compute_sanitizer: Option<String>,
+    pub ncu: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct VerifyTiming {
+    pub kernels: Vec<String>,
+    /// The untouched exercise (None where it crashed or ncu saw no launch).
+    pub original_ns: Option<f64>,
+    /// The solution.
+    pub reference_ns: f64,
+    /// The solution again, in a second process: the noise floor of the ratio.
+    pub rerun_ns: f64,
+    pub rerun_ratio: f64,
+    pub speedup_over_original: Option<f64>,
+    pub max_ratio_to_reference: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExerciseRecord {
+    pub id: String,
+    pub title: String,
+    pub bug_class: String,
+    pub tool: Tool,
+    pub expected_kind: FindingKind,
+    pub region: String,
+    pub checks: Vec<Step>,
+    /// The finding that shows the exercise fails for its intended reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finding: Option<Finding>,
+    /// What the named tool printed on the untouched exercise (the text a learner sees).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_output: Option<String>,
+    /// Whether a plain run of the untouched exercise (-O3) gave right answers: the bug is silent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plain_run: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plain_run_correct: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timing: Option<VerifyTiming>,
+    #[serde(flatten)]
+    pub outcome: Outcome,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct VerificationRecord {
+    pub schema: u32,
+    pub created: String,
+    pub command: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<GpuInfo>,
+    pub arch: String,
+    /// The sandbox every program ran in (absent in records made before the sandbox).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolation: Option<Level>,
+    pub driver_version: Option<String>,
+    pub tools: ToolVersions,
+    pub wall_seconds: f64,
+    /// Where the wall time went.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phases: Option<Phases>,
+    pub exercises: Vec<ExerciseRecord>,
+    #[serde(flatten)]
+    pub outcome: Outcome,
+}
+
+/// Where the wall time of `verify` went, in seconds.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Phases {
+    /// From the start until every build had finished.
+    pub builds_done_at: f64,
+    /// From the start until every sanitizer and program run had finished (each starts as soon as
+    /// its binary is built, so they overlap the builds); none without a GPU.
+    pub runs_done_at: Option<f64>,
+    /// The ncu phase after them.
+    pub timing: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct VerifyOptions {
+    /// Copy the raw tool outputs (XML, CSV) here: the material for test fixtures.
+    pub keep: Option<PathBuf>,
+}
+
+/// One exercise on its way through the plan: its record, and where its two submissions are.
+struct Work<'a> {
+    ex: &'a Exercise,
+    record: ExerciseRecord,
+    texts: Option<(String, String)>,
+}
+
+/// Its two submissions' indices: the untouched exercise and the solution.
+fn pair(k: usize) -> (usize, usize) {
+    (2 * k, 2 * k + 1)
+}
+
+/// The manifest and the regions, read from disk: the texts come back where both are sound.
+fn disk_checks(wb: &Workbook, ex: &Exercise) -> (Vec<Step>, Option<(String, String)>) {
+    let mut checks = Vec::new();
+    let t = Instant::now();
+    let loaded = match catalog::load(&wb.root, ex.id()) {
+        Ok(d) => d,
+        Err(e) => return (vec![Step::new("manifest", Status::Failed, e.to_string())], None),
+    };
+    checks.push(Step::new("manifest", Status::Passed, format!("{} is valid", loaded.manifest.path.display())).wall(t.elapsed()));
+    let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", wb.display_path(p)));
+    let (exercise, solution) = match (read(&loaded.exercise_path), read(&loaded.solution_path)) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => {
+            checks.push(Step::new("regions", Status::Failed, e));
+            return (checks, None);
+        }
+    };
+    let expected = ex.manifest.manifest.expect.region.get_ref();
+    let regions_step = match (regions::parse(&exercise), regions::parse(&solution)) {
+        (Err(e), _) => Step::new("regions", Status::Failed, format!("{}:{}: {}", wb.display_path(&loaded.exercise_path), e.line, e.message)),
+        (_, Err(e)) => Step::new("regions", Status::Failed, format!("{}:{}: {}", wb.display_path(&loaded.solution_path), e.line, e.message)),
+        (Ok(er), Ok(_)) => {
+            let diff = regions::differ_only_inside(&exercise, &solution).unwrap_or(None);
+            let step = if !er.iter().any(|r| &r.name == expected) {
+                Step::new("regions", Status::Failed, format!("the exercise has no region `{expected}`"))
+            } else if let Some(d) = diff {
+                Step::new(
+                    "regions",
+                    Status::Failed,
+                    format!("{}:{}: exercise and solution differ outside the marked regions: `{}` vs `{}`", wb.display_path(&loaded.exercise_path), d.line_in_a, d.a, d.b),
+                )
+            } else if exercise != ex.original || solution != ex.solution {
+                Step::new("regions", Status::Failed, "the files on disk differ from the copies embedded in this binary: rebuild it (touch the exercise's exercise.toml) or `cargo xtask reset` the exercise")
+            } else {
+                Step::new("regions", Status::Passed, format!("{} region(s); exercise and solution differ only inside them", er.len()))
+            };
+            let sound = step.status == Status::Passed;
+            checks.push(step);
+            return (checks, sound.then_some((exercise, solution)));
+        }
+    };
+    checks.push(regions_step);
+    (checks, None)
+}
+
+/// Verify `exercises`. `say` gets progress lines.
+pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &VerifyOptions, mut say: impl FnMut(&str) + Send) -> VerificationRecord {
+    let started = Instant::now();
+    let cores = ctx.config.cpu_jobs;
+    let gpu_stages = (ctx.no_gpu_reason().is_none() || ctx.launcher.replays()) && ctx.tools.sanitizer.is_some();
+
+    // Phase 1 (CPU): manifests, regions and inputs of every exercise, in parallel.
+    say(&format!("checking {} manifest(s) and writing the inputs", exercises.len()));
+    let (mut work, case_sets): (Vec<Work>, Vec<Option<Cases>>) = scheduler::parallel(exercises, cores, |ex| {
+        let m = &ex.manifest.manifest;
+        let (checks, texts) = disk_checks(wb, ex);
+        let cases = match (&texts, gpu_stages) {
+            (None, _) => None,
+            (Some(_), true) => cases::prepare(ex, &wb.work_dir().join("cases").join(ex.id())).ok(),
+            (Some(_), false) => Some(Cases::default()),
+        };
+        let w = Work {
+            ex,
+            record: ExerciseRecord {
+                id: ex.id().to_string(),
+                title: m.title.clone(),
+                bug_class: m.bug_class.clone(),
+                tool: m.expect.tool,
+                expected_kind: m.expect.kind,
+                region: m.expect.region.get_ref().clone(),
+                checks,
+                finding: None,
+                tool_output: None,
+                plain_run: None,
+                plain_run_correct: None,
+                timing: None,
+                outcome: Outcome::Pass,
+            },
+            texts,
+        };
+        (w, cases)
+    })
+    .into_iter()
+    .unzip();
+    let with_cases: Vec<usize> = (0..work.len()).filter(|&k| case_sets[k].is_some()).collect();
+    let subs: Vec<Submission> = work
+        .iter()
+        .zip(&case_sets)
+        .flat_map(|(w, cases)| {
+            let (exercise, solution) = w.texts.clone().unwrap_or_default();
+            let cases = cases.as_ref().unwrap_or(&EMPTY);
+            [
+                Submission::new(wb, "verify", w.ex, "original", wb.learner_path(w.ex), exercise, Reuse::Never, cases),
+                Submission::new(wb, "verify", w.ex, "reference", wb.solution_path(w.ex), solution, Reuse::Never, cases),
+            ]
+        })
+        .collect();
+
+    // Phase 2: the builds on the CPU cores and, as each binary is ready, its GPU runs: the exercise
+    // under its tool and plainly, the solution under all four tools and on the cases. The exercises
+    // under their tools go first: the longest runs (every bad access costs the tool time).
+    let mut stages = Vec::new();
+    for &k in &with_cases {
+        let (ex, sol) = pair(k);
+        stages.extend([StageKind::BuildDebug, StageKind::BuildRelease].into_iter().flat_map(|b| [Stage::new(ex, b), Stage::new(sol, b)]));
+    }
+    if gpu_stages {
+        stages.extend(with_cases.iter().map(|&k| Stage::new(pair(k).0, StageKind::Sanitize(work[k].record.tool))));
+        for &k in &with_cases {
+            let (ex, sol) = pair(k);
+            stages.extend(Tool::ALL.map(|t| Stage::new(sol, StageKind::Sanitize(t))));
+            stages.extend([Stage::new(ex, StageKind::Correctness), Stage::new(sol, StageKind::Correctness)]);
+        }
+        say(&format!(
+            "building {} exercise(s) x 4 on {cores} cores; each binary goes under compute-sanitizer as soon as it is built ({} runs at a time; {})",
+            with_cases.len(),
+            ctx.config.gpu_jobs,
+            ctx.isolation().describe()
+        ));
+    } else {
+        say(&format!("building {} exercise(s) x 4 on {cores} cores", with_cases.len()));
+    }
+    let mut results = Results::default();
+    let timeline = scheduler::execute(ctx, wb, &subs, &stages, &mut results, started);
+    let mut phases = Phases { builds_done_at: timeline.builds_done_at, runs_done_at: timeline.runs_done_at, timing: None };
+
+    for &k in &with_cases {
+        let (ex, sol) = pair(k);
+        let w = &mut work[k];
+        for (i, who) in [(ex, "exercise"), (sol, "solution")] {
+            for flavor in Flavor::BOTH {
+                let output = results.get(i, StageKind::build(flavor)).expect("every build ran");
+                w.record.checks.extend(verdict::build(&format!("{who} build {}", flavor.flags()[0]), output, flavor, &ctx.arch));
+            }
+        }
+    }
+    for &k in &with_cases {
+        let (ex, sol) = pair(k);
+        let (w, m) = (&mut work[k], &subs[ex].exercise.manifest.manifest);
+        let cases = subs[ex].cases;
+        let all_built = w.record.checks.iter().all(|s| s.status == Status::Passed);
+        if !all_built {
+            continue;
+        }
+        if !gpu_stages {
+            let reason = ctx.no_gpu_reason().map(|r| (Status::Skipped, "gpu", r)).unwrap_or((Status::ToolError, "tools", "compute-sanitizer not found".into()));
+            w.record.checks.push(Step::new(reason.1, reason.0, reason.2));
+            continue;
+        }
+        let tool_stage = Stage::new(ex, StageKind::Sanitize(w.record.tool));
+        if let Some(o @ Output::Sanitized { run, findings, .. }) = results.get_run(&tool_stage) {
+            if let Ok(r) = run {
+                keep(opts, &r.xml_path, &format!("{}-exercise-{}.xml", w.ex.id(), w.record.tool));
+                w.record.tool_output = Some(r.finished.stdout.text());
+            }
+            let tool_step = verdict::tool("exercise", &tool_stage.id(), o, ctx.config.timeouts.tool).expect("a sanitizer output");
+            let (step, finding) = intended_reason(&w.record, tool_step, findings);
+            w.record.checks.push(step);
+            w.record.finding = finding;
+        }
+        for t in Tool::ALL {
+            let s = Stage::new(sol, StageKind::Sanitize(t));
+            if let Some(o) = results.get_run(&s) {
+                w.record.checks.extend(verdict::tool(&format!("solution {t}"), &s.id(), o, ctx.config.timeouts.tool));
+            }
+        }
+        if let Some(o) = results.get(ex, StageKind::Correctness) {
+            if let Some(plain) = verdict::correctness("exercise plain run", "correctness", o, cases, m.tolerance, ctx.config.timeouts.run) {
+                w.record.plain_run_correct = Some(plain.status == Status::Passed);
+                w.record.plain_run = Some(plain.summary);
+            }
+        }
+        if let Some(o) = results.get(sol, StageKind::Correctness) {
+            w.record.checks.extend(verdict::correctness("solution correctness", "correctness", o, cases, m.tolerance, ctx.config.timeouts.run));
+        }
+    }
+
+    // Phase 3 (GPU): ncu times every original and solution (the solution twice, in two processes:
+    // the noise floor of the ratio), kernels one at a time, with nothing else on the GPU.
+    let timed: Vec<usize> = with_cases.iter().copied().filter(|&k| gpu_stages && work[k].record.checks.iter().all(|s| s.status == Status::Passed)).collect();
+    if !timed.is_empty() {
+        say(&format!("timing {} exercise(s) with ncu (original, solution, solution again; {} ncu processes at a time)", timed.len(), ctx.config.ncu_jobs));
+        let stages: Vec<Stage> = timed
+            .iter()
+            .flat_map(|&k| {
+                let (ex, sol) = pair(k);
+                [Stage::new(ex, StageKind::Timing), Stage::new(sol, StageKind::Timing), Stage::again(sol, StageKind::Timing, 1)]
+            })
+            .collect();
+        let timeline = scheduler::execute(ctx, wb, &subs, &stages, &mut results, started);
+        phases.timing = timeline.profiler;
+        let outputs: Vec<&Output> = stages.iter().filter_map(|s| results.get_run(s)).collect();
+        let tool_failure = verdict::profiler_failure(outputs.iter().copied());
+        for &k in &timed {
+            let step = match &tool_failure {
+                Some(f) => Step::new("solution timing", Status::ToolError, f.clone()).stage("timing"),
+                None => timing_step(&mut work[k], &results, pair(k), opts),
+            };
+            work[k].record.checks.push(step.wall(std::time::Duration::from_secs_f64(phases.timing.unwrap_or(0.0))));
+        }
+    }
+
+    let exercises: Vec<ExerciseRecord> = work
+        .into_iter()
+        .map(|mut w| {
+            w.record.outcome = Outcome::from_steps(&w.record.checks);
+            w.record
+        })
+        .collect();
+    let outcome = Outcome::worst(exercises.iter().map(|e| &e.outcome));
+    VerificationRecord {
+        schema: RECORD_SCHEMA,
+        created: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        command: std::env::args().skip(1).collect::<Vec<_>>().join(" "),
+        gpu: ctx.gpu_info().cloned(),
+        arch: ctx.arch.clone(),
+        isolation: Some(ctx.isolation()),
+        driver_version: context::driver_version(),
+        tools: ToolVersions {
+            nvcc: toolchain::version(&ctx.nvcc.path),
+            compute_sanitizer: ctx.tools.sanitizer.as_deref().and_then(toolchain::version),
+            ncu: ctx.tools.ncu.as_deref().and_then(toolchain::version),
+        },
+        wall_seconds: started.elapsed().as_secs_f64(),
+        phases: Some(phases),
+        exercises,
+        outcome,
+    }
+}
+
+static EMPTY: std::sync::LazyLock<Cases> = std::sync::LazyLock::new(Cases::default);
+
+/// The solution's time, a second run of it, and the original's, against the manifest's target.
+fn timing_step(w: &mut Work, results: &Results, (ex, sol): (usize, usize), opts: &VerifyOptions) -> Step {
+    let m = &w.ex.manifest.manifest;
+    let n = w.ex.number();
+    let reference = Stage::new(sol, StageKind::Timing);
+    let rerun = Stage::again(sol, StageKind::Timing, 1);
+    let original = Stage::new(ex, StageKind::Timing);
+    for (s, name) in [(&original, "original"), (&reference, "reference"), (&rerun, "rerun")] {
+        if let Some(Output::Timed { measured: Ok(m), .. }) = results.get_run(s) {
+            if let Some(csv) = m.command.split(" --log-file ").nth(1).and_then(|r| r.split(' ').next()) {
+                keep(opts, Path::new(csv), &format!("ncu-{n}-{name}.csv"));
+            }
+        }
+    }
+    let time = |s: &Stage| verdict::measured_time(results.get_run(s));
+    let (reference_ns, rerun_ns) = match (time(&reference), time(&rerun)) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(why), _) | (_, Err(why)) => {
+            let detail = match results.get_run(&reference) {
+                Some(Output::Timed { measured: Ok(m), .. }) => m.finished.output(),
+                _ => String::new(),
+            };
+            return Step::new("solution timing", Status::ToolError, format!("ncu timed no launch of the solution's timed kernels ({why})")).detail(detail).stage("timing");
+        }
+    };
+    let original_ns = time(&original).ok();
+    let max = *m.timing.max_ratio_to_reference.get_ref();
+    let ratio = rerun_ns / reference_ns;
+    w.record.timing = Some(VerifyTiming {
+        kernels: m.timing.kernels.clone(),
+        original_ns,
+        reference_ns,
+        rerun_ns,
+        rerun_ratio: ratio,
+        speedup_over_original: original_ns.map(|o| o / reference_ns),
+        max_ratio_to_reference: max,
+    });
+    let retried = [&original, &reference, &rerun]
+        .iter()
+        .filter(|s| matches!(results.get_run(s), Some(Output::Timed { measured: Ok(m), .. }) if m.attempts > 1))
+        .count();
+    let retried = if retried > 0 { format!("; {retried} ncu run(s) repeated: the profiler was busy") } else { String::new() };
+    let original_text = match time(&original) {
+        Ok(o) => format!("{:.1} us", o / 1e3),
+        Err(why) => format!("not timed ({why})"),
+    };
+    let command = match results.get_run(&reference) {
+        Some(Output::Timed { measured: Ok(m), .. }) => m.command.clone(),
+        _ => String::new(),
+    };
+    Step::new(
+        "solution timing",
+        verdict::within_target(ratio, max),
+        format!("{:.1} us; a second run {ratio:.3}x (target {max:.2}x); original {original_text}{retried}", reference_ns / 1e3),
+    )
+    .command(command)
+    .stage("timing")
+}
+
+/// The exercise step passes when its tool reported the expected kind inside the expected region;
+/// that finding comes back with it.
+fn intended_reason(record: &ExerciseRecord, tool_step: Step, found: &[Finding]) -> (Step, Option<Finding>) {
+    let name = format!("exercise fails under {}", record.tool);
+    let hit = found.iter().find(|f| f.kind == record.expected_kind && f.region.as_deref() == Some(record.region.as_str()));
+    let mut step = match (hit, tool_step.status) {
+        (Some(f), _) => {
+            let at = f.locations.first().map(|l| l.short()).unwrap_or_default();
+            Step::new(name, Status::Passed, format!("{} {} at {at}, in region `{}` ({})", record.tool, f.kind, record.region, crate::tools::sanitizer::records_text(f.records)))
+        }
+        (None, Status::TimedOut | Status::ToolError) => Step { name, ..tool_step.clone() },
+        (None, _) => {
+            let seen: Vec<String> = found.iter().map(|f| format!("{} {:?}", f.kind, f.region)).collect();
+            Step::new(
+                name,
+                Status::Failed,
+                format!("expected {} {} in region `{}`, the tool reported: [{}]", record.tool, record.expected_kind, record.region, seen.join(", ")),
+            )
+        }
+    };
+    step.command = tool_step.command;
+    step.wall_ms = tool_step.wall_ms;
+    (step, hit.cloned())
+}
+
+fn keep(opts: &VerifyOptions, from: &Path, name: &str) {
+    if let Some(dir) = &opts.keep {
+        let _ = std::fs::create_dir_all(dir);
+        let _ = std::fs::copy(from, dir.join(name));
+    }
+}

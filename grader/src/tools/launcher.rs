@@ -1,0 +1,264 @@
+//! The seam between the stages and the processes they start. Every job a stage runs goes through a
+//! `Launcher`:
+//!
+//! - `Local` runs it as it is (process group, timeout, leak detection): `--isolation none`.
+//! - `Sandboxed` runs confined jobs in the sandbox at the strongest level this machine permits
+//!   (`auto`) or refuses to run them without namespaces (`strict`).
+//! - `Recorder` wraps another launcher and keeps what each keyed job printed, its exit and the files
+//!   it wrote: a recording made on a GPU.
+//! - `Replay` serves such a recording back, so that `check` and `verify` run end to end on a machine
+//!   without a GPU, through the same plans, with real tool output.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::tools::runner::{self, Captured, Exit, Finished, Job, SpawnError};
+use crate::tools::sandbox::{Confinement, Isolation, Level, Limits};
+
+pub trait Launcher: Send + Sync {
+    fn launch(&self, job: &Job) -> Result<Finished, SpawnError>;
+    /// The level confined jobs run at.
+    fn isolation(&self) -> Level;
+    /// Whether this launcher runs real processes on a GPU it can see (a replay has recorded ones).
+    fn replays(&self) -> bool {
+        false
+    }
+}
+
+/// Runs every job as it is: a process group of its own, the timeout, leak detection on the pipes.
+pub struct Local;
+
+impl Launcher for Local {
+    fn launch(&self, job: &Job) -> Result<Finished, SpawnError> {
+        let mut job = job.clone();
+        job.level = job.confine.as_ref().map(|_| Level::ProcessGroup);
+        runner::run(&job)
+    }
+    fn isolation(&self) -> Level {
+        Level::ProcessGroup
+    }
+}
+
+/// Runs confined jobs in the sandbox at `level`; other jobs as `Local` does.
+pub struct Sandboxed {
+    level: Level,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("--isolation strict needs PID, mount and network namespaces, and this machine refused them ({0}); use --isolation auto to run with what it permits")]
+pub struct StrictUnavailable(String);
+
+impl Sandboxed {
+    /// The strongest level this machine permits, found once per process by running `true` in it.
+    pub fn probe() -> (Level, Option<String>) {
+        static PROBED: OnceLock<(Level, Option<String>)> = OnceLock::new();
+        PROBED
+            .get_or_init(|| {
+                let Ok(dir) = tempfile::tempdir() else { return (Level::ProcessGroup, Some("no temporary folder".into())) };
+                let mut why = None;
+                for level in [Level::Namespaces, Level::Subreaper] {
+                    let mut job = Job::new("/bin/true", Duration::from_secs(30)).cwd(dir.path());
+                    job.confine = Some(Confinement { writable: vec![dir.path().to_path_buf()], hidden: Vec::new(), limits: Limits::default() });
+                    job.level = Some(level);
+                    match runner::run(&job) {
+                        Ok(f) if f.success() => return (level, why),
+                        Ok(f) => why = why.or(Some(format!("`true` ended with {}", f.describe_exit()))),
+                        Err(e) => why = why.or(Some(e.source.to_string())),
+                    }
+                }
+                (Level::ProcessGroup, why)
+            })
+            .clone()
+    }
+
+    pub fn new(isolation: Isolation) -> Result<Sandboxed, StrictUnavailable> {
+        if isolation == Isolation::None {
+            return Ok(Sandboxed { level: Level::ProcessGroup });
+        }
+        let (level, why) = Sandboxed::probe();
+        if isolation == Isolation::Strict && level < Level::Namespaces {
+            return Err(StrictUnavailable(why.unwrap_or_else(|| "no reason given".into())));
+        }
+        Ok(Sandboxed { level })
+    }
+}
+
+impl Launcher for Sandboxed {
+    fn launch(&self, job: &Job) -> Result<Finished, SpawnError> {
+        let mut job = job.clone();
+        job.level = job.confine.as_ref().map(|_| self.level);
+        runner::run(&job)
+    }
+    fn isolation(&self) -> Level {
+        self.level
+    }
+}
+
+/// What a recording keeps of one job.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Recorded {
+    pub command: String,
+    /// "code 0", "signal 11" or "timed out".
+    pub exit: String,
+    pub stdout: String,
+    pub stderr: String,
+    pub wall_ms: u64,
+    #[serde(default)]
+    pub leftovers: usize,
+    /// The job's output files by position, as names of files in the recording's folder (None where
+    /// the job did not write it).
+    pub outputs: Vec<Option<String>>,
+}
+
+fn exit_text(e: Exit) -> String {
+    match e {
+        Exit::Code(c) => format!("code {c}"),
+        Exit::Signal(s) => format!("signal {s}"),
+        Exit::TimedOut => "timed out".into(),
+    }
+}
+
+fn parse_exit(s: &str) -> Exit {
+    let number = |p: &str| s.strip_prefix(p).and_then(|n| n.trim().parse().ok());
+    match (number("code "), number("signal ")) {
+        (Some(c), _) => Exit::Code(c),
+        (_, Some(sig)) => Exit::Signal(sig),
+        _ => Exit::TimedOut,
+    }
+}
+
+/// A key as a file name: "03-race/learner/racecheck" -> "03-race.learner.racecheck".
+fn file_stem(key: &str) -> String {
+    key.chars().map(|c| if c.is_ascii_alphanumeric() || "-_".contains(c) { c } else { '.' }).collect()
+}
+
+/// Keeps every keyed job's result in `dir` (one JSON and its output files per key) while `inner`
+/// runs it.
+pub struct Recorder<L> {
+    pub inner: L,
+    pub dir: PathBuf,
+}
+
+impl<L: Launcher> Launcher for Recorder<L> {
+    fn launch(&self, job: &Job) -> Result<Finished, SpawnError> {
+        let finished = self.inner.launch(job)?;
+        if let Some(key) = &job.key {
+            let stem = file_stem(key);
+            let _ = std::fs::create_dir_all(&self.dir);
+            let outputs = job
+                .outputs
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    let name = format!("{stem}.out{i}");
+                    std::fs::copy(p, self.dir.join(&name)).ok().map(|_| name)
+                })
+                .collect();
+            let rec = Recorded {
+                command: job.display(),
+                exit: exit_text(finished.exit),
+                stdout: finished.stdout.text(),
+                stderr: finished.stderr.text(),
+                wall_ms: finished.wall.as_millis() as u64,
+                leftovers: finished.leftovers,
+                outputs,
+            };
+            let _ = std::fs::write(self.dir.join(format!("{stem}.json")), serde_json::to_string_pretty(&rec).unwrap_or_default());
+        }
+        Ok(finished)
+    }
+    fn isolation(&self) -> Level {
+        self.inner.isolation()
+    }
+}
+
+/// Serves a recording: a keyed job gets the recorded output, exit and files, written where this
+/// job asks for them. A job without a key (a build) runs for real through `builds`; a keyed job
+/// with no recording is an error that names the key.
+pub struct Replay<L> {
+    pub dir: PathBuf,
+    pub builds: L,
+    recorded: BTreeMap<String, Recorded>,
+}
+
+impl<L: Launcher> Replay<L> {
+    pub fn open(dir: &Path, builds: L) -> std::io::Result<Replay<L>> {
+        let mut recorded = BTreeMap::new();
+        for entry in std::fs::read_dir(dir)? {
+            let path = entry?.path();
+            if path.extension().is_some_and(|e| e == "json") {
+                let text = std::fs::read_to_string(&path)?;
+                let rec: Recorded = serde_json::from_str(&text).map_err(|e| std::io::Error::other(format!("{}: {e}", path.display())))?;
+                recorded.insert(path.file_stem().unwrap_or_default().to_string_lossy().into_owned(), rec);
+            }
+        }
+        Ok(Replay { dir: dir.to_path_buf(), builds, recorded })
+    }
+}
+
+impl<L: Launcher> Launcher for Replay<L> {
+    fn launch(&self, job: &Job) -> Result<Finished, SpawnError> {
+        let Some(key) = &job.key else { return self.builds.launch(job) };
+        let missing = |what: String| SpawnError { program: job.program.display().to_string(), source: std::io::Error::new(std::io::ErrorKind::NotFound, what) };
+        let rec = self.recorded.get(&file_stem(key)).ok_or_else(|| missing(format!("the recording in {} has no job `{key}`", self.dir.display())))?;
+        for (to, from) in job.outputs.iter().zip(&rec.outputs) {
+            let _ = std::fs::remove_file(to);
+            if let Some(name) = from {
+                std::fs::copy(self.dir.join(name), to).map_err(|e| missing(format!("{name}: {e}")))?;
+            }
+        }
+        let captured = |s: &str| Captured { bytes: s.as_bytes().to_vec(), dropped: 0 };
+        Ok(Finished {
+            exit: parse_exit(&rec.exit),
+            stdout: captured(&rec.stdout),
+            stderr: captured(&rec.stderr),
+            wall: Duration::from_millis(rec.wall_ms),
+            leftovers: rec.leftovers,
+            escaped: false,
+            oom_killed: false,
+            isolation: job.confine.as_ref().map(|_| self.isolation()),
+        })
+    }
+    fn isolation(&self) -> Level {
+        self.builds.isolation()
+    }
+    fn replays(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_recording_replays_output_exit_and_files_where_the_new_job_wants_them() {
+        let rec_dir = tempfile::tempdir().unwrap();
+        let work = tempfile::tempdir().unwrap();
+        let out = work.path().join("a.out");
+        let job = Job::new("/bin/sh", Duration::from_secs(10))
+            .arg("-c")
+            .arg(format!("echo hi; echo data > {}; exit 3", out.display()))
+            .key("03-race/learner/correctness")
+            .output(&out);
+        let recorder = Recorder { inner: Local, dir: rec_dir.path().to_path_buf() };
+        let real = recorder.launch(&job).unwrap();
+        assert_eq!(real.exit, Exit::Code(3));
+
+        let elsewhere = work.path().join("b.out");
+        let mut again = job.clone();
+        again.program = "/nonexistent/never-run".into();
+        again.outputs = vec![elsewhere.clone()];
+        let replay = Replay::open(rec_dir.path(), Local).unwrap();
+        let f = replay.launch(&again).unwrap();
+        assert_eq!((f.exit, f.stdout.text().as_str()), (Exit::Code(3), "hi\n"));
+        assert_eq!(std::fs::read_to_string(elsewhere).unwrap(), "data\n");
+
+        let unknown = Job::new("/bin/true", Duration::from_secs(1)).key("01-index/x");
+        assert!(replay.launch(&unknown).unwrap_err().to_string().contains("no job `01-index/x`"));
+    }
+}

@@ -1,0 +1,13 @@
+//! How anything runs: one supervisor for every child process (`runner`), the `launcher` seam that
+//! puts learner code in its `sandbox` (with a `cgroup` where the machine allows one), and the tools
+//! the stages drive: nvcc, compute-sanitizer, ncu, and the GPU probe.
+
+pub mod cgroup;
+pub mod gpu;
+pub mod launcher;
+pub mod ncu;
+pub mod nvcc;
+pub mod runner;
+pub mod sandbox;
+pub mod sanitizer;
+pub mod toolchain;

@@ -1,0 +1,301 @@
+//! Hostile submissions, run through the real launcher and sandbox with CPU-only programs: each must
+//! end in a verdict within its timeout plus the grace, with a clear message, the grader (this test
+//! process) alive, no process of the run left, and nothing outside its work folder changed. Cases
+//! that need a mechanism this machine does not permit say SKIPPED and why.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use grader::tools::launcher::{Launcher, Sandboxed};
+use grader::tools::runner::{Exit, Finished, Job, KILL_GRACE};
+use grader::tools::sandbox::{Confinement, Isolation, Level, Limits};
+
+/// A workbook-like tree: a secret solution, the submission's work folder below the (hidden) folder
+/// of every work folder, and a file outside it all.
+struct Fixture {
+    root: tempfile::TempDir,
+    token: String,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let root = tempfile::tempdir().unwrap();
+        let p = root.path();
+        std::fs::create_dir_all(p.join("solutions/03-race")).unwrap();
+        std::fs::write(p.join("solutions/03-race/reduce.cu"), "SECRET-REFERENCE-FIX").unwrap();
+        std::fs::create_dir_all(p.join(".cudabugs/work/check/03-race/learner")).unwrap();
+        std::fs::create_dir_all(p.join(".cudabugs/work/check/03-race/reference")).unwrap();
+        std::fs::write(p.join(".cudabugs/work/check/03-race/reference/reduce.cu"), "SECRET-MATERIALISED-FIX").unwrap();
+        std::fs::write(p.join("outside.txt"), "untouched").unwrap();
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let token = format!("cbhostile{}x{}", std::process::id(), N.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        Fixture { root, token }
+    }
+
+    fn work(&self) -> PathBuf {
+        self.root.path().join(".cudabugs/work/check/03-race/learner")
+    }
+
+    fn confinement(&self, limits: Limits) -> Confinement {
+        let p = self.root.path();
+        Confinement { writable: vec![self.work()], hidden: vec![p.join("solutions"), p.join(".cudabugs/work")], limits }
+    }
+
+    /// Every file outside the work folder, with its size and time stamp.
+    fn outside(&self) -> BTreeMap<PathBuf, (u64, SystemTime)> {
+        let mut all = BTreeMap::new();
+        let mut stack = vec![self.root.path().to_path_buf()];
+        while let Some(dir) = stack.pop() {
+            for e in std::fs::read_dir(&dir).unwrap().flatten() {
+                let path = e.path();
+                if path.starts_with(self.work()) {
+                    continue;
+                }
+                let meta = e.metadata().unwrap();
+                if meta.is_dir() {
+                    stack.push(path.clone());
+                }
+                all.insert(path, (meta.len(), meta.modified().unwrap()));
+            }
+        }
+        all
+    }
+
+    /// Processes on this machine whose command line holds the token.
+    fn survivors(&self) -> Vec<String> {
+        // A killed process can take a moment to be reaped by whoever is its parent now.
+        let deadline = Instant::now() + Duration::from_secs(2);
+        loop {
+            let found: Vec<String> = std::fs::read_dir("/proc")
+                .unwrap()
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+                .filter_map(|e| {
+                    let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+                    let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+                    let zombie = stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z');
+                    let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+                    (cmd.contains(&self.token) && !zombie).then(|| format!("{}: {cmd}", e.file_name().to_string_lossy()))
+                })
+                .collect();
+            if found.is_empty() || Instant::now() > deadline {
+                return found;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Run `script` (with $TOKEN, $ROOT and $WORK set) in the sandbox; check the invariants every
+    /// case shares and return what the runner saw.
+    fn run(&self, script: &str, timeout: Duration, limits: Limits) -> Finished {
+        let before = self.outside();
+        let launcher = Sandboxed::new(Isolation::Auto).unwrap();
+        let mut job = Job::new("/bin/sh", timeout)
+            .arg("-c")
+            .arg(format!("# {}\n{script}", self.token))
+            .cwd(self.work())
+            .env("TOKEN", &self.token)
+            .env("ROOT", self.root.path())
+            .env("WORK", self.work())
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .confine(self.confinement(limits));
+        job.clear_env = true;
+        let started = Instant::now();
+        let f = launcher.launch(&job).expect("the sandbox starts");
+        let limit = timeout + KILL_GRACE + limits.grace + Duration::from_secs(3);
+        assert!(started.elapsed() < limit, "took {:?}, more than the timeout plus the graces ({limit:?})", started.elapsed());
+        assert_eq!(f.isolation, Some(launcher.isolation()));
+        assert!(self.survivors().is_empty(), "processes of the run survived: {:?}", self.survivors());
+        assert_eq!(self.outside(), before, "something outside the work folder changed");
+        f
+    }
+}
+
+fn level() -> Level {
+    Sandboxed::probe().0
+}
+
+fn needs(level_needed: Level, test: &str) -> bool {
+    let (got, why) = Sandboxed::probe();
+    if got < level_needed {
+        eprintln!("SKIPPED {test}: needs {level_needed:?}, this machine permits {got:?} ({})", why.unwrap_or_default());
+        return false;
+    }
+    true
+}
+
+fn limits() -> Limits {
+    Limits { memory_bytes: Some(512 << 20), pids: Some(256), file_bytes: Some(64 << 20), grace: Duration::from_millis(300) }
+}
+
+#[test]
+fn an_infinite_loop_times_out() {
+    let fx = Fixture::new();
+    let f = fx.run("while :; do :; done", Duration::from_secs(2), limits());
+    assert_eq!(f.exit, Exit::TimedOut);
+    assert_eq!(f.describe_exit(), "timed out and was killed");
+}
+
+#[test]
+fn a_gigabyte_on_stdout_is_capped_and_counted() {
+    let fx = Fixture::new();
+    let f = fx.run("head -c 1073741824 /dev/zero", Duration::from_secs(60), limits());
+    assert_eq!(f.exit, Exit::Code(0));
+    assert_eq!(f.stdout.bytes.len() + f.stdout.dropped, 1 << 30);
+    assert_eq!(f.stdout.bytes.len(), grader::tools::runner::DEFAULT_OUTPUT_CAP);
+}
+
+#[test]
+fn a_fork_bomb_is_contained_and_ends_with_the_run() {
+    let fx = Fixture::new();
+    let f = fx.run("bomb() { bomb | bomb & }; bomb; sleep 2", Duration::from_secs(4), limits());
+    // Either it was still bombing at the timeout, or the main shell ended first and the rest was
+    // killed as left running; never a hang, never a survivor (checked in `run`).
+    assert!(f.exit == Exit::TimedOut || f.leftovers > 0, "{:?} with {} left", f.exit, f.leftovers);
+}
+
+#[test]
+fn a_daemon_that_holds_stdout_is_killed_and_reported() {
+    let fx = Fixture::new();
+    let started = Instant::now();
+    let f = fx.run("setsid sleep 300 &\necho started", Duration::from_secs(60), limits());
+    assert_eq!(f.exit, Exit::Code(0));
+    assert_eq!(f.stdout.text(), "started\n");
+    assert!(f.leftovers >= 1, "the daemon was not counted");
+    assert!(f.describe_exit().contains("left a process running after it exited (killed)"), "{}", f.describe_exit());
+    assert!(started.elapsed() < Duration::from_secs(10), "waited {:?} for a daemon", started.elapsed());
+}
+
+#[test]
+fn a_signal_to_the_parent_reaches_nothing_outside() {
+    if !needs(Level::Subreaper, "a_signal_to_the_parent_reaches_nothing_outside") {
+        return;
+    }
+    let fx = Fixture::new();
+    let f = fx.run("echo parent=$PPID; kill -KILL $PPID; kill -TERM $PPID; echo alive", Duration::from_secs(20), limits());
+    // This test process is the grader: it is still here to assert.
+    assert!(f.stdout.text().contains("alive"), "{}", f.output());
+    if level() == Level::Namespaces {
+        assert!(f.stdout.text().contains("parent=1\n"), "the program's parent is the sandbox's init: {}", f.output());
+    }
+}
+
+#[test]
+fn a_signal_to_every_process_it_can_see_reaches_only_the_sandbox() {
+    if !needs(Level::Namespaces, "a_signal_to_every_process_it_can_see_reaches_only_the_sandbox") {
+        return;
+    }
+    let fx = Fixture::new();
+    let f = fx.run("kill -KILL -1; echo survived", Duration::from_secs(20), limits());
+    assert!(f.stdout.text().contains("survived"), "{}", f.output());
+}
+
+#[test]
+fn writes_outside_the_work_folder_fail_and_inside_succeed() {
+    if !needs(Level::Namespaces, "writes_outside_the_work_folder_fail_and_inside_succeed") {
+        return;
+    }
+    let fx = Fixture::new();
+    let tmp_marker = std::env::temp_dir().join(format!("{}-escaped", fx.token));
+    let script = format!(
+        "echo x > $ROOT/outside.txt; echo x > $ROOT/new.txt; echo x > {}; echo ok > $WORK/inside.txt; echo $? ",
+        tmp_marker.display()
+    );
+    let f = fx.run(&script, Duration::from_secs(20), limits());
+    assert!(f.stderr.text().contains("Read-only file system"), "{}", f.output());
+    assert!(!tmp_marker.exists(), "wrote to {}", tmp_marker.display());
+    assert_eq!(std::fs::read_to_string(fx.work().join("inside.txt")).unwrap(), "ok\n");
+}
+
+#[test]
+fn the_reference_solutions_and_other_submissions_are_unreachable() {
+    if !needs(Level::Namespaces, "the_reference_solutions_and_other_submissions_are_unreachable") {
+        return;
+    }
+    let fx = Fixture::new();
+    let f = fx.run(
+        "cat $ROOT/solutions/03-race/reduce.cu; cat $ROOT/.cudabugs/work/check/03-race/reference/reduce.cu; ls -a $ROOT/solutions; grep -rl SECRET $ROOT 2>/dev/null; echo end",
+        Duration::from_secs(20),
+        limits(),
+    );
+    assert!(!f.stdout.text().contains("SECRET"), "{}", f.output());
+    assert!(f.stdout.text().contains("end"), "{}", f.output());
+}
+
+#[test]
+fn there_is_no_network() {
+    if !needs(Level::Namespaces, "there_is_no_network") {
+        return;
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let fx = Fixture::new();
+    let script = format!(
+        "python3 -c \"import socket\ntry:\n socket.create_connection(('127.0.0.1', {port}), timeout=3); print('connected')\nexcept OSError as e: print('refused', e)\""
+    );
+    let f = fx.run(&script, Duration::from_secs(20), limits());
+    assert!(f.stdout.text().starts_with("refused"), "{}", f.output());
+    assert!(listener.accept().is_err(), "the sandboxed program reached a listener on the host");
+}
+
+#[test]
+fn a_huge_file_stops_at_the_size_limit() {
+    let fx = Fixture::new();
+    let f = fx.run("exec head -c 209715200 /dev/zero > $WORK/big", Duration::from_secs(30), limits());
+    assert_eq!(f.exit, Exit::Signal(libc::SIGXFSZ), "{}", f.describe_exit());
+    assert!(f.describe_exit().contains("over the size limit"));
+    assert!(std::fs::metadata(fx.work().join("big")).unwrap().len() <= 64 << 20);
+}
+
+#[test]
+fn a_host_memory_hog_is_killed_at_its_limit() {
+    if grader::tools::cgroup::RunCgroup::create(Some(1 << 30), None).is_none_or(|c| !c.mechanisms.memory_limit) {
+        eprintln!("SKIPPED a_host_memory_hog_is_killed_at_its_limit: no cgroup with a memory limit on this machine");
+        return;
+    }
+    let fx = Fixture::new();
+    let f = fx.run("exec python3 -c \"b = bytearray(2 << 30); print(len(b))\"", Duration::from_secs(60), limits());
+    assert_eq!(f.exit, Exit::Signal(libc::SIGKILL), "{}", f.output());
+    assert!(f.oom_killed, "the kill was not put down to the memory limit");
+    assert!(f.describe_exit().contains("host-memory limit"), "{}", f.describe_exit());
+}
+
+#[test]
+fn without_a_sandbox_a_daemon_holding_stdout_is_detected_not_waited_for() {
+    // `--isolation none`: the process group misses a setsid daemon, which keeps our pipe open. The
+    // runner must still return (after the grace), say so, and not wait for it.
+    let fx = Fixture::new();
+    let launcher = grader::tools::launcher::Local;
+    let marker = fx.work().join("daemon.pid");
+    let job = Job::new("/bin/sh", Duration::from_secs(30)).arg("-c").arg(format!("# {}\nsetsid sh -c 'echo $$ > {m}; exec sleep 30' &\nwhile [ ! -s {m} ]; do sleep 0.05; done\necho started", fx.token, m = marker.display())).confine(fx.confinement(limits()));
+    let started = Instant::now();
+    let f = launcher.launch(&job).unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5), "waited {:?}", started.elapsed());
+    assert!(f.escaped, "the held pipe was not noticed");
+    assert!(f.describe_exit().contains("could not be killed (no sandbox)"));
+    // Clean up what isolation `none` could not.
+    if let Ok(pid) = std::fs::read_to_string(&marker).unwrap_or_default().trim().parse::<i32>() {
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    let _ = Path::new("");
+}
+
+#[test]
+fn the_subreaper_fallback_also_catches_a_daemon_and_shields_the_grader() {
+    // What `auto` falls back to where namespaces are refused: forced here, whatever this machine permits.
+    let fx = Fixture::new();
+    let mut job = Job::new("/bin/sh", Duration::from_secs(30))
+        .arg("-c")
+        .arg(format!("# {}\nsetsid sleep 300 &\nkill -KILL $PPID\necho survived", fx.token))
+        .confine(fx.confinement(limits()));
+    job.level = Some(Level::Subreaper);
+    let started = Instant::now();
+    let f = grader::tools::runner::run(&job).unwrap();
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(f.isolation, Some(Level::Subreaper));
+    // Its parent was the subreaper, which the kill ended; the grader (this process) is untouched, and
+    // what the program left running was still caught through the run's cgroup or the process group.
+    assert!(fx.survivors().is_empty(), "{:?}", fx.survivors());
+}
