@@ -30,7 +30,7 @@ d = sys.argv[1]
 a, b = (json.load(open(f"{d}/{n}")) for n in ("verification.json", "verification-none.json"))
 print(f"{'exercise':<10} {'sandbox ns':>12} {'none ns':>12} {'ratio':>7}   (solution, ncu gpu__time_duration.sum)")
 for x, y in zip(a["exercises"], b["exercises"]):
-    s, n = (e.get("timing") or {}).get("reference_ns"), (y.get("timing") or {}).get("reference_ns")
+    s, n = (x.get("timing") or {}).get("reference_ns"), (y.get("timing") or {}).get("reference_ns")
     print(f"{x['id']:<10} {s or 0:>12.0f} {n or 0:>12.0f} {(s / n if s and n else 0):>7.4f}")
 print(f"verify wall: sandbox {a['wall_seconds']:.1f} s, none {b['wall_seconds']:.1f} s; isolation {a.get('isolation')} / {b.get('isolation')}")
 EOF
@@ -84,14 +84,16 @@ done
 printf '%-13s %-5s %-9s %-8s %-9s %s\n' case exit wall_ms left_proc escaped verdict >"$OUT/hostile.txt"
 for f in scripts/hostile/03-race-*.cu; do
   name=$(basename "$f" .cu); name=${name#03-race-}
-  rm -f /tmp/cudabugs-escape-probe exercises/03-race/ESCAPED
+  rm -f /tmp/cudabugs-escape-probe exercises/03-race/ESCAPED .cudabugs/work/check/03-race/learner/escape-report.txt
   cp "$f" "$R"
   t0=$(date +%s%N)
   CUDABUGS_TIMEOUT_SECS=20 "$B" check race >"$OUT/hostile-$name.txt" 2>&1; code=$?
   wall=$(ms "$t0"); restore
   sleep 1
   left=$(( $(pgrep -fc 'sleep 3007' || true) + $(pgrep -c -- '-learner$' || true) ))
-  escaped=$( (ls /tmp/cudabugs-escape-probe exercises/03-race/ESCAPED 2>/dev/null; grep -E 'OPENED|WROTE|CONNECTED' "$OUT/hostile-$name.txt") | wc -l)
+  # What the program itself says it reached (the escape probe writes it into its own folder).
+  cat .cudabugs/work/check/03-race/learner/escape-report.txt >>"$OUT/hostile-$name.txt" 2>/dev/null
+  escaped=$( (ls /tmp/cudabugs-escape-probe exercises/03-race/ESCAPED 2>/dev/null; grep -hE ': (OPENED|WROTE|CONNECTED)' .cudabugs/work/check/03-race/learner/escape-report.txt 2>/dev/null) | wc -l)
   verdict=$(grep -E '^(PASS|FAIL|TIMEOUT|SKIPPED|TOOL|NOT)' "$OUT/hostile-$name.txt" | head -1)
   printf '%-13s %-5s %-9s %-8s %-9s %s\n' "$name" "$code" "$wall" "$left" "$escaped" "$verdict" >>"$OUT/hostile.txt"
   pkill -9 -f 'sleep 3007' || true
@@ -108,6 +110,7 @@ kill -INT "$WP"; wait "$WP"; echo "watch exit=$?" >>"$OUT/watch.txt"
 echo "watch left behind: $(pgrep -fc -- "$W" || true)" >>"$OUT/watch.txt"
 rm -rf "$W" "$OUT/orig.cu" "$OUT/before.cu"
 
+ls -la .cudabugs/ncu-lock >"$OUT/ncu-lock-dir.txt" 2>&1
 tar czf "$OUT/fixtures.tgz" -C "$OUT" fixtures rec && rm -rf "$OUT/fixtures" "$OUT/rec"
 grep -E "exit=|kept:" "$OUT/check.txt"
 grep -E "exit=|left behind|passed. Next|gave up" "$OUT/watch.txt"

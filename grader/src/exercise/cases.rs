@@ -39,9 +39,17 @@ pub fn prepare(ex: &Exercise, dir: &Path) -> std::io::Result<Cases> {
             Ok(PreparedCase { name: c.name.clone(), input, expected: reference(&c.params, &inputs), sanitize: c.sanitize })
         })
         .collect::<std::io::Result<Vec<_>>>()?;
-    let bench_input = dir.join("bench.in");
-    let inputs = data::generate(&m.inputs, &m.bench.params, m.bench.seed);
-    data::write_case(&bench_input, &m.bench.params, &inputs, &m.outputs)?;
+    // The bench input is large (64 MB for 03-race) and needs no expected output: it is written once
+    // per content, under a name that carries what it is made from.
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    std::hash::Hash::hash(&format!("{:?}{:?}{:?}{}", m.inputs, m.outputs, m.bench.params, m.bench.seed), &mut hasher);
+    let bench_input = dir.join(format!("bench-{:016x}.in", std::hash::Hasher::finish(&hasher)));
+    if !bench_input.is_file() {
+        let inputs = data::generate(&m.inputs, &m.bench.params, m.bench.seed);
+        let tmp = bench_input.with_extension(format!("in.{}.tmp", std::process::id()));
+        data::write_case(&tmp, &m.bench.params, &inputs, &m.outputs)?;
+        std::fs::rename(&tmp, &bench_input)?;
+    }
     Ok(Cases { cases, bench_input })
 }
 

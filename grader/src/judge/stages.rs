@@ -84,9 +84,19 @@ pub fn sandbox_env(ctx: &Context, sub: &Submission, tmpdir: &Path) -> Vec<(Strin
     env
 }
 
+/// A TMPDIR of the job's own. Never one per submission: in PID namespaces every job's first
+/// process has the same pid, and nvcc names its intermediate files after its pid
+/// (`tmpxft_00000002_...`), so two builds sharing a TMPDIR overwrite each other's (seen on an H100).
+fn private_tmp(sub: &Submission, tag: &str) -> PathBuf {
+    let dir = sub.work.join("tmp").join(tag.replace([':', '#'], "-"));
+    let _ = std::fs::create_dir_all(&dir);
+    dir
+}
+
 /// A job that runs the submission's code: confined, with a cleared environment and a recording key.
+/// `shared_tmp` replaces its private TMPDIR where processes must meet (ncu's lock file).
 fn confined(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, mut job: Job, shared_tmp: Option<&Path>) -> Job {
-    let tmp = shared_tmp.map(Path::to_path_buf).unwrap_or_else(|| sub.work.join("tmp"));
+    let tmp = shared_tmp.map(Path::to_path_buf).unwrap_or_else(|| private_tmp(sub, &stage.id()));
     job.confine = Some(confinement(ctx, wb, sub, &shared_tmp.map(|t| vec![t.to_path_buf()]).unwrap_or_default()));
     job.clear_env = true;
     job.env = sandbox_env(ctx, sub, &tmp).into_iter().map(|(k, v)| (k.into(), v.into())).collect();
@@ -110,8 +120,7 @@ pub fn materialise(sub: &Submission) -> std::io::Result<()> {
 pub fn build(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, flavor: Flavor) -> Output {
     let recipe = Recipe { nvcc: &ctx.nvcc, arch: &ctx.arch, harness: &ctx.harness, timeout: ctx.config.timeouts.build };
     let confine = confinement(ctx, wb, sub, &[]);
-    let env = sandbox_env(ctx, sub, &sub.work.join("tmp"));
-    let _ = stage;
+    let env = sandbox_env(ctx, sub, &private_tmp(sub, &stage.id()));
     Output::Built(nvcc::build(ctx.launcher.as_ref(), &recipe, flavor, &sub.source(), &sub.binary(flavor), sub.reuse, Some((confine, env))))
 }
 

@@ -291,7 +291,10 @@ pub fn job(sanitizer: &Path, tool: Tool, xml_path: &Path, program: &Path, args: 
     let mut job = Job::new(sanitizer, timeout)
         .args(["--tool", tool.name(), "--xml", "--save"])
         .arg(xml_path)
-        .args(["--error-exitcode", &ERROR_EXITCODE.to_string(), "--print-limit", &PRINT_LIMIT.to_string()]);
+        .args(["--error-exitcode", &ERROR_EXITCODE.to_string(), "--print-limit", &PRINT_LIMIT.to_string()])
+        // The harness never forks. A program that does (a daemon) is not followed: the tool ends
+        // with the program, and the sandbox kills and reports what it left running.
+        .args(["--target-processes", "application-only"]);
     if tool == Tool::Memcheck {
         job = job.args(["--leak-check", "full"]);
     }
