@@ -80,12 +80,17 @@ for n in 1 2 3; do
   echo "check race unchanged, call $n exit=$code wall=$(ms "$t0")ms builds kept: $(grep -c 'binary kept' "$OUT/check-again-$n.json")" >>"$OUT/check.txt"
 done
 
-# 5. Hostile submissions: each in place of the learner's 03-race file.
+# 5. Hostile submissions: each in place of the learner's 03-race file: the solution with a snippet
+#    spliced into cb_run (NAME.run.cu) or into the kernel (NAME.kernel.cu).
+hostile() { # hostile NAME: the variant on stdout
+  local H=scripts/hostile
+  cat "$H/headers.h"
+  sed -e "/^void cb_run(cb::Io& io) {\$/r $H/$1.run.cu" -e "/^  const int t = threadIdx.x;\$/r $H/$1.kernel.cu" solutions/03-race/reduce.cu 2>/dev/null
+}
 printf '%-13s %-5s %-9s %-8s %-9s %s\n' case exit wall_ms left_proc escaped verdict >"$OUT/hostile.txt"
-for f in scripts/hostile/03-race-*.cu; do
-  name=$(basename "$f" .cu); name=${name#03-race-}
+for name in $(ls scripts/hostile/*.cu | sed 's|.*/||; s|\..*||' | sort -u); do
   rm -f /tmp/cudabugs-escape-probe exercises/03-race/ESCAPED .cudabugs/work/check/03-race/learner/escape-report.txt
-  cp "$f" "$R"
+  hostile "$name" >"$R"
   t0=$(date +%s%N)
   CUDABUGS_TIMEOUT_SECS=20 "$B" check race >"$OUT/hostile-$name.txt" 2>&1; code=$?
   wall=$(ms "$t0"); restore

@@ -133,10 +133,11 @@ pub fn sanitize(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, b
     let job = confined(ctx, wb, sub, stage, job, None);
     let run = sanitizer::run(ctx.launcher.as_ref(), tool, &job, &xml);
     let mut found = run.as_ref().map(|r| findings(&r.records, &sub.source(), &sub.regions)).unwrap_or_default();
-    // Point at the file the submission came from, not the copy that was built.
+    // Point at the file the submission came from, not the copy that was built (matched as
+    // `findings` matches: by path, or by file name where the tool ran elsewhere).
     let copy = sub.source();
     for l in found.iter_mut().flat_map(|f| f.locations.iter_mut()) {
-        if Path::new(&l.path) == copy {
+        if Path::new(&l.path) == copy || Path::new(&l.path).file_name() == copy.file_name() {
             l.path = sub.origin.display().to_string();
         }
     }

@@ -190,7 +190,8 @@ impl<L: Launcher> Replay<L> {
         let mut recorded = BTreeMap::new();
         for entry in std::fs::read_dir(dir)? {
             let path = entry?.path();
-            if path.extension().is_some_and(|e| e == "json") {
+            // gpu.json names the GPU the recording was made on; every other JSON is a job.
+            if path.extension().is_some_and(|e| e == "json") && path.file_name().is_some_and(|n| n != "gpu.json") {
                 let text = std::fs::read_to_string(&path)?;
                 let rec: Recorded = serde_json::from_str(&text).map_err(|e| std::io::Error::other(format!("{}: {e}", path.display())))?;
                 recorded.insert(path.file_stem().unwrap_or_default().to_string_lossy().into_owned(), rec);

@@ -1,0 +1,105 @@
+//! `check` and `verify` end to end through their plans on a machine without a GPU: the builds run
+//! for real (sandboxed nvcc), and every run of a tool or of the program is served from a recording
+//! that `--record-tools` made on an H100 (grader/tests/recordings; book/gpu-runs/2026-11-22-h100).
+//! What is tested is the orchestration and the verdicts: the same code a GPU run goes through.
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::{nvcc_or_skip, repo, Copy};
+
+fn recording(name: &str) -> PathBuf {
+    repo().join("grader/tests/recordings").join(name)
+}
+
+fn json(cmd: &mut assert_cmd::Command, code: i32) -> serde_json::Value {
+    let out = cmd.assert().code(code).get_output().stdout.clone();
+    serde_json::from_slice(&out).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out)))
+}
+
+fn steps(report: &serde_json::Value) -> Vec<(String, String, String)> {
+    report["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["name"].as_str().unwrap().to_string(), s["status"].as_str().unwrap().to_string(), s["stage"].as_str().unwrap_or("").to_string()))
+        .collect()
+}
+
+#[test]
+fn the_untouched_race_fails_at_racecheck_with_the_recorded_finding_and_right_outputs() {
+    if !nvcc_or_skip("the_untouched_race_fails_at_racecheck_with_the_recorded_finding_and_right_outputs") {
+        return;
+    }
+    let copy = Copy::new();
+    let rec = recording("check-untouched");
+    let report = json(copy.xtask().args(["--format", "json", "--replay-tools"]).arg(&rec).args(["check", "race"]), 1);
+    let s = steps(&report);
+    let names: Vec<(&str, &str)> = s.iter().map(|(n, st, _)| (n.as_str(), st.as_str())).collect();
+    assert_eq!(names, [("build -G", "passed"), ("build -O3", "passed"), ("racecheck", "failed"), ("correctness", "passed")]);
+    assert_eq!(s[2].2, "sanitize:racecheck");
+    assert_eq!(report["outcome"], "fail");
+    assert_eq!(report["step"], "racecheck");
+    let f = &report["findings"][0];
+    assert_eq!((f["kind"].as_str(), f["region"].as_str()), (Some("shared-race"), Some("bug")));
+    assert_eq!(f["locations"][0]["line"], 22);
+    // The finding points at the learner's file, not at the copy that was built.
+    assert!(f["locations"][0]["path"].as_str().unwrap().ends_with("exercises/03-race/reduce.cu"), "{}", f["locations"][0]);
+    assert!(report["timing"].is_null(), "a failed check is not timed");
+}
+
+#[test]
+fn the_fixed_race_passes_with_the_recorded_times_and_shows_the_diff() {
+    if !nvcc_or_skip("the_fixed_race_passes_with_the_recorded_times_and_shows_the_diff") {
+        return;
+    }
+    let copy = Copy::new();
+    std::fs::copy(copy.path("solutions/03-race/reduce.cu"), copy.path("exercises/03-race/reduce.cu")).unwrap();
+    let rec = recording("check-solution");
+    let report = json(copy.xtask().args(["--format", "json", "--replay-tools"]).arg(&rec).args(["check", "race"]), 0);
+    assert_eq!(report["outcome"], "pass");
+    let t = &report["timing"];
+    let (learner, reference) = (t["learner_ns"].as_f64().unwrap(), t["reference_ns"].as_f64().unwrap());
+    assert!((t["ratio_to_reference"].as_f64().unwrap() - learner / reference).abs() < 1e-9);
+    assert!(t["original_ns"].as_f64().unwrap() > 0.0);
+    assert!(report["solution_diff"].is_string());
+    // The pass is recorded in the progress file.
+    let state = std::fs::read_to_string(copy.path(".cudabugs-state.json")).unwrap();
+    assert!(state.contains("03-race"), "{state}");
+}
+
+#[test]
+fn verify_of_the_race_passes_from_its_recording() {
+    if !nvcc_or_skip("verify_of_the_race_passes_from_its_recording") {
+        return;
+    }
+    let copy = Copy::new();
+    let record = copy.path("record.json");
+    let report = json(
+        copy.xtask().args(["--format", "json", "--replay-tools"]).arg(recording("verify-03-race")).args(["verify", "03-race", "--record"]).arg(&record),
+        0,
+    );
+    let ex = &report["exercises"][0];
+    assert_eq!(ex["outcome"], "pass");
+    assert_eq!(ex["finding"]["kind"], "shared-race");
+    assert_eq!(ex["plain_run_correct"], true, "the race is silent in a plain run");
+    let checks: Vec<String> = ex["checks"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap().to_string()).collect();
+    for expected in ["exercise fails under racecheck", "solution memcheck", "solution racecheck", "solution initcheck", "solution synccheck", "solution correctness", "solution timing"] {
+        assert!(checks.iter().any(|c| c == expected), "no `{expected}` in {checks:?}");
+    }
+    assert!(ex["timing"]["rerun_ratio"].as_f64().unwrap() > 0.9);
+    assert_eq!(report["gpu"]["name"], "NVIDIA H100 80GB HBM3");
+    assert!(record.is_file());
+}
+
+#[test]
+fn a_recording_without_the_job_is_a_tool_error_that_names_it() {
+    if !nvcc_or_skip("a_recording_without_the_job_is_a_tool_error_that_names_it") {
+        return;
+    }
+    let copy = Copy::new();
+    let report = json(copy.xtask().args(["--format", "json", "--replay-tools"]).arg(recording("check-untouched")).args(["check", "bounds"]), 3);
+    assert_eq!(report["outcome"], "tool-error");
+    assert!(report["message"].as_str().unwrap().contains("no job `02-bounds/learner/sanitize:memcheck`"), "{report}");
+}
