@@ -1,8 +1,9 @@
 //! Validates every exercise manifest (a broken one fails the build with file and line) and embeds the
 //! catalog, the original exercises, the solutions and the harness in the xtask binary.
 //!
-//! The learner's `.cu` files are deliberately *not* watched: the copy embedded at the first build is
-//! the pristine original that `reset` restores, and editing the exercise must not re-embed it.
+//! The learner's `.cu` files are never read: the pristine original that `reset` restores is the
+//! solution with `solutions/<id>/exercise-regions.cu` put back, so no edit, deletion, `cargo clean`
+//! or rebuild can turn a learner's version into "the original".
 
 use std::fmt::Write as _;
 use std::fs;
@@ -18,28 +19,42 @@ fn main() {
     println!("cargo:rerun-if-changed=solutions");
     println!("cargo:rerun-if-changed=harness");
 
-    let exercises = match grader::exercise::catalog::discover(&root) {
+    let exercises = match grader::exercise::catalog::discover_each(&root) {
         Ok(list) => list,
         Err(e) => {
-            eprintln!("error: invalid exercise manifest\n  --> {e}");
+            eprintln!("error: cannot read the exercises\n  --> {e}");
             std::process::exit(1);
         }
     };
 
     let mut code = String::from("pub static EXERCISES: &[grader::exercise::catalog::Embedded] = &[\n");
-    for ex in &exercises {
-        let id = &ex.manifest.id;
+    for (id, loaded) in &exercises {
+        println!("cargo:rerun-if-changed={}", root.join("exercises").join(id).join(grader::exercise::catalog::MANIFEST_FILE).display());
+        let ex = match loaded {
+            Ok(ex) => ex,
+            Err(e) => {
+                // One broken exercise must not stop the others: it is embedded as its error.
+                println!("cargo:warning=exercise {id} is not gradable until its manifest is fixed: {e}");
+                writeln!(
+                    code,
+                    "    grader::exercise::catalog::Embedded {{ id: {id:?}, manifest: \"\", original: \"\", solution: \"\", error: Some({:?}) }},",
+                    e.to_string()
+                )
+                .unwrap();
+                continue;
+            }
+        };
         println!("cargo:rerun-if-changed={}", root.join(&ex.manifest.path).display());
         println!("cargo:rerun-if-changed={}", ex.solution_path.display());
         let dir = out.join(id);
         fs::create_dir_all(&dir).unwrap();
-        let original = copy(&ex.exercise_path, &dir.join("original.cu"));
-        let solution = copy(&ex.solution_path, &dir.join("solution.cu"));
+        let original = write(&ex.original, &dir.join("original.cu"));
+        let solution = write(&ex.solution, &dir.join("solution.cu"));
         let manifest = copy(&root.join(&ex.manifest.path), &dir.join("exercise.toml"));
         writeln!(
             code,
             "    grader::exercise::catalog::Embedded {{ id: {id:?}, manifest: include_str!({manifest:?}), \
-             original: include_str!({original:?}), solution: include_str!({solution:?}) }},"
+             original: include_str!({original:?}), solution: include_str!({solution:?}), error: None }},"
         )
         .unwrap();
     }
@@ -54,7 +69,15 @@ fn main() {
     fs::write(out.join("catalog.rs"), code).unwrap();
 }
 
-/// Copy into OUT_DIR so that `include_str!` tracks the copy, not the learner's file.
+/// Write into OUT_DIR, where `include_str!` reads it.
+fn write(text: &str, to: &Path) -> String {
+    if fs::read_to_string(to).ok().as_deref() != Some(text) {
+        fs::write(to, text).unwrap_or_else(|e| panic!("cannot write {}: {e}", to.display()));
+    }
+    to.display().to_string()
+}
+
+/// Copy into OUT_DIR so that `include_str!` tracks the copy.
 fn copy(from: &Path, to: &Path) -> String {
     if let Err(e) = fs::copy(from, to) {
         eprintln!("error: cannot embed {}: {e}", from.display());

@@ -143,18 +143,23 @@ fn main() -> ExitCode {
     // not reach: take them down before leaving, so that no child outlives the command.
     let _ = ctrlc::set_handler(|| {
         grader::tools::runner::kill_all_running();
+        eprintln!("\ninterrupted (Ctrl-C): every tool and program it started was stopped; nothing was graded");
         std::process::exit(130);
     });
     let format = cli.format;
     match run(cli) {
         Ok(code) => ExitCode::from(code as u8),
         Err(e) => {
-            let code = if e.downcast_ref::<ToolError>().is_some() { 3 } else { 2 };
+            let code = match (e.downcast_ref::<ToolError>(), e.downcast_ref::<workbook::WorkbookError>()) {
+                (Some(_), _) => 3,
+                (_, Some(w)) => w.exit_code(),
+                _ => 2,
+            };
             eprintln!("error: {e:#}");
             if format == Format::Json {
                 println!("{}", serde_json::json!({ "error": format!("{e:#}"), "exit_code": code }));
             }
-            ExitCode::from(code)
+            ExitCode::from(code as u8)
         }
     }
 }
@@ -162,7 +167,12 @@ fn main() -> ExitCode {
 fn open_workbook() -> Result<Workbook> {
     let cwd = std::env::current_dir()?;
     let root = workbook::find_root(&cwd)?;
-    Ok(Workbook::new(root, catalog::EXERCISES, catalog::HARNESS)?)
+    let wb = Workbook::new(root, catalog::EXERCISES, catalog::HARNESS)?;
+    // A broken exercise is said once, on stderr; every other one works as usual.
+    for b in &wb.broken {
+        eprintln!("warning: exercise {} is left out until it is fixed: {}", b.id, b.error);
+    }
+    Ok(wb)
 }
 
 fn progress(format: Format) -> impl FnMut(&str) + Send {
@@ -239,7 +249,7 @@ fn next_pending(wb: &Workbook) -> Option<&Exercise> {
 /// Check one exercise and record a pass in the progress file.
 fn check_and_record(ctx: &Context, wb: &Workbook, ex: &Exercise, format: Format) -> grader::judge::check::CheckReport {
     let report = grader::judge::check::check(ctx, wb, ex, progress(format));
-    if report.outcome == grader::judge::verdict::Outcome::Pass {
+    if report.outcome == grader::judge::verdict::Outcome::Pass && !grader::tools::runner::interrupted() {
         let mut state = load_state(wb);
         state.state.mark_done(ex.id(), report.timing.as_ref().map(|t| t.ratio_to_reference));
         save_state(&state);
@@ -248,6 +258,11 @@ fn check_and_record(ctx: &Context, wb: &Workbook, ex: &Exercise, format: Format)
 }
 
 fn show_check(report: &grader::judge::check::CheckReport, wb: &Workbook, ex: &Exercise, format: Format, compact: bool) -> Result<()> {
+    // Ctrl-C killed the tools: what they "reported" is the interruption, not a verdict on the file.
+    if grader::tools::runner::interrupted() {
+        eprintln!("interrupted: {} was not checked", ex.id());
+        return Ok(());
+    }
     match format {
         Format::Json if compact => println!("{}", serde_json::to_string(report)?),
         Format::Json => print_json(report)?,
@@ -341,6 +356,16 @@ fn run(cli: Cli) -> Result<i32> {
             let result = grader::judge::verify::verify(&ctx, &wb, &selected, &opts, progress(format));
             if let Some(path) = &record {
                 std::fs::write(path, serde_json::to_string_pretty(&result)? + "\n").with_context(|| format!("writing {}", path.display()))?;
+            }
+            // A broken exercise fails the self-check of the whole workbook (it was named above).
+            if id.is_none() && !wb.broken.is_empty() && result.outcome.rank() > 0 {
+                if format == Format::Text {
+                    print!("{}", grader::report::verify_text(&result));
+                    eprintln!("FAIL: {} exercise(s) not gradable: {}", wb.broken.len(), wb.broken.iter().map(|b| b.id.as_str()).collect::<Vec<_>>().join(", "));
+                } else {
+                    print_json(&result)?;
+                }
+                return Ok(1);
             }
             match format {
                 Format::Json => print_json(&result)?,

@@ -236,3 +236,95 @@ fn watch_rechecks_on_save_and_quits_on_ctrl_c_leaving_no_child() {
         assert!(left.is_empty(), "poll={poll}: left behind: {left:?}");
     }
 }
+
+#[test]
+fn the_pristine_original_never_depends_on_the_learners_copy() {
+    // What build.rs embeds and `reset` restores comes from solutions/: an edit before the first
+    // build, a deleted file, or a rebuild after a change anywhere else cannot make the learner's
+    // version "the original".
+    let copy = Copy::new();
+    let pristine = |id: &str, file: &str| std::fs::read_to_string(common::repo().join("exercises").join(id).join(file)).unwrap();
+    std::fs::write(copy.path("exercises/03-race/reduce.cu"), "// my half-finished fix\n").unwrap();
+    std::fs::remove_file(copy.path("exercises/01-index/transpose.cu")).unwrap();
+    let found = grader::exercise::catalog::discover(copy.root()).unwrap();
+    let original = |id: &str| found.iter().find(|e| e.manifest.id == id).unwrap().original.clone();
+    assert_eq!(original("03-race"), pristine("03-race", "reduce.cu"));
+    assert_eq!(original("01-index"), pristine("01-index", "transpose.cu"));
+    // And the binary's embedded copy (made the same way) is what reset puts back.
+    copy.xtask().args(["reset", "race"]).assert().success();
+    assert_eq!(std::fs::read_to_string(copy.path("exercises/03-race/reduce.cu")).unwrap(), pristine("03-race", "reduce.cu"));
+}
+
+#[test]
+fn a_broken_manifest_is_named_with_its_line_and_the_others_still_load() {
+    let copy = Copy::new();
+    let bounds = copy.path("exercises/02-bounds/exercise.toml");
+    std::fs::write(&bounds, std::fs::read_to_string(&bounds).unwrap().replacen("[[case]]", "[[case]\n", 1)).unwrap();
+    let race = copy.path("exercises/03-race/exercise.toml");
+    std::fs::write(&race, std::fs::read_to_string(&race).unwrap().replace("params = { n = 200 }", "params = { n = -200 }")).unwrap();
+    let each = grader::exercise::catalog::discover_each(copy.root()).unwrap();
+    let errors: Vec<String> = each.iter().filter_map(|(_, r)| r.as_ref().err().map(|e| e.to_string())).collect();
+    assert_eq!(each.iter().filter(|(_, r)| r.is_ok()).count(), 3, "{errors:?}");
+    assert!(errors[0].starts_with("exercises/02-bounds/exercise.toml:"), "{}", errors[0]);
+    assert!(errors[1].starts_with("exercises/03-race/exercise.toml:") && errors[1].contains("`n` = -200"), "{}", errors[1]);
+
+    // Embedded as build.rs embeds it: the others resolve, the broken one is not gradable (exit 5).
+    let embedded: &'static [grader::exercise::catalog::Embedded] = Box::leak(
+        each.iter()
+            .map(|(id, r)| {
+                let leak = |s: &str| -> &'static str { Box::leak(s.to_string().into_boxed_str()) };
+                match r {
+                    Ok(ex) => grader::exercise::catalog::Embedded {
+                        id: leak(id),
+                        manifest: leak(&ex.manifest.text),
+                        original: leak(&ex.original),
+                        solution: leak(&ex.solution),
+                        error: None,
+                    },
+                    Err(e) => grader::exercise::catalog::Embedded { id: leak(id), manifest: "", original: "", solution: "", error: Some(leak(&e.to_string())) },
+                }
+            })
+            .collect::<Vec<_>>()
+            .into_boxed_slice(),
+    );
+    let wb = grader::exercise::workbook::Workbook::new(copy.root().to_path_buf(), embedded, &[]).unwrap();
+    assert_eq!(wb.resolve("index").unwrap().id(), "01-index");
+    let err = wb.resolve("race").unwrap_err();
+    assert_eq!(err.exit_code(), 5);
+    assert!(err.to_string().contains("exercises/03-race/exercise.toml:"), "{err}");
+    assert_eq!(wb.resolve("2").unwrap_err().exit_code(), 5);
+}
+
+#[test]
+fn ctrl_c_during_a_build_is_an_interruption_not_a_failure() {
+    if !nvcc_or_skip("ctrl_c_during_a_build_is_an_interruption_not_a_failure") {
+        return;
+    }
+    let copy = Copy::new();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("xtask"))
+        .args(["watch", "race"])
+        .env("CUDABUGS_ROOT", copy.root())
+        .env("CUDABUGS_NO_INSTALL", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut err_lines = Vec::new();
+    wait_for(&rx, ".. building", &mut err_lines);
+    // nvcc is running (a fresh copy has no binaries to keep): interrupt it.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut out).unwrap();
+    err_lines.extend(rx.try_iter());
+    assert_eq!(status.code(), Some(130));
+    assert!(!out.contains("FAIL"), "an interrupted build was reported as a failure:\n{out}");
+    assert!(err_lines.iter().any(|l| l.contains("interrupted")), "{err_lines:?}");
+}

@@ -150,9 +150,11 @@ fn a_gigabyte_on_stdout_is_capped_and_counted() {
 fn a_fork_bomb_is_contained_and_ends_with_the_run() {
     let fx = Fixture::new();
     let f = fx.run("bomb() { bomb | bomb & }; bomb; sleep 2", Duration::from_secs(4), limits());
-    // Either it was still bombing at the timeout, or the main shell ended first and the rest was
-    // killed as left running; never a hang, never a survivor (checked in `run`).
-    assert!(f.exit == Exit::TimedOut || f.leftovers > 0, "{:?} with {} left", f.exit, f.leftovers);
+    // Under the process limit the bomb may still be forking at the timeout, be killed as left
+    // running, or have died out on failed forks: every way, `run` checked that it ended in time and
+    // that nothing survived. And the machine can still start processes.
+    eprintln!("fork bomb: {}", f.describe_exit());
+    assert!(std::process::Command::new("/bin/true").status().unwrap().success());
 }
 
 #[test]

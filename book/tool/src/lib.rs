@@ -6,7 +6,9 @@
 //! Directives (each on a line of its own):
 //! - `{{#cudabugs-record ID}}`: the command the grader ran, what the tool printed, the checks and the
 //!   ncu times, from `book/verification.json`;
-//! - `{{#cudabugs-diff ID}}`: the fix, as a diff of the exercise against its solution;
+//! - `{{#cudabugs-code ID REGION}}`: the lines of a marked region of the pristine exercise (never
+//!   the learner's working copy, which may be edited);
+//! - `{{#cudabugs-diff ID}}`: the fix, as a diff of the pristine exercise against its solution;
 //! - `{{#cudabugs-summary}}`: one table over every exercise; `{{#cudabugs-machine}}`: the GPU and tools.
 
 use std::collections::BTreeSet;
@@ -36,6 +38,9 @@ struct Exercise {
     chapter: String,
     exercise: PathBuf,
     solution: PathBuf,
+    /// The pristine exercise and the solution, as the catalog makes them.
+    original: String,
+    solution_text: String,
 }
 
 impl Cudabugs {
@@ -48,6 +53,8 @@ impl Cudabugs {
                 chapter: d.manifest.manifest.chapter.clone(),
                 exercise: d.exercise_path,
                 solution: d.solution_path,
+                original: d.original,
+                solution_text: d.solution,
             })
             .collect())
     }
@@ -195,7 +202,12 @@ fn expand(chapter: &Chapter, record: &VerificationRecord, exercises: &[Exercise]
             }
             "diff" => {
                 let (_, e) = exercise(id)?;
-                out.push_str(&render_diff(e, workbook)?);
+                out.push_str(&render_diff(e, workbook));
+            }
+            "code" => {
+                let (_, e) = exercise(id)?;
+                let region = words.next().context("the directive needs a region name: {{#cudabugs-code ID REGION}}")?;
+                out.push_str(&render_region(e, region)?);
             }
             "summary" => {
                 // Links to the lessons, relative to this chapter's folder.
@@ -247,6 +259,16 @@ fn us(ns: f64) -> String {
     format!("{:.1} µs", ns / 1e3)
 }
 
+/// The longest line of tool output a lesson shows; longer ones (host backtraces, long paths) are cut.
+const LINE_CHARS: usize = 110;
+
+fn trimmed(line: &str) -> String {
+    match line.char_indices().nth(LINE_CHARS) {
+        Some((at, _)) => format!("{} …", &line[..at]),
+        None => line.to_string(),
+    }
+}
+
 fn render_record(record: &VerificationRecord, r: &ExerciseRecord) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", machine(record));
@@ -258,7 +280,7 @@ fn render_record(record: &VerificationRecord, r: &ExerciseRecord) -> String {
         let lines: Vec<&str> = text.lines().collect();
         let _ = writeln!(out, "What {} printed{}:\n\n```text", r.tool, if lines.len() > OUTPUT_LINES { format!(" (the first {OUTPUT_LINES} of {} lines)", lines.len()) } else { String::new() });
         for l in lines.iter().take(OUTPUT_LINES) {
-            let _ = writeln!(out, "{}", relative_command(l));
+            let _ = writeln!(out, "{}", trimmed(&relative_command(l)));
         }
         let _ = writeln!(out, "```\n");
     }
@@ -306,12 +328,18 @@ fn render_record(record: &VerificationRecord, r: &ExerciseRecord) -> String {
     out
 }
 
-fn render_diff(e: &Exercise, workbook: &Path) -> Result<String> {
-    let read = |p: &Path| std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()));
-    let (a, b) = (read(&e.exercise)?, read(&e.solution)?);
+fn render_diff(e: &Exercise, workbook: &Path) -> String {
     let rel = |p: &Path| p.strip_prefix(workbook).unwrap_or(p).display().to_string();
-    let diff = similar::TextDiff::from_lines(&a, &b).unified_diff().context_radius(2).header(&rel(&e.exercise), &rel(&e.solution)).to_string();
-    Ok(format!("```diff\n{diff}```\n"))
+    let diff = similar::TextDiff::from_lines(&e.original, &e.solution_text).unified_diff().context_radius(2).header(&rel(&e.exercise), &rel(&e.solution)).to_string();
+    format!("```diff\n{diff}```\n")
+}
+
+/// The lines between a region's markers in the pristine exercise.
+fn render_region(e: &Exercise, name: &str) -> Result<String> {
+    let regions = grader::exercise::regions::parse(&e.original).map_err(|err| anyhow::anyhow!("{}: line {}: {}", e.id, err.line, err.message))?;
+    let r = regions.iter().find(|r| r.name == name).with_context(|| format!("{} has no region `{name}`", e.id))?;
+    let lines: Vec<&str> = e.original.lines().collect();
+    Ok(lines[r.begin_line..r.end_line - 1].iter().map(|l| format!("{l}\n")).collect())
 }
 
 fn render_summary(record: &VerificationRecord, up: &str) -> String {

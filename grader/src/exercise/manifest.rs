@@ -253,6 +253,11 @@ pub fn parse(id: &str, path: &Path, text: &str) -> Result<LoadedManifest, Manife
     Ok(loaded)
 }
 
+/// The largest parameter value a case may give.
+pub const MAX_PARAM: i64 = 1 << 31;
+/// The most elements one buffer may hold (1 GiB of f32).
+pub const MAX_ELEMENTS: usize = 1 << 28;
+
 /// Checks a manifest can make on its own (no source files needed).
 fn validate_fields(m: &LoadedManifest) -> Result<(), ManifestError> {
     let man = &m.manifest;
@@ -303,23 +308,56 @@ fn validate_fields(m: &LoadedManifest) -> Result<(), ManifestError> {
             });
         }
     }
-    for spec in man.inputs.iter().chain(&man.outputs) {
-        if let Err(msg) = eval_len(spec.len.get_ref(), &man.bench.params) {
-            return Err(m.error_at(spec.len.span(), format!("buffer `{}`: {msg}", spec.name)));
+    // The buffers must be the reference's own: names, dtypes and lengths.
+    let signature = reference::signature(man.reference.get_ref()).expect("every reference has a signature");
+    let norm = |e: &str| e.split_whitespace().collect::<String>();
+    for (label, declared, expected) in [("input", &man.inputs, signature.inputs), ("output", &man.outputs, signature.outputs)] {
+        let got: Vec<(String, DType, String)> = declared.iter().map(|b| (b.name.clone(), b.dtype, norm(b.len.get_ref()))).collect();
+        let want: Vec<(String, DType, String)> = expected.iter().map(|(n, d, l)| (n.to_string(), *d, norm(l))).collect();
+        if got != want {
+            let show = |v: &[(String, DType, String)]| v.iter().map(|(n, d, l)| format!("{n}: {d:?}[{l}]")).collect::<Vec<_>>().join(", ");
+            let at = declared.first().map(|b| b.len.span()).unwrap_or(man.reference.span());
+            return Err(m.error_at(at, format!("reference `{}` takes {label}s [{}], the manifest declares [{}]", man.reference.get_ref(), show(&want), show(&got))));
+        }
+    }
+    // Every case (and the bench) must give every buffer a length that can be allocated.
+    let all_params = man.cases.iter().map(|c| (c.name.as_str(), &c.params)).chain([("bench", &man.bench.params)]);
+    for (case, params) in all_params {
+        let line = find_line(&m.text, &format!("\"{case}\"")).or_else(|| find_line(&m.text, "[bench]"));
+        if let Some((name, v)) = params.iter().find(|(_, v)| **v < 0 || **v > MAX_PARAM) {
+            return Err(ManifestError { path: m.path.clone(), line, message: format!("case `{case}`: parameter `{name}` = {v} is outside 0..={MAX_PARAM}") });
+        }
+        for spec in man.inputs.iter().chain(&man.outputs) {
+            match eval_len(spec.len.get_ref(), params) {
+                Err(msg) => return Err(m.error_at(spec.len.span(), format!("case `{case}`, buffer `{}`: {msg}", spec.name))),
+                Ok(len) if len > MAX_ELEMENTS => {
+                    return Err(ManifestError {
+                        path: m.path.clone(),
+                        line,
+                        message: format!("case `{case}`: buffer `{}` would hold {len} elements, more than {MAX_ELEMENTS}", spec.name),
+                    })
+                }
+                Ok(_) => {}
+            }
         }
     }
     for input in &man.inputs {
-        match (input.dtype.is_float(), input.dist) {
-            (_, None) => {
-                return Err(m.error_at(input.len.span(), format!("input `{}` needs a `dist`", input.name)));
+        let fits = match (input.dtype, input.dist) {
+            (_, None) => Err("needs a `dist`".to_string()),
+            (d, Some(Dist::Uniform { lo, hi })) if d.is_float() => {
+                if lo.is_finite() && hi.is_finite() && lo < hi && lo.abs() <= f32::MAX as f64 && hi.abs() <= f32::MAX as f64 {
+                    Ok(())
+                } else {
+                    Err(format!("uniform needs finite lo < hi within f32, got [{lo}, {hi})"))
+                }
             }
-            (true, Some(Dist::Integers { .. })) | (false, Some(Dist::Uniform { .. })) => {
-                return Err(m.error_at(
-                    input.len.span(),
-                    format!("input `{}`: dist kind does not fit dtype {:?}", input.name, input.dtype),
-                ));
-            }
-            _ => {}
+            (DType::I32, Some(Dist::Integers { lo, hi })) if lo <= hi && lo >= i32::MIN as i64 && hi <= i32::MAX as i64 => Ok(()),
+            (DType::U32, Some(Dist::Integers { lo, hi })) if lo <= hi && lo >= 0 && hi <= u32::MAX as i64 => Ok(()),
+            (d, Some(Dist::Integers { lo, hi })) if !d.is_float() => Err(format!("integers [{lo}, {hi}] do not fit {d:?} (lo <= hi, within the type)")),
+            (d, _) => Err(format!("dist kind does not fit dtype {d:?}")),
+        };
+        if let Err(why) = fits {
+            return Err(m.error_at(input.len.span(), format!("input `{}`: {why}", input.name)));
         }
     }
     if man.hints.get_ref().len() < 3 {

@@ -76,6 +76,31 @@ const REFERENCES: &[(&str, ReferenceFn)] = &[
     ("histogram256", histogram256),
 ];
 
+/// What a reference reads and writes: buffers by name, dtype and length expression. A manifest that
+/// names the reference must declare exactly these, so that every case it accepts can be computed.
+pub struct Signature {
+    pub inputs: &'static [(&'static str, DType, &'static str)],
+    pub outputs: &'static [(&'static str, DType, &'static str)],
+}
+
+const SIGNATURES: &[(&str, Signature)] = &[
+    ("transpose", Signature { inputs: &[("in", DType::F32, "rows * cols")], outputs: &[("out", DType::F32, "rows * cols")] }),
+    (
+        "scale-bias-relu",
+        Signature {
+            inputs: &[("x", DType::F32, "batch * channels * hw"), ("scale", DType::F32, "channels"), ("bias", DType::F32, "channels")],
+            outputs: &[("y", DType::F32, "batch * channels * hw")],
+        },
+    ),
+    ("sum", Signature { inputs: &[("x", DType::F32, "n")], outputs: &[("total", DType::F32, "1")] }),
+    ("smooth3", Signature { inputs: &[("x", DType::F32, "n")], outputs: &[("y", DType::F32, "n")] }),
+    ("histogram256", Signature { inputs: &[("values", DType::U32, "n")], outputs: &[("bins", DType::U32, "256")] }),
+];
+
+pub fn signature(name: &str) -> Option<&'static Signature> {
+    SIGNATURES.iter().find(|(n, _)| *n == name).map(|(_, s)| s)
+}
+
 pub fn lookup(name: &str) -> Option<ReferenceFn> {
     REFERENCES.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
 }

@@ -177,6 +177,44 @@ fn outside_line_numbers(source: &str) -> Vec<usize> {
     numbers
 }
 
+/// The lines of each region of `source` by name, the markers included.
+fn region_bodies(source: &str) -> Result<Vec<(String, Vec<&str>)>, RegionError> {
+    let regions = parse(source)?;
+    let lines: Vec<&str> = source.lines().collect();
+    Ok(regions.into_iter().map(|r| (r.name, lines[r.begin_line - 1..r.end_line].to_vec())).collect())
+}
+
+/// `base` with each of its regions replaced by the region of the same name in `replacements` (a file
+/// of regions alone; lines outside them are comments for people and ignored). Every region of `base`
+/// must have its replacement, and every replacement a region to go to.
+pub fn splice(base: &str, replacements: &str) -> Result<String, RegionError> {
+    let bodies = region_bodies(replacements)?;
+    let regions = parse(base)?;
+    for (name, _) in &bodies {
+        if !regions.iter().any(|r| &r.name == name) {
+            let line = parse(replacements)?.iter().find(|r| &r.name == name).map(|r| r.begin_line).unwrap_or(1);
+            return Err(RegionError { line, message: format!("region `{name}` has no region of that name to replace") });
+        }
+    }
+    let lines: Vec<&str> = base.lines().collect();
+    let mut out: Vec<&str> = Vec::with_capacity(lines.len());
+    let mut next = 0;
+    for r in &regions {
+        let Some((_, body)) = bodies.iter().find(|(n, _)| n == &r.name) else {
+            return Err(RegionError { line: r.begin_line, message: format!("region `{}` has no replacement", r.name) });
+        };
+        out.extend_from_slice(&lines[next..r.begin_line - 1]);
+        out.extend_from_slice(body);
+        next = r.end_line;
+    }
+    out.extend_from_slice(&lines[next..]);
+    let mut text = out.join("\n");
+    if base.ends_with('\n') {
+        text.push('\n');
+    }
+    Ok(text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,5 +254,16 @@ mod tests {
         assert!(differ_only_inside(A, &extra).unwrap().is_some());
         let renamed = A.replace(": bug", ": other");
         assert!(differ_only_inside(A, &renamed).unwrap().is_some());
+    }
+
+    #[test]
+    fn splice_puts_each_region_back_by_name_and_keeps_the_rest() {
+        let solution = "head\n// ANCHOR: a\nfixed a\n// ANCHOR_END: a\nmiddle\n// ANCHOR: b\nfixed b\n// ANCHOR_END: b\ntail\n";
+        let regions = "// the original regions\n// ANCHOR: b\nbug b\nmore b\n// ANCHOR_END: b\n// ANCHOR: a\nbug a\n// ANCHOR_END: a\n";
+        let original = splice(solution, regions).unwrap();
+        assert_eq!(original, "head\n// ANCHOR: a\nbug a\n// ANCHOR_END: a\nmiddle\n// ANCHOR: b\nbug b\nmore b\n// ANCHOR_END: b\ntail\n");
+        assert_eq!(differ_only_inside(&original, solution).unwrap(), None);
+        assert!(splice(solution, "// ANCHOR: a\nx\n// ANCHOR_END: a\n").unwrap_err().message.contains("`b` has no replacement"));
+        assert!(splice(solution, "// ANCHOR: c\nx\n// ANCHOR_END: c\n").unwrap_err().message.contains("`c` has no region"));
     }
 }

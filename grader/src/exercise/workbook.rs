@@ -38,12 +38,33 @@ pub enum WorkbookError {
     Ambiguous { query: String, matches: String },
     #[error("embedded manifest is invalid (rebuild the binary): {0}")]
     Embedded(#[from] manifest::ManifestError),
+    #[error("exercise {id} is not gradable until its manifest is fixed: {error}")]
+    Broken { id: String, error: String },
+}
+
+impl WorkbookError {
+    /// The documented exit code: 5 (not gradable) for a broken exercise, else 2 (usage).
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            WorkbookError::Broken { .. } => 5,
+            _ => 2,
+        }
+    }
+}
+
+/// An exercise whose manifest (or solution, or original regions) could not be loaded.
+#[derive(Debug, Clone)]
+pub struct Broken {
+    pub id: String,
+    pub error: String,
 }
 
 #[derive(Debug, Clone)]
 pub struct Workbook {
     pub root: PathBuf,
     pub exercises: Vec<Exercise>,
+    /// Exercises that cannot be graded until their files are fixed; every other command works.
+    pub broken: Vec<Broken>,
     pub harness: &'static [(&'static str, &'static str)],
 }
 
@@ -65,20 +86,30 @@ impl Workbook {
         embedded: &'static [Embedded],
         harness: &'static [(&'static str, &'static str)],
     ) -> Result<Workbook, WorkbookError> {
-        let exercises = embedded
-            .iter()
-            .map(|e| {
-                let path = PathBuf::from("exercises").join(e.id).join(crate::exercise::catalog::MANIFEST_FILE);
-                let manifest = manifest::parse(e.id, &path, e.manifest)?;
-                Ok(Exercise { manifest, original: e.original, solution: e.solution })
-            })
-            .collect::<Result<_, WorkbookError>>()?;
-        Ok(Workbook { root, exercises, harness })
+        let (mut exercises, mut broken) = (Vec::new(), Vec::new());
+        for e in embedded {
+            let path = PathBuf::from("exercises").join(e.id).join(crate::exercise::catalog::MANIFEST_FILE);
+            let parsed = match e.error {
+                Some(error) => Err(error.to_string()),
+                None => manifest::parse(e.id, &path, e.manifest).map_err(|err| err.to_string()),
+            };
+            match parsed {
+                Ok(manifest) => exercises.push(Exercise { manifest, original: e.original, solution: e.solution }),
+                Err(error) => broken.push(Broken { id: e.id.to_string(), error }),
+            }
+        }
+        Ok(Workbook { root, exercises, broken, harness })
     }
 
     /// Resolve an id given in full (`03-race`), by number (`3`, `03`) or by name or name prefix (`race`).
     pub fn resolve(&self, query: &str) -> Result<&Exercise, WorkbookError> {
         let q = query.trim().to_lowercase();
+        let named = |id: &str| id == q || id.get(3..).is_some_and(|n| n.starts_with(&q)) || q.parse::<u32>().ok() == id.get(..2).and_then(|n| n.parse().ok());
+        if let Some(b) = self.broken.iter().find(|b| named(&b.id)) {
+            if !self.exercises.iter().any(|e| e.id() == q) {
+                return Err(WorkbookError::Broken { id: b.id.clone(), error: b.error.clone() });
+            }
+        }
         if let Some(ex) = self.exercises.iter().find(|e| e.id() == q) {
             return Ok(ex);
         }

@@ -123,7 +123,9 @@ fn pair(k: usize) -> (usize, usize) {
     (2 * k, 2 * k + 1)
 }
 
-/// The manifest and the regions, read from disk: the texts come back where both are sound.
+/// The manifest, the pristine exercise (the solution with `exercise-regions.cu` put back) and the
+/// solution, read from disk; the texts come back where all are sound. The learner's working copy
+/// must be the pristine exercise too: that is the file a new learner starts from.
 fn disk_checks(wb: &Workbook, ex: &Exercise) -> (Vec<Step>, Option<(String, String)>) {
     let mut checks = Vec::new();
     let t = Instant::now();
@@ -132,40 +134,32 @@ fn disk_checks(wb: &Workbook, ex: &Exercise) -> (Vec<Step>, Option<(String, Stri
         Err(e) => return (vec![Step::new("manifest", Status::Failed, e.to_string())], None),
     };
     checks.push(Step::new("manifest", Status::Passed, format!("{} is valid", loaded.manifest.path.display())).wall(t.elapsed()));
-    let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", wb.display_path(p)));
-    let (exercise, solution) = match (read(&loaded.exercise_path), read(&loaded.solution_path)) {
-        (Ok(a), Ok(b)) => (a, b),
-        (Err(e), _) | (_, Err(e)) => {
-            checks.push(Step::new("regions", Status::Failed, e));
-            return (checks, None);
-        }
-    };
+    let (exercise, solution) = (loaded.original, loaded.solution);
     let expected = ex.manifest.manifest.expect.region.get_ref();
-    let regions_step = match (regions::parse(&exercise), regions::parse(&solution)) {
-        (Err(e), _) => Step::new("regions", Status::Failed, format!("{}:{}: {}", wb.display_path(&loaded.exercise_path), e.line, e.message)),
-        (_, Err(e)) => Step::new("regions", Status::Failed, format!("{}:{}: {}", wb.display_path(&loaded.solution_path), e.line, e.message)),
-        (Ok(er), Ok(_)) => {
-            let diff = regions::differ_only_inside(&exercise, &solution).unwrap_or(None);
-            let step = if !er.iter().any(|r| &r.name == expected) {
-                Step::new("regions", Status::Failed, format!("the exercise has no region `{expected}`"))
-            } else if let Some(d) = diff {
-                Step::new(
-                    "regions",
-                    Status::Failed,
-                    format!("{}:{}: exercise and solution differ outside the marked regions: `{}` vs `{}`", wb.display_path(&loaded.exercise_path), d.line_in_a, d.a, d.b),
-                )
-            } else if exercise != ex.original || solution != ex.solution {
-                Step::new("regions", Status::Failed, "the files on disk differ from the copies embedded in this binary: rebuild it (touch the exercise's exercise.toml) or `cargo xtask reset` the exercise")
-            } else {
-                Step::new("regions", Status::Passed, format!("{} region(s); exercise and solution differ only inside them", er.len()))
-            };
-            let sound = step.status == Status::Passed;
-            checks.push(step);
-            return (checks, sound.then_some((exercise, solution)));
-        }
+    let regions_file = format!("solutions/{}/{}", ex.id(), catalog::ORIGINAL_REGIONS);
+    let working_copy = std::fs::read_to_string(&loaded.exercise_path).ok();
+    let step = match regions::parse(&exercise) {
+        Err(e) => Step::new("regions", Status::Failed, format!("{regions_file}:{}: {}", e.line, e.message)),
+        Ok(er) if !er.iter().any(|r| &r.name == expected) => Step::new("regions", Status::Failed, format!("the exercise has no region `{expected}`")),
+        Ok(_) if exercise != ex.original || solution != ex.solution => Step::new(
+            "regions",
+            Status::Failed,
+            "the exercise or solution on disk differs from the copy embedded in this binary: rebuild it (cargo build)",
+        ),
+        Ok(_) if working_copy.as_deref() != Some(exercise.as_str()) => Step::new(
+            "regions",
+            Status::Failed,
+            format!(
+                "{} is not the pristine exercise ({regions_file} put into the solution): keep the two in step, or `cargo xtask reset {}`",
+                wb.display_path(&loaded.exercise_path),
+                ex.id()
+            ),
+        ),
+        Ok(er) => Step::new("regions", Status::Passed, format!("{} region(s); the exercise is the solution with {regions_file} put back", er.len())),
     };
-    checks.push(regions_step);
-    (checks, None)
+    let sound = step.status == Status::Passed;
+    checks.push(step);
+    (checks, sound.then_some((exercise, solution)))
 }
 
 /// Verify `exercises`. `say` gets progress lines.

@@ -232,9 +232,19 @@ fn signal_group(pgid: u32, signal: i32) {
 /// can take them all down with it: each job has its own group, which the terminal's SIGINT misses.
 static LIVE_GROUPS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 
+/// Set once `kill_all_running` starts: whatever a job reports after that was the interruption, not
+/// the learner's code.
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether the command is being interrupted (Ctrl-C).
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// Kill the process group of every running job (SIGTERM, a short grace, then SIGKILL). For a signal
 /// handler that is about to exit the program.
 pub fn kill_all_running() {
+    INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
     let groups: Vec<u32> = LIVE_GROUPS.lock().map(|g| g.clone()).unwrap_or_default();
     for &g in &groups {
         signal_group(g, libc::SIGTERM);
