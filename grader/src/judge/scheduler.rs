@@ -10,7 +10,7 @@ use crate::exercise::workbook::Workbook;
 use crate::judge::context::Context;
 use crate::judge::plan::{Resource, Stage, StageKind, Submission};
 use crate::judge::stages::{self, Blocked, Output};
-use crate::tools::nvcc::{Built, Flavor};
+use crate::tools::nvcc::{BuildError, Built, Flavor};
 
 /// Every stage's output, by stage.
 #[derive(Debug, Default)]
@@ -50,12 +50,8 @@ fn gpu_blocked(ctx: &Context) -> Option<Blocked> {
 
 /// Run `stages` (and the builds they need) over `subs`, adding every output to `results`.
 pub fn execute(ctx: &Context, wb: &Workbook, subs: &[Submission], stages: &[Stage], results: &mut Results, start: Instant) -> Timeline {
-    for sub in subs {
-        if let Err(e) = stages::materialise(sub) {
-            // The build will fail on the missing source and say why.
-            eprintln!("warning: cannot prepare {}: {e}", sub.work.display());
-        }
-    }
+    // A submission whose folder cannot be made fails its builds, which say why.
+    let unprepared: Vec<Option<std::io::Error>> = subs.iter().map(|sub| stages::materialise(sub).err()).collect();
     let mut builds: Vec<Stage> = stages.iter().filter(|s| s.kind.resource() == Resource::Cpu && !results.outputs.contains_key(s)).cloned().collect();
     for s in stages {
         if let Some(flavor) = s.kind.needs() {
@@ -95,7 +91,10 @@ pub fn execute(ctx: &Context, wb: &Workbook, subs: &[Submission], stages: &[Stag
         let runs = scope.spawn(|| parallel(&gpu, ctx.config.gpu_jobs, run_on_build));
         let built = parallel(&builds, ctx.config.cpu_jobs, |s| {
             // A build that panicked must still release the stages waiting for it.
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| stages::run(ctx, wb, &subs[s.subject], s, None)));
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &unprepared[s.subject] {
+                Some(e) => Output::Built(Err(BuildError::Io(subs[s.subject].work.clone(), std::io::Error::new(e.kind(), e.to_string())))),
+                None => stages::run(ctx, wb, &subs[s.subject], s, None),
+            }));
             let flavor = if s.kind == StageKind::BuildDebug { Flavor::Sanitize } else { Flavor::Timing };
             binaries.put(slot_of(s.subject, flavor), result.as_ref().ok().and_then(Output::built).cloned());
             result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
