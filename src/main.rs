@@ -46,6 +46,8 @@ struct Cli {
 enum Format {
     Text,
     Json,
+    /// SARIF 2.1.0 (sanitize only): for editors and code-scanning services.
+    Sarif,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -88,6 +90,26 @@ enum Command {
     Check {
         /// Exercise id: `03-race`, `3` or `race`.
         id: String,
+    },
+    /// Run any CUDA program (or an exercise's file) under memcheck, racecheck, initcheck and
+    /// synccheck, sandboxed: one merged report. Exit 0 clean, 1 findings.
+    Sanitize {
+        /// The program's .cu files, built with nvcc -G. An exercise's file (or its solution) is
+        /// built with the harness and run on the exercise's cases.
+        files: Vec<PathBuf>,
+        /// A binary built elsewhere instead (-G gives source lines; -lineinfo lines without the
+        /// debug checks; neither, no lines).
+        #[arg(long, conflicts_with = "files")]
+        bin: Option<PathBuf>,
+        /// An extra nvcc flag, e.g. --nvcc-flag=-DN=1024 (repeat for several).
+        #[arg(long = "nvcc-flag", value_name = "FLAG", allow_hyphen_values = true)]
+        nvcc_flags: Vec<String>,
+        /// Also check reads of uninitialised shared memory (initcheck).
+        #[arg(long)]
+        initcheck_shared: bool,
+        /// The program's own arguments, after `--`.
+        #[arg(last = true)]
+        args: Vec<String>,
     },
     /// Prove every exercise fails for its intended reason and every solution passes.
     Verify {
@@ -265,7 +287,7 @@ fn show_check(report: &grader::judge::check::CheckReport, wb: &Workbook, ex: &Ex
     }
     match format {
         Format::Json if compact => println!("{}", serde_json::to_string(report)?),
-        Format::Json => print_json(report)?,
+        Format::Json | Format::Sarif => print_json(report)?,
         Format::Text => print!("{}", grader::report::check_text(report, ex, &wb.learner_path(ex))),
     }
     Ok(())
@@ -273,6 +295,9 @@ fn show_check(report: &grader::judge::check::CheckReport, wb: &Workbook, ex: &Ex
 
 fn run(cli: Cli) -> Result<i32> {
     let format = cli.format;
+    if format == Format::Sarif && !matches!(cli.command, Command::Sanitize { .. }) {
+        anyhow::bail!("--format sarif is for `sanitize`; use text or json here");
+    }
     let settings = Settings { arch: cli.arch, isolation: cli.isolation, record_tools: cli.record_tools, replay_tools: cli.replay_tools };
     match cli.command {
         Command::Check { id } => {
@@ -288,7 +313,7 @@ fn run(cli: Cli) -> Result<i32> {
             let state = load_state(&wb);
             let entries = grader::learner::list(&wb, &state.state);
             match format {
-                Format::Json => print_json(&entries)?,
+                Format::Json | Format::Sarif => print_json(&entries)?,
                 Format::Text => print!("{}", grader::report::list_text(&entries)),
             }
             Ok(0)
@@ -300,7 +325,7 @@ fn run(cli: Cli) -> Result<i32> {
             let hints = grader::learner::reveal_hint(ex, &mut state.state);
             save_state(&state);
             match format {
-                Format::Json => print_json(&hints)?,
+                Format::Json | Format::Sarif => print_json(&hints)?,
                 Format::Text => print!("{}", grader::report::hints_text(&hints)),
             }
             Ok(0)
@@ -318,7 +343,7 @@ fn run(cli: Cli) -> Result<i32> {
                 }
             }
             match format {
-                Format::Json => print_json(&reset)?,
+                Format::Json | Format::Sarif => print_json(&reset)?,
                 Format::Text => {
                     print!("{}", grader::report::reset_text(&reset));
                     if was_done {
@@ -345,6 +370,49 @@ fn run(cli: Cli) -> Result<i32> {
             let ctx = context(&wb, &settings, format)?;
             watch(&ctx, &wb, &mut current, poll, format)
         }
+        Command::Sanitize { files, bin, nvcc_flags, initcheck_shared, args } => {
+            if files.is_empty() && bin.is_none() {
+                anyhow::bail!("give the program's .cu files (`cargo xtask sanitize prog.cu -- ARGS`) or a built binary (--bin PATH)");
+            }
+            let cwd = std::env::current_dir()?;
+            let absolute = |p: &Path| -> Result<PathBuf> { cwd.join(p).canonicalize().with_context(|| format!("{}", p.display())) };
+            let files: Vec<PathBuf> = files.iter().map(|f| absolute(f)).collect::<Result<_>>()?;
+            let bin = bin.map(|b| absolute(&b)).transpose()?;
+            // Inside a workbook its folders are used; anywhere else, the current folder's.
+            let root = workbook::find_root(&cwd).unwrap_or_else(|_| cwd.clone());
+            let wb = Workbook::new(root, catalog::EXERCISES, catalog::HARNESS)?;
+            let ctx = context(&wb, &settings, format)?;
+            let same = |a: &Path, b: &Path| b.canonicalize().map(|b| b == a).unwrap_or(false);
+            let exercise = match files.as_slice() {
+                [one] => wb.exercises.iter().find_map(|ex| {
+                    [("learner", wb.learner_path(ex)), ("reference", wb.solution_path(ex))].into_iter().find(|(_, p)| same(one, p)).map(|(v, p)| (ex, v, p))
+                }),
+                _ => None,
+            };
+            let gpu_stages = ctx.no_gpu_reason().is_none() || settings.replay_tools.is_some();
+            let cases = match (&exercise, gpu_stages) {
+                (Some((ex, _, _)), true) => grader::exercise::cases::prepare(ex, &wb.work_dir().join("cases").join(ex.id()))?,
+                _ => Default::default(),
+            };
+            let sub = match exercise {
+                Some((ex, variant, path)) => {
+                    let text = std::fs::read_to_string(&path).with_context(|| path.display().to_string())?;
+                    grader::judge::plan::Submission::new(&wb, "sanitize", ex, variant, path, text, grader::tools::nvcc::Reuse::Never, &cases)
+                }
+                None => grader::judge::plan::Submission::program(
+                    &wb,
+                    "sanitize",
+                    grader::judge::plan::Program { sources: files, nvcc_flags, args: args.into_iter().map(Into::into).collect(), prebuilt: bin, cwd: cwd.clone(), initcheck_shared },
+                ),
+            };
+            let report = grader::judge::sanitize::sanitize(&ctx, &wb, sub, progress(format));
+            match format {
+                Format::Json => print_json(&report)?,
+                Format::Sarif => print_json(&grader::report::sarif::sarif(&report, &cwd))?,
+                Format::Text => print!("{}", grader::report::sanitize_text(&report, &cwd)),
+            }
+            Ok(report.outcome.exit_code())
+        }
         Command::Verify { id, record, keep } => {
             let wb = open_workbook()?;
             let selected: Vec<_> = match &id {
@@ -368,7 +436,7 @@ fn run(cli: Cli) -> Result<i32> {
                 return Ok(1);
             }
             match format {
-                Format::Json => print_json(&result)?,
+                Format::Json | Format::Sarif => print_json(&result)?,
                 Format::Text => print!("{}", grader::report::verify_text(&result)),
             }
             Ok(result.outcome.exit_code())
@@ -382,7 +450,7 @@ fn run(cli: Cli) -> Result<i32> {
             }
             let dir = cudabugs_book::build(&book_root, &wb.root, out.as_deref())?;
             match format {
-                Format::Json => print_json(&serde_json::json!({ "book": dir }))?,
+                Format::Json | Format::Sarif => print_json(&serde_json::json!({ "book": dir }))?,
                 Format::Text => println!("book built: {}", dir.join("index.html").display()),
             }
             Ok(0)
@@ -392,7 +460,7 @@ fn run(cli: Cli) -> Result<i32> {
             eprintln!("installing {} into {}", grader::tools::toolchain::PINNED_WHEELS.join(" "), grader::tools::toolchain::LOCAL_TOOLKIT);
             let nvcc = grader::tools::toolchain::install(&wb.root)?;
             match format {
-                Format::Json => print_json(&serde_json::json!({ "nvcc": nvcc }))?,
+                Format::Json | Format::Sarif => print_json(&serde_json::json!({ "nvcc": nvcc }))?,
                 Format::Text => println!("nvcc ready: {}", wb.display_path(&nvcc)),
             }
             Ok(0)
@@ -417,7 +485,7 @@ fn run(cli: Cli) -> Result<i32> {
                 })),
             ];
             match format {
-                Format::Json => print_json(&found.iter().cloned().collect::<std::collections::BTreeMap<_, _>>())?,
+                Format::Json | Format::Sarif => print_json(&found.iter().cloned().collect::<std::collections::BTreeMap<_, _>>())?,
                 Format::Text => {
                     for (name, value) in found {
                         println!("{:<18} {}", format!("{}:", name.replace('_', "-")), value.unwrap_or_else(|| "not found".into()));
@@ -431,7 +499,7 @@ fn run(cli: Cli) -> Result<i32> {
             let out = if out.is_absolute() { out } else { wb.root.join(out) };
             bundle(&wb, &out)?;
             match format {
-                Format::Json => print_json(&serde_json::json!({ "bundle": out }))?,
+                Format::Json | Format::Sarif => print_json(&serde_json::json!({ "bundle": out }))?,
                 Format::Text => println!("bundle ready: {} (run ./cudabugs check 03-race inside it)", out.display()),
             }
             Ok(0)

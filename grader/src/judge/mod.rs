@@ -5,6 +5,7 @@ pub mod check;
 pub mod config;
 pub mod context;
 pub mod plan;
+pub mod sanitize;
 pub mod scheduler;
 pub mod stages;
 pub mod verdict;

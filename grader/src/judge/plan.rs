@@ -10,38 +10,117 @@ use crate::exercise::regions::Region;
 use crate::exercise::workbook::{Exercise, Workbook};
 use crate::tools::nvcc::{Flavor, Reuse};
 
-/// One version of an exercise's source, graded in its own work folder. The text is copied into
-/// that folder before anything reads it, so what is built is exactly what was graded, and each
-/// submission's binaries, outputs, HOME and TMPDIR stay apart from every other's.
+/// Any CUDA program, for `sanitize`: its own sources and flags (or a binary built elsewhere), run
+/// with its own arguments from the folder it was started in.
+#[derive(Debug, Clone, Default)]
+pub struct Program {
+    pub sources: Vec<PathBuf>,
+    pub nvcc_flags: Vec<String>,
+    pub args: Vec<std::ffi::OsString>,
+    /// `--bin`: built elsewhere, not built again.
+    pub prebuilt: Option<PathBuf>,
+    /// Where it runs, and may write besides its work folder (the user's own folder: a program that
+    /// writes its results there must still work under the sandbox).
+    pub cwd: PathBuf,
+    /// Also check shared memory for uninitialised reads (initcheck --initcheck-address-space shared).
+    pub initcheck_shared: bool,
+}
+
+/// What a submission is.
+#[derive(Debug)]
+pub enum Target<'a> {
+    /// An exercise's file: built with the harness, run on the exercise's seeded cases.
+    Exercise { exercise: &'a Exercise, cases: &'a Cases },
+    /// Any CUDA program.
+    Program(Program),
+}
+
+/// One version of an exercise's source (or one program), graded in its own work folder. An
+/// exercise's text is copied into that folder before anything reads it, so what is built is
+/// exactly what was graded, and each submission's binaries, outputs, HOME and TMPDIR stay apart
+/// from every other's.
 #[derive(Debug)]
 pub struct Submission<'a> {
-    pub exercise: &'a Exercise,
-    /// "learner", "original", "reference" (later: a student's name).
+    /// The exercise's id, or the program's name: keys the work folder and recordings.
+    pub name: String,
+    /// "learner", "original", "reference", "program" (later: a student's name).
     pub variant: String,
     /// Where the text came from, for messages and for the learner's report.
     pub origin: PathBuf,
     pub text: String,
     pub regions: Vec<Region>,
-    /// `.cudabugs/work/<plan>/<exercise>/<variant>`: the only folder its code may write.
+    /// `.cudabugs/work/<plan>/<name>/<variant>`: the only folder its code may write.
     pub work: PathBuf,
     pub reuse: Reuse,
-    pub cases: &'a Cases,
+    pub target: Target<'a>,
 }
 
 impl<'a> Submission<'a> {
     pub fn new(wb: &Workbook, plan: &str, exercise: &'a Exercise, variant: &str, origin: PathBuf, text: String, reuse: Reuse, cases: &'a Cases) -> Submission<'a> {
         let regions = crate::exercise::regions::parse(&text).unwrap_or_default();
-        Submission { exercise, variant: variant.to_string(), origin, text, regions, work: work_root(wb).join(plan).join(exercise.id()).join(variant), reuse, cases }
+        Submission {
+            name: exercise.id().to_string(),
+            variant: variant.to_string(),
+            origin,
+            text,
+            regions,
+            work: work_root(wb).join(plan).join(exercise.id()).join(variant),
+            reuse,
+            target: Target::Exercise { exercise, cases },
+        }
     }
 
-    /// The copy of the text that nvcc compiles.
+    /// Any program, named after its first source (or binary).
+    pub fn program(wb: &Workbook, plan: &str, program: Program) -> Submission<'a> {
+        let first = program.prebuilt.as_ref().or(program.sources.first()).cloned().unwrap_or_default();
+        let name: String = first.file_stem().unwrap_or_default().to_string_lossy().chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
+        Submission {
+            work: work_root(wb).join(plan).join(&name).join("program"),
+            name,
+            variant: "program".into(),
+            origin: first,
+            text: String::new(),
+            regions: Vec::new(),
+            reuse: Reuse::Never,
+            target: Target::Program(program),
+        }
+    }
+
+    pub fn exercise(&self) -> Option<&'a Exercise> {
+        match &self.target {
+            Target::Exercise { exercise, .. } => Some(exercise),
+            Target::Program(_) => None,
+        }
+    }
+
+    /// The exercise's cases (none for a program).
+    pub fn cases(&self) -> &'a Cases {
+        static NONE: std::sync::LazyLock<Cases> = std::sync::LazyLock::new(Cases::default);
+        match &self.target {
+            Target::Exercise { cases, .. } => cases,
+            Target::Program(_) => &NONE,
+        }
+    }
+
+    /// The files the program's source locations refer to: the copy nvcc compiled, or the sources.
+    pub fn sources(&self) -> Vec<PathBuf> {
+        match &self.target {
+            Target::Exercise { exercise, .. } => vec![self.work.join(exercise.manifest.source_name())],
+            Target::Program(p) => p.sources.clone(),
+        }
+    }
+
+    /// The copy of the text that nvcc compiles (exercises).
     pub fn source(&self) -> PathBuf {
-        self.work.join(self.exercise.manifest.source_name())
+        self.sources().into_iter().next().unwrap_or_default()
     }
 
-    /// The name ncu and recordings know it by: "03-learner".
+    /// The name ncu and recordings know it by: "03-learner", "histogram-program".
     pub fn label(&self) -> String {
-        format!("{}-{}", self.exercise.number(), self.variant)
+        match self.exercise() {
+            Some(ex) => format!("{}-{}", ex.number(), self.variant),
+            None => format!("{}-{}", self.name, self.variant),
+        }
     }
 
     pub fn binary(&self, flavor: Flavor) -> PathBuf {

@@ -9,9 +9,10 @@ use crate::exercise::cases;
 use crate::exercise::manifest::Tool;
 use crate::exercise::workbook::Workbook;
 use crate::judge::context::Context;
-use crate::judge::plan::{Stage, StageKind, Submission};
-use crate::judge::verdict::{findings, Finding};
-use crate::tools::ncu::{self, Measured, Target};
+use crate::judge::plan::{Stage, StageKind, Submission, Target};
+use crate::judge::plan::Program;
+use crate::judge::verdict::{findings_in, Finding};
+use crate::tools::ncu::{self, Measured};
 use crate::tools::nvcc::{self, BuildError, Built, Flavor, Recipe};
 use crate::tools::runner::{Finished, Job, SpawnError};
 use crate::tools::sandbox::Confinement;
@@ -34,7 +35,7 @@ pub enum Output {
     Built(Result<Built, BuildError>),
     Sanitized { tool: Tool, run: Result<ToolRun, sanitizer::RunError>, findings: Vec<Finding> },
     Ran { command: String, run: Result<Finished, SpawnError>, outputs: Vec<PathBuf> },
-    Timed { target: Target, measured: Result<Measured, ncu::RunError> },
+    Timed { target: ncu::Target, measured: Result<Measured, ncu::RunError> },
     NotRun(Blocked),
 }
 
@@ -60,6 +61,10 @@ pub fn ncu_lock_dir(wb: &Workbook) -> PathBuf {
 pub fn confinement(ctx: &Context, wb: &Workbook, sub: &Submission, extra_writable: &[PathBuf]) -> Confinement {
     let mut writable = vec![sub.work.clone()];
     writable.extend(extra_writable.iter().cloned());
+    if let Target::Program(p) = &sub.target {
+        // A program of the user's own may write where it was started from.
+        writable.push(p.cwd.clone());
+    }
     Confinement {
         writable,
         hidden: vec![wb.root.join("solutions"), wb.root.join(crate::learner::BACKUP_DIR), crate::judge::plan::work_root(wb)],
@@ -100,15 +105,21 @@ fn confined(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, mut j
     job.confine = Some(confinement(ctx, wb, sub, &shared_tmp.map(|t| vec![t.to_path_buf()]).unwrap_or_default()));
     job.clear_env = true;
     job.env = sandbox_env(ctx, sub, &tmp).into_iter().map(|(k, v)| (k.into(), v.into())).collect();
-    job.cwd = Some(sub.work.clone());
-    job.key = Some(format!("{}/{}/{}", sub.exercise.id(), sub.variant, stage.id()));
+    job.cwd = Some(match &sub.target {
+        Target::Program(p) => p.cwd.clone(),
+        Target::Exercise { .. } => sub.work.clone(),
+    });
+    job.key = Some(format!("{}/{}/{}", sub.name, sub.variant, stage.id()));
     job
 }
 
-/// Write the submission's text and make its folders (home, tmp, out).
+/// Write the submission's text (an exercise's) and make its folders (home, tmp, out).
 pub fn materialise(sub: &Submission) -> std::io::Result<()> {
     for dir in ["home", "tmp", "out"] {
         std::fs::create_dir_all(sub.work.join(dir))?;
+    }
+    if let Target::Program(_) = sub.target {
+        return Ok(());
     }
     let path = sub.source();
     if std::fs::read_to_string(&path).ok().as_deref() != Some(sub.text.as_str()) {
@@ -121,24 +132,46 @@ pub fn build(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, flav
     let recipe = Recipe { nvcc: &ctx.nvcc, arch: &ctx.arch, harness: &ctx.harness, timeout: ctx.config.timeouts.build };
     let confine = confinement(ctx, wb, sub, &[]);
     let env = sandbox_env(ctx, sub, &private_tmp(sub, &stage.id()));
-    Output::Built(nvcc::build(ctx.launcher.as_ref(), &recipe, flavor, &sub.source(), &sub.binary(flavor), sub.reuse, Some((confine, env))))
+    let source = sub.source();
+    let inputs = match &sub.target {
+        Target::Exercise { .. } => nvcc::Inputs::Exercise(&source),
+        Target::Program(p) => {
+            if let Some(bin) = &p.prebuilt {
+                let command = format!("(built elsewhere: {})", bin.display());
+                return Output::Built(Ok(Built { binary: bin.clone(), source: bin.clone(), flavor, command, wall: std::time::Duration::ZERO, reused: true }));
+            }
+            nvcc::Inputs::Program { sources: &p.sources, flags: &p.nvcc_flags }
+        }
+    };
+    Output::Built(nvcc::build(ctx.launcher.as_ref(), &recipe, flavor, inputs, &sub.binary(flavor), sub.reuse, Some((confine, env))))
 }
 
 pub fn sanitize(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: &Built, tool: Tool) -> Output {
     let Some(path) = ctx.tools.sanitizer.as_deref() else { return Output::NotRun(Blocked::Missing("compute-sanitizer")) };
     let tag = stage.id().replace(':', "-");
     let xml = sub.work.join("out").join(format!("{tag}.xml"));
-    let (args, _) = cases::harness_args(sub.cases, |c| c.sanitize, false, &sub.work.join("out"), &tag);
-    let job = sanitizer::job(path, tool, &xml, &built.binary, &args, ctx.config.timeouts.tool).output(&xml);
+    let args = match &sub.target {
+        Target::Exercise { cases, .. } => cases::harness_args(cases, |c| c.sanitize, false, &sub.work.join("out"), &tag).0,
+        Target::Program(p) => p.args.clone(),
+    };
+    let mut job = sanitizer::job(path, tool, &xml, &built.binary, &args, ctx.config.timeouts.tool).output(&xml);
+    if let (Tool::Initcheck, Target::Program(Program { initcheck_shared: true, .. })) = (tool, &sub.target) {
+        // Before the program: the tool's own option.
+        let at = job.args.len() - args.len() - 1;
+        job.args.splice(at..at, ["--initcheck-address-space".into(), "shared".into()]);
+    }
     let job = confined(ctx, wb, sub, stage, job, None);
     let run = sanitizer::run(ctx.launcher.as_ref(), tool, &job, &xml);
-    let mut found = run.as_ref().map(|r| findings(&r.records, &sub.source(), &sub.regions)).unwrap_or_default();
-    // Point at the file the submission came from, not the copy that was built (matched as
-    // `findings` matches: by path, or by file name where the tool ran elsewhere).
-    let copy = sub.source();
-    for l in found.iter_mut().flat_map(|f| f.locations.iter_mut()) {
-        if Path::new(&l.path) == copy || Path::new(&l.path).file_name() == copy.file_name() {
-            l.path = sub.origin.display().to_string();
+    let sources = sub.sources();
+    let mut found = run.as_ref().map(|r| findings_in(&r.records, &sources, &sub.regions)).unwrap_or_default();
+    // An exercise's findings point at the file it came from, not the copy that was built (matched
+    // as `findings` matches: by path, or by file name where the tool ran elsewhere).
+    if let Target::Exercise { .. } = sub.target {
+        let copy = sub.source();
+        for l in found.iter_mut().flat_map(|f| f.locations.iter_mut()) {
+            if Path::new(&l.path) == copy || Path::new(&l.path).file_name() == copy.file_name() {
+                l.path = sub.origin.display().to_string();
+            }
         }
     }
     Output::Sanitized { tool, run, findings: found }
@@ -146,7 +179,7 @@ pub fn sanitize(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, b
 
 pub fn correctness(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: &Built) -> Output {
     let tag = stage.id().replace(['#', ':'], "-");
-    let (args, outputs) = cases::harness_args(sub.cases, |_| true, true, &sub.work.join("out"), &tag);
+    let (args, outputs) = cases::harness_args(sub.cases(), |_| true, true, &sub.work.join("out"), &tag);
     let mut job = Job::new(&built.binary, ctx.config.timeouts.run).args(args);
     job.outputs = outputs.clone();
     let job = confined(ctx, wb, sub, stage, job, None);
@@ -156,16 +189,17 @@ pub fn correctness(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage
 
 pub fn time(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: &Built) -> Output {
     let Some(path) = ctx.tools.ncu.as_deref() else { return Output::NotRun(Blocked::Missing("ncu")) };
-    let m = &sub.exercise.manifest.manifest;
+    let Some(exercise) = sub.exercise() else { return Output::NotRun(Blocked::Missing("an exercise's bench (programs are profiled with --profile)")) };
+    let m = &exercise.manifest.manifest;
     let tag = stage.id().replace(['#', ':'], "-");
     let out = sub.work.join("out");
-    let target = Target {
+    let target = ncu::Target {
         name: sub.label(),
         program: built.binary.clone(),
         args: vec![
             "--repeat".into(),
             m.bench.repeat.to_string(),
-            sub.cases.bench_input.display().to_string(),
+            sub.cases().bench_input.display().to_string(),
             out.join(format!("bench.{tag}.out")).display().to_string(),
         ],
         kernels: m.timing.kernels.clone(),

@@ -156,20 +156,38 @@ pub struct Finding {
     /// The marked region the finding points into, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
+    /// How many distinct (thread, block) pairs, and blocks, the folded records came from.
+    #[serde(default)]
+    pub threads: usize,
+    #[serde(default)]
+    pub blocks: usize,
 }
 
 /// Fold records into findings, keeping only locations in `source` where there are any.
 pub fn findings(records: &[Record], source: &std::path::Path, regions: &[Region]) -> Vec<Finding> {
+    findings_in(records, &[source.to_path_buf()], regions)
+}
+
+/// Fold records into findings, keeping only locations in the user's `sources` where there are any:
+/// a record inside a system header (sm_30_intrinsics.hpp, say) is told at the first frame of the
+/// user's own code. Each finding counts the distinct threads and blocks it was seen in.
+pub fn findings_in(records: &[Record], sources: &[std::path::PathBuf], regions: &[Region]) -> Vec<Finding> {
     let mut out: Vec<Finding> = Vec::new();
+    let mut seen: Vec<std::collections::BTreeSet<([u32; 3], [u32; 3])>> = Vec::new();
     for r in records {
-        let mine: Vec<SourceLocation> = r.locations_in(source).cloned().collect();
+        let mine: Vec<SourceLocation> = sources.iter().flat_map(|s| r.locations_in(s).cloned().collect::<Vec<_>>()).collect();
         let locations = if mine.is_empty() { r.locations.clone() } else { mine.clone() };
         let region = mine.iter().find_map(|l| regions.iter().find(|g| g.contains(l.line as usize))).map(|g| g.name.clone());
         let key_line = locations.first().map(|l| l.line);
-        if let Some(f) = out.iter_mut().find(|f| f.kind == r.kind && f.text == r.text && f.locations.first().map(|l| l.line) == key_line) {
-            f.records += 1;
+        let who = (r.thread.unwrap_or_default(), r.block.unwrap_or_default());
+        if let Some(i) = out.iter().position(|f| f.kind == r.kind && f.text == r.text && f.locations.first().map(|l| l.line) == key_line) {
+            out[i].records += 1;
+            seen[i].insert(who);
+            out[i].threads = seen[i].iter().map(|(t, b)| (*t, *b)).count();
+            out[i].blocks = seen[i].iter().map(|(_, b)| *b).collect::<std::collections::BTreeSet<_>>().len();
             continue;
         }
+        seen.push([who].into());
         out.push(Finding {
             tool: r.tool,
             kind: r.kind,
@@ -181,6 +199,8 @@ pub fn findings(records: &[Record], source: &std::path::Path, regions: &[Region]
             block: r.block,
             locations,
             region,
+            threads: 1,
+            blocks: 1,
         });
     }
     out

@@ -255,8 +255,8 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
     }
     for &k in &with_cases {
         let (ex, sol) = pair(k);
-        let (w, m) = (&mut work[k], &subs[ex].exercise.manifest.manifest);
-        let cases = subs[ex].cases;
+        let (w, m) = (&mut work[k], &subs[ex].exercise().expect("verify grades exercises").manifest.manifest);
+        let cases = subs[ex].cases();
         let all_built = w.record.checks.iter().all(|s| s.status == Status::Passed);
         if !all_built {
             continue;

@@ -7,7 +7,10 @@ use std::path::Path;
 
 use anstyle::{AnsiColor, Style};
 
+pub mod sarif;
+
 use crate::judge::check::CheckReport;
+use crate::judge::sanitize::{SanitizeReport, ToolStatus};
 use crate::learner::Progress;
 use crate::judge::verdict::{Finding, Outcome, Status, Step};
 use crate::judge::verify::VerificationRecord;
@@ -59,7 +62,7 @@ pub fn excerpt(text: &str, line: usize, context: usize) -> Option<String> {
 
 /// The column of the first non-blank character of a line (1-based): the tools give lines, editors
 /// want `path:line:col`.
-fn first_column(text: &str, line: usize) -> usize {
+pub(crate) fn first_column(text: &str, line: usize) -> usize {
     text.lines().nth(line.wrapping_sub(1)).map(|l| l.chars().take_while(|c| c.is_whitespace()).count() + 1).unwrap_or(1)
 }
 
@@ -291,4 +294,66 @@ pub fn phases_text(p: &crate::judge::verify::Phases) -> String {
     let runs = p.runs_done_at.map(|t| format!(", sanitizer runs at {t:.1} s")).unwrap_or_default();
     let ncu = p.timing.map(|t| format!(", then ncu {t:.1} s")).unwrap_or_default();
     format!("builds done at {:.1} s{runs}{ncu}", p.builds_done_at)
+}
+
+/// A path as the user would type it: relative to `cwd` where it lies below it.
+pub(crate) fn shown_path(path: &str, cwd: &Path) -> String {
+    Path::new(path).strip_prefix(cwd).map(|p| p.display().to_string()).unwrap_or_else(|_| path.to_string())
+}
+
+/// `sanitize`'s report: a line per tool, then every finding with its source, what it means, and
+/// which follow from which.
+pub fn sanitize_text(r: &SanitizeReport, cwd: &Path) -> String {
+    let mut out = String::new();
+    let program = r.program.replace(&format!("{}/", cwd.display()), "");
+    let _ = writeln!(out, "sanitize {program}{}", if r.args.is_empty() { String::new() } else { format!(" -- {}", r.args.join(" ")) });
+    if let Some(g) = &r.gpu {
+        let _ = writeln!(out, "  GPU: {} (sm_{}{}, CUDA {})", g.name, g.compute_capability.0, g.compute_capability.1, g.driver_cuda_version);
+    }
+    let _ = writeln!(out, "  Sandbox: {}", r.isolation.describe());
+    for s in &r.steps {
+        step_line(&mut out, s);
+    }
+    for t in r.tools.iter().filter(|t| t.status != ToolStatus::NotRun) {
+        let status = match t.status {
+            ToolStatus::Clean => paint(GOOD, "clean"),
+            ToolStatus::Findings => paint(BAD, format!("{} finding(s)", t.findings)),
+            ToolStatus::Crashed => paint(BAD, "crashed"),
+            ToolStatus::TimedOut => paint(WARN, "timed out"),
+            ToolStatus::ToolError => paint(WARN, "tool error"),
+            ToolStatus::NotRun => String::new(),
+        };
+        let wall = if t.wall_ms > 0 { format!("  ({:.1}s)", t.wall_ms as f64 / 1e3) } else { String::new() };
+        let _ = writeln!(out, "  {:<10} {status:<12} {}{wall}", t.tool.name(), t.summary);
+    }
+    let mut texts: std::collections::BTreeMap<String, Option<String>> = std::collections::BTreeMap::new();
+    let mut explained = std::collections::BTreeSet::new();
+    for (i, m) in r.findings.iter().enumerate() {
+        let f = &m.finding;
+        let Some(first) = f.locations.first() else { continue };
+        let text = texts.entry(first.path.clone()).or_insert_with(|| std::fs::read_to_string(&first.path).ok()).clone();
+        let _ = write!(out, "\n  [{}]", i + 1);
+        finding(&mut out, f, Path::new(&first.path), text.as_deref(), &shown_path(&first.path, cwd));
+        if f.threads > 1 || f.blocks > 1 {
+            let _ = writeln!(out, "    seen in {} thread(s) of {} block(s)", f.threads, f.blocks);
+        }
+        match m.follow_on_of {
+            Some(k) => {
+                let _ = writeln!(out, "    {} follows from [{}]: fix that one first", paint(BOLD, "A follow-on error:"), k + 1);
+            }
+            None if explained.insert(f.kind) => {
+                let _ = writeln!(out, "    What it means: {}", m.explanation);
+            }
+            None => {}
+        }
+    }
+    for s in r.steps.iter().filter(|s| s.status != Status::Passed && s.detail.is_some()) {
+        let _ = writeln!(out, "\n  {}:\n{}", s.name, indent(s.detail.as_deref().unwrap_or(""), 4, 40));
+    }
+    if let Some(c) = &r.caveat {
+        let _ = writeln!(out, "\n  Note: {c}");
+    }
+    let kinds = r.findings.iter().filter(|m| m.follow_on_of.is_none()).count();
+    let _ = writeln!(out, "\n{}{}", verdict(&r.outcome), if kinds > 0 { format!(": {kinds} finding(s) to fix") } else { String::new() });
+    out
 }

@@ -131,27 +131,44 @@ pub struct Recipe<'a> {
 /// Compile `source` with the harness into `binary`, through `launcher` (confined where the source is
 /// a learner's: the preprocessor must not reach the reference solutions). With `Reuse::IfUnchanged`,
 /// a binary whose recipe file (next to it) names the same source text and command is kept as it is.
-pub fn build(launcher: &dyn Launcher, recipe: &Recipe, flavor: Flavor, source: &Path, binary: &Path, reuse: Reuse, confine: Option<(Confinement, Vec<(String, String)>)>) -> Result<Built, BuildError> {
+/// What a build compiles.
+#[derive(Debug, Clone, Copy)]
+pub enum Inputs<'a> {
+    /// An exercise's file, linked with the harness (which has `main`).
+    Exercise(&'a Path),
+    /// Any CUDA program: its own sources (each one's folder on the include path) and nvcc flags.
+    Program { sources: &'a [PathBuf], flags: &'a [String] },
+}
+
+pub fn build(launcher: &dyn Launcher, recipe: &Recipe, flavor: Flavor, inputs: Inputs, binary: &Path, reuse: Reuse, confine: Option<(Confinement, Vec<(String, String)>)>) -> Result<Built, BuildError> {
     let Recipe { nvcc, arch, harness, timeout } = *recipe;
     if let Some(dir) = binary.parent() {
         mkdir(dir)?;
     }
-    let mut job = Job::new(&nvcc.path, timeout)
-        .args(flavor.flags().iter().copied())
-        .arg(format!("-arch={arch}"))
-        .args(["-std=c++17", "-I"])
-        .arg(&harness.include_dir)
-        .arg("-o")
-        .arg(binary)
-        .arg(source)
-        .arg(&harness.object)
-        .args(nvcc.extra_flags.iter().cloned());
+    let mut job = Job::new(&nvcc.path, timeout).args(flavor.flags().iter().copied()).arg(format!("-arch={arch}")).arg("-std=c++17");
+    let sources: Vec<&Path> = match inputs {
+        Inputs::Exercise(source) => {
+            job = job.arg("-I").arg(&harness.include_dir).arg("-o").arg(binary).arg(source).arg(&harness.object);
+            vec![source]
+        }
+        Inputs::Program { sources, flags } => {
+            let mut dirs: Vec<&Path> = sources.iter().filter_map(|s| s.parent()).filter(|d| !d.as_os_str().is_empty()).collect();
+            dirs.dedup();
+            for d in dirs {
+                job = job.arg("-I").arg(d);
+            }
+            job = job.args(flags.iter().cloned()).arg("-o").arg(binary).args(sources.iter().map(|s| s.as_os_str().to_owned()));
+            sources.iter().map(PathBuf::as_path).collect()
+        }
+    };
+    job = job.args(nvcc.extra_flags.iter().cloned());
+    let source = sources.first().copied().unwrap_or(Path::new(""));
     if let Some((confine, env)) = confine {
         job.confine = Some(confine);
         job.clear_env = true;
         job.env = env.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
     }
-    let text = std::fs::read(source).map_err(|e| BuildError::Io(source.to_path_buf(), e))?;
+    let text: Vec<u8> = sources.iter().map(|s| std::fs::read(s).map_err(|e| BuildError::Io(s.to_path_buf(), e))).collect::<Result<Vec<_>, _>>()?.concat();
     // The harness object's name carries the hash of the harness sources, so the command covers them;
     // nvcc's own time stamp covers a toolkit updated in place.
     let mut hasher = DefaultHasher::new();
@@ -167,7 +184,8 @@ pub fn build(launcher: &dyn Launcher, recipe: &Recipe, flavor: Flavor, source: &
     let wall = done.wall;
     check(done, source, timeout)?;
     // A file saved again while nvcc ran may not be what it compiled: then leave no recipe.
-    if std::fs::read(source).ok().as_deref() == Some(text.as_slice()) {
+    let now: Vec<u8> = sources.iter().filter_map(|s| std::fs::read(s).ok()).collect::<Vec<_>>().concat();
+    if now == text {
         std::fs::write(&recipe_path, recipe).map_err(|e| BuildError::Io(recipe_path.clone(), e))?;
     }
     Ok(built(wall, false))

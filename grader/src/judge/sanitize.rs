@@ -1,0 +1,239 @@
+//! `sanitize`, a plan without a reference: any CUDA program (or an exercise's file, with its harness
+//! and seeded cases) built with `-G` and run under all four compute-sanitizer tools, as many at once
+//! as the GPU stages allow, each sandboxed and time-limited; one merged report. Exit codes like a
+//! linter: 0 clean, 1 findings (or a crash), 3 a tool error, 4 a run that did not finish.
+
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::exercise::manifest::{FindingKind, Tool};
+use crate::exercise::workbook::Workbook;
+use crate::judge::context::Context;
+use crate::judge::plan::{Stage, StageKind, Submission, Target};
+use crate::judge::scheduler::{self, Results};
+use crate::judge::stages::Output;
+use crate::judge::verdict::{self, Finding, Outcome, Status, Step};
+use crate::tools::gpu::GpuInfo;
+use crate::tools::nvcc::Flavor;
+use crate::tools::sandbox::Level;
+
+/// What one tool made of the program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ToolStatus {
+    Clean,
+    Findings,
+    /// The program failed (or left a process running) with no record of the tool's.
+    Crashed,
+    TimedOut,
+    ToolError,
+    /// Not run: the build failed, or there is no GPU.
+    NotRun,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolSummary {
+    pub tool: Tool,
+    pub status: ToolStatus,
+    pub summary: String,
+    pub findings: usize,
+    pub records: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    pub wall_ms: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MergedFinding {
+    #[serde(flatten)]
+    pub finding: Finding,
+    /// For an API error that followed a kernel error in the same run: the index of that finding.
+    /// It is the consequence (the context is broken after a faulting kernel), not a second bug.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub follow_on_of: Option<usize>,
+    /// What this kind of record means, in plain words.
+    pub explanation: &'static str,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SanitizeReport {
+    /// The program as given: its sources, or the binary.
+    pub program: String,
+    pub args: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<GpuInfo>,
+    pub arch: String,
+    pub isolation: Level,
+    /// The -G build (and, without a GPU, why nothing else ran).
+    pub steps: Vec<Step>,
+    pub tools: Vec<ToolSummary>,
+    pub findings: Vec<MergedFinding>,
+    /// Without -G (a binary built elsewhere): what the report cannot say.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub caveat: Option<String>,
+    #[serde(flatten)]
+    pub outcome: Outcome,
+}
+
+/// What each kind of record means, for someone who has not read the sanitizer's manual.
+pub fn explain(kind: FindingKind) -> &'static str {
+    match kind {
+        FindingKind::OutOfBounds => "A thread read or wrote memory outside every allocation. Past the end of a buffer the access often lands in memory the driver mapped anyway, so a plain run can look right; the values are someone else's.",
+        FindingKind::Misaligned => "An access whose address is not a multiple of its size (a float4 load from an address not divisible by 16, say). The hardware cannot do it and the kernel faults.",
+        FindingKind::Leak => "Device memory allocated and never freed before the program ended. Harmless once, a crash after enough iterations of a loop or requests of a server.",
+        FindingKind::ApiError => "A CUDA API call returned an error. After a kernel faults, every later call reports the fault again: fix the first error, and these follow-on ones go with it.",
+        FindingKind::SharedRace => "Two threads touched one shared-memory address, at least one writing, with nothing ordering them: a missing __syncthreads() between warps, or lanes of a warp relying on lockstep (use __syncwarp() or shuffles).",
+        FindingKind::UninitializedRead => "A device read of global (or, with --initcheck-shared, shared) memory that nothing wrote: the value is whatever was there, often zero, so a plain run can look right.",
+        FindingKind::UninitializedCopy => "A cudaMemcpy copied memory that nothing had written: part of an output the kernel never produced, or a memset sized in elements instead of bytes.",
+        FindingKind::DivergentBarrier => "Threads of one block waited at different barriers (a __syncthreads() inside a branch they did not all take). The result is undefined; some GPUs hang.",
+        FindingKind::InvalidBarrier => "A barrier with invalid arguments, such as a __syncwarp() mask naming lanes that never arrive.",
+        FindingKind::Other => "A record the grader does not classify; the tool's own words are above.",
+    }
+}
+
+fn tool_summary(tool: Tool, step: Option<&Step>, found: &[Finding], records: usize) -> ToolSummary {
+    let (status, summary) = match step {
+        None => (ToolStatus::NotRun, "not run".to_string()),
+        Some(s) => (
+            match s.status {
+                Status::Passed => ToolStatus::Clean,
+                Status::Failed if !found.is_empty() => ToolStatus::Findings,
+                Status::Failed => ToolStatus::Crashed,
+                Status::TimedOut => ToolStatus::TimedOut,
+                Status::ToolError => ToolStatus::ToolError,
+                Status::Skipped => ToolStatus::NotRun,
+            },
+            s.summary.clone(),
+        ),
+    };
+    ToolSummary {
+        tool,
+        status,
+        summary,
+        findings: found.len(),
+        records,
+        command: step.and_then(|s| s.command.clone()),
+        wall_ms: step.map(|s| s.wall_ms).unwrap_or(0),
+    }
+}
+
+/// Fold each tool's findings into one list; an API error after a kernel error of the same run is
+/// tied to it.
+fn merge(per_tool: Vec<Vec<Finding>>) -> Vec<MergedFinding> {
+    let mut out: Vec<MergedFinding> = Vec::new();
+    for found in per_tool {
+        let base = out.len();
+        let first_kernel_error = found.iter().position(|f| !matches!(f.kind, FindingKind::ApiError | FindingKind::Leak)).map(|p| base + p);
+        for f in found {
+            let index = out.len();
+            let follow_on_of = first_kernel_error.filter(|&k| f.kind == FindingKind::ApiError && index > k);
+            out.push(MergedFinding { explanation: explain(f.kind), finding: f, follow_on_of });
+        }
+    }
+    out
+}
+
+/// Sanitize one submission (a program, or an exercise's file). `say` receives progress lines.
+pub fn sanitize(ctx: &Context, wb: &Workbook, sub: Submission, mut say: impl FnMut(&str)) -> SanitizeReport {
+    let started = Instant::now();
+    let (program, args, caveat) = match &sub.target {
+        Target::Program(p) => (
+            match &p.prebuilt {
+                Some(b) => b.display().to_string(),
+                None => p.sources.iter().map(|s| s.display().to_string()).collect::<Vec<_>>().join(" "),
+            },
+            p.args.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
+            p.prebuilt.as_ref().map(|_| {
+                "built elsewhere: without -G the tools see no device line numbers unless it was built with -lineinfo, and racecheck and synccheck may miss what optimisation moved or removed".to_string()
+            }),
+        ),
+        Target::Exercise { .. } => (sub.origin.display().to_string(), vec!["(the exercise's sanitize cases)".to_string()], None),
+    };
+    let mut stages = vec![Stage::new(0, StageKind::BuildDebug)];
+    stages.extend(Tool::ALL.map(|t| Stage::new(0, StageKind::Sanitize(t))));
+    say(&format!("building {program} with -G, then memcheck, racecheck, initcheck and synccheck ({} at a time; {})", ctx.config.gpu_jobs, ctx.isolation().describe()));
+    let subs = [sub];
+    let mut results = Results::default();
+    scheduler::execute(ctx, wb, &subs, &stages, &mut results, started);
+
+    let mut steps: Vec<Step> = Vec::new();
+    if let Some(o) = results.get(0, StageKind::BuildDebug) {
+        steps.extend(verdict::build("build -G", o, Flavor::Sanitize, &ctx.arch));
+    }
+    let mut tools = Vec::new();
+    let mut per_tool = Vec::new();
+    let mut tool_steps = Vec::new();
+    for t in Tool::ALL {
+        let stage = Stage::new(0, StageKind::Sanitize(t));
+        let (step, found, records) = match results.get_run(&stage) {
+            Some(o @ Output::Sanitized { findings, run, .. }) => {
+                (verdict::tool(t.name(), &stage.id(), o, ctx.config.timeouts.tool), findings.clone(), run.as_ref().map(|r| r.records.len()).unwrap_or(0))
+            }
+            Some(Output::NotRun(b)) => (verdict::not_run(t.name(), &stage.id(), b), Vec::new(), 0),
+            _ => (None, Vec::new(), 0),
+        };
+        tools.push(tool_summary(t, step.as_ref().filter(|s| s.name != "gpu"), &found, records));
+        if let Some(s) = step {
+            if s.name == "gpu" {
+                if !steps.iter().any(|x| x.name == "gpu") {
+                    steps.push(s);
+                }
+            } else {
+                tool_steps.push(s);
+            }
+        }
+        per_tool.push(found);
+    }
+    let findings = merge(per_tool);
+    // Like a linter: any tool's findings fail the run, whatever another tool did.
+    let mut outcomes: Vec<Outcome> = steps.iter().chain(&tool_steps).map(|s| Outcome::from_steps(std::slice::from_ref(s))).collect();
+    outcomes.retain(|o| *o != Outcome::Pass);
+    let outcome = Outcome::worst(&outcomes);
+    SanitizeReport {
+        program,
+        args,
+        gpu: ctx.gpu_info().cloned(),
+        arch: ctx.arch.clone(),
+        isolation: ctx.isolation(),
+        steps,
+        tools,
+        findings,
+        caveat,
+        outcome,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::sanitizer::SourceLocation;
+
+    fn finding(kind: FindingKind, line: u32) -> Finding {
+        Finding {
+            tool: Tool::Memcheck,
+            kind,
+            text: format!("{kind}"),
+            level: None,
+            records: 1,
+            hazards: None,
+            thread: None,
+            block: None,
+            locations: vec![SourceLocation { path: "p.cu".into(), line, function: None, role: "access".into() }],
+            region: None,
+            threads: 1,
+            blocks: 1,
+        }
+    }
+
+    #[test]
+    fn api_errors_after_a_kernel_error_are_tied_to_it_and_not_across_tools() {
+        let merged = merge(vec![
+            vec![finding(FindingKind::OutOfBounds, 10), finding(FindingKind::ApiError, 20), finding(FindingKind::Leak, 30)],
+            vec![finding(FindingKind::ApiError, 40)],
+        ]);
+        let tied: Vec<Option<usize>> = merged.iter().map(|m| m.follow_on_of).collect();
+        assert_eq!(tied, [None, Some(0), None, None]);
+        assert!(merged[0].explanation.contains("outside every allocation"));
+    }
+}
