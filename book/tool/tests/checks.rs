@@ -58,11 +58,32 @@ fn an_exercise_without_a_lesson_is_an_error() {
 }
 
 #[test]
-fn an_include_of_an_anchor_the_exercise_does_not_mark_is_an_error() {
+fn code_from_a_region_the_exercise_does_not_mark_is_an_error() {
     let copy = Copy::new();
-    copy.edit("book/src/lessons/04-sync.md", "smooth.cu:bug}}", "smooth.cu:the-bug}}");
+    copy.edit("book/src/lessons/04-sync.md", "{{#cudabugs-code 04-sync bug}}", "{{#cudabugs-code 04-sync the-bug}}");
     let error = copy.build_error();
-    assert!(error.contains("lessons/04-sync.md") && error.contains("no anchor `the-bug`"), "{error}");
+    assert!(error.contains("lessons/04-sync.md") && error.contains("no region `the-bug`"), "{error}");
+}
+
+#[test]
+fn the_lesson_shows_the_pristine_exercise_whatever_the_working_copy_holds() {
+    let copy = Copy::new();
+    let file = copy.path("exercises/04-sync/smooth.cu");
+    let pristine = std::fs::read_to_string(&file).unwrap();
+    // A learner's edit, even one that removes the anchor, changes nothing in the book.
+    std::fs::write(&file, "// my attempt, anchors gone\n").unwrap();
+    let out = copy.path("out");
+    cudabugs_book::build(&copy.path("book"), copy.dir.path(), Some(&out)).expect("the book builds from the pristine exercise");
+    let html = std::fs::read_to_string(out.join("lessons/04-sync.html")).unwrap();
+    assert!(!html.contains("my attempt"));
+    // The first line inside the pristine `bug` region is on the page.
+    let first = pristine.lines().skip_while(|l| !l.contains("ANCHOR: bug")).nth(1).unwrap().trim();
+    let escaped = first.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;");
+    assert!(html.contains(&escaped), "the pristine region's `{first}` is not on the page");
+    // The fix is folded away after "Try it yourself first".
+    let try_at = html.find("Try it yourself first").expect("the prompt");
+    let fix_at = html.find("<summary>Show the fix</summary>").expect("a folded fix");
+    assert!(try_at < fix_at);
 }
 
 #[test]

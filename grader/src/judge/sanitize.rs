@@ -48,8 +48,9 @@ pub struct ToolSummary {
 pub struct MergedFinding {
     #[serde(flatten)]
     pub finding: Finding,
-    /// For an API error that followed a kernel error in the same run: the index of that finding.
-    /// It is the consequence (the context is broken after a faulting kernel), not a second bug.
+    /// For an API error or leak that followed a kernel error in the same run: the index of that
+    /// finding. It is the consequence (the context is broken after a faulting kernel, and the frees
+    /// fail), not a second bug.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub follow_on_of: Option<usize>,
     /// What this kind of record means, in plain words.
@@ -118,8 +119,8 @@ fn tool_summary(tool: Tool, step: Option<&Step>, found: &[Finding], records: usi
     }
 }
 
-/// Fold each tool's findings into one list; an API error after a kernel error of the same run is
-/// tied to it.
+/// Fold each tool's findings into one list; an API error or a leak after a kernel error of the same
+/// run is tied to it.
 fn merge(per_tool: Vec<Vec<Finding>>) -> Vec<MergedFinding> {
     let mut out: Vec<MergedFinding> = Vec::new();
     for found in per_tool {
@@ -127,7 +128,9 @@ fn merge(per_tool: Vec<Vec<Finding>>) -> Vec<MergedFinding> {
         let first_kernel_error = found.iter().position(|f| !matches!(f.kind, FindingKind::ApiError | FindingKind::Leak)).map(|p| base + p);
         for f in found {
             let index = out.len();
-            let follow_on_of = first_kernel_error.filter(|&k| f.kind == FindingKind::ApiError && index > k);
+            // After a faulting kernel the context is gone: every later API call fails, and so do the
+            // frees, which memcheck then reports as leaks (seen on an H100).
+            let follow_on_of = first_kernel_error.filter(|&k| matches!(f.kind, FindingKind::ApiError | FindingKind::Leak) && index > k);
             out.push(MergedFinding { explanation: explain(f.kind), finding: f, follow_on_of });
         }
     }
@@ -233,7 +236,9 @@ mod tests {
             vec![finding(FindingKind::ApiError, 40)],
         ]);
         let tied: Vec<Option<usize>> = merged.iter().map(|m| m.follow_on_of).collect();
-        assert_eq!(tied, [None, Some(0), None, None]);
+        assert_eq!(tied, [None, Some(0), Some(0), None]);
+        // A leak with no kernel error before it is a leak.
+        assert_eq!(merge(vec![vec![finding(FindingKind::Leak, 1)]])[0].follow_on_of, None);
         assert!(merged[0].explanation.contains("outside every allocation"));
     }
 }

@@ -330,10 +330,16 @@ pub fn sanitize_text(r: &SanitizeReport, cwd: &Path) -> String {
     let mut explained = std::collections::BTreeSet::new();
     for (i, m) in r.findings.iter().enumerate() {
         let f = &m.finding;
-        let Some(first) = f.locations.first() else { continue };
-        let text = texts.entry(first.path.clone()).or_insert_with(|| std::fs::read_to_string(&first.path).ok()).clone();
-        let _ = write!(out, "\n  [{}]", i + 1);
-        finding(&mut out, f, Path::new(&first.path), text.as_deref(), &shown_path(&first.path, cwd));
+        let mut one = String::new();
+        match f.locations.first() {
+            Some(first) => {
+                let text = texts.entry(first.path.clone()).or_insert_with(|| std::fs::read_to_string(&first.path).ok()).clone();
+                finding(&mut one, f, Path::new(&first.path), text.as_deref(), &shown_path(&first.path, cwd));
+            }
+            None => finding(&mut one, f, Path::new(""), None, ""),
+        }
+        // The finding's number on its first line: "[2] memcheck api-error: ...".
+        out.push_str(&one.replacen("\n  ", &format!("\n  [{}] ", i + 1), 1));
         if f.threads > 1 || f.blocks > 1 {
             let _ = writeln!(out, "    seen in {} thread(s) of {} block(s)", f.threads, f.blocks);
         }
