@@ -107,6 +107,10 @@ enum Command {
         /// Also check reads of uninitialised shared memory (initcheck).
         #[arg(long)]
         initcheck_shared: bool,
+        /// Also profile the -O3 -lineinfo build with ncu: time, sectors per request, bank
+        /// conflicts, branch uniformity, occupancy and DRAM throughput per kernel, with hints.
+        #[arg(long)]
+        profile: bool,
         /// The program's own arguments, after `--`.
         #[arg(last = true)]
         args: Vec<String>,
@@ -370,7 +374,7 @@ fn run(cli: Cli) -> Result<i32> {
             let ctx = context(&wb, &settings, format)?;
             watch(&ctx, &wb, &mut current, poll, format)
         }
-        Command::Sanitize { files, bin, nvcc_flags, initcheck_shared, args } => {
+        Command::Sanitize { files, bin, nvcc_flags, initcheck_shared, profile, args } => {
             if files.is_empty() && bin.is_none() {
                 anyhow::bail!("give the program's .cu files (`cargo xtask sanitize prog.cu -- ARGS`) or a built binary (--bin PATH)");
             }
@@ -402,7 +406,7 @@ fn run(cli: Cli) -> Result<i32> {
                 None => grader::judge::plan::Submission::program(
                     &wb,
                     "sanitize",
-                    grader::judge::plan::Program { sources: files, nvcc_flags, args: args.into_iter().map(Into::into).collect(), prebuilt: bin, cwd: cwd.clone(), initcheck_shared },
+                    grader::judge::plan::Program { sources: files, nvcc_flags, args: args.into_iter().map(Into::into).collect(), prebuilt: bin, cwd: cwd.clone(), initcheck_shared, profile },
                 ),
             };
             let report = grader::judge::sanitize::sanitize(&ctx, &wb, sub, progress(format));

@@ -24,6 +24,8 @@ pub struct Program {
     pub cwd: PathBuf,
     /// Also check shared memory for uninitialised reads (initcheck --initcheck-address-space shared).
     pub initcheck_shared: bool,
+    /// Also profile the -O3 -lineinfo build with ncu (`sanitize --profile`).
+    pub profile: bool,
 }
 
 /// What a submission is.
@@ -145,6 +147,8 @@ pub enum StageKind {
     Correctness,
     /// The release build on the bench input under ncu.
     Timing,
+    /// A program's release build under ncu with the performance metrics (`sanitize --profile`).
+    Profile,
 }
 
 impl StageKind {
@@ -156,6 +160,7 @@ impl StageKind {
             StageKind::Sanitize(t) => format!("sanitize:{t}"),
             StageKind::Correctness => "correctness".into(),
             StageKind::Timing => "timing".into(),
+            StageKind::Profile => "profile".into(),
         }
     }
 
@@ -164,7 +169,7 @@ impl StageKind {
         match self {
             StageKind::BuildDebug | StageKind::BuildRelease => None,
             StageKind::Sanitize(_) => Some(Flavor::Sanitize),
-            StageKind::Correctness | StageKind::Timing => Some(Flavor::Timing),
+            StageKind::Correctness | StageKind::Timing | StageKind::Profile => Some(Flavor::Timing),
         }
     }
 
@@ -172,7 +177,7 @@ impl StageKind {
         match self {
             StageKind::BuildDebug | StageKind::BuildRelease => Resource::Cpu,
             StageKind::Sanitize(_) | StageKind::Correctness => Resource::Gpu,
-            StageKind::Timing => Resource::Profiler,
+            StageKind::Timing | StageKind::Profile => Resource::Profiler,
         }
     }
 

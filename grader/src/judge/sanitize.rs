@@ -73,8 +73,112 @@ pub struct SanitizeReport {
     /// Without -G (a binary built elsewhere): what the report cannot say.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub caveat: Option<String>,
+    /// `--profile`: the release build's kernels under ncu.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<ProfileReport>,
     #[serde(flatten)]
     pub outcome: Outcome,
+}
+
+/// One kernel of the profiled program: its launches together.
+#[derive(Debug, Clone, Serialize)]
+pub struct KernelProfile {
+    pub kernel: String,
+    pub launches: usize,
+    /// gpu__time_duration.sum over its launches, base clocks.
+    pub time_ns: f64,
+    pub grid: String,
+    pub block: String,
+    /// Global-load sectors per request: 4 for a warp's coalesced 4-byte loads, up to 32.
+    pub sectors_per_request: Option<f64>,
+    /// Shared-memory bank conflicts (loads and stores).
+    pub bank_conflicts: Option<f64>,
+    /// Branch targets uniform across the warp, in percent (100: no divergence).
+    pub branch_uniformity_pct: Option<f64>,
+    /// Achieved occupancy: active warps against the SM's maximum, in percent.
+    pub occupancy_pct: Option<f64>,
+    /// DRAM throughput as a share of ncu's peak for this GPU (not a measured peak), in percent.
+    pub dram_pct_of_peak: Option<f64>,
+    /// What the numbers suggest, in plain words.
+    pub hints: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ProfileReport {
+    pub command: String,
+    pub kernels: Vec<KernelProfile>,
+    /// Why there is no profile (ncu failed, the program failed), where there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub note: &'static str,
+}
+
+const PROFILE_NOTE: &str = "ncu at base clocks on the -O3 -lineinfo build, every kernel; \"% of peak\" is ncu's own peak for this GPU, not one measured on it";
+
+/// Fold the launches of each kernel into one profile, with its hints.
+pub fn kernel_profiles(launches: &[crate::tools::ncu::LaunchMetrics]) -> Vec<KernelProfile> {
+    let mut names: Vec<&str> = Vec::new();
+    for l in launches {
+        if !names.contains(&l.kernel.as_str()) {
+            names.push(&l.kernel);
+        }
+    }
+    names
+        .into_iter()
+        .map(|name| {
+            let mine: Vec<_> = launches.iter().filter(|l| l.kernel == name).collect();
+            let sum = |m: &str| -> Option<f64> { mine.iter().map(|l| l.metrics.get(m).copied()).sum::<Option<f64>>() };
+            let time = |l: &&crate::tools::ncu::LaunchMetrics| l.metrics.get(crate::tools::ncu::METRIC).copied().unwrap_or(0.0);
+            let total = mine.iter().map(time).sum::<f64>();
+            // Percentages, weighted by each launch's time.
+            let weighted = |m: &str| -> Option<f64> {
+                let parts: Option<Vec<(f64, f64)>> = mine.iter().map(|l| l.metrics.get(m).map(|v| (*v, time(l)))).collect();
+                let parts = parts?;
+                let w: f64 = parts.iter().map(|(_, t)| t).sum();
+                Some(if w > 0.0 { parts.iter().map(|(v, t)| v * t).sum::<f64>() / w } else { parts.iter().map(|(v, _)| v).sum::<f64>() / parts.len() as f64 })
+            };
+            let sectors = match (sum("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"), sum("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum")) {
+                (Some(s), Some(r)) if r > 0.0 => Some(s / r),
+                _ => None,
+            };
+            let conflicts = match (sum("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"), sum("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum")) {
+                (Some(a), Some(b)) => Some(a + b),
+                (a, b) => a.or(b),
+            };
+            let uniform = weighted("smsp__sass_average_branch_targets_threads_uniform.pct");
+            let occupancy = weighted("sm__warps_active.avg.pct_of_peak_sustained_active");
+            let dram = weighted("dram__throughput.avg.pct_of_peak_sustained_elapsed");
+            let mut hints = Vec::new();
+            if let Some(s) = sectors.filter(|s| *s > 8.0) {
+                hints.push(format!("uncoalesced global loads: {s:.1} sectors per request (4 for a warp's 4-byte loads side by side, 32 the worst). Neighbouring threads read addresses far apart: let threadIdx.x walk the contiguous dimension, or stage the tile through shared memory."));
+            }
+            if let Some(c) = conflicts.filter(|c| *c >= 1000.0) {
+                hints.push(format!("{c:.0} shared-memory bank conflicts: threads of one warp hit the same bank and wait in turn. Pad the array (float tile[32][33]) or change the index."));
+            }
+            if let Some(u) = uniform.filter(|u| *u < 90.0) {
+                hints.push(format!("divergent branches: only {u:.0}% of branch targets are the same for the whole warp, and a warp runs both sides one after the other. Make the condition uniform per warp where you can."));
+            }
+            if let Some(o) = occupancy.filter(|o| *o < 25.0) {
+                hints.push(format!("low achieved occupancy ({o:.0}%): few warps are there to hide memory latency. Check the launch (enough blocks for every SM, enough threads per block), registers per thread and shared memory per block."));
+            }
+            if let Some(d) = dram.filter(|d| *d >= 70.0) {
+                hints.push(format!("memory-bound: DRAM throughput at {d:.0}% of ncu's peak. Only moving fewer bytes (reuse, smaller types, fusing passes) makes it much faster."));
+            }
+            KernelProfile {
+                kernel: name.to_string(),
+                launches: mine.len(),
+                time_ns: total,
+                grid: mine[0].grid.clone(),
+                block: mine[0].block.clone(),
+                sectors_per_request: sectors,
+                bank_conflicts: conflicts,
+                branch_uniformity_pct: uniform,
+                occupancy_pct: occupancy,
+                dram_pct_of_peak: dram,
+                hints,
+            }
+        })
+        .collect()
 }
 
 /// What each kind of record means, for someone who has not read the sanitizer's manual.
@@ -155,6 +259,10 @@ pub fn sanitize(ctx: &Context, wb: &Workbook, sub: Submission, mut say: impl FnM
     };
     let mut stages = vec![Stage::new(0, StageKind::BuildDebug)];
     stages.extend(Tool::ALL.map(|t| Stage::new(0, StageKind::Sanitize(t))));
+    let profile = matches!(&sub.target, Target::Program(p) if p.profile);
+    if profile {
+        stages.push(Stage::new(0, StageKind::Profile));
+    }
     say(&format!("building {program} with -G, then memcheck, racecheck, initcheck and synccheck ({} at a time; {})", ctx.config.gpu_jobs, ctx.isolation().describe()));
     let subs = [sub];
     let mut results = Results::default();
@@ -189,9 +297,32 @@ pub fn sanitize(ctx: &Context, wb: &Workbook, sub: Submission, mut say: impl FnM
         per_tool.push(found);
     }
     let findings = merge(per_tool);
+    let profile = profile.then(|| {
+        let build = results.get(0, StageKind::BuildRelease);
+        if let Some(step) = build.and_then(|o| verdict::build("build -O3", o, Flavor::Timing, &ctx.arch)) {
+            steps.push(step);
+        }
+        match results.get(0, StageKind::Profile) {
+            Some(Output::Profiled { command, run, launches }) => {
+                let error = match (run, launches) {
+                    (Err(e), _) => Some(e.to_string()),
+                    (Ok(f), _) if !f.success() && !matches!(launches, Ok(l) if !l.is_empty()) => Some(format!("the program failed under ncu ({})", f.describe_exit())),
+                    (_, Err(e)) => Some(e.clone()),
+                    (_, Ok(l)) if l.is_empty() => Some("ncu saw no kernel launch".into()),
+                    _ => None,
+                };
+                ProfileReport { command: command.clone(), kernels: launches.as_deref().map(kernel_profiles).unwrap_or_default(), error, note: PROFILE_NOTE }
+            }
+            Some(Output::NotRun(b)) => ProfileReport { command: String::new(), kernels: Vec::new(), error: Some(format!("not run: {b:?}")), note: PROFILE_NOTE },
+            _ => ProfileReport { command: String::new(), kernels: Vec::new(), error: Some("not run".into()), note: PROFILE_NOTE },
+        }
+    });
     // Like a linter: any tool's findings fail the run, whatever another tool did.
     let mut outcomes: Vec<Outcome> = steps.iter().chain(&tool_steps).map(|s| Outcome::from_steps(std::slice::from_ref(s))).collect();
     outcomes.retain(|o| *o != Outcome::Pass);
+    if let Some(e) = profile.as_ref().and_then(|p| p.error.as_ref()) {
+        outcomes.push(Outcome::ToolError { step: "profile".into(), message: e.clone() });
+    }
     let outcome = Outcome::worst(&outcomes);
     SanitizeReport {
         program,
@@ -203,6 +334,7 @@ pub fn sanitize(ctx: &Context, wb: &Workbook, sub: Submission, mut say: impl FnM
         tools,
         findings,
         caveat,
+        profile,
         outcome,
     }
 }

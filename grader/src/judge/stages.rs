@@ -36,6 +36,8 @@ pub enum Output {
     Sanitized { tool: Tool, run: Result<ToolRun, sanitizer::RunError>, findings: Vec<Finding> },
     Ran { command: String, run: Result<Finished, SpawnError>, outputs: Vec<PathBuf> },
     Timed { target: ncu::Target, measured: Result<Measured, ncu::RunError> },
+    /// `sanitize --profile`: every launch's metrics, or why there are none.
+    Profiled { command: String, run: Result<Finished, SpawnError>, launches: Result<Vec<ncu::LaunchMetrics>, String> },
     NotRun(Blocked),
 }
 
@@ -214,6 +216,22 @@ pub fn time(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built
     Output::Timed { target, measured }
 }
 
+/// A program's release build under ncu with the performance metrics, every kernel.
+pub fn profile(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: &Built) -> Output {
+    let Some(path) = ctx.tools.ncu.as_deref() else { return Output::NotRun(Blocked::Missing("ncu")) };
+    let Target::Program(p) = &sub.target else { return Output::NotRun(Blocked::Missing("a program (exercises are timed by check)")) };
+    let csv = sub.work.join("out").join("profile.csv");
+    let lock = ncu_lock_dir(wb);
+    let _ = std::fs::create_dir_all(&lock);
+    let job = ncu::profile_job(path, &built.binary, &p.args, &csv, ctx.config.timeouts.ncu).output(&csv);
+    let job = confined(ctx, wb, sub, stage, job, Some(&lock));
+    let _ = std::fs::remove_file(&csv);
+    let run = ctx.launcher.launch(&job);
+    let text = std::fs::read_to_string(&csv).unwrap_or_default();
+    let launches = ncu::parse_metrics(&text).map_err(|e| e.to_string());
+    Output::Profiled { command: job.display(), run, launches }
+}
+
 /// Run one stage whose build (if it needs one) is `built`.
 pub fn run(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: Option<&Built>) -> Output {
     match (stage.kind, built) {
@@ -223,5 +241,6 @@ pub fn run(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built:
         (StageKind::Sanitize(tool), Some(b)) => sanitize(ctx, wb, sub, stage, b, tool),
         (StageKind::Correctness, Some(b)) => correctness(ctx, wb, sub, stage, b),
         (StageKind::Timing, Some(b)) => time(ctx, wb, sub, stage, b),
+        (StageKind::Profile, Some(b)) => profile(ctx, wb, sub, stage, b),
     }
 }

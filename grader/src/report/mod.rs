@@ -359,6 +359,35 @@ pub fn sanitize_text(r: &SanitizeReport, cwd: &Path) -> String {
     if let Some(c) = &r.caveat {
         let _ = writeln!(out, "\n  Note: {c}");
     }
+    if let Some(p) = &r.profile {
+        let _ = writeln!(out, "\n  {} ({})", paint(BOLD, "Profile"), p.note);
+        if let Some(e) = &p.error {
+            let _ = writeln!(out, "    {}: {e}", paint(WARN, "no profile"));
+        }
+        let pct = |v: Option<f64>| v.map(|v| format!("{v:.0}%")).unwrap_or_else(|| "-".into());
+        if !p.kernels.is_empty() {
+            let _ = writeln!(out, "    {:<24} {:>8} {:>11} {:>9} {:>9} {:>8} {:>9} {:>7}", "kernel", "launches", "time", "sect/req", "conflicts", "uniform", "occupancy", "dram");
+        }
+        for k in &p.kernels {
+            let _ = writeln!(
+                out,
+                "    {:<24} {:>8} {:>8.1} us {:>9} {:>9} {:>8} {:>9} {:>7}",
+                k.kernel,
+                k.launches,
+                k.time_ns / 1e3,
+                k.sectors_per_request.map(|s| format!("{s:.1}")).unwrap_or_else(|| "-".into()),
+                k.bank_conflicts.map(|c| format!("{c:.0}")).unwrap_or_else(|| "-".into()),
+                pct(k.branch_uniformity_pct),
+                pct(k.occupancy_pct),
+                pct(k.dram_pct_of_peak)
+            );
+        }
+        for k in &p.kernels {
+            for h in &k.hints {
+                let _ = writeln!(out, "    {}: {h}", k.kernel);
+            }
+        }
+    }
     let kinds = r.findings.iter().filter(|m| m.follow_on_of.is_none()).count();
     let _ = writeln!(out, "\n{}{}", verdict(&r.outcome), if kinds > 0 { format!(": {kinds} finding(s) to fix") } else { String::new() });
     out

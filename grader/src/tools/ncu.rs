@@ -1,6 +1,7 @@
 //! Nsight Compute: time kernels with `gpu__time_duration.sum` at base clocks and parse the CSV with the
 //! csv crate, by column name.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -171,6 +172,73 @@ pub fn measure(launcher: &dyn Launcher, job: &Job, target: &Target, csv: &Path) 
     // ncu writes its own errors (==ERROR==) to the log file, the program's to the captured output.
     let tool_failure = (!has_csv && !finished.success() && text.contains("==ERROR==")).then_some(text);
     Ok(Measured { nanoseconds, launches, command: job.display(), finished, attempts: attempt, busy, tool_failure })
+}
+
+/// `sanitize --profile`: the few metrics that explain the common performance bugs of a kernel.
+pub const PROFILE_METRICS: &[&str] = &[
+    METRIC,
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+    "smsp__sass_average_branch_targets_threads_uniform.pct",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+];
+
+/// One ncu process profiling every kernel of `program args` with `PROFILE_METRICS`.
+pub fn profile_job(ncu: &Path, program: &Path, args: &[std::ffi::OsString], csv_path: &Path, timeout: Duration) -> Job {
+    Job::new(ncu, timeout)
+        .args(["--csv", "--print-units", "base", "--metrics", &PROFILE_METRICS.join(","), "--clock-control", "base", "--cache-control", "all", "--log-file"])
+        .arg(csv_path)
+        .arg(program)
+        .args(args.iter().cloned())
+}
+
+/// One launch's metrics, by name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LaunchMetrics {
+    pub kernel: String,
+    pub grid: String,
+    pub block: String,
+    pub metrics: BTreeMap<String, f64>,
+}
+
+/// Every launch in ncu's CSV with all its metrics (one row per metric, grouped by the launch ID).
+pub fn parse_metrics(text: &str) -> Result<Vec<LaunchMetrics>, ParseError> {
+    let start = text.find("\"ID\",").ok_or_else(|| ParseError::NoHeader(text.lines().take(5).collect::<Vec<_>>().join(" | ")))?;
+    let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(&text.as_bytes()[start..]);
+    let headers = reader.headers()?.clone();
+    let column = |name: &'static str| headers.iter().position(|h| h == name).ok_or(ParseError::MissingColumn(name));
+    let (id, kernel, grid, block, metric, value) = (column("ID")?, column("Kernel Name")?, column("Grid Size")?, column("Block Size")?, column("Metric Name")?, column("Metric Value")?);
+    let mut launches: Vec<(String, LaunchMetrics)> = Vec::new();
+    for row in reader.records() {
+        let row = row?;
+        if row.len() != headers.len() {
+            continue;
+        }
+        let raw = row.get(value).unwrap_or("").replace(',', "");
+        let Ok(v) = raw.parse::<f64>() else { continue };
+        let key = row.get(id).unwrap_or("").to_string();
+        let i = match launches.iter().position(|(k, _)| *k == key) {
+            Some(i) => i,
+            None => {
+                let full = row.get(kernel).unwrap_or("");
+                launches.push((
+                    key,
+                    LaunchMetrics {
+                        kernel: full.split('(').next().unwrap_or(full).trim().to_string(),
+                        grid: row.get(grid).unwrap_or("").to_string(),
+                        block: row.get(block).unwrap_or("").to_string(),
+                        metrics: BTreeMap::new(),
+                    },
+                ));
+                launches.len() - 1
+            }
+        };
+        launches[i].1.metrics.insert(row.get(metric).unwrap_or("").to_string(), v);
+    }
+    Ok(launches.into_iter().map(|(_, l)| l).collect())
 }
 
 #[cfg(test)]
