@@ -93,8 +93,8 @@ pub struct KernelProfile {
     pub sectors_per_request: Option<f64>,
     /// Shared-memory bank conflicts (loads and stores).
     pub bank_conflicts: Option<f64>,
-    /// Branch targets uniform across the warp, in percent (100: no divergence).
-    pub branch_uniformity_pct: Option<f64>,
+    /// Threads active per executed warp instruction: 32 when no warp diverges (or runs partly empty).
+    pub threads_per_instruction: Option<f64>,
     /// Achieved occupancy: active warps against the SM's maximum, in percent.
     pub occupancy_pct: Option<f64>,
     /// DRAM throughput as a share of ncu's peak for this GPU (not a measured peak), in percent.
@@ -145,7 +145,7 @@ pub fn kernel_profiles(launches: &[crate::tools::ncu::LaunchMetrics]) -> Vec<Ker
                 (Some(a), Some(b)) => Some(a + b),
                 (a, b) => a.or(b),
             };
-            let uniform = weighted("smsp__sass_average_branch_targets_threads_uniform.pct");
+            let threads = weighted("smsp__thread_inst_executed_per_inst_executed.ratio");
             let occupancy = weighted("sm__warps_active.avg.pct_of_peak_sustained_active");
             let dram = weighted("dram__throughput.avg.pct_of_peak_sustained_elapsed");
             let mut hints = Vec::new();
@@ -155,8 +155,8 @@ pub fn kernel_profiles(launches: &[crate::tools::ncu::LaunchMetrics]) -> Vec<Ker
             if let Some(c) = conflicts.filter(|c| *c >= 1000.0) {
                 hints.push(format!("{c:.0} shared-memory bank conflicts: threads of one warp hit the same bank and wait in turn. Pad the array (float tile[32][33]) or change the index."));
             }
-            if let Some(u) = uniform.filter(|u| *u < 90.0) {
-                hints.push(format!("divergent branches: only {u:.0}% of branch targets are the same for the whole warp, and a warp runs both sides one after the other. Make the condition uniform per warp where you can."));
+            if let Some(t) = threads.filter(|t| *t < 28.0) {
+                hints.push(format!("divergence: on average {t:.1} of a warp's 32 threads take part in each instruction. Threads that branch apart run one side after the other (and a block that is not a multiple of 32 leaves lanes idle): make conditions uniform per warp where you can."));
             }
             if let Some(o) = occupancy.filter(|o| *o < 25.0) {
                 hints.push(format!("low achieved occupancy ({o:.0}%): few warps are there to hide memory latency. Check the launch (enough blocks for every SM, enough threads per block), registers per thread and shared memory per block."));
@@ -172,7 +172,7 @@ pub fn kernel_profiles(launches: &[crate::tools::ncu::LaunchMetrics]) -> Vec<Ker
                 block: mine[0].block.clone(),
                 sectors_per_request: sectors,
                 bank_conflicts: conflicts,
-                branch_uniformity_pct: uniform,
+                threads_per_instruction: threads,
                 occupancy_pct: occupancy,
                 dram_pct_of_peak: dram,
                 hints,

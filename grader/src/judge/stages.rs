@@ -166,14 +166,16 @@ pub fn sanitize(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, b
     let run = sanitizer::run(ctx.launcher.as_ref(), tool, &job, &xml);
     let sources = sub.sources();
     let mut found = run.as_ref().map(|r| findings_in(&r.records, &sources, &sub.regions)).unwrap_or_default();
-    // An exercise's findings point at the file it came from, not the copy that was built (matched
-    // as `findings` matches: by path, or by file name where the tool ran elsewhere).
-    if let Target::Exercise { .. } = sub.target {
-        let copy = sub.source();
-        for l in found.iter_mut().flat_map(|f| f.locations.iter_mut()) {
-            if Path::new(&l.path) == copy || Path::new(&l.path).file_name() == copy.file_name() {
-                l.path = sub.origin.display().to_string();
-            }
+    // Findings point at the files as this machine has them: an exercise's at the file it came from
+    // (not the copy that was built), a program's at its sources, matched as `findings` matches (by
+    // path, or by file name where the tool ran elsewhere, as in a replayed recording).
+    for l in found.iter_mut().flat_map(|f| f.locations.iter_mut()) {
+        let here = Path::new(&l.path);
+        if let Some(s) = sources.iter().find(|s| here == s.as_path() || here.file_name() == s.file_name()) {
+            l.path = match sub.target {
+                Target::Exercise { .. } => sub.origin.display().to_string(),
+                Target::Program(_) => s.display().to_string(),
+            };
         }
     }
     Output::Sanitized { tool, run, findings: found }

@@ -366,7 +366,7 @@ pub fn sanitize_text(r: &SanitizeReport, cwd: &Path) -> String {
         }
         let pct = |v: Option<f64>| v.map(|v| format!("{v:.0}%")).unwrap_or_else(|| "-".into());
         if !p.kernels.is_empty() {
-            let _ = writeln!(out, "    {:<24} {:>8} {:>11} {:>9} {:>9} {:>8} {:>9} {:>7}", "kernel", "launches", "time", "sect/req", "conflicts", "uniform", "occupancy", "dram");
+            let _ = writeln!(out, "    {:<24} {:>8} {:>11} {:>9} {:>9} {:>8} {:>9} {:>7}", "kernel", "launches", "time", "sect/req", "conflicts", "thr/inst", "occupancy", "dram");
         }
         for k in &p.kernels {
             let _ = writeln!(
@@ -377,7 +377,7 @@ pub fn sanitize_text(r: &SanitizeReport, cwd: &Path) -> String {
                 k.time_ns / 1e3,
                 k.sectors_per_request.map(|s| format!("{s:.1}")).unwrap_or_else(|| "-".into()),
                 k.bank_conflicts.map(|c| format!("{c:.0}")).unwrap_or_else(|| "-".into()),
-                pct(k.branch_uniformity_pct),
+                k.threads_per_instruction.map(|t| format!("{t:.1}")).unwrap_or_else(|| "-".into()),
                 pct(k.occupancy_pct),
                 pct(k.dram_pct_of_peak)
             );

@@ -181,7 +181,9 @@ pub const PROFILE_METRICS: &[&str] = &[
     "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
-    "smsp__sass_average_branch_targets_threads_uniform.pct",
+    // Threads active per executed warp instruction (32: no divergence). The share of uniform branch
+    // targets reads 0% for a kernel that executes no branch at all (seen on an H100), so not that.
+    "smsp__thread_inst_executed_per_inst_executed.ratio",
     "sm__warps_active.avg.pct_of_peak_sustained_active",
     "dram__throughput.avg.pct_of_peak_sustained_elapsed",
 ];
