@@ -104,9 +104,6 @@ enum Command {
         /// An extra nvcc flag, e.g. --nvcc-flag=-DN=1024 (repeat for several).
         #[arg(long = "nvcc-flag", value_name = "FLAG", allow_hyphen_values = true)]
         nvcc_flags: Vec<String>,
-        /// Also check reads of uninitialised shared memory (initcheck).
-        #[arg(long)]
-        initcheck_shared: bool,
         /// Also profile the -O3 -lineinfo build with ncu: time, sectors per request, bank
         /// conflicts, branch uniformity, occupancy and DRAM throughput per kernel, with hints.
         #[arg(long)]
@@ -374,7 +371,7 @@ fn run(cli: Cli) -> Result<i32> {
             let ctx = context(&wb, &settings, format)?;
             watch(&ctx, &wb, &mut current, poll, format)
         }
-        Command::Sanitize { files, bin, nvcc_flags, initcheck_shared, profile, args } => {
+        Command::Sanitize { files, bin, nvcc_flags, profile, args } => {
             if files.is_empty() && bin.is_none() {
                 anyhow::bail!("give the program's .cu files (`cargo xtask sanitize prog.cu -- ARGS`) or a built binary (--bin PATH)");
             }
@@ -406,7 +403,7 @@ fn run(cli: Cli) -> Result<i32> {
                 None => grader::judge::plan::Submission::program(
                     &wb,
                     "sanitize",
-                    grader::judge::plan::Program { sources: files, nvcc_flags, args: args.into_iter().map(Into::into).collect(), prebuilt: bin, cwd: cwd.clone(), initcheck_shared, profile },
+                    grader::judge::plan::Program { sources: files, nvcc_flags, args: args.into_iter().map(Into::into).collect(), prebuilt: bin, cwd: cwd.clone(), profile },
                 ),
             };
             let report = grader::judge::sanitize::sanitize(&ctx, &wb, sub, progress(format));

@@ -107,3 +107,30 @@ fn sanitize_without_a_program_and_sarif_elsewhere_are_usage_errors() {
     xtask().args(["--format", "sarif", "list"]).assert().code(2).stderr(predicates::str::contains("--format sarif is for `sanitize`"));
     let _ = Path::new("");
 }
+
+#[test]
+fn profile_tells_the_uncoalesced_copy_from_the_coalesced_one() {
+    if !nvcc_or_skip("profile_tells_the_uncoalesced_copy_from_the_coalesced_one") {
+        return;
+    }
+    let out = xtask()
+        .args(["--format", "json", "--replay-tools"])
+        .arg(recording("sanitize-strided-profile"))
+        .args(["sanitize", "--profile", "scripts/sanitize/strided.cu"])
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    let json: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let kernels = json["profile"]["kernels"].as_array().unwrap();
+    let get = |name: &str| kernels.iter().find(|k| k["kernel"] == name).unwrap_or_else(|| panic!("no {name} in {kernels:?}"));
+    let (rows, elements) = (get("copy_rows"), get("copy_elements"));
+    assert_eq!(rows["sectors_per_request"].as_f64(), Some(32.0));
+    assert_eq!(elements["sectors_per_request"].as_f64(), Some(4.0));
+    assert!(rows["time_ns"].as_f64().unwrap() > 10.0 * elements["time_ns"].as_f64().unwrap());
+    let hints: Vec<&str> = rows["hints"].as_array().unwrap().iter().map(|h| h.as_str().unwrap()).collect();
+    assert!(hints.iter().any(|h| h.starts_with("uncoalesced global loads: 32.0 sectors per request")), "{hints:?}");
+    assert!(elements["hints"].as_array().unwrap().is_empty(), "the coalesced copy needs no hint: {}", elements["hints"]);
+    assert!(json["profile"]["error"].is_null());
+}

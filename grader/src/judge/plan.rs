@@ -22,8 +22,6 @@ pub struct Program {
     /// Where it runs, and may write besides its work folder (the user's own folder: a program that
     /// writes its results there must still work under the sandbox).
     pub cwd: PathBuf,
-    /// Also check shared memory for uninitialised reads (initcheck --initcheck-address-space shared).
-    pub initcheck_shared: bool,
     /// Also profile the -O3 -lineinfo build with ncu (`sanitize --profile`).
     pub profile: bool,
 }

@@ -189,7 +189,7 @@ pub fn explain(kind: FindingKind) -> &'static str {
         FindingKind::Leak => "Device memory allocated and never freed before the program ended. Harmless once, a crash after enough iterations of a loop or requests of a server.",
         FindingKind::ApiError => "A CUDA API call returned an error. After a kernel faults, every later call reports the fault again: fix the first error, and these follow-on ones go with it.",
         FindingKind::SharedRace => "Two threads touched one shared-memory address, at least one writing, with nothing ordering them: a missing __syncthreads() between warps, or lanes of a warp relying on lockstep (use __syncwarp() or shuffles).",
-        FindingKind::UninitializedRead => "A device read of global (or, with --initcheck-shared, shared) memory that nothing wrote: the value is whatever was there, often zero, so a plain run can look right.",
+        FindingKind::UninitializedRead => "A device read of global memory that nothing wrote: the value is whatever was there, often zero, so a plain run can look right. (initcheck does not check shared memory: racecheck and a careful read do.)",
         FindingKind::UninitializedCopy => "A cudaMemcpy copied memory that nothing had written: part of an output the kernel never produced, or a memset sized in elements instead of bytes.",
         FindingKind::DivergentBarrier => "Threads of one block waited at different barriers (a __syncthreads() inside a branch they did not all take). The result is undefined; some GPUs hang.",
         FindingKind::InvalidBarrier => "A barrier with invalid arguments, such as a __syncwarp() mask naming lanes that never arrive.",

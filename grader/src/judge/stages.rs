@@ -10,7 +10,6 @@ use crate::exercise::manifest::Tool;
 use crate::exercise::workbook::Workbook;
 use crate::judge::context::Context;
 use crate::judge::plan::{Stage, StageKind, Submission, Target};
-use crate::judge::plan::Program;
 use crate::judge::verdict::{findings_in, Finding};
 use crate::tools::ncu::{self, Measured};
 use crate::tools::nvcc::{self, BuildError, Built, Flavor, Recipe};
@@ -156,12 +155,7 @@ pub fn sanitize(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, b
         Target::Exercise { cases, .. } => cases::harness_args(cases, |c| c.sanitize, false, &sub.work.join("out"), &tag).0,
         Target::Program(p) => p.args.clone(),
     };
-    let mut job = sanitizer::job(path, tool, &xml, &built.binary, &args, ctx.config.timeouts.tool).output(&xml);
-    if let (Tool::Initcheck, Target::Program(Program { initcheck_shared: true, .. })) = (tool, &sub.target) {
-        // Before the program: the tool's own option.
-        let at = job.args.len() - args.len() - 1;
-        job.args.splice(at..at, ["--initcheck-address-space".into(), "shared".into()]);
-    }
+    let job = sanitizer::job(path, tool, &xml, &built.binary, &args, ctx.config.timeouts.tool).output(&xml);
     let job = confined(ctx, wb, sub, stage, job, None);
     let run = sanitizer::run(ctx.launcher.as_ref(), tool, &job, &xml);
     let sources = sub.sources();
