@@ -105,7 +105,7 @@ enum Command {
         #[arg(long = "nvcc-flag", value_name = "FLAG", allow_hyphen_values = true)]
         nvcc_flags: Vec<String>,
         /// Also profile the -O3 -lineinfo build with ncu: time, sectors per request, bank
-        /// conflicts, branch uniformity, occupancy and DRAM throughput per kernel, with hints.
+        /// conflicts, threads per instruction, occupancy and DRAM throughput per kernel, with hints.
         #[arg(long)]
         profile: bool,
         /// The program's own arguments, after `--`.

@@ -33,13 +33,6 @@ pub enum ContextError {
     Recording(PathBuf, String),
 }
 
-impl ContextError {
-    /// Missing tools and a refused sandbox are tool errors (exit 3), not usage errors.
-    pub fn exit_code(&self) -> i32 {
-        3
-    }
-}
-
 pub struct Context {
     pub config: Config,
     pub tools: Toolchain,
