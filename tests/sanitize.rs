@@ -73,7 +73,7 @@ fn two_bugs_give_two_findings_to_fix_in_text_json_and_valid_sarif() {
     let text = sanitize("sanitize-two-bugs", program, "text", 1);
     assert!(text.contains("--> scripts/sanitize/two-bugs.cu:9:3 (access in scale)"), "{text}");
     assert!(text.contains("--> scripts/sanitize/two-bugs.cu:17:5 (read in block_sum)"), "{text}");
-    assert!(text.contains("follows from [1]") && text.contains("What it means:") && text.contains("2 finding(s) to fix"), "{text}");
+    assert!(text.contains("Follows from [1]: fix that one first") && text.contains("What it means:") && text.contains("2 finding(s) to fix"), "{text}");
 
     let sarif_text = sanitize("sanitize-two-bugs", program, "sarif", 1);
     let sarif: serde_json::Value = serde_json::from_str(&sarif_text).unwrap();

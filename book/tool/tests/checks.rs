@@ -12,7 +12,7 @@ impl Copy {
     fn new() -> Copy {
         let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let dir = tempfile::tempdir().unwrap();
-        for sub in ["book/src", "exercises", "solutions"] {
+        for sub in ["book/src", "book/gpu-runs", "exercises", "solutions"] {
             grader::exercise::workbook::copy_tree(&repo.join(sub), &dir.path().join(sub)).unwrap();
         }
         for file in ["book/book.toml", "book/verification.json"] {

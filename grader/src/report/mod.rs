@@ -345,7 +345,7 @@ pub fn sanitize_text(r: &SanitizeReport, cwd: &Path) -> String {
         }
         match m.follow_on_of {
             Some(k) => {
-                let _ = writeln!(out, "    {} follows from [{}]: fix that one first", paint(BOLD, "A follow-on error:"), k + 1);
+                let _ = writeln!(out, "    {} [{}]: fix that one first", paint(BOLD, "Follows from"), k + 1);
             }
             None if explained.insert(f.kind) => {
                 let _ = writeln!(out, "    What it means: {}", m.explanation);
