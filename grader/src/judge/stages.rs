@@ -26,6 +26,8 @@ pub enum Blocked {
     NoGpu(String),
     /// A tool was not found: its name.
     Missing(&'static str),
+    /// The stage does not apply to this target (a plan asked for it by mistake): why.
+    NotApplicable(&'static str),
 }
 
 /// What one stage produced, before any verdict.
@@ -187,7 +189,7 @@ pub fn correctness(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage
 
 pub fn time(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: &Built) -> Output {
     let Some(path) = ctx.tools.ncu.as_deref() else { return Output::NotRun(Blocked::Missing("ncu")) };
-    let Some(exercise) = sub.exercise() else { return Output::NotRun(Blocked::Missing("an exercise's bench (programs are profiled with --profile)")) };
+    let Some(exercise) = sub.exercise() else { return Output::NotRun(Blocked::NotApplicable("a program has no bench to time: it is profiled with --profile")) };
     let m = &exercise.manifest.manifest;
     let tag = stage.id().replace(['#', ':'], "-");
     let out = sub.work.join("out");
@@ -215,7 +217,7 @@ pub fn time(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built
 /// A program's release build under ncu with the performance metrics, every kernel.
 pub fn profile(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: &Built) -> Output {
     let Some(path) = ctx.tools.ncu.as_deref() else { return Output::NotRun(Blocked::Missing("ncu")) };
-    let Target::Program(p) = &sub.target else { return Output::NotRun(Blocked::Missing("a program (exercises are timed by check)")) };
+    let Target::Program(p) = &sub.target else { return Output::NotRun(Blocked::NotApplicable("an exercise is timed on its bench, not profiled")) };
     let csv = sub.work.join("out").join("profile.csv");
     let lock = ncu_lock_dir(wb);
     let _ = std::fs::create_dir_all(&lock);

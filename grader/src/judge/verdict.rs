@@ -214,6 +214,7 @@ pub fn not_run(name: &str, stage: &str, blocked: &Blocked) -> Option<Step> {
         Blocked::BuildFailed => None,
         Blocked::NoGpu(reason) => Some(Step::new("gpu", Status::Skipped, reason.clone())),
         Blocked::Missing(tool) => Some(Step::new(name, Status::ToolError, format!("{tool} not found (set CUDABUGS_{} or CUDA_HOME)", tool.to_uppercase().replace('-', "_"))).stage(stage)),
+        Blocked::NotApplicable(why) => Some(Step::new(name, Status::ToolError, format!("not run: {why}")).stage(stage)),
     }
 }
 
@@ -326,6 +327,7 @@ pub fn measured_time(output: Option<&Output>) -> Result<f64, String> {
         Some(Output::NotRun(Blocked::Missing(t))) => Err(format!("{t} not found")),
         Some(Output::NotRun(Blocked::NoGpu(r))) => Err(r.clone()),
         Some(Output::NotRun(Blocked::BuildFailed)) => Err("its build failed".into()),
+        Some(Output::NotRun(Blocked::NotApplicable(why))) => Err(why.to_string()),
         _ => Err("not timed".into()),
     }
 }

@@ -202,12 +202,13 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
     .into_iter()
     .unzip();
     let with_cases: Vec<usize> = (0..work.len()).filter(|&k| case_sets[k].is_some()).collect();
+    let empty = Cases::default();
     let subs: Vec<Submission> = work
         .iter()
         .zip(&case_sets)
         .flat_map(|(w, cases)| {
             let (exercise, solution) = w.texts.clone().unwrap_or_default();
-            let cases = cases.as_ref().unwrap_or(&EMPTY);
+            let cases = cases.as_ref().unwrap_or(&empty);
             [
                 Submission::new(wb, "verify", w.ex, "original", wb.learner_path(w.ex), exercise, Reuse::Never, cases),
                 Submission::new(wb, "verify", w.ex, "reference", wb.solution_path(w.ex), solution, Reuse::Never, cases),
@@ -346,8 +347,6 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
         outcome,
     }
 }
-
-static EMPTY: std::sync::LazyLock<Cases> = std::sync::LazyLock::new(Cases::default);
 
 /// The solution's time, a second run of it, and the original's, against the manifest's target.
 fn timing_step(w: &mut Work, results: &Results, (ex, sol): (usize, usize), opts: &VerifyOptions) -> Step {
