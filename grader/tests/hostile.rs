@@ -90,7 +90,7 @@ impl Fixture {
     /// case shares and return what the runner saw.
     fn run(&self, script: &str, timeout: Duration, limits: Limits) -> Finished {
         let before = self.outside();
-        let launcher = Sandboxed::new(Isolation::Auto).unwrap();
+        let launcher = Sandboxed::for_isolation(Isolation::Auto).unwrap();
         let mut job = Job::new("/bin/sh", timeout)
             .arg("-c")
             .arg(format!("# {}\n{script}", self.token))

@@ -58,7 +58,7 @@ impl Context {
         let nvcc = tools.nvcc.clone().ok_or_else(|| ContextError::NoNvcc {
             local: wb.root.join(toolchain::LOCAL_TOOLKIT).display().to_string(),
         })?;
-        let sandboxed = Sandboxed::new(config.isolation)?;
+        let sandboxed = Sandboxed::for_isolation(config.isolation)?;
         let (launcher, gpu): (Box<dyn Launcher>, GpuStatus) = match (&config.replay_tools, &config.record_tools) {
             (Some(dir), _) => {
                 let bad = |e: String| ContextError::Recording(dir.clone(), e);

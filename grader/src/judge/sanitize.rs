@@ -313,12 +313,7 @@ pub fn sanitize(ctx: &Context, wb: &Workbook, sub: Submission, mut say: impl FnM
                 };
                 ProfileReport { command: command.clone(), kernels: launches.as_deref().map(kernel_profiles).unwrap_or_default(), error, note: PROFILE_NOTE }
             }
-            Some(o @ Output::NotRun(_)) => ProfileReport {
-                command: String::new(),
-                kernels: Vec::new(),
-                error: Some(verdict::measured_time(Some(o)).err().unwrap_or_else(|| "not run".into())),
-                note: PROFILE_NOTE,
-            },
+            Some(Output::NotRun(b)) => ProfileReport { command: String::new(), kernels: Vec::new(), error: Some(verdict::why_not_run(b)), note: PROFILE_NOTE },
             _ => ProfileReport { command: String::new(), kernels: Vec::new(), error: Some("not run".into()), note: PROFILE_NOTE },
         }
     });

@@ -101,9 +101,9 @@ fn private_tmp(sub: &Submission, tag: &str) -> PathBuf {
     dir
 }
 
-/// A job that runs the submission's code: confined, with a cleared environment and a recording key.
-/// `shared_tmp` replaces its private TMPDIR where processes must meet (ncu's lock file).
-fn confined(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, mut job: Job, shared_tmp: Option<&Path>) -> Job {
+/// A job that runs the submission's code, sandboxed: confined, a cleared environment, its own
+/// TMPDIR (`shared_tmp` instead where processes must meet: ncu's lock file).
+fn sandboxed(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, mut job: Job, shared_tmp: Option<&Path>) -> Job {
     let tmp = shared_tmp.map(Path::to_path_buf).unwrap_or_else(|| private_tmp(sub, &stage.id()));
     job.confine = Some(confinement(ctx, wb, sub, &shared_tmp.map(|t| vec![t.to_path_buf()]).unwrap_or_default()));
     job.clear_env = true;
@@ -112,6 +112,13 @@ fn confined(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, mut j
         Target::Program(p) => p.cwd.clone(),
         Target::Exercise { .. } => sub.work.clone(),
     });
+    job
+}
+
+/// A sandboxed job with a recording key: a run of a tool or of the program, which a recording keeps
+/// and a replay serves (builds have no key, so that a replay builds for real).
+fn confined(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, job: Job, shared_tmp: Option<&Path>) -> Job {
+    let mut job = sandboxed(ctx, wb, sub, stage, job, shared_tmp);
     job.key = Some(format!("{}/{}/{}", sub.name, sub.variant, stage.id()));
     job
 }
@@ -133,8 +140,6 @@ pub fn materialise(sub: &Submission) -> std::io::Result<()> {
 
 pub fn build(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, flavor: Flavor) -> Output {
     let recipe = Recipe { nvcc: &ctx.nvcc, arch: &ctx.arch, harness: &ctx.harness, timeout: ctx.config.timeouts.build };
-    let confine = confinement(ctx, wb, sub, &[]);
-    let env = sandbox_env(ctx, sub, &private_tmp(sub, &stage.id()));
     let source = sub.source();
     let inputs = match &sub.target {
         Target::Exercise { .. } => nvcc::Inputs::Exercise(&source),
@@ -146,7 +151,8 @@ pub fn build(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, flav
             nvcc::Inputs::Program { sources: &p.sources, flags: &p.nvcc_flags }
         }
     };
-    Output::Built(nvcc::build(ctx.launcher.as_ref(), &recipe, flavor, inputs, &sub.binary(flavor), sub.reuse, Some((confine, env))))
+    let sandbox = |job| sandboxed(ctx, wb, sub, stage, job, None);
+    Output::Built(nvcc::build(ctx.launcher.as_ref(), &recipe, flavor, inputs, &sub.binary(flavor), sub.reuse, &sandbox))
 }
 
 pub fn sanitize(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: &Built, tool: Tool) -> Output {

@@ -218,6 +218,16 @@ pub fn not_run(name: &str, stage: &str, blocked: &Blocked) -> Option<Step> {
     }
 }
 
+/// Why a stage did not run, in words.
+pub fn why_not_run(blocked: &Blocked) -> String {
+    match blocked {
+        Blocked::Missing(t) => format!("{t} not found"),
+        Blocked::NoGpu(r) => r.clone(),
+        Blocked::BuildFailed => "its build failed".into(),
+        Blocked::NotApplicable(why) => why.to_string(),
+    }
+}
+
 /// A build: passed (perhaps kept from an earlier one), failed to compile, timed out, or nvcc broke.
 pub fn build(name: &str, output: &Output, flavor: Flavor, arch: &str) -> Option<Step> {
     let stage = crate::judge::plan::StageKind::build(flavor).id();
@@ -324,10 +334,7 @@ pub fn measured_time(output: Option<&Output>) -> Result<f64, String> {
             (None, None) => Err(m.why_untimed()),
         },
         Some(Output::Timed { measured: Err(e), .. }) => Err(e.to_string()),
-        Some(Output::NotRun(Blocked::Missing(t))) => Err(format!("{t} not found")),
-        Some(Output::NotRun(Blocked::NoGpu(r))) => Err(r.clone()),
-        Some(Output::NotRun(Blocked::BuildFailed)) => Err("its build failed".into()),
-        Some(Output::NotRun(Blocked::NotApplicable(why))) => Err(why.to_string()),
+        Some(Output::NotRun(b)) => Err(why_not_run(b)),
         _ => Err("not timed".into()),
     }
 }

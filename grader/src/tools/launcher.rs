@@ -33,10 +33,9 @@ pub trait Launcher: Send + Sync {
 pub struct Local;
 
 impl Launcher for Local {
+    /// A job's unset level is the process group's.
     fn launch(&self, job: &Job) -> Result<Finished, SpawnError> {
-        let mut job = job.clone();
-        job.level = job.confine.as_ref().map(|_| Level::ProcessGroup);
-        runner::run(&job)
+        runner::run(job)
     }
     fn isolation(&self) -> Level {
         Level::ProcessGroup
@@ -75,15 +74,29 @@ impl Sandboxed {
             .clone()
     }
 
-    pub fn new(isolation: Isolation) -> Result<Sandboxed, StrictUnavailable> {
+    /// The launcher `--isolation` asks for: `Local` for none; else the strongest level this
+    /// machine permits, which `strict` requires to be namespaces.
+    pub fn for_isolation(isolation: Isolation) -> Result<Box<dyn Launcher>, StrictUnavailable> {
         if isolation == Isolation::None {
-            return Ok(Sandboxed { level: Level::ProcessGroup });
+            return Ok(Box::new(Local));
         }
         let (level, why) = Sandboxed::probe();
         if isolation == Isolation::Strict && level < Level::Namespaces {
             return Err(StrictUnavailable(why.unwrap_or_else(|| "no reason given".into())));
         }
-        Ok(Sandboxed { level })
+        Ok(Box::new(Sandboxed { level }))
+    }
+}
+
+impl Launcher for Box<dyn Launcher> {
+    fn launch(&self, job: &Job) -> Result<Finished, SpawnError> {
+        self.as_ref().launch(job)
+    }
+    fn isolation(&self) -> Level {
+        self.as_ref().isolation()
+    }
+    fn replays(&self) -> bool {
+        self.as_ref().replays()
     }
 }
 

@@ -10,7 +10,6 @@ use serde::Serialize;
 
 use crate::tools::launcher::Launcher;
 use crate::tools::runner::{self, Exit, Job};
-use crate::tools::sandbox::Confinement;
 use crate::tools::toolchain::Nvcc;
 
 /// The harness object's build (the grader's own code, run once).
@@ -140,7 +139,8 @@ pub enum Inputs<'a> {
     Program { sources: &'a [PathBuf], flags: &'a [String] },
 }
 
-pub fn build(launcher: &dyn Launcher, recipe: &Recipe, flavor: Flavor, inputs: Inputs, binary: &Path, reuse: Reuse, confine: Option<(Confinement, Vec<(String, String)>)>) -> Result<Built, BuildError> {
+/// `sandbox` turns the nvcc job into the one that runs (the caller's confinement of learner code).
+pub fn build(launcher: &dyn Launcher, recipe: &Recipe, flavor: Flavor, inputs: Inputs, binary: &Path, reuse: Reuse, sandbox: &dyn Fn(Job) -> Job) -> Result<Built, BuildError> {
     let Recipe { nvcc, arch, harness, timeout } = *recipe;
     if let Some(dir) = binary.parent() {
         mkdir(dir)?;
@@ -161,13 +161,8 @@ pub fn build(launcher: &dyn Launcher, recipe: &Recipe, flavor: Flavor, inputs: I
             sources.iter().map(PathBuf::as_path).collect()
         }
     };
-    job = job.args(nvcc.extra_flags.iter().cloned());
+    let job = sandbox(job.args(nvcc.extra_flags.iter().cloned()));
     let source = sources.first().copied().unwrap_or(Path::new(""));
-    if let Some((confine, env)) = confine {
-        job.confine = Some(confine);
-        job.clear_env = true;
-        job.env = env.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
-    }
     let text: Vec<u8> = sources.iter().map(|s| std::fs::read(s).map_err(|e| BuildError::Io(s.to_path_buf(), e))).collect::<Result<Vec<_>, _>>()?.concat();
     // The harness object's name carries the hash of the harness sources, so the command covers them;
     // nvcc's own time stamp covers a toolkit updated in place.
