@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run on a GPU machine with the CUDA toolkit (no Rust needed) from the workbook root, with a release
 # binary built elsewhere ($B). In order:
-#   1. verify in the sandbox (--isolation strict): the committed record, with the raw tool outputs;
+#   1. verify --survey in the sandbox (--isolation strict): the committed record, with the raw tool
+#      outputs;
 #   2. verify with --isolation none: the solution's ncu time inside and outside the sandbox;
 #   3. recordings of check and verify of 03-race (--record-tools), replayed by the CPU tests;
 #   4. check 03-race untouched, fixed, fixed another way, serialised (too slow); a 04-sync "fix" that
@@ -18,7 +19,7 @@ ms() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
 { nvidia-smi; nvcc --version; compute-sanitizer --version; ncu --version; "$B" toolkit show; uname -r; cat /proc/self/cgroup; } >"$OUT/env.txt" 2>&1
 
 # 1-2. verify: sandboxed (the record), without the sandbox, sandboxed again (warm).
-"$B" --isolation strict verify --record "$OUT/verification.json" --keep "$OUT/fixtures" >"$OUT/verify.txt" 2>&1
+"$B" --isolation strict verify --survey --record "$OUT/verification.json" --keep "$OUT/fixtures" >"$OUT/verify.txt" 2>&1
 echo "verify exit=$?" >>"$OUT/verify.txt"
 "$B" --isolation none verify --record "$OUT/verification-none.json" >"$OUT/verify-none.txt" 2>&1
 echo "verify exit=$?" >>"$OUT/verify-none.txt"

@@ -122,6 +122,10 @@ enum Command {
         /// Copy the raw tool outputs (XML, CSV) into this folder.
         #[arg(long)]
         keep: Option<PathBuf>,
+        /// Also run each untouched exercise under all four tools, plainly five times, and under
+        /// ncu: what the book's "which tool catches what" table and timings are drawn from.
+        #[arg(long)]
+        survey: bool,
     },
     /// Build the book (lessons with the real tool output) into book/build, or serve it.
     Book {
@@ -414,14 +418,14 @@ fn run(cli: Cli) -> Result<i32> {
             }
             Ok(report.outcome.exit_code())
         }
-        Command::Verify { id, record, keep } => {
+        Command::Verify { id, record, keep, survey } => {
             let wb = open_workbook()?;
             let selected: Vec<_> = match &id {
                 Some(id) => vec![wb.resolve(id)?],
                 None => wb.exercises.iter().collect(),
             };
             let ctx = context(&wb, &settings, format)?;
-            let opts = grader::judge::verify::VerifyOptions { keep };
+            let opts = grader::judge::verify::VerifyOptions { keep, survey };
             let result = grader::judge::verify::verify(&ctx, &wb, &selected, &opts, progress(format));
             if let Some(path) = &record {
                 std::fs::write(path, serde_json::to_string_pretty(&result)? + "\n").with_context(|| format!("writing {}", path.display()))?;

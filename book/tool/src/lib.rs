@@ -9,7 +9,9 @@
 //! - `{{#cudabugs-code ID REGION}}`: the lines of a marked region of the pristine exercise (never
 //!   the learner's working copy, which may be edited);
 //! - `{{#cudabugs-diff ID}}`: the fix, as a diff of the pristine exercise against its solution;
-//! - `{{#cudabugs-summary}}`: one table over every exercise; `{{#cudabugs-machine}}`: the GPU and tools.
+//! - `{{#cudabugs-summary}}`: one table over every exercise; `{{#cudabugs-machine}}`: the GPU and tools;
+//! - `{{#cudabugs-tool-matrix}}`: which tool flagged which exercise's untouched file, how often a
+//!   plain run was right, and the bug classes no tool flagged, all from the record.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -17,7 +19,7 @@ use std::path::{Component, Path, PathBuf};
 
 use anyhow::{bail, Context as _, Result};
 use grader::judge::verdict::Status;
-use grader::judge::verify::{ExerciseRecord, VerificationRecord};
+use grader::judge::verify::{ExerciseRecord, PlainRuns, VerificationRecord};
 use mdbook_driver::MDBook;
 use mdbook_preprocessor::book::{Book, Chapter};
 use mdbook_preprocessor::{Preprocessor, PreprocessorContext};
@@ -215,6 +217,10 @@ fn expand(chapter: &Chapter, record: &VerificationRecord, exercises: &[Exercise]
                 out.push_str(&render_summary(record, &"../".repeat(depth)));
             }
             "machine" => out.push_str(&machine(record)),
+            "tool-matrix" => {
+                let depth = chapter.path.as_ref().map(|p| p.components().count().saturating_sub(1)).unwrap_or(0);
+                out.push_str(&render_tool_matrix(record, &"../".repeat(depth))?);
+            }
             other => bail!("unknown directive `{{{{#cudabugs-{other}}}}}`"),
         }
     }
@@ -278,7 +284,8 @@ fn render_record(record: &VerificationRecord, r: &ExerciseRecord) -> String {
     }
     if let Some(text) = &r.tool_output {
         let lines: Vec<&str> = text.lines().collect();
-        let _ = writeln!(out, "What {} printed{}:\n\n```text", r.tool, if lines.len() > OUTPUT_LINES { format!(" (the first {OUTPUT_LINES} of {} lines)", lines.len()) } else { String::new() });
+        let tool = r.tool.map(|t| t.name()).unwrap_or("the tool");
+        let _ = writeln!(out, "What {tool} printed{}:\n\n```text", if lines.len() > OUTPUT_LINES { format!(" (the first {OUTPUT_LINES} of {} lines)", lines.len()) } else { String::new() });
         for l in lines.iter().take(OUTPUT_LINES) {
             let _ = writeln!(out, "{}", trimmed(&relative_command(l)));
         }
@@ -295,9 +302,15 @@ fn render_record(record: &VerificationRecord, r: &ExerciseRecord) -> String {
             r.region
         );
     }
-    if let Some(plain) = &r.plain_run {
-        let verdict = if r.plain_run_correct == Some(true) { "right: the bug is silent" } else { "wrong" };
-        let _ = writeln!(out, "A plain `-O3` run of the same exercise: {plain}. Its output was {verdict}.\n");
+    match (&r.plain_runs, &r.plain_run) {
+        (Some(p), Some(plain)) => {
+            let _ = writeln!(out, "Plain `-O3` runs of the same exercise, each a fresh process: {}. {}\n", plain_runs_text(p), plain_example(p, plain));
+        }
+        (None, Some(plain)) => {
+            let verdict = if r.plain_run_correct == Some(true) { "right: the bug is silent" } else { "wrong" };
+            let _ = writeln!(out, "A plain `-O3` run of the same exercise: {plain}. Its output was {verdict}.\n");
+        }
+        _ => {}
     }
     let _ = writeln!(out, "| check | result | summary |\n| --- | --- | --- |");
     for c in &r.checks {
@@ -322,10 +335,83 @@ fn render_record(record: &VerificationRecord, r: &ExerciseRecord) -> String {
             }
         }
         let _ = writeln!(out, "| the fix | {} | 1.00x |", us(t.reference_ns));
-        let _ = writeln!(out, "| the fix, second process | {} | {:.3}x |", us(t.rerun_ns), t.rerun_ratio);
+        if let (Some(ns), Some(ratio)) = (t.rerun_ns, t.rerun_ratio) {
+            let _ = writeln!(out, "| the fix, second process | {} | {ratio:.3}x |", us(ns));
+        }
         let _ = writeln!(out, "\nA learner's fix passes when it is within {:.2}x of the fix.", t.max_ratio_to_reference);
     }
     out
+}
+
+/// "right in 5 of 5 (the bug is silent)", "wrong in 5 of 5", "right in 2 of 5, wrong in 3".
+fn plain_runs_text(p: &PlainRuns) -> String {
+    let wrong = p.runs - p.correct - p.failed;
+    let mut parts = Vec::new();
+    if p.correct > 0 {
+        parts.push(format!("right in {} of {}", p.correct, p.runs));
+    }
+    if wrong > 0 {
+        parts.push(format!("wrong in {wrong} of {}", p.runs));
+    }
+    if p.failed > 0 {
+        parts.push(format!("crashed in {} of {}", p.failed, p.runs));
+    }
+    let silent = if p.correct == p.runs { " (the bug is silent)" } else { "" };
+    format!("{}{silent}", parts.join(", "))
+}
+
+fn plain_example(p: &PlainRuns, first_bad: &str) -> String {
+    if p.correct == p.runs {
+        String::new()
+    } else {
+        format!("The first that was not right: {first_bad}.")
+    }
+}
+
+/// Which tool flagged each untouched exercise, from the record: a "which tool catches what, on
+/// this GPU" table that nobody writes by hand.
+fn render_tool_matrix(record: &VerificationRecord, up: &str) -> Result<String> {
+    if record.exercises.iter().all(|e| e.original_under_tools.is_empty()) {
+        bail!("the verification record has no survey of the untouched exercises: make it with `cargo xtask verify --survey --record book/verification.json` on a GPU");
+    }
+    let mut out = String::new();
+    let tools = grader::exercise::manifest::Tool::ALL;
+    let _ = write!(out, "| exercise | bug class |");
+    for t in tools {
+        let _ = write!(out, " {t} |");
+    }
+    let _ = writeln!(out, " plain runs right |\n| --- | --- |{}", " --- |".repeat(tools.len() + 1));
+    let mut unseen = Vec::new();
+    for e in &record.exercises {
+        let _ = write!(out, "| [{}]({up}lessons/{}.md) | {} |", e.id, e.id, e.bug_class);
+        let mut any = false;
+        for t in tools {
+            let cell = match e.original_under_tools.iter().find(|s| s.tool == t) {
+                None => "not run".to_string(),
+                Some(s) if s.in_bug_region || (e.tool == Some(t) && e.finding.is_some()) => {
+                    any = true;
+                    let kind = e.finding.as_ref().filter(|f| f.tool == t).map(|f| f.kind.to_string()).or_else(|| s.kinds.first().map(|k| k.split(" in ").next().unwrap_or(k).to_string()));
+                    format!("**flags it** ({})", kind.unwrap_or_default())
+                }
+                Some(s) if s.status == "clean" => "silent".to_string(),
+                Some(s) if s.status == "findings" => format!("elsewhere: {}", s.kinds.join("; ")),
+                Some(s) if s.status == "program-failed" => "no record; the program failed".to_string(),
+                Some(s) => s.status.clone(),
+            };
+            let _ = write!(out, " {cell} |");
+        }
+        let plain = e.plain_runs.map(|p| format!("{} of {}", p.correct, p.runs)).unwrap_or_else(|| "-".into());
+        let _ = writeln!(out, " {plain} |");
+        if !any && !e.original_under_tools.is_empty() {
+            unseen.push(format!("[{}]({up}lessons/{}.md) ({})", e.id, e.id, e.bug_class));
+        }
+    }
+    if unseen.is_empty() {
+        let _ = writeln!(out, "\nEvery bug class here was flagged by at least one tool.");
+    } else {
+        let _ = writeln!(out, "\nNo tool flagged: {}. The cases, run plainly, are what catches these.", unseen.join(", "));
+    }
+    Ok(out)
 }
 
 fn render_diff(e: &Exercise, workbook: &Path) -> String {
@@ -351,10 +437,11 @@ fn render_summary(record: &VerificationRecord, up: &str) -> String {
             .as_ref()
             .map(|f| format!("{} at `{}`", f.kind, f.locations.first().map(|l| l.short()).unwrap_or_default()))
             .unwrap_or_else(|| "-".into());
-        let plain = match e.plain_run_correct {
-            Some(true) => "right (silent)",
-            Some(false) => "wrong",
-            None => "-",
+        let plain = match (e.plain_runs, e.plain_run_correct) {
+            (Some(p), _) => plain_runs_text(&p),
+            (None, Some(true)) => "right (silent)".into(),
+            (None, Some(false)) => "wrong".into(),
+            (None, None) => "-".into(),
         };
         let t = e.timing.as_ref();
         let _ = writeln!(
@@ -362,7 +449,7 @@ fn render_summary(record: &VerificationRecord, up: &str) -> String {
             "| [{}]({up}lessons/{}.md) | {} | {found} | {plain} | {} | {} | {} |",
             e.id,
             e.id,
-            e.tool.name(),
+            e.tool.map(|t| t.name()).unwrap_or("cases"),
             t.and_then(|t| t.original_ns).map(us).unwrap_or_else(|| "crashed".into()),
             t.map(|t| us(t.reference_ns)).unwrap_or_else(|| "-".into()),
             e.outcome.label()

@@ -40,14 +40,57 @@ pub struct Manifest {
     pub explain: Explain,
 }
 
-/// What the untouched exercise must make its named tool report.
+/// What shows that the untouched exercise has its bug: a sanitizer record of a given kind in a
+/// marked region, or, for the classes no sanitizer sees on today's GPUs, wrong outputs.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Expect {
-    pub tool: Tool,
-    pub kind: FindingKind,
-    /// Name of the marked region the finding must point into.
+    #[serde(default)]
+    pub detector: Detector,
+    /// The tool that reports the bug (detector "sanitizer" only).
+    pub tool: Option<Tool>,
+    /// The kind of record it writes (detector "sanitizer" only).
+    pub kind: Option<FindingKind>,
+    /// Name of the marked region the finding must point into; for "wrong-output", where the bug is.
     pub region: Spanned<String>,
+}
+
+impl Expect {
+    /// The tool and the kind of record that must flag the untouched exercise; none where the cases
+    /// are the detector. Validation guarantees both are set for detector "sanitizer".
+    pub fn sanitizer(&self) -> Option<(Tool, FindingKind)> {
+        match self.detector {
+            Detector::Sanitizer => Some((self.tool.expect("validated manifest"), self.kind.expect("validated manifest"))),
+            Detector::WrongOutput => None,
+        }
+    }
+    /// "memcheck out-of-bounds", or "wrong output" where no tool sees the bug.
+    pub fn describe(&self) -> String {
+        match self.sanitizer() {
+            Some((tool, kind)) => format!("{tool} {kind}"),
+            None => "wrong output".to_string(),
+        }
+    }
+}
+
+/// What catches an exercise's bug.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Detector {
+    /// A compute-sanitizer tool (`tool`, `kind`).
+    #[default]
+    Sanitizer,
+    /// No sanitizer flags this class on sm_90: the cases, run plainly, give wrong outputs.
+    WrongOutput,
+}
+
+impl fmt::Display for Detector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Detector::Sanitizer => "sanitizer",
+            Detector::WrongOutput => "wrong-output",
+        })
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -108,6 +151,8 @@ pub enum FindingKind {
     DivergentBarrier,
     /// synccheck: a barrier with invalid arguments (e.g. a __syncwarp mask).
     InvalidBarrier,
+    /// memcheck: the hardware raised an exception in a kernel (e.g. an illegal instruction).
+    DeviceException,
     /// Any other record.
     Other,
 }
@@ -124,6 +169,7 @@ impl FindingKind {
             FindingKind::UninitializedCopy => "uninitialized-copy",
             FindingKind::DivergentBarrier => "divergent-barrier",
             FindingKind::InvalidBarrier => "invalid-barrier",
+            FindingKind::DeviceException => "device-exception",
             FindingKind::Other => "other",
         }
     }
@@ -358,6 +404,21 @@ fn validate_fields(m: &LoadedManifest) -> Result<(), ManifestError> {
         };
         if let Err(why) = fits {
             return Err(m.error_at(input.len.span(), format!("input `{}`: {why}", input.name)));
+        }
+    }
+    let expect = &man.expect;
+    let expect_line = find_line(&m.text, "[expect]");
+    match (expect.detector, expect.tool, expect.kind) {
+        (Detector::Sanitizer, Some(_), Some(_)) | (Detector::WrongOutput, None, None) => {}
+        (Detector::Sanitizer, _, _) => {
+            return Err(ManifestError { path: m.path.clone(), line: expect_line, message: "[expect] needs `tool` and `kind` (or `detector = \"wrong-output\"` where no tool sees the bug)".into() })
+        }
+        (Detector::WrongOutput, _, _) => {
+            return Err(ManifestError {
+                path: m.path.clone(),
+                line: expect_line,
+                message: "[expect] with `detector = \"wrong-output\"` names no `tool` or `kind`: no tool is claimed to catch it".into(),
+            })
         }
     }
     if man.hints.get_ref().len() < 3 {

@@ -74,6 +74,18 @@ const REFERENCES: &[(&str, ReferenceFn)] = &[
     ("sum", sum),
     ("smooth3", smooth3),
     ("histogram256", histogram256),
+    ("window", window),
+    ("mean-center", mean_center),
+    ("softmax-rows", softmax_rows),
+    ("dot", dot),
+    ("smooth7", smooth7),
+    ("frame-sums", frame_sums),
+    ("row-sums16", row_sums16),
+    ("segment-sums", segment_sums),
+    ("minmax-rescale", minmax_rescale),
+    ("in-degree1024", in_degree1024),
+    ("box-blur3", box_blur3),
+    ("square-plus-one", square_plus_one),
 ];
 
 /// What a reference reads and writes: buffers by name, dtype and length expression. A manifest that
@@ -95,6 +107,18 @@ const SIGNATURES: &[(&str, Signature)] = &[
     ("sum", Signature { inputs: &[("x", DType::F32, "n")], outputs: &[("total", DType::F32, "1")] }),
     ("smooth3", Signature { inputs: &[("x", DType::F32, "n")], outputs: &[("y", DType::F32, "n")] }),
     ("histogram256", Signature { inputs: &[("values", DType::U32, "n")], outputs: &[("bins", DType::U32, "256")] }),
+    ("window", Signature { inputs: &[("x", DType::F32, "n")], outputs: &[("y", DType::F32, "len")] }),
+    ("mean-center", Signature { inputs: &[("x", DType::F32, "n")], outputs: &[("y", DType::F32, "n")] }),
+    ("softmax-rows", Signature { inputs: &[("x", DType::F32, "rows * cols")], outputs: &[("y", DType::F32, "rows * cols")] }),
+    ("dot", Signature { inputs: &[("a", DType::F32, "n"), ("b", DType::F32, "n")], outputs: &[("dot", DType::F32, "1")] }),
+    ("smooth7", Signature { inputs: &[("x", DType::F32, "n")], outputs: &[("y", DType::F32, "n")] }),
+    ("frame-sums", Signature { inputs: &[("tile", DType::U32, "tile_len")], outputs: &[("sums", DType::U32, "frames")] }),
+    ("row-sums16", Signature { inputs: &[("x", DType::F32, "rows * 16")], outputs: &[("y", DType::F32, "rows")] }),
+    ("segment-sums", Signature { inputs: &[("x", DType::F32, "n")], outputs: &[("sums", DType::F32, "segments")] }),
+    ("minmax-rescale", Signature { inputs: &[("x", DType::F32, "n")], outputs: &[("y", DType::F32, "n")] }),
+    ("in-degree1024", Signature { inputs: &[("dst", DType::U32, "edges")], outputs: &[("degree", DType::U32, "1024")] }),
+    ("box-blur3", Signature { inputs: &[("img", DType::F32, "width * height")], outputs: &[("out", DType::F32, "width * height")] }),
+    ("square-plus-one", Signature { inputs: &[("x", DType::F32, "n")], outputs: &[("y", DType::F32, "n")] }),
 ];
 
 pub fn signature(name: &str) -> Option<&'static Signature> {
@@ -170,6 +194,120 @@ fn histogram256(_: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
     out("bins", Data::U32(bins))
 }
 
+/// `y[i] = x[offset + i]` for `i < len`; past the end of `x`, 0 (a manifest keeps offset + len <= n).
+fn window(p: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
+    let (offset, len) = (param(p, "offset"), param(p, "len"));
+    let x = inputs[0].data.as_f32();
+    out("y", Data::F32((0..len).map(|i| x.get(offset + i).copied().unwrap_or(0.0)).collect()))
+}
+
+/// `y[i] = x[i] - mean(x)`, the mean in f64.
+fn mean_center(_: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
+    let x = inputs[0].data.as_f32();
+    let mean = x.iter().map(|&v| v as f64).sum::<f64>() / x.len().max(1) as f64;
+    out("y", Data::F32(x.iter().map(|&v| (v as f64 - mean) as f32).collect()))
+}
+
+/// Softmax over each row of a row-major `rows x cols` matrix, in f64.
+fn softmax_rows(p: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
+    let cols = param(p, "cols");
+    let x = inputs[0].data.as_f32();
+    let mut y = Vec::with_capacity(x.len());
+    for row in x.chunks(cols.max(1)) {
+        let m = row.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(v as f64));
+        let e: Vec<f64> = row.iter().map(|&v| (v as f64 - m).exp()).collect();
+        let sum: f64 = e.iter().sum();
+        y.extend(e.iter().map(|v| (v / sum) as f32));
+    }
+    out("y", Data::F32(y))
+}
+
+/// The dot product of `a` and `b`, accumulated in f64.
+fn dot(_: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
+    let (a, b) = (inputs[0].data.as_f32(), inputs[1].data.as_f32());
+    let total: f64 = a.iter().zip(b).map(|(&x, &y)| x as f64 * y as f64).sum();
+    out("dot", Data::F32(vec![total as f32]))
+}
+
+/// 7-point weighted average (1 2 3 4 3 2 1) / 16 with clamped ends.
+fn smooth7(p: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
+    const W: [f64; 7] = [1.0, 2.0, 3.0, 4.0, 3.0, 2.0, 1.0];
+    let n = param(p, "n");
+    let x = inputs[0].data.as_f32();
+    let at = |i: isize| x[i.clamp(0, n as isize - 1) as usize] as f64;
+    let y = (0..n as isize).map(|i| (W.iter().enumerate().map(|(k, w)| w * at(i + k as isize - 3)).sum::<f64>() / 16.0) as f32).collect();
+    out("y", Data::F32(y))
+}
+
+/// The pixel sum of each frame of a batch built from a tile: pixel `p` of frame `f` is
+/// `(tile[p % tile_len] + f) % 256`. Counted per tile position, not per pixel: 2.2 billion
+/// pixels would take seconds.
+fn frame_sums(p: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
+    let (frames, frame_len, tile_len) = (param(p, "frames"), param(p, "frame_len"), param(p, "tile_len"));
+    let tile = inputs[0].data.as_u32();
+    let (whole, rest) = (frame_len / tile_len.max(1), frame_len % tile_len.max(1));
+    let sums = (0..frames)
+        .map(|f| {
+            let px = |j: usize| ((tile[j] as u64 + f as u64) & 255) as u32;
+            let once: u32 = (0..tile_len).map(px).fold(0u32, u32::wrapping_add);
+            let part: u32 = (0..rest).map(px).fold(0u32, u32::wrapping_add);
+            once.wrapping_mul(whole as u32).wrapping_add(part)
+        })
+        .collect();
+    out("sums", Data::U32(sums))
+}
+
+/// The sum of each 16-wide row, in f64.
+fn row_sums16(_: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
+    let x = inputs[0].data.as_f32();
+    out("y", Data::F32(x.chunks(16).map(|r| r.iter().map(|&v| v as f64).sum::<f64>() as f32).collect()))
+}
+
+/// The sum of each 256-element segment (the last may be shorter), in f64.
+fn segment_sums(p: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
+    let segments = param(p, "segments");
+    let x = inputs[0].data.as_f32();
+    let sums = (0..segments).map(|s| x.iter().skip(s * 256).take(256).map(|&v| v as f64).sum::<f64>() as f32).collect();
+    out("sums", Data::F32(sums))
+}
+
+/// `y = (x - min) / (max - min)`.
+fn minmax_rescale(_: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
+    let x = inputs[0].data.as_f32();
+    let lo = x.iter().fold(f32::INFINITY, |m, &v| m.min(v));
+    let hi = x.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+    out("y", Data::F32(x.iter().map(|&v| ((v as f64 - lo as f64) / (hi as f64 - lo as f64)) as f32).collect()))
+}
+
+/// How many edges point at each of 1024 nodes (`dst % 1024`).
+fn in_degree1024(_: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
+    let mut degree = vec![0u32; 1024];
+    for &d in inputs[0].data.as_u32() {
+        degree[(d % 1024) as usize] += 1;
+    }
+    out("degree", Data::U32(degree))
+}
+
+/// 3x3 box blur of a row-major `height x width` image, edges clamped, in f64.
+fn box_blur3(p: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
+    let (w, h) = (param(p, "width") as isize, param(p, "height") as isize);
+    let img = inputs[0].data.as_f32();
+    let at = |r: isize, c: isize| img[(r.clamp(0, h - 1) * w + c.clamp(0, w - 1)) as usize] as f64;
+    let mut y = Vec::with_capacity(img.len());
+    for r in 0..h {
+        for c in 0..w {
+            let sum: f64 = (-1..=1).flat_map(|dr| (-1..=1).map(move |dc| (dr, dc))).map(|(dr, dc)| at(r + dr, c + dc)).sum();
+            y.push((sum / 9.0) as f32);
+        }
+    }
+    out("out", Data::F32(y))
+}
+
+/// `y = x * x + 1`, with the single-precision fused multiply-add the GPU does.
+fn square_plus_one(_: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
+    out("y", Data::F32(inputs[0].data.as_f32().iter().map(|&v| v.mul_add(v, 1.0)).collect()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,6 +346,30 @@ mod tests {
         let r = histogram256(&Params::new(), &[Buffer { name: "x".into(), data: Data::U32(vec![0, 15, 16, 4095]) }]);
         let Data::U32(b) = &r[0].data else { panic!() };
         assert_eq!((b[0], b[1], b[255], b.iter().sum::<u32>()), (2, 1, 1, 4));
+    }
+
+    #[test]
+    fn frame_sums_count_per_tile_position_like_per_pixel() {
+        let tile: Vec<u32> = (0..12).map(|v| v * 23 % 256).collect();
+        let p = params(&[("frames", 3), ("frame_len", 40), ("tile_len", 12)]);
+        let got = frame_sums(&p, &[Buffer { name: "tile".into(), data: Data::U32(tile.clone()) }]);
+        let want: Vec<u32> = (0..3u32).map(|f| (0..40).map(|px| (tile[px % 12] + f) & 255).sum()).collect();
+        assert_eq!(got[0].data, Data::U32(want));
+    }
+
+    #[test]
+    fn segments_and_windows() {
+        let x: Vec<f32> = (0..300).map(|v| v as f32).collect();
+        let got = segment_sums(&params(&[("n", 300), ("segments", 2)]), &[f32s("x", x.clone())]);
+        assert_eq!(got[0].data, Data::F32(vec![(0..256).sum::<i32>() as f32, (256..300).sum::<i32>() as f32]));
+        let w = window(&params(&[("n", 300), ("offset", 5), ("len", 3)]), &[f32s("x", x)]);
+        assert_eq!(w[0].data, Data::F32(vec![5.0, 6.0, 7.0]));
+    }
+
+    #[test]
+    fn blur_of_a_constant_image_is_the_constant() {
+        let got = box_blur3(&params(&[("width", 5), ("height", 3)]), &[f32s("img", vec![2.0; 15])]);
+        assert_eq!(got[0].data, Data::F32(vec![2.0; 15]));
     }
 
     #[test]

@@ -110,7 +110,8 @@ impl Workbook {
                 return Err(WorkbookError::Broken { id: b.id.clone(), error: b.error.clone() });
             }
         }
-        if let Some(ex) = self.exercises.iter().find(|e| e.id() == q) {
+        // The whole id, or the whole name after the number ("sync" is 04-sync, not 12-syncwarp).
+        if let Some(ex) = self.exercises.iter().find(|e| e.id() == q || e.short_name() == q) {
             return Ok(ex);
         }
         if let Ok(n) = q.parse::<u32>() {

@@ -87,14 +87,19 @@ pub fn check(ctx: &Context, wb: &Workbook, ex: &Exercise, mut say: impl FnMut(&s
         Submission::new(wb, "check", ex, "reference", wb.solution_path(ex), ex.solution.to_string(), Reuse::IfUnchanged, cases.as_ref().unwrap_or(&empty)),
     ];
     const LEARNER: usize = 0;
-    let tool = m.expect.tool;
+    // The tool that flags this bug class; none where no tool does and the cases are the check.
+    let tool = m.expect.sanitizer().map(|(tool, _)| tool);
 
     // 1. Both builds of the learner's file and, on a GPU, its named tool and the cases, each run
     //    starting as soon as its build is there. A file saved unchanged is not rebuilt.
     let mut stages = vec![Stage::new(LEARNER, StageKind::BuildDebug), Stage::new(LEARNER, StageKind::BuildRelease)];
     if gpu_stages && cases.is_ok() {
-        stages.extend([Stage::new(LEARNER, StageKind::Sanitize(tool)), Stage::new(LEARNER, StageKind::Correctness)]);
-        say(&format!("building {} (-G and -O3 -lineinfo), then compute-sanitizer --tool {tool} and the cases", report.source));
+        stages.extend(tool.map(|t| Stage::new(LEARNER, StageKind::Sanitize(t))));
+        stages.push(Stage::new(LEARNER, StageKind::Correctness));
+        match tool {
+            Some(t) => say(&format!("building {} (-G and -O3 -lineinfo), then compute-sanitizer --tool {t} and the cases", report.source)),
+            None => say(&format!("building {} (-G and -O3 -lineinfo), then the cases (no sanitizer sees this bug class)", report.source)),
+        }
     } else {
         say(&format!("building {} (-G and -O3 -lineinfo)", report.source));
     }
@@ -121,14 +126,16 @@ pub fn check(ctx: &Context, wb: &Workbook, ex: &Exercise, mut say: impl FnMut(&s
     };
     // 3. The named tool and 4. correctness, even after a tool failure: "the output was right
     //    anyway" is the lesson.
-    let sanitized = Stage::new(LEARNER, StageKind::Sanitize(tool));
-    match results.get_run(&sanitized) {
-        Some(Output::NotRun(b)) => report.steps.extend(verdict::not_run(tool.name(), &sanitized.id(), b)),
-        Some(o @ Output::Sanitized { findings, .. }) => {
-            report.findings = findings.clone();
-            report.steps.extend(verdict::tool(tool.name(), &sanitized.id(), o, ctx.config.timeouts.tool));
+    if let Some(tool) = tool {
+        let sanitized = Stage::new(LEARNER, StageKind::Sanitize(tool));
+        match results.get_run(&sanitized) {
+            Some(Output::NotRun(b)) => report.steps.extend(verdict::not_run(tool.name(), &sanitized.id(), b)),
+            Some(o @ Output::Sanitized { findings, .. }) => {
+                report.findings = findings.clone();
+                report.steps.extend(verdict::tool(tool.name(), &sanitized.id(), o, ctx.config.timeouts.tool));
+            }
+            _ => {}
         }
-        _ => {}
     }
     if let Some(o) = results.get(LEARNER, StageKind::Correctness) {
         report.steps.extend(verdict::correctness("correctness", "correctness", o, cases, m.tolerance, ctx.config.timeouts.run));

@@ -193,6 +193,7 @@ pub fn explain(kind: FindingKind) -> &'static str {
         FindingKind::UninitializedCopy => "A cudaMemcpy copied memory that nothing had written: part of an output the kernel never produced, or a memset sized in elements instead of bytes.",
         FindingKind::DivergentBarrier => "Threads of one block waited at different barriers (a __syncthreads() inside a branch they did not all take). The result is undefined; some GPUs hang.",
         FindingKind::InvalidBarrier => "A barrier with invalid arguments, such as a __syncwarp() mask naming lanes that never arrive.",
+        FindingKind::DeviceException => "The GPU raised an exception in the kernel (an illegal instruction, say) and stopped it. In a -G build a __syncwarp() whose mask leaves out a lane that calls it traps this way.",
         FindingKind::Other => "A record the grader does not classify; the tool's own words are above.",
     }
 }

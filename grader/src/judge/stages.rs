@@ -52,7 +52,8 @@ impl Output {
 }
 
 /// Variables a sandboxed job keeps from the grader's environment; everything else is cleared.
-const PASSED_THROUGH: &[&str] = &["PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "CUDA_HOME"];
+// CUDA_LAUNCH_BLOCKING: the debugging switch 14-async-error teaches, `CUDA_LAUNCH_BLOCKING=1 cargo xtask check ...`.
+const PASSED_THROUGH: &[&str] = &["PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "CUDA_HOME", "CUDA_LAUNCH_BLOCKING"];
 
 /// The folder ncu's instances share for their lock file (`$TMPDIR/nsight-compute-lock`), which is
 /// what keeps the kernels of several ncu processes from being timed at once.

@@ -175,9 +175,14 @@ pub fn findings_in(records: &[Record], sources: &[std::path::PathBuf], regions: 
     let mut out: Vec<Finding> = Vec::new();
     let mut seen: Vec<std::collections::BTreeSet<([u32; 3], [u32; 3])>> = Vec::new();
     for r in records {
+        // Host frames (the launch of a faulting kernel, the call behind a leak or a failed API
+        // call) come after the device locations.
         let mine: Vec<SourceLocation> = sources.iter().flat_map(|s| r.locations_in(s).cloned().collect::<Vec<_>>()).collect();
         let locations = if mine.is_empty() { r.locations.clone() } else { mine.clone() };
-        let region = mine.iter().find_map(|l| regions.iter().find(|g| g.contains(l.line as usize))).map(|g| g.name.clone());
+        // A record is placed by its device locations where it has any, by its host frames where
+        // it has none.
+        let on_device = mine.iter().any(|l| l.role != "host");
+        let region = mine.iter().filter(|l| !on_device || l.role != "host").find_map(|l| regions.iter().find(|g| g.contains(l.line as usize))).map(|g| g.name.clone());
         let key_line = locations.first().map(|l| l.line);
         let who = (r.thread.unwrap_or_default(), r.block.unwrap_or_default());
         if let Some(i) = out.iter().position(|f| f.kind == r.kind && f.text == r.text && f.locations.first().map(|l| l.line) == key_line) {
@@ -314,6 +319,12 @@ pub fn correctness(name: &str, stage: &str, output: &Output, cases: &Cases, tol:
         }
     }
     Some(step(Status::Passed, format!("{} cases match the reference (max abs error {worst:.2e})", cases.cases.len())))
+}
+
+/// Whether a correctness step failed on wrong outputs (a "case `...`: ..." mismatch), rather than a
+/// crash, a timeout or unreadable outputs.
+pub fn is_wrong_output(step: &Step) -> bool {
+    step.status == Status::Failed && step.summary.starts_with("case `") && !step.summary.contains(": cannot read the outputs")
 }
 
 /// A time and the ratio target it is held to.

@@ -1,6 +1,8 @@
 //! `verify`: the workbook's self-check. Every exercise must fail for its intended reason (its named
-//! tool reports the expected kind of record inside the marked region) and every solution must pass
-//! all four tools, the correctness check and its speed target. Produces a verification record.
+//! tool reports the expected kind of record inside the marked region, or, where no tool sees the
+//! bug class, its plain run gives wrong outputs) and every solution must pass all four tools, the
+//! correctness check and its speed target. Produces a verification record; `--survey` adds what
+//! every tool and plain runs said of each untouched exercise, and its time, for the book.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -9,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::exercise::cases::{self, Cases};
 use crate::exercise::catalog;
-use crate::exercise::manifest::{FindingKind, Tool};
+use crate::exercise::manifest::{Detector, FindingKind, Tool};
 use crate::exercise::regions;
 use crate::exercise::workbook::{Exercise, Workbook};
 use crate::judge::context::{self, Context};
@@ -38,9 +40,15 @@ pub struct VerifyTiming {
     pub original_ns: Option<f64>,
     /// The solution.
     pub reference_ns: f64,
-    /// The solution again, in a second process: the noise floor of the ratio.
-    pub rerun_ns: f64,
-    pub rerun_ratio: f64,
+    /// The solution again, in a second process: the noise floor of the ratio (--survey only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerun_ns: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerun_ratio: Option<f64>,
+    /// The slowest over the fastest of the bench's repeats inside the solution's one ncu process
+    /// (none where the bench runs once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat_spread: Option<f64>,
     pub speedup_over_original: Option<f64>,
     pub max_ratio_to_reference: f64,
 }
@@ -50,8 +58,13 @@ pub struct ExerciseRecord {
     pub id: String,
     pub title: String,
     pub bug_class: String,
-    pub tool: Tool,
-    pub expected_kind: FindingKind,
+    /// The tool that must flag the untouched exercise (none where the cases are the detector).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<Tool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_kind: Option<FindingKind>,
+    #[serde(default)]
+    pub detector: Detector,
     pub region: String,
     pub checks: Vec<Step>,
     /// The finding that shows the exercise fails for its intended reason.
@@ -65,11 +78,43 @@ pub struct ExerciseRecord {
     pub plain_run: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plain_run_correct: Option<bool>,
+    /// Plain runs of the untouched exercise, each a fresh process: how often the bug was silent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plain_runs: Option<PlainRuns>,
+    /// What each of the four tools said of the untouched exercise: the "which tool catches what"
+    /// table of the book is drawn from these.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub original_under_tools: Vec<ToolSighting>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timing: Option<VerifyTiming>,
     #[serde(flatten)]
     pub outcome: Outcome,
 }
+
+/// How many plain runs of the untouched exercise gave right outputs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlainRuns {
+    pub runs: u32,
+    pub correct: u32,
+    /// Runs that crashed or timed out (neither right nor merely wrong).
+    pub failed: u32,
+}
+
+/// One tool's verdict on the untouched exercise.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ToolSighting {
+    pub tool: Tool,
+    /// clean, findings, program-failed (no record, but the program failed under the tool),
+    /// timed-out, tool-error.
+    pub status: String,
+    /// The kinds it reported, each with the region it pointed into ("-" for none).
+    pub kinds: Vec<String>,
+    /// Whether it reported something inside the region where the bug is.
+    pub in_bug_region: bool,
+}
+
+/// How many times `verify --survey` runs each untouched exercise plainly.
+pub const PLAIN_RUNS: u32 = 5;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct VerificationRecord {
@@ -109,6 +154,11 @@ pub struct Phases {
 pub struct VerifyOptions {
     /// Copy the raw tool outputs (XML, CSV) here: the material for test fixtures.
     pub keep: Option<PathBuf>,
+    /// Survey the untouched exercises too: all four tools, PLAIN_RUNS plain runs and ncu, and the
+    /// solution under ncu in a second process, for the book. Without it, verify runs what proving
+    /// the workbook needs: the exercise under its own tool (or, where the cases are the detector,
+    /// once plainly), the solution under all four tools, on the cases and once under ncu.
+    pub survey: bool,
 }
 
 /// One exercise on its way through the plan: its record, and where its two submissions are.
@@ -167,6 +217,7 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
     let started = Instant::now();
     let cores = ctx.config.cpu_jobs;
     let gpu_stages = (ctx.no_gpu_reason().is_none() || ctx.launcher.replays()) && ctx.tools.sanitizer.is_some();
+    let plain_runs = if opts.survey { PLAIN_RUNS } else { 1 };
 
     // Phase 1 (CPU): manifests, regions and inputs of every exercise, in parallel.
     say(&format!("checking {} manifest(s) and writing the inputs", exercises.len()));
@@ -186,12 +237,15 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
                 bug_class: m.bug_class.clone(),
                 tool: m.expect.tool,
                 expected_kind: m.expect.kind,
+                detector: m.expect.detector,
                 region: m.expect.region.get_ref().clone(),
                 checks,
                 finding: None,
                 tool_output: None,
                 plain_run: None,
                 plain_run_correct: None,
+                plain_runs: None,
+                original_under_tools: Vec::new(),
                 timing: None,
                 outcome: Outcome::Pass,
             },
@@ -217,19 +271,29 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
         .collect();
 
     // Phase 2: the builds on the CPU cores and, as each binary is ready, its GPU runs: the exercise
-    // under its tool and plainly, the solution under all four tools and on the cases. The exercises
-    // under their tools go first: the longest runs (every bad access costs the tool time).
+    // under the tool that must flag it (with --survey under all four, for the record of which tool
+    // sees what) or plainly where the cases are its detector; the solution under all four tools and
+    // on the cases. The exercises under their tools go first: the longest runs (every bad access
+    // costs the tool time).
     let mut stages = Vec::new();
     for &k in &with_cases {
         let (ex, sol) = pair(k);
         stages.extend([StageKind::BuildDebug, StageKind::BuildRelease].into_iter().flat_map(|b| [Stage::new(ex, b), Stage::new(sol, b)]));
     }
     if gpu_stages {
-        stages.extend(with_cases.iter().map(|&k| Stage::new(pair(k).0, StageKind::Sanitize(work[k].record.tool))));
+        for &k in &with_cases {
+            let tools: Vec<Tool> = if opts.survey { Tool::ALL.to_vec() } else { work[k].record.tool.into_iter().collect() };
+            stages.extend(tools.into_iter().map(|t| Stage::new(pair(k).0, StageKind::Sanitize(t))));
+        }
         for &k in &with_cases {
             let (ex, sol) = pair(k);
             stages.extend(Tool::ALL.map(|t| Stage::new(sol, StageKind::Sanitize(t))));
-            stages.extend([Stage::new(ex, StageKind::Correctness), Stage::new(sol, StageKind::Correctness)]);
+            // A plain run of the untouched exercise proves something only where the cases are the
+            // detector; elsewhere it tells the book whether the bug is silent (--survey).
+            if opts.survey || work[k].record.detector == Detector::WrongOutput {
+                stages.extend((0..plain_runs).map(|r| Stage::again(ex, StageKind::Correctness, r)));
+            }
+            stages.push(Stage::new(sol, StageKind::Correctness));
         }
         say(&format!(
             "building {} exercise(s) x 4 on {cores} cores; each binary goes under compute-sanitizer as soon as it is built ({} runs at a time; {})",
@@ -267,16 +331,25 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
             w.record.checks.push(Step::new(reason.1, reason.0, reason.2));
             continue;
         }
-        let tool_stage = Stage::new(ex, StageKind::Sanitize(w.record.tool));
-        if let Some(o @ Output::Sanitized { run, findings, .. }) = results.get_run(&tool_stage) {
+        let bug_region = w.record.region.clone();
+        for t in Tool::ALL {
+            let stage = Stage::new(ex, StageKind::Sanitize(t));
+            let Some(o @ Output::Sanitized { run, findings, .. }) = results.get_run(&stage) else { continue };
             if let Ok(r) = run {
-                keep(opts, &r.xml_path, &format!("{}-exercise-{}.xml", w.ex.id(), w.record.tool));
-                w.record.tool_output = Some(r.finished.stdout.text());
+                keep(opts, &r.xml_path, &format!("{}-exercise-{t}.xml", w.ex.id()));
             }
-            let tool_step = verdict::tool("exercise", &tool_stage.id(), o, ctx.config.timeouts.tool).expect("a sanitizer output");
-            let (step, finding) = intended_reason(&w.record, tool_step, findings);
-            w.record.checks.push(step);
-            w.record.finding = finding;
+            let tool_step = verdict::tool("exercise", &stage.id(), o, ctx.config.timeouts.tool).expect("a sanitizer output");
+            if opts.survey {
+                w.record.original_under_tools.push(sighting(t, &tool_step, findings, &bug_region));
+            }
+            if w.record.tool == Some(t) {
+                if let Ok(r) = run {
+                    w.record.tool_output = Some(r.finished.stdout.text());
+                }
+                let (step, finding) = intended_reason(&w.record, tool_step, findings);
+                w.record.checks.push(step);
+                w.record.finding = finding;
+            }
         }
         for t in Tool::ALL {
             let s = Stage::new(sol, StageKind::Sanitize(t));
@@ -284,10 +357,22 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
                 w.record.checks.extend(verdict::tool(&format!("solution {t}"), &s.id(), o, ctx.config.timeouts.tool));
             }
         }
-        if let Some(o) = results.get(ex, StageKind::Correctness) {
-            if let Some(plain) = verdict::correctness("exercise plain run", "correctness", o, cases, m.tolerance, ctx.config.timeouts.run) {
-                w.record.plain_run_correct = Some(plain.status == Status::Passed);
-                w.record.plain_run = Some(plain.summary);
+        let plain: Vec<Step> = (0..plain_runs)
+            .filter_map(|r| results.get_run(&Stage::again(ex, StageKind::Correctness, r)))
+            .filter_map(|o| verdict::correctness("exercise plain run", "correctness", o, cases, m.tolerance, ctx.config.timeouts.run))
+            .collect();
+        if let Some(first) = plain.first() {
+            w.record.plain_run_correct = Some(first.status == Status::Passed);
+            // The first wrong run tells most: its first wrong element.
+            w.record.plain_run = Some(plain.iter().find(|s| s.status != Status::Passed).unwrap_or(first).summary.clone());
+            let runs = PlainRuns {
+                runs: plain.len() as u32,
+                correct: plain.iter().filter(|s| s.status == Status::Passed).count() as u32,
+                failed: plain.iter().filter(|s| s.status != Status::Passed && !verdict::is_wrong_output(s)).count() as u32,
+            };
+            w.record.plain_runs = Some(runs);
+            if w.record.detector == Detector::WrongOutput {
+                w.record.checks.push(wrong_output_step(&w.record.region, runs, plain.iter().find(|s| verdict::is_wrong_output(s))));
             }
         }
         if let Some(o) = results.get(sol, StageKind::Correctness) {
@@ -295,16 +380,19 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
         }
     }
 
-    // Phase 3 (GPU): ncu times every original and solution (the solution twice, in two processes:
-    // the noise floor of the ratio), kernels one at a time, with nothing else on the GPU.
+    // Phase 3 (GPU): ncu times every solution, kernels one at a time, with nothing else on the GPU;
+    // with --survey every original too, and every solution again in a second process (the noise
+    // floor of a ratio between two processes, which is what check compares).
     let timed: Vec<usize> = with_cases.iter().copied().filter(|&k| gpu_stages && work[k].record.checks.iter().all(|s| s.status == Status::Passed)).collect();
     if !timed.is_empty() {
-        say(&format!("timing {} exercise(s) with ncu (original, solution, solution again; {} ncu processes at a time)", timed.len(), ctx.config.ncu_jobs));
+        let which = if opts.survey { "original, solution, solution again" } else { "solution" };
+        say(&format!("timing {} exercise(s) with ncu ({which}; {} ncu processes at a time)", timed.len(), ctx.config.ncu_jobs));
         let stages: Vec<Stage> = timed
             .iter()
             .flat_map(|&k| {
                 let (ex, sol) = pair(k);
-                [Stage::new(ex, StageKind::Timing), Stage::new(sol, StageKind::Timing), Stage::again(sol, StageKind::Timing, 1)]
+                let survey = [Stage::new(ex, StageKind::Timing), Stage::again(sol, StageKind::Timing, 1)];
+                std::iter::once(Stage::new(sol, StageKind::Timing)).chain(survey.into_iter().filter(|_| opts.survey))
             })
             .collect();
         let timeline = scheduler::execute(ctx, wb, &subs, &stages, &mut results, started);
@@ -363,7 +451,8 @@ fn timing_step(w: &mut Work, results: &Results, (ex, sol): (usize, usize), opts:
         }
     }
     let time = |s: &Stage| verdict::measured_time(results.get_run(s));
-    let (reference_ns, rerun_ns) = match (time(&reference), time(&rerun)) {
+    let rerun_time = if opts.survey { time(&rerun).map(Some) } else { Ok(None) };
+    let (reference_ns, rerun_ns) = match (time(&reference), rerun_time) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(why), _) | (_, Err(why)) => {
             let detail = match results.get_run(&reference) {
@@ -375,24 +464,37 @@ fn timing_step(w: &mut Work, results: &Results, (ex, sol): (usize, usize), opts:
     };
     let original_ns = time(&original).ok();
     let max = *m.timing.max_ratio_to_reference.get_ref();
-    let ratio = rerun_ns / reference_ns;
+    let rerun_ratio = rerun_ns.map(|r| r / reference_ns);
+    let repeat_spread = match results.get_run(&reference) {
+        Some(Output::Timed { measured: Ok(measured), .. }) => measured.repeat_spread(&m.timing.kernels, m.bench.repeat),
+        _ => None,
+    };
     w.record.timing = Some(VerifyTiming {
         kernels: m.timing.kernels.clone(),
         original_ns,
         reference_ns,
         rerun_ns,
-        rerun_ratio: ratio,
+        rerun_ratio,
+        repeat_spread,
         speedup_over_original: original_ns.map(|o| o / reference_ns),
         max_ratio_to_reference: max,
     });
+    // The noise a learner's ratio will carry: between two processes where it was measured, else
+    // between the repeats of one.
+    let (ratio, noise) = match (rerun_ratio, repeat_spread) {
+        (Some(r), _) => (r, format!("a second run {r:.3}x")),
+        (None, Some(s)) => (s, format!("its {} repeats within {s:.3}x of each other", m.bench.repeat)),
+        (None, None) => (1.0, "one repeat: no spread to measure".to_string()),
+    };
     let retried = [&original, &reference, &rerun]
         .iter()
         .filter(|s| matches!(results.get_run(s), Some(Output::Timed { measured: Ok(m), .. }) if m.attempts > 1))
         .count();
     let retried = if retried > 0 { format!("; {retried} ncu run(s) repeated: the profiler was busy") } else { String::new() };
     let original_text = match time(&original) {
-        Ok(o) => format!("{:.1} us", o / 1e3),
-        Err(why) => format!("not timed ({why})"),
+        _ if !opts.survey => String::new(),
+        Ok(o) => format!("; original {:.1} us", o / 1e3),
+        Err(why) => format!("; original not timed ({why})"),
     };
     let command = match results.get_run(&reference) {
         Some(Output::Timed { measured: Ok(m), .. }) => m.command.clone(),
@@ -401,21 +503,46 @@ fn timing_step(w: &mut Work, results: &Results, (ex, sol): (usize, usize), opts:
     Step::new(
         "solution timing",
         verdict::within_target(ratio, max),
-        format!("{:.1} us; a second run {ratio:.3}x (target {max:.2}x); original {original_text}{retried}", reference_ns / 1e3),
+        format!("{:.1} us; {noise} (target {max:.2}x){original_text}{retried}", reference_ns / 1e3),
     )
     .command(command)
     .stage("timing")
 }
 
+/// One tool's verdict on the untouched exercise, for the record.
+fn sighting(tool: Tool, step: &Step, found: &[Finding], bug_region: &str) -> ToolSighting {
+    let status = match step.status {
+        Status::Passed => "clean",
+        Status::Failed if found.is_empty() => "program-failed",
+        Status::Failed => "findings",
+        Status::TimedOut => "timed-out",
+        _ => "tool-error",
+    };
+    let mut kinds: Vec<String> = found.iter().map(|f| format!("{} in {}", f.kind, f.region.as_deref().unwrap_or("-"))).collect();
+    kinds.dedup();
+    ToolSighting { tool, status: status.to_string(), kinds, in_bug_region: found.iter().any(|f| f.region.as_deref() == Some(bug_region)) }
+}
+
+/// For a bug no tool sees: every plain run must give wrong outputs (not crash), or a learner's
+/// check could pass the untouched file.
+fn wrong_output_step(region: &str, runs: PlainRuns, wrong: Option<&Step>) -> Step {
+    let name = "exercise gives wrong output";
+    let wrong_runs = runs.runs - runs.correct - runs.failed;
+    let status = if wrong_runs == runs.runs { Status::Passed } else { Status::Failed };
+    let example = wrong.map(|s| format!(": {}", s.summary)).unwrap_or_default();
+    Step::new(name, status, format!("{wrong_runs} of {} plain runs wrong (bug in region `{region}`){example}", runs.runs)).stage("correctness")
+}
+
 /// The exercise step passes when its tool reported the expected kind inside the expected region;
 /// that finding comes back with it.
 fn intended_reason(record: &ExerciseRecord, tool_step: Step, found: &[Finding]) -> (Step, Option<Finding>) {
-    let name = format!("exercise fails under {}", record.tool);
-    let hit = found.iter().find(|f| f.kind == record.expected_kind && f.region.as_deref() == Some(record.region.as_str()));
+    let (Some(tool), Some(kind)) = (record.tool, record.expected_kind) else { unreachable!("only called for the expected tool") };
+    let name = format!("exercise fails under {tool}");
+    let hit = found.iter().find(|f| f.kind == kind && f.region.as_deref() == Some(record.region.as_str()));
     let mut step = match (hit, tool_step.status) {
         (Some(f), _) => {
             let at = f.locations.first().map(|l| l.short()).unwrap_or_default();
-            Step::new(name, Status::Passed, format!("{} {} at {at}, in region `{}` ({})", record.tool, f.kind, record.region, crate::tools::sanitizer::records_text(f.records)))
+            Step::new(name, Status::Passed, format!("{tool} {} at {at}, in region `{}` ({})", f.kind, record.region, crate::tools::sanitizer::records_text(f.records)))
         }
         (None, Status::TimedOut | Status::ToolError) => Step { name, ..tool_step.clone() },
         (None, _) => {
@@ -423,7 +550,7 @@ fn intended_reason(record: &ExerciseRecord, tool_step: Step, found: &[Finding]) 
             Step::new(
                 name,
                 Status::Failed,
-                format!("expected {} {} in region `{}`, the tool reported: [{}]", record.tool, record.expected_kind, record.region, seen.join(", ")),
+                format!("expected {tool} {kind} in region `{}`, the tool reported: [{}]", record.region, seen.join(", ")),
             )
         }
     };

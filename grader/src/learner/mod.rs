@@ -93,7 +93,9 @@ pub struct ListEntry {
     pub id: String,
     pub title: String,
     pub bug_class: String,
-    pub tool: crate::exercise::manifest::Tool,
+    /// The tool that flags this exercise's bug; none where only the cases do.
+    pub tool: Option<crate::exercise::manifest::Tool>,
+    pub detector: crate::exercise::manifest::Detector,
     /// Done once the learner's file passed `check`.
     pub status: Progress,
     /// The first pending exercise: the one to do next.
@@ -117,6 +119,7 @@ pub fn list(wb: &Workbook, state: &crate::learner::state::State) -> Vec<ListEntr
                 title: m.title.clone(),
                 bug_class: m.bug_class.clone(),
                 tool: m.expect.tool,
+                detector: m.expect.detector,
                 status: if state.is_done(ex.id()) { Progress::Done } else { Progress::Pending },
                 next: next == Some(ex.id()),
                 edited: is_edited(wb, ex),

@@ -176,12 +176,17 @@ pub fn list_text(entries: &[crate::learner::ListEntry]) -> String {
     let mut out = String::new();
     let done = entries.iter().filter(|e| e.status == Progress::Done).count();
     let _ = writeln!(out, "{}", paint(BOLD, format!("{done} of {} exercises done", entries.len())));
-    let _ = writeln!(out, "\n     {:<11} {:<8} {:<26} {:<10} {:<6} title", "id", "status", "bug class", "tool", "hints");
+    // Columns as wide as their longest entry.
+    let id_w = entries.iter().map(|e| e.id.len()).max().unwrap_or(0).max(2);
+    let class_w = entries.iter().map(|e| e.bug_class.len()).max().unwrap_or(0).max(9);
+    let _ = writeln!(out, "\n     {:<id_w$} {:<8} {:<class_w$} {:<10} {:<6} title", "id", "status", "bug class", "tool", "hints");
     for e in entries {
         let pointer = if e.next { paint(WARN.bold(), "->") } else { "  ".into() };
         let status = if e.status == Progress::Done { paint(GOOD, format!("{:<8}", "done")) } else { format!("{:<8}", if e.edited { "started" } else { "pending" }) };
-        let id = if e.next { paint(WARN.bold(), format!("{:<11}", e.id)) } else { format!("{:<11}", e.id) };
-        let _ = writeln!(out, "  {pointer} {id} {status} {:<26} {:<10} {:<6} {}", e.bug_class, e.tool.name(), format!("{}/{}", e.hints_shown, e.hints_total), e.title);
+        let id = if e.next { paint(WARN.bold(), format!("{:<id_w$}", e.id)) } else { format!("{:<id_w$}", e.id) };
+        // "cases": no sanitizer sees the bug; the cases, run plainly, are the check.
+        let tool = e.tool.map(|t| t.name()).unwrap_or("cases");
+        let _ = writeln!(out, "  {pointer} {id} {status} {:<class_w$} {tool:<10} {:<6} {}", e.bug_class, format!("{}/{}", e.hints_shown, e.hints_total), e.title);
     }
     match entries.iter().find(|e| e.next) {
         Some(e) => {
@@ -252,7 +257,8 @@ pub fn verify_text(record: &VerificationRecord) -> String {
             let _ = writeln!(out, "    {}:\n{}", s.name, indent(s.detail.as_deref().unwrap_or(""), 6, 20));
         }
     }
-    let _ = writeln!(out, "\n{:<11} {:<10} {:<36} {:<9} {:>11} {:>11} {:>7}  outcome", "exercise", "tool", "intended finding", "plain run", "original", "solution", "rerun");
+    let id_w = record.exercises.iter().map(|e| e.id.len()).max().unwrap_or(0).max(8);
+    let _ = writeln!(out, "\n{:<id_w$} {:<10} {:<36} {:<9} {:>11} {:>11} {:>7}  outcome", "exercise", "tool", "intended finding", "plain run", "original", "solution", "noise");
     for e in &record.exercises {
         let found = e
             .finding
@@ -261,23 +267,25 @@ pub fn verify_text(record: &VerificationRecord) -> String {
                 let at = f.locations.first().map(|l| l.short()).unwrap_or_default();
                 format!("{} {at}", f.kind)
             })
-            .unwrap_or_else(|| "-".into());
+            .unwrap_or_else(|| if e.detector == crate::exercise::manifest::Detector::WrongOutput { "wrong output (no tool sees it)".into() } else { "-".into() });
         let us = |v: Option<f64>| v.map(|v| format!("{:.1} us", v / 1e3)).unwrap_or_else(|| "-".into());
-        let plain = match e.plain_run_correct {
-            Some(true) => "correct",
-            Some(false) => "wrong",
-            None => "-",
+        // Right in how many of the plain runs.
+        let plain = match (e.plain_runs, e.plain_run_correct) {
+            (Some(p), _) => format!("{}/{} right", p.correct, p.runs),
+            (None, Some(true)) => "correct".into(),
+            (None, Some(false)) => "wrong".into(),
+            (None, None) => "-".into(),
         };
         let _ = writeln!(
             out,
-            "{:<11} {:<10} {:<36} {:<9} {:>11} {:>11} {:>7}  {}",
+            "{:<id_w$} {:<10} {:<36} {:<9} {:>11} {:>11} {:>7}  {}",
             e.id,
-            e.tool.name(),
+            e.tool.map(|t| t.name()).unwrap_or("cases"),
             found,
             plain,
             us(e.timing.as_ref().and_then(|t| t.original_ns)),
             us(e.timing.as_ref().map(|t| t.reference_ns)),
-            e.timing.as_ref().map(|t| format!("{:.3}x", t.rerun_ratio)).unwrap_or_else(|| "-".into()),
+            e.timing.as_ref().and_then(|t| t.rerun_ratio.or(t.repeat_spread)).map(|r| format!("{r:.3}x")).unwrap_or_else(|| "-".into()),
             e.outcome.label()
         );
     }

@@ -125,6 +125,20 @@ pub struct Measured {
 }
 
 impl Measured {
+    /// The slowest over the fastest repeat of the bench, from the launches of `kernels` in the
+    /// order ncu saw them (each repeat launches the same kernels); None for one repeat, or where
+    /// the launches do not split evenly into the repeats.
+    pub fn repeat_spread(&self, kernels: &[String], repeat: u32) -> Option<f64> {
+        let mine: Vec<f64> = self.launches.iter().filter(|l| kernels.contains(&l.kernel)).map(|l| l.nanoseconds).collect();
+        let repeat = repeat as usize;
+        if repeat < 2 || mine.is_empty() || mine.len() % repeat != 0 {
+            return None;
+        }
+        let per: Vec<f64> = mine.chunks(mine.len() / repeat).map(|c| c.iter().sum()).collect();
+        let (lo, hi) = per.iter().fold((f64::INFINITY, 0f64), |(lo, hi), &t| (lo.min(t), hi.max(t)));
+        (lo > 0.0).then_some(hi / lo)
+    }
+
     /// Why there is no time, in words.
     pub fn why_untimed(&self) -> String {
         if self.busy {

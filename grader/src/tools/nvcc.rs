@@ -28,7 +28,9 @@ impl Flavor {
     pub const BOTH: [Flavor; 2] = [Flavor::Sanitize, Flavor::Timing];
     pub fn flags(self) -> &'static [&'static str] {
         match self {
-            Flavor::Sanitize => &["-G"],
+            // -g as well: host line information, so that a host backtrace (a leak's allocation,
+            // a failed API call) can name lines where the tool reads them.
+            Flavor::Sanitize => &["-G", "-g"],
             Flavor::Timing => &["-O3", "-lineinfo"],
         }
     }

@@ -31,6 +31,9 @@ struct RawRecord {
     location: Option<RawWhere>,
     #[serde(rename = "deviceStack")]
     device_stack: Option<RawStack>,
+    /// Where the host was when the record's event happened (kernel launch, allocation, API call).
+    #[serde(rename = "hostStack")]
+    host_stack: Option<RawStack>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -57,6 +60,8 @@ struct RawWhat {
     space: Option<String>,
     direction: Option<String>,
     error: Option<String>,
+    /// A hardware exception instead of an access record, e.g. "Illegal instruction".
+    exception: Option<String>,
     source: Option<RawAccess>,
     destination: Option<RawAccess>,
 }
@@ -111,7 +116,9 @@ pub struct Record {
     pub block: Option<[u32; 3]>,
     /// Hazard count (racecheck analysis records).
     pub count: Option<u64>,
-    /// Every source location the record names, most specific first.
+    /// Every source location the record names, most specific first: the access, the device
+    /// frames, then the host frames (role "host": the launch, the allocation or the API call),
+    /// which carry lines when the host code was built with -g.
     pub locations: Vec<SourceLocation>,
 }
 
@@ -164,6 +171,8 @@ fn classify(tool: Tool, raw: &RawRecord) -> FindingKind {
                 FindingKind::Leak
             } else if text.starts_with("Program hit") {
                 FindingKind::ApiError
+            } else if what.is_some_and(|w| w.exception.is_some()) {
+                FindingKind::DeviceException
             } else {
                 FindingKind::Other
             }
@@ -171,7 +180,7 @@ fn classify(tool: Tool, raw: &RawRecord) -> FindingKind {
         Tool::Initcheck => {
             if text.starts_with("Uninitialized") {
                 FindingKind::UninitializedRead
-            } else if text.contains("Host API memory access error") || text.contains("cudaMemcpy") {
+            } else if kind.contains("ApiError") || text.starts_with("Host API") || text.contains("cudaMemcpy") {
                 FindingKind::UninitializedCopy
             } else {
                 FindingKind::Other
@@ -195,7 +204,7 @@ fn record_text(raw: &RawRecord) -> String {
         Some(w) => match (&w.text, &w.error_type) {
             (Some(t), Some(ty)) => format!("{t}: {ty}"),
             (Some(t), None) => t.clone(),
-            (None, _) => [w.space.as_deref(), w.direction.as_deref(), w.error.as_deref(), w.error_type.as_deref()]
+            (None, _) => [w.exception.as_deref(), w.space.as_deref(), w.direction.as_deref(), w.error.as_deref(), w.error_type.as_deref()]
                 .into_iter()
                 .flatten()
                 .collect::<Vec<_>>()
@@ -230,6 +239,11 @@ pub fn parse(tool: Tool, xml: &str) -> Result<Vec<Record>, ParseError> {
             if let Some(stack) = &r.device_stack {
                 locations.extend(stack.frames.iter().filter_map(|f| location(f, "frame")));
             }
+            let host = r.host_stack.as_ref().map(|s| s.frames.as_slice()).unwrap_or_default();
+            // The frame after a `__device_stub__` is the kernel's host stub, which sits at the
+            // kernel's definition: it says nothing the launch line does not.
+            let stubs: Vec<bool> = host.iter().map(|f| f.func.as_deref().is_some_and(|n| n.starts_with("__device_stub__"))).collect();
+            locations.extend(host.iter().enumerate().filter(|(i, _)| !(*i > 0 && stubs[i - 1])).filter_map(|(_, f)| location(f, "host")));
             let text = record_text(&r);
             let count = what.and_then(|w| w.destination.as_ref().and_then(|d| d.count));
             Record {
