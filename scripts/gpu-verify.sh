@@ -120,7 +120,8 @@ echo "watch left behind: $(pgrep -fc -- "$W" || true)" >>"$OUT/watch.txt"
 rm -rf "$W" "$OUT/orig.cu" "$OUT/before.cu"
 
 ls -la .cudabugs/ncu-lock >"$OUT/ncu-lock-dir.txt" 2>&1
-tar czf "$OUT/fixtures.tgz" -C "$OUT" fixtures rec && rm -rf "$OUT/fixtures" "$OUT/rec"
+kept=$(cd "$OUT" && ls -d fixtures rec 2>/dev/null)
+tar czf "$OUT/fixtures.tgz" -C "$OUT" $kept && (cd "$OUT" && rm -rf $kept)
 grep -E "exit=|kept:" "$OUT/check.txt"
 grep -E "exit=|left behind|passed. Next|gave up" "$OUT/watch.txt"
 cat "$OUT/hostile.txt" "$OUT/sandbox-timing.txt" 2>/dev/null
