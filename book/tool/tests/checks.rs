@@ -45,6 +45,26 @@ fn the_untouched_copy_builds() {
     let copy = Copy::new();
     let html = cudabugs_book::build(&copy.path("book"), copy.dir.path(), Some(&copy.path("out"))).unwrap();
     assert!(html.join("lessons/04-sync.html").is_file());
+    // The tool table, from the record: the classes no tool flagged, and each tool's cell.
+    let table = std::fs::read_to_string(html.join("tool-matrix.html")).unwrap();
+    let unseen = &table[table.find("No tool flagged").expect("the list of unseen classes")..];
+    for id in ["13-early-return", "15-global-race", "16-uninit-shared"] {
+        assert!(unseen[..unseen.find('\n').unwrap_or(unseen.len())].contains(id), "{id} is not listed as unseen");
+    }
+    assert!(table.contains("<strong>flags it</strong> (shared-race)"), "racecheck on 03-race");
+}
+
+#[test]
+fn a_record_without_a_survey_cannot_draw_the_tool_table() {
+    let copy = Copy::new();
+    let path = copy.path("book/verification.json");
+    let mut record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    for e in record["exercises"].as_array_mut().unwrap() {
+        e.as_object_mut().unwrap().remove("original_under_tools");
+    }
+    std::fs::write(&path, serde_json::to_string(&record).unwrap()).unwrap();
+    let error = copy.build_error();
+    assert!(error.contains("tool-matrix.md") && error.contains("verify --survey"), "{error}");
 }
 
 #[test]

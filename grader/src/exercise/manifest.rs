@@ -498,3 +498,34 @@ pub fn eval_len(expr: &str, params: &BTreeMap<String, i64>) -> Result<usize, Str
     }
     usize::try_from(product).map_err(|_| format!("length `{expr}` is negative"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RACE: &str = include_str!("../../../exercises/15-global-race/exercise.toml");
+    const LEAK: &str = include_str!("../../../exercises/07-leak/exercise.toml");
+
+    fn parsed(id: &str, text: &str) -> Result<LoadedManifest, ManifestError> {
+        parse(id, Path::new("exercise.toml"), text)
+    }
+
+    #[test]
+    fn a_bug_no_tool_sees_names_the_cases_and_no_tool() {
+        let m = parsed("15-global-race", RACE).unwrap();
+        assert_eq!((m.manifest.expect.detector, m.manifest.expect.sanitizer()), (Detector::WrongOutput, None));
+        assert_eq!(m.manifest.expect.describe(), "wrong output");
+        // Claiming a tool for it is refused, at the [expect] line.
+        let claimed = RACE.replace("detector = \"wrong-output\"", "detector = \"wrong-output\"\ntool = \"racecheck\"");
+        let e = parsed("15-global-race", &claimed).unwrap_err();
+        assert!(e.message.contains("names no `tool` or `kind`") && e.line == find_line(&claimed, "[expect]"), "{e}");
+    }
+
+    #[test]
+    fn a_sanitizer_detector_needs_its_tool_and_kind() {
+        let m = parsed("07-leak", LEAK).unwrap();
+        assert_eq!(m.manifest.expect.sanitizer(), Some((Tool::Memcheck, FindingKind::Leak)));
+        let e = parsed("07-leak", &LEAK.replace("kind = \"leak\"\n", "")).unwrap_err();
+        assert!(e.message.contains("needs `tool` and `kind`"), "{e}");
+    }
+}

@@ -466,7 +466,7 @@ fn timing_step(w: &mut Work, results: &Results, (ex, sol): (usize, usize), opts:
     let max = *m.timing.max_ratio_to_reference.get_ref();
     let rerun_ratio = rerun_ns.map(|r| r / reference_ns);
     let repeat_spread = match results.get_run(&reference) {
-        Some(Output::Timed { measured: Ok(measured), .. }) => measured.repeat_spread(&m.timing.kernels, m.bench.repeat),
+        Some(Output::Timed { measured: Ok(measured), .. }) => crate::tools::ncu::repeat_spread(&measured.launches, &m.timing.kernels, m.bench.repeat),
         _ => None,
     };
     w.record.timing = Some(VerifyTiming {
@@ -563,5 +563,25 @@ fn keep(opts: &VerifyOptions, from: &Path, name: &str) {
     if let Some(dir) = &opts.keep {
         let _ = std::fs::create_dir_all(dir);
         let _ = std::fs::copy(from, dir.join(name));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bug_no_tool_sees_must_give_wrong_output_in_every_plain_run() {
+        let wrong = Step::new("exercise plain run", Status::Failed, "case `a`: y[3] = 1 but the reference says 2; 1 of 9 elements wrong, max error 1e0");
+        assert!(verdict::is_wrong_output(&wrong));
+        let all = wrong_output_step("bug", PlainRuns { runs: 5, correct: 0, failed: 0 }, Some(&wrong));
+        assert_eq!(all.status, Status::Passed, "{}", all.summary);
+        assert!(all.summary.starts_with("5 of 5 plain runs wrong") && all.summary.contains("y[3] = 1"), "{}", all.summary);
+        // Right once: a learner's check could pass the untouched file.
+        assert_eq!(wrong_output_step("bug", PlainRuns { runs: 5, correct: 1, failed: 0 }, Some(&wrong)).status, Status::Failed);
+        // A crash is not the intended reason either.
+        let crashed = Step::new("exercise plain run", Status::Failed, "the program failed (exit status 3)");
+        assert!(!verdict::is_wrong_output(&crashed));
+        assert_eq!(wrong_output_step("bug", PlainRuns { runs: 5, correct: 0, failed: 5 }, None).status, Status::Failed);
     }
 }

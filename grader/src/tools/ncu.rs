@@ -73,6 +73,25 @@ pub fn parse(text: &str) -> Result<Vec<Launch>, ParseError> {
     Ok(launches)
 }
 
+/// The slowest over the fastest repeat of a bench, from the launches of `kernels` in the order ncu
+/// saw them (each repeat launches the same kernels); None for one repeat, or where the launches do
+/// not split evenly into the repeats.
+pub fn repeat_spread(launches: &[Launch], kernels: &[String], repeat: u32) -> Option<f64> {
+    let mine: Vec<&Launch> = launches.iter().filter(|l| kernels.contains(&l.kernel)).collect();
+    let repeat = repeat as usize;
+    if repeat < 2 || mine.is_empty() || mine.len() % repeat != 0 {
+        return None;
+    }
+    let repeats: Vec<&[&Launch]> = mine.chunks(mine.len() / repeat).collect();
+    let same_kernels = |a: &[&Launch], b: &[&Launch]| a.iter().zip(b).all(|(x, y)| x.kernel == y.kernel);
+    if repeats.iter().any(|r| !same_kernels(r, repeats[0])) {
+        return None;
+    }
+    let per: Vec<f64> = repeats.iter().map(|r| r.iter().map(|l| l.nanoseconds).sum()).collect();
+    let (lo, hi) = per.iter().fold((f64::INFINITY, 0f64), |(lo, hi), &t| (lo.min(t), hi.max(t)));
+    (lo > 0.0).then_some(hi / lo)
+}
+
 /// One program to time: a process name ncu will report and the command that starts it.
 #[derive(Debug, Clone)]
 pub struct Target {
@@ -125,19 +144,6 @@ pub struct Measured {
 }
 
 impl Measured {
-    /// The slowest over the fastest repeat of the bench, from the launches of `kernels` in the
-    /// order ncu saw them (each repeat launches the same kernels); None for one repeat, or where
-    /// the launches do not split evenly into the repeats.
-    pub fn repeat_spread(&self, kernels: &[String], repeat: u32) -> Option<f64> {
-        let mine: Vec<f64> = self.launches.iter().filter(|l| kernels.contains(&l.kernel)).map(|l| l.nanoseconds).collect();
-        let repeat = repeat as usize;
-        if repeat < 2 || mine.is_empty() || mine.len() % repeat != 0 {
-            return None;
-        }
-        let per: Vec<f64> = mine.chunks(mine.len() / repeat).map(|c| c.iter().sum()).collect();
-        let (lo, hi) = per.iter().fold((f64::INFINITY, 0f64), |(lo, hi), &t| (lo.min(t), hi.max(t)));
-        (lo > 0.0).then_some(hi / lo)
-    }
 
     /// Why there is no time, in words.
     pub fn why_untimed(&self) -> String {
@@ -273,6 +279,20 @@ mod tests {
         assert_eq!(l.len(), 2, "only the duration metric rows");
         assert_eq!((l[0].process.as_str(), l[0].kernel.as_str(), l[0].nanoseconds), ("coalesce", "copyStrided", 3_304_160.0));
         assert_eq!(l[1].nanoseconds, 210_560.0);
+    }
+
+    #[test]
+    fn the_repeat_spread_compares_whole_repeats_of_every_timed_kernel() {
+        let l = |kernel: &str, ns: f64| Launch { process: "p".into(), kernel: kernel.into(), nanoseconds: ns };
+        let kernels = vec!["a".to_string(), "b".to_string()];
+        // Three repeats of a then b; "other" is not timed.
+        let launches = [l("a", 10.0), l("b", 5.0), l("other", 99.0), l("a", 11.0), l("b", 5.5), l("a", 10.0), l("b", 5.0)];
+        let spread = repeat_spread(&launches, &kernels, 3).unwrap();
+        assert!((spread - 1.1).abs() < 1e-12, "{spread}");
+        assert_eq!(repeat_spread(&launches, &kernels, 1), None, "one repeat has no spread");
+        assert_eq!(repeat_spread(&launches[..4], &kernels, 3), None, "launches that do not split into the repeats");
+        let unordered = [l("a", 10.0), l("a", 11.0), l("b", 5.0), l("b", 5.5)];
+        assert_eq!(repeat_spread(&unordered, &kernels, 2), None, "a a | b b are not two repeats of a b");
     }
 
     #[test]
