@@ -188,7 +188,7 @@ pub fn findings_in(records: &[Record], sources: &[std::path::PathBuf], regions: 
         if let Some(i) = out.iter().position(|f| f.kind == r.kind && f.text == r.text && f.locations.first().map(|l| l.line) == key_line) {
             out[i].records += 1;
             seen[i].insert(who);
-            out[i].threads = seen[i].iter().map(|(t, b)| (*t, *b)).count();
+            out[i].threads = seen[i].len();
             out[i].blocks = seen[i].iter().map(|(_, b)| *b).collect::<std::collections::BTreeSet<_>>().len();
             continue;
         }

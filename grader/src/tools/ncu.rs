@@ -79,7 +79,7 @@ pub fn parse(text: &str) -> Result<Vec<Launch>, ParseError> {
 pub fn repeat_spread(launches: &[Launch], kernels: &[String], repeat: u32) -> Option<f64> {
     let mine: Vec<&Launch> = launches.iter().filter(|l| kernels.contains(&l.kernel)).collect();
     let repeat = repeat as usize;
-    if repeat < 2 || mine.is_empty() || mine.len() % repeat != 0 {
+    if repeat < 2 || mine.is_empty() || !mine.len().is_multiple_of(repeat) {
         return None;
     }
     let repeats: Vec<&[&Launch]> = mine.chunks(mine.len() / repeat).collect();
