@@ -31,7 +31,9 @@ pub struct Config {
     /// Builds at once (the CPU cores).
     pub cpu_jobs: usize,
     /// Sanitizer and program runs at once on the GPU: they share it and the cores, which their
-    /// start-up mostly uses (8 was fastest on an H200: 9.4 s against 10.0-12.3 s with 16).
+    /// start-up mostly uses. On an H200 with five exercises 8 beat 16 (9.4 s against 10.0-12.3 s);
+    /// on an H100 with seventeen, verify took 56.6-61.0 s with 6, 60.4-62.6 with 4, 59.8-67.6 with
+    /// 8 and 61.6-69.3 with 12 (scripts/gpu-verify-jobs.sh).
     pub gpu_jobs: usize,
     /// ncu processes at once. ncu serialises the profiled kernels of all its instances through one
     /// lock file, so the kernels are still timed one at a time; what overlaps is each process's
@@ -58,7 +60,7 @@ impl Default for Config {
         Config {
             timeouts: Timeouts::default(),
             cpu_jobs: cores,
-            gpu_jobs: cores.min(8),
+            gpu_jobs: cores.min(6),
             ncu_jobs: 4,
             gpu: None,
             isolation: Isolation::Auto,
