@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use grader::judge::check::CheckReport;
 use grader::exercise::manifest::Tool;
 use grader::judge::verdict::{self, Outcome, Status, Step};
+use grader::judge::sanitize::ToolStatus;
 use grader::judge::verify::VerificationRecord;
 use grader::exercise::workbook::Exercise;
 use grader::exercise::{catalog, regions};
@@ -100,7 +101,7 @@ fn the_committed_verification_record_renders_as_the_verify_table() {
     for e in record.exercises.iter().filter(|e| e.tool.is_none()) {
         let runs = e.plain_runs.unwrap();
         assert_eq!((runs.correct, runs.failed), (0, 0), "{}", e.id);
-        assert!(e.original_under_tools.iter().all(|s| s.status == "clean"), "{}: a tool saw it after all", e.id);
+        assert!(e.original_under_tools.iter().all(|s| s.status == ToolStatus::Clean), "{}: a tool saw it after all", e.id);
     }
     settings().bind(|| insta::assert_snapshot!("verify_committed_record", report::verify_text(&record)));
 }

@@ -18,6 +18,7 @@ use std::fmt::Write as _;
 use std::path::{Component, Path, PathBuf};
 
 use anyhow::{bail, Context as _, Result};
+use grader::judge::sanitize::ToolStatus;
 use grader::judge::verdict::Status;
 use grader::judge::verify::{ExerciseRecord, PlainRuns, VerificationRecord};
 use mdbook_driver::MDBook;
@@ -393,10 +394,14 @@ fn render_tool_matrix(record: &VerificationRecord, up: &str) -> Result<String> {
                     let kind = e.finding.as_ref().filter(|f| f.tool == t).map(|f| f.kind.to_string()).or_else(|| s.kinds.first().map(|k| k.split(" in ").next().unwrap_or(k).to_string()));
                     format!("**flags it** ({})", kind.unwrap_or_default())
                 }
-                Some(s) if s.status == "clean" => "silent".to_string(),
-                Some(s) if s.status == "findings" => format!("elsewhere: {}", s.kinds.join("; ")),
-                Some(s) if s.status == "program-failed" => "no record; the program failed".to_string(),
-                Some(s) => s.status.clone(),
+                Some(s) => match s.status {
+                    ToolStatus::Clean => "silent".to_string(),
+                    ToolStatus::Findings => format!("elsewhere: {}", s.kinds.join("; ")),
+                    ToolStatus::Crashed => "no record; the program failed".to_string(),
+                    ToolStatus::TimedOut => "did not finish".to_string(),
+                    ToolStatus::ToolError => "the tool failed".to_string(),
+                    ToolStatus::NotRun => "not run".to_string(),
+                },
             };
             let _ = write!(out, " {cell} |");
         }

@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::exercise::manifest::{FindingKind, Tool};
 use crate::exercise::workbook::Workbook;
@@ -19,17 +19,33 @@ use crate::tools::nvcc::Flavor;
 use crate::tools::sandbox::Level;
 
 /// What one tool made of the program.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ToolStatus {
     Clean,
     Findings,
-    /// The program failed (or left a process running) with no record of the tool's.
+    /// The program failed (or left a process running) with no record of the tool's. (The first
+    /// verify records with a survey wrote "program-failed".)
+    #[serde(alias = "program-failed")]
     Crashed,
     TimedOut,
     ToolError,
     /// Not run: the build failed, or there is no GPU.
     NotRun,
+}
+
+impl ToolStatus {
+    /// What a tool's step and its findings say of the program.
+    pub fn of(step: &Step, found: &[Finding]) -> ToolStatus {
+        match step.status {
+            Status::Passed => ToolStatus::Clean,
+            Status::Failed if !found.is_empty() => ToolStatus::Findings,
+            Status::Failed => ToolStatus::Crashed,
+            Status::TimedOut => ToolStatus::TimedOut,
+            Status::ToolError => ToolStatus::ToolError,
+            Status::Skipped => ToolStatus::NotRun,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -201,17 +217,7 @@ pub fn explain(kind: FindingKind) -> &'static str {
 fn tool_summary(tool: Tool, step: Option<&Step>, found: &[Finding], records: usize) -> ToolSummary {
     let (status, summary) = match step {
         None => (ToolStatus::NotRun, "not run".to_string()),
-        Some(s) => (
-            match s.status {
-                Status::Passed => ToolStatus::Clean,
-                Status::Failed if !found.is_empty() => ToolStatus::Findings,
-                Status::Failed => ToolStatus::Crashed,
-                Status::TimedOut => ToolStatus::TimedOut,
-                Status::ToolError => ToolStatus::ToolError,
-                Status::Skipped => ToolStatus::NotRun,
-            },
-            s.summary.clone(),
-        ),
+        Some(s) => (ToolStatus::of(s, found), s.summary.clone()),
     };
     ToolSummary {
         tool,

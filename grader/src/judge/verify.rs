@@ -16,6 +16,7 @@ use crate::exercise::regions;
 use crate::exercise::workbook::{Exercise, Workbook};
 use crate::judge::context::{self, Context};
 use crate::judge::plan::{Stage, StageKind, Submission};
+use crate::judge::sanitize::ToolStatus;
 use crate::judge::scheduler::{self, Results};
 use crate::judge::stages::Output;
 use crate::judge::verdict::{self, Finding, Outcome, Status, Step};
@@ -104,9 +105,7 @@ pub struct PlainRuns {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ToolSighting {
     pub tool: Tool,
-    /// clean, findings, program-failed (no record, but the program failed under the tool),
-    /// timed-out, tool-error.
-    pub status: String,
+    pub status: ToolStatus,
     /// The kinds it reported, each with the region it pointed into ("-" for none).
     pub kinds: Vec<String>,
     /// Whether it reported something inside the region where the bug is.
@@ -511,16 +510,9 @@ fn timing_step(w: &mut Work, results: &Results, (ex, sol): (usize, usize), opts:
 
 /// One tool's verdict on the untouched exercise, for the record.
 fn sighting(tool: Tool, step: &Step, found: &[Finding], bug_region: &str) -> ToolSighting {
-    let status = match step.status {
-        Status::Passed => "clean",
-        Status::Failed if found.is_empty() => "program-failed",
-        Status::Failed => "findings",
-        Status::TimedOut => "timed-out",
-        _ => "tool-error",
-    };
     let mut kinds: Vec<String> = found.iter().map(|f| format!("{} in {}", f.kind, f.region.as_deref().unwrap_or("-"))).collect();
     kinds.dedup();
-    ToolSighting { tool, status: status.to_string(), kinds, in_bug_region: found.iter().any(|f| f.region.as_deref() == Some(bug_region)) }
+    ToolSighting { tool, status: ToolStatus::of(step, found), kinds, in_bug_region: found.iter().any(|f| f.region.as_deref() == Some(bug_region)) }
 }
 
 /// For a bug no tool sees: every plain run must give wrong outputs (not crash), or a learner's
