@@ -65,6 +65,36 @@ fn a_memcheck_finding_is_explained_with_the_marked_line_and_the_lesson() {
 }
 
 #[test]
+fn wrong_outputs_of_a_bug_no_tool_sees_get_its_explanation_and_lesson() {
+    let ex = exercise("15-global-race");
+    let source = repo().join("exercises/15-global-race/degree.cu");
+    // The summary check printed on the H100 (book/gpu-runs/2026-11-22-h100-catalog/check-15.txt).
+    let wrong = "case `a million edges`: degree[0] = 6 but the reference says 993; 1024 of 1024 elements wrong, max error 1.067e3";
+    let report_with = |correctness: Step| {
+        let steps = vec![Step::new("build -G", Status::Passed, "nvcc -G -g (sm_90)"), Step::new("build -O3", Status::Passed, "nvcc -O3 -lineinfo (sm_90)"), correctness];
+        CheckReport {
+            exercise: "15-global-race".into(),
+            title: ex.manifest.manifest.title.clone(),
+            source: "exercises/15-global-race/degree.cu".into(),
+            gpu: None,
+            arch: "sm_90".into(),
+            isolation: grader::tools::sandbox::Level::Namespaces,
+            outcome: Outcome::from_steps(&steps),
+            steps,
+            findings: Vec::new(),
+            timing: None,
+            solution_diff: None,
+        }
+    };
+    let text = report::check_text(&report_with(Step::new("correctness", Status::Failed, wrong)), &ex, &source);
+    assert!(text.contains(&format!("What it means: {}", ex.manifest.manifest.explain.finding)), "{text}");
+    assert!(text.contains("book/src/lessons/15-global-race.md"), "{text}");
+    // A crash is not the bug this exercise teaches: no explanation of lost increments for it.
+    let crashed = report::check_text(&report_with(Step::new("correctness", Status::Failed, "the program failed (exit status 3)")), &ex, &source);
+    assert!(!crashed.contains("What it means"), "{crashed}");
+}
+
+#[test]
 fn a_pass_shows_the_solution_as_a_diff_and_only_then() {
     let ex = exercise("03-race");
     let diff = similar::TextDiff::from_lines(ex.original, ex.solution).unified_diff().header("yours/reduce.cu", "reference/reduce.cu").to_string();

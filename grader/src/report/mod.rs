@@ -12,7 +12,7 @@ pub mod sarif;
 use crate::judge::check::CheckReport;
 use crate::judge::sanitize::{SanitizeReport, ToolStatus};
 use crate::learner::Progress;
-use crate::judge::verdict::{Finding, Outcome, Status, Step};
+use crate::judge::verdict::{self, Finding, Outcome, Status, Step};
 use crate::judge::verify::VerificationRecord;
 use crate::exercise::workbook::Exercise;
 
@@ -117,6 +117,12 @@ pub fn check_text(report: &CheckReport, ex: &Exercise, source: &Path) -> String 
             }
             None => {}
         }
+        let _ = writeln!(out, "  {} book/src/{} (`cargo xtask book --serve` to read it)", paint(BOLD, "Lesson:"), m.chapter);
+    }
+    // A bug no tool sees: the wrong outputs are the finding, and they get the same explanation.
+    let wrong = report.steps.iter().any(|s| s.name == "correctness" && verdict::is_wrong_output(s));
+    if m.expect.detector == crate::exercise::manifest::Detector::WrongOutput && wrong {
+        let _ = writeln!(out, "\n  What it means: {}", m.explain.finding);
         let _ = writeln!(out, "  {} book/src/{} (`cargo xtask book --serve` to read it)", paint(BOLD, "Lesson:"), m.chapter);
     }
     for s in report.steps.iter().filter(|s| s.status != Status::Passed && s.detail.is_some()) {
