@@ -389,10 +389,11 @@ fn render_tool_matrix(record: &VerificationRecord, up: &str) -> Result<String> {
         for t in tools {
             let cell = match e.original_under_tools.iter().find(|s| s.tool == t) {
                 None => "not run".to_string(),
-                Some(s) if s.in_bug_region || (e.tool == Some(t) && e.finding.is_some()) => {
+                Some(s) if s.in_bug_region => {
                     any = true;
-                    let kind = e.finding.as_ref().filter(|f| f.tool == t).map(|f| f.kind.to_string()).or_else(|| s.kinds.first().map(|k| k.split(" in ").next().unwrap_or(k).to_string()));
-                    format!("**flags it** ({})", kind.unwrap_or_default())
+                    // The kind it reported in that region ("out-of-bounds in bug").
+                    let kind = s.kinds.iter().find_map(|k| k.strip_suffix(&format!(" in {}", e.region))).unwrap_or_default();
+                    format!("**flags it** ({kind})")
                 }
                 Some(s) => match s.status {
                     ToolStatus::Clean => "silent".to_string(),

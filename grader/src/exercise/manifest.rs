@@ -64,13 +64,6 @@ impl Expect {
             Detector::WrongOutput => None,
         }
     }
-    /// "memcheck out-of-bounds", or "wrong output" where no tool sees the bug.
-    pub fn describe(&self) -> String {
-        match self.sanitizer() {
-            Some((tool, kind)) => format!("{tool} {kind}"),
-            None => "wrong output".to_string(),
-        }
-    }
 }
 
 /// What catches an exercise's bug.
@@ -84,14 +77,6 @@ pub enum Detector {
     WrongOutput,
 }
 
-impl fmt::Display for Detector {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Detector::Sanitizer => "sanitizer",
-            Detector::WrongOutput => "wrong-output",
-        })
-    }
-}
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -514,7 +499,6 @@ mod tests {
     fn a_bug_no_tool_sees_names_the_cases_and_no_tool() {
         let m = parsed("15-global-race", RACE).unwrap();
         assert_eq!((m.manifest.expect.detector, m.manifest.expect.sanitizer()), (Detector::WrongOutput, None));
-        assert_eq!(m.manifest.expect.describe(), "wrong output");
         // Claiming a tool for it is refused, at the [expect] line.
         let claimed = RACE.replace("detector = \"wrong-output\"", "detector = \"wrong-output\"\ntool = \"racecheck\"");
         let e = parsed("15-global-race", &claimed).unwrap_err();

@@ -108,7 +108,8 @@ pub struct ToolSighting {
     pub status: ToolStatus,
     /// The kinds it reported, each with the region it pointed into ("-" for none).
     pub kinds: Vec<String>,
-    /// Whether it reported something inside the region where the bug is.
+    /// Whether it reported something inside the exercise's expected region (where the bug is, or
+    /// where its tool must point).
     pub in_bug_region: bool,
 }
 
@@ -510,8 +511,12 @@ fn timing_step(w: &mut Work, results: &Results, (ex, sol): (usize, usize), opts:
 
 /// One tool's verdict on the untouched exercise, for the record.
 fn sighting(tool: Tool, step: &Step, found: &[Finding], bug_region: &str) -> ToolSighting {
-    let mut kinds: Vec<String> = found.iter().map(|f| format!("{} in {}", f.kind, f.region.as_deref().unwrap_or("-"))).collect();
-    kinds.dedup();
+    let mut kinds: Vec<String> = Vec::new();
+    for k in found.iter().map(|f| format!("{} in {}", f.kind, f.region.as_deref().unwrap_or("-"))) {
+        if !kinds.contains(&k) {
+            kinds.push(k);
+        }
+    }
     ToolSighting { tool, status: ToolStatus::of(step, found), kinds, in_bug_region: found.iter().any(|f| f.region.as_deref() == Some(bug_region)) }
 }
 

@@ -106,9 +106,13 @@ pub fn check_text(report: &CheckReport, ex: &Exercise, source: &Path) -> String 
     for f in &report.findings {
         finding(&mut out, f, source, text.as_deref(), &report.source);
     }
-    if !report.findings.is_empty() {
+    // For a bug no tool sees, the wrong outputs are the finding, and they get its explanation.
+    let correctness = report.steps.iter().find(|s| s.name == "correctness");
+    let wrong_output = m.expect.detector == crate::exercise::manifest::Detector::WrongOutput && correctness.is_some_and(verdict::is_wrong_output);
+    if !report.findings.is_empty() || wrong_output {
         let _ = writeln!(out, "\n  What it means: {}", m.explain.finding);
-        match report.steps.iter().find(|s| s.name == "correctness") {
+        match correctness {
+            _ if report.findings.is_empty() => {}
             Some(c) if c.status == Status::Passed => {
                 let _ = writeln!(out, "  {} {}", paint(BOLD, "Yet the outputs were right:"), m.explain.silent);
             }
@@ -117,12 +121,6 @@ pub fn check_text(report: &CheckReport, ex: &Exercise, source: &Path) -> String 
             }
             None => {}
         }
-        let _ = writeln!(out, "  {} book/src/{} (`cargo xtask book --serve` to read it)", paint(BOLD, "Lesson:"), m.chapter);
-    }
-    // A bug no tool sees: the wrong outputs are the finding, and they get the same explanation.
-    let wrong = report.steps.iter().any(|s| s.name == "correctness" && verdict::is_wrong_output(s));
-    if m.expect.detector == crate::exercise::manifest::Detector::WrongOutput && wrong {
-        let _ = writeln!(out, "\n  What it means: {}", m.explain.finding);
         let _ = writeln!(out, "  {} book/src/{} (`cargo xtask book --serve` to read it)", paint(BOLD, "Lesson:"), m.chapter);
     }
     for s in report.steps.iter().filter(|s| s.status != Status::Passed && s.detail.is_some()) {
