@@ -127,6 +127,13 @@ enum Command {
         #[arg(long)]
         survey: bool,
     },
+    /// Measure this GPU's memory bandwidth (cudaMemcpy and a copy kernel) and fp32 FMA throughput,
+    /// plainly and under ncu, and cache them: the 100% of every "% of peak" in the performance track.
+    Peak {
+        /// Measure again even where this GPU's peak is cached.
+        #[arg(long)]
+        again: bool,
+    },
     /// Build the book (lessons with the real tool output) into book/build, or serve it.
     Book {
         /// Serve it on --addr, rebuilding when a source changes.
@@ -445,6 +452,20 @@ fn run(cli: Cli) -> Result<i32> {
                 Format::Text => print!("{}", grader::report::verify_text(&result)),
             }
             Ok(result.outcome.exit_code())
+        }
+        Command::Peak { again } => {
+            let wb = open_workbook()?;
+            let ctx = context(&wb, &settings, format)?;
+            if let Some(reason) = ctx.no_gpu_reason() {
+                eprintln!("SKIPPED: {reason}");
+                return Ok(grader::judge::verdict::Outcome::Skipped { reason }.exit_code());
+            }
+            let peak = grader::judge::perf::peak(&ctx, &wb, again)?;
+            match format {
+                Format::Json | Format::Sarif => print_json(&peak)?,
+                Format::Text => print!("{}", grader::report::peak_text(&peak)),
+            }
+            Ok(0)
         }
         Command::Book { serve, addr, out } => {
             let wb = open_workbook()?;

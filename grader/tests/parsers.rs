@@ -1,14 +1,16 @@
 //! The tool-output parsers against real output, captured on an NVIDIA H200 and an H100 (driver
 //! 580.159.04, compute-sanitizer and ncu 2025.3.1) by `cargo xtask verify --keep` on this workbook's
 //! exercises (07, 08, 12, 14 and 17 on the H100, built with `-G -g`: their host frames carry lines;
-//! 12's file keeps the first of its 64 records).
+//! 12's file keeps the first of its 64 records; 52 and 54, the performance track's counters, on
+//! the H100).
 
 use std::path::Path;
 
 use grader::exercise::manifest::{FindingKind, Tool};
 use grader::exercise::regions;
 use grader::judge::verdict as outcome;
-use grader::tools::{ncu, sanitizer};
+use grader::exercise::metric::Metric;
+use grader::tools::{counters, ncu, sanitizer};
 
 fn fixture(name: &str) -> String {
     std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)).unwrap()
@@ -179,4 +181,28 @@ fn a_busy_profiler_is_told_apart_from_a_crashed_program() {
     for other in ["ncu-crashed-original.csv", "ncu-one-target.csv", "ncu-session-ended-by-crash.csv"] {
         assert!(!ncu::profiler_was_busy(&fixture(other)), "{other}");
     }
+}
+
+#[test]
+fn a_performance_exercise_s_counters_come_from_the_same_ncu_pass_as_its_time() {
+    // 52-bank-conflicts untouched, five repeats, with every counter its metrics and the roofline
+    // need (`verify --keep` on the H100).
+    let launches = ncu::parse_metrics(&fixture("ncu-52-original-counters.csv")).unwrap();
+    assert_eq!(launches.len(), 5);
+    let c = counters::aggregate(&launches, &["transpose_half".into()], 5).unwrap();
+    let mut times: Vec<f64> = launches.iter().map(|l| l.metrics[ncu::METRIC]).collect();
+    times.sort_by(f64::total_cmp);
+    assert_eq!(c.nanoseconds, times[2], "the median repeat");
+    let peaks = counters::Peaks { bandwidth_gbps: 2988.7, fp32_gflops: 51_400.0 };
+    let conflicts = Metric::BankConflicts.value(&c, peaks, None).unwrap();
+    assert!((15.0..16.5).contains(&conflicts), "a 32-way conflict on every tile load, none on the stores: {conflicts}");
+    let dram = Metric::DramShare.value(&c, peaks, None).unwrap();
+    assert!((40.0..50.0).contains(&dram), "{dram}");
+    // One FMUL (0.5 *) per element of the 8192 x 8192 matrix: the roofline's FLOP count.
+    assert_eq!(counters::flops(&c), Some(8192.0 * 8192.0));
+    // 54-matmul's fix, three repeats: 2 x 4096^3 FLOP, counted from the FFMA instructions.
+    let launches = ncu::parse_metrics(&fixture("ncu-54-reference-counters.csv")).unwrap();
+    let c = counters::aggregate(&launches, &["matmul".into()], 3).unwrap();
+    assert_eq!(counters::flops(&c), Some(2.0 * 4096f64.powi(3)));
+    assert!(counters::dram_bytes(&c).unwrap() > 3.0 * 4.0 * 4096.0 * 4096.0, "at least A and B read and C written once");
 }

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use grader::judge::check::CheckReport;
-use grader::exercise::manifest::Tool;
+use grader::exercise::manifest::{Metric, Tool, Track};
 use grader::judge::verdict::{self, Outcome, Status, Step};
 use grader::judge::sanitize::ToolStatus;
 use grader::judge::verify::VerificationRecord;
@@ -57,6 +57,7 @@ fn a_memcheck_finding_is_explained_with_the_marked_line_and_the_lesson() {
         steps,
         findings,
         timing: None,
+        perf: None,
         solution_diff: None,
     };
     let text = report::check_text(&r, &ex, &source);
@@ -83,6 +84,7 @@ fn wrong_outputs_of_a_bug_no_tool_sees_get_its_explanation_and_lesson() {
             steps,
             findings: Vec::new(),
             timing: None,
+            perf: None,
             solution_diff: None,
         }
     };
@@ -108,6 +110,7 @@ fn a_pass_shows_the_solution_as_a_diff_and_only_then() {
         steps: vec![Step::new("racecheck", Status::Passed, "racecheck: no errors")],
         findings: Vec::new(),
         timing: None,
+        perf: None,
         solution_diff: Some(diff),
         outcome: Outcome::Pass,
     };
@@ -130,8 +133,47 @@ fn the_committed_verification_record_renders_as_the_verify_table() {
     assert!(record.exercises.iter().all(|e| e.original_under_tools.len() == 4 && e.plain_runs.is_some()));
     for e in record.exercises.iter().filter(|e| e.tool.is_none()) {
         let runs = e.plain_runs.unwrap();
-        assert_eq!((runs.correct, runs.failed), (0, 0), "{}", e.id);
+        let expected = if e.track == Track::Perf { (runs.runs, 0) } else { (0, 0) };
+        assert_eq!((runs.correct, runs.failed), expected, "{}: a bug no tool sees is wrong every time, a slow original right every time", e.id);
         assert!(e.original_under_tools.iter().all(|s| s.status == ToolStatus::Clean), "{}: a tool saw it after all", e.id);
     }
+    // The performance track's targets, as measured on the recorded GPU.
+    let perf: Vec<_> = record.exercises.iter().filter(|e| e.track == Track::Perf).collect();
+    assert!(perf.len() >= 7, "at least seven performance exercises");
+    for e in &perf {
+        let p = e.perf.as_ref().unwrap_or_else(|| panic!("{} has no performance record", e.id));
+        let (original, fix) = (p.version("original").unwrap(), p.version("reference").unwrap());
+        assert_eq!(original.speedup, 1.0);
+        assert!(fix.speedup >= p.target_speedup, "{}: the fix reaches the target", e.id);
+        assert!(p.target_speedup <= 0.7 * fix.speedup + 1e-9, "{}: the target leaves room for a different fix ({} vs {})", e.id, p.target_speedup, fix.speedup);
+        assert!(fix.roofline.is_some() && original.roofline.is_some(), "{}: both on the roofline", e.id);
+        assert!(fix.repeat_spread.is_some(), "{}: the spread of the fix's repeats is recorded", e.id);
+        assert!(p.peak.memcpy_gbps > 0.0 && p.peak.fma_ncu_gflops > 0.0);
+    }
+    let fix = |id: &str| perf.iter().find(|e| e.id == id).and_then(|e| e.perf.as_ref()).and_then(|p| p.version("reference").cloned()).unwrap();
+    for id in ["51-coalesce", "52-bank-conflicts", "56-occupancy", "57-reduction"] {
+        let share = fix(id).metric(Metric::DramShare).unwrap();
+        assert!(share >= 85.0, "{id}: a memory-bound reference reaches 85% of the measured memcpy bandwidth, not {share:.1}%");
+    }
+    let matmul = fix("54-matmul");
+    assert!(matmul.metric(Metric::ShareOfBaseline).unwrap() >= 50.0 && matmul.speedup >= 4.0, "the matmul reference reaches half of cuBLAS and 4x the naive kernel");
     settings().bind(|| insta::assert_snapshot!("verify_committed_record", report::verify_text(&record)));
+}
+
+#[test]
+fn a_performance_check_shows_every_version_its_metrics_and_the_roofline() {
+    let record: VerificationRecord = serde_json::from_str(&std::fs::read_to_string(repo().join("book/verification.json")).unwrap()).unwrap();
+    let mut summary = record.exercises.iter().find(|e| e.id == "52-bank-conflicts").and_then(|e| e.perf.clone()).expect("52's performance record");
+    // The learner handed in the untouched file: the original's numbers under the learner's name.
+    let mut mine = summary.versions[0].clone();
+    mine.version = "learner".into();
+    summary.versions.push(mine);
+    let text = report::perf_text(&summary);
+    let row = |label: &str| text.lines().find(|l| l.trim_start().starts_with(label)).unwrap_or_else(|| panic!("no `{label}` row in\n{text}")).to_string();
+    assert_eq!(row("original").split_whitespace().collect::<Vec<_>>(), ["original", "reference", "yours"], "the header comes first");
+    assert!(row("speedup").contains("1.00x") && row("speedup").contains("1.90x"), "{text}");
+    assert!(row("bank conflicts per shared access").split_whitespace().count() == 8, "a value per version: {text}");
+    assert!(text.contains("memory-bound side") && text.contains("ridge at 17.2 FLOP/byte"), "{text}");
+    assert!(text.contains("extra passes shared memory needs"), "the metric in plain words");
+    settings().bind(|| insta::assert_snapshot!("perf_52_untouched", text));
 }

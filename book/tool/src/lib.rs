@@ -10,8 +10,11 @@
 //!   the learner's working copy, which may be edited);
 //! - `{{#cudabugs-diff ID}}`: the fix, as a diff of the pristine exercise against its solution;
 //! - `{{#cudabugs-summary}}`: one table over every exercise; `{{#cudabugs-machine}}`: the GPU and tools;
+//! - `{{#cudabugs-roofline ID}}`: a performance exercise's roofline (inline SVG, plotters) from the record;
 //! - `{{#cudabugs-tool-matrix}}`: which tool flagged which exercise's untouched file, how often a
 //!   plain run was right, and the bug classes no tool flagged, all from the record.
+
+mod roofline;
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -222,6 +225,14 @@ fn expand(chapter: &Chapter, record: &VerificationRecord, exercises: &[Exercise]
                 let depth = chapter.path.as_ref().map(|p| p.components().count().saturating_sub(1)).unwrap_or(0);
                 out.push_str(&render_tool_matrix(record, &"../".repeat(depth))?);
             }
+            "roofline" => {
+                let (r, _) = exercise(id)?;
+                let perf = r.perf.as_ref().with_context(|| format!("{} has no performance record: run `verify` on a GPU", r.id))?;
+                // Inline, so the chart travels with the page; one line, so Markdown leaves it whole.
+                let svg = roofline::svg(perf).with_context(|| format!("the roofline of {}", r.id))?;
+                out.push_str(&svg.replace('\n', " "));
+                out.push('\n');
+            }
             other => bail!("unknown directive `{{{{#cudabugs-{other}}}}}`"),
         }
     }
@@ -324,6 +335,9 @@ fn render_record(record: &VerificationRecord, r: &ExerciseRecord) -> String {
         };
         let _ = writeln!(out, "| {} | {status} | {} |", c.name, c.summary.replace('|', "\\|"));
     }
+    if let Some(p) = &r.perf {
+        out.push_str(&render_perf(p));
+    }
     if let Some(t) = &r.timing {
         let _ = writeln!(out, "\nncu `gpu__time_duration.sum` of `{}` per call, base clocks:\n", t.kernels.join("`, `"));
         let _ = writeln!(out, "| version | time | ratio to the fix |\n| --- | --- | --- |");
@@ -340,6 +354,35 @@ fn render_record(record: &VerificationRecord, r: &ExerciseRecord) -> String {
             let _ = writeln!(out, "| the fix, second process | {} | {ratio:.3}x |", us(ns));
         }
         let _ = writeln!(out, "\nA learner's fix passes when it is within {:.2}x of the fix.", t.max_ratio_to_reference);
+    }
+    out
+}
+
+/// A performance exercise's versions side by side, with the metrics in plain words.
+fn render_perf(p: &grader::judge::perf::PerfSummary) -> String {
+    let mut out = String::new();
+    let name = |v: &str| match v {
+        "original" => "original (slow)".to_string(),
+        "reference" => "the fix".to_string(),
+        other => other.to_string(),
+    };
+    let _ = writeln!(out, "\nncu of `{}`, base clocks, caches flushed, the median of the bench's repeats; shares are of this GPU's measured peak (memcpy {:.0} GB/s, fp32 FMA {:.1} TFLOP/s under ncu):\n", p.kernels.join("`, `"), p.peak.memcpy_gbps, p.peak.fma_ncu_gflops / 1e3);
+    let _ = write!(out, "| | time | speedup |");
+    for m in &p.shown {
+        let _ = write!(out, " {} |", m.label());
+    }
+    let _ = writeln!(out, " on the roofline |\n|{}", " --- |".repeat(p.shown.len() + 4));
+    for v in &p.versions {
+        let _ = write!(out, "| {} | {} | {:.2}x |", name(&v.version), us(v.nanoseconds), v.speedup);
+        for m in &p.shown {
+            let _ = write!(out, " {} |", if v.metrics.is_empty() { "-".into() } else { m.show(v.metric(*m)) });
+        }
+        let roof = v.roofline.as_ref().map(|r| format!("{:.2} FLOP/B, {:.0}% of the roof", r.intensity, 100.0 * r.gflops / r.roof_gflops)).unwrap_or_else(|| "-".into());
+        let _ = writeln!(out, " {roof} |");
+    }
+    let _ = writeln!(out, "\nA learner's version passes at {:.2}x the original or faster, timed in the same run, with its goals met.\n", p.target_speedup);
+    for m in &p.shown {
+        let _ = writeln!(out, "- **{}**: {}.", m.label(), m.plain());
     }
     out
 }
@@ -383,7 +426,8 @@ fn render_tool_matrix(record: &VerificationRecord, up: &str) -> Result<String> {
     }
     let _ = writeln!(out, " plain runs right |\n| --- | --- |{}", " --- |".repeat(tools.len() + 1));
     let mut unseen = Vec::new();
-    for e in &record.exercises {
+    // The performance track has no bug to catch: its originals are clean by design.
+    for e in record.exercises.iter().filter(|e| e.track == grader::exercise::manifest::Track::Bug) {
         let _ = write!(out, "| [{}]({up}lessons/{}.md) | {} |", e.id, e.id, e.bug_class);
         let mut any = false;
         for t in tools {
@@ -442,6 +486,7 @@ fn render_summary(record: &VerificationRecord, up: &str) -> String {
             .finding
             .as_ref()
             .map(|f| format!("{} at `{}`", f.kind, f.locations.first().map(|l| l.short()).unwrap_or_default()))
+            .or_else(|| e.perf.as_ref().and_then(|p| p.version("reference")).map(|r| format!("slow: the fix is {:.2}x faster", r.speedup)))
             .unwrap_or_else(|| "-".into());
         let plain = match (e.plain_runs, e.plain_run_correct) {
             (Some(p), _) => plain_runs_text(&p),
@@ -455,9 +500,9 @@ fn render_summary(record: &VerificationRecord, up: &str) -> String {
             "| [{}]({up}lessons/{}.md) | {} | {found} | {plain} | {} | {} | {} |",
             e.id,
             e.id,
-            e.tool.map(|t| t.name()).unwrap_or("cases"),
-            t.and_then(|t| t.original_ns).map(us).unwrap_or_else(|| "crashed".into()),
-            t.map(|t| us(t.reference_ns)).unwrap_or_else(|| "-".into()),
+            e.tool.map(|t| t.name()).unwrap_or(if e.perf.is_some() { "ncu" } else { "cases" }),
+            t.and_then(|t| t.original_ns).or_else(|| e.perf.as_ref().and_then(|p| p.version("original")).map(|v| v.nanoseconds)).map(us).unwrap_or_else(|| "crashed".into()),
+            t.map(|t| t.reference_ns).or_else(|| e.perf.as_ref().and_then(|p| p.version("reference")).map(|v| v.nanoseconds)).map(us).unwrap_or_else(|| "-".into()),
             e.outcome.label()
         );
     }

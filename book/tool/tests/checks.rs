@@ -52,6 +52,26 @@ fn the_untouched_copy_builds() {
         assert!(unseen[..unseen.find('\n').unwrap_or(unseen.len())].contains(id), "{id} is not listed as unseen");
     }
     assert!(table.contains("<strong>flags it</strong> (shared-race)"), "racecheck on 03-race");
+    assert!(!table.contains("51-coalesce"), "the performance track has no bug for a tool to catch");
+    // A performance lesson: the versions' metrics from the record and the roofline drawn inline.
+    let lesson = std::fs::read_to_string(html.join("lessons/52-bank-conflicts.html")).unwrap();
+    let chart = &lesson[lesson.find("<svg width=\"720\"").expect("the roofline chart")..];
+    let chart = &chart[..chart.find("</svg>").expect("a whole chart")];
+    assert!(chart.contains("Roofline of the NVIDIA") && chart.contains(" original ") && chart.contains(" the fix "), "the points are labelled: {chart}");
+    assert!(lesson.contains("bank conflicts per shared access") && lesson.contains("the fix"), "the metrics table");
+}
+
+#[test]
+fn a_performance_lesson_needs_its_performance_record() {
+    let copy = Copy::new();
+    let path = copy.path("book/verification.json");
+    let mut record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    for e in record["exercises"].as_array_mut().unwrap() {
+        e.as_object_mut().unwrap().remove("perf");
+    }
+    std::fs::write(&path, serde_json::to_string(&record).unwrap()).unwrap();
+    let error = copy.build_error();
+    assert!(error.contains("51-coalesce has no performance record"), "{error}");
 }
 
 #[test]

@@ -11,15 +11,24 @@ use toml::Spanned;
 pub use crate::exercise::dtype::DType;
 use crate::exercise::reference;
 use crate::exercise::regions;
+pub use crate::exercise::metric::Metric;
 
-/// The manifest format this grader reads. Bump it when a field changes meaning.
-pub const FORMAT_VERSION: u32 = 1;
+/// The manifest format this grader writes about. Bump it when a field changes meaning. Format 2 added
+/// `kind` (the bug and performance tracks) and `[perf]`; format 1 manifests (bug exercises) are still
+/// read as they are.
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest format still read.
+pub const OLDEST_FORMAT: u32 = 1;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Manifest {
     pub format: Spanned<u32>,
+    /// The track: a bug to find (format 1 knows only these) or a correct kernel to make fast.
+    pub kind: Option<Spanned<Track>>,
     pub title: String,
+    /// What is wrong, in a few words: the bug class, or for the performance track the cause of the
+    /// slowness ("uncoalesced loads").
     pub bug_class: String,
     /// The `.cu` file name, the same in `exercises/<id>/` and `solutions/<id>/`.
     pub source: Spanned<String>,
@@ -27,7 +36,10 @@ pub struct Manifest {
     pub chapter: String,
     /// The Rust reference that computes the expected outputs (see `reference.rs`).
     pub reference: Spanned<String>,
-    pub expect: Expect,
+    /// What shows the bug (bug track only).
+    pub expect: Option<Expect>,
+    /// What the fix must reach (performance track only).
+    pub perf: Option<Perf>,
     pub inputs: Vec<BufferSpec>,
     pub outputs: Vec<BufferSpec>,
     #[serde(rename = "case")]
@@ -38,6 +50,12 @@ pub struct Manifest {
     pub hints: Spanned<Vec<String>>,
     /// Plain-words explanation of the finding, shown under the tool's record.
     pub explain: Explain,
+}
+
+impl Manifest {
+    pub fn track(&self) -> Track {
+        self.kind.as_ref().map(|k| *k.get_ref()).unwrap_or_default()
+    }
 }
 
 /// What shows that the untouched exercise has its bug: a sanitizer record of a given kind in a
@@ -61,9 +79,68 @@ impl Expect {
     pub fn sanitizer(&self) -> Option<(Tool, FindingKind)> {
         match self.detector {
             Detector::Sanitizer => Some((self.tool.expect("validated manifest"), self.kind.expect("validated manifest"))),
-            Detector::WrongOutput => None,
+            Detector::WrongOutput | Detector::Speed => None,
         }
     }
+}
+
+/// The two tracks of the workbook.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Track {
+    /// The exercise has a bug: a tool's record or wrong outputs show it.
+    #[default]
+    Bug,
+    /// The exercise is correct but slow: ncu's time and metrics show it.
+    Perf,
+}
+
+impl Track {
+    pub fn name(self) -> &'static str {
+        match self {
+            Track::Bug => "bug",
+            Track::Perf => "perf",
+        }
+    }
+}
+
+/// A performance exercise's target: how much faster than the original, in the same ncu session,
+/// and which metrics must move (`[perf]`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Perf {
+    /// The marked region that holds the slow code.
+    pub region: Spanned<String>,
+    /// The fix must be at least this many times faster than the original (timed in the same run).
+    pub speedup: Spanned<f64>,
+    /// The metrics that explain this exercise, in the order they are shown (3 to 5).
+    pub metrics: Spanned<Vec<Metric>>,
+    /// Metrics that must have moved the right way.
+    #[serde(default, rename = "goal")]
+    pub goals: Vec<Goal>,
+    /// A library kernel timed in the same session for comparison (cuBLAS for the matmul).
+    #[serde(default)]
+    pub baseline: Option<Baseline>,
+}
+
+/// One metric's bound: `at_least` or `at_most`, in the metric's own unit, or with `of_original` as a
+/// multiple of the original's value (`at_most = 0.1, of_original = true`: a tenth of it at most).
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Goal {
+    pub metric: Metric,
+    pub at_least: Option<f64>,
+    pub at_most: Option<f64>,
+    #[serde(default)]
+    pub of_original: bool,
+}
+
+/// Library kernels the grader can time beside an exercise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Baseline {
+    /// cuBLAS fp32 SGEMM (TF32 off) at the bench's `m`, `n`, `k`.
+    CublasSgemm,
 }
 
 /// What catches an exercise's bug.
@@ -75,6 +152,9 @@ pub enum Detector {
     Sanitizer,
     /// No sanitizer flags this class on sm_90: the cases, run plainly, give wrong outputs.
     WrongOutput,
+    /// The performance track: the original is correct, ncu shows it slow. Implied by `kind = "perf"`
+    /// (never written in `[expect]`).
+    Speed,
 }
 
 
@@ -219,8 +299,9 @@ pub struct Tolerance {
 pub struct Timing {
     /// Kernel function names whose ncu times are summed.
     pub kernels: Vec<String>,
-    /// The learner's time may be at most this multiple of the reference fix's time.
-    pub max_ratio_to_reference: Spanned<f64>,
+    /// The learner's time may be at most this multiple of the reference fix's time (bug track; the
+    /// performance track's target is `[perf] speedup`).
+    pub max_ratio_to_reference: Option<Spanned<f64>>,
 }
 
 /// A manifest error that names the file and (where known) the line.
@@ -259,6 +340,33 @@ impl LoadedManifest {
         ManifestError { path: self.path.clone(), line: Some(self.line_of(span.start)), message: message.into() }
     }
 
+    /// The marked region the exercise is about: where the bug is, or the slow code.
+    pub fn region(&self) -> &Spanned<String> {
+        match (&self.manifest.expect, &self.manifest.perf) {
+            (Some(e), _) => &e.region,
+            (None, Some(p)) => &p.region,
+            (None, None) => unreachable!("validation requires [expect] or [perf]"),
+        }
+    }
+
+    pub fn track(&self) -> Track {
+        self.manifest.track()
+    }
+
+    /// The tool and kind of record that must flag the untouched exercise (bug track, sanitizer
+    /// detector); None where the cases are the detector or the exercise is slow, not buggy.
+    pub fn expected_finding(&self) -> Option<(Tool, FindingKind)> {
+        self.manifest.expect.as_ref().and_then(Expect::sanitizer)
+    }
+
+    /// What shows the untouched exercise's problem.
+    pub fn detector(&self) -> Detector {
+        match &self.manifest.expect {
+            Some(e) => e.detector,
+            None => Detector::Speed,
+        }
+    }
+
     pub fn source_name(&self) -> &str {
         self.manifest.source.get_ref()
     }
@@ -292,11 +400,15 @@ pub const MAX_ELEMENTS: usize = 1 << 28;
 /// Checks a manifest can make on its own (no source files needed).
 fn validate_fields(m: &LoadedManifest) -> Result<(), ManifestError> {
     let man = &m.manifest;
-    if *man.format.get_ref() != FORMAT_VERSION {
+    let format = *man.format.get_ref();
+    if !(OLDEST_FORMAT..=FORMAT_VERSION).contains(&format) {
         return Err(m.error_at(
             man.format.span(),
-            format!("format {} is not supported (this grader reads format {FORMAT_VERSION})", man.format.get_ref()),
+            format!("format {format} is not supported (this grader reads formats {OLDEST_FORMAT} to {FORMAT_VERSION})"),
         ));
+    }
+    if let Some(kind) = man.kind.as_ref().filter(|_| format < 2) {
+        return Err(m.error_at(kind.span(), "`kind` needs `format = 2` (format 1 manifests are bug exercises)"));
     }
     if !is_valid_id(&m.id) {
         return Err(ManifestError {
@@ -391,7 +503,8 @@ fn validate_fields(m: &LoadedManifest) -> Result<(), ManifestError> {
             return Err(m.error_at(input.len.span(), format!("input `{}`: {why}", input.name)));
         }
     }
-    let expect = &man.expect;
+    validate_track(m)?;
+    if let Some(expect) = &man.expect {
     let expect_line = find_line(&m.text, "[expect]");
     match (expect.detector, expect.tool, expect.kind) {
         (Detector::Sanitizer, Some(_), Some(_)) | (Detector::WrongOutput, None, None) => {}
@@ -405,6 +518,10 @@ fn validate_fields(m: &LoadedManifest) -> Result<(), ManifestError> {
                 message: "[expect] with `detector = \"wrong-output\"` names no `tool` or `kind`: no tool is claimed to catch it".into(),
             })
         }
+        (Detector::Speed, _, _) => {
+            return Err(ManifestError { path: m.path.clone(), line: expect_line, message: "`detector = \"speed\"` is not written: a performance exercise says `kind = \"perf\"` and has `[perf]`, not `[expect]`".into() })
+        }
+    }
     }
     if man.hints.get_ref().len() < 3 {
         return Err(m.error_at(man.hints.span(), "give three progressive hints"));
@@ -416,8 +533,8 @@ fn validate_fields(m: &LoadedManifest) -> Result<(), ManifestError> {
             message: "timing.kernels must name at least one kernel".into(),
         });
     }
-    if *man.timing.max_ratio_to_reference.get_ref() < 1.0 {
-        return Err(m.error_at(man.timing.max_ratio_to_reference.span(), "max_ratio_to_reference must be >= 1.0"));
+    if let Some(ratio) = man.timing.max_ratio_to_reference.as_ref().filter(|r| *r.get_ref() < 1.0) {
+        return Err(m.error_at(ratio.span(), "max_ratio_to_reference must be >= 1.0"));
     }
     if man.bench.repeat == 0 {
         return Err(ManifestError {
@@ -429,9 +546,68 @@ fn validate_fields(m: &LoadedManifest) -> Result<(), ManifestError> {
     Ok(())
 }
 
+/// What each track needs and forbids: a bug has `[expect]` and `timing.max_ratio_to_reference`; a
+/// performance exercise has `[perf]` instead, with metrics the grader knows and goals that say which
+/// way they must move.
+fn validate_track(m: &LoadedManifest) -> Result<(), ManifestError> {
+    let man = &m.manifest;
+    let at = |needle: &str| find_line(&m.text, needle);
+    let err = |line: Option<usize>, message: String| ManifestError { path: m.path.clone(), line, message };
+    match man.track() {
+        Track::Bug => {
+            if man.expect.is_none() {
+                return Err(err(None, "a bug exercise needs [expect]: which tool finds the bug, or `detector = \"wrong-output\"`".into()));
+            }
+            if man.perf.is_some() {
+                return Err(err(at("[perf]"), "[perf] belongs to performance exercises: add `kind = \"perf\"` (format 2), or remove it".into()));
+            }
+            if man.timing.max_ratio_to_reference.is_none() {
+                return Err(err(at("[timing]"), "a bug exercise needs `timing.max_ratio_to_reference` (how much slower than the reference fix a fix may be)".into()));
+            }
+        }
+        Track::Perf => {
+            if man.expect.is_some() {
+                return Err(err(at("[expect]"), "a performance exercise has no bug to expect: remove [expect] (its original must be clean and correct)".into()));
+            }
+            if let Some(ratio) = &man.timing.max_ratio_to_reference {
+                return Err(m.error_at(ratio.span(), "a performance exercise is judged by `[perf] speedup`, not max_ratio_to_reference"));
+            }
+            let Some(perf) = &man.perf else {
+                return Err(err(None, "a performance exercise (`kind = \"perf\"`) needs [perf]: region, speedup, metrics".into()));
+            };
+            if !(*perf.speedup.get_ref() > 1.0 && perf.speedup.get_ref().is_finite()) {
+                return Err(m.error_at(perf.speedup.span(), "speedup must be a number above 1.0 (how many times faster than the original the fix must be)"));
+            }
+            let shown = perf.metrics.get_ref();
+            if !(3..=5).contains(&shown.len()) {
+                return Err(m.error_at(perf.metrics.span(), format!("name 3 to 5 metrics that explain this exercise, not {}", shown.len())));
+            }
+            if let Some(needs) = shown.iter().find(|k| k.needs_baseline()).filter(|_| perf.baseline.is_none()) {
+                return Err(m.error_at(perf.metrics.span(), format!("metric `{}` compares with a library kernel: set `baseline`", needs.key())));
+            }
+            for goal in &perf.goals {
+                let line = at(&format!("\"{}\"", goal.metric.key()));
+                match (goal.at_least, goal.at_most) {
+                    (Some(v), None) | (None, Some(v)) if v.is_finite() => {}
+                    _ => return Err(err(line, format!("goal for `{}`: give exactly one finite bound, `at_least` or `at_most`", goal.metric.key()))),
+                }
+                if !shown.contains(&goal.metric) {
+                    return Err(err(line, format!("goal for `{}`: add the metric to `metrics`, so the learner sees what is judged", goal.metric.key())));
+                }
+            }
+            if perf.baseline == Some(Baseline::CublasSgemm) {
+                if let Some(missing) = ["m", "n", "k"].iter().find(|p| !man.bench.params.contains_key(**p)) {
+                    return Err(err(at("[bench]"), format!("baseline cublas-sgemm takes the bench's `m`, `n` and `k`: `{missing}` is missing")));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Checks that need the exercise's sources: the marked regions exist and parse.
 pub fn validate_sources(m: &LoadedManifest, exercise: &str, solution: &str) -> Result<(), ManifestError> {
-    let expect_region = m.manifest.expect.region.get_ref();
+    let expect_region = m.region().get_ref();
     for (label, text) in [("exercise", exercise), ("solution", solution)] {
         let regions = regions::parse(text).map_err(|e| ManifestError {
             path: PathBuf::from(format!("{}/{}", label_dir(label, &m.id), m.source_name())),
@@ -440,7 +616,7 @@ pub fn validate_sources(m: &LoadedManifest, exercise: &str, solution: &str) -> R
         })?;
         if !regions.iter().any(|r| &r.name == expect_region) {
             return Err(m.error_at(
-                m.manifest.expect.region.span(),
+                m.region().span(),
                 format!("the {label} source has no region `{expect_region}` (mark it with `// ANCHOR: {expect_region}` ... `// ANCHOR_END: {expect_region}`)"),
             ));
         }
@@ -490,6 +666,44 @@ mod tests {
 
     const RACE: &str = include_str!("../../../exercises/15-global-race/exercise.toml");
     const LEAK: &str = include_str!("../../../exercises/07-leak/exercise.toml");
+    const MATMUL: &str = include_str!("../../../exercises/54-matmul/exercise.toml");
+
+    #[test]
+    fn a_performance_exercise_names_its_target_metrics_and_baseline() {
+        let m = parsed("54-matmul", MATMUL).unwrap();
+        assert_eq!((m.track(), m.detector(), m.region().get_ref().as_str(), m.expected_finding()), (Track::Perf, Detector::Speed, "kernel", None));
+        let perf = m.manifest.perf.as_ref().unwrap();
+        assert_eq!((*perf.speedup.get_ref(), perf.baseline), (3.0, Some(Baseline::CublasSgemm)));
+        assert_eq!(perf.goals[0].metric, Metric::ShareOfBaseline);
+    }
+
+    #[test]
+    fn each_track_refuses_the_other_tracks_fields_at_their_line() {
+        let error = |text: &str| parsed("54-matmul", text).unwrap_err();
+        // Format 1 knows only bug exercises.
+        let e = error(&MATMUL.replace("format = 2", "format = 1"));
+        assert!(e.message.contains("`kind` needs `format = 2`") && e.line == Some(2), "{e}");
+        let with_expect = format!("{MATMUL}\n[expect]\ntool = \"memcheck\"\nkind = \"leak\"\nregion = \"kernel\"\n");
+        let e = error(&with_expect);
+        assert!(e.message.contains("no bug to expect") && e.line == find_line(&with_expect, "[expect]"), "{e}");
+        let e = error(&MATMUL.replace("[timing]\n", "[timing]\nmax_ratio_to_reference = 1.5\n"));
+        assert!(e.message.contains("judged by `[perf] speedup`"), "{e}");
+        let e = error(&MATMUL.replace("speedup = 3.0", "speedup = 0.9"));
+        assert!(e.message.contains("above 1.0") && e.line == find_line(MATMUL, "speedup = 3.0"), "{e}");
+        // An unknown metric is a serde error at its line.
+        let e = error(&MATMUL.replace("\"dram-share\"", "\"dram-bandwidth\""));
+        assert!(e.message.contains("dram-bandwidth") && e.line == find_line(MATMUL, "metrics = ["), "{e}");
+        let e = error(&MATMUL.replace("metric = \"share-of-baseline\"", "metric = \"occupancy\""));
+        assert!(e.message.contains("add the metric to `metrics`"), "{e}");
+        let e = error(&MATMUL.replace("baseline = \"cublas-sgemm\"\n", ""));
+        assert!(e.message.contains("set `baseline`"), "{e}");
+        let e = error(&MATMUL.replace("at_least = 30.0", "at_least = 30.0\nat_most = 90.0"));
+        assert!(e.message.contains("exactly one finite bound"), "{e}");
+        // A bug exercise still needs its ratio target and its [expect].
+        let e = parsed("07-leak", &LEAK.replace("max_ratio_to_reference = 1.5\n", "")).unwrap_err();
+        assert!(e.message.contains("needs `timing.max_ratio_to_reference`"), "{e}");
+    }
+
 
     fn parsed(id: &str, text: &str) -> Result<LoadedManifest, ManifestError> {
         parse(id, Path::new("exercise.toml"), text)
@@ -498,7 +712,7 @@ mod tests {
     #[test]
     fn a_bug_no_tool_sees_names_the_cases_and_no_tool() {
         let m = parsed("15-global-race", RACE).unwrap();
-        assert_eq!((m.manifest.expect.detector, m.manifest.expect.sanitizer()), (Detector::WrongOutput, None));
+        assert_eq!((m.detector(), m.expected_finding()), (Detector::WrongOutput, None));
         // Claiming a tool for it is refused, at the [expect] line.
         let claimed = RACE.replace("detector = \"wrong-output\"", "detector = \"wrong-output\"\ntool = \"racecheck\"");
         let e = parsed("15-global-race", &claimed).unwrap_err();
@@ -508,7 +722,7 @@ mod tests {
     #[test]
     fn a_sanitizer_detector_needs_its_tool_and_kind() {
         let m = parsed("07-leak", LEAK).unwrap();
-        assert_eq!(m.manifest.expect.sanitizer(), Some((Tool::Memcheck, FindingKind::Leak)));
+        assert_eq!(m.expected_finding(), Some((Tool::Memcheck, FindingKind::Leak)));
         let e = parsed("07-leak", &LEAK.replace("kind = \"leak\"\n", "")).unwrap_err();
         assert!(e.message.contains("needs `tool` and `kind`"), "{e}");
     }

@@ -3,6 +3,7 @@
 pub mod catalog;
 pub mod dtype;
 pub mod manifest;
+pub mod metric;
 pub mod reference;
 pub mod regions;
 

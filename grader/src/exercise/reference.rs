@@ -86,6 +86,12 @@ const REFERENCES: &[(&str, ReferenceFn)] = &[
     ("in-degree1024", in_degree1024),
     ("box-blur3", box_blur3),
     ("square-plus-one", square_plus_one),
+    ("row-sums", row_sums),
+    ("half-transpose", half_transpose),
+    ("relax-pairs", relax_pairs),
+    ("matmul", matmul),
+    ("unit-histogram256", unit_histogram256),
+    ("two-x-plus-one", two_x_plus_one),
 ];
 
 /// What a reference reads and writes: buffers by name, dtype and length expression. A manifest that
@@ -119,6 +125,12 @@ const SIGNATURES: &[(&str, Signature)] = &[
     ("in-degree1024", Signature { inputs: &[("dst", DType::U32, "edges")], outputs: &[("degree", DType::U32, "1024")] }),
     ("box-blur3", Signature { inputs: &[("img", DType::F32, "width * height")], outputs: &[("out", DType::F32, "width * height")] }),
     ("square-plus-one", Signature { inputs: &[("x", DType::F32, "n")], outputs: &[("y", DType::F32, "n")] }),
+    ("row-sums", Signature { inputs: &[("m", DType::F32, "rows * cols")], outputs: &[("sums", DType::F32, "rows")] }),
+    ("half-transpose", Signature { inputs: &[("a", DType::F32, "rows * cols")], outputs: &[("t", DType::F32, "rows * cols")] }),
+    ("relax-pairs", Signature { inputs: &[("x", DType::F32, "n")], outputs: &[("y", DType::F32, "n")] }),
+    ("matmul", Signature { inputs: &[("a", DType::F32, "m * k"), ("b", DType::F32, "k * n")], outputs: &[("c", DType::F32, "m * n")] }),
+    ("unit-histogram256", Signature { inputs: &[("x", DType::F32, "n")], outputs: &[("bins", DType::U32, "256")] }),
+    ("two-x-plus-one", Signature { inputs: &[("x", DType::F32, "n")], outputs: &[("y", DType::F32, "n")] }),
 ];
 
 pub fn signature(name: &str) -> Option<&'static Signature> {
@@ -310,6 +322,77 @@ fn square_plus_one(_: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
     out("y", Data::F32(inputs[0].data.as_f32().iter().map(|&v| v.mul_add(v, 1.0)).collect()))
 }
 
+/// The sum of each row of a row-major `rows x cols` matrix, in f64.
+fn row_sums(p: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
+    let cols = param(p, "cols");
+    let m = inputs[0].data.as_f32();
+    let sums = if cols == 0 { vec![0.0; param(p, "rows")] } else { m.chunks(cols).map(|r| r.iter().map(|&v| v as f64).sum::<f64>() as f32).collect() };
+    out("sums", Data::F32(sums))
+}
+
+/// `t` (cols x rows) = 0.5 * the transpose of `a` (rows x cols), both row-major: exact in f32.
+fn half_transpose(p: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
+    let (rows, cols) = (param(p, "rows"), param(p, "cols"));
+    let a = inputs[0].data.as_f32();
+    let mut t = vec![0f32; rows * cols];
+    for r in 0..rows {
+        for c in 0..cols {
+            t[c * rows + r] = 0.5 * a[r * cols + c];
+        }
+    }
+    out("t", Data::F32(t))
+}
+
+/// How many fused multiply-adds each element of `relax-pairs` goes through.
+pub const RELAX_STEPS: usize = 512;
+
+/// Even elements: `v = fma(v, 0.999, 0.001)`, odd: `v = fma(v, -0.5, 1.0)`, RELAX_STEPS times, in
+/// single precision with the GPU's fused multiply-add: the same bits as `fmaf`.
+fn relax_pairs(_: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
+    let y = inputs[0]
+        .data
+        .as_f32()
+        .iter()
+        .enumerate()
+        .map(|(i, &x)| {
+            let (a, b) = if i % 2 == 0 { (0.999f32, 0.001f32) } else { (-0.5, 1.0) };
+            (0..RELAX_STEPS).fold(x, |v, _| v.mul_add(a, b))
+        })
+        .collect();
+    out("y", Data::F32(y))
+}
+
+/// `c` (m x n) = `a` (m x k) times `b` (k x n), row-major, accumulated in f64.
+fn matmul(p: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
+    let (m, n, k) = (param(p, "m"), param(p, "n"), param(p, "k"));
+    let (a, b) = (inputs[0].data.as_f32(), inputs[1].data.as_f32());
+    let mut c = vec![0f64; m * n];
+    for r in 0..m {
+        let row = &mut c[r * n..(r + 1) * n];
+        for i in 0..k {
+            let av = a[r * k + i] as f64;
+            for (cv, &bv) in row.iter_mut().zip(&b[i * n..(i + 1) * n]) {
+                *cv += av * bv as f64;
+            }
+        }
+    }
+    out("c", Data::F32(c.into_iter().map(|v| v as f32).collect()))
+}
+
+/// 256 bins over [0, 1): bin = min(int(x * 256), 255), the product in f32 as on the GPU.
+fn unit_histogram256(_: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
+    let mut bins = vec![0u32; 256];
+    for &x in inputs[0].data.as_f32() {
+        bins[((x * 256.0) as i64).clamp(0, 255) as usize] += 1;
+    }
+    out("bins", Data::U32(bins))
+}
+
+/// `y = 2 x + 1` in f32 (2 x is exact, so fused or not the result is the same).
+fn two_x_plus_one(_: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
+    out("y", Data::F32(inputs[0].data.as_f32().iter().map(|&v| 2.0 * v + 1.0).collect()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -319,6 +402,24 @@ mod tests {
     }
     fn f32s(name: &str, v: Vec<f32>) -> Buffer {
         Buffer { name: name.into(), data: Data::F32(v) }
+    }
+
+    #[test]
+    fn the_performance_track_references() {
+        let m = f32s("m", vec![1., 2., 3., 4., 5., 6.]);
+        assert_eq!(row_sums(&params(&[("rows", 2), ("cols", 3)]), std::slice::from_ref(&m))[0].data, Data::F32(vec![6., 15.]));
+        assert_eq!(half_transpose(&params(&[("rows", 2), ("cols", 3)]), &[m])[0].data, Data::F32(vec![0.5, 2., 1., 2.5, 1.5, 3.]));
+        // 2 x 2 times 2 x 1.
+        let c = matmul(&params(&[("m", 2), ("n", 1), ("k", 2)]), &[f32s("a", vec![1., 2., 3., 4.]), f32s("b", vec![5., 6.])]);
+        assert_eq!(c[0].data, Data::F32(vec![17., 39.]));
+        let h = unit_histogram256(&params(&[]), &[f32s("x", vec![0.0, 0.999_999, 1.0 / 256.0, 0.5])]);
+        let Data::U32(bins) = &h[0].data else { panic!() };
+        assert_eq!((bins[0], bins[1], bins[128], bins[255]), (1, 1, 1, 1));
+        // The recurrences settle at their fixed points: 1 for even elements, 2/3 for odd.
+        let y = relax_pairs(&params(&[]), &[f32s("x", vec![0.25, 0.25])]);
+        let Data::F32(y) = &y[0].data else { panic!() };
+        assert!((y[0] - (1.0 - 0.75 * 0.999f32.powi(RELAX_STEPS as i32))).abs() < 1e-4 && (y[1] - 2.0 / 3.0).abs() < 1e-6, "{y:?}");
+        assert_eq!(two_x_plus_one(&params(&[]), &[f32s("x", vec![0.5])])[0].data, Data::F32(vec![2.0]));
     }
 
     #[test]

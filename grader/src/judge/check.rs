@@ -8,7 +8,9 @@ use serde::Serialize;
 
 use crate::exercise::cases::{self, Cases};
 use crate::exercise::workbook::{Exercise, Workbook};
+use crate::exercise::manifest::{Tool, Track};
 use crate::judge::context::Context;
+use crate::judge::perf;
 use crate::judge::plan::{Stage, StageKind, Submission};
 use crate::judge::scheduler::{self, Results};
 use crate::judge::stages::Output;
@@ -43,6 +45,9 @@ pub struct CheckReport {
     pub findings: Vec<Finding>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timing: Option<TimingSummary>,
+    /// A performance exercise's timing: each version's time, speedup, metrics and roofline point.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub perf: Option<crate::judge::perf::PerfSummary>,
     /// After a pass (never before): the reference solution as a unified diff against the learner's file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub solution_diff: Option<String>,
@@ -64,6 +69,7 @@ pub fn check(ctx: &Context, wb: &Workbook, ex: &Exercise, mut say: impl FnMut(&s
         steps: Vec::new(),
         findings: Vec::new(),
         timing: None,
+        perf: None,
         solution_diff: None,
         outcome: Outcome::Pass,
     };
@@ -87,18 +93,23 @@ pub fn check(ctx: &Context, wb: &Workbook, ex: &Exercise, mut say: impl FnMut(&s
         Submission::new(wb, "check", ex, "reference", wb.solution_path(ex), ex.solution.to_string(), Reuse::IfUnchanged, cases.as_ref().unwrap_or(&empty)),
     ];
     const LEARNER: usize = 0;
-    // The tool that flags this bug class; none where no tool does and the cases are the check.
-    let tool = m.expect.sanitizer().map(|(tool, _)| tool);
+    // The tool that flags this bug class; none where no tool does and the cases are the check. A
+    // performance exercise's fix must leave all four clean: a faster kernel with a race is no fix.
+    let tools: Vec<Tool> = match ex.manifest.track() {
+        Track::Bug => ex.manifest.expected_finding().map(|(tool, _)| tool).into_iter().collect(),
+        Track::Perf => Tool::ALL.to_vec(),
+    };
 
     // 1. Both builds of the learner's file and, on a GPU, its named tool and the cases, each run
     //    starting as soon as its build is there. A file saved unchanged is not rebuilt.
     let mut stages = vec![Stage::new(LEARNER, StageKind::BuildDebug), Stage::new(LEARNER, StageKind::BuildRelease)];
     if gpu_stages && cases.is_ok() {
-        stages.extend(tool.map(|t| Stage::new(LEARNER, StageKind::Sanitize(t))));
+        stages.extend(tools.iter().map(|&t| Stage::new(LEARNER, StageKind::Sanitize(t))));
         stages.push(Stage::new(LEARNER, StageKind::Correctness));
-        match tool {
-            Some(t) => say(&format!("building {} (-G and -O3 -lineinfo), then compute-sanitizer --tool {t} and the cases", report.source)),
-            None => say(&format!("building {} (-G and -O3 -lineinfo), then the cases (no sanitizer sees this bug class)", report.source)),
+        match tools.as_slice() {
+            [] => say(&format!("building {} (-G and -O3 -lineinfo), then the cases (no sanitizer sees this bug class)", report.source)),
+            [t] => say(&format!("building {} (-G and -O3 -lineinfo), then compute-sanitizer --tool {t} and the cases", report.source)),
+            _ => say(&format!("building {} (-G and -O3 -lineinfo), then the four compute-sanitizer tools and the cases", report.source)),
         }
     } else {
         say(&format!("building {} (-G and -O3 -lineinfo)", report.source));
@@ -126,12 +137,12 @@ pub fn check(ctx: &Context, wb: &Workbook, ex: &Exercise, mut say: impl FnMut(&s
     };
     // 3. The named tool and 4. correctness, even after a tool failure: "the output was right
     //    anyway" is the lesson.
-    if let Some(tool) = tool {
+    for &tool in &tools {
         let sanitized = Stage::new(LEARNER, StageKind::Sanitize(tool));
         match results.get_run(&sanitized) {
             Some(Output::NotRun(b)) => report.steps.extend(verdict::not_run(tool.name(), &sanitized.id(), b)),
             Some(o @ Output::Sanitized { findings, .. }) => {
-                report.findings = findings.clone();
+                report.findings.extend(findings.iter().cloned());
                 report.steps.extend(verdict::tool(tool.name(), &sanitized.id(), o, ctx.config.timeouts.tool));
             }
             _ => {}
@@ -146,8 +157,16 @@ pub fn check(ctx: &Context, wb: &Workbook, ex: &Exercise, mut say: impl FnMut(&s
 
     // 5. Timing against the original and the reference fix, in one ncu phase.
     say("timing with ncu: the original, the reference fix and yours");
-    let step = time_against_references(ctx, wb, &subs, &mut results, &mut report, started);
-    report.steps.push(step);
+    match ex.manifest.track() {
+        Track::Bug => {
+            let step = time_against_references(ctx, wb, &subs, &mut results, &mut report, started);
+            report.steps.push(step);
+        }
+        Track::Perf => {
+            let steps = time_performance(ctx, wb, &subs, &mut results, &mut report, started, &mut say);
+            report.steps.extend(steps);
+        }
+    }
     let mut report = finish(report);
     if report.outcome == Outcome::Pass {
         // Against the text that was graded, read once at the start.
@@ -200,7 +219,7 @@ fn time_against_references(ctx: &Context, wb: &Workbook, subs: &[Submission], re
         }
     };
     let original_ns = time_of(1).ok();
-    let max_ratio = *m.timing.max_ratio_to_reference.get_ref();
+    let max_ratio = m.timing.max_ratio_to_reference.as_ref().map(|r| *r.get_ref()).expect("a bug exercise has a ratio target");
     let summary = TimingSummary {
         kernels: m.timing.kernels.clone(),
         learner_ns,
@@ -219,6 +238,54 @@ fn time_against_references(ctx: &Context, wb: &Workbook, subs: &[Submission], re
         .command(commands)
         .stage("timing")
         .wall(phase.elapsed())
+}
+
+/// A performance exercise: the three versions under ncu with the exercise's counters (and the
+/// library baseline after them), the peak of this GPU, and the learner's speed and goals.
+fn time_performance(ctx: &Context, wb: &Workbook, subs: &[Submission], results: &mut Results, report: &mut CheckReport, started: Instant, say: &mut dyn FnMut(&str)) -> Vec<Step> {
+    let phase = Instant::now();
+    let ex = subs[0].exercise().expect("check grades an exercise");
+    let perf = ex.manifest.manifest.perf.as_ref().expect("a performance exercise");
+    let peak = match perf::peak(ctx, wb, false) {
+        Ok(p) => p,
+        Err(e) => return vec![Step::new("timing", Status::ToolError, format!("cannot measure this GPU's peak: {e}")).stage("timing")],
+    };
+    let timing: Vec<Stage> = (0..subs.len()).map(|i| Stage::new(i, StageKind::Timing)).collect();
+    scheduler::execute(ctx, wb, subs, &timing, results, started);
+    for (i, sub) in subs.iter().enumerate().skip(1) {
+        if let Some(Output::Built(Err(e))) = results.get(i, StageKind::BuildRelease) {
+            return vec![Step::new("timing", Status::ToolError, format!("the embedded {} does not build: {e}", sub.variant)).stage("timing")];
+        }
+    }
+    if let Some(failure) = verdict::profiler_failure(timing.iter().filter_map(|s| results.get_run(s))) {
+        return vec![Step::new("timing", Status::ToolError, failure).stage("timing").wall(phase.elapsed())];
+    }
+    let baseline = match perf.baseline {
+        Some(_) => {
+            say("timing the library baseline (cuBLAS) at the same size");
+            match perf::time_baseline(ctx, wb, ex, subs[0].cases()) {
+                Ok(m) => Some(m),
+                Err(e) => return vec![Step::new("timing", Status::ToolError, e).stage("timing").wall(phase.elapsed())],
+            }
+        }
+        None => None,
+    };
+    let timed = [("original", results.get(1, StageKind::Timing)), ("reference", results.get(2, StageKind::Timing)), ("learner", results.get(0, StageKind::Timing))];
+    let summary = match perf::summarize(ex, &peak, &timed, baseline.as_ref()) {
+        Ok(s) => s,
+        Err((who, why)) => {
+            // The learner's own program failing under ncu is the learner's failure, not the tool's.
+            let (status, what) = if who == "learner" { (Status::Failed, "your version") } else { (Status::ToolError, who.as_str()) };
+            let detail = match results.get(if who == "learner" { 0 } else if who == "original" { 1 } else { 2 }, StageKind::Timing) {
+                Some(Output::Timed { measured: Ok(m), .. }) => m.finished.output(),
+                _ => String::new(),
+            };
+            return vec![Step::new("timing", status, format!("ncu could not time {what} ({why})")).detail(detail).stage("timing").wall(phase.elapsed())];
+        }
+    };
+    let steps = perf::judge("timing:", perf, &summary, "learner");
+    report.perf = Some(summary);
+    steps.into_iter().map(|s| s.wall(phase.elapsed())).collect()
 }
 
 fn finish(mut report: CheckReport) -> CheckReport {

@@ -210,6 +210,8 @@ pub fn time(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built
             out.join(format!("bench.{tag}.out")).display().to_string(),
         ],
         kernels: m.timing.kernels.clone(),
+        // A performance exercise's metrics come from the same ncu pass as its time.
+        counters: m.perf.as_ref().map(|p| crate::tools::counters::needed(p.metrics.get_ref())).unwrap_or_default(),
         repeat: m.bench.repeat,
     };
     let csv = out.join(format!("{tag}.csv"));

@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::exercise::cases::{self, Cases};
 use crate::exercise::catalog;
-use crate::exercise::manifest::{Detector, FindingKind, Tool};
+use crate::exercise::manifest::{Detector, FindingKind, Tool, Track};
+use crate::judge::perf::{self, PerfSummary};
 use crate::exercise::regions;
 use crate::exercise::workbook::{Exercise, Workbook};
 use crate::judge::context::{self, Context};
@@ -88,6 +89,13 @@ pub struct ExerciseRecord {
     pub original_under_tools: Vec<ToolSighting>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timing: Option<VerifyTiming>,
+    /// The track (records before the performance track are all bugs).
+    #[serde(default)]
+    pub track: Track,
+    /// A performance exercise: the original, the solution (and a library baseline) under ncu in one
+    /// run, with this GPU's measured peak.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub perf: Option<PerfSummary>,
     #[serde(flatten)]
     pub outcome: Outcome,
 }
@@ -185,7 +193,7 @@ fn disk_checks(wb: &Workbook, ex: &Exercise) -> (Vec<Step>, Option<(String, Stri
     };
     checks.push(Step::new("manifest", Status::Passed, format!("{} is valid", loaded.manifest.path.display())).wall(t.elapsed()));
     let (exercise, solution) = (loaded.original, loaded.solution);
-    let expected = ex.manifest.manifest.expect.region.get_ref();
+    let expected = ex.manifest.region().get_ref();
     let regions_file = format!("solutions/{}/{}", ex.id(), catalog::ORIGINAL_REGIONS);
     let working_copy = std::fs::read_to_string(&loaded.exercise_path).ok();
     let step = match regions::parse(&exercise) {
@@ -235,10 +243,10 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
                 id: ex.id().to_string(),
                 title: m.title.clone(),
                 bug_class: m.bug_class.clone(),
-                tool: m.expect.tool,
-                expected_kind: m.expect.kind,
-                detector: m.expect.detector,
-                region: m.expect.region.get_ref().clone(),
+                tool: ex.manifest.expected_finding().map(|(t, _)| t),
+                expected_kind: ex.manifest.expected_finding().map(|(_, k)| k),
+                detector: ex.manifest.detector(),
+                region: ex.manifest.region().get_ref().clone(),
                 checks,
                 finding: None,
                 tool_output: None,
@@ -247,6 +255,8 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
                 plain_runs: None,
                 original_under_tools: Vec::new(),
                 timing: None,
+                track: ex.manifest.track(),
+                perf: None,
                 outcome: Outcome::Pass,
             },
             texts,
@@ -282,7 +292,9 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
     }
     if gpu_stages {
         for &k in &with_cases {
-            let tools: Vec<Tool> = if opts.survey { Tool::ALL.to_vec() } else { work[k].record.tool.into_iter().collect() };
+            // A performance exercise's original must be clean under every tool: it is correct, only slow.
+            let all = opts.survey || work[k].record.track == Track::Perf;
+            let tools: Vec<Tool> = if all { Tool::ALL.to_vec() } else { work[k].record.tool.into_iter().collect() };
             stages.extend(tools.into_iter().map(|t| Stage::new(pair(k).0, StageKind::Sanitize(t))));
         }
         for &k in &with_cases {
@@ -290,7 +302,7 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
             stages.extend(Tool::ALL.map(|t| Stage::new(sol, StageKind::Sanitize(t))));
             // A plain run of the untouched exercise proves something only where the cases are the
             // detector; elsewhere it tells the book whether the bug is silent (--survey).
-            if opts.survey || work[k].record.detector == Detector::WrongOutput {
+            if opts.survey || work[k].record.detector != Detector::Sanitizer {
                 stages.extend((0..plain_runs).map(|r| Stage::again(ex, StageKind::Correctness, r)));
             }
             stages.push(Stage::new(sol, StageKind::Correctness));
@@ -342,6 +354,9 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
             if opts.survey {
                 w.record.original_under_tools.push(sighting(t, &tool_step, findings, &bug_region));
             }
+            if w.record.track == Track::Perf {
+                w.record.checks.extend(verdict::tool(&format!("exercise {t}"), &stage.id(), o, ctx.config.timeouts.tool));
+            }
             if w.record.tool == Some(t) {
                 if let Ok(r) = run {
                     w.record.tool_output = Some(r.finished.stdout.text());
@@ -371,8 +386,11 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
                 failed: plain.iter().filter(|s| s.status != Status::Passed && !verdict::is_wrong_output(s)).count() as u32,
             };
             w.record.plain_runs = Some(runs);
-            if w.record.detector == Detector::WrongOutput {
-                w.record.checks.push(wrong_output_step(&w.record.region, runs, plain.iter().find(|s| verdict::is_wrong_output(s))));
+            match w.record.detector {
+                Detector::WrongOutput => w.record.checks.push(wrong_output_step(&w.record.region, runs, plain.iter().find(|s| verdict::is_wrong_output(s)))),
+                // Correct but slow: every plain run of the original must be right.
+                Detector::Speed => w.record.checks.extend(plain.iter().map(|s| Step { name: "exercise correctness".into(), ..s.clone() })),
+                Detector::Sanitizer => {}
             }
         }
         if let Some(o) = results.get(sol, StageKind::Correctness) {
@@ -391,20 +409,31 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
             .iter()
             .flat_map(|&k| {
                 let (ex, sol) = pair(k);
-                let survey = [Stage::new(ex, StageKind::Timing), Stage::again(sol, StageKind::Timing, 1)];
-                std::iter::once(Stage::new(sol, StageKind::Timing)).chain(survey.into_iter().filter(|_| opts.survey))
+                let perf = work[k].record.track == Track::Perf;
+                let original = Stage::new(ex, StageKind::Timing);
+                let rerun = Stage::again(sol, StageKind::Timing, 1);
+                // A performance exercise's speedup is over its original, timed in the same run.
+                [Stage::new(sol, StageKind::Timing)].into_iter().chain([original].into_iter().filter(move |_| opts.survey || perf)).chain([rerun].into_iter().filter(|_| opts.survey))
             })
             .collect();
         let timeline = scheduler::execute(ctx, wb, &subs, &stages, &mut results, started);
         phases.timing = timeline.profiler;
         let outputs: Vec<&Output> = stages.iter().filter_map(|s| results.get_run(s)).collect();
         let tool_failure = verdict::profiler_failure(outputs.iter().copied());
+        let wall = std::time::Duration::from_secs_f64(phases.timing.unwrap_or(0.0));
+        let peak = timed.iter().any(|&k| work[k].record.track == Track::Perf).then(|| perf::peak(ctx, wb, false));
         for &k in &timed {
-            let step = match &tool_failure {
-                Some(f) => Step::new("solution timing", Status::ToolError, f.clone()).stage("timing"),
-                None => timing_step(&mut work[k], &results, pair(k), opts),
+            let steps = match (&tool_failure, work[k].record.track, &peak) {
+                (Some(f), _, _) => vec![Step::new("solution timing", Status::ToolError, f.clone()).stage("timing")],
+                (None, Track::Bug, _) => vec![timing_step(&mut work[k], &results, pair(k), opts)],
+                (None, Track::Perf, Some(Err(e))) => vec![Step::new("solution timing", Status::ToolError, format!("cannot measure this GPU's peak: {e}")).stage("timing")],
+                (None, Track::Perf, Some(Ok(peak))) => {
+                    say(&format!("{}: timing the library baseline", work[k].ex.id()));
+                    perf_steps(ctx, wb, &mut work[k], &results, pair(k), peak, &subs, opts)
+                }
+                (None, Track::Perf, None) => unreachable!("the peak is measured where a performance exercise is timed"),
             };
-            work[k].record.checks.push(step.wall(std::time::Duration::from_secs_f64(phases.timing.unwrap_or(0.0))));
+            work[k].record.checks.extend(steps.into_iter().map(|s| s.wall(wall)));
         }
     }
 
@@ -463,7 +492,7 @@ fn timing_step(w: &mut Work, results: &Results, (ex, sol): (usize, usize), opts:
         }
     };
     let original_ns = time(&original).ok();
-    let max = *m.timing.max_ratio_to_reference.get_ref();
+    let max = m.timing.max_ratio_to_reference.as_ref().map(|r| *r.get_ref()).expect("a bug exercise has a ratio target");
     let rerun_ratio = rerun_ns.map(|r| r / reference_ns);
     let repeat_spread = match results.get_run(&reference) {
         Some(Output::Timed { measured: Ok(measured), .. }) => crate::tools::ncu::repeat_spread(&measured.launches, &m.timing.kernels, m.bench.repeat),
@@ -507,6 +536,44 @@ fn timing_step(w: &mut Work, results: &Results, (ex, sol): (usize, usize), opts:
     )
     .command(command)
     .stage("timing")
+}
+
+/// A performance exercise: the original and the solution (and the library baseline, timed now, after
+/// them) summarised; the original must miss its target, the solution reach it and its goals.
+#[allow(clippy::too_many_arguments)]
+fn perf_steps(ctx: &Context, wb: &Workbook, w: &mut Work, results: &Results, (ex, sol): (usize, usize), peak: &crate::tools::peak::Peak, subs: &[Submission], opts: &VerifyOptions) -> Vec<Step> {
+    let perf_spec = w.ex.manifest.manifest.perf.as_ref().expect("a performance exercise");
+    let baseline = match perf_spec.baseline {
+        None => None,
+        Some(_) => match perf::time_baseline(ctx, wb, w.ex, subs[ex].cases()) {
+            Ok(m) => Some(m),
+            Err(e) => return vec![Step::new("baseline timing", Status::ToolError, e).stage("timing")],
+        },
+    };
+    let (original, reference) = (results.get(ex, StageKind::Timing), results.get(sol, StageKind::Timing));
+    for (o, name) in [(original, "original"), (reference, "reference")] {
+        if let Some(Output::Timed { measured: Ok(m), .. }) = o {
+            if let Some(csv) = perf::csv_of(m) {
+                keep(opts, csv, &format!("ncu-{}-{name}.csv", w.ex.number()));
+            }
+        }
+    }
+    let summary = match perf::summarize(w.ex, peak, &[("original", original), ("reference", reference)], baseline.as_ref()) {
+        Ok(s) => s,
+        Err((who, why)) => return vec![Step::new("solution timing", Status::ToolError, format!("ncu could not time the {who} ({why})")).stage("timing")],
+    };
+    let (orig, target) = (&summary.versions[0], summary.target_speedup);
+    let unmet: Vec<String> = perf::goals(perf_spec, orig, orig).iter().filter(|g| !g.met).map(|g| format!("{} {}", g.goal.metric.key(), g.goal.metric.show(g.value))).collect();
+    let why = if unmet.is_empty() { String::new() } else { format!("; goals it misses: {}", unmet.join(", ")) };
+    let mut steps = vec![Step::new(
+        "exercise is slow",
+        if 1.0 < target { Status::Passed } else { Status::Failed },
+        format!("{:.1} us: 1.00x, below the {target:.2}x target{why}", orig.nanoseconds / 1e3),
+    )
+    .stage("timing")];
+    steps.extend(perf::judge("solution", perf_spec, &summary, "reference"));
+    w.record.perf = Some(summary);
+    steps
 }
 
 /// One tool's verdict on the untouched exercise, for the record.

@@ -93,6 +93,8 @@ pub struct ListEntry {
     pub id: String,
     pub title: String,
     pub bug_class: String,
+    /// "bug" or "perf".
+    pub track: crate::exercise::manifest::Track,
     /// The tool that flags this exercise's bug; none where only the cases do.
     pub tool: Option<crate::exercise::manifest::Tool>,
     pub detector: crate::exercise::manifest::Detector,
@@ -118,8 +120,9 @@ pub fn list(wb: &Workbook, state: &crate::learner::state::State) -> Vec<ListEntr
                 id: ex.id().to_string(),
                 title: m.title.clone(),
                 bug_class: m.bug_class.clone(),
-                tool: m.expect.tool,
-                detector: m.expect.detector,
+                track: ex.manifest.track(),
+                tool: ex.manifest.expected_finding().map(|(t, _)| t),
+                detector: ex.manifest.detector(),
                 status: if state.is_done(ex.id()) { Progress::Done } else { Progress::Pending },
                 next: next == Some(ex.id()),
                 edited: is_edited(wb, ex),

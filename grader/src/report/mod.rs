@@ -108,7 +108,7 @@ pub fn check_text(report: &CheckReport, ex: &Exercise, source: &Path) -> String 
     }
     // For a bug no tool sees, the wrong outputs are the finding, and they get its explanation.
     let correctness = report.steps.iter().find(|s| s.name == "correctness");
-    let wrong_output = m.expect.detector == crate::exercise::manifest::Detector::WrongOutput && correctness.is_some_and(verdict::is_wrong_output);
+    let wrong_output = ex.manifest.detector() == crate::exercise::manifest::Detector::WrongOutput && correctness.is_some_and(verdict::is_wrong_output);
     if !report.findings.is_empty() || wrong_output {
         let _ = writeln!(out, "\n  What it means: {}", m.explain.finding);
         match correctness {
@@ -138,11 +138,73 @@ pub fn check_text(report: &CheckReport, ex: &Exercise, source: &Path) -> String 
         }
         let _ = writeln!(out, "    ratio to the reference fix: {:.2}x (target <= {:.2}x)", t.ratio_to_reference, t.max_ratio_to_reference);
     }
+    if let Some(p) = &report.perf {
+        out.push_str(&perf_text(p));
+        let _ = writeln!(out, "\n  What it means: {}", m.explain.finding);
+        let _ = writeln!(out, "  {} book/src/{} (`cargo xtask book --serve` to read it)", paint(BOLD, "Lesson:"), m.chapter);
+    }
     if let Some(diff) = &report.solution_diff {
         let _ = writeln!(out, "\n  The reference solution, as a diff against your file:");
         out.push_str(&diff_text(diff));
     }
     let _ = writeln!(out, "\n{}", verdict(&report.outcome));
+    out
+}
+
+/// A performance exercise's versions side by side: time, speedup, the exercise's metrics, the place
+/// on this GPU's roofline, and what each metric means.
+pub fn perf_text(p: &crate::judge::perf::PerfSummary) -> String {
+    let mut out = String::new();
+    let peak = &p.peak;
+    let _ = writeln!(
+        out,
+        "\n  ncu over {} (base clocks, caches flushed; the median of the bench's repeats), on {}:",
+        p.kernels.join(", "),
+        peak.device
+    );
+    let label_w = p.shown.iter().map(|m| m.label().len()).max().unwrap_or(0).max(20);
+    let names: Vec<&str> = p.versions.iter().map(|v| if v.version == "learner" { "yours" } else { v.version.as_str() }).collect();
+    let row = |out: &mut String, label: &str, cells: Vec<String>| {
+        let _ = writeln!(out, "    {label:<label_w$} {}", cells.iter().map(|c| format!("{c:>12}")).collect::<String>());
+    };
+    row(&mut out, "", names.iter().map(|n| n.to_string()).collect());
+    row(&mut out, "time", p.versions.iter().map(|v| format!("{:.1} us", v.nanoseconds / 1e3)).collect());
+    row(&mut out, &format!("speedup (target {:.2}x)", p.target_speedup), p.versions.iter().map(|v| format!("{:.2}x", v.speedup)).collect());
+    for &m in &p.shown {
+        row(&mut out, m.label(), p.versions.iter().map(|v| if v.metrics.is_empty() { "-".into() } else { m.show(v.metric(m)) }).collect());
+    }
+    let _ = writeln!(
+        out,
+        "\n  Roofline of this GPU (measured: memcpy {:.0} GB/s, fp32 FMA {:.1} TFLOP/s at ncu's clocks; ridge at {:.1} FLOP/byte):",
+        peak.memcpy_gbps,
+        peak.fma_ncu_gflops / 1e3,
+        peak.ridge()
+    );
+    for (v, name) in p.versions.iter().zip(&names) {
+        if let Some(r) = &v.roofline {
+            let bound = if r.intensity < peak.ridge() { "memory-bound side" } else { "compute-bound side" };
+            let _ = writeln!(out, "    {name:<10} {:>8.3} FLOP/byte {:>10.1} GFLOP/s = {:>5.1}% of the roof ({bound})", r.intensity, r.gflops, 100.0 * r.gflops / r.roof_gflops);
+        }
+    }
+    let _ = writeln!(out, "\n  What the metrics count:");
+    for &m in &p.shown {
+        let _ = writeln!(out, "    {}: {}.", m.label(), m.plain());
+    }
+    out
+}
+
+/// `peak`: what this GPU measured.
+pub fn peak_text(p: &crate::tools::peak::Peak) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{} ({} SMs; driver {}), measured {}", p.device, p.sms, p.driver.as_deref().unwrap_or("?"), p.measured);
+    let _ = writeln!(out, "  memory bandwidth, read + write (CUDA events, the GPU's own clocks):");
+    let _ = writeln!(out, "    cudaMemcpy device to device  {:>8.1} GB/s   <- 100% of `dram-share`", p.memcpy_gbps);
+    let _ = writeln!(out, "    float4 copy kernel           {:>8.1} GB/s   ({:.1}% of memcpy)", p.copy_kernel_gbps, 100.0 * p.copy_kernel_gbps / p.memcpy_gbps);
+    let _ = writeln!(out, "    the copy kernel under ncu    {:>8.1} GB/s   (base clocks, as every timing)", p.copy_kernel_ncu_gbps);
+    let _ = writeln!(out, "  fp32 FMA throughput:");
+    let _ = writeln!(out, "    CUDA events                  {:>8.1} TFLOP/s", p.fma_gflops / 1e3);
+    let _ = writeln!(out, "    under ncu                    {:>8.1} TFLOP/s <- 100% of `fp32-share` (ncu times at base clocks)", p.fma_ncu_gflops / 1e3);
+    let _ = writeln!(out, "  ridge point: {:.1} FLOP per DRAM byte", p.ridge());
     out
 }
 
@@ -183,14 +245,19 @@ pub fn list_text(entries: &[crate::learner::ListEntry]) -> String {
     // Columns as wide as their longest entry.
     let id_w = entries.iter().map(|e| e.id.len()).max().unwrap_or(0).max(2);
     let class_w = entries.iter().map(|e| e.bug_class.len()).max().unwrap_or(0).max(9);
-    let _ = writeln!(out, "\n     {:<id_w$} {:<8} {:<class_w$} {:<10} {:<6} title", "id", "status", "bug class", "tool", "hints");
+    let _ = writeln!(out, "\n     {:<id_w$} {:<8} {:<5} {:<class_w$} {:<10} {:<6} title", "id", "status", "track", "what is wrong", "shown by", "hints");
     for e in entries {
         let pointer = if e.next { paint(WARN.bold(), "->") } else { "  ".into() };
         let status = if e.status == Progress::Done { paint(GOOD, format!("{:<8}", "done")) } else { format!("{:<8}", if e.edited { "started" } else { "pending" }) };
         let id = if e.next { paint(WARN.bold(), format!("{:<id_w$}", e.id)) } else { format!("{:<id_w$}", e.id) };
-        // "cases": no sanitizer sees the bug; the cases, run plainly, are the check.
-        let tool = e.tool.map(|t| t.name()).unwrap_or("cases");
-        let _ = writeln!(out, "  {pointer} {id} {status} {:<class_w$} {tool:<10} {:<6} {}", e.bug_class, format!("{}/{}", e.hints_shown, e.hints_total), e.title);
+        // "cases": no sanitizer sees the bug; the cases, run plainly, are the check. "ncu": the
+        // performance track, where the time and the counters show what is wrong.
+        let tool = match (e.tool, e.detector) {
+            (Some(t), _) => t.name(),
+            (None, crate::exercise::manifest::Detector::Speed) => "ncu",
+            (None, _) => "cases",
+        };
+        let _ = writeln!(out, "  {pointer} {id} {status} {:<5} {:<class_w$} {tool:<10} {:<6} {}", e.track.name(), e.bug_class, format!("{}/{}", e.hints_shown, e.hints_total), e.title);
     }
     match entries.iter().find(|e| e.next) {
         Some(e) => {
@@ -271,7 +338,11 @@ pub fn verify_text(record: &VerificationRecord) -> String {
                 let at = f.locations.first().map(|l| l.short()).unwrap_or_default();
                 format!("{} {at}", f.kind)
             })
-            .unwrap_or_else(|| if e.detector == crate::exercise::manifest::Detector::WrongOutput { "wrong output (no tool sees it)".into() } else { "-".into() });
+            .unwrap_or_else(|| match (e.detector, &e.perf) {
+                (crate::exercise::manifest::Detector::WrongOutput, _) => "wrong output (no tool sees it)".into(),
+                (_, Some(p)) => p.version("reference").map(|r| format!("slow: the fix is {:.2}x (>= {:.2}x)", r.speedup, p.target_speedup)).unwrap_or_else(|| "slow".into()),
+                _ => "-".into(),
+            });
         let us = |v: Option<f64>| v.map(|v| format!("{:.1} us", v / 1e3)).unwrap_or_else(|| "-".into());
         // Right in how many of the plain runs.
         let plain = match (e.plain_runs, e.plain_run_correct) {
@@ -284,12 +355,17 @@ pub fn verify_text(record: &VerificationRecord) -> String {
             out,
             "{:<id_w$} {:<10} {:<36} {:<9} {:>11} {:>11} {:>7}  {}",
             e.id,
-            e.tool.map(|t| t.name()).unwrap_or("cases"),
+            e.tool.map(|t| t.name()).unwrap_or(if e.perf.is_some() || e.track == crate::exercise::manifest::Track::Perf { "ncu" } else { "cases" }),
             found,
             plain,
-            us(e.timing.as_ref().and_then(|t| t.original_ns)),
-            us(e.timing.as_ref().map(|t| t.reference_ns)),
-            e.timing.as_ref().and_then(|t| t.rerun_ratio.or(t.repeat_spread)).map(|r| format!("{r:.3}x")).unwrap_or_else(|| "-".into()),
+            us(e.timing.as_ref().and_then(|t| t.original_ns).or_else(|| e.perf.as_ref().and_then(|p| p.version("original")).map(|v| v.nanoseconds))),
+            us(e.timing.as_ref().map(|t| t.reference_ns).or_else(|| e.perf.as_ref().and_then(|p| p.version("reference")).map(|v| v.nanoseconds))),
+            e.timing
+                .as_ref()
+                .and_then(|t| t.rerun_ratio.or(t.repeat_spread))
+                .or_else(|| e.perf.as_ref().and_then(|p| p.version("reference")).and_then(|v| v.repeat_spread))
+                .map(|r| format!("{r:.3}x"))
+                .unwrap_or_else(|| "-".into()),
             e.outcome.label()
         );
     }

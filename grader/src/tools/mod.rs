@@ -3,10 +3,12 @@
 //! the stages drive: nvcc, compute-sanitizer, ncu, and the GPU probe.
 
 pub mod cgroup;
+pub mod counters;
 pub mod gpu;
 pub mod launcher;
 pub mod ncu;
 pub mod nvcc;
+pub mod peak;
 pub mod runner;
 pub mod sandbox;
 pub mod sanitizer;

@@ -99,18 +99,23 @@ pub struct Target {
     pub name: String,
     pub program: std::path::PathBuf,
     pub args: Vec<String>,
-    /// Kernel function names whose times count for this program.
+    /// Kernel function names whose times count for this program; empty: every kernel it launches
+    /// (a library baseline, whose kernels have the library's names).
     pub kernels: Vec<String>,
+    /// Counters collected beside the time, in the same ncu process (performance exercises).
+    pub counters: Vec<String>,
     /// How many times the program runs its bench: its time is the total divided by this.
     pub repeat: u32,
 }
 
 /// One ncu process profiling one program, with the CSV written to `csv_path`.
 pub fn job(ncu: &Path, target: &Target, csv_path: &Path, timeout: Duration) -> Job {
-    let filter = format!("regex:^({})$", target.kernels.join("|"));
+    let metrics = std::iter::once(METRIC).chain(target.counters.iter().map(String::as_str)).collect::<Vec<_>>().join(",");
+    let filter = (!target.kernels.is_empty()).then(|| ["-k".to_string(), format!("regex:^({})$", target.kernels.join("|"))]);
     Job::new(ncu, timeout)
-        .args(["--csv", "--print-units", "base", "--metrics", METRIC, "--clock-control", "base", "--cache-control", "all"])
-        .args(["-k", &filter, "--log-file"])
+        .args(["--csv", "--print-units", "base", "--metrics", &metrics, "--clock-control", "base", "--cache-control", "all"])
+        .args(filter.into_iter().flatten())
+        .arg("--log-file")
         .arg(csv_path)
         .arg(&target.program)
         .args(&target.args)
@@ -141,6 +146,8 @@ pub struct Measured {
     pub busy: bool,
     /// ncu's own log, where ncu itself failed rather than the program.
     pub tool_failure: Option<String>,
+    /// The target's counters (and its median time), where it asked for counters and ran.
+    pub counters: Option<crate::tools::counters::Counters>,
 }
 
 impl Measured {
@@ -186,12 +193,21 @@ pub fn measure(launcher: &dyn Launcher, job: &Job, target: &Target, csv: &Path) 
     };
     let has_csv = text.contains("\"ID\",");
     let launches = if has_csv { parse(&text)? } else { Vec::new() };
-    let mine: Vec<&Launch> = launches.iter().filter(|l| target.kernels.contains(&l.kernel)).collect();
-    let nanoseconds = (finished.success() && !mine.is_empty()).then(|| mine.iter().map(|l| l.nanoseconds).sum::<f64>() / target.repeat.max(1) as f64);
+    let mine: Vec<&Launch> = launches.iter().filter(|l| target.kernels.is_empty() || target.kernels.contains(&l.kernel)).collect();
+    let counters = match (finished.success() && has_csv && !target.counters.is_empty(), parse_metrics(&text)) {
+        (true, Ok(all)) => crate::tools::counters::aggregate(&all, &target.kernels, target.repeat),
+        _ => None,
+    };
+    // With counters, the median repeat (a repeat the profiler's replay slowed counts less);
+    // otherwise the mean, as the bug track has always timed.
+    let nanoseconds = match &counters {
+        Some(c) => Some(c.nanoseconds),
+        None => (finished.success() && !mine.is_empty()).then(|| mine.iter().map(|l| l.nanoseconds).sum::<f64>() / target.repeat.max(1) as f64),
+    };
     let busy = profiler_was_busy(&text);
     // ncu writes its own errors (==ERROR==) to the log file, the program's to the captured output.
     let tool_failure = (!has_csv && !finished.success() && text.contains("==ERROR==")).then_some(text);
-    Ok(Measured { nanoseconds, launches, command: job.display(), finished, attempts: attempt, busy, tool_failure })
+    Ok(Measured { nanoseconds, launches, command: job.display(), finished, attempts: attempt, busy, tool_failure, counters })
 }
 
 /// `sanitize --profile`: the few metrics that explain the common performance bugs of a kernel.
@@ -308,9 +324,14 @@ mod tests {
             program: "/b/03-it's".into(),
             args: vec!["--repeat".into(), "3".into()],
             kernels: vec!["k".into(), "j".into()],
+            counters: Vec::new(),
             repeat: 3,
         };
         let line = job(Path::new("ncu"), &t, Path::new("/o.csv"), Duration::from_secs(1)).display();
         assert!(line.contains("-k 'regex:^(k|j)$' --log-file /o.csv '/b/03-it'\\''s' --repeat 3"), "{line}");
+        // A baseline times every kernel, with its counters in the same pass.
+        let all = Target { kernels: Vec::new(), counters: vec!["dram__bytes_read.sum".into()], ..t };
+        let line = job(Path::new("ncu"), &all, Path::new("/o.csv"), Duration::from_secs(1)).display();
+        assert!(line.contains("--metrics gpu__time_duration.sum,dram__bytes_read.sum") && !line.contains(" -k "), "{line}");
     }
 }

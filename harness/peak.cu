@@ -1,0 +1,108 @@
+// cudabugs peak: what this GPU can do, measured rather than read from a datasheet.
+//
+//   peak [BYTES]
+//
+// Prints `key value` lines: device-to-device cudaMemcpy bandwidth, a float4 grid-stride copy
+// kernel's bandwidth (both counting bytes read plus bytes written) and fp32 FMA throughput, each the
+// median of 10 timed runs after 2 warm-ups (CUDA events). Under ncu the kernels `peak_copy` and
+// `peak_fma` are timed again at ncu's clocks; `copy_bytes` and `fma_flops` say what one launch moves
+// and computes. Exit status: 0 ok, 2 bad usage, 3 a CUDA error.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+#include <cuda_runtime.h>
+
+#define CHECK(call)                                                                             \
+  do {                                                                                          \
+    cudaError_t e_ = (call);                                                                    \
+    if (e_ != cudaSuccess) {                                                                    \
+      std::fprintf(stderr, "CUDA error at %s:%d: %s (%s)\n", __FILE__, __LINE__,                \
+                   cudaGetErrorString(e_), #call);                                              \
+      std::exit(3);                                                                             \
+    }                                                                                           \
+  } while (0)
+
+constexpr int CHAINS = 8;
+constexpr int FMA_ITERS = 8192;
+
+__global__ void peak_copy(const float4* __restrict__ in, float4* __restrict__ out, size_t n4) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n4; i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    out[i] = in[i];
+}
+
+// CHAINS independent FMA chains per thread keep every FP32 lane busy; the result is stored only if
+// it takes an impossible value, so the compiler keeps the work and the kernel writes nothing.
+__global__ void peak_fma(float* out, float seed) {
+  float v[CHAINS];
+#pragma unroll
+  for (int c = 0; c < CHAINS; c++) v[c] = seed + threadIdx.x * 1e-3f + c;
+  for (int i = 0; i < FMA_ITERS; i++) {
+#pragma unroll
+    for (int c = 0; c < CHAINS; c++) v[c] = fmaf(v[c], 0.9999f, 1e-4f);
+  }
+  float total = 0.0f;
+#pragma unroll
+  for (int c = 0; c < CHAINS; c++) total += v[c];
+  if (total == -1.0f) out[blockIdx.x * blockDim.x + threadIdx.x] = total;
+}
+
+template <class F> double median_ms(F launch) {
+  cudaEvent_t a, b;
+  CHECK(cudaEventCreate(&a));
+  CHECK(cudaEventCreate(&b));
+  for (int i = 0; i < 2; i++) launch();
+  std::vector<float> ms;
+  for (int i = 0; i < 10; i++) {
+    CHECK(cudaEventRecord(a));
+    launch();
+    CHECK(cudaEventRecord(b));
+    CHECK(cudaEventSynchronize(b));
+    float t;
+    CHECK(cudaEventElapsedTime(&t, a, b));
+    ms.push_back(t);
+  }
+  CHECK(cudaGetLastError());
+  std::sort(ms.begin(), ms.end());
+  return (ms[4] + ms[5]) / 2;
+}
+
+int main(int argc, char** argv) {
+  size_t bytes = size_t(1) << 30;
+  if (argc > 2) {
+    std::fprintf(stderr, "usage: peak [BYTES]\n");
+    return 2;
+  }
+  if (argc == 2) bytes = std::strtoull(argv[1], nullptr, 10) / 16 * 16;
+  if (bytes == 0) {
+    std::fprintf(stderr, "peak: BYTES must be at least 16\n");
+    return 2;
+  }
+  int device, sms;
+  cudaDeviceProp prop;
+  CHECK(cudaGetDevice(&device));
+  CHECK(cudaGetDeviceProperties(&prop, device));
+  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  float *in, *out;
+  CHECK(cudaMalloc(&in, bytes));
+  CHECK(cudaMalloc(&out, bytes));
+  CHECK(cudaMemset(in, 1, bytes));
+  const size_t n4 = bytes / 16;
+  const int copy_blocks = sms * 8, fma_blocks = sms * 8, threads = 256;
+
+  const double memcpy_ms = median_ms([&] { CHECK(cudaMemcpy(out, in, bytes, cudaMemcpyDeviceToDevice)); });
+  const double copy_ms = median_ms([&] { peak_copy<<<copy_blocks, threads>>>(reinterpret_cast<const float4*>(in), reinterpret_cast<float4*>(out), n4); });
+  const double fma_ms = median_ms([&] { peak_fma<<<fma_blocks, threads>>>(out, 0.5f); });
+  const double fma_flops = 2.0 * CHAINS * FMA_ITERS * double(fma_blocks) * threads;
+
+  std::printf("device %s\n", prop.name);
+  std::printf("sms %d\n", sms);
+  std::printf("copy_bytes %.0f\n", 2.0 * bytes);
+  std::printf("fma_flops %.0f\n", fma_flops);
+  std::printf("memcpy_gbps %.1f\n", 2.0 * bytes / (memcpy_ms * 1e6));
+  std::printf("copy_kernel_gbps %.1f\n", 2.0 * bytes / (copy_ms * 1e6));
+  std::printf("fma_gflops %.1f\n", fma_flops / (fma_ms * 1e6));
+  CHECK(cudaFree(in));
+  CHECK(cudaFree(out));
+  return 0;
+}
