@@ -11,15 +11,8 @@
 #include <vector>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include "cudabugs.cuh"  // CB_CHECK
 
-#define CHECK(call)                                                                             \
-  do {                                                                                          \
-    cudaError_t e_ = (call);                                                                    \
-    if (e_ != cudaSuccess) {                                                                    \
-      std::fprintf(stderr, "CUDA error at %s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      std::exit(3);                                                                             \
-    }                                                                                           \
-  } while (0)
 #define CHECK_BLAS(call)                                                                        \
   do {                                                                                          \
     cublasStatus_t s_ = (call);                                                                 \
@@ -33,7 +26,7 @@
 void fill(float* device, size_t n) {
   std::vector<float> host(n);
   for (size_t i = 0; i < n; i++) host[i] = static_cast<float>((i * 2654435761u) % 1000u) / 500.0f - 1.0f;
-  CHECK(cudaMemcpy(device, host.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  CB_CHECK(cudaMemcpy(device, host.data(), n * sizeof(float), cudaMemcpyHostToDevice));
 }
 
 int main(int argc, char** argv) {
@@ -48,9 +41,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   float *a, *b, *c;
-  CHECK(cudaMalloc(&a, m * k * sizeof(float)));
-  CHECK(cudaMalloc(&b, k * n * sizeof(float)));
-  CHECK(cudaMalloc(&c, m * n * sizeof(float)));
+  CB_CHECK(cudaMalloc(&a, m * k * sizeof(float)));
+  CB_CHECK(cudaMalloc(&b, k * n * sizeof(float)));
+  CB_CHECK(cudaMalloc(&c, m * n * sizeof(float)));
   fill(a, m * k);
   fill(b, k * n);
   cublasHandle_t handle;
@@ -60,10 +53,10 @@ int main(int argc, char** argv) {
   // Row-major C = A B is column-major C^T = B^T A^T: swap the operands.
   for (int r = 0; r < repeat; r++)
     CHECK_BLAS(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, b, n, a, k, &zero, c, n));
-  CHECK(cudaDeviceSynchronize());
+  CB_CHECK(cudaDeviceSynchronize());
   CHECK_BLAS(cublasDestroy(handle));
-  CHECK(cudaFree(a));
-  CHECK(cudaFree(b));
-  CHECK(cudaFree(c));
+  CB_CHECK(cudaFree(a));
+  CB_CHECK(cudaFree(b));
+  CB_CHECK(cudaFree(c));
   return 0;
 }

@@ -12,16 +12,8 @@
 #include <cstdlib>
 #include <vector>
 #include <cuda_runtime.h>
+#include "cudabugs.cuh"  // CB_CHECK
 
-#define CHECK(call)                                                                             \
-  do {                                                                                          \
-    cudaError_t e_ = (call);                                                                    \
-    if (e_ != cudaSuccess) {                                                                    \
-      std::fprintf(stderr, "CUDA error at %s:%d: %s (%s)\n", __FILE__, __LINE__,                \
-                   cudaGetErrorString(e_), #call);                                              \
-      std::exit(3);                                                                             \
-    }                                                                                           \
-  } while (0)
 
 constexpr int CHAINS = 8;
 constexpr int FMA_ITERS = 8192;
@@ -49,20 +41,20 @@ __global__ void peak_fma(float* out, float seed) {
 
 template <class F> double median_ms(F launch) {
   cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
+  CB_CHECK(cudaEventCreate(&a));
+  CB_CHECK(cudaEventCreate(&b));
   for (int i = 0; i < 2; i++) launch();
   std::vector<float> ms;
   for (int i = 0; i < 10; i++) {
-    CHECK(cudaEventRecord(a));
+    CB_CHECK(cudaEventRecord(a));
     launch();
-    CHECK(cudaEventRecord(b));
-    CHECK(cudaEventSynchronize(b));
+    CB_CHECK(cudaEventRecord(b));
+    CB_CHECK(cudaEventSynchronize(b));
     float t;
-    CHECK(cudaEventElapsedTime(&t, a, b));
+    CB_CHECK(cudaEventElapsedTime(&t, a, b));
     ms.push_back(t);
   }
-  CHECK(cudaGetLastError());
+  CB_CHECK(cudaGetLastError());
   std::sort(ms.begin(), ms.end());
   return (ms[4] + ms[5]) / 2;
 }
@@ -80,17 +72,17 @@ int main(int argc, char** argv) {
   }
   int device, sms;
   cudaDeviceProp prop;
-  CHECK(cudaGetDevice(&device));
-  CHECK(cudaGetDeviceProperties(&prop, device));
-  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  CB_CHECK(cudaGetDevice(&device));
+  CB_CHECK(cudaGetDeviceProperties(&prop, device));
+  CB_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   float *in, *out;
-  CHECK(cudaMalloc(&in, bytes));
-  CHECK(cudaMalloc(&out, bytes));
-  CHECK(cudaMemset(in, 1, bytes));
+  CB_CHECK(cudaMalloc(&in, bytes));
+  CB_CHECK(cudaMalloc(&out, bytes));
+  CB_CHECK(cudaMemset(in, 1, bytes));
   const size_t n4 = bytes / 16;
   const int copy_blocks = sms * 8, fma_blocks = sms * 8, threads = 256;
 
-  const double memcpy_ms = median_ms([&] { CHECK(cudaMemcpy(out, in, bytes, cudaMemcpyDeviceToDevice)); });
+  const double memcpy_ms = median_ms([&] { CB_CHECK(cudaMemcpy(out, in, bytes, cudaMemcpyDeviceToDevice)); });
   const double copy_ms = median_ms([&] { peak_copy<<<copy_blocks, threads>>>(reinterpret_cast<const float4*>(in), reinterpret_cast<float4*>(out), n4); });
   const double fma_ms = median_ms([&] { peak_fma<<<fma_blocks, threads>>>(out, 0.5f); });
   const double fma_flops = 2.0 * CHAINS * FMA_ITERS * double(fma_blocks) * threads;
@@ -102,7 +94,7 @@ int main(int argc, char** argv) {
   std::printf("memcpy_gbps %.1f\n", 2.0 * bytes / (memcpy_ms * 1e6));
   std::printf("copy_kernel_gbps %.1f\n", 2.0 * bytes / (copy_ms * 1e6));
   std::printf("fma_gflops %.1f\n", fma_flops / (fma_ms * 1e6));
-  CHECK(cudaFree(in));
-  CHECK(cudaFree(out));
+  CB_CHECK(cudaFree(in));
+  CB_CHECK(cudaFree(out));
   return 0;
 }

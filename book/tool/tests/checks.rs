@@ -31,6 +31,16 @@ impl Copy {
         std::fs::write(self.path(rel), text.replacen(from, to, 1)).unwrap();
     }
 
+    /// Remove a field from every exercise of the copy's verification record.
+    fn drop_from_record(&self, field: &str) {
+        let path = self.path("book/verification.json");
+        let mut record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        for e in record["exercises"].as_array_mut().unwrap() {
+            e.as_object_mut().unwrap().remove(field);
+        }
+        std::fs::write(&path, serde_json::to_string(&record).unwrap()).unwrap();
+    }
+
     fn build_error(&self) -> String {
         let out = self.path("out");
         match cudabugs_book::build(&self.path("book"), self.dir.path(), Some(&out)) {
@@ -64,12 +74,7 @@ fn the_untouched_copy_builds() {
 #[test]
 fn a_performance_lesson_needs_its_performance_record() {
     let copy = Copy::new();
-    let path = copy.path("book/verification.json");
-    let mut record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    for e in record["exercises"].as_array_mut().unwrap() {
-        e.as_object_mut().unwrap().remove("perf");
-    }
-    std::fs::write(&path, serde_json::to_string(&record).unwrap()).unwrap();
+    copy.drop_from_record("perf");
     let error = copy.build_error();
     assert!(error.contains("51-coalesce has no performance record"), "{error}");
 }
@@ -77,12 +82,7 @@ fn a_performance_lesson_needs_its_performance_record() {
 #[test]
 fn a_record_without_a_survey_cannot_draw_the_tool_table() {
     let copy = Copy::new();
-    let path = copy.path("book/verification.json");
-    let mut record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    for e in record["exercises"].as_array_mut().unwrap() {
-        e.as_object_mut().unwrap().remove("original_under_tools");
-    }
-    std::fs::write(&path, serde_json::to_string(&record).unwrap()).unwrap();
+    copy.drop_from_record("original_under_tools");
     let error = copy.build_error();
     assert!(error.contains("tool-matrix.md") && error.contains("verify --survey"), "{error}");
 }

@@ -175,17 +175,30 @@ pub fn check(ctx: &Context, wb: &Workbook, ex: &Exercise, mut say: impl FnMut(&s
     report
 }
 
-fn time_against_references(ctx: &Context, wb: &Workbook, subs: &[Submission], results: &mut Results, report: &mut CheckReport, started: Instant) -> Step {
-    let phase = Instant::now();
-    let m = &subs[0].exercise().expect("check grades an exercise").manifest.manifest;
+/// The ncu phase both tracks share: every version timed, one ncu process each. A tool error where
+/// the embedded versions do not build or the profiler failed.
+fn run_timing(ctx: &Context, wb: &Workbook, subs: &[Submission], results: &mut Results, started: Instant) -> Result<Vec<Stage>, Step> {
     let timing: Vec<Stage> = (0..subs.len()).map(|i| Stage::new(i, StageKind::Timing)).collect();
     scheduler::execute(ctx, wb, subs, &timing, results, started);
     // The original and the reference come from this binary: built once, then kept until they change.
     for (i, sub) in subs.iter().enumerate().skip(1) {
         if let Some(Output::Built(Err(e))) = results.get(i, StageKind::BuildRelease) {
-            return Step::new("timing", Status::ToolError, format!("the embedded {} does not build: {e}", sub.variant)).stage("timing");
+            return Err(Step::new("timing", Status::ToolError, format!("the embedded {} does not build: {e}", sub.variant)).stage("timing"));
         }
     }
+    match verdict::profiler_failure(timing.iter().filter_map(|s| results.get_run(s))) {
+        Some(failure) => Err(Step::new("timing", Status::ToolError, failure).stage("timing")),
+        None => Ok(timing),
+    }
+}
+
+fn time_against_references(ctx: &Context, wb: &Workbook, subs: &[Submission], results: &mut Results, report: &mut CheckReport, started: Instant) -> Step {
+    let phase = Instant::now();
+    let m = &subs[0].exercise().expect("check grades an exercise").manifest.manifest;
+    let timing = match run_timing(ctx, wb, subs, results, started) {
+        Ok(t) => t,
+        Err(step) => return step.wall(phase.elapsed()),
+    };
     let outputs: Vec<&Output> = timing.iter().filter_map(|s| results.get_run(s)).collect();
     let commands = outputs
         .iter()
@@ -195,9 +208,6 @@ fn time_against_references(ctx: &Context, wb: &Workbook, subs: &[Submission], re
         })
         .collect::<Vec<_>>()
         .join("\n");
-    if let Some(failure) = verdict::profiler_failure(outputs.iter().copied()) {
-        return Step::new("timing", Status::ToolError, failure).stage("timing").wall(phase.elapsed());
-    }
     let time_of = |i: usize| verdict::measured_time(results.get(i, StageKind::Timing));
     let (learner_ns, reference_ns) = match (time_of(0), time_of(2)) {
         (Ok(l), Ok(r)) => (l, r),
@@ -250,33 +260,28 @@ fn time_performance(ctx: &Context, wb: &Workbook, subs: &[Submission], results: 
         Ok(p) => p,
         Err(e) => return vec![Step::new("timing", Status::ToolError, format!("cannot measure this GPU's peak: {e}")).stage("timing")],
     };
-    let timing: Vec<Stage> = (0..subs.len()).map(|i| Stage::new(i, StageKind::Timing)).collect();
-    scheduler::execute(ctx, wb, subs, &timing, results, started);
-    for (i, sub) in subs.iter().enumerate().skip(1) {
-        if let Some(Output::Built(Err(e))) = results.get(i, StageKind::BuildRelease) {
-            return vec![Step::new("timing", Status::ToolError, format!("the embedded {} does not build: {e}", sub.variant)).stage("timing")];
-        }
-    }
-    if let Some(failure) = verdict::profiler_failure(timing.iter().filter_map(|s| results.get_run(s))) {
-        return vec![Step::new("timing", Status::ToolError, failure).stage("timing").wall(phase.elapsed())];
+    if let Err(step) = run_timing(ctx, wb, subs, results, started) {
+        return vec![step.wall(phase.elapsed())];
     }
     let baseline = match perf.baseline {
         Some(_) => {
             say("timing the library baseline (cuBLAS) at the same size");
-            match perf::time_baseline(ctx, wb, ex, subs[0].cases()) {
+            match perf::time_baseline(ctx, wb, ex) {
                 Ok(m) => Some(m),
                 Err(e) => return vec![Step::new("timing", Status::ToolError, e).stage("timing").wall(phase.elapsed())],
             }
         }
         None => None,
     };
-    let timed = [("original", results.get(1, StageKind::Timing)), ("reference", results.get(2, StageKind::Timing)), ("learner", results.get(0, StageKind::Timing))];
+    // The original first: speedups are over it.
+    let order = [(1, "original"), (2, "reference"), (0, "learner")];
+    let timed = order.map(|(i, name)| (name, results.get(i, StageKind::Timing)));
     let summary = match perf::summarize(ex, &peak, &timed, baseline.as_ref()) {
         Ok(s) => s,
         Err((who, why)) => {
             // The learner's own program failing under ncu is the learner's failure, not the tool's.
             let (status, what) = if who == "learner" { (Status::Failed, "your version") } else { (Status::ToolError, who.as_str()) };
-            let detail = match results.get(if who == "learner" { 0 } else if who == "original" { 1 } else { 2 }, StageKind::Timing) {
+            let detail = match order.iter().find(|(_, name)| *name == who).and_then(|(i, _)| results.get(*i, StageKind::Timing)) {
                 Some(Output::Timed { measured: Ok(m), .. }) => m.finished.output(),
                 _ => String::new(),
             };

@@ -3,11 +3,8 @@
 //! over the original, its metrics, its place on this GPU's roofline, and whether it reached the
 //! manifest's target and moved its metrics the right way. `check` and `verify` share it.
 
-use std::path::Path;
-
 use serde::{Deserialize, Serialize};
 
-use crate::exercise::cases::Cases;
 use crate::exercise::manifest::{Baseline, Goal, Metric, Perf};
 use crate::exercise::workbook::{Exercise, Workbook};
 use crate::judge::context::{self, Context};
@@ -236,7 +233,7 @@ pub fn peak(ctx: &Context, wb: &Workbook, again: bool) -> Result<Peak, PeakError
 
 /// Time the exercise's library baseline under ncu at the bench's size, with the roofline's counters.
 /// The library is the grader's own code, not a submission: it runs unconfined, after the versions.
-pub fn time_baseline(ctx: &Context, wb: &Workbook, ex: &Exercise, _cases: &Cases) -> Result<Measured, String> {
+pub fn time_baseline(ctx: &Context, wb: &Workbook, ex: &Exercise) -> Result<Measured, String> {
     let m = &ex.manifest.manifest;
     let Some(Baseline::CublasSgemm) = m.perf.as_ref().and_then(|p| p.baseline) else { return Err("no baseline".into()) };
     let ncu_path = ctx.tools.ncu.as_deref().ok_or("ncu not found")?;
@@ -266,10 +263,6 @@ pub fn time_baseline(ctx: &Context, wb: &Workbook, ex: &Exercise, _cases: &Cases
     }
 }
 
-/// Where a kept CSV would go (verify --keep).
-pub fn csv_of(measured: &Measured) -> Option<&Path> {
-    measured.command.split(" --log-file ").nth(1).and_then(|r| r.split(' ').next()).map(Path::new)
-}
 
 #[cfg(test)]
 mod tests {

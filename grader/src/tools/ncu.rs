@@ -151,6 +151,10 @@ pub struct Measured {
 }
 
 impl Measured {
+    /// The CSV ncu wrote (for `verify --keep`), read back from its command line.
+    pub fn csv(&self) -> Option<&Path> {
+        self.command.split(" --log-file ").nth(1).and_then(|r| r.split(' ').next()).map(Path::new)
+    }
 
     /// Why there is no time, in words.
     pub fn why_untimed(&self) -> String {
