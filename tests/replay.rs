@@ -1,6 +1,7 @@
 //! `check` and `verify` end to end through their plans on a machine without a GPU: the builds run
 //! for real (sandboxed nvcc), and every run of a tool or of the program is served from a recording
-//! that `--record-tools` made on an H100 (grader/tests/recordings; book/gpu-runs/2026-11-22-h100).
+//! that `--record-tools` made on an H100 (grader/tests/recordings; book/gpu-runs/2026-11-22-h100, and
+//! for the performance track 2026-11-22-perf, with the peak program's runs).
 //! What is tested is the orchestration and the verdicts: the same code a GPU run goes through.
 
 mod common;
@@ -108,4 +109,70 @@ fn a_recording_without_the_job_is_a_tool_error_that_names_it() {
     let report = json(copy.xtask().args(["--format", "json", "--replay-tools"]).arg(recording("check-untouched")).args(["check", "bounds"]), 3);
     assert_eq!(report["outcome"], "tool-error");
     assert!(report["message"].as_str().unwrap().contains("no job `02-bounds/learner/sanitize:memcheck`"), "{report}");
+}
+
+/// What `check` of 57-reduction reported: the steps by name and status, and the performance summary.
+fn perf_check(rec: &str, with_solution: bool, code: i32) -> (Vec<(String, String)>, serde_json::Value) {
+    let copy = Copy::new();
+    if with_solution {
+        std::fs::copy(copy.path("solutions/57-reduction/sum.cu"), copy.path("exercises/57-reduction/sum.cu")).unwrap();
+    }
+    // No cached peak in the fresh copy: the recording's peak runs (keyed like any tool run) are the peak.
+    assert!(!copy.path(".cudabugs/peak").exists());
+    let report = json(copy.xtask().args(["--format", "json", "--replay-tools"]).arg(recording(rec)).args(["check", "57"]), code);
+    let steps = steps(&report).into_iter().map(|(n, s, _)| (n, s)).collect();
+    (steps, report)
+}
+
+#[test]
+fn the_untouched_reduction_is_clean_and_right_and_fails_its_speed_target() {
+    if !nvcc_or_skip("the_untouched_reduction_is_clean_and_right_and_fails_its_speed_target") {
+        return;
+    }
+    let (steps, report) = perf_check("check-57-untouched", false, 1);
+    let want = [
+        ("build -G", "passed"),
+        ("build -O3", "passed"),
+        ("memcheck", "passed"),
+        ("racecheck", "passed"),
+        ("initcheck", "passed"),
+        ("synccheck", "passed"),
+        ("correctness", "passed"),
+        ("timing: speed", "failed"),
+        ("timing: dram-share", "failed"),
+    ];
+    assert_eq!(steps, want.map(|(a, b)| (a.to_string(), b.to_string())));
+    assert_eq!((report["outcome"].as_str(), report["step"].as_str()), (Some("fail"), Some("timing: speed")));
+    let perf = &report["perf"];
+    let versions: Vec<&str> = perf["versions"].as_array().unwrap().iter().map(|v| v["version"].as_str().unwrap()).collect();
+    assert_eq!(versions, ["original", "reference", "learner"]);
+    let v = |i: usize| &perf["versions"][i];
+    // Speedups are over the original timed in the same run; the learner's file is the original.
+    let speedup = |i: usize| v(i)["speedup"].as_f64().unwrap();
+    assert_eq!(speedup(0), 1.0);
+    assert!((speedup(2) - v(0)["nanoseconds"].as_f64().unwrap() / v(2)["nanoseconds"].as_f64().unwrap()).abs() < 1e-12);
+    assert!((0.9..1.1).contains(&speedup(2)) && speedup(1) > perf["target_speedup"].as_f64().unwrap(), "{perf}");
+    // The peak came from the recorded peak program, and the DRAM share is of its memcpy figure.
+    let plain: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(recording("check-57-untouched").join("peak.plain.json")).unwrap()).unwrap();
+    let printed = plain["stdout"].as_str().unwrap().lines().find_map(|l| l.strip_prefix("memcpy_gbps ")).unwrap().parse::<f64>().unwrap();
+    assert_eq!(perf["peak"]["memcpy_gbps"].as_f64(), Some(printed));
+    let share = v(1)["metrics"].as_array().unwrap().iter().find(|m| m["metric"] == "dram-share").unwrap()["value"].as_f64().unwrap();
+    let roof = &v(1)["roofline"];
+    let gbps = roof["dram_bytes"].as_f64().unwrap() / v(1)["nanoseconds"].as_f64().unwrap();
+    assert!((share - 100.0 * gbps / printed).abs() < 1e-9, "{share}");
+    assert!(roof["intensity"].as_f64().unwrap() < 1.0, "a sum is memory-bound: {roof}");
+}
+
+#[test]
+fn the_reduction_with_its_solution_passes_and_meets_its_goal() {
+    if !nvcc_or_skip("the_reduction_with_its_solution_passes_and_meets_its_goal") {
+        return;
+    }
+    let (steps, report) = perf_check("check-57-solution", true, 0);
+    assert!(steps.iter().all(|(_, s)| s == "passed"), "{steps:?}");
+    assert!(steps.iter().any(|(n, _)| n == "timing: dram-share"), "the goal is judged: {steps:?}");
+    assert_eq!(report["outcome"], "pass");
+    let learner = &report["perf"]["versions"][2];
+    assert!(learner["speedup"].as_f64().unwrap() >= 2.5, "{learner}");
+    assert!(report["solution_diff"].is_string());
 }

@@ -255,7 +255,7 @@ pub fn time_baseline(ctx: &Context, wb: &Workbook, ex: &Exercise) -> Result<Meas
     let csv = dir.join("cublas-sgemm.csv");
     let lock = stages::ncu_lock_dir(wb);
     let _ = std::fs::create_dir_all(&lock);
-    let job = ncu::job(ncu_path, &target, &csv, ctx.config.timeouts.ncu).env("TMPDIR", &lock);
+    let job = ncu::job(ncu_path, &target, &csv, ctx.config.timeouts.ncu).env("TMPDIR", &lock).key("baseline/cublas-sgemm").output(&csv);
     let measured = ncu::measure(ctx.launcher.as_ref(), &job, &target, &csv).map_err(|e| e.to_string())?;
     match measured.counters {
         Some(_) => Ok(measured),

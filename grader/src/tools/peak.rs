@@ -139,7 +139,8 @@ pub fn measure(setup: &Setup) -> Result<Peak, PeakError> {
     let source = setup.recipe.harness.include_dir.join("peak.cu");
     let binary = setup.dir.join("peak");
     let built = nvcc::build(setup.launcher, &setup.recipe, Flavor::Timing, Inputs::Program { sources: std::slice::from_ref(&source), flags: &[] }, &binary, Reuse::IfUnchanged, &|j| j)?;
-    let plain_job = Job::new(&built.binary, setup.timeout);
+    // Keyed, so that a recording keeps them and a replay serves them like any tool run.
+    let plain_job = Job::new(&built.binary, setup.timeout).key("peak/plain");
     let done = setup.launcher.launch(&plain_job)?;
     if !done.success() {
         return Err(PeakError::Failed { exit: done.describe_exit(), output: done.output() });
@@ -155,7 +156,7 @@ pub fn measure(setup: &Setup) -> Result<Peak, PeakError> {
     };
     let csv = setup.dir.join("peak.csv");
     let _ = std::fs::create_dir_all(&setup.ncu_lock);
-    let job = ncu::job(ncu_path, &target, &csv, setup.timeout).env("TMPDIR", &setup.ncu_lock);
+    let job = ncu::job(ncu_path, &target, &csv, setup.timeout).env("TMPDIR", &setup.ncu_lock).key("peak/ncu").output(&csv);
     let measured = ncu::measure(setup.launcher, &job, &target, &csv).map_err(|e| PeakError::Ncu(e.to_string()))?;
     let (copy_ns, fma_ns) = match (median_ns(&measured.launches, COPY_KERNEL), median_ns(&measured.launches, FMA_KERNEL)) {
         (Some(c), Some(f)) => (c, f),
