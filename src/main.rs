@@ -457,7 +457,7 @@ fn run(cli: Cli) -> Result<i32> {
             let wb = open_workbook()?;
             let ctx = context(&wb, &settings, format)?;
             if let Some(reason) = ctx.no_gpu_reason() {
-                eprintln!("SKIPPED: {reason}");
+                eprintln!("SKIPPED: the peak is measured on a GPU ({reason})");
                 return Ok(grader::judge::verdict::Outcome::Skipped { reason }.exit_code());
             }
             let peak = grader::judge::perf::peak(&ctx, &wb, again)?;

@@ -82,6 +82,16 @@ fn cpu_only_or_skip(test: &str) -> bool {
     true
 }
 
+#[test]
+fn peak_on_a_cpu_only_machine_is_skipped_with_exit_6() {
+    if !cpu_only_or_skip("peak_on_a_cpu_only_machine_is_skipped_with_exit_6") {
+        return;
+    }
+    let out = xtask().args(["peak"]).assert().code(6).get_output().stderr.clone();
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.starts_with("SKIPPED: the peak is measured on a GPU") && text.contains("no NVIDIA driver"), "{text}");
+}
+
 /// (name, status) of each step in a JSON array of steps.
 fn statuses(steps: &serde_json::Value) -> Vec<(&str, &str)> {
     steps.as_array().unwrap().iter().map(|s| (s["name"].as_str().unwrap(), s["status"].as_str().unwrap())).collect()
