@@ -486,7 +486,7 @@ fn render_summary(record: &VerificationRecord, up: &str) -> String {
             .finding
             .as_ref()
             .map(|f| format!("{} at `{}`", f.kind, f.locations.first().map(|l| l.short()).unwrap_or_default()))
-            .or_else(|| e.perf.as_ref().and_then(|p| p.version("reference")).map(|r| format!("slow: the fix is {:.2}x faster", r.speedup)))
+            .or_else(|| e.perf_version("reference").map(|r| format!("slow: the fix is {:.2}x faster", r.speedup)))
             .unwrap_or_else(|| "-".into());
         let plain = match (e.plain_runs, e.plain_run_correct) {
             (Some(p), _) => plain_runs_text(&p),
@@ -494,15 +494,14 @@ fn render_summary(record: &VerificationRecord, up: &str) -> String {
             (None, Some(false)) => "wrong".into(),
             (None, None) => "-".into(),
         };
-        let t = e.timing.as_ref();
         let _ = writeln!(
             out,
             "| [{}]({up}lessons/{}.md) | {} | {found} | {plain} | {} | {} | {} |",
             e.id,
             e.id,
-            e.tool.map(|t| t.name()).unwrap_or(if e.perf.is_some() { "ncu" } else { "cases" }),
-            t.and_then(|t| t.original_ns).or_else(|| e.perf.as_ref().and_then(|p| p.version("original")).map(|v| v.nanoseconds)).map(us).unwrap_or_else(|| "crashed".into()),
-            t.map(|t| t.reference_ns).or_else(|| e.perf.as_ref().and_then(|p| p.version("reference")).map(|v| v.nanoseconds)).map(us).unwrap_or_else(|| "-".into()),
+            grader::exercise::manifest::shown_by(e.tool, e.detector),
+            e.original_ns().map(us).unwrap_or_else(|| "crashed".into()),
+            e.reference_ns().map(us).unwrap_or_else(|| "-".into()),
             e.outcome.label()
         );
     }

@@ -143,6 +143,16 @@ pub enum Baseline {
     CublasSgemm,
 }
 
+/// What shows an exercise's problem, in one word for tables: the tool's name, "cases" where no
+/// tool sees the bug and the plain runs do, "ncu" for the performance track.
+pub fn shown_by(tool: Option<Tool>, detector: Detector) -> &'static str {
+    match (tool, detector) {
+        (Some(t), _) => t.name(),
+        (None, Detector::Speed) => "ncu",
+        (None, _) => "cases",
+    }
+}
+
 /// What catches an exercise's bug.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

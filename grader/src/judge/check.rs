@@ -177,17 +177,17 @@ pub fn check(ctx: &Context, wb: &Workbook, ex: &Exercise, mut say: impl FnMut(&s
 
 /// The ncu phase both tracks share: every version timed, one ncu process each. A tool error where
 /// the embedded versions do not build or the profiler failed.
-fn run_timing(ctx: &Context, wb: &Workbook, subs: &[Submission], results: &mut Results, started: Instant) -> Result<Vec<Stage>, Step> {
+fn run_timing(ctx: &Context, wb: &Workbook, subs: &[Submission], results: &mut Results, started: Instant) -> Result<Vec<Stage>, Box<Step>> {
     let timing: Vec<Stage> = (0..subs.len()).map(|i| Stage::new(i, StageKind::Timing)).collect();
     scheduler::execute(ctx, wb, subs, &timing, results, started);
     // The original and the reference come from this binary: built once, then kept until they change.
     for (i, sub) in subs.iter().enumerate().skip(1) {
         if let Some(Output::Built(Err(e))) = results.get(i, StageKind::BuildRelease) {
-            return Err(Step::new("timing", Status::ToolError, format!("the embedded {} does not build: {e}", sub.variant)).stage("timing"));
+            return Err(Box::new(Step::new("timing", Status::ToolError, format!("the embedded {} does not build: {e}", sub.variant)).stage("timing")));
         }
     }
     match verdict::profiler_failure(timing.iter().filter_map(|s| results.get_run(s))) {
-        Some(failure) => Err(Step::new("timing", Status::ToolError, failure).stage("timing")),
+        Some(failure) => Err(Box::new(Step::new("timing", Status::ToolError, failure).stage("timing"))),
         None => Ok(timing),
     }
 }
@@ -197,7 +197,7 @@ fn time_against_references(ctx: &Context, wb: &Workbook, subs: &[Submission], re
     let m = &subs[0].exercise().expect("check grades an exercise").manifest.manifest;
     let timing = match run_timing(ctx, wb, subs, results, started) {
         Ok(t) => t,
-        Err(step) => return step.wall(phase.elapsed()),
+        Err(step) => return (*step).wall(phase.elapsed()),
     };
     let outputs: Vec<&Output> = timing.iter().filter_map(|s| results.get_run(s)).collect();
     let commands = outputs
@@ -261,17 +261,14 @@ fn time_performance(ctx: &Context, wb: &Workbook, subs: &[Submission], results: 
         Err(e) => return vec![Step::new("timing", Status::ToolError, format!("cannot measure this GPU's peak: {e}")).stage("timing")],
     };
     if let Err(step) = run_timing(ctx, wb, subs, results, started) {
-        return vec![step.wall(phase.elapsed())];
+        return vec![(*step).wall(phase.elapsed())];
     }
-    let baseline = match perf.baseline {
-        Some(_) => {
-            say("timing the library baseline (cuBLAS) at the same size");
-            match perf::time_baseline(ctx, wb, ex) {
-                Ok(m) => Some(m),
-                Err(e) => return vec![Step::new("timing", Status::ToolError, e).stage("timing").wall(phase.elapsed())],
-            }
-        }
-        None => None,
+    if perf.baseline.is_some() {
+        say("timing the library baseline (cuBLAS) at the same size");
+    }
+    let baseline = match perf::time_baseline(ctx, wb, ex) {
+        Ok(m) => m,
+        Err(e) => return vec![Step::new("timing", Status::ToolError, e).stage("timing").wall(phase.elapsed())],
     };
     // The original first: speedups are over it.
     let order = [(1, "original"), (2, "reference"), (0, "learner")];

@@ -87,6 +87,11 @@ impl Context {
         Ok(Context { config, tools, nvcc, gpu, arch, harness, launcher })
     }
 
+    /// How every nvcc build of this context is made: the compiler, -arch, harness and time limit.
+    pub fn recipe(&self) -> crate::tools::nvcc::Recipe<'_> {
+        crate::tools::nvcc::Recipe { nvcc: &self.nvcc, arch: &self.arch, harness: &self.harness, timeout: self.config.timeouts.build }
+    }
+
     /// What the sandbox gives learner code here, in words.
     pub fn isolation(&self) -> Level {
         self.launcher.isolation()

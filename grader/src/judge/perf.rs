@@ -96,23 +96,23 @@ pub fn roofline(c: &Counters, peak: &Peak) -> Option<RooflinePoint> {
     Some(RooflinePoint { flops, dram_bytes: bytes, intensity, gflops: flops / c.nanoseconds, roof_gflops: peak.roof_gflops(intensity) })
 }
 
-/// One version from its ncu measurement; None where it has no time.
-fn version(name: &str, measured: &Measured, kernels: &[String], repeat: u32, shown: &[Metric], peak: &Peak, baseline_ns: Option<f64>) -> Option<VersionPerf> {
-    let c = measured.counters.as_ref()?;
-    Some(VersionPerf {
+/// One version from the counters of its ncu measurement.
+fn version(name: &str, c: &Counters, repeat_spread: Option<f64>, shown: &[Metric], peak: &Peak, baseline_ns: Option<f64>) -> VersionPerf {
+    VersionPerf {
         version: name.into(),
         nanoseconds: c.nanoseconds,
         speedup: 1.0,
         metrics: shown.iter().map(|&m| MetricValue { metric: m, value: m.value(c, peak.peaks(), baseline_ns) }).collect(),
         roofline: roofline(c, peak),
-        repeat_spread: ncu::repeat_spread(&measured.launches, kernels, repeat),
+        repeat_spread,
         counters: Some(c.clone()),
-    })
+    }
 }
 
-fn measured(o: Option<&Output>) -> Result<&Measured, String> {
+/// A timing output's measurement and its counters, or why it has none.
+fn measured(o: Option<&Output>) -> Result<(&Measured, &Counters), String> {
     match o {
-        Some(Output::Timed { measured: Ok(m), .. }) if m.counters.is_some() => Ok(m),
+        Some(Output::Timed { measured: Ok(m), .. }) if m.counters.is_some() => Ok((m, m.counters.as_ref().expect("checked"))),
         Some(Output::Timed { measured: Ok(m), .. }) => Err(m.tool_failure.clone().unwrap_or_else(|| m.why_untimed())),
         Some(Output::Timed { measured: Err(e), .. }) => Err(e.to_string()),
         Some(Output::NotRun(b)) => Err(crate::judge::verdict::why_not_run(b)),
@@ -130,14 +130,15 @@ pub fn summarize(ex: &Exercise, peak: &Peak, timed: &[(&str, Option<&Output>)], 
     let mut versions = Vec::new();
     let mut commands = Vec::new();
     for (name, output) in timed {
-        let meas = measured(*output).map_err(|why| (name.to_string(), why))?;
+        let (meas, c) = measured(*output).map_err(|why| (name.to_string(), why))?;
         commands.push(meas.command.clone());
-        let v = version(name, meas, &m.timing.kernels, m.bench.repeat, &shown, peak, baseline_ns).ok_or_else(|| (name.to_string(), "no counters".to_string()))?;
-        versions.push(v);
+        let spread = ncu::repeat_spread(&meas.launches, &m.timing.kernels, m.bench.repeat);
+        versions.push(version(name, c, spread, &shown, peak, baseline_ns));
     }
-    if let Some(b) = baseline {
+    if let Some((b, c)) = baseline.and_then(|b| Some((b, b.counters.as_ref()?))) {
         commands.push(b.command.clone());
-        versions.extend(version(baseline_name(perf), b, &[], m.bench.repeat, &[], peak, None));
+        let spread = ncu::repeat_spread(&b.launches, &[], m.bench.repeat);
+        versions.push(version(baseline_name(perf), c, spread, &[], peak, None));
     }
     let original_ns = versions.first().map(|v| v.nanoseconds).unwrap_or(f64::NAN);
     for v in &mut versions {
@@ -218,30 +219,30 @@ pub fn peak(ctx: &Context, wb: &Workbook, again: bool) -> Result<Peak, PeakError
     let dir = wb.work_dir().join("peak");
     let setup = peak::Setup {
         launcher: ctx.launcher.as_ref(),
-        recipe: nvcc::Recipe { nvcc: &ctx.nvcc, arch: &ctx.arch, harness: &ctx.harness, timeout: ctx.config.timeouts.build },
+        recipe: ctx.recipe(),
         ncu: ctx.tools.ncu.as_deref(),
-        dir: dir.clone(),
+        dir,
         ncu_lock: stages::ncu_lock_dir(wb),
         driver,
         timeout: ctx.config.timeouts.ncu,
     };
+    // The build of the peak program made `dir`, where the cache file goes too.
     let measured = peak::measure(&setup)?;
-    let _ = std::fs::create_dir_all(&dir);
     let _ = crate::exercise::workbook::write_atomically(&path, &serde_json::to_string_pretty(&measured).unwrap_or_default());
     Ok(measured)
 }
 
-/// Time the exercise's library baseline under ncu at the bench's size, with the roofline's counters.
-/// The library is the grader's own code, not a submission: it runs unconfined, after the versions.
-pub fn time_baseline(ctx: &Context, wb: &Workbook, ex: &Exercise) -> Result<Measured, String> {
+/// Time the exercise's library baseline under ncu at the bench's size, with the roofline's counters;
+/// None for an exercise without one. The library is the grader's own code, not a submission: it
+/// runs unconfined, after the versions.
+pub fn time_baseline(ctx: &Context, wb: &Workbook, ex: &Exercise) -> Result<Option<Measured>, String> {
     let m = &ex.manifest.manifest;
-    let Some(Baseline::CublasSgemm) = m.perf.as_ref().and_then(|p| p.baseline) else { return Err("no baseline".into()) };
+    let Some(Baseline::CublasSgemm) = m.perf.as_ref().and_then(|p| p.baseline) else { return Ok(None) };
     let ncu_path = ctx.tools.ncu.as_deref().ok_or("ncu not found")?;
     let dir = wb.work_dir().join("baseline");
     let source = ctx.harness.include_dir.join("baseline-sgemm.cu");
-    let recipe = nvcc::Recipe { nvcc: &ctx.nvcc, arch: &ctx.arch, harness: &ctx.harness, timeout: ctx.config.timeouts.build };
     let flags = ["-lcublas".to_string()];
-    let built = nvcc::build(ctx.launcher.as_ref(), &recipe, Flavor::Timing, Inputs::Program { sources: std::slice::from_ref(&source), flags: &flags }, &dir.join("cublas-sgemm"), Reuse::IfUnchanged, &|j| j)
+    let built = nvcc::build(ctx.launcher.as_ref(), &ctx.recipe(), Flavor::Timing, Inputs::Program { sources: std::slice::from_ref(&source), flags: &flags }, &dir.join("cublas-sgemm"), Reuse::IfUnchanged, &|j| j)
         .map_err(|e| format!("cannot build the cuBLAS baseline: {e}"))?;
     let p = |k: &str| m.bench.params.get(k).copied().unwrap_or(0).to_string();
     let target = ncu::Target {
@@ -254,11 +255,10 @@ pub fn time_baseline(ctx: &Context, wb: &Workbook, ex: &Exercise) -> Result<Meas
     };
     let csv = dir.join("cublas-sgemm.csv");
     let lock = stages::ncu_lock_dir(wb);
-    let _ = std::fs::create_dir_all(&lock);
     let job = ncu::job(ncu_path, &target, &csv, ctx.config.timeouts.ncu).env("TMPDIR", &lock).key("baseline/cublas-sgemm").output(&csv);
     let measured = ncu::measure(ctx.launcher.as_ref(), &job, &target, &csv).map_err(|e| e.to_string())?;
     match measured.counters {
-        Some(_) => Ok(measured),
+        Some(_) => Ok(Some(measured)),
         None => Err(format!("ncu could not time cuBLAS: {}", measured.tool_failure.clone().unwrap_or_else(|| measured.why_untimed()))),
     }
 }

@@ -12,7 +12,7 @@ use crate::judge::context::Context;
 use crate::judge::plan::{Stage, StageKind, Submission, Target};
 use crate::judge::verdict::{findings_in, Finding};
 use crate::tools::ncu::{self, Measured};
-use crate::tools::nvcc::{self, BuildError, Built, Flavor, Recipe};
+use crate::tools::nvcc::{self, BuildError, Built, Flavor};
 use crate::tools::runner::{Finished, Job, SpawnError};
 use crate::tools::sandbox::Confinement;
 use crate::tools::sanitizer::{self, ToolRun};
@@ -56,9 +56,11 @@ impl Output {
 const PASSED_THROUGH: &[&str] = &["PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "CUDA_HOME", "CUDA_LAUNCH_BLOCKING"];
 
 /// The folder ncu's instances share for their lock file (`$TMPDIR/nsight-compute-lock`), which is
-/// what keeps the kernels of several ncu processes from being timed at once.
+/// what keeps the kernels of several ncu processes from being timed at once. Made if missing.
 pub fn ncu_lock_dir(wb: &Workbook) -> PathBuf {
-    wb.work_dir().join("ncu-lock")
+    let dir = wb.work_dir().join("ncu-lock");
+    let _ = std::fs::create_dir_all(&dir);
+    dir
 }
 
 /// Where a submission's code may write and what it must not see.
@@ -140,7 +142,7 @@ pub fn materialise(sub: &Submission) -> std::io::Result<()> {
 }
 
 pub fn build(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, flavor: Flavor) -> Output {
-    let recipe = Recipe { nvcc: &ctx.nvcc, arch: &ctx.arch, harness: &ctx.harness, timeout: ctx.config.timeouts.build };
+    let recipe = ctx.recipe();
     let source = sub.source();
     let inputs = match &sub.target {
         Target::Exercise { .. } => nvcc::Inputs::Exercise(&source),
@@ -216,7 +218,6 @@ pub fn time(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built
     };
     let csv = out.join(format!("{tag}.csv"));
     let lock = ncu_lock_dir(wb);
-    let _ = std::fs::create_dir_all(&lock);
     let job = ncu::job(path, &target, &csv, ctx.config.timeouts.ncu).output(&csv);
     let job = confined(ctx, wb, sub, stage, job, Some(&lock));
     let measured = ncu::measure(ctx.launcher.as_ref(), &job, &target, &csv);
@@ -229,7 +230,6 @@ pub fn profile(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, bu
     let Target::Program(p) = &sub.target else { return Output::NotRun(Blocked::NotApplicable("an exercise is timed on its bench, not profiled")) };
     let csv = sub.work.join("out").join("profile.csv");
     let lock = ncu_lock_dir(wb);
-    let _ = std::fs::create_dir_all(&lock);
     let job = ncu::profile_job(path, &built.binary, &p.args, &csv, ctx.config.timeouts.ncu).output(&csv);
     let job = confined(ctx, wb, sub, stage, job, Some(&lock));
     let _ = std::fs::remove_file(&csv);

@@ -101,6 +101,23 @@ pub struct ExerciseRecord {
     pub outcome: Outcome,
 }
 
+impl ExerciseRecord {
+    /// The untouched exercise's ncu time, from either track's timing.
+    pub fn original_ns(&self) -> Option<f64> {
+        self.timing.as_ref().and_then(|t| t.original_ns).or_else(|| self.perf_version("original").map(|v| v.nanoseconds))
+    }
+
+    /// The solution's ncu time, from either track's timing.
+    pub fn reference_ns(&self) -> Option<f64> {
+        self.timing.as_ref().map(|t| t.reference_ns).or_else(|| self.perf_version("reference").map(|v| v.nanoseconds))
+    }
+
+    /// One version of a performance exercise's record.
+    pub fn perf_version(&self, name: &str) -> Option<&crate::judge::perf::VersionPerf> {
+        self.perf.as_ref().and_then(|p| p.version(name))
+    }
+}
+
 /// How many plain runs of the untouched exercise gave right outputs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlainRuns {
@@ -545,12 +562,9 @@ fn timing_step(w: &mut Work, results: &Results, (ex, sol): (usize, usize), opts:
 /// them) summarised; the original must miss its target, the solution reach it and its goals.
 fn perf_steps(ctx: &Context, wb: &Workbook, w: &mut Work, results: &Results, (ex, sol): (usize, usize), peak: &crate::tools::peak::Peak, opts: &VerifyOptions) -> Vec<Step> {
     let perf_spec = w.ex.manifest.manifest.perf.as_ref().expect("a performance exercise");
-    let baseline = match perf_spec.baseline {
-        None => None,
-        Some(_) => match perf::time_baseline(ctx, wb, w.ex) {
-            Ok(m) => Some(m),
-            Err(e) => return vec![Step::new("baseline timing", Status::ToolError, e).stage("timing")],
-        },
+    let baseline = match perf::time_baseline(ctx, wb, w.ex) {
+        Ok(m) => m,
+        Err(e) => return vec![Step::new("baseline timing", Status::ToolError, e).stage("timing")],
     };
     let (original, reference) = (results.get(ex, StageKind::Timing), results.get(sol, StageKind::Timing));
     for (o, name) in [(original, "original"), (reference, "reference")] {

@@ -250,13 +250,7 @@ pub fn list_text(entries: &[crate::learner::ListEntry]) -> String {
         let pointer = if e.next { paint(WARN.bold(), "->") } else { "  ".into() };
         let status = if e.status == Progress::Done { paint(GOOD, format!("{:<8}", "done")) } else { format!("{:<8}", if e.edited { "started" } else { "pending" }) };
         let id = if e.next { paint(WARN.bold(), format!("{:<id_w$}", e.id)) } else { format!("{:<id_w$}", e.id) };
-        // "cases": no sanitizer sees the bug; the cases, run plainly, are the check. "ncu": the
-        // performance track, where the time and the counters show what is wrong.
-        let tool = match (e.tool, e.detector) {
-            (Some(t), _) => t.name(),
-            (None, crate::exercise::manifest::Detector::Speed) => "ncu",
-            (None, _) => "cases",
-        };
+        let tool = crate::exercise::manifest::shown_by(e.tool, e.detector);
         let _ = writeln!(out, "  {pointer} {id} {status} {:<5} {:<class_w$} {tool:<10} {:<6} {}", e.track.name(), e.bug_class, format!("{}/{}", e.hints_shown, e.hints_total), e.title);
     }
     match entries.iter().find(|e| e.next) {
@@ -355,15 +349,15 @@ pub fn verify_text(record: &VerificationRecord) -> String {
             out,
             "{:<id_w$} {:<10} {:<36} {:<9} {:>11} {:>11} {:>7}  {}",
             e.id,
-            e.tool.map(|t| t.name()).unwrap_or(if e.perf.is_some() || e.track == crate::exercise::manifest::Track::Perf { "ncu" } else { "cases" }),
+            crate::exercise::manifest::shown_by(e.tool, e.detector),
             found,
             plain,
-            us(e.timing.as_ref().and_then(|t| t.original_ns).or_else(|| e.perf.as_ref().and_then(|p| p.version("original")).map(|v| v.nanoseconds))),
-            us(e.timing.as_ref().map(|t| t.reference_ns).or_else(|| e.perf.as_ref().and_then(|p| p.version("reference")).map(|v| v.nanoseconds))),
+            us(e.original_ns()),
+            us(e.reference_ns()),
             e.timing
                 .as_ref()
                 .and_then(|t| t.rerun_ratio.or(t.repeat_spread))
-                .or_else(|| e.perf.as_ref().and_then(|p| p.version("reference")).and_then(|v| v.repeat_spread))
+                .or_else(|| e.perf_version("reference").and_then(|v| v.repeat_spread))
                 .map(|r| format!("{r:.3}x"))
                 .unwrap_or_else(|| "-".into()),
             e.outcome.label()

@@ -198,10 +198,11 @@ pub fn measure(launcher: &dyn Launcher, job: &Job, target: &Target, csv: &Path) 
     let has_csv = text.contains("\"ID\",");
     let launches = if has_csv { parse(&text)? } else { Vec::new() };
     let mine: Vec<&Launch> = launches.iter().filter(|l| target.kernels.is_empty() || target.kernels.contains(&l.kernel)).collect();
-    let counters = match (finished.success() && has_csv && !target.counters.is_empty(), parse_metrics(&text)) {
-        (true, Ok(all)) => crate::tools::counters::aggregate(&all, &target.kernels, target.repeat),
-        _ => None,
-    };
+    // The CSV is read a second time, with every metric, only where counters were asked for.
+    let counters = (finished.success() && has_csv && !target.counters.is_empty())
+        .then(|| parse_metrics(&text).ok())
+        .flatten()
+        .and_then(|all| crate::tools::counters::aggregate(&all, &target.kernels, target.repeat));
     // With counters, the median repeat (a repeat the profiler's replay slowed counts less);
     // otherwise the mean, as the bug track has always timed.
     let nanoseconds = match &counters {

@@ -126,8 +126,9 @@ pub struct Setup<'a> {
     pub launcher: &'a dyn Launcher,
     pub recipe: Recipe<'a>,
     pub ncu: Option<&'a Path>,
-    /// Where the binary, its CSV and ncu's lock live.
+    /// Where the binary and its CSV live.
     pub dir: PathBuf,
+    /// ncu's shared lock folder (made by the caller).
     pub ncu_lock: PathBuf,
     pub driver: Option<String>,
     pub timeout: Duration,
@@ -155,7 +156,6 @@ pub fn measure(setup: &Setup) -> Result<Peak, PeakError> {
         repeat: 1,
     };
     let csv = setup.dir.join("peak.csv");
-    let _ = std::fs::create_dir_all(&setup.ncu_lock);
     let job = ncu::job(ncu_path, &target, &csv, setup.timeout).env("TMPDIR", &setup.ncu_lock).key("peak/ncu").output(&csv);
     let measured = ncu::measure(setup.launcher, &job, &target, &csv).map_err(|e| PeakError::Ncu(e.to_string()))?;
     let (copy_ns, fma_ns) = match (median_ns(&measured.launches, COPY_KERNEL), median_ns(&measured.launches, FMA_KERNEL)) {
