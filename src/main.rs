@@ -112,6 +112,17 @@ enum Command {
         #[arg(last = true)]
         args: Vec<String>,
     },
+    /// Grade a class: every student's file for every exercise, tamper-checked, under all four
+    /// tools, on the public and hidden cases, timed against the reference, with anti-cheat rules.
+    /// Writes grades.csv, feedback, Gradescope results.json and a class summary into --out.
+    /// `grade merge OUT` joins the journals of `--shard` runs into the gradebook.
+    #[command(args_conflicts_with_subcommands = true)]
+    Grade {
+        #[command(subcommand)]
+        action: Option<GradeAction>,
+        #[command(flatten)]
+        args: GradeArgs,
+    },
     /// Prove every exercise fails for its intended reason and every solution passes.
     Verify {
         /// Only this exercise.
@@ -156,6 +167,46 @@ enum Command {
         #[arg(long, default_value = "target/cudabugs-bundle")]
         out: PathBuf,
     },
+}
+
+#[derive(Subcommand)]
+enum GradeAction {
+    /// Join the journals in OUT (every shard's) into the gradebook; fails while a pair is missing.
+    Merge {
+        /// The folder the shards graded into (their --out).
+        out: PathBuf,
+    },
+}
+
+#[derive(clap::Args)]
+struct GradeArgs {
+    /// The class's submissions: a folder per student, GitHub Classroom clones, or a Gradescope
+    /// export (submission_metadata.yml).
+    submissions: Option<PathBuf>,
+    /// Only these exercises (comma-separated ids; default: every exercise).
+    #[arg(long, value_delimiter = ',')]
+    exercises: Vec<String>,
+    /// Where the gradebook and the journal go.
+    #[arg(long, default_value = "grades")]
+    out: PathBuf,
+    /// The seed of the hidden cases (or $CUDABUGS_SECRET_SEED); keep it from the students.
+    #[arg(long, conflicts_with = "secret")]
+    secret_seed: Option<u64>,
+    /// A TOML file outside the workbook: `seed = N` and extra `[[case]]` sizes per exercise.
+    #[arg(long)]
+    secret: Option<PathBuf>,
+    /// Grade only the K-th of N shares of the pairs (1-based), into its own journal.
+    #[arg(long)]
+    shard: Option<grader::class::roster::Shard>,
+    /// Grade every pair again, even those the journal holds (the old journal is kept beside).
+    #[arg(long)]
+    regrade: bool,
+    /// GPUs to use, one worker each (default: every visible GPU).
+    #[arg(long, value_delimiter = ',')]
+    gpus: Vec<String>,
+    /// Pairs of one exercise built and run together (one scheduler run).
+    #[arg(long, default_value_t = 12)]
+    chunk: usize,
 }
 
 #[derive(Subcommand)]
@@ -425,6 +476,8 @@ fn run(cli: Cli) -> Result<i32> {
             }
             Ok(report.outcome.exit_code())
         }
+        Command::Grade { action: Some(GradeAction::Merge { out }), .. } => grade_merge(&out, format),
+        Command::Grade { action: None, args } => grade(args, &settings, format),
         Command::Verify { id, record, keep, survey } => {
             let wb = open_workbook()?;
             let selected: Vec<_> = match &id {
@@ -581,4 +634,152 @@ fn bundle(wb: &Workbook, out: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `grade`: the class, one worker per GPU, then the gradebook.
+fn grade(args: GradeArgs, settings: &Settings, format: Format) -> Result<i32> {
+    use grader::class::secret::Secret;
+    use grader::judge::grade::{self, ClassJob, Event};
+    let Some(submissions) = args.submissions else { anyhow::bail!("give the submissions folder: cargo xtask grade SUBMISSIONS [--out DIR] --secret-seed N") };
+    let wb = open_workbook()?;
+    let submissions = submissions.canonicalize().with_context(|| submissions.display().to_string())?;
+    let exercises: Vec<&Exercise> = if args.exercises.is_empty() { wb.exercises.iter().collect() } else { args.exercises.iter().map(|id| wb.resolve(id)).collect::<Result<_, _>>()? };
+    let secret = match (args.secret_seed, &args.secret, std::env::var("CUDABUGS_SECRET_SEED").ok()) {
+        (Some(seed), _, _) => Secret::from_seed(seed),
+        (None, Some(file), _) => Secret::load(file, &[&wb.root, &submissions])?,
+        (None, None, Some(v)) => Secret::from_seed(v.trim().parse().with_context(|| format!("CUDABUGS_SECRET_SEED={v} is not a number"))?),
+        (None, None, None) => anyhow::bail!("the hidden cases need the instructor's secret: --secret-seed N, --secret FILE (outside the workbook) or CUDABUGS_SECRET_SEED"),
+    };
+    if let Some(problem) = secret.problems(&wb.exercises.iter().collect::<Vec<_>>()).first() {
+        anyhow::bail!("{}: {problem}", args.secret.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "the secret".into()));
+    }
+    let roster = grader::class::roster::discover(&submissions)?;
+    let out = std::env::current_dir()?.join(&args.out);
+    std::fs::create_dir_all(&out).with_context(|| out.display().to_string())?;
+    // Every visible GPU gets a worker, unless --gpus names them.
+    let gpus: Vec<Option<String>> = if !args.gpus.is_empty() {
+        args.gpus.iter().cloned().map(Some).collect()
+    } else {
+        let visible: Vec<String> = std::env::var("CUDA_VISIBLE_DEVICES").ok().map(|v| v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()).unwrap_or_default();
+        match grader::tools::gpu::count() {
+            0 | 1 => vec![None],
+            n => (0..n).map(|i| Some(visible.get(i).cloned().unwrap_or_else(|| i.to_string()))).collect(),
+        }
+    };
+    let mut contexts = Vec::new();
+    for gpu in gpus {
+        let mut ctx = context(&wb, settings, format)?;
+        ctx.config.gpu = gpu;
+        ctx.config.audit = true;
+        ctx.config.hidden = [Some(submissions.clone()), Some(out.clone()), secret.file.clone()].into_iter().flatten().collect();
+        // A class has hostile and hung programs: shorter limits than a learner's check.
+        if std::env::var_os("CUDABUGS_TIMEOUT_SECS").is_none() {
+            ctx.config.timeouts.tool = std::time::Duration::from_secs(90);
+            ctx.config.timeouts.run = std::time::Duration::from_secs(30);
+        }
+        contexts.push(ctx);
+    }
+    // Sanitizer runs spend their start-up on the CPU: a class keeps more of them going than a
+    // learner's check does, the cores shared among the GPUs' workers.
+    if std::env::var_os("CUDABUGS_SANITIZER_JOBS").is_none() {
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+        let workers = contexts.len();
+        for ctx in &mut contexts {
+            ctx.config.gpu_jobs = (cores * 3 / 4 / workers).max(6);
+        }
+    }
+    let job = ClassJob { submissions, roster, exercises, secret, out: out.clone(), shard: args.shard, regrade: args.regrade, chunk: args.chunk };
+    let bar = (format == Format::Text && std::io::IsTerminal::is_terminal(&std::io::stderr())).then(|| {
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} pairs, ETA {eta} {msg}").expect("a valid template"));
+        bar
+    });
+    let on_event = |e: Event| {
+        if format == Format::Json {
+            println!("{}", serde_json::to_string(&e).unwrap_or_default());
+            return;
+        }
+        match (&bar, &e) {
+            (Some(bar), Event::Started { pairs, already_graded, .. }) => {
+                bar.set_length(*pairs as u64);
+                bar.set_position(*already_graded as u64);
+                bar.reset_eta();
+            }
+            (Some(bar), Event::Graded { student, exercise, done, .. }) => {
+                bar.set_position(*done as u64);
+                bar.set_message(format!("{student} / {exercise}"));
+            }
+            (Some(bar), Event::Note { message }) => bar.println(message),
+            (None, Event::Started { layout, students, exercises, pairs, already_graded, workers }) => eprintln!(
+                "  .. {} students ({}), {exercises} exercises: {pairs} pairs, {already_graded} already in the journal; workers: {}",
+                students,
+                layout.describe(),
+                workers.join(", ")
+            ),
+            (None, Event::Graded { student, exercise, state, points, max, flags, done, of, .. }) => {
+                let flags = if flags.is_empty() { String::new() } else { format!(" flags: {}", flags.iter().map(|f| f.key()).collect::<Vec<_>>().join(", ")) };
+                eprintln!("  .. [{done}/{of}] {student} / {exercise}: {points} / {max} ({state}){flags}");
+            }
+            (None, Event::Note { message }) => eprintln!("  .. {message}"),
+            (_, Event::Chunk { exercise, pairs, phases, .. }) => {
+                let line = format!("{exercise}: {pairs} pair(s): tools and cases {:.1} s, timing {:.1} s, fresh inputs {:.1} s", phases.tools, phases.timing, phases.fresh);
+                match &bar {
+                    Some(bar) => bar.println(line),
+                    None => eprintln!("  .. {line}"),
+                }
+            }
+        }
+    };
+    let results = grade::grade_class(&wb, contexts, &job, &on_event)?;
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    if grader::tools::runner::interrupted() {
+        eprintln!("interrupted: the journal keeps every pair graded so far; run the same command again to go on");
+        return Ok(130);
+    }
+    // A shard writes only its journal; `grade merge` makes the gradebook of them all.
+    if job.shard.is_some() {
+        if format == Format::Text {
+            println!("shard {} graded {} pair(s) into {}", job.shard.map(|s| s.to_string()).unwrap_or_default(), results.len(), grade::journal_path(&out, job.shard).display());
+        }
+        return Ok(grade_exit(&results));
+    }
+    finish_gradebook(&out, format)
+}
+
+/// The exit code of a batch: 3 where the grader's own tools failed on a pair, 6 where the GPU
+/// stages were skipped, else 0 (students' failures are grades, not errors).
+fn grade_exit(results: &[grader::judge::grade::PairResult]) -> i32 {
+    use grader::judge::grade::PairState;
+    if results.iter().any(|r| matches!(r.state, PairState::ToolError { .. })) {
+        3
+    } else if results.iter().any(|r| matches!(r.state, PairState::Skipped { .. })) {
+        6
+    } else {
+        0
+    }
+}
+
+fn grade_merge(out: &Path, format: Format) -> Result<i32> {
+    finish_gradebook(out, format)
+}
+
+/// Every journal in `out` into the gradebook; exit 1 while pairs are missing.
+fn finish_gradebook(out: &Path, format: Format) -> Result<i32> {
+    let grader::judge::grade::Merged { info, results, missing } = grader::judge::grade::merge(out).map_err(|e| anyhow::anyhow!(e))?;
+    let written = grader::report::gradebook::write_all(&info, &results, out).with_context(|| format!("writing the gradebook into {}", out.display()))?;
+    let code = if missing.is_empty() { grade_exit(&results) } else { 1 };
+    match format {
+        Format::Json | Format::Sarif => println!("{}", serde_json::json!({ "event": "finished", "gradebook": out, "pairs": results.len(), "missing": missing, "files": written.len(), "exit_code": code })),
+        Format::Text => {
+            let book = grader::report::gradebook::Gradebook::new(&info, &results);
+            print!("{}", grader::report::gradebook_text(&book));
+            if !missing.is_empty() {
+                println!("{} pair(s) not graded yet (a shard still running or failed): {}", missing.len(), missing.iter().take(8).map(|(s, e)| format!("{s}/{e}")).collect::<Vec<_>>().join(", "));
+            }
+            println!("gradebook: {} ({} files: grades.csv, feedback/, gradescope/, summary.md)", out.display(), written.len());
+        }
+    }
+    Ok(code)
 }

@@ -14,6 +14,9 @@
 pub mod exercise;
 
 #[cfg(feature = "engine")]
+pub mod class;
+
+#[cfg(feature = "engine")]
 pub mod judge;
 #[cfg(feature = "engine")]
 pub mod learner;

@@ -5,6 +5,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use crate::exercise::data;
+use crate::exercise::manifest::Case;
 use crate::exercise::reference::{self, Buffer};
 use crate::exercise::workbook::Exercise;
 
@@ -25,20 +26,8 @@ pub struct Cases {
 /// Generate every case's inputs, write them for the harness into `dir` and compute the expected
 /// outputs with the Rust reference.
 pub fn prepare(ex: &Exercise, dir: &Path) -> std::io::Result<Cases> {
-    std::fs::create_dir_all(dir)?;
     let m = &ex.manifest.manifest;
-    let reference = reference::lookup(m.reference.get_ref()).expect("validated manifest");
-    let cases = m
-        .cases
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            let inputs = data::generate(&m.inputs, &c.params, c.seed);
-            let input = dir.join(format!("case{i}.in"));
-            data::write_case(&input, &c.params, &inputs, &m.outputs)?;
-            Ok(PreparedCase { name: c.name.clone(), input, expected: reference(&c.params, &inputs), sanitize: c.sanitize })
-        })
-        .collect::<std::io::Result<Vec<_>>>()?;
+    let cases = prepare_list(ex, dir, "case", &m.cases)?.cases;
     // The bench input is large (64 MB for 03-race) and needs no expected output: it is written once
     // per content, under a name that carries what it is made from.
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
@@ -51,6 +40,28 @@ pub fn prepare(ex: &Exercise, dir: &Path) -> std::io::Result<Cases> {
         std::fs::rename(&tmp, &bench_input)?;
     }
     Ok(Cases { cases, bench_input })
+}
+
+/// Write the inputs of `list` (files `<prefix><i>.in` in `dir`) and compute their expected outputs.
+/// No bench input: `grade`'s hidden and fresh cases are only run for correctness.
+pub fn prepare_list(ex: &Exercise, dir: &Path, prefix: &str, list: &[Case]) -> std::io::Result<Cases> {
+    std::fs::create_dir_all(dir)?;
+    let m = &ex.manifest.manifest;
+    let reference = reference::lookup(m.reference.get_ref()).expect("validated manifest");
+    let cases = list
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let inputs = data::generate(&m.inputs, &c.params, c.seed);
+            let input = dir.join(format!("{prefix}{i}.in"));
+            // Written aside and renamed: another worker (grade's, one per GPU) may be reading it.
+            let tmp = dir.join(format!("{prefix}{i}.in.{}.{:?}.tmp", std::process::id(), std::thread::current().id()).replace(['(', ')'], ""));
+            data::write_case(&tmp, &c.params, &inputs, &m.outputs)?;
+            std::fs::rename(&tmp, &input)?;
+            Ok(PreparedCase { name: c.name.clone(), input, expected: reference(&c.params, &inputs), sanitize: c.sanitize })
+        })
+        .collect::<std::io::Result<Vec<_>>>()?;
+    Ok(Cases { cases, bench_input: PathBuf::new() })
 }
 
 /// Where a run writes a case's outputs: in the submission's own folder.

@@ -50,6 +50,9 @@ pub struct Manifest {
     pub hints: Spanned<Vec<String>>,
     /// Plain-words explanation of the finding, shown under the tool's record.
     pub explain: Explain,
+    /// Points per stage of `grade` (defaults: `rubric::Rubric::default`).
+    #[serde(default)]
+    pub rubric: Option<crate::exercise::rubric::Rubric>,
 }
 
 impl Manifest {
@@ -514,6 +517,7 @@ fn validate_fields(m: &LoadedManifest) -> Result<(), ManifestError> {
         }
     }
     validate_track(m)?;
+    crate::exercise::rubric::validate(m)?;
     if let Some(expect) = &man.expect {
     let expect_line = find_line(&m.text, "[expect]");
     match (expect.detector, expect.tool, expect.kind) {
@@ -641,7 +645,7 @@ fn label_dir(label: &str, id: &str) -> String {
     }
 }
 
-fn find_line(text: &str, needle: &str) -> Option<usize> {
+pub fn find_line(text: &str, needle: &str) -> Option<usize> {
     text.find(needle).map(|off| line_of(text, off))
 }
 

@@ -6,6 +6,7 @@ pub mod manifest;
 pub mod metric;
 pub mod reference;
 pub mod regions;
+pub mod rubric;
 
 #[cfg(feature = "engine")]
 pub mod cases;

@@ -52,6 +52,12 @@ pub struct Config {
     pub record_tools: Option<PathBuf>,
     /// Serve tool runs from this recording instead of running them (CPU-only machines, tests).
     pub replay_tools: Option<PathBuf>,
+    /// Folders and files no sandboxed run may see besides the workbook's own (`grade`: the class's
+    /// submissions, the gradebook, the instructor's secret file).
+    pub hidden: Vec<PathBuf>,
+    /// Timing also collects what `grade`'s anti-cheat rules read (DRAM bytes read, instructions)
+    /// and profiles every kernel, named or not.
+    pub audit: bool,
 }
 
 impl Default for Config {
@@ -69,6 +75,8 @@ impl Default for Config {
             install_toolkit: true,
             record_tools: None,
             replay_tools: None,
+            hidden: Vec::new(),
+            audit: false,
         }
     }
 }

@@ -4,6 +4,7 @@
 pub mod check;
 pub mod config;
 pub mod context;
+pub mod grade;
 pub mod perf;
 pub mod plan;
 pub mod sanitize;

@@ -222,7 +222,7 @@ pub fn peak(ctx: &Context, wb: &Workbook, again: bool) -> Result<Peak, PeakError
         recipe: ctx.recipe(),
         ncu: ctx.tools.ncu.as_deref(),
         dir,
-        ncu_lock: stages::ncu_lock_dir(wb),
+        ncu_lock: stages::ncu_lock_dir(ctx, wb),
         driver,
         timeout: ctx.config.timeouts.ncu,
     };
@@ -251,10 +251,11 @@ pub fn time_baseline(ctx: &Context, wb: &Workbook, ex: &Exercise) -> Result<Opti
         args: vec![p("m"), p("n"), p("k"), m.bench.repeat.to_string()],
         kernels: Vec::new(),
         counters: counters::ROOFLINE_COUNTERS.iter().map(|s| s.to_string()).collect(),
+        every_kernel: false,
         repeat: m.bench.repeat,
     };
     let csv = dir.join("cublas-sgemm.csv");
-    let lock = stages::ncu_lock_dir(wb);
+    let lock = stages::ncu_lock_dir(ctx, wb);
     let job = ncu::job(ncu_path, &target, &csv, ctx.config.timeouts.ncu).env("TMPDIR", &lock).key("baseline/cublas-sgemm").output(&csv);
     let measured = ncu::measure(ctx.launcher.as_ref(), &job, &target, &csv).map_err(|e| e.to_string())?;
     match measured.counters {

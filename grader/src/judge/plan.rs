@@ -53,6 +53,15 @@ pub struct Submission<'a> {
     pub work: PathBuf,
     pub reuse: Reuse,
     pub target: Target<'a>,
+    /// `grade`'s hidden and fresh cases (none elsewhere).
+    pub secret: Option<&'a SecretCases>,
+}
+
+/// An exercise's hidden cases and the fresh inputs of the check after timing.
+#[derive(Debug, Default)]
+pub struct SecretCases {
+    pub hidden: Cases,
+    pub fresh: Cases,
 }
 
 impl<'a> Submission<'a> {
@@ -67,6 +76,7 @@ impl<'a> Submission<'a> {
             work: work_root(wb).join(plan).join(exercise.id()).join(variant),
             reuse,
             target: Target::Exercise { exercise, cases },
+            secret: None,
         }
     }
 
@@ -83,6 +93,7 @@ impl<'a> Submission<'a> {
             regions: Vec::new(),
             reuse: Reuse::Never,
             target: Target::Program(program),
+            secret: None,
         }
     }
 
@@ -143,6 +154,10 @@ pub enum StageKind {
     Sanitize(Tool),
     /// The release build on every case, outputs poisoned first, compared with the reference.
     Correctness,
+    /// The same on the instructor's hidden cases (`grade`).
+    Hidden,
+    /// The same on fresh inputs, after the timed runs (`grade`'s check against cached answers).
+    Fresh,
     /// The release build on the bench input under ncu.
     Timing,
     /// A program's release build under ncu with the performance metrics (`sanitize --profile`).
@@ -157,6 +172,8 @@ impl StageKind {
             StageKind::BuildRelease => "build-release".into(),
             StageKind::Sanitize(t) => format!("sanitize:{t}"),
             StageKind::Correctness => "correctness".into(),
+            StageKind::Hidden => "hidden".into(),
+            StageKind::Fresh => "fresh".into(),
             StageKind::Timing => "timing".into(),
             StageKind::Profile => "profile".into(),
         }
@@ -167,14 +184,14 @@ impl StageKind {
         match self {
             StageKind::BuildDebug | StageKind::BuildRelease => None,
             StageKind::Sanitize(_) => Some(Flavor::Sanitize),
-            StageKind::Correctness | StageKind::Timing | StageKind::Profile => Some(Flavor::Timing),
+            StageKind::Correctness | StageKind::Hidden | StageKind::Fresh | StageKind::Timing | StageKind::Profile => Some(Flavor::Timing),
         }
     }
 
     pub fn resource(self) -> Resource {
         match self {
             StageKind::BuildDebug | StageKind::BuildRelease => Resource::Cpu,
-            StageKind::Sanitize(_) | StageKind::Correctness => Resource::Gpu,
+            StageKind::Sanitize(_) | StageKind::Correctness | StageKind::Hidden | StageKind::Fresh => Resource::Gpu,
             StageKind::Timing | StageKind::Profile => Resource::Profiler,
         }
     }

@@ -57,10 +57,19 @@ const PASSED_THROUGH: &[&str] = &["PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVIC
 
 /// The folder ncu's instances share for their lock file (`$TMPDIR/nsight-compute-lock`), which is
 /// what keeps the kernels of several ncu processes from being timed at once. Made if missing.
-pub fn ncu_lock_dir(wb: &Workbook) -> PathBuf {
-    let dir = wb.work_dir().join("ncu-lock");
+pub fn ncu_lock_dir(ctx: &Context, wb: &Workbook) -> PathBuf {
+    // One lock per GPU: kernels on different GPUs do not disturb each other's times. Per machine
+    // too, where a cluster's nodes share the workbook's folder (`grade --shard` under Slurm).
+    let dir = match &ctx.config.gpu {
+        Some(gpu) => wb.work_dir().join("ncu-lock").join(hostname()).join(format!("gpu{gpu}")),
+        None => wb.work_dir().join("ncu-lock"),
+    };
     let _ = std::fs::create_dir_all(&dir);
     dir
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_else(|_| "localhost".into())
 }
 
 /// Where a submission's code may write and what it must not see.
@@ -73,7 +82,7 @@ pub fn confinement(ctx: &Context, wb: &Workbook, sub: &Submission, extra_writabl
     }
     Confinement {
         writable,
-        hidden: vec![wb.root.join("solutions"), wb.root.join(crate::learner::BACKUP_DIR), crate::judge::plan::work_root(wb)],
+        hidden: [wb.root.join("solutions"), wb.root.join(crate::learner::BACKUP_DIR), crate::judge::plan::work_root(wb)].into_iter().chain(ctx.config.hidden.iter().cloned()).collect(),
         limits: ctx.config.limits,
     }
 }
@@ -186,9 +195,9 @@ pub fn sanitize(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, b
     Output::Sanitized { tool, run, findings: found }
 }
 
-pub fn correctness(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: &Built) -> Output {
+pub fn correctness(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: &Built, cases: &cases::Cases) -> Output {
     let tag = stage.id().replace(['#', ':'], "-");
-    let (args, outputs) = cases::harness_args(sub.cases(), |_| true, true, &sub.work.join("out"), &tag);
+    let (args, outputs) = cases::harness_args(cases, |_| true, true, &sub.work.join("out"), &tag);
     let mut job = Job::new(&built.binary, ctx.config.timeouts.run).args(args);
     job.outputs = outputs.clone();
     let job = confined(ctx, wb, sub, stage, job, None);
@@ -213,11 +222,18 @@ pub fn time(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built
         ],
         kernels: m.timing.kernels.clone(),
         // A performance exercise's metrics come from the same ncu pass as its time.
-        counters: m.perf.as_ref().map(|p| crate::tools::counters::needed(p.metrics.get_ref())).unwrap_or_default(),
+        counters: {
+            let mut c = m.perf.as_ref().map(|p| crate::tools::counters::needed(p.metrics.get_ref())).unwrap_or_default();
+            if ctx.config.audit {
+                c.extend(ncu::AUDIT_COUNTERS.iter().filter(|a| !c.iter().any(|n| n == *a)).map(|a| a.to_string()).collect::<Vec<_>>());
+            }
+            c
+        },
+        every_kernel: ctx.config.audit,
         repeat: m.bench.repeat,
     };
     let csv = out.join(format!("{tag}.csv"));
-    let lock = ncu_lock_dir(wb);
+    let lock = ncu_lock_dir(ctx, wb);
     let job = ncu::job(path, &target, &csv, ctx.config.timeouts.ncu).output(&csv);
     let job = confined(ctx, wb, sub, stage, job, Some(&lock));
     let measured = ncu::measure(ctx.launcher.as_ref(), &job, &target, &csv);
@@ -229,7 +245,7 @@ pub fn profile(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, bu
     let Some(path) = ctx.tools.ncu.as_deref() else { return Output::NotRun(Blocked::Missing("ncu")) };
     let Target::Program(p) = &sub.target else { return Output::NotRun(Blocked::NotApplicable("an exercise is timed on its bench, not profiled")) };
     let csv = sub.work.join("out").join("profile.csv");
-    let lock = ncu_lock_dir(wb);
+    let lock = ncu_lock_dir(ctx, wb);
     let job = ncu::profile_job(path, &built.binary, &p.args, &csv, ctx.config.timeouts.ncu).output(&csv);
     let job = confined(ctx, wb, sub, stage, job, Some(&lock));
     let _ = std::fs::remove_file(&csv);
@@ -246,7 +262,11 @@ pub fn run(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built:
         (StageKind::BuildRelease, _) => build(ctx, wb, sub, stage, Flavor::Timing),
         (_, None) => Output::NotRun(Blocked::BuildFailed),
         (StageKind::Sanitize(tool), Some(b)) => sanitize(ctx, wb, sub, stage, b, tool),
-        (StageKind::Correctness, Some(b)) => correctness(ctx, wb, sub, stage, b),
+        (StageKind::Correctness, Some(b)) => correctness(ctx, wb, sub, stage, b, sub.cases()),
+        (StageKind::Hidden | StageKind::Fresh, Some(b)) => match sub.secret {
+            Some(secret) => correctness(ctx, wb, sub, stage, b, if stage.kind == StageKind::Hidden { &secret.hidden } else { &secret.fresh }),
+            None => Output::NotRun(Blocked::NotApplicable("hidden and fresh cases belong to `grade`, which has the instructor's secret")),
+        },
         (StageKind::Timing, Some(b)) => time(ctx, wb, sub, stage, b),
         (StageKind::Profile, Some(b)) => profile(ctx, wb, sub, stage, b),
     }

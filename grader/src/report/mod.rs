@@ -7,6 +7,7 @@ use std::path::Path;
 
 use anstyle::{AnsiColor, Style};
 
+pub mod gradebook;
 pub mod sarif;
 
 use crate::judge::check::CheckReport;
@@ -472,5 +473,44 @@ pub fn sanitize_text(r: &SanitizeReport, cwd: &Path) -> String {
     }
     let kinds = r.findings.iter().filter(|m| m.follow_on_of.is_none()).count();
     let _ = writeln!(out, "\n{}{}", verdict(&r.outcome), if kinds > 0 { format!(": {kinds} finding(s) to fix") } else { String::new() });
+    out
+}
+
+/// The class at a glance: a row per student, the points of each exercise, the flags.
+pub fn gradebook_text(book: &gradebook::Gradebook) -> String {
+    use crate::judge::grade::PairState;
+    let mut out = String::new();
+    let exercises = &book.info.exercises;
+    let _ = write!(out, "{:<20}", "student");
+    for e in exercises {
+        let _ = write!(out, " {:>14}", e);
+    }
+    let _ = writeln!(out, " {:>9}", "total");
+    for s in &book.info.roster.students {
+        let _ = write!(out, "{:<20}", s.id);
+        let mut notes = Vec::new();
+        for e in exercises {
+            let cell = match book.results.get(&(s.id.as_str(), e.as_str())) {
+                None => "-".to_string(),
+                Some(r) => {
+                    notes.extend(r.flags.iter().map(|f| format!("{e}: {}", f.rule.key())));
+                    match &r.state {
+                        PairState::NotSubmitted => "missing".into(),
+                        PairState::NotGradable { .. } => "not gradable".into(),
+                        PairState::Skipped { .. } => format!("{:.0} (no GPU)", r.points),
+                        PairState::ToolError { .. } => "tool error".into(),
+                        PairState::Graded => format!("{:.1}/{:.0}", r.points, r.max),
+                    }
+                }
+            };
+            let _ = write!(out, " {:>14}", cell);
+        }
+        let (total, max) = book.total(&s.id);
+        let _ = write!(out, " {:>9}", format!("{total:.1}/{max:.0}"));
+        if !notes.is_empty() {
+            let _ = write!(out, "  {}", paint(WARN, notes.join(", ")));
+        }
+        out.push('\n');
+    }
     out
 }

@@ -74,3 +74,26 @@ pub fn probe() -> GpuStatus {
         Err(_) => GpuStatus::Unusable("the CUDA driver library could not be used".into()),
     }
 }
+
+/// How many GPUs this process may use (the driver applies `CUDA_VISIBLE_DEVICES`); 0 without a
+/// usable driver.
+pub fn count() -> usize {
+    // SAFETY: this only tries to dlopen libcuda.
+    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        return 0;
+    }
+    let query = || -> Result<i32, cudarc::driver::DriverError> {
+        use cudarc::driver::sys;
+        // SAFETY: plain driver queries into a local value; the driver is loaded (checked above).
+        unsafe {
+            sys::cuInit(0).result()?;
+            let mut n = 0;
+            sys::cuDeviceGetCount(&mut n).result()?;
+            Ok(n)
+        }
+    };
+    match std::panic::catch_unwind(query) {
+        Ok(Ok(n)) => n.max(0) as usize,
+        _ => 0,
+    }
+}

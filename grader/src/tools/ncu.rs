@@ -104,14 +104,21 @@ pub struct Target {
     pub kernels: Vec<String>,
     /// Counters collected beside the time, in the same ncu process (performance exercises).
     pub counters: Vec<String>,
+    /// Profile every kernel the program launches, not only `kernels` (whose times still count):
+    /// `grade` checks that the named kernels are the ones launched.
+    pub every_kernel: bool,
     /// How many times the program runs its bench: its time is the total divided by this.
     pub repeat: u32,
 }
 
+/// What `grade`'s anti-cheat rules read beside the time: the DRAM bytes the timed kernels read
+/// (proof that they read their inputs) and the warp instructions they executed.
+pub const AUDIT_COUNTERS: &[&str] = &["dram__bytes_read.sum", "smsp__inst_executed.sum"];
+
 /// One ncu process profiling one program, with the CSV written to `csv_path`.
 pub fn job(ncu: &Path, target: &Target, csv_path: &Path, timeout: Duration) -> Job {
     let metrics = std::iter::once(METRIC).chain(target.counters.iter().map(String::as_str)).collect::<Vec<_>>().join(",");
-    let filter = (!target.kernels.is_empty()).then(|| ["-k".to_string(), format!("regex:^({})$", target.kernels.join("|"))]);
+    let filter = (!target.kernels.is_empty() && !target.every_kernel).then(|| ["-k".to_string(), format!("regex:^({})$", target.kernels.join("|"))]);
     Job::new(ncu, timeout)
         .args(["--csv", "--print-units", "base", "--metrics", &metrics, "--clock-control", "base", "--cache-control", "all"])
         .args(filter.into_iter().flatten())
@@ -330,6 +337,7 @@ mod tests {
             args: vec!["--repeat".into(), "3".into()],
             kernels: vec!["k".into(), "j".into()],
             counters: Vec::new(),
+            every_kernel: false,
             repeat: 3,
         };
         let line = job(Path::new("ncu"), &t, Path::new("/o.csv"), Duration::from_secs(1)).display();

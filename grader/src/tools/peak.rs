@@ -153,6 +153,7 @@ pub fn measure(setup: &Setup) -> Result<Peak, PeakError> {
         args: Vec::new(),
         kernels: vec![COPY_KERNEL.into(), FMA_KERNEL.into()],
         counters: Vec::new(),
+        every_kernel: false,
         repeat: 1,
     };
     let csv = setup.dir.join("peak.csv");

@@ -196,6 +196,8 @@ pub struct Prepared {
     rlimits: Vec<(libc::__rlimit_resource_t, u64)>,
     writable: Vec<CString>,
     hidden: Vec<CString>,
+    /// Hidden files (an instructor's secret file): /dev/null bound over each.
+    hidden_files: Vec<CString>,
     /// Folders to create inside a hidden folder's empty tmpfs, so that a writable folder below it
     /// can be bound back in.
     mkdirs: Vec<CString>,
@@ -241,6 +243,7 @@ impl Prepared {
             rlimits,
             writable: confine.writable.iter().map(|p| cstr(p)).collect(),
             hidden: confine.hidden.iter().filter(|h| h.is_dir()).map(|p| cstr(p)).collect(),
+            hidden_files: confine.hidden.iter().filter(|h| h.is_file()).map(|p| cstr(p)).collect(),
             mkdirs,
             cwd: cwd.map(cstr),
             dev_null: CString::new("/dev/null").unwrap(),
@@ -441,6 +444,11 @@ impl Prepared {
         // inside it, then read-only.
         for h in &self.hidden {
             if libc::mount(c"tmpfs".as_ptr(), h.as_ptr(), c"tmpfs".as_ptr(), libc::MS_NOSUID | libc::MS_NODEV, c"size=64k,mode=755".as_ptr().cast()) != 0 {
+                return Err(SetupStep::Hide);
+            }
+        }
+        for f in &self.hidden_files {
+            if libc::mount(self.dev_null.as_ptr(), f.as_ptr(), null, libc::MS_BIND, std::ptr::null()) != 0 {
                 return Err(SetupStep::Hide);
             }
         }

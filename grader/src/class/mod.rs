@@ -1,0 +1,8 @@
+//! A class: its submissions on disk (`roster`), what a submission may change (`tamper`), the
+//! instructor's hidden cases (`secret`) and the durable record of what has been graded (`journal`).
+//! `judge::grade` is the plan that grades them; `report::gradebook` writes the results.
+
+pub mod journal;
+pub mod roster;
+pub mod secret;
+pub mod tamper;

@@ -1,0 +1,290 @@
+//! A class's submissions on disk: which layout the folder has, who the students are, and where
+//! each student's file for an exercise is.
+//!
+//! Layouts, detected in this order:
+//! - a Gradescope "export submissions" folder: `submission_metadata.yml` names the submitters of
+//!   each `submission_NNN/` folder;
+//! - GitHub Classroom clones (`gh classroom clone student-repos`): git clones named
+//!   `<assignment>-<username>`, the student being the username;
+//! - a folder per student, named after the student.
+//!
+//! Inside a student's folder the file is a copy of the workbook's (`exercises/<id>/<file>.cu`), or
+//! `<id>/<file>.cu`, or the bare `<file>.cu` or `<id>.cu`. A folder holding nothing but one folder
+//! (an unpacked archive) is looked into.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::exercise::workbook::{Exercise, Workbook};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Layout {
+    Gradescope,
+    GithubClassroom,
+    FolderPerStudent,
+}
+
+impl Layout {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Layout::Gradescope => "a Gradescope export (submission_metadata.yml)",
+            Layout::GithubClassroom => "GitHub Classroom clones (<assignment>-<username>)",
+            Layout::FolderPerStudent => "a folder per student",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Student {
+    /// Unique, safe in a path and a CSV: the folder name, or the Gradescope submission id.
+    pub id: String,
+    /// For people: the submitters' names, or the id.
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sid: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    /// The folder the files are looked for in.
+    pub folder: PathBuf,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Roster {
+    pub layout: Layout,
+    pub students: Vec<Student>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RosterError {
+    #[error("{0}: {1}")]
+    Io(PathBuf, std::io::Error),
+    #[error("{path}: {message}")]
+    Metadata { path: PathBuf, message: String },
+    #[error("{0}: no student folders in it")]
+    Empty(PathBuf),
+}
+
+pub const GRADESCOPE_METADATA: &str = "submission_metadata.yml";
+
+fn subfolders(dir: &Path) -> Result<Vec<PathBuf>, RosterError> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| RosterError::Io(dir.to_path_buf(), e))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_dir() && !p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.')))
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
+fn name_of(p: &Path) -> String {
+    p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// A name safe in a path, a recording key and a CSV cell.
+pub fn slug(name: &str) -> String {
+    let s: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '_' }).collect();
+    let s = s.trim_start_matches('.').to_string();
+    if s.is_empty() { "_".into() } else { s }
+}
+
+/// Find the layout and the students of `dir`.
+pub fn discover(dir: &Path) -> Result<Roster, RosterError> {
+    let metadata = dir.join(GRADESCOPE_METADATA);
+    if metadata.is_file() {
+        let text = std::fs::read_to_string(&metadata).map_err(|e| RosterError::Io(metadata.clone(), e))?;
+        let students = gradescope(dir, &metadata, &text)?;
+        return Ok(Roster { layout: Layout::Gradescope, students });
+    }
+    let folders = subfolders(dir)?;
+    if folders.is_empty() {
+        return Err(RosterError::Empty(dir.to_path_buf()));
+    }
+    let names: Vec<String> = folders.iter().map(|f| name_of(f)).collect();
+    let prefix = classroom_prefix(&names);
+    let clones = folders.iter().all(|f| f.join(".git").exists());
+    let (layout, strip) = match prefix {
+        Some(p) if clones => (Layout::GithubClassroom, p.len()),
+        _ => (Layout::FolderPerStudent, 0),
+    };
+    let students = folders
+        .iter()
+        .zip(&names)
+        .map(|(folder, name)| {
+            let shown = name[strip..].to_string();
+            Student { id: slug(&shown), name: shown, sid: None, email: None, folder: folder.clone() }
+        })
+        .collect();
+    Ok(Roster { layout, students })
+}
+
+/// The assignment prefix GitHub Classroom gives every repository (`lab3-`), where all the folders
+/// share one that ends in a dash and leaves a name after it.
+fn classroom_prefix(names: &[String]) -> Option<String> {
+    let first = names.first()?;
+    let mut len = first.len();
+    for n in names {
+        len = len.min(first.bytes().zip(n.bytes()).take_while(|(a, b)| a == b).count());
+    }
+    let prefix = &first[..len];
+    let cut = prefix.rfind('-')? + 1;
+    let prefix = &first[..cut];
+    names.iter().all(|n| n.len() > prefix.len()).then(|| prefix.to_string())
+}
+
+/// Students from Gradescope's `submission_metadata.yml`: a map from each submission folder to its
+/// `:submitters:` (`:name:`, `:sid:`, `:email:`); a group's names are joined with " & ".
+fn gradescope(dir: &Path, path: &Path, text: &str) -> Result<Vec<Student>, RosterError> {
+    use yaml_rust2::{Yaml, YamlLoader};
+    let bad = |message: String| RosterError::Metadata { path: path.to_path_buf(), message };
+    let docs = YamlLoader::load_from_str(text).map_err(|e| bad(format!("line {}: {}", e.marker().line(), e.info())))?;
+    let Some(Yaml::Hash(map)) = docs.into_iter().next() else { return Err(bad("expected a map of submission folders".into())) };
+    let field = |h: &Yaml, k: &str| -> Option<String> {
+        match &h[format!(":{k}").as_str()] {
+            Yaml::String(s) => Some(s.clone()),
+            Yaml::Integer(i) => Some(i.to_string()),
+            _ => match &h[k] {
+                Yaml::String(s) => Some(s.clone()),
+                Yaml::Integer(i) => Some(i.to_string()),
+                _ => None,
+            },
+        }
+    };
+    let mut students = Vec::new();
+    for (key, value) in &map {
+        let Some(folder) = key.as_str() else { return Err(bad(format!("a key that is not a folder name: {key:?}"))) };
+        let submitters = match &value[":submitters"] {
+            Yaml::Array(a) => a.clone(),
+            _ => match &value["submitters"] {
+                Yaml::Array(a) => a.clone(),
+                _ => return Err(bad(format!("`{folder}` has no :submitters: list"))),
+            },
+        };
+        let names: Vec<String> = submitters.iter().filter_map(|s| field(s, "name")).collect();
+        let sids: Vec<String> = submitters.iter().filter_map(|s| field(s, "sid")).collect();
+        let emails: Vec<String> = submitters.iter().filter_map(|s| field(s, "email")).collect();
+        let joined = |v: &[String]| (!v.is_empty()).then(|| v.join(" & "));
+        students.push(Student {
+            id: slug(folder),
+            name: joined(&names).unwrap_or_else(|| folder.to_string()),
+            sid: joined(&sids),
+            email: joined(&emails),
+            folder: dir.join(folder),
+        });
+    }
+    students.sort_by(|a, b| a.id.cmp(&b.id));
+    Ok(students)
+}
+
+/// Where a student's files are: the folder, or the one folder inside it (an unpacked archive).
+fn content_root(folder: &Path) -> PathBuf {
+    let has_files = std::fs::read_dir(folder).map(|rd| rd.filter_map(Result::ok).any(|e| e.path().is_file())).unwrap_or(false);
+    match subfolders(folder) {
+        Ok(sub) if sub.len() == 1 && !has_files && !folder.join("exercises").is_dir() => sub.into_iter().next().unwrap(),
+        _ => folder.to_path_buf(),
+    }
+}
+
+/// The student's file for `ex`, if they submitted one. A bare file name two exercises share
+/// (`histogram.cu`) belongs to the one whose original it matches outside the marked regions, or
+/// whose first line (`// 05-memset: ...`) it keeps.
+pub fn find_file(student: &Student, ex: &Exercise, wb: &Workbook) -> Option<PathBuf> {
+    let root = content_root(&student.folder);
+    let source = ex.manifest.source_name();
+    let specific = [root.join("exercises").join(ex.id()).join(source), root.join(ex.id()).join(source), root.join(format!("{}.cu", ex.id()))];
+    if let Some(found) = specific.into_iter().find(|p| p.is_file()) {
+        return Some(found);
+    }
+    let bare = root.join(source);
+    if !bare.is_file() {
+        return None;
+    }
+    let sharing: Vec<&Exercise> = wb.exercises.iter().filter(|e| e.manifest.source_name() == source).collect();
+    if sharing.len() == 1 {
+        return Some(bare);
+    }
+    let text = std::fs::read_to_string(&bare).ok()?;
+    let fits = |e: &Exercise| matches!(crate::exercise::regions::differ_only_inside(e.original, &text), Ok(None));
+    let header = |e: &Exercise| text.lines().next() == e.original.lines().next();
+    let owner = sharing.iter().find(|e| fits(e)).or_else(|| sharing.iter().find(|e| header(e)))?;
+    (owner.id() == ex.id()).then_some(bare)
+}
+
+/// Every (student, exercise) pair of the roster in a fixed order (student, then exercise), which
+/// `--shard K/N` splits: pair i goes to shard i mod N.
+pub fn pairs<'a>(roster: &'a Roster, exercises: &[&'a Exercise]) -> Vec<(&'a Student, &'a Exercise)> {
+    roster.students.iter().flat_map(|s| exercises.iter().map(move |e| (s, *e))).collect()
+}
+
+/// `K/N`: the K-th of N shards, 1-based.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Shard, String> {
+        let (k, n) = s.split_once('/').ok_or_else(|| format!("`{s}`: give the shard as K/N, e.g. 2/4"))?;
+        let (k, n): (usize, usize) = (k.trim().parse().map_err(|_| format!("`{s}`: K is not a number"))?, n.trim().parse().map_err(|_| format!("`{s}`: N is not a number"))?);
+        if n == 0 || k == 0 || k > n {
+            return Err(format!("`{s}`: K must be between 1 and N (shards are numbered from 1)"));
+        }
+        Ok(Shard { index: k, count: n })
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+impl Shard {
+    pub fn takes(&self, pair_index: usize) -> bool {
+        pair_index % self.count == self.index - 1
+    }
+}
+
+/// The students by id, for the gradebook.
+pub fn by_id(roster: &Roster) -> BTreeMap<&str, &Student> {
+    roster.students.iter().map(|s| (s.id.as_str(), s)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_classroom_prefix_is_the_shared_part_up_to_a_dash() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(classroom_prefix(&names(&["lab3-alice", "lab3-bob", "lab3-bo-x"])), Some("lab3-".into()));
+        assert_eq!(classroom_prefix(&names(&["alice", "bob"])), None);
+        assert_eq!(classroom_prefix(&names(&["lab-", "lab-x"])), None, "nothing left after the prefix");
+    }
+
+    #[test]
+    fn shards_split_the_pairs_without_overlap() {
+        let shards: Vec<Shard> = (1..=3).map(|k| format!("{k}/3").parse().unwrap()).collect();
+        for i in 0..20 {
+            assert_eq!(shards.iter().filter(|s| s.takes(i)).count(), 1);
+        }
+        assert!("0/3".parse::<Shard>().is_err() && "4/3".parse::<Shard>().is_err() && "x".parse::<Shard>().is_err());
+    }
+
+    #[test]
+    fn gradescope_metadata_names_the_submitters() {
+        let text = "submission_101:\n  :submitters:\n  - :name: Ada Lovelace\n    :sid: '1815'\n    :email: ada@example.edu\n  :created_at: 2026-10-01\nsubmission_102:\n  :submitters:\n  - :name: A\n    :sid: 1\n  - :name: B\n    :sid: 2\n";
+        let s = gradescope(Path::new("/x"), Path::new("/x/m.yml"), text).unwrap();
+        assert_eq!(s[0].name, "Ada Lovelace");
+        assert_eq!(s[0].sid.as_deref(), Some("1815"));
+        assert_eq!(s[0].folder, Path::new("/x/submission_101"));
+        assert_eq!(s[1].name, "A & B");
+        let e = gradescope(Path::new("/x"), Path::new("/x/m.yml"), "submission_1:\n  :created_at: 1\n").unwrap_err();
+        assert!(e.to_string().contains("submission_1") && e.to_string().contains(":submitters:"), "{e}");
+    }
+}

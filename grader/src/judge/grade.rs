@@ -1,0 +1,1052 @@
+//! `grade`, a plan: a class's submissions, each (student, exercise) pair tamper-checked, built, run
+//! under all four compute-sanitizer tools, on the public cases and the instructor's hidden ones,
+//! timed against the reference fix (and the original) in the same GPU session, checked again on
+//! fresh inputs after the timed runs, and held to the anti-cheat rules. Points per stage come from
+//! the exercise's `[rubric]`.
+//!
+//! Pairs are graded in chunks of one exercise: one scheduler run builds and runs a chunk's
+//! submissions together, with the reference timed beside them. One worker per GPU, each with its
+//! own context (`CUDA_VISIBLE_DEVICES`) and ncu lock; each finished pair goes to the journal at once.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::class::journal::{self, Journal};
+use crate::class::roster::{self, Roster, Shard, Student};
+use crate::class::secret::Secret;
+use crate::class::tamper::{self, Tampered};
+use crate::exercise::cases::{self, Cases};
+use crate::exercise::compare::{self, Comparison};
+use crate::exercise::data;
+use crate::exercise::manifest::{Tool, Track};
+use crate::exercise::rubric::{GradeStage, Rubric};
+use crate::exercise::workbook::{Exercise, Workbook};
+use crate::judge::context::Context;
+use crate::judge::perf;
+use crate::judge::plan::{SecretCases, Stage, StageKind, Submission};
+use crate::judge::scheduler::{self, Results};
+use crate::judge::stages::Output;
+use crate::judge::verdict::{self, Finding, Status, Step};
+use crate::tools::ncu::{self, Measured};
+use crate::tools::nvcc::Reuse;
+use crate::tools::peak::Peak;
+use crate::tools::runner::Exit;
+
+/// An anti-cheat rule. Each says in the report why it fired; "review" rules withhold only the speed
+/// points and ask a person to look, the others withhold correctness credit too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rule {
+    /// None of the exercise's named kernels ran: the work was done elsewhere.
+    NoKernel,
+    /// The timed kernels read far fewer DRAM bytes than the inputs hold.
+    ProofOfWork,
+    /// Outputs were wrong on fresh inputs after the timed runs (answers cached or keyed to inputs).
+    FreshInputs,
+    /// Kernels ran that neither the exercise names nor the reference launches.
+    UnnamedKernels,
+    /// Far fewer instructions than the reference fix executes.
+    Instructions,
+    /// Faster than reading the inputs once at this GPU's measured bandwidth.
+    PhysicalFloor,
+    /// More than 10x faster than the reference fix.
+    TooFast,
+}
+
+impl Rule {
+    pub fn key(self) -> &'static str {
+        match self {
+            Rule::NoKernel => "no-kernel",
+            Rule::ProofOfWork => "proof-of-work",
+            Rule::FreshInputs => "fresh-inputs",
+            Rule::UnnamedKernels => "unnamed-kernels",
+            Rule::Instructions => "instructions",
+            Rule::PhysicalFloor => "physical-floor",
+            Rule::TooFast => "too-fast",
+        }
+    }
+
+    /// Flagged for a person to review (speed withheld), not failed.
+    pub fn review(self) -> bool {
+        matches!(self, Rule::UnnamedKernels | Rule::Instructions | Rule::PhysicalFloor | Rule::TooFast)
+    }
+
+    pub fn withholds(self) -> &'static [GradeStage] {
+        if self.review() {
+            &[GradeStage::Speed]
+        } else {
+            &[GradeStage::Public, GradeStage::Hidden, GradeStage::Speed]
+        }
+    }
+
+    /// The rule in general, for the report's legend.
+    pub fn why(self) -> &'static str {
+        match self {
+            Rule::NoKernel => "the exercise's kernels must do the work: none of them was launched in the timed runs, so the outputs came from somewhere else (the host, or another kernel)",
+            Rule::ProofOfWork => "a kernel that computes its outputs reads its inputs: ncu's dram__bytes_read.sum of the timed kernels must reach 80% of the inputs' bytes (or of what the reference fix reads, where that is less)",
+            Rule::FreshInputs => "after the timed runs the program ran again on inputs it had never seen; outputs that were right before and wrong now were remembered, not computed",
+            Rule::UnnamedKernels => "kernels the exercise does not name and the reference does not launch ran in the timed runs: their time is not counted, so speed is left to a person",
+            Rule::Instructions => "the timed kernels executed under a tenth of the reference fix's warp instructions: a better algorithm, or work done elsewhere; speed is left to a person",
+            Rule::PhysicalFloor => "the time is under 80% of the physical floor (the inputs' bytes at this GPU's measured memcpy bandwidth): speed is left to a person",
+            Rule::TooFast => "more than 10x faster than the reference fix: speed is left to a person",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Flag {
+    pub rule: Rule,
+    /// What was measured, in words.
+    pub message: String,
+    pub review: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StageScore {
+    pub stage: GradeStage,
+    pub points: f64,
+    pub max: f64,
+    pub status: Status,
+    pub summary: String,
+    /// The rule that withheld these points, where one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub withheld_by: Option<Rule>,
+}
+
+/// Where a pair ended up.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "kebab-case")]
+pub enum PairState {
+    /// Every stage ran (whatever the points).
+    Graded,
+    /// The student's folder has no file for this exercise.
+    NotSubmitted,
+    /// Changed outside the marked regions, or a harness of its own.
+    NotGradable { reason: String, diff: String },
+    /// Built, but the GPU stages could not run here: graded again on a machine with a GPU.
+    Skipped { reason: String },
+    /// The grader's own tools failed (not the student's fault): graded again next time.
+    ToolError { message: String },
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SpeedResult {
+    pub learner_ns: f64,
+    pub reference_ns: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original_ns: Option<f64>,
+    pub ratio_to_reference: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speedup_over_original: Option<f64>,
+    /// The target in words ("<= 1.50x the reference fix", ">= 2.5x the original").
+    pub target: String,
+}
+
+/// One graded (student, exercise): the journal's line.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PairResult {
+    pub student: String,
+    pub exercise: String,
+    pub fingerprint: String,
+    #[serde(flatten)]
+    pub state: PairState,
+    pub points: f64,
+    pub max: f64,
+    pub stages: Vec<StageScore>,
+    pub flags: Vec<Flag>,
+    /// What the student's report shows: the same steps as `check`, the hidden cases' details
+    /// withheld.
+    pub steps: Vec<Step>,
+    pub findings: Vec<Finding>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed: Option<SpeedResult>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<String>,
+    /// `CUDA_VISIBLE_DEVICES` of the worker that graded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    pub wall_s: f64,
+}
+
+impl journal::Entry for PairResult {
+    fn key(&self) -> (String, String) {
+        (self.student.clone(), self.exercise.clone())
+    }
+    fn fingerprint(&self) -> &str {
+        &self.fingerprint
+    }
+}
+
+impl PairResult {
+    fn empty(student: &str, ex: &Exercise, fingerprint: String, state: PairState) -> PairResult {
+        let rubric = rubric_of(ex);
+        let stages: Vec<StageScore> = rubric
+            .for_exercise(&ex.manifest)
+            .into_iter()
+            .map(|(stage, max)| StageScore { stage, points: 0.0, max, status: Status::Skipped, summary: "not run".into(), withheld_by: None })
+            .collect();
+        PairResult {
+            student: student.to_string(),
+            exercise: ex.id().to_string(),
+            fingerprint,
+            state,
+            points: 0.0,
+            max: rubric.total(),
+            stages,
+            flags: Vec::new(),
+            steps: Vec::new(),
+            findings: Vec::new(),
+            speed: None,
+            gpu: None,
+            device: None,
+            wall_s: 0.0,
+        }
+    }
+
+    /// The points of one stage.
+    pub fn stage(&self, s: GradeStage) -> Option<&StageScore> {
+        self.stages.iter().find(|x| x.stage == s)
+    }
+
+    fn set(&mut self, s: GradeStage, fraction: f64, status: Status, summary: impl Into<String>) {
+        if let Some(x) = self.stages.iter_mut().find(|x| x.stage == s) {
+            x.points = x.max * fraction.clamp(0.0, 1.0);
+            x.status = status;
+            x.summary = summary.into();
+        }
+    }
+
+    fn withhold(&mut self, rule: Rule) {
+        for s in rule.withholds() {
+            if let Some(x) = self.stages.iter_mut().find(|x| x.stage == *s) {
+                if x.points > 0.0 || x.status == Status::Passed {
+                    x.points = 0.0;
+                    x.status = Status::Failed;
+                    x.withheld_by = Some(rule);
+                }
+            }
+        }
+    }
+
+    fn total(&mut self) {
+        self.points = (self.stages.iter().map(|s| s.points).sum::<f64>() * 100.0).round() / 100.0;
+    }
+}
+
+pub fn rubric_of(ex: &Exercise) -> Rubric {
+    ex.manifest.manifest.rubric.unwrap_or_default()
+}
+
+/// The bytes the bench's inputs hold: what any kernel that computes the outputs must read.
+pub fn compulsory_bytes(ex: &Exercise) -> f64 {
+    let m = &ex.manifest.manifest;
+    m.inputs.iter().map(|b| crate::exercise::manifest::eval_len(b.len.get_ref(), &m.bench.params).unwrap_or(0) as f64 * b.dtype.size() as f64).sum()
+}
+
+/// Names what was graded: the text, the exercise (manifest, original, solution), this grader and
+/// the secret. A pair is graded again when any of them changes.
+pub fn fingerprint(ex: &Exercise, text: &str, secret: &Secret) -> String {
+    let h = crate::class::secret::stable_hash(&[text, &ex.manifest.text, ex.original, ex.solution, env!("CARGO_PKG_VERSION"), &secret.fingerprint()]);
+    format!("{h:016x}")
+}
+
+/// Cases passed of a run on a case set: each case counts on its own (a crash after two cases
+/// leaves those two).
+struct Tally {
+    passed: usize,
+    total: usize,
+    /// The first problem, in words (the run's failure, or the first wrong case).
+    problem: Option<String>,
+    timed_out: bool,
+}
+
+fn tally(output: Option<&Output>, cases: &Cases, ex: &Exercise) -> Tally {
+    let total = cases.cases.len();
+    let Some(Output::Ran { run, outputs, .. }) = output else {
+        let why = match output {
+            Some(Output::NotRun(b)) => verdict::why_not_run(b),
+            _ => "did not run".into(),
+        };
+        return Tally { passed: 0, total, problem: Some(why), timed_out: false };
+    };
+    let finished = match run {
+        Ok(f) => f,
+        Err(e) => return Tally { passed: 0, total, problem: Some(e.to_string()), timed_out: false },
+    };
+    if finished.exit == Exit::TimedOut {
+        return Tally { passed: 0, total, problem: Some("the program did not finish in time".into()), timed_out: true };
+    }
+    let mut problem = (!finished.success()).then(|| format!("the program failed ({})", finished.describe_exit()));
+    if let Some(left) = finished.left_running() {
+        problem = Some(format!("the program {left}"));
+    }
+    let mut passed = 0;
+    for (c, path) in cases.cases.iter().zip(outputs) {
+        match data::read_outputs(path).map(|got| compare::compare(&c.expected, &got, ex.manifest.manifest.tolerance)) {
+            Ok(Comparison::Equal { .. }) => passed += 1,
+            Ok(Comparison::Mismatch(m)) => {
+                problem.get_or_insert_with(|| format!("case `{}`: {}[{}] = {} but the reference says {} ({} of {} wrong)", c.name, m.buffer, m.index, m.got, m.expected, m.bad_count, m.len));
+            }
+            Ok(Comparison::Shape(msg)) => {
+                problem.get_or_insert_with(|| format!("case `{}`: {msg}", c.name));
+            }
+            Err(e) => {
+                problem.get_or_insert_with(|| format!("case `{}`: no outputs ({e})", c.name));
+            }
+        }
+    }
+    // A program that leaves something running passes no case: the sandbox killed it.
+    if finished.left_running().is_some() {
+        passed = 0;
+    }
+    Tally { passed, total, problem, timed_out: false }
+}
+
+/// What ncu saw of one version's timed runs, for the anti-cheat rules.
+#[derive(Debug, Clone, Default)]
+struct Audit {
+    kernels: BTreeSet<String>,
+    named_launched: bool,
+    /// Per run of the bench, summed over the named kernels.
+    dram_read: Option<f64>,
+    instructions: Option<f64>,
+}
+
+fn audit(m: &Measured, named: &[String], repeat: u32) -> Audit {
+    let kernels: BTreeSet<String> = m.launches.iter().map(|l| l.kernel.clone()).collect();
+    let text = m.csv().and_then(|p| std::fs::read_to_string(p).ok()).unwrap_or_default();
+    let launches = ncu::parse_metrics(&text).unwrap_or_default();
+    let mine: Vec<_> = launches.iter().filter(|l| named.contains(&l.kernel)).collect();
+    let sum = |k: &str| -> Option<f64> {
+        let v: Vec<f64> = mine.iter().filter_map(|l| l.metrics.get(k).copied()).collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / repeat.max(1) as f64)
+    };
+    Audit { named_launched: kernels.iter().any(|k| named.contains(k)), kernels, dram_read: sum("dram__bytes_read.sum"), instructions: sum("smsp__inst_executed.sum") }
+}
+
+fn timed<'r>(results: &'r Results, stage: &Stage) -> Option<&'r Measured> {
+    match results.get_run(stage) {
+        Some(Output::Timed { measured: Ok(m), .. }) => Some(m),
+        _ => None,
+    }
+}
+
+/// One chunk: several students' files for one exercise.
+pub struct Chunk<'a> {
+    pub exercise: &'a Exercise,
+    pub pairs: Vec<Pending<'a>>,
+    /// Numbers this chunk's reference timing (a recording keys each run apart).
+    pub index: u32,
+}
+
+/// A pair to grade: the student, the text read once, and its fingerprint.
+#[derive(Clone)]
+pub struct Pending<'a> {
+    pub student: &'a Student,
+    pub origin: PathBuf,
+    pub text: String,
+    pub fingerprint: String,
+}
+
+/// What a worker keeps between its chunks: each exercise's cases and this GPU's peak.
+pub struct Worker<'a> {
+    pub ctx: Context,
+    pub secret: &'a Secret,
+    /// Names the work folders: a shard's and a GPU's own, so that shards sharing the workbook's
+    /// folder (a cluster) and GPUs never build into one folder at once.
+    plan: String,
+    cases: Mutex<BTreeMap<String, std::sync::Arc<(Cases, SecretCases)>>>,
+    peak: Mutex<Option<Option<Peak>>>,
+}
+
+/// How long a chunk's phases took (seconds).
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Phases {
+    /// Builds, the four tools, the public and hidden cases.
+    pub tools: f64,
+    /// The ncu timing phase (the GPU is the profiler's alone).
+    pub timing: f64,
+    /// Fresh inputs after the timed runs.
+    pub fresh: f64,
+}
+
+impl<'a> Worker<'a> {
+    pub fn new(ctx: Context, secret: &'a Secret, shard: Option<Shard>) -> Worker<'a> {
+        let mut plan = "grade".to_string();
+        if let Some(s) = shard {
+            plan.push_str(&format!("-shard{}", s.index));
+        }
+        if let Some(g) = &ctx.config.gpu {
+            plan.push_str(&format!("-gpu{g}"));
+        }
+        Worker { ctx, secret, plan, cases: Mutex::new(BTreeMap::new()), peak: Mutex::new(None) }
+    }
+
+    fn device(&self) -> Option<String> {
+        self.ctx.config.gpu.clone()
+    }
+
+    fn gpu_stages(&self) -> bool {
+        self.ctx.no_gpu_reason().is_none() || self.ctx.launcher.replays()
+    }
+
+    /// This GPU's peak (measured once, cached on disk); None where it cannot be measured.
+    fn peak(&self, wb: &Workbook) -> Option<Peak> {
+        let mut peak = self.peak.lock().unwrap();
+        if peak.is_none() {
+            *peak = Some(perf::peak(&self.ctx, wb, false).ok());
+        }
+        peak.clone().flatten()
+    }
+
+    /// The exercise's public, hidden and fresh cases, written once per worker.
+    fn cases(&self, wb: &Workbook, ex: &Exercise) -> std::io::Result<std::sync::Arc<(Cases, SecretCases)>> {
+        let mut all = self.cases.lock().unwrap();
+        if let Some(c) = all.get(ex.id()) {
+            return Ok(c.clone());
+        }
+        let dir = wb.work_dir().join("cases").join(ex.id());
+        let public = cases::prepare(ex, &dir)?;
+        let (hidden, fresh) = self.secret.prepare(ex, &dir)?;
+        let c = std::sync::Arc::new((public, SecretCases { hidden, fresh }));
+        all.insert(ex.id().to_string(), c.clone());
+        Ok(c)
+    }
+
+    fn plan(&self) -> String {
+        self.plan.clone()
+    }
+
+    fn students<'s>(&self, wb: &Workbook, chunk: &Chunk<'s>, cases: &'s (Cases, SecretCases)) -> Vec<Submission<'s>> {
+        let plan = self.plan();
+        chunk
+            .pairs
+            .iter()
+            .map(|p| {
+                let mut s = Submission::new(wb, &plan, chunk.exercise, &p.student.id, p.origin.clone(), p.text.clone(), Reuse::IfUnchanged, &cases.0);
+                s.secret = Some(&cases.1);
+                s
+            })
+            .collect()
+    }
+
+    /// Build a chunk's submissions ahead of their turn (CPU only: while another chunk is timed).
+    /// Grading it later finds the binaries up to date.
+    pub fn prebuild(&self, wb: &Workbook, chunk: &Chunk) {
+        let empty = (Cases::default(), SecretCases::default());
+        let subs = self.students(wb, chunk, &empty);
+        let builds: Vec<Stage> = (0..subs.len()).flat_map(|i| [Stage::new(i, StageKind::BuildDebug), Stage::new(i, StageKind::BuildRelease)]).collect();
+        scheduler::execute(&self.ctx, wb, &subs, &builds, &mut Results::default(), Instant::now());
+    }
+
+    /// Grade one chunk; a result per pair, in order, and how long its phases took. `on_exclusive`
+    /// is called when the timing phase starts (the CPU is free then: the caller prebuilds).
+    pub fn grade(&self, wb: &Workbook, chunk: &Chunk, on_exclusive: &mut dyn FnMut()) -> (Vec<PairResult>, Phases) {
+        let started = Instant::now();
+        let mut phases = Phases::default();
+        let ex = chunk.exercise;
+        let m = &ex.manifest.manifest;
+        let gpu_stages = self.gpu_stages();
+        let prepared = if gpu_stages {
+            match self.cases(wb, ex) {
+                Ok(c) => c,
+                Err(e) => return (self.failed_chunk(chunk, format!("cannot write the inputs: {e}")), phases),
+            }
+        } else {
+            std::sync::Arc::new((Cases::default(), SecretCases::default()))
+        };
+        // This GPU's peak, for the physical-floor rule and the performance track (cached on disk).
+        let peak = if gpu_stages { self.peak(wb) } else { None };
+        let (public, secret) = (&prepared.0, &prepared.1);
+        let plan = self.plan();
+        let mut subs = self.students(wb, chunk, &prepared);
+        let students = subs.len();
+        let mut reference = Submission::new(wb, &plan, ex, "reference", wb.solution_path(ex), ex.solution.to_string(), Reuse::IfUnchanged, public);
+        reference.secret = Some(secret);
+        subs.push(reference);
+        let reference = students;
+        let perf_track = ex.manifest.track() == Track::Perf;
+        let original = perf_track.then(|| {
+            subs.push(Submission::new(wb, &plan, ex, "original", wb.learner_path(ex), ex.original.to_string(), Reuse::IfUnchanged, public));
+            students + 1
+        });
+
+        // 1. Builds, the four tools, the public and the hidden cases (the reference's hidden run
+        //    proves the instructor's cases are fair).
+        let mut stages: Vec<Stage> = Vec::new();
+        for i in 0..students {
+            stages.push(Stage::new(i, StageKind::BuildDebug));
+            stages.push(Stage::new(i, StageKind::BuildRelease));
+            if gpu_stages {
+                stages.extend(Tool::ALL.iter().map(|&t| Stage::new(i, StageKind::Sanitize(t))));
+                stages.push(Stage::new(i, StageKind::Correctness));
+                stages.push(Stage::new(i, StageKind::Hidden));
+            }
+        }
+        if gpu_stages {
+            stages.push(Stage::again(reference, StageKind::Hidden, chunk.index));
+        }
+        let mut results = Results::default();
+        scheduler::execute(&self.ctx, wb, &subs, &stages, &mut results, started);
+        phases.tools = started.elapsed().as_secs_f64();
+
+        let mut out: Vec<PairResult> = chunk
+            .pairs
+            .iter()
+            .map(|p| {
+                let mut r = PairResult::empty(&p.student.id, ex, p.fingerprint.clone(), PairState::Graded);
+                r.gpu = self.ctx.gpu_info().map(|g| g.name.clone());
+                r.device = self.device();
+                r
+            })
+            .collect();
+        for (i, r) in out.iter_mut().enumerate() {
+            score_builds(&self.ctx, &results, i, r);
+        }
+        if !gpu_stages {
+            let reason = self.ctx.no_gpu_reason().unwrap_or_default();
+            for r in &mut out {
+                if r.stage(GradeStage::Builds).is_some_and(|s| s.status == Status::Passed) {
+                    r.state = PairState::Skipped { reason: reason.clone() };
+                    r.steps.push(Step::new("gpu", Status::Skipped, reason.clone()));
+                }
+                r.total();
+            }
+            return (out, phases);
+        }
+        let hidden_fair = tally(results.get_run(&Stage::again(reference, StageKind::Hidden, chunk.index)), &secret.hidden, ex);
+        if hidden_fair.passed != hidden_fair.total {
+            let why = format!("the reference fix fails the hidden cases ({}): the secret's cases do not fit this exercise", hidden_fair.problem.unwrap_or_default());
+            return (self.failed_chunk(chunk, why), phases);
+        }
+        for (i, r) in out.iter_mut().enumerate() {
+            if r.stage(GradeStage::Builds).is_some_and(|s| s.status == Status::Passed) {
+                score_tools(&self.ctx, ex, &results, i, r);
+                score_cases(&results, i, r, ex, public, secret);
+            }
+        }
+
+        // 2. Timing: the reference (and the original) beside every submission whose outputs were
+        //    right; nothing else runs on this GPU meanwhile.
+        //    A bug exercise's fix is timed once its tool is clean too: a fast file with the bug still
+        //    in it earns no speed points.
+        let fixed = |r: &PairResult| [GradeStage::Public, GradeStage::Hidden, GradeStage::NamedTool].iter().all(|s| r.stage(*s).is_none_or(|x| x.status == Status::Passed));
+        let correct: Vec<usize> = (0..students).filter(|&i| fixed(&out[i])).collect();
+        for r in out.iter_mut().filter(|r| !fixed(r) && r.stage(GradeStage::Builds).is_some_and(|s| s.status == Status::Passed)) {
+            r.set(GradeStage::Speed, 0.0, Status::Skipped, "not timed: the outputs must be right (and the exercise's tool clean) first");
+        }
+        if correct.is_empty() {
+            for r in &mut out {
+                r.total();
+            }
+            return self.finish(out, started, phases);
+        }
+        on_exclusive();
+        let mut timing: Vec<Stage> = correct.iter().map(|&i| Stage::new(i, StageKind::Timing)).collect();
+        timing.push(Stage::again(reference, StageKind::Timing, chunk.index));
+        if let Some(o) = original {
+            timing.push(Stage::again(o, StageKind::Timing, chunk.index));
+        }
+        let phase = Instant::now();
+        scheduler::execute(&self.ctx, wb, &subs, &timing, &mut results, started);
+        let baseline = if perf_track { perf::time_baseline(&self.ctx, wb, ex).ok().flatten() } else { None };
+        phases.timing = phase.elapsed().as_secs_f64();
+        // 3. Fresh inputs, after the timed runs.
+        let phase = Instant::now();
+        let fresh: Vec<Stage> = correct.iter().map(|&i| Stage::new(i, StageKind::Fresh)).collect();
+        scheduler::execute(&self.ctx, wb, &subs, &fresh, &mut results, started);
+        phases.fresh = phase.elapsed().as_secs_f64();
+
+        let reference_timing = Stage::again(reference, StageKind::Timing, chunk.index);
+        let Some(ref_measured) = timed(&results, &reference_timing).filter(|m| m.nanoseconds.is_some()) else {
+            let why = match results.get_run(&reference_timing) {
+                Some(Output::Timed { measured: Ok(m), .. }) => m.why_untimed(),
+                Some(Output::Timed { measured: Err(e), .. }) => e.to_string(),
+                Some(Output::NotRun(b)) => verdict::why_not_run(b),
+                _ => "not run".into(),
+            };
+            return (self.failed_chunk(chunk, format!("ncu could not time the reference fix ({why})")), phases);
+        };
+        let repeat = m.bench.repeat;
+        let ref_audit = audit(ref_measured, &m.timing.kernels, repeat);
+        let orig_measured = original.and_then(|o| timed(&results, &Stage::again(o, StageKind::Timing, chunk.index)));
+        let orig_audit = orig_measured.map(|o| audit(o, &m.timing.kernels, repeat)).unwrap_or_default();
+        let context = SpeedContext { ex, reference_ns: ref_measured.nanoseconds.unwrap_or(f64::NAN), original_ns: orig_measured.and_then(|o| o.nanoseconds), ref_audit: &ref_audit, orig_audit: &orig_audit, peak: peak.as_ref() };
+        for &i in &correct {
+            let r = &mut out[i];
+            let Some(learner) = timed(&results, &Stage::new(i, StageKind::Timing)) else {
+                let why = match results.get(i, StageKind::Timing) {
+                    Some(Output::Timed { measured: Err(e), .. }) => e.to_string(),
+                    Some(Output::NotRun(b)) => verdict::why_not_run(b),
+                    _ => "not run".into(),
+                };
+                r.state = PairState::ToolError { message: format!("ncu could not time this submission ({why})") };
+                continue;
+            };
+            let summary = if perf_track {
+                let timed_versions = [("original", original.and_then(|o| results.get_run(&Stage::again(o, StageKind::Timing, chunk.index)))), ("reference", results.get_run(&reference_timing)), ("learner", results.get(i, StageKind::Timing))];
+                peak.as_ref().and_then(|p| perf::summarize(ex, p, &timed_versions, baseline.as_ref()).ok())
+            } else {
+                None
+            };
+            score_speed(&context, learner, summary.as_ref(), r);
+            score_fresh(results.get(i, StageKind::Fresh), &secret.fresh, ex, r);
+            r.total();
+        }
+        for r in &mut out {
+            r.total();
+        }
+        self.finish(out, started, phases)
+    }
+
+    fn finish(&self, mut out: Vec<PairResult>, started: Instant, phases: Phases) -> (Vec<PairResult>, Phases) {
+        let each = started.elapsed().as_secs_f64() / out.len().max(1) as f64;
+        for r in &mut out {
+            r.wall_s = (each * 100.0).round() / 100.0;
+        }
+        (out, phases)
+    }
+
+    /// Every pair of a chunk ended in the grader's own failure: recorded as such, graded again on
+    /// the next run.
+    fn failed_chunk(&self, chunk: &Chunk, message: String) -> Vec<PairResult> {
+        chunk
+            .pairs
+            .iter()
+            .map(|p| {
+                let mut r = PairResult::empty(&p.student.id, chunk.exercise, p.fingerprint.clone(), PairState::ToolError { message: message.clone() });
+                r.device = self.device();
+                r.steps.push(Step::new("grade", Status::ToolError, message.clone()));
+                r
+            })
+            .collect()
+    }
+}
+
+fn score_builds(ctx: &Context, results: &Results, i: usize, r: &mut PairResult) {
+    let mut ok = true;
+    for flavor in crate::tools::nvcc::Flavor::BOTH {
+        if let Some(step) = results.get(i, StageKind::build(flavor)).and_then(|o| verdict::build(&format!("build {}", flavor.flags()[0]), o, flavor, &ctx.arch)) {
+            ok &= step.status == Status::Passed;
+            r.steps.push(step);
+        }
+    }
+    if ok {
+        r.set(GradeStage::Builds, 1.0, Status::Passed, "both builds (-G and -O3 -lineinfo)");
+    } else {
+        r.set(GradeStage::Builds, 0.0, Status::Failed, "does not build (nvcc's errors are in the report)");
+        for s in GradeStage::ALL.iter().skip(1) {
+            r.set(*s, 0.0, Status::Skipped, "not run: the file does not build");
+        }
+    }
+}
+
+fn score_tools(ctx: &Context, ex: &Exercise, results: &Results, i: usize, r: &mut PairResult) {
+    let named = ex.manifest.expected_finding().map(|(t, _)| t);
+    let mut others = (0usize, 0usize, Vec::new());
+    for tool in Tool::ALL {
+        let stage = Stage::new(i, StageKind::Sanitize(tool));
+        let step = match results.get_run(&stage) {
+            Some(Output::NotRun(b)) => verdict::not_run(tool.name(), &stage.id(), b),
+            Some(o @ Output::Sanitized { findings, .. }) => {
+                r.findings.extend(findings.iter().cloned());
+                verdict::tool(tool.name(), &stage.id(), o, ctx.config.timeouts.tool)
+            }
+            _ => None,
+        };
+        let Some(step) = step else { continue };
+        let clean = step.status == Status::Passed;
+        if Some(tool) == named {
+            r.set(GradeStage::NamedTool, f64::from(u8::from(clean)), step.status, format!("{tool}: {}", step.summary));
+        } else {
+            others.1 += 1;
+            if clean {
+                others.0 += 1;
+            } else {
+                others.2.push(format!("{tool}: {}", step.summary));
+            }
+        }
+        r.steps.push(step);
+    }
+    let (clean, total, problems) = others;
+    let status = if clean == total { Status::Passed } else { Status::Failed };
+    let summary = if problems.is_empty() { format!("{clean} of {total} clean") } else { format!("{clean} of {total} clean; {}", problems.join("; ")) };
+    r.set(GradeStage::OtherTools, clean as f64 / total.max(1) as f64, status, summary);
+}
+
+fn score_cases(results: &Results, i: usize, r: &mut PairResult, ex: &Exercise, public: &Cases, secret: &SecretCases) {
+    let t = tally(results.get(i, StageKind::Correctness), public, ex);
+    let status = if t.timed_out { Status::TimedOut } else if t.passed == t.total { Status::Passed } else { Status::Failed };
+    let summary = match &t.problem {
+        Some(p) if t.passed < t.total => format!("{} of {} public cases match the reference; {p}", t.passed, t.total),
+        _ => format!("{} of {} public cases match the reference", t.passed, t.total),
+    };
+    r.steps.push(Step::new("correctness", status, summary.clone()).stage("correctness"));
+    r.set(GradeStage::Public, t.passed as f64 / t.total.max(1) as f64, status, summary);
+    // Hidden cases: how many passed, never which or why (the student's report shows no more).
+    let h = tally(results.get(i, StageKind::Hidden), &secret.hidden, ex);
+    let status = if h.timed_out { Status::TimedOut } else if h.passed == h.total { Status::Passed } else { Status::Failed };
+    let summary = format!("{} of {} hidden cases match the reference", h.passed, h.total);
+    r.steps.push(Step::new("hidden cases", status, summary.clone()).stage("hidden"));
+    r.set(GradeStage::Hidden, h.passed as f64 / h.total.max(1) as f64, status, summary);
+}
+
+struct SpeedContext<'a> {
+    ex: &'a Exercise,
+    reference_ns: f64,
+    original_ns: Option<f64>,
+    ref_audit: &'a Audit,
+    orig_audit: &'a Audit,
+    peak: Option<&'a Peak>,
+}
+
+fn score_speed(c: &SpeedContext, learner: &Measured, summary: Option<&perf::PerfSummary>, r: &mut PairResult) {
+    let m = &c.ex.manifest.manifest;
+    let a = audit(learner, &m.timing.kernels, m.bench.repeat);
+    let mut flags: Vec<Flag> = Vec::new();
+    let mut flag = |rule: Rule, message: String| flags.push(Flag { rule, message, review: rule.review() });
+    if !a.named_launched {
+        let ran = if a.kernels.is_empty() { "no kernel at all".to_string() } else { a.kernels.iter().cloned().collect::<Vec<_>>().join(", ") };
+        flag(Rule::NoKernel, format!("the timed runs launched {ran}; the exercise's kernels are {}", m.timing.kernels.join(", ")));
+    }
+    let compulsory = compulsory_bytes(c.ex);
+    let needed = c.ref_audit.dram_read.map_or(compulsory, |r| r.min(compulsory));
+    if let Some(read) = a.dram_read.filter(|_| a.named_launched) {
+        if read < 0.8 * needed {
+            flag(Rule::ProofOfWork, format!("the timed kernels read {} from DRAM per run; the inputs are {} and the reference fix reads {}", mb(read), mb(compulsory), c.ref_audit.dram_read.map_or("?".into(), mb)));
+        }
+    }
+    let known: BTreeSet<&String> = m.timing.kernels.iter().chain(&c.ref_audit.kernels).chain(&c.orig_audit.kernels).collect();
+    let unknown: Vec<&String> = a.kernels.iter().filter(|k| !known.contains(k)).collect();
+    if !unknown.is_empty() && a.named_launched {
+        flag(Rule::UnnamedKernels, format!("kernels not named by the exercise ran: {}", unknown.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")));
+    }
+    if let (Some(mine), Some(theirs)) = (a.instructions, c.ref_audit.instructions) {
+        if mine < 0.1 * theirs {
+            flag(Rule::Instructions, format!("{mine:.3e} warp instructions per run against the reference fix's {theirs:.3e}"));
+        }
+    }
+    let learner_ns = learner.nanoseconds;
+    if let (Some(ns), Some(p)) = (learner_ns, c.peak) {
+        let floor_ns = needed / p.memcpy_gbps;
+        if ns < 0.8 * floor_ns {
+            flag(Rule::PhysicalFloor, format!("{:.1} us, under the {:.1} us it takes to read {} at this GPU's {:.0} GB/s", ns / 1e3, floor_ns / 1e3, mb(needed), p.memcpy_gbps));
+        }
+    }
+    if let Some(ns) = learner_ns {
+        if c.reference_ns / ns > 10.0 {
+            flag(Rule::TooFast, format!("{:.1}x faster than the reference fix ({:.1} us against {:.1} us)", c.reference_ns / ns, ns / 1e3, c.reference_ns / 1e3));
+        }
+    }
+    match learner_ns {
+        None => r.set(GradeStage::Speed, 0.0, Status::Failed, format!("no time: {}", learner.why_untimed())),
+        Some(ns) => {
+            let ratio = ns / c.reference_ns;
+            let (fraction, target, summary) = match (&m.perf, m.timing.max_ratio_to_reference.as_ref()) {
+                (Some(p), _) => {
+                    let goal = *p.speedup.get_ref();
+                    let speedup = c.original_ns.map(|o| o / ns).unwrap_or(f64::NAN);
+                    let mut f = (speedup.ln() / goal.ln()).clamp(0.0, 1.0);
+                    let missed: Vec<String> = summary
+                        .and_then(|s| Some(perf::goals(p, s.version("learner")?, s.version("original")?)))
+                        .unwrap_or_default()
+                        .iter()
+                        .filter(|g| !g.met)
+                        .map(|g| g.goal.metric.label().to_string())
+                        .collect();
+                    if !missed.is_empty() {
+                        f = f.min(0.5);
+                    }
+                    let goals = if missed.is_empty() { String::new() } else { format!("; goals missed: {}", missed.join(", ")) };
+                    (f, format!(">= {goal:.1}x the original"), format!("{speedup:.2}x the original (target {goal:.1}x){goals}"))
+                }
+                (None, Some(max)) => {
+                    let max = *max.get_ref();
+                    // Full points within the target, none at twice it, a straight line between.
+                    let f = if ratio <= max { 1.0 } else { (2.0 - ratio / max).clamp(0.0, 1.0) };
+                    (f, format!("<= {max:.2}x the reference fix"), format!("{ratio:.2}x the reference fix (target {max:.2}x)"))
+                }
+                (None, None) => (0.0, String::new(), "no speed target".into()),
+            };
+            let status = if fraction >= 1.0 { Status::Passed } else { Status::Failed };
+            r.set(GradeStage::Speed, fraction, status, format!("{:.1} us, {summary}", ns / 1e3));
+            r.steps.push(Step::new("timing", status, format!("{:.1} us, {summary}", ns / 1e3)).stage("timing"));
+            r.speed = Some(SpeedResult {
+                learner_ns: ns,
+                reference_ns: c.reference_ns,
+                original_ns: c.original_ns,
+                ratio_to_reference: ratio,
+                speedup_over_original: c.original_ns.map(|o| o / ns),
+                target,
+            });
+        }
+    }
+    for f in flags {
+        r.withhold(f.rule);
+        r.steps.push(Step::new(format!("rule {}", f.rule.key()), Status::Failed, f.message.clone()).detail(f.rule.why()));
+        r.flags.push(f);
+    }
+}
+
+fn score_fresh(output: Option<&Output>, fresh: &Cases, ex: &Exercise, r: &mut PairResult) {
+    let t = tally(output, fresh, ex);
+    if t.passed == t.total {
+        r.steps.push(Step::new("fresh inputs", Status::Passed, format!("{} of {} fresh inputs after the timed runs match", t.passed, t.total)).stage("fresh"));
+        return;
+    }
+    let f = Flag { rule: Rule::FreshInputs, message: format!("{} of {} fresh inputs after the timed runs match the reference", t.passed, t.total), review: false };
+    r.withhold(f.rule);
+    r.steps.push(Step::new(format!("rule {}", f.rule.key()), Status::Failed, f.message.clone()).detail(f.rule.why()));
+    r.flags.push(f);
+}
+
+fn mb(bytes: f64) -> String {
+    if bytes >= 1e6 {
+        format!("{:.1} MB", bytes / 1e6)
+    } else {
+        format!("{:.1} kB", bytes / 1e3)
+    }
+}
+
+/// What the batch tells its caller as it goes (a progress bar, or JSON Lines).
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event", rename_all = "kebab-case")]
+pub enum Event {
+    Started { layout: roster::Layout, students: usize, exercises: usize, pairs: usize, already_graded: usize, workers: Vec<String> },
+    Graded { student: String, exercise: String, state: String, points: f64, max: f64, flags: Vec<Rule>, device: Option<String>, done: usize, of: usize },
+    /// A chunk of one exercise finished: its phases' times.
+    Chunk { exercise: String, pairs: usize, device: Option<String>, phases: Phases },
+    Note { message: String },
+}
+
+/// A whole class, or one shard of it.
+pub struct ClassJob<'a> {
+    pub submissions: PathBuf,
+    pub roster: Roster,
+    pub exercises: Vec<&'a Exercise>,
+    pub secret: Secret,
+    pub out: PathBuf,
+    pub shard: Option<Shard>,
+    pub regrade: bool,
+    /// Pairs per scheduler run.
+    pub chunk: usize,
+}
+
+/// The journal of a run: `journal.jsonl`, or one per shard.
+pub fn journal_path(out: &Path, shard: Option<Shard>) -> PathBuf {
+    match shard {
+        Some(s) => out.join(format!("journal.shard-{}-of-{}.jsonl", s.index, s.count)),
+        None => out.join("journal.jsonl"),
+    }
+}
+
+/// What every shard of a class agrees on, for `grade merge`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ClassInfo {
+    pub submissions: PathBuf,
+    pub roster: Roster,
+    pub exercises: Vec<String>,
+    pub secret: String,
+}
+
+pub const CLASS_FILE: &str = "class.json";
+
+#[derive(Debug, thiserror::Error)]
+pub enum GradeError {
+    #[error(transparent)]
+    Journal(#[from] journal::JournalError),
+    #[error("{0}: {1}")]
+    Io(PathBuf, std::io::Error),
+}
+
+/// Grade every pair of `job` that the journal does not hold yet, one worker per context (GPU).
+/// Returns the journal's entries for this run's pairs.
+pub fn grade_class(wb: &Workbook, workers: Vec<Context>, job: &ClassJob, on_event: &(dyn Fn(Event) + Sync)) -> Result<Vec<PairResult>, GradeError> {
+    std::fs::create_dir_all(&job.out).map_err(|e| GradeError::Io(job.out.clone(), e))?;
+    let info = ClassInfo { submissions: job.submissions.clone(), roster: job.roster.clone(), exercises: job.exercises.iter().map(|e| e.id().to_string()).collect(), secret: job.secret.fingerprint() };
+    let class_file = job.out.join(CLASS_FILE);
+    crate::exercise::workbook::write_atomically(&class_file, &(serde_json::to_string_pretty(&info).expect("serialisable") + "\n")).map_err(|e| GradeError::Io(class_file.clone(), e))?;
+    let journal: Journal<PairResult> = Journal::open(&journal_path(&job.out, job.shard), job.regrade)?;
+    if journal.dropped > 0 {
+        on_event(Event::Note { message: format!("{} journal line(s) torn by a kill or superseded were dropped", journal.dropped) });
+    }
+    let all = roster::pairs(&job.roster, &job.exercises);
+    let mine: Vec<(&Student, &Exercise)> = all.into_iter().enumerate().filter(|(i, _)| job.shard.is_none_or(|s| s.takes(*i))).map(|(_, p)| p).collect();
+    let gpu_here = workers.first().is_some_and(|c| c.no_gpu_reason().is_none() || c.launcher.replays());
+    let mut todo: Vec<(&Exercise, Pending)> = Vec::new();
+    let mut done_now: Vec<PairResult> = Vec::new();
+    let mut already = 0;
+    for (student, ex) in &mine {
+        let harness = tamper::harness_changes(wb, &student.folder);
+        let Some(path) = roster::find_file(student, ex, wb) else {
+            let fp = format!("missing-{}", job.secret.fingerprint());
+            if journal.has(&student.id, ex.id(), &fp) {
+                already += 1;
+            } else {
+                let mut r = PairResult::empty(&student.id, ex, fp, PairState::NotSubmitted);
+                r.steps.push(Step::new("submission", Status::Failed, format!("no file for {} in {}", ex.id(), student.folder.display())));
+                done_now.push(r);
+            }
+            continue;
+        };
+        let text = match std::fs::read(&path) {
+            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            Err(e) => {
+                let mut r = PairResult::empty(&student.id, ex, String::new(), PairState::NotGradable { reason: format!("cannot read {}: {e}", path.display()), diff: String::new() });
+                r.total();
+                done_now.push(r);
+                continue;
+            }
+        };
+        let mut fp = fingerprint(ex, &text, &job.secret);
+        if !gpu_here {
+            fp.push_str("-nogpu");
+        }
+        if journal.has(&student.id, ex.id(), &fp) {
+            already += 1;
+            continue;
+        }
+        if let Some(Tampered { reason, diff }) = harness.or_else(|| tamper::check(ex, &text).err()) {
+            let mut r = PairResult::empty(&student.id, ex, fp, PairState::NotGradable { reason: reason.clone(), diff });
+            r.steps.push(Step::new("tamper check", Status::Failed, reason));
+            done_now.push(r);
+            continue;
+        }
+        todo.push((ex, Pending { student, origin: path, text, fingerprint: fp }));
+    }
+    let total = mine.len();
+    on_event(Event::Started {
+        layout: job.roster.layout,
+        students: job.roster.students.len(),
+        exercises: job.exercises.len(),
+        pairs: total,
+        already_graded: already,
+        workers: workers.iter().map(|c| c.config.gpu.clone().unwrap_or_else(|| "default".into())).collect(),
+    });
+    let journal = Mutex::new(journal);
+    let done = std::sync::atomic::AtomicUsize::new(already);
+    let record = |r: PairResult| -> Result<(), GradeError> {
+        let n = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        let (state, flags) = (state_label(&r.state).to_string(), r.flags.iter().map(|f| f.rule).collect());
+        let event = Event::Graded { student: r.student.clone(), exercise: r.exercise.clone(), state, points: r.points, max: r.max, flags, device: r.device.clone(), done: n, of: total };
+        journal.lock().unwrap().record(r)?;
+        on_event(event);
+        Ok(())
+    };
+    for r in done_now {
+        record(r)?;
+    }
+    // Chunks of one exercise each, in exercise order; workers take the next one free.
+    let mut by_exercise: BTreeMap<String, (&Exercise, Vec<Pending>)> = BTreeMap::new();
+    for (ex, p) in todo {
+        by_exercise.entry(ex.id().to_string()).or_insert_with(|| (ex, Vec::new())).1.push(p);
+    }
+    let mut queue: VecDeque<Chunk> = VecDeque::new();
+    for (_, (ex, pairs)) in by_exercise {
+        for (k, part) in pairs.chunks(job.chunk.max(1)).enumerate() {
+            queue.push_back(Chunk { exercise: ex, pairs: part.to_vec(), index: k as u32 });
+        }
+    }
+    let queue = Mutex::new(queue);
+    let failure: Mutex<Option<GradeError>> = Mutex::new(None);
+    let workers: Vec<Worker> = workers.into_iter().map(|ctx| Worker::new(ctx, &job.secret, job.shard)).collect();
+    // The first worker measures the peak (or finds it cached) before the others start, so that
+    // GPUs of one model do not build and run the peak program in one folder at once.
+    if let Some(first) = workers.first().filter(|w| w.gpu_stages() && !queue.lock().unwrap().is_empty()) {
+        first.peak(wb);
+    }
+    std::thread::scope(|scope| {
+        for worker in &workers {
+            let (queue, failure, record) = (&queue, &failure, &record);
+            scope.spawn(move || {
+                let take = || queue.lock().unwrap().pop_front();
+                let mut next = take();
+                while let Some(chunk) = next.take() {
+                    if crate::tools::runner::interrupted() || failure.lock().unwrap().is_some() {
+                        break;
+                    }
+                    next = take();
+                    // The next chunk builds while this one is timed, when the CPU is idle.
+                    let (results, phases) = std::thread::scope(|inner| {
+                        let mut prebuild = || {
+                            if let Some(n) = &next {
+                                inner.spawn(|| worker.prebuild(wb, n));
+                            }
+                        };
+                        worker.grade(wb, &chunk, &mut prebuild)
+                    });
+                    on_event(Event::Chunk { exercise: chunk.exercise.id().to_string(), pairs: chunk.pairs.len(), device: worker.device(), phases });
+                    for r in results {
+                        if let Err(e) = record(r) {
+                            failure.lock().unwrap().get_or_insert(e);
+                        }
+                    }
+                }
+            });
+        }
+    });
+    if let Some(e) = failure.into_inner().unwrap() {
+        return Err(e);
+    }
+    let journal = journal.into_inner().unwrap();
+    let keys: BTreeSet<(String, String)> = mine.iter().map(|(s, e)| (s.id.clone(), e.id().to_string())).collect();
+    Ok(journal.entries.into_iter().filter(|(k, _)| keys.contains(k)).map(|(_, v)| v).collect())
+}
+
+pub fn state_label(s: &PairState) -> &'static str {
+    match s {
+        PairState::Graded => "graded",
+        PairState::NotSubmitted => "not submitted",
+        PairState::NotGradable { .. } => "not gradable",
+        PairState::Skipped { .. } => "skipped (no GPU)",
+        PairState::ToolError { .. } => "tool error",
+    }
+}
+
+/// The class, its results from every journal, and the (student, exercise) pairs none has.
+pub struct Merged {
+    pub info: ClassInfo,
+    pub results: Vec<PairResult>,
+    pub missing: Vec<(String, String)>,
+}
+
+/// `grade merge`: every journal in `out` (the shards', or one run's), checked against the class
+/// file: each pair exactly once.
+pub fn merge(out: &Path) -> Result<Merged, String> {
+    let class_file = out.join(CLASS_FILE);
+    let text = std::fs::read_to_string(&class_file).map_err(|e| format!("{}: {e} (run `grade` into this folder first)", class_file.display()))?;
+    let info: ClassInfo = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", class_file.display()))?;
+    let mut entries: BTreeMap<(String, String), PairResult> = BTreeMap::new();
+    let mut journals: Vec<PathBuf> = std::fs::read_dir(out)
+        .map_err(|e| format!("{}: {e}", out.display()))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("journal") && n.ends_with(".jsonl") && (n == "journal.jsonl" || n.starts_with("journal.shard-"))))
+        .collect();
+    journals.sort();
+    for path in &journals {
+        let (lines, _) = journal::read::<PairResult>(path).map_err(|e| e.to_string())?;
+        for r in lines {
+            let key = (r.student.clone(), r.exercise.clone());
+            if let Some(old) = entries.get(&key) {
+                if old.fingerprint != r.fingerprint {
+                    return Err(format!("{} / {} is in two journals with different results (graded twice from different files?): {}", key.0, key.1, path.display()));
+                }
+            }
+            entries.insert(key, r);
+        }
+    }
+    let mut missing = Vec::new();
+    for s in &info.roster.students {
+        for e in &info.exercises {
+            if !entries.contains_key(&(s.id.clone(), e.clone())) {
+                missing.push((s.id.clone(), e.clone()));
+            }
+        }
+    }
+    Ok(Merged { info, results: entries.into_values().collect(), missing })
+}

@@ -1,0 +1,237 @@
+//! `grade` end to end through the CLI: the fixture class (tests/fixtures/class) replayed from its
+//! H100 recording must get the grades of that GPU run (book/gpu-runs/2026-11-22-grade/); on the
+//! CPU alone the builds, the tamper check and the journal are real (resume after SIGKILL, shards
+//! and merge, the Gradescope and GitHub Classroom layouts). Each test needs nvcc and says SKIPPED
+//! without one.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use common::{nvcc_or_skip, repo, Copy};
+
+const CLASS: &str = "tests/fixtures/class";
+const BOTH: &str = "03-race,57-reduction";
+
+/// The fixture secret, copied outside the workbook (grade refuses one inside it).
+fn secret() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("secret.toml");
+    std::fs::copy(repo().join("tests/fixtures/class-secret.toml"), &path).unwrap();
+    (dir, path)
+}
+
+/// grades.csv as student -> column -> cell.
+fn grades(path: &Path) -> BTreeMap<String, BTreeMap<String, String>> {
+    let mut r = csv::Reader::from_path(path).unwrap();
+    let header: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
+    r.records().map(|row| {
+        let row = row.unwrap();
+        (row[0].to_string(), header.iter().cloned().zip(row.iter().map(String::from)).collect())
+    }).collect()
+}
+
+fn journal(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path).unwrap().lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+fn pair<'a>(lines: &'a [serde_json::Value], student: &str, exercise: &str) -> &'a serde_json::Value {
+    lines.iter().find(|l| l["student"] == student && l["exercise"] == exercise).unwrap_or_else(|| panic!("{student}/{exercise} not in the journal"))
+}
+
+fn stage(result: &serde_json::Value, key: &str) -> (f64, f64, Option<String>) {
+    let s = result["stages"].as_array().unwrap().iter().find(|s| s["stage"] == key).unwrap_or_else(|| panic!("no stage {key}"));
+    (s["points"].as_f64().unwrap(), s["max"].as_f64().unwrap(), s["withheld_by"].as_str().map(String::from))
+}
+
+fn rules(result: &serde_json::Value) -> Vec<String> {
+    result["flags"].as_array().unwrap().iter().map(|f| f["rule"].as_str().unwrap().to_string()).collect()
+}
+
+#[test]
+fn the_fixture_class_replayed_gets_the_grades_of_its_h100_run() {
+    if !nvcc_or_skip("the_fixture_class_replayed_gets_the_grades_of_its_h100_run") {
+        return;
+    }
+    let copy = Copy::new();
+    let (_keep, secret) = secret();
+    let out = copy.path("grades");
+    let rec = repo().join("grader/tests/recordings/grade-fixture");
+    copy.xtask().arg("--replay-tools").arg(&rec).arg("grade").arg(repo().join(CLASS)).args(["--exercises", BOTH, "--secret"]).arg(&secret).arg("--out").arg(&out).assert().code(0);
+    // The whole gradebook of the GPU run, reproduced from its tool runs.
+    let committed = grades(&repo().join("book/gpu-runs/2026-11-22-grade/grades.csv"));
+    assert_eq!(grades(&out.join("grades.csv")), committed);
+    let lines = journal(&out.join("journal.jsonl"));
+    assert_eq!(lines.len(), 22, "11 students x 2 exercises, each once");
+    // The reference fix and a different correct fix get everything.
+    for who in ["alice", "bob"] {
+        for ex in ["03-race", "57-reduction"] {
+            assert_eq!(pair(&lines, who, ex)["points"], 100.0, "{who} {ex}");
+        }
+    }
+    // The untouched race: builds, runs right, racecheck reports it: no named-tool or speed points.
+    let carol = pair(&lines, "carol", "03-race");
+    assert_eq!(stage(carol, "named-tool").0, 0.0);
+    assert_eq!(stage(carol, "public").0, stage(carol, "public").1);
+    assert_eq!(stage(carol, "speed").0, 0.0);
+    assert!(carol["findings"].as_array().unwrap().iter().any(|f| f["kind"] == "shared-race"));
+    // The host-compute cheat and the kernel-less version: no correctness or speed credit, the rule named.
+    let frank = pair(&lines, "frank", "57-reduction");
+    assert!(rules(frank).contains(&"proof-of-work".to_string()), "{:?}", rules(frank));
+    for key in ["public", "hidden", "speed"] {
+        assert_eq!(stage(frank, key).0, 0.0, "frank {key}");
+        assert_eq!(stage(frank, key).2.as_deref(), Some("proof-of-work"), "frank {key}");
+    }
+    let grace = pair(&lines, "grace", "57-reduction");
+    assert_eq!(rules(grace), ["no-kernel"]);
+    for key in ["public", "hidden", "speed"] {
+        assert_eq!(stage(grace, key).0, 0.0, "grace {key}");
+    }
+    // A fix that adds a leak loses the other tools' share for memcheck only.
+    let ivan = pair(&lines, "ivan", "57-reduction");
+    assert!(ivan["points"].as_f64().unwrap() < 100.0 && ivan["points"].as_f64().unwrap() > 90.0, "{}", ivan["points"]);
+    assert!(ivan["findings"].as_array().unwrap().iter().any(|f| f["tool"] == "memcheck"));
+    // Hostile: a daemon left running and an endless loop: the build's points only.
+    for ex in ["03-race", "57-reduction"] {
+        assert_eq!(pair(&lines, "heidi", ex)["points"], 10.0, "heidi {ex}");
+    }
+    assert_eq!(pair(&lines, "erin", "03-race")["state"], "not-gradable");
+    assert_eq!(pair(&lines, "judy", "03-race")["state"], "not-submitted");
+    // The student's feedback names the rule and withholds the hidden cases' details.
+    let md = std::fs::read_to_string(out.join("feedback/frank.md")).unwrap();
+    assert!(md.contains("rule `proof-of-work` failed") && md.contains("dram__bytes_read.sum"), "{md}");
+    assert!(!md.contains("hidden 1") && md.contains("hidden cases match the reference"), "{md}");
+    // Gradescope's results.json and the class summary with its plot.
+    let results: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("gradescope/alice/results.json")).unwrap()).unwrap();
+    assert_eq!(results["score"], 200.0);
+    assert!(results["tests"].as_array().unwrap().iter().all(|t| t["max_score"].as_f64().is_some() && t["visibility"] == "visible"));
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(summary.contains("| 57-reduction |") && summary.contains("proof-of-work (1)"), "{summary}");
+    assert!(std::fs::read_to_string(out.join("speed.svg")).unwrap().contains("<svg"));
+}
+
+#[test]
+fn on_the_cpu_the_class_builds_tamper_is_refused_and_a_killed_batch_resumes_with_each_pair_once() {
+    if !nvcc_or_skip("on_the_cpu_the_class_builds_tamper_is_refused_and_a_killed_batch_resumes_with_each_pair_once") {
+        return;
+    }
+    let copy = Copy::new();
+    let (_keep, secret) = secret();
+    let out = copy.path("grades");
+    let grade = || {
+        let mut cmd = copy.xtask();
+        cmd.arg("grade").arg(repo().join(CLASS)).args(["--exercises", "03-race", "--chunk", "2", "--secret"]).arg(&secret).arg("--out").arg(&out);
+        cmd
+    };
+    // Killed once the first pairs are journaled, as a node lost mid-batch would be.
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("xtask"));
+    child.current_dir(repo()).env("CUDABUGS_NO_INSTALL", "1").env("CUDABUGS_ROOT", copy.root()).arg("grade").arg(repo().join(CLASS));
+    child.args(["--exercises", "03-race", "--chunk", "2", "--secret"]).arg(&secret).arg("--out").arg(&out).stderr(std::process::Stdio::null());
+    let mut child = child.spawn().unwrap();
+    let journal_file = out.join("journal.jsonl");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(600);
+    while std::fs::read_to_string(&journal_file).map(|t| t.lines().count() < 4).unwrap_or(true) {
+        assert!(std::time::Instant::now() < deadline, "no pair journaled in 10 minutes");
+        assert!(child.try_wait().unwrap().is_none(), "grade ended before it was killed");
+        std::thread::yield_now();
+    }
+    // SAFETY: a plain signal to our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    let before = journal(&journal_file).len();
+    assert!((4..11).contains(&before), "{before} pairs journaled before the kill");
+    // The same command again: exit 6 (no GPU), every pair exactly once.
+    grade().assert().code(6);
+    let lines = journal(&journal_file);
+    let mut keys: Vec<String> = lines.iter().map(|l| l["student"].as_str().unwrap().to_string()).collect();
+    keys.sort();
+    let mut unique = keys.clone();
+    unique.dedup();
+    assert_eq!(keys, unique, "a pair twice in the journal");
+    assert_eq!(keys.len(), 11);
+    // A third run grades nothing again.
+    let again = grade().args(["--format", "json"]).output().unwrap();
+    let started: serde_json::Value = serde_json::from_str(String::from_utf8_lossy(&again.stdout).lines().next().unwrap()).unwrap();
+    assert_eq!(started["already_graded"], 11);
+    // The CPU tier's verdicts: builds real, the tamper check, the missing file, the broken build.
+    let lines = journal(&journal_file);
+    assert_eq!(pair(&lines, "alice", "03-race")["state"], "skipped");
+    assert_eq!(stage(pair(&lines, "alice", "03-race"), "builds").0, 10.0);
+    let erin = pair(&lines, "erin", "03-race");
+    assert_eq!(erin["state"], "not-gradable");
+    assert!(erin["reason"].as_str().unwrap().contains("outside the marked regions"), "{}", erin["reason"]);
+    assert!(erin["diff"].as_str().unwrap().contains("// fixed"));
+    assert_eq!(pair(&lines, "judy", "03-race")["state"], "not-submitted");
+    let kim = pair(&lines, "kim", "03-race");
+    assert_eq!(kim["points"], 0.0);
+    assert_eq!(stage(kim, "builds").0, 0.0);
+    // --regrade grades everything again, and the journal still holds each pair once.
+    grade().arg("--regrade").assert().code(6);
+    assert_eq!(journal(&journal_file).len(), 11);
+}
+
+#[test]
+fn shards_merge_into_the_gradebook_of_one_run_and_a_missing_shard_is_named() {
+    if !nvcc_or_skip("shards_merge_into_the_gradebook_of_one_run_and_a_missing_shard_is_named") {
+        return;
+    }
+    let copy = Copy::new();
+    let (_keep, secret) = secret();
+    // A small class: three students.
+    let class = copy.path("class");
+    for who in ["alice", "bob", "carol"] {
+        grader::exercise::workbook::copy_tree(&repo().join(CLASS).join(who), &class.join(who)).unwrap();
+    }
+    let run = |out: &Path, shard: Option<&str>| {
+        let mut cmd = copy.xtask();
+        cmd.arg("grade").arg(&class).args(["--exercises", "03-race", "--secret"]).arg(&secret).arg("--out").arg(out);
+        if let Some(s) = shard {
+            cmd.args(["--shard", s]);
+        }
+        cmd.assert().code(6);
+    };
+    let (whole, sharded) = (copy.path("whole"), copy.path("sharded"));
+    run(&whole, None);
+    run(&sharded, Some("2/2"));
+    let merge = copy.xtask().args(["grade", "merge"]).arg(&sharded).output().unwrap();
+    assert_eq!(merge.status.code(), Some(1), "a shard is missing");
+    assert!(String::from_utf8_lossy(&merge.stdout).contains("not graded yet"));
+    run(&sharded, Some("1/2"));
+    copy.xtask().args(["grade", "merge"]).arg(&sharded).assert().code(6);
+    assert_eq!(grades(&sharded.join("grades.csv")), grades(&whole.join("grades.csv")));
+    copy.xtask().args(["grade", "x", "--shard", "3/2"]).assert().code(2);
+}
+
+#[test]
+fn gradescope_exports_and_classroom_clones_name_their_students() {
+    if !nvcc_or_skip("gradescope_exports_and_classroom_clones_name_their_students") {
+        return;
+    }
+    let copy = Copy::new();
+    let (_keep, secret) = secret();
+    let export = repo().join("tests/fixtures/gradescope-export");
+    let out = copy.path("gs");
+    copy.xtask().arg("grade").arg(&export).args(["--exercises", "03-race", "--secret"]).arg(&secret).arg("--out").arg(&out).assert().code(6);
+    let g = grades(&out.join("grades.csv"));
+    assert_eq!(g["submission_1001"]["Name"], "Ada Lovelace");
+    assert_eq!(g["submission_1001"]["SID"], "1815");
+    assert_eq!(g["submission_1002"]["Name"], "Grace Hopper & Alan Turing");
+    // GitHub Classroom: `<assignment>-<username>` clones.
+    let clones = copy.path("lab3-submissions");
+    for (user, from) in [("lab3-octocat", "alice"), ("lab3-hubot", "carol")] {
+        grader::exercise::workbook::copy_tree(&repo().join(CLASS).join(from), &clones.join(user)).unwrap();
+        std::fs::create_dir_all(clones.join(user).join(".git")).unwrap();
+    }
+    let out = copy.path("cl");
+    let run = copy.xtask().arg("grade").arg(&clones).args(["--exercises", "03-race", "--secret"]).arg(&secret).arg("--out").arg(&out).output().unwrap();
+    assert!(String::from_utf8_lossy(&run.stderr).contains("GitHub Classroom"), "{}", String::from_utf8_lossy(&run.stderr));
+    let g = grades(&out.join("grades.csv"));
+    assert_eq!(g.keys().cloned().collect::<Vec<_>>(), ["hubot", "octocat"]);
+    // A secret file inside the workbook is refused.
+    let inside = copy.path("secret.toml");
+    std::fs::copy(&secret, &inside).unwrap();
+    let refused = copy.xtask().arg("grade").arg(&clones).args(["--exercises", "03-race", "--secret"]).arg(&inside).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("keep it outside"));
+}
