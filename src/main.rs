@@ -688,6 +688,12 @@ fn grade(args: GradeArgs, settings: &Settings, format: Format) -> Result<i32> {
             ctx.config.gpu_jobs = (cores * 3 / 4 / workers).max(6);
         }
     }
+    // The cores are shared: each worker's builds (and the next chunk's, built while one is timed)
+    // get their share, not all of them each.
+    let workers = contexts.len();
+    for ctx in &mut contexts {
+        ctx.config.cpu_jobs = (ctx.config.cpu_jobs / workers).max(1);
+    }
     let job = ClassJob { submissions, roster, exercises, secret, out: out.clone(), shard: args.shard, regrade: args.regrade, chunk: args.chunk };
     let bar = (format == Format::Text && std::io::IsTerminal::is_terminal(&std::io::stderr())).then(|| {
         let bar = indicatif::ProgressBar::new(0);

@@ -884,7 +884,7 @@ pub fn grade_class(wb: &Workbook, workers: Vec<Context>, job: &ClassJob, on_even
         let harness = tamper::harness_changes(wb, &student.folder);
         let Some(path) = roster::find_file(student, ex, wb) else {
             let fp = format!("missing-{}", job.secret.fingerprint());
-            if journal.has(&student.id, ex.id(), &fp) {
+            if finished(&journal, &student.id, ex.id(), &fp) {
                 already += 1;
             } else {
                 let mut r = PairResult::empty(&student.id, ex, fp, PairState::NotSubmitted);
@@ -906,7 +906,7 @@ pub fn grade_class(wb: &Workbook, workers: Vec<Context>, job: &ClassJob, on_even
         if !gpu_here {
             fp.push_str("-nogpu");
         }
-        if journal.has(&student.id, ex.id(), &fp) {
+        if finished(&journal, &student.id, ex.id(), &fp) {
             already += 1;
             continue;
         }
@@ -995,6 +995,12 @@ pub fn grade_class(wb: &Workbook, workers: Vec<Context>, job: &ClassJob, on_even
     let journal = journal.into_inner().unwrap();
     let keys: BTreeSet<(String, String)> = mine.iter().map(|(s, e)| (s.id.clone(), e.id().to_string())).collect();
     Ok(journal.entries.into_iter().filter(|(k, _)| keys.contains(k)).map(|(_, v)| v).collect())
+}
+
+/// Whether the journal holds the pair under this fingerprint and it needs no second try (a pair
+/// the grader's own tools failed on is graded again).
+fn finished(journal: &Journal<PairResult>, student: &str, exercise: &str, fingerprint: &str) -> bool {
+    journal.has(student, exercise, fingerprint) && !journal.entries.get(&(student.to_string(), exercise.to_string())).is_some_and(|r| matches!(r.state, PairState::ToolError { .. }))
 }
 
 pub fn state_label(s: &PairState) -> &'static str {
