@@ -656,43 +656,13 @@ fn grade(args: GradeArgs, settings: &Settings, format: Format) -> Result<i32> {
     let roster = grader::class::roster::discover(&submissions)?;
     let out = std::env::current_dir()?.join(&args.out);
     std::fs::create_dir_all(&out).with_context(|| out.display().to_string())?;
-    // Every visible GPU gets a worker, unless --gpus names them.
-    let gpus: Vec<Option<String>> = if !args.gpus.is_empty() {
-        args.gpus.iter().cloned().map(Some).collect()
-    } else {
-        let visible: Vec<String> = std::env::var("CUDA_VISIBLE_DEVICES").ok().map(|v| v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()).unwrap_or_default();
-        match grader::tools::gpu::count() {
-            0 | 1 => vec![None],
-            n => (0..n).map(|i| Some(visible.get(i).cloned().unwrap_or_else(|| i.to_string()))).collect(),
-        }
-    };
+    let gpus = grade::worker_gpus(&args.gpus);
+    let hidden: Vec<PathBuf> = [Some(submissions.clone()), Some(out.clone()), secret.file.clone()].into_iter().flatten().collect();
     let mut contexts = Vec::new();
-    for gpu in gpus {
+    for gpu in &gpus {
         let mut ctx = context(&wb, settings, format)?;
-        ctx.config.gpu = gpu;
-        ctx.config.audit = true;
-        ctx.config.hidden = [Some(submissions.clone()), Some(out.clone()), secret.file.clone()].into_iter().flatten().collect();
-        // A class has hostile and hung programs: shorter limits than a learner's check.
-        if std::env::var_os("CUDABUGS_TIMEOUT_SECS").is_none() {
-            ctx.config.timeouts.tool = std::time::Duration::from_secs(90);
-            ctx.config.timeouts.run = std::time::Duration::from_secs(30);
-        }
+        grade::configure_worker(&mut ctx.config, gpu.clone(), gpus.len(), &hidden);
         contexts.push(ctx);
-    }
-    // Sanitizer runs spend their start-up on the CPU: a class keeps more of them going than a
-    // learner's check does, the cores shared among the GPUs' workers.
-    if std::env::var_os("CUDABUGS_SANITIZER_JOBS").is_none() {
-        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
-        let workers = contexts.len();
-        for ctx in &mut contexts {
-            ctx.config.gpu_jobs = (cores * 3 / 4 / workers).max(6);
-        }
-    }
-    // The cores are shared: each worker's builds (and the next chunk's, built while one is timed)
-    // get their share, not all of them each.
-    let workers = contexts.len();
-    for ctx in &mut contexts {
-        ctx.config.cpu_jobs = (ctx.config.cpu_jobs / workers).max(1);
     }
     let job = ClassJob { submissions, roster, exercises, secret, out: out.clone(), shard: args.shard, regrade: args.regrade, chunk: args.chunk };
     let bar = (format == Format::Text && std::io::IsTerminal::is_terminal(&std::io::stderr())).then(|| {

@@ -55,6 +55,8 @@ pub struct Config {
     /// Folders and files no sandboxed run may see besides the workbook's own (`grade`: the class's
     /// submissions, the gradebook, the instructor's secret file).
     pub hidden: Vec<PathBuf>,
+    /// Settings the environment gave, which a plan's own defaults must not override.
+    pub from_env: FromEnv,
     /// Timing also collects what `grade`'s anti-cheat rules read (DRAM bytes read, instructions)
     /// and profiles every kernel, named or not.
     pub audit: bool,
@@ -76,6 +78,7 @@ impl Default for Config {
             record_tools: None,
             replay_tools: None,
             hidden: Vec::new(),
+            from_env: FromEnv::default(),
             audit: false,
         }
     }
@@ -89,6 +92,13 @@ fn default_memory_limit() -> u64 {
         .map(|kb| kb * 1024)
         .unwrap_or(16 << 30);
     (total / 4).clamp(2 << 30, 32 << 30)
+}
+
+/// Which settings `Config::from_env` took from the environment.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FromEnv {
+    pub timeouts: bool,
+    pub gpu_jobs: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -115,9 +125,11 @@ impl Config {
             let d = Duration::from_secs(secs);
             c.timeouts.tool = d;
             c.timeouts.run = d;
+            c.from_env.timeouts = true;
         }
         if let Some(n) = get::<usize>("CUDABUGS_SANITIZER_JOBS")? {
             c.gpu_jobs = n.clamp(1, 64);
+            c.from_env.gpu_jobs = true;
         }
         if let Some(n) = get::<usize>("CUDABUGS_NCU_JOBS")? {
             c.ncu_jobs = n.clamp(1, 16);

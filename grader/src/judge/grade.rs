@@ -836,6 +836,39 @@ pub struct ClassJob<'a> {
     pub chunk: usize,
 }
 
+/// The GPUs a class is graded on, a worker each: those named (`--gpus`), else every visible one
+/// (named as `CUDA_VISIBLE_DEVICES` names them); one default worker where there is one GPU or none.
+pub fn worker_gpus(requested: &[String]) -> Vec<Option<String>> {
+    if !requested.is_empty() {
+        return requested.iter().cloned().map(Some).collect();
+    }
+    let visible: Vec<String> = std::env::var("CUDA_VISIBLE_DEVICES").ok().map(|v| v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()).unwrap_or_default();
+    match crate::tools::gpu::count() {
+        0 | 1 => vec![None],
+        n => (0..n).map(|i| Some(visible.get(i).cloned().unwrap_or_else(|| i.to_string()))).collect(),
+    }
+}
+
+/// One worker's settings out of `workers`: its GPU, the anti-cheat counters, the class's folders
+/// hidden from every run, shorter limits than a learner's check (a class has hostile and hung
+/// programs), and its share of the cores (sanitizer runs spend their start-up on the CPU; the
+/// builds, the next chunk's included, get a share each). What the environment set stays.
+pub fn configure_worker(config: &mut crate::judge::config::Config, gpu: Option<String>, workers: usize, hidden: &[PathBuf]) {
+    config.gpu = gpu;
+    config.audit = true;
+    config.hidden = hidden.to_vec();
+    if !config.from_env.timeouts {
+        config.timeouts.tool = std::time::Duration::from_secs(90);
+        config.timeouts.run = std::time::Duration::from_secs(30);
+    }
+    let workers = workers.max(1);
+    if !config.from_env.gpu_jobs {
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+        config.gpu_jobs = (cores * 3 / 4 / workers).max(6);
+    }
+    config.cpu_jobs = (config.cpu_jobs / workers).max(1);
+}
+
 /// The journal of a run: `journal.jsonl`, or one per shard.
 pub fn journal_path(out: &Path, shard: Option<Shard>) -> PathBuf {
     match shard {
@@ -1057,4 +1090,35 @@ pub fn merge(out: &Path) -> Result<Merged, String> {
         }
     }
     Ok(Merged { info, results: entries.into_values().collect(), missing })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::judge::config::Config;
+
+    #[test]
+    fn workers_share_the_cores_and_keep_what_the_environment_set() {
+        let mut one = Config::default();
+        let cores = one.cpu_jobs;
+        configure_worker(&mut one, None, 1, &[PathBuf::from("/class")]);
+        assert!(one.audit && one.hidden == [PathBuf::from("/class")] && one.gpu.is_none());
+        assert_eq!((one.cpu_jobs, one.timeouts.tool.as_secs(), one.timeouts.run.as_secs()), (cores, 90, 30));
+        let mut two = Config::default();
+        two.from_env.timeouts = true;
+        two.from_env.gpu_jobs = true;
+        two.gpu_jobs = 3;
+        configure_worker(&mut two, Some("1".into()), 2, &[]);
+        assert_eq!(two.gpu.as_deref(), Some("1"));
+        assert_eq!(two.cpu_jobs, (cores / 2).max(1));
+        assert_eq!((two.gpu_jobs, two.timeouts.tool), (3, Config::default().timeouts.tool), "the environment's settings stay");
+    }
+
+    #[test]
+    fn every_rule_says_why_and_review_rules_withhold_only_speed() {
+        for rule in [Rule::NoKernel, Rule::ProofOfWork, Rule::FreshInputs, Rule::UnnamedKernels, Rule::Instructions, Rule::PhysicalFloor, Rule::TooFast] {
+            assert!(rule.why().len() > 60, "{rule:?}");
+            assert_eq!(rule.withholds() == [GradeStage::Speed], rule.review(), "{rule:?}");
+        }
+    }
 }
