@@ -169,7 +169,8 @@ impl Exporter for GradescopeResults {
         for s in &book.roster().students {
             let mut tests = Vec::new();
             let mut leaderboard = Vec::new();
-            for r in book.info.exercises.iter().filter_map(|e| book.get(&s.id, e)) {
+            let graded: Vec<&PairResult> = book.info.exercises.iter().filter_map(|e| book.get(&s.id, e)).collect();
+            for r in &graded {
                 for st in &r.stages {
                     let mut output = st.summary.clone();
                     if let Some(rule) = st.withheld_by {
@@ -195,7 +196,7 @@ impl Exporter for GradescopeResults {
             let (total, _) = book.total(&s.id);
             let results = serde_json::json!({
                 "score": (total * 100.0).round() / 100.0,
-                "output": format!("Graded by cudabugs: {} exercise(s); the feedback file explains every stage.", tests.len() / GradeStage::ALL.len().max(1)),
+                "output": format!("Graded by cudabugs: {} exercise(s); the feedback file explains every stage.", graded.len()),
                 "tests": tests,
                 "leaderboard": leaderboard,
             });
