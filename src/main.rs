@@ -476,7 +476,7 @@ fn run(cli: Cli) -> Result<i32> {
             }
             Ok(report.outcome.exit_code())
         }
-        Command::Grade { action: Some(GradeAction::Merge { out }), .. } => grade_merge(&out, format),
+        Command::Grade { action: Some(GradeAction::Merge { out }), .. } => finish_gradebook(&out, format),
         Command::Grade { action: None, args } => grade(args, &settings, format),
         Command::Verify { id, record, keep, survey } => {
             let wb = open_workbook()?;
@@ -735,10 +735,6 @@ fn grade_exit(results: &[grader::judge::grade::PairResult]) -> i32 {
     } else {
         0
     }
-}
-
-fn grade_merge(out: &Path, format: Format) -> Result<i32> {
-    finish_gradebook(out, format)
 }
 
 /// Every journal in `out` into the gradebook; exit 1 while pairs are missing.

@@ -20,8 +20,6 @@ use crate::class::roster::{self, Roster, Shard, Student};
 use crate::class::secret::Secret;
 use crate::class::tamper::{self, Tampered};
 use crate::exercise::cases::{self, Cases};
-use crate::exercise::compare::{self, Comparison};
-use crate::exercise::data;
 use crate::exercise::manifest::{Tool, Track};
 use crate::exercise::rubric::{GradeStage, Rubric};
 use crate::exercise::workbook::{Exercise, Workbook};
@@ -286,16 +284,10 @@ fn tally(output: Option<&Output>, cases: &Cases, ex: &Exercise) -> Tally {
     }
     let mut passed = 0;
     for (c, path) in cases.cases.iter().zip(outputs) {
-        match data::read_outputs(path).map(|got| compare::compare(&c.expected, &got, ex.manifest.manifest.tolerance)) {
-            Ok(Comparison::Equal { .. }) => passed += 1,
-            Ok(Comparison::Mismatch(m)) => {
-                problem.get_or_insert_with(|| format!("case `{}`: {}[{}] = {} but the reference says {} ({} of {} wrong)", c.name, m.buffer, m.index, m.got, m.expected, m.bad_count, m.len));
-            }
-            Ok(Comparison::Shape(msg)) => {
-                problem.get_or_insert_with(|| format!("case `{}`: {msg}", c.name));
-            }
-            Err(e) => {
-                problem.get_or_insert_with(|| format!("case `{}`: no outputs ({e})", c.name));
+        match verdict::case_outputs(c, path, ex.manifest.manifest.tolerance) {
+            Ok(_) => passed += 1,
+            Err(why) => {
+                problem.get_or_insert(why);
             }
         }
     }
@@ -417,8 +409,8 @@ impl<'a> Worker<'a> {
         Ok(c)
     }
 
-    fn plan(&self) -> String {
-        self.plan.clone()
+    fn plan(&self) -> &str {
+        &self.plan
     }
 
     fn students<'s>(&self, wb: &Workbook, chunk: &Chunk<'s>, cases: &'s (Cases, SecretCases)) -> Vec<Submission<'s>> {
@@ -427,7 +419,7 @@ impl<'a> Worker<'a> {
             .pairs
             .iter()
             .map(|p| {
-                let mut s = Submission::new(wb, &plan, chunk.exercise, &p.student.id, p.origin.clone(), p.text.clone(), Reuse::IfUnchanged, &cases.0);
+                let mut s = Submission::new(wb, plan, chunk.exercise, &p.student.id, p.origin.clone(), p.text.clone(), Reuse::IfUnchanged, &cases.0);
                 s.secret = Some(&cases.1);
                 s
             })
@@ -465,13 +457,13 @@ impl<'a> Worker<'a> {
         let plan = self.plan();
         let mut subs = self.students(wb, chunk, &prepared);
         let students = subs.len();
-        let mut reference = Submission::new(wb, &plan, ex, "reference", wb.solution_path(ex), ex.solution.to_string(), Reuse::IfUnchanged, public);
+        let mut reference = Submission::new(wb, plan, ex, "reference", wb.solution_path(ex), ex.solution.to_string(), Reuse::IfUnchanged, public);
         reference.secret = Some(secret);
         subs.push(reference);
         let reference = students;
         let perf_track = ex.manifest.track() == Track::Perf;
         let original = perf_track.then(|| {
-            subs.push(Submission::new(wb, &plan, ex, "original", wb.learner_path(ex), ex.original.to_string(), Reuse::IfUnchanged, public));
+            subs.push(Submission::new(wb, plan, ex, "original", wb.learner_path(ex), ex.original.to_string(), Reuse::IfUnchanged, public));
             students + 1
         });
 

@@ -298,27 +298,30 @@ pub fn correctness(name: &str, stage: &str, output: &Output, cases: &Cases, tol:
     }
     let mut worst = 0f64;
     for (c, path) in cases.cases.iter().zip(outputs) {
-        let got = match data::read_outputs(path) {
-            Ok(g) => g,
-            Err(e) => return Some(step(Status::Failed, format!("case `{}`: cannot read the outputs: {e}", c.name))),
-        };
-        match compare::compare(&c.expected, &got, tol) {
-            Comparison::Equal { max_abs_error } => worst = worst.max(max_abs_error),
-            Comparison::Shape(msg) => return Some(step(Status::Failed, format!("case `{}`: {msg}", c.name))),
-            Comparison::Mismatch(m) => {
-                let poisoned = got.iter().find(|b| b.name == m.buffer).is_some_and(|b| compare::is_poison(&b.data, m.index));
-                let why = if poisoned { " (never written: still the poison pattern)" } else { "" };
-                return Some(step(
-                    Status::Failed,
-                    format!(
-                        "case `{}`: {}[{}] = {} but the reference says {}{why}; {} of {} elements wrong, max error {:.3e}",
-                        c.name, m.buffer, m.index, m.got, m.expected, m.bad_count, m.len, m.max_abs_error
-                    ),
-                ));
-            }
+        match case_outputs(c, path, tol) {
+            Ok(err) => worst = worst.max(err),
+            Err(why) => return Some(step(Status::Failed, why)),
         }
     }
     Some(step(Status::Passed, format!("{} cases match the reference (max abs error {worst:.2e})", cases.cases.len())))
+}
+
+/// One case's outputs against the reference: the largest error, or what is wrong in words
+/// ("case `...`: ..."; an element still holding the poison was never written).
+pub fn case_outputs(c: &crate::exercise::cases::PreparedCase, path: &std::path::Path, tol: Tolerance) -> Result<f64, String> {
+    let got = data::read_outputs(path).map_err(|e| format!("case `{}`: cannot read the outputs: {e}", c.name))?;
+    match compare::compare(&c.expected, &got, tol) {
+        Comparison::Equal { max_abs_error } => Ok(max_abs_error),
+        Comparison::Shape(msg) => Err(format!("case `{}`: {msg}", c.name)),
+        Comparison::Mismatch(m) => {
+            let poisoned = got.iter().find(|b| b.name == m.buffer).is_some_and(|b| compare::is_poison(&b.data, m.index));
+            let why = if poisoned { " (never written: still the poison pattern)" } else { "" };
+            Err(format!(
+                "case `{}`: {}[{}] = {} but the reference says {}{why}; {} of {} elements wrong, max error {:.3e}",
+                c.name, m.buffer, m.index, m.got, m.expected, m.bad_count, m.len, m.max_abs_error
+            ))
+        }
+    }
 }
 
 /// Whether a correctness step failed on wrong outputs (a "case `...`: ..." mismatch), rather than a
