@@ -2,7 +2,8 @@
 # The GPU run of `grade`: STEP=fixture grades the fixture class whole (tests/fixtures/class, with
 # the tool runs recorded for CI's replay), then a SIGKILL in the middle of a batch and the same
 # command again, then the throughput benchmark; STEP=bench only the benchmark, once per GPU set
-# in GPU_SETS ("0" "0,1"). Logs and gradebooks go to $OUT (tarred), a table is printed last.
+# in GPU_SETS ("0" "0,1"); STARTUP=1 then measures what one CUDA process costs
+# (scripts/gpu-startup-bench.py). Logs and gradebooks go to $OUT (tarred), a table is printed last.
 set -uo pipefail
 B=${B:-.gpu/xtask}
 OUT=${OUT:-/tmp/grade-out}
@@ -54,13 +55,22 @@ fi
 for set in ${GPU_SETS:-default}; do
   rm -rf grades-bench .cudabugs/work
   gpus=(); [ "$set" != default ] && gpus=(--gpus "$set")
+  # How busy the cores and the GPUs were, each second.
+  (command -v vmstat > /dev/null && vmstat -n 1 > "$L/vmstat-$set.txt") & vm=$!
+  nvidia-smi --query-gpu=timestamp,index,utilization.gpu --format=csv -l 1 > "$L/gpu-util-$set.csv" 2>&1 & sm=$!
   s=$(date +%s.%N)
   $B grade bench-class --exercises "$EXERCISES" --secret-seed 7 --out grades-bench "${gpus[@]}" --format json > "$L/bench-$set.jsonl" 2> "$L/bench-$set.err"
   code=$?; e=$(date +%s.%N)
+  kill $vm $sm 2>/dev/null; pkill -f "vmstat -n 1" 2>/dev/null
   secs=$(python3 -c "print(round($e - $s, 1))")
   table+=("throughput gpus=$set: $pairs pairs in $secs s = $(python3 -c "print(round($pairs * 60 / $secs, 1))") per minute (exit $code)")
   cp grades-bench/summary.md "$L/bench-$set-summary.md"; cp grades-bench/grades.csv "$L/bench-$set-grades.csv"
 done
+# What one CUDA process costs, alone and many at once (STARTUP=1; STARTUP_ARGS e.g. "--gpus 0,1").
+if [ -n "${STARTUP:-}" ]; then
+  python3 scripts/gpu-startup-bench.py .cudabugs/work 03-race student001 "$L/startup.json" ${STARTUP_ARGS:-} > "$L/startup.txt" 2>&1
+  table+=("startup bench (exit $?):" "$(sed -n '/^probe /,$p' "$L/startup.txt")")
+fi
 tar czf "$OUT/logs.tgz" -C "$OUT" logs $( [ -d "$OUT/grades-fixture" ] && echo grades-fixture )
 rm -rf "$OUT/logs" "$OUT/grades-fixture"
 printf '%s\n' "${table[@]}" | tee "$OUT/table.txt"

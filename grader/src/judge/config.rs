@@ -60,6 +60,14 @@ pub struct Config {
     /// Timing also collects what `grade`'s anti-cheat rules read (DRAM bytes read, instructions)
     /// and profiles every kernel, named or not.
     pub audit: bool,
+    /// Every sandboxed run gets `CUDA_DEVICE_MAX_CONNECTIONS=1`: one hardware queue per context
+    /// instead of eight. The driver makes and tears down contexts one at a time across the whole
+    /// machine, and the queues are most of that work: on an H100 a bare CUDA process took 0.34 s
+    /// alone and at most 5.1 ran per second however many were started at once; with one
+    /// connection 0.26 s and 12.4 per second (`scripts/gpu-startup-bench.py --set variants`).
+    /// Streams of one program then share one queue (no exercise uses streams; ncu serialises the
+    /// kernels it times anyway). Set by `grade`, which starts thousands of processes.
+    pub one_connection: bool,
 }
 
 impl Default for Config {
@@ -80,6 +88,7 @@ impl Default for Config {
             hidden: Vec::new(),
             from_env: FromEnv::default(),
             audit: false,
+            one_connection: false,
         }
     }
 }

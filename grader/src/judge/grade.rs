@@ -263,6 +263,17 @@ struct Tally {
 }
 
 fn tally(output: Option<&Output>, cases: &Cases, ex: &Exercise) -> Tally {
+    tally_part(output, cases, 0, ex)
+}
+
+/// A run that ended in a failure of its own (not a time-out, not a process left behind).
+fn crashed(output: Option<&Output>) -> bool {
+    matches!(output, Some(Output::Ran { run: Ok(f), .. }) if !f.success() && f.exit != Exit::TimedOut && f.left_running().is_none())
+}
+
+/// The tally of `cases`, which a run took from its `skip`-th output on (a run of the public cases
+/// and then the hidden ones).
+fn tally_part(output: Option<&Output>, cases: &Cases, skip: usize, ex: &Exercise) -> Tally {
     let total = cases.cases.len();
     let Some(Output::Ran { run, outputs, .. }) = output else {
         let why = match output {
@@ -283,7 +294,7 @@ fn tally(output: Option<&Output>, cases: &Cases, ex: &Exercise) -> Tally {
         problem = Some(format!("the program {left}"));
     }
     let mut passed = 0;
-    for (c, path) in cases.cases.iter().zip(outputs) {
+    for (c, path) in cases.cases.iter().zip(outputs.iter().skip(skip)) {
         match verdict::case_outputs(c, path, ex.manifest.manifest.tolerance) {
             Ok(_) => passed += 1,
             Err(why) => {
@@ -344,14 +355,34 @@ pub struct Pending<'a> {
     pub fingerprint: String,
 }
 
-/// What a worker keeps between its chunks: each exercise's cases and this GPU's peak.
+/// An exercise's inputs as a worker grades them.
+#[derive(Default)]
+pub struct ExerciseCases {
+    pub public: Cases,
+    /// The public cases, then the hidden ones: a student's program runs them all in one process
+    /// (CUDA processes start one at a time across the machine; one fewer per pair).
+    pub graded: Cases,
+    pub secret: SecretCases,
+}
+
+impl ExerciseCases {
+    fn new(public: Cases, secret: SecretCases) -> ExerciseCases {
+        let graded = Cases { cases: public.cases.iter().chain(&secret.hidden.cases).cloned().collect(), bench_input: public.bench_input.clone() };
+        ExerciseCases { public, graded, secret }
+    }
+}
+
+/// What a worker keeps between its chunks: each exercise's cases, whether the reference fix passed
+/// its hidden cases, and this GPU's peak.
 pub struct Worker<'a> {
     pub ctx: Context,
     pub secret: &'a Secret,
     /// Names the work folders: a shard's and a GPU's own, so that shards sharing the workbook's
     /// folder (a cluster) and GPUs never build into one folder at once.
     plan: String,
-    cases: Mutex<BTreeMap<String, std::sync::Arc<(Cases, SecretCases)>>>,
+    cases: Mutex<BTreeMap<String, std::sync::Arc<ExerciseCases>>>,
+    /// Exercises whose hidden cases the reference fix passed on this worker (checked once).
+    fair: Mutex<BTreeSet<String>>,
     peak: Mutex<Option<Option<Peak>>>,
 }
 
@@ -375,7 +406,7 @@ impl<'a> Worker<'a> {
         if let Some(g) = &ctx.config.gpu {
             plan.push_str(&format!("-gpu{g}"));
         }
-        Worker { ctx, secret, plan, cases: Mutex::new(BTreeMap::new()), peak: Mutex::new(None) }
+        Worker { ctx, secret, plan, cases: Mutex::new(BTreeMap::new()), fair: Mutex::new(BTreeSet::new()), peak: Mutex::new(None) }
     }
 
     fn device(&self) -> Option<String> {
@@ -396,7 +427,7 @@ impl<'a> Worker<'a> {
     }
 
     /// The exercise's public, hidden and fresh cases, written once per worker.
-    fn cases(&self, wb: &Workbook, ex: &Exercise) -> std::io::Result<std::sync::Arc<(Cases, SecretCases)>> {
+    fn cases(&self, wb: &Workbook, ex: &Exercise) -> std::io::Result<std::sync::Arc<ExerciseCases>> {
         let mut all = self.cases.lock().unwrap();
         if let Some(c) = all.get(ex.id()) {
             return Ok(c.clone());
@@ -404,7 +435,7 @@ impl<'a> Worker<'a> {
         let dir = wb.work_dir().join("cases").join(ex.id());
         let public = cases::prepare(ex, &dir)?;
         let (hidden, fresh) = self.secret.prepare(ex, &dir)?;
-        let c = std::sync::Arc::new((public, SecretCases { hidden, fresh }));
+        let c = std::sync::Arc::new(ExerciseCases::new(public, SecretCases { hidden, fresh }));
         all.insert(ex.id().to_string(), c.clone());
         Ok(c)
     }
@@ -413,14 +444,14 @@ impl<'a> Worker<'a> {
         &self.plan
     }
 
-    fn students<'s>(&self, wb: &Workbook, chunk: &Chunk<'s>, cases: &'s (Cases, SecretCases)) -> Vec<Submission<'s>> {
+    fn students<'s>(&self, wb: &Workbook, chunk: &Chunk<'s>, cases: &'s ExerciseCases) -> Vec<Submission<'s>> {
         let plan = self.plan();
         chunk
             .pairs
             .iter()
             .map(|p| {
-                let mut s = Submission::new(wb, plan, chunk.exercise, &p.student.id, p.origin.clone(), p.text.clone(), Reuse::IfUnchanged, &cases.0);
-                s.secret = Some(&cases.1);
+                let mut s = Submission::new(wb, plan, chunk.exercise, &p.student.id, p.origin.clone(), p.text.clone(), Reuse::IfUnchanged, &cases.graded);
+                s.secret = Some(&cases.secret);
                 s
             })
             .collect()
@@ -429,7 +460,7 @@ impl<'a> Worker<'a> {
     /// Build a chunk's submissions ahead of their turn (CPU only: while another chunk is timed).
     /// Grading it later finds the binaries up to date.
     pub fn prebuild(&self, wb: &Workbook, chunk: &Chunk) {
-        let empty = (Cases::default(), SecretCases::default());
+        let empty = ExerciseCases::default();
         let subs = self.students(wb, chunk, &empty);
         let builds: Vec<Stage> = (0..subs.len()).flat_map(|i| [Stage::new(i, StageKind::BuildDebug), Stage::new(i, StageKind::BuildRelease)]).collect();
         scheduler::execute(&self.ctx, wb, &subs, &builds, &mut Results::default(), Instant::now());
@@ -449,11 +480,11 @@ impl<'a> Worker<'a> {
                 Err(e) => return (self.failed_chunk(chunk, format!("cannot write the inputs: {e}")), phases),
             }
         } else {
-            std::sync::Arc::new((Cases::default(), SecretCases::default()))
+            std::sync::Arc::new(ExerciseCases::default())
         };
         // This GPU's peak, for the physical-floor rule and the performance track (cached on disk).
         let peak = if gpu_stages { self.peak(wb) } else { None };
-        let (public, secret) = (&prepared.0, &prepared.1);
+        let (public, secret) = (&prepared.public, &prepared.secret);
         let plan = self.plan();
         let mut subs = self.students(wb, chunk, &prepared);
         let students = subs.len();
@@ -467,8 +498,8 @@ impl<'a> Worker<'a> {
             students + 1
         });
 
-        // 1. Builds, the four tools, the public and the hidden cases (the reference's hidden run
-        //    proves the instructor's cases are fair).
+        // 1. Builds, the four tools, the public and the hidden cases in one run (the reference's
+        //    hidden run, once per exercise, proves the instructor's cases are fair).
         let mut stages: Vec<Stage> = Vec::new();
         for i in 0..students {
             stages.push(Stage::new(i, StageKind::BuildDebug));
@@ -476,14 +507,21 @@ impl<'a> Worker<'a> {
             if gpu_stages {
                 stages.extend(Tool::ALL.iter().map(|&t| Stage::new(i, StageKind::Sanitize(t))));
                 stages.push(Stage::new(i, StageKind::Correctness));
-                stages.push(Stage::new(i, StageKind::Hidden));
             }
         }
-        if gpu_stages {
-            stages.push(Stage::again(reference, StageKind::Hidden, chunk.index));
+        let fairness = Stage::again(reference, StageKind::Hidden, chunk.index);
+        let checked_fair = self.fair.lock().unwrap().contains(ex.id());
+        if gpu_stages && !checked_fair {
+            stages.push(fairness.clone());
         }
         let mut results = Results::default();
         scheduler::execute(&self.ctx, wb, &subs, &stages, &mut results, started);
+        // A program that failed part-way lost the hidden cases after it: they run again on their
+        // own, as they would have in a process of their own (one that hung is not run again).
+        let again: Vec<Stage> = (0..students).filter(|&i| gpu_stages && crashed(results.get(i, StageKind::Correctness))).map(|i| Stage::new(i, StageKind::Hidden)).collect();
+        if !again.is_empty() {
+            scheduler::execute(&self.ctx, wb, &subs, &again, &mut results, started);
+        }
         phases.tools = started.elapsed().as_secs_f64();
 
         let mut out: Vec<PairResult> = chunk
@@ -510,10 +548,13 @@ impl<'a> Worker<'a> {
             }
             return (out, phases);
         }
-        let hidden_fair = tally(results.get_run(&Stage::again(reference, StageKind::Hidden, chunk.index)), &secret.hidden, ex);
-        if hidden_fair.passed != hidden_fair.total {
-            let why = format!("the reference fix fails the hidden cases ({}): the secret's cases do not fit this exercise", hidden_fair.problem.unwrap_or_default());
-            return (self.failed_chunk(chunk, why), phases);
+        if !checked_fair {
+            let hidden_fair = tally(results.get_run(&fairness), &secret.hidden, ex);
+            if hidden_fair.passed != hidden_fair.total {
+                let why = format!("the reference fix fails the hidden cases ({}): the secret's cases do not fit this exercise", hidden_fair.problem.unwrap_or_default());
+                return (self.failed_chunk(chunk, why), phases);
+            }
+            self.fair.lock().unwrap().insert(ex.id().to_string());
         }
         for (i, r) in out.iter_mut().enumerate() {
             if r.stage(GradeStage::Builds).is_some_and(|s| s.status == Status::Passed) {
@@ -671,7 +712,8 @@ fn score_tools(ctx: &Context, ex: &Exercise, results: &Results, i: usize, r: &mu
 }
 
 fn score_cases(results: &Results, i: usize, r: &mut PairResult, ex: &Exercise, public: &Cases, secret: &SecretCases) {
-    let t = tally(results.get(i, StageKind::Correctness), public, ex);
+    let run = results.get(i, StageKind::Correctness);
+    let t = tally_part(run, public, 0, ex);
     let status = if t.timed_out { Status::TimedOut } else if t.passed == t.total { Status::Passed } else { Status::Failed };
     let summary = match &t.problem {
         Some(p) if t.passed < t.total => format!("{} of {} public cases match the reference; {p}", t.passed, t.total),
@@ -680,7 +722,10 @@ fn score_cases(results: &Results, i: usize, r: &mut PairResult, ex: &Exercise, p
     r.steps.push(Step::new("correctness", status, summary.clone()).stage("correctness"));
     r.set(GradeStage::Public, t.passed as f64 / t.total.max(1) as f64, status, summary);
     // Hidden cases: how many passed, never which or why (the student's report shows no more).
-    let h = tally(results.get(i, StageKind::Hidden), &secret.hidden, ex);
+    let h = match results.get(i, StageKind::Hidden) {
+        Some(again) => tally(Some(again), &secret.hidden, ex),
+        None => tally_part(run, &secret.hidden, public.cases.len(), ex),
+    };
     let status = if h.timed_out { Status::TimedOut } else if h.passed == h.total { Status::Passed } else { Status::Failed };
     let summary = format!("{} of {} hidden cases match the reference", h.passed, h.total);
     r.steps.push(Step::new("hidden cases", status, summary.clone()).stage("hidden"));
@@ -841,13 +886,15 @@ pub fn worker_gpus(requested: &[String]) -> Vec<Option<String>> {
     }
 }
 
-/// One worker's settings out of `workers`: its GPU, the anti-cheat counters, the class's folders
-/// hidden from every run, shorter limits than a learner's check (a class has hostile and hung
-/// programs), and its share of the cores (sanitizer runs spend their start-up on the CPU; the
-/// builds, the next chunk's included, get a share each). What the environment set stays.
+/// One worker's settings out of `workers`: its GPU, the anti-cheat counters, one hardware queue
+/// per context (cheaper CUDA processes), the class's folders hidden from every run, shorter limits
+/// than a learner's check (a class has hostile and hung programs), and its share of the cores
+/// (sanitizer runs spend their start-up on the CPU; the builds, the next chunk's included, get a
+/// share each). What the environment set stays.
 pub fn configure_worker(config: &mut crate::judge::config::Config, gpu: Option<String>, workers: usize, hidden: &[PathBuf]) {
     config.gpu = gpu;
     config.audit = true;
+    config.one_connection = true;
     config.hidden = hidden.to_vec();
     if !config.from_env.timeouts {
         config.timeouts.tool = std::time::Duration::from_secs(90);
@@ -1094,7 +1141,7 @@ mod tests {
         let mut one = Config::default();
         let cores = one.cpu_jobs;
         configure_worker(&mut one, None, 1, &[PathBuf::from("/class")]);
-        assert!(one.audit && one.hidden == [PathBuf::from("/class")] && one.gpu.is_none());
+        assert!(one.audit && one.one_connection && one.hidden == [PathBuf::from("/class")] && one.gpu.is_none());
         assert_eq!((one.cpu_jobs, one.timeouts.tool.as_secs(), one.timeouts.run.as_secs()), (cores, 90, 30));
         let mut two = Config::default();
         two.from_env.timeouts = true;
@@ -1104,6 +1151,69 @@ mod tests {
         assert_eq!(two.gpu.as_deref(), Some("1"));
         assert_eq!(two.cpu_jobs, (cores / 2).max(1));
         assert_eq!((two.gpu_jobs, two.timeouts.tool), (3, Config::default().timeouts.tool), "the environment's settings stay");
+    }
+
+    /// A harness output file (CBOT) of one i32 buffer.
+    fn write_output(path: &Path, values: &[i32]) {
+        let mut b = b"CBOT".to_vec();
+        b.extend(1u32.to_le_bytes());
+        b.extend(1u32.to_le_bytes());
+        b.extend(3u16.to_le_bytes());
+        b.extend(b"out");
+        b.push(3); // i32
+        b.extend((values.len() as u64).to_le_bytes());
+        values.iter().for_each(|v| b.extend(v.to_le_bytes()));
+        std::fs::write(path, b).unwrap();
+    }
+
+    fn case(name: &str, value: i32) -> crate::exercise::cases::PreparedCase {
+        let expected = vec![crate::exercise::reference::Buffer { name: "out".into(), data: crate::exercise::reference::Data::I32(vec![value]) }];
+        crate::exercise::cases::PreparedCase { name: name.into(), input: PathBuf::new(), expected, sanitize: false }
+    }
+
+    fn ran(exit: Exit, outputs: Vec<PathBuf>) -> Output {
+        let finished = crate::tools::runner::Finished { exit, stdout: Default::default(), stderr: Default::default(), wall: Default::default(), leftovers: 0, escaped: false, oom_killed: false, isolation: None };
+        Output::Ran { command: String::new(), run: Ok(finished), outputs }
+    }
+
+    #[test]
+    fn one_run_of_the_public_and_hidden_cases_is_scored_as_two_and_a_crash_runs_the_hidden_again() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join("exercises/03-race");
+        let text: &'static str = Box::leak(std::fs::read_to_string(root.join("exercise.toml")).unwrap().into_boxed_str());
+        let manifest = crate::exercise::manifest::parse("03-race", &root.join("exercise.toml"), text).unwrap();
+        let ex = Exercise { manifest, original: "", solution: "" };
+        let public = Cases { cases: vec![case("p0", 1), case("p1", 2)], bench_input: PathBuf::new() };
+        let secret = SecretCases { hidden: Cases { cases: vec![case("h0", 3), case("h1", 4)], bench_input: PathBuf::new() }, fresh: Cases::default() };
+        let both = ExerciseCases::new(public.clone(), SecretCases { hidden: secret.hidden.clone(), fresh: Cases::default() });
+        assert_eq!(both.graded.cases.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["p0", "p1", "h0", "h1"]);
+
+        let dir = tempfile::tempdir().unwrap();
+        let out: Vec<PathBuf> = (0..4).map(|i| dir.path().join(format!("case{i}.out"))).collect();
+        for (path, v) in out.iter().zip([1, 2, 3, 99]) {
+            write_output(path, &[v]);
+        }
+        let fresh_result = || PairResult::empty("s", &ex, String::new(), PairState::Graded);
+        let mut results = Results::default();
+        results.outputs.insert(Stage::new(0, StageKind::Correctness), ran(Exit::Code(0), out.clone()));
+        let mut r = fresh_result();
+        score_cases(&results, 0, &mut r, &ex, &public, &secret);
+        assert_eq!(r.stage(GradeStage::Public).unwrap().status, Status::Passed);
+        assert_eq!(r.stage(GradeStage::Hidden).unwrap().summary, "1 of 2 hidden cases match the reference");
+        assert!(!crashed(results.get(0, StageKind::Correctness)));
+
+        // Crashed after the public cases: the hidden ones count from their own run.
+        results.outputs.insert(Stage::new(0, StageKind::Correctness), ran(Exit::Code(3), out[..2].to_vec()));
+        assert!(crashed(results.get(0, StageKind::Correctness)));
+        let again: Vec<PathBuf> = (0..2).map(|i| dir.path().join(format!("again{i}.out"))).collect();
+        write_output(&again[0], &[3]);
+        write_output(&again[1], &[4]);
+        results.outputs.insert(Stage::new(0, StageKind::Hidden), ran(Exit::Code(0), again));
+        let mut r = fresh_result();
+        score_cases(&results, 0, &mut r, &ex, &public, &secret);
+        assert_eq!(r.stage(GradeStage::Public).unwrap().status, Status::Passed, "each public case counts on its own");
+        assert_eq!(r.stage(GradeStage::Hidden).unwrap().summary, "2 of 2 hidden cases match the reference");
+        // A run that hung is not run again.
+        assert!(!crashed(Some(&ran(Exit::TimedOut, Vec::new()))));
     }
 
     #[test]

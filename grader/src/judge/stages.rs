@@ -94,14 +94,27 @@ pub fn sandbox_env(ctx: &Context, sub: &Submission, tmpdir: &Path) -> Vec<(Strin
     if !env.iter().any(|(k, _)| k == "PATH") {
         env.push(("PATH".into(), "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into()));
     }
-    if let Some(gpu) = &ctx.config.gpu {
-        env.retain(|(k, _)| k != "CUDA_VISIBLE_DEVICES");
-        env.push(("CUDA_VISIBLE_DEVICES".into(), gpu.clone()));
+    for (k, v) in cuda_settings(&ctx.config) {
+        env.retain(|(have, _)| *have != k);
+        env.push((k.into(), v));
     }
     env.push(("HOME".into(), sub.work.join("home").display().to_string()));
     env.push(("TMPDIR".into(), tmpdir.display().to_string()));
     env.push(("LANG".into(), "C.UTF-8".into()));
     env
+}
+
+/// What the configuration says to CUDA in every sandboxed job: the worker's GPU, one hardware
+/// queue per context.
+fn cuda_settings(config: &crate::judge::config::Config) -> Vec<(&'static str, String)> {
+    let mut set = Vec::new();
+    if let Some(gpu) = &config.gpu {
+        set.push(("CUDA_VISIBLE_DEVICES", gpu.clone()));
+    }
+    if config.one_connection {
+        set.push(("CUDA_DEVICE_MAX_CONNECTIONS", "1".to_string()));
+    }
+    set
 }
 
 /// A TMPDIR of the job's own. Never one per submission: in PID namespaces every job's first
@@ -269,5 +282,18 @@ pub fn run(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built:
         },
         (StageKind::Timing, Some(b)) => time(ctx, wb, sub, stage, b),
         (StageKind::Profile, Some(b)) => profile(ctx, wb, sub, stage, b),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_grade_worker_tells_cuda_its_gpu_and_one_hardware_queue() {
+        let mut config = crate::judge::config::Config::default();
+        assert!(cuda_settings(&config).is_empty(), "check and verify leave CUDA's defaults");
+        crate::judge::grade::configure_worker(&mut config, Some("1".into()), 2, &[]);
+        assert_eq!(cuda_settings(&config), [("CUDA_VISIBLE_DEVICES", "1".to_string()), ("CUDA_DEVICE_MAX_CONNECTIONS", "1".to_string())]);
     }
 }
