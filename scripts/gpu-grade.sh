@@ -2,8 +2,9 @@
 # The GPU run of `grade`: STEP=fixture grades the fixture class whole (tests/fixtures/class, with
 # the tool runs recorded for CI's replay), then a SIGKILL in the middle of a batch and the same
 # command again, then the throughput benchmark; STEP=bench only the benchmark, once per GPU set
-# in GPU_SETS ("0" "0,1"); STARTUP=1 then measures what one CUDA process costs
-# (scripts/gpu-startup-bench.py). Logs and gradebooks go to $OUT (tarred), a table is printed last.
+# in GPU_SETS ("0" "0,1"; "0,1@CUDABUGS_TOOL_TURNS=0" runs that set with the variables after the
+# @); STARTUP=1 then measures what one CUDA process costs (scripts/gpu-startup-bench.py).
+# Logs and gradebooks go to $OUT (tarred), a table is printed last.
 set -uo pipefail
 B=${B:-.gpu/xtask}
 OUT=${OUT:-/tmp/grade-out}
@@ -52,19 +53,26 @@ PY
 fi
 
 # Throughput: a cold work folder (every build counted), the peak already cached.
-for set in ${GPU_SETS:-default}; do
+first_grades=""
+for entry in ${GPU_SETS:-default}; do
   rm -rf grades-bench .cudabugs/work
+  set=${entry%%@*}; vars=(); [ "$entry" != "$set" ] && IFS=, read -ra vars <<< "${entry#*@}"
   gpus=(); [ "$set" != default ] && gpus=(--gpus "$set")
+  set=$(echo "$entry" | sed 's/@/_/; s/=/-/g')
   # How busy the cores and the GPUs were, each second.
   (command -v vmstat > /dev/null && vmstat -n 1 > "$L/vmstat-$set.txt") & vm=$!
   nvidia-smi --query-gpu=timestamp,index,utilization.gpu --format=csv -l 1 > "$L/gpu-util-$set.csv" 2>&1 & sm=$!
   s=$(date +%s.%N)
-  $B grade bench-class --exercises "$EXERCISES" --secret-seed 7 --out grades-bench "${gpus[@]}" --format json > "$L/bench-$set.jsonl" 2> "$L/bench-$set.err"
+  env "${vars[@]}" $B grade bench-class --exercises "$EXERCISES" --secret-seed 7 --out grades-bench "${gpus[@]}" --format json > "$L/bench-$set.jsonl" 2> "$L/bench-$set.err"
   code=$?; e=$(date +%s.%N)
   kill $vm $sm 2>/dev/null; pkill -f "vmstat -n 1" 2>/dev/null
   secs=$(python3 -c "print(round($e - $s, 1))")
   table+=("throughput gpus=$set: $pairs pairs in $secs s = $(python3 -c "print(round($pairs * 60 / $secs, 1))") per minute (exit $code)")
   cp grades-bench/summary.md "$L/bench-$set-summary.md"; cp grades-bench/grades.csv "$L/bench-$set-grades.csv"
+  # Every set grades the class alike (the speed points may move with a time at a boundary).
+  if [ -z "$first_grades" ]; then first_grades="$L/bench-$set-grades.csv"
+  elif cmp -s "$first_grades" "$L/bench-$set-grades.csv"; then table+=("  grades: the same as the first set's")
+  else table+=("  grades: DIFFER from the first set's ($(diff "$first_grades" "$L/bench-$set-grades.csv" | grep -c '^>') rows)"); fi
 done
 # What one CUDA process costs, alone and many at once (STARTUP=1; STARTUP_ARGS e.g. "--gpus 0,1").
 if [ -n "${STARTUP:-}" ]; then

@@ -11,11 +11,17 @@ as long as one GPU's, something host-wide (CPU or the driver) is the limit.
 
 Sets (--set): "all" each probe alone and at rising concurrency; "variants" ncu's options and
 environment settings that might make a process cheaper; "variants2" the sanitizers and ncu with one
-hardware queue, ncu over several runs; "gpus" one GPU against two (needs --gpus).
+hardware queue, ncu over several runs; "gpus" one GPU against two (needs --gpus); "mix" (needs
+--gpus) kinds side by side for a fixed time, one kind per GPU: does one GPU's ncu slow the other's
+sanitizers, and do two GPUs' ncu runs slow each other?
 
-Usage: gpu-startup-bench.py WORK_DIR EXERCISE STUDENT OUT_JSON [--gpus 0,1] [--set all|variants|variants2|gpus]
+Every ncu here takes the lock file of its GPU (TMPDIR per GPU), as grade's do: ncu serialises the
+kernels of all instances that share a TMPDIR. (Until 2026-11-22 evening all shared /tmp's, so the
+"gpus" rows of ncu before then measured that lock, not the driver.)
+
+Usage: gpu-startup-bench.py WORK_DIR EXERCISE STUDENT OUT_JSON [--gpus 0,1] [--set all|variants|variants2|gpus|mix]
 """
-import glob, json, os, resource, subprocess, sys, tempfile, time
+import glob, itertools, json, os, resource, subprocess, sys, tempfile, time
 from concurrent.futures import ThreadPoolExecutor
 
 work, exercise, student, out_json = sys.argv[1:5]
@@ -121,17 +127,19 @@ def child_cpu():
     return r.ru_utime + r.ru_stime
 
 
-counter = [0]
+counter = itertools.count(1)
 
 
 def one(name, gpu):
-    counter[0] += 1
-    n = counter[0]
+    n = next(counter)  # one call, atomic under the GIL: threads never share a file name
     argv, extra = probes[name]
     argv = [a.replace("{n}", str(n)).replace("{tmp}", tmp) for a in argv]
     env = dict(os.environ, **extra)
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = gpu
+    if argv[0] == "ncu":
+        env["TMPDIR"] = os.path.join(tmp, f"ncu-lock-{gpu}")
+        os.makedirs(env["TMPDIR"], exist_ok=True)
     s = time.monotonic()
     p = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     wall = time.monotonic() - s
@@ -167,6 +175,39 @@ def batch(name, c, n, gpu_list):
     rows.append(row)
     print(json.dumps(row), flush=True)
     return row
+
+
+def steady(specs, seconds=15):
+    """Each (probe, C, gpu) of specs C at a time on its GPU, all at once, each starting new processes
+    for `seconds`: one row per spec, its processes per second until its last one ended."""
+    t0, i0 = cpu_busy()
+    start = time.monotonic()
+    deadline = start + seconds
+
+    def loop(name, gpu):
+        done, fails, last = 0, [], start
+        while time.monotonic() < deadline:
+            _, ok, err, _ = one(name, gpu)
+            done, last = done + 1, time.monotonic()
+            if not ok:
+                fails.append(err)
+        return done, fails, last
+
+    with ThreadPoolExecutor(max_workers=sum(c for _, c, _ in specs)) as pool:
+        futures = [(spec, [pool.submit(loop, spec[0], spec[2]) for _ in range(spec[1])]) for spec in specs]
+        results = [(spec, [f.result() for f in fs]) for spec, fs in futures]
+    t1, i1 = cpu_busy()
+    busy = round(100 * (1 - (i1 - i0) / max(1, t1 - t0)), 1)
+    label = " + ".join(f"{n} x{c} gpu{g}" for n, c, g in specs)
+    for (name, c, gpu), res in results:
+        n = sum(r[0] for r in res)
+        fails = [e for r in res for e in r[1]]
+        wall = max(r[2] for r in res) - start
+        row = {"probe": name, "concurrency": c, "gpus": [gpu], "processes": n, "wall_s": round(wall, 2), "per_s": round(n / wall, 2),
+               "median_process_s": round(wall * c / max(1, n), 3), "cpu_s_per_process": None, "machine_busy_pct": busy,
+               "failed": len(fails), "first_failure": fails[0] if fails else "", "phases_ms": None, "together": label}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
 
 
 rows = []
@@ -217,8 +258,18 @@ elif probe_set == "gpus":
         batch(name, 12, 24, gpus)
     batch("ncu 1 connection", 4, 8, [gpus[0]])
     batch("ncu 1 connection", 4, 8, gpus)
+elif probe_set == "mix":
+    assert gpus and len(gpus) > 1, "--set mix needs --gpus 0,1"
+    g0, g1 = gpus[0], gpus[1]
+    tools, timing, cases_run = ("memcheck 1 connection", 12), ("ncu 1 connection", 4), ("run 1 connection", 12)
+    for kind in [tools, timing, cases_run]:
+        steady([(kind[0], kind[1], g0)])
+    steady([(tools[0], tools[1], g0), (timing[0], timing[1], g1)])
+    steady([(cases_run[0], cases_run[1], g0), (timing[0], timing[1], g1)])
+    steady([(timing[0], timing[1], g0), (timing[0], timing[1], g1)])
+    steady([(tools[0], tools[1], g0), (tools[0], tools[1], g1)])
 json.dump({"facts": facts, "rows": rows}, open(out_json, "w"), indent=1)
 print(f"{'probe':30} {'C':>3} {'gpus':>5} {'n':>4} {'wall':>6} {'per s':>6} {'median':>7} {'cpu/proc':>8} {'busy%':>6} fail phases_ms")
 for r in rows:
     g = ",".join(x or "-" for x in r["gpus"])
-    print(f"{r['probe']:30} {r['concurrency']:>3} {g:>5} {r['processes']:>4} {r['wall_s']:>6} {r['per_s']:>6} {r['median_process_s']:>7} {r['cpu_s_per_process']:>8} {r['machine_busy_pct']:>6} {r['failed']} {r['phases_ms'] or ''}")
+    print(f"{r['probe']:30} {r['concurrency']:>3} {g:>5} {r['processes']:>4} {r['wall_s']:>6} {r['per_s']:>6} {r['median_process_s']:>7} {str(r['cpu_s_per_process']):>8} {r['machine_busy_pct']:>6} {r['failed']} {r['phases_ms'] or ''} {r.get('together', '')}")

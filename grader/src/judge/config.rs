@@ -68,6 +68,11 @@ pub struct Config {
     /// Streams of one program then share one queue (no exercise uses streams; ncu serialises the
     /// kernels it times anyway). Set by `grade`, which starts thousands of processes.
     pub one_connection: bool,
+    /// A GPU's tool phase (sanitizers and cases: dozens of short CUDA processes) waits for the
+    /// host's turn, a file lock per machine. The driver starts CUDA processes one at a time for
+    /// the whole host, so two GPUs' tool phases at once each take about twice as long; in turns,
+    /// one GPU's tools overlap the others' ncu timing instead. Set by `grade`.
+    pub tool_turns: bool,
 }
 
 impl Default for Config {
@@ -89,6 +94,7 @@ impl Default for Config {
             from_env: FromEnv::default(),
             audit: false,
             one_connection: false,
+            tool_turns: false,
         }
     }
 }
@@ -108,6 +114,7 @@ fn default_memory_limit() -> u64 {
 pub struct FromEnv {
     pub timeouts: bool,
     pub gpu_jobs: bool,
+    pub tool_turns: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -121,7 +128,7 @@ pub struct EnvError {
 impl Config {
     /// The defaults, with the environment's overrides: `CUDABUGS_TIMEOUT_SECS` (every per-run
     /// limit), `CUDABUGS_SANITIZER_JOBS`, `CUDABUGS_NCU_JOBS`, `CUDABUGS_ISOLATION`,
-    /// `CUDABUGS_MEMORY_MAX_MB`, `CUDABUGS_NO_INSTALL`.
+    /// `CUDABUGS_MEMORY_MAX_MB`, `CUDABUGS_NO_INSTALL`, `CUDABUGS_TOOL_TURNS` (0 or 1).
     pub fn from_env() -> Result<Config, EnvError> {
         let mut c = Config::default();
         fn get<T: std::str::FromStr>(var: &'static str) -> Result<Option<T>, EnvError> {
@@ -148,6 +155,10 @@ impl Config {
         }
         if let Some(mb) = get::<u64>("CUDABUGS_MEMORY_MAX_MB")? {
             c.limits.memory_bytes = Some(mb << 20);
+        }
+        if let Some(on) = get::<u8>("CUDABUGS_TOOL_TURNS")? {
+            c.tool_turns = on != 0;
+            c.from_env.tool_turns = true;
         }
         c.install_toolkit = std::env::var_os("CUDABUGS_NO_INSTALL").is_none();
         Ok(c)
