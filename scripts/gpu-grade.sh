@@ -2,7 +2,7 @@
 # The GPU run of `grade`: STEP=fixture grades the fixture class whole (tests/fixtures/class, with
 # the tool runs recorded for CI's replay), then a SIGKILL in the middle of a batch and the same
 # command again, then the throughput benchmark; STEP=bench only the benchmark, once per GPU set
-# in GPU_SETS ("0" "0,1"; "0,1@CUDABUGS_TOOL_TURNS=0" runs that set with the variables after the
+# in GPU_SETS ("0" "0,1"; "0,1@CUDABUGS_SANITIZER_JOBS=8" runs that set with the variables after the
 # @); STARTUP=1 then measures what one CUDA process costs (scripts/gpu-startup-bench.py).
 # Logs and gradebooks go to $OUT (tarred), a table is printed last.
 set -uo pipefail

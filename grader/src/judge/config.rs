@@ -68,11 +68,6 @@ pub struct Config {
     /// Streams of one program then share one queue (no exercise uses streams; ncu serialises the
     /// kernels it times anyway). Set by `grade`, which starts thousands of processes.
     pub one_connection: bool,
-    /// A GPU's tool phase (sanitizers and cases: dozens of short CUDA processes) waits for the
-    /// host's turn, a file lock per machine. The driver starts CUDA processes one at a time for
-    /// the whole host, so two GPUs' tool phases at once each take about twice as long; in turns,
-    /// one GPU's tools overlap the others' ncu timing instead. Set by `grade`.
-    pub tool_turns: bool,
 }
 
 impl Default for Config {
@@ -94,7 +89,6 @@ impl Default for Config {
             from_env: FromEnv::default(),
             audit: false,
             one_connection: false,
-            tool_turns: false,
         }
     }
 }
@@ -114,7 +108,6 @@ fn default_memory_limit() -> u64 {
 pub struct FromEnv {
     pub timeouts: bool,
     pub gpu_jobs: bool,
-    pub tool_turns: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -128,7 +121,7 @@ pub struct EnvError {
 impl Config {
     /// The defaults, with the environment's overrides: `CUDABUGS_TIMEOUT_SECS` (every per-run
     /// limit), `CUDABUGS_SANITIZER_JOBS`, `CUDABUGS_NCU_JOBS`, `CUDABUGS_ISOLATION`,
-    /// `CUDABUGS_MEMORY_MAX_MB`, `CUDABUGS_NO_INSTALL`, `CUDABUGS_TOOL_TURNS` (0 or 1).
+    /// `CUDABUGS_MEMORY_MAX_MB`, `CUDABUGS_NO_INSTALL`.
     pub fn from_env() -> Result<Config, EnvError> {
         let mut c = Config::default();
         fn get<T: std::str::FromStr>(var: &'static str) -> Result<Option<T>, EnvError> {
@@ -155,10 +148,6 @@ impl Config {
         }
         if let Some(mb) = get::<u64>("CUDABUGS_MEMORY_MAX_MB")? {
             c.limits.memory_bytes = Some(mb << 20);
-        }
-        if let Some(on) = get::<u8>("CUDABUGS_TOOL_TURNS")? {
-            c.tool_turns = on != 0;
-            c.from_env.tool_turns = true;
         }
         c.install_toolkit = std::env::var_os("CUDABUGS_NO_INSTALL").is_none();
         Ok(c)

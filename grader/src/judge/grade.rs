@@ -7,8 +7,6 @@
 //! Pairs are graded in chunks of one exercise: one scheduler run builds and runs a chunk's
 //! submissions together, with the reference timed beside them. One worker per GPU, each with its
 //! own context (`CUDA_VISIBLE_DEVICES`) and ncu lock; each finished pair goes to the journal at once.
-//! The workers' tool phases take turns across the machine (`Config::tool_turns`), so that one GPU's
-//! tools run while the others are timed.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
@@ -393,8 +391,6 @@ pub struct Worker<'a> {
 pub struct Phases {
     /// Builds, the four tools, the public and hidden cases.
     pub tools: f64,
-    /// Waiting for the host's turn before the tools (`Config::tool_turns`; not in `tools`).
-    pub turn_wait: f64,
     /// The ncu timing phase (the GPU is the profiler's alone).
     pub timing: f64,
     /// Fresh inputs after the timed runs.
@@ -519,16 +515,6 @@ impl<'a> Worker<'a> {
             stages.push(fairness.clone());
         }
         let mut results = Results::default();
-        let turn = if gpu_stages && self.ctx.config.tool_turns {
-            // The builds need no turn (the CPU's): done first, the turn is spent on the GPU.
-            scheduler::execute(&self.ctx, wb, &subs, &scheduler::builds_needed(&stages, &results), &mut results, started);
-            let waiting = Instant::now();
-            let turn = crate::judge::stages::host_turn(wb);
-            phases.turn_wait = waiting.elapsed().as_secs_f64();
-            turn
-        } else {
-            None
-        };
         scheduler::execute(&self.ctx, wb, &subs, &stages, &mut results, started);
         // A program that failed part-way lost the hidden cases after it: they run again on their
         // own, as they would have in a process of their own (one that hung is not run again).
@@ -536,8 +522,7 @@ impl<'a> Worker<'a> {
         if !again.is_empty() {
             scheduler::execute(&self.ctx, wb, &subs, &again, &mut results, started);
         }
-        drop(turn);
-        phases.tools = started.elapsed().as_secs_f64() - phases.turn_wait;
+        phases.tools = started.elapsed().as_secs_f64();
 
         let mut out: Vec<PairResult> = chunk
             .pairs
@@ -910,9 +895,6 @@ pub fn configure_worker(config: &mut crate::judge::config::Config, gpu: Option<S
     config.gpu = gpu;
     config.audit = true;
     config.one_connection = true;
-    if !config.from_env.tool_turns {
-        config.tool_turns = true;
-    }
     config.hidden = hidden.to_vec();
     if !config.from_env.timeouts {
         config.timeouts.tool = std::time::Duration::from_secs(90);
@@ -1159,15 +1141,13 @@ mod tests {
         let mut one = Config::default();
         let cores = one.cpu_jobs;
         configure_worker(&mut one, None, 1, &[PathBuf::from("/class")]);
-        assert!(one.audit && one.one_connection && one.tool_turns && one.hidden == [PathBuf::from("/class")] && one.gpu.is_none());
+        assert!(one.audit && one.one_connection && one.hidden == [PathBuf::from("/class")] && one.gpu.is_none());
         assert_eq!((one.cpu_jobs, one.timeouts.tool.as_secs(), one.timeouts.run.as_secs()), (cores, 90, 30));
         let mut two = Config::default();
         two.from_env.timeouts = true;
         two.from_env.gpu_jobs = true;
         two.gpu_jobs = 3;
-        two.from_env.tool_turns = true;
         configure_worker(&mut two, Some("1".into()), 2, &[]);
-        assert!(!two.tool_turns, "CUDABUGS_TOOL_TURNS=0 stays");
         assert_eq!(two.gpu.as_deref(), Some("1"));
         assert_eq!(two.cpu_jobs, (cores / 2).max(1));
         assert_eq!((two.gpu_jobs, two.timeouts.tool), (3, Config::default().timeouts.tool), "the environment's settings stay");

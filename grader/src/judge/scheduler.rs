@@ -52,7 +52,17 @@ fn gpu_blocked(ctx: &Context) -> Option<Blocked> {
 pub fn execute(ctx: &Context, wb: &Workbook, subs: &[Submission], stages: &[Stage], results: &mut Results, start: Instant) -> Timeline {
     // A submission whose folder cannot be made fails its builds, which say why.
     let unprepared: Vec<Option<std::io::Error>> = subs.iter().map(|sub| stages::materialise(sub).err()).collect();
-    let builds = builds_needed(stages, results);
+    let mut builds: Vec<Stage> = stages.iter().filter(|s| s.kind.resource() == Resource::Cpu && !results.outputs.contains_key(s)).cloned().collect();
+    for s in stages {
+        if let Some(flavor) = s.kind.needs() {
+            let b = Stage::new(s.subject, StageKind::build(flavor));
+            if !results.outputs.contains_key(&b) && !builds.contains(&b) {
+                builds.push(b);
+            }
+        }
+    }
+    builds.sort_by_key(|s| (s.kind != StageKind::BuildDebug, s.subject));
+    builds.dedup();
     let of = |r: Resource| stages.iter().filter(|s| s.kind.resource() == r && !results.outputs.contains_key(s)).cloned().collect::<Vec<_>>();
     let (gpu, profiler) = (of(Resource::Gpu), of(Resource::Profiler));
     let blocked = gpu_blocked(ctx);
@@ -105,22 +115,6 @@ pub fn execute(ctx: &Context, wb: &Workbook, subs: &[Submission], stages: &[Stag
         results.outputs.insert(s, o);
     }
     timeline
-}
-
-/// The builds that `stages` list or need and `results` does not hold yet, debug builds first.
-pub fn builds_needed(stages: &[Stage], results: &Results) -> Vec<Stage> {
-    let mut builds: Vec<Stage> = stages.iter().filter(|s| s.kind.resource() == Resource::Cpu && !results.outputs.contains_key(s)).cloned().collect();
-    for s in stages {
-        if let Some(flavor) = s.kind.needs() {
-            let b = Stage::new(s.subject, StageKind::build(flavor));
-            if !results.outputs.contains_key(&b) && !builds.contains(&b) {
-                builds.push(b);
-            }
-        }
-    }
-    builds.sort_by_key(|s| (s.kind != StageKind::BuildDebug, s.subject));
-    builds.dedup();
-    builds
 }
 
 /// Values that threads wait for by index: one thread puts each, any number wait for it.

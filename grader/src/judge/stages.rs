@@ -68,17 +68,6 @@ pub fn ncu_lock_dir(ctx: &Context, wb: &Workbook) -> PathBuf {
     dir
 }
 
-/// The host's turn for a GPU's tool phase (`Config::tool_turns`): an exclusive lock on a file per
-/// machine, held until the returned file is dropped. Workers of one grade and grades (shards) that
-/// share the machine take turns. None where the lock cannot be had: grading goes on, only slower.
-pub fn host_turn(wb: &Workbook) -> Option<std::fs::File> {
-    let dir = wb.work_dir().join("host-turn");
-    std::fs::create_dir_all(&dir).ok()?;
-    let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(dir.join(format!("{}.lock", hostname()))).ok()?;
-    file.lock().ok()?;
-    Some(file)
-}
-
 fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_else(|_| "localhost".into())
 }
@@ -306,18 +295,5 @@ mod tests {
         assert!(cuda_settings(&config).is_empty(), "check and verify leave CUDA's defaults");
         crate::judge::grade::configure_worker(&mut config, Some("1".into()), 2, &[]);
         assert_eq!(cuda_settings(&config), [("CUDA_VISIBLE_DEVICES", "1".to_string()), ("CUDA_DEVICE_MAX_CONNECTIONS", "1".to_string())]);
-    }
-
-    #[test]
-    fn the_hosts_turn_is_held_by_one_taker_at_a_time() {
-        let dir = tempfile::tempdir().unwrap();
-        let wb = Workbook { root: dir.path().to_path_buf(), exercises: Vec::new(), broken: Vec::new(), harness: &[] };
-        let first = host_turn(&wb).expect("the first taker gets the turn");
-        // Another taker, as another worker or another grade on this machine opens it.
-        let path = wb.work_dir().join("host-turn").join(format!("{}.lock", hostname()));
-        let other = std::fs::File::open(&path).unwrap();
-        assert!(matches!(other.try_lock(), Err(std::fs::TryLockError::WouldBlock)), "taken while the first holds it");
-        drop(first);
-        assert!(other.try_lock().is_ok(), "free once the first is done");
     }
 }
