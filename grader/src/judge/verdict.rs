@@ -268,7 +268,7 @@ pub fn tool(name: &str, stage: &str, output: &Output, timeout: std::time::Durati
     };
     let f = &run.finished;
     let step = match (f.exit, found.is_empty()) {
-        (Exit::TimedOut, _) => Step::new(name, Status::TimedOut, format!("{tool} did not finish within {timeout:?}: a barrier that never releases hangs the kernel")),
+        (Exit::TimedOut, _) => Step::new(name, Status::TimedOut, format!("{tool} did not finish within {timeout:?}: the program hangs, on the GPU (a barrier that never releases hangs the kernel) or on the host (a loop that never ends)")),
         (_, false) => Step::new(name, Status::Failed, format!("{tool} reported {} of {} kind(s)", sanitizer::records_text(run.records.len()), found.len())),
         _ if left_running(f).is_some() => Step::new(name, Status::Failed, left_running(f).unwrap_or_default()).detail(f.output()),
         _ if run.tool_failed() => Step::new(name, Status::ToolError, format!("{tool} failed ({})", f.describe_exit())).detail(f.output()),
