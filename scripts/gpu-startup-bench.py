@@ -17,7 +17,7 @@ sanitizers, and do two GPUs' ncu runs slow each other?
 
 Every ncu here takes the lock file of its GPU (TMPDIR per GPU), as grade's do: ncu serialises the
 kernels of all instances that share a TMPDIR. (Until 2026-11-22 evening all shared /tmp's, so the
-"gpus" rows of ncu before then measured that lock, not the driver.)
+"gpus" rows of ncu before then had one lock for both GPUs; "mix" repeats them with a lock per GPU.)
 
 Usage: gpu-startup-bench.py WORK_DIR EXERCISE STUDENT OUT_JSON [--gpus 0,1] [--set all|variants|variants2|gpus|mix]
 """
