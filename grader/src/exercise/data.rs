@@ -77,6 +77,22 @@ pub fn write_case(path: &Path, params: &Params, inputs: &[Buffer], outputs: &[Bu
     w.flush()
 }
 
+/// Write outputs the way harness.cu does (tests stand in for a program's run with it).
+#[cfg(test)]
+pub(crate) fn write_outputs(path: &Path, outputs: &[Buffer]) -> io::Result<()> {
+    let mut w = io::BufWriter::new(std::fs::File::create(path)?);
+    w.write_all(b"CBOT")?;
+    w.write_all(&1u32.to_le_bytes())?;
+    w.write_all(&(outputs.len() as u32).to_le_bytes())?;
+    for b in outputs {
+        put_name(&mut w, &b.name)?;
+        w.write_all(&[b.data.dtype().code()])?;
+        w.write_all(&(b.data.len() as u64).to_le_bytes())?;
+        put_data(&mut w, &b.data)?;
+    }
+    w.flush()
+}
+
 fn take<const N: usize>(r: &mut impl Read) -> io::Result<[u8; N]> {
     let mut b = [0u8; N];
     r.read_exact(&mut b)?;
@@ -151,8 +167,11 @@ mod tests {
         bytes.extend(2u64.to_le_bytes());
         bytes.extend(1.5f32.to_le_bytes());
         bytes.extend(f32::NAN.to_le_bytes());
-        std::fs::write(&path, bytes).unwrap();
+        std::fs::write(&path, &bytes).unwrap();
         let out = read_outputs(&path).unwrap();
+        let again = dir.path().join("again.bin");
+        write_outputs(&again, &out).unwrap();
+        assert_eq!(std::fs::read(&again).unwrap(), bytes, "the tests' writer writes what harness.cu does");
         let Data::F32(v) = &out[0].data else { panic!() };
         assert_eq!((out[0].name.as_str(), v[0]), ("y", 1.5));
         assert!(v[1].is_nan());

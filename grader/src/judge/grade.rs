@@ -713,7 +713,7 @@ fn score_tools(ctx: &Context, ex: &Exercise, results: &Results, i: usize, r: &mu
 
 fn score_cases(results: &Results, i: usize, r: &mut PairResult, ex: &Exercise, public: &Cases, secret: &SecretCases) {
     let run = results.get(i, StageKind::Correctness);
-    let t = tally_part(run, public, 0, ex);
+    let t = tally(run, public, ex);
     let status = if t.timed_out { Status::TimedOut } else if t.passed == t.total { Status::Passed } else { Status::Failed };
     let summary = match &t.problem {
         Some(p) if t.passed < t.total => format!("{} of {} public cases match the reference; {p}", t.passed, t.total),
@@ -1153,17 +1153,10 @@ mod tests {
         assert_eq!((two.gpu_jobs, two.timeouts.tool), (3, Config::default().timeouts.tool), "the environment's settings stay");
     }
 
-    /// A harness output file (CBOT) of one i32 buffer.
+    /// A harness output file of one i32 buffer.
     fn write_output(path: &Path, values: &[i32]) {
-        let mut b = b"CBOT".to_vec();
-        b.extend(1u32.to_le_bytes());
-        b.extend(1u32.to_le_bytes());
-        b.extend(3u16.to_le_bytes());
-        b.extend(b"out");
-        b.push(3); // i32
-        b.extend((values.len() as u64).to_le_bytes());
-        values.iter().for_each(|v| b.extend(v.to_le_bytes()));
-        std::fs::write(path, b).unwrap();
+        let out = crate::exercise::reference::Buffer { name: "out".into(), data: crate::exercise::reference::Data::I32(values.to_vec()) };
+        crate::exercise::data::write_outputs(path, &[out]).unwrap();
     }
 
     fn case(name: &str, value: i32) -> crate::exercise::cases::PreparedCase {
