@@ -50,6 +50,14 @@ fn put_data(w: &mut impl Write, data: &Data) -> io::Result<()> {
     }
 }
 
+/// A named buffer as the harness files hold it: name, dtype code, element count, data.
+fn put_buffer(w: &mut impl Write, b: &Buffer) -> io::Result<()> {
+    put_name(w, &b.name)?;
+    w.write_all(&[b.data.dtype().code()])?;
+    w.write_all(&(b.data.len() as u64).to_le_bytes())?;
+    put_data(w, &b.data)
+}
+
 /// Write one case for the harness: parameters, inputs, and the outputs it must produce.
 pub fn write_case(path: &Path, params: &Params, inputs: &[Buffer], outputs: &[BufferSpec]) -> io::Result<()> {
     let mut w = io::BufWriter::new(std::fs::File::create(path)?);
@@ -62,10 +70,7 @@ pub fn write_case(path: &Path, params: &Params, inputs: &[Buffer], outputs: &[Bu
     }
     w.write_all(&(inputs.len() as u32).to_le_bytes())?;
     for b in inputs {
-        put_name(&mut w, &b.name)?;
-        w.write_all(&[b.data.dtype().code()])?;
-        w.write_all(&(b.data.len() as u64).to_le_bytes())?;
-        put_data(&mut w, &b.data)?;
+        put_buffer(&mut w, b)?;
     }
     w.write_all(&(outputs.len() as u32).to_le_bytes())?;
     for spec in outputs {
@@ -85,10 +90,7 @@ pub(crate) fn write_outputs(path: &Path, outputs: &[Buffer]) -> io::Result<()> {
     w.write_all(&1u32.to_le_bytes())?;
     w.write_all(&(outputs.len() as u32).to_le_bytes())?;
     for b in outputs {
-        put_name(&mut w, &b.name)?;
-        w.write_all(&[b.data.dtype().code()])?;
-        w.write_all(&(b.data.len() as u64).to_le_bytes())?;
-        put_data(&mut w, &b.data)?;
+        put_buffer(&mut w, b)?;
     }
     w.flush()
 }
