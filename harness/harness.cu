@@ -1,12 +1,24 @@
 // cudabugs harness main: loads grader-written inputs, calls the exercise, writes outputs.
 //
-//   harness [--poison] [--repeat N] IN OUT [IN OUT ...]
+//   harness [--poison] [--repeat N] [--vary FILE] [--call-times FILE] IN OUT [IN OUT ...]
 //
-// --poison fills output buffers with 0xFF bytes (NaN for floats) before each case, so elements the
+// --poison fills output buffers with 0xFF bytes (NaN for floats) before each call, so elements the
 // exercise never writes are caught. Sanitizer runs leave it off: initcheck must see unwritten memory.
-// --repeat N calls cb_run N times per case (ncu timing). Exit status: 0 ok, 2 bad usage or file,
-// 3 a CUDA error (CB_CHECK).
+// --repeat N calls cb_run N times per case (the timed runs); the outputs saved are the last call's.
+// --vary FILE changes the inputs before each call after the first (the grader's timed runs): every
+// input buffer is scaled towards its distribution's low end by that call's factor, so a program that
+// remembers an earlier call's answer writes a wrong one. The file holds one line per input buffer,
+// `NAME LO FACTOR1 FACTOR2 ...` (a factor per call after the first).
+// --call-times FILE writes, per call, the nanoseconds of the whole cb_run call from an idle GPU to
+// the end of its GPU work (host work, copies, every kernel), then the largest device memory in use
+// seen during the calls (`gpu-memory BYTES`).
+// Exit status: 0 ok, 2 bad usage or file, 3 a CUDA error (CB_CHECK).
+#include <atomic>
+#include <chrono>
+#include <cmath>
 #include <cstring>
+#include <thread>
+#include <type_traits>
 #include "cudabugs.cuh"
 
 namespace {
@@ -85,6 +97,93 @@ void save(const char* path, const cb::Io& io) {
   if (std::fclose(f) != 0) die("write failed", path);
 }
 
+// One input buffer's variation: its values move towards `lo` by each call's factor.
+struct Variation {
+  std::string name;
+  double lo;
+  std::vector<double> factors;
+};
+
+std::vector<Variation> load_variations(const char* path) {
+  FILE* f = std::fopen(path, "r");
+  if (!f) die("cannot open the variation file", path);
+  std::vector<Variation> out;
+  char line[4096];
+  while (std::fgets(line, sizeof line, f)) {
+    char name[256];
+    int used = 0;
+    Variation v;
+    if (std::sscanf(line, "%255s %lf%n", name, &v.lo, &used) != 2) continue;
+    v.name = name;
+    double factor;
+    int more = 0;
+    for (const char* p = line + used; std::sscanf(p, "%lf%n", &factor, &more) == 1; p += more) v.factors.push_back(factor);
+    out.push_back(std::move(v));
+  }
+  std::fclose(f);
+  return out;
+}
+
+// Call `call` (1, 2, ...) sees `original` scaled towards lo: lo + (x - lo) * factor, which stays
+// inside the manifest's range for floats and integers alike.
+template <class T> void vary(const std::vector<unsigned char>& original, std::vector<unsigned char>& now, double lo, double factor) {
+  const T* src = reinterpret_cast<const T*>(original.data());
+  T* dst = reinterpret_cast<T*>(now.data());
+  const size_t n = original.size() / sizeof(T);
+  for (size_t i = 0; i < n; i++) {
+    const double x = static_cast<double>(src[i]);
+    double y = lo + (x - lo) * factor;
+    if (std::is_integral<T>::value) y = std::floor(y);
+    dst[i] = static_cast<T>(y);
+  }
+}
+
+void apply_variation(cb::Io& io, const std::vector<cb::Buffer>& originals, const std::vector<Variation>& vars, int call) {
+  for (size_t b = 0; b < io.inputs_.size(); b++) {
+    cb::Buffer& buf = io.inputs_[b];
+    for (const Variation& v : vars) {
+      if (v.name != buf.name || call < 1 || static_cast<size_t>(call) > v.factors.size()) continue;
+      const double f = v.factors[call - 1];
+      switch (buf.dtype) {
+        case cb::DType::F32: vary<float>(originals[b].bytes, buf.bytes, v.lo, f); break;
+        case cb::DType::F64: vary<double>(originals[b].bytes, buf.bytes, v.lo, f); break;
+        case cb::DType::I32: vary<int>(originals[b].bytes, buf.bytes, v.lo, f); break;
+        case cb::DType::U32: vary<unsigned>(originals[b].bytes, buf.bytes, v.lo, f); break;
+      }
+    }
+  }
+}
+
+// The device memory in use (all of this GPU's, as the driver counts it), sampled every 2 ms while
+// the timed calls run: the timed calls run alone on the GPU, so it is this program's.
+struct MemoryWatch {
+  std::atomic<bool> stop{false};
+  std::atomic<size_t> peak{0};
+  std::thread thread;
+  void sample() {
+    size_t free_b = 0, total_b = 0;
+    if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) {
+      const size_t used = total_b - free_b;
+      size_t seen = peak.load();
+      while (used > seen && !peak.compare_exchange_weak(seen, used)) {}
+    }
+  }
+  void start() {
+    sample();
+    thread = std::thread([this] {
+      while (!stop.load()) {
+        sample();
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+    });
+  }
+  void finish() {
+    stop = true;
+    if (thread.joinable()) thread.join();
+    sample();
+  }
+};
+
 }  // namespace
 
 long long cb::Io::param(const char* name) const {
@@ -106,20 +205,46 @@ const cb::Buffer& cb::Io::find(const std::vector<Buffer>& list, const char* name
 int main(int argc, char** argv) {
   bool poison = false;
   int repeat = 1, i = 1;
+  const char* vary_path = nullptr;
+  const char* times_path = nullptr;
   for (; i < argc && argv[i][0] == '-'; i++) {
     if (!std::strcmp(argv[i], "--poison")) poison = true;
     else if (!std::strcmp(argv[i], "--repeat") && i + 1 < argc) repeat = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--vary") && i + 1 < argc) vary_path = argv[++i];
+    else if (!std::strcmp(argv[i], "--call-times") && i + 1 < argc) times_path = argv[++i];
     else die("unknown option", argv[i]);
   }
-  if (i == argc || (argc - i) % 2 != 0 || repeat < 1) die("usage", "harness [--poison] [--repeat N] IN OUT [IN OUT ...]");
+  if (i == argc || (argc - i) % 2 != 0 || repeat < 1) die("usage", "harness [--poison] [--repeat N] [--vary FILE] [--call-times FILE] IN OUT [IN OUT ...]");
+  const std::vector<Variation> variations = vary_path ? load_variations(vary_path) : std::vector<Variation>();
+  std::vector<long long> call_ns;
+  MemoryWatch memory;
+  if (times_path) memory.start();
   for (; i + 1 < argc; i += 2) {
     cb::Io io;
     load(argv[i], io);
-    for (cb::Buffer& b : io.outputs_) std::memset(b.bytes.data(), poison ? 0xFF : 0, b.bytes.size());
-    for (int r = 0; r < repeat; r++) cb_run(io);
+    const std::vector<cb::Buffer> originals = variations.empty() ? std::vector<cb::Buffer>() : io.inputs_;
+    for (int r = 0; r < repeat; r++) {
+      if (!variations.empty()) apply_variation(io, originals, variations, r);
+      for (cb::Buffer& b : io.outputs_) std::memset(b.bytes.data(), poison ? 0xFF : 0, b.bytes.size());
+      if (times_path) CB_CHECK(cudaDeviceSynchronize());
+      const auto start = std::chrono::steady_clock::now();
+      cb_run(io);
+      if (times_path) {
+        CB_CHECK(cudaDeviceSynchronize());
+        call_ns.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+      }
+    }
     CB_CHECK(cudaDeviceSynchronize());
     CB_CHECK(cudaGetLastError());
     save(argv[i + 1], io);
+  }
+  if (times_path) {
+    memory.finish();
+    FILE* f = std::fopen(times_path, "w");
+    if (!f) die("cannot write the call times", times_path);
+    for (long long ns : call_ns) std::fprintf(f, "%lld\n", ns);
+    std::fprintf(f, "gpu-memory %zu\n", memory.peak.load());
+    if (std::fclose(f) != 0) die("write failed", times_path);
   }
   // Destroying the context is what lets memcheck's leak check see allocations never freed.
   CB_CHECK(cudaDeviceReset());

@@ -651,7 +651,7 @@ fn grade(args: GradeArgs, settings: &Settings, format: Format) -> Result<i32> {
         (None, None, None) => anyhow::bail!("the hidden cases need the instructor's secret: --secret-seed N, --secret FILE (outside the workbook) or CUDABUGS_SECRET_SEED"),
     };
     if let Some(problem) = secret.problems(&wb.exercises.iter().collect::<Vec<_>>()).first() {
-        anyhow::bail!("{}: {problem}", args.secret.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "the secret".into()));
+        anyhow::bail!("{problem}");
     }
     let roster = grader::class::roster::discover(&submissions)?;
     let out = std::env::current_dir()?.join(&args.out);
@@ -740,7 +740,10 @@ fn grade_exit(results: &[grader::judge::grade::PairResult]) -> i32 {
 /// Every journal in `out` into the gradebook; exit 1 while pairs are missing.
 fn finish_gradebook(out: &Path, format: Format) -> Result<i32> {
     let grader::judge::grade::Merged { info, results, missing } = grader::judge::grade::merge(out).map_err(|e| anyhow::anyhow!(e))?;
-    let written = grader::report::gradebook::write_all(&info, &results, out).with_context(|| format!("writing the gradebook into {}", out.display()))?;
+    let mut written = grader::report::gradebook::write_all(&info, &results, out).with_context(|| format!("writing the gradebook into {}", out.display()))?;
+    // The similarity report reads the students' files again; the exercises' texts are embedded, so the root does not matter.
+    let wb = Workbook::new(out.to_path_buf(), catalog::EXERCISES, catalog::HARNESS)?;
+    written.extend(grader::report::gradebook::write_similarity(out, &info, &wb).with_context(|| format!("writing the similarity report into {}", out.display()))?);
     let code = if missing.is_empty() { grade_exit(&results) } else { 1 };
     match format {
         Format::Json | Format::Sarif => println!("{}", serde_json::json!({ "event": "finished", "gradebook": out, "pairs": results.len(), "missing": missing, "files": written.len(), "exit_code": code })),

@@ -21,25 +21,63 @@ pub struct PreparedCase {
 pub struct Cases {
     pub cases: Vec<PreparedCase>,
     pub bench_input: PathBuf,
+    /// How the timed runs change the bench between their calls (the harness's `--vary`).
+    pub vary: PathBuf,
 }
 
 /// Generate every case's inputs, write them for the harness into `dir` and compute the expected
-/// outputs with the Rust reference.
+/// outputs with the Rust reference. The bench is the manifest's, varied by its own seed (`verify`);
+/// `check` and `grade` then choose inputs the program cannot predict (`bench`).
 pub fn prepare(ex: &Exercise, dir: &Path) -> std::io::Result<Cases> {
     let m = &ex.manifest.manifest;
     let cases = prepare_list(ex, dir, "case", &m.cases)?.cases;
-    // The bench input is large (64 MB for 03-race) and needs no expected output: it is written once
-    // per content, under a name that carries what it is made from.
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    std::hash::Hash::hash(&format!("{:?}{:?}{:?}{}", m.inputs, m.outputs, m.bench.params, m.bench.seed), &mut hasher);
-    let bench_input = dir.join(format!("bench-{:016x}.in", std::hash::Hasher::finish(&hasher)));
+    let (bench_input, vary) = bench(ex, dir, m.bench.seed, m.bench.seed)?;
+    Ok(Cases { cases, bench_input, vary })
+}
+
+/// The timed runs' inputs: the bench drawn with `seed` (written once per content: 64 MB for 03-race,
+/// under a name that carries what it is made from) and the variation of its calls drawn with
+/// `vary_seed` (each call after the first scales every input towards its low end by a factor in
+/// [0.55, 0.95]: the answer of an earlier call is wrong for the next).
+pub fn bench(ex: &Exercise, dir: &Path, seed: u64, vary_seed: u64) -> std::io::Result<(PathBuf, PathBuf)> {
+    use rand::{Rng, SeedableRng};
+    std::fs::create_dir_all(dir)?;
+    let m = &ex.manifest.manifest;
+    let made_of = format!("{:?}{:?}{:?}{seed}", m.inputs, m.outputs, m.bench.params);
+    let bench_input = dir.join(format!("bench-{:016x}.in", crate::class::secret::stable_hash(&[&made_of])));
     if !bench_input.is_file() {
-        let inputs = data::generate(&m.inputs, &m.bench.params, m.bench.seed);
-        let tmp = bench_input.with_extension(format!("in.{}.tmp", std::process::id()));
+        let inputs = data::generate(&m.inputs, &m.bench.params, seed);
+        let tmp = bench_input.with_extension(format!("in.{}.{:?}.tmp", std::process::id(), std::thread::current().id()).replace(['(', ')'], ""));
         data::write_case(&tmp, &m.bench.params, &inputs, &m.outputs)?;
         std::fs::rename(&tmp, &bench_input)?;
     }
-    Ok(Cases { cases, bench_input })
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(vary_seed);
+    let mut text = String::new();
+    for spec in &m.inputs {
+        let lo = match spec.dist {
+            Some(crate::exercise::manifest::Dist::Uniform { lo, .. }) => lo,
+            Some(crate::exercise::manifest::Dist::Integers { lo, .. }) => lo as f64,
+            None => continue,
+        };
+        let factors: Vec<String> = (1..m.bench.repeat.max(1)).map(|_| format!("{:.6}", rng.random_range(0.55..0.95))).collect();
+        text.push_str(&format!("{} {lo} {}\n", spec.name, factors.join(" ")));
+    }
+    let vary = dir.join(format!("vary-{:016x}.txt", crate::class::secret::stable_hash(&[&text])));
+    if !vary.is_file() {
+        crate::exercise::workbook::write_atomically(&vary, &text)?;
+    }
+    Ok((bench_input, vary))
+}
+
+/// A seed nobody can predict: from the operating system's random source (the clock where there
+/// is none).
+pub fn unpredictable_seed() -> u64 {
+    use std::io::Read as _;
+    let mut bytes = [0u8; 8];
+    match std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)) {
+        Ok(()) => u64::from_le_bytes(bytes),
+        Err(_) => std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0) ^ std::process::id() as u64,
+    }
 }
 
 /// Write the inputs of `list` (files `<prefix><i>.in` in `dir`) and compute their expected outputs.
@@ -61,7 +99,7 @@ pub fn prepare_list(ex: &Exercise, dir: &Path, prefix: &str, list: &[Case]) -> s
             Ok(PreparedCase { name: c.name.clone(), input, expected: reference(&c.params, &inputs), sanitize: c.sanitize })
         })
         .collect::<std::io::Result<Vec<_>>>()?;
-    Ok(Cases { cases, bench_input: PathBuf::new() })
+    Ok(Cases { cases, bench_input: PathBuf::new(), vary: PathBuf::new() })
 }
 
 /// Where a run writes a case's outputs: in the submission's own folder.

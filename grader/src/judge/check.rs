@@ -11,6 +11,7 @@ use crate::exercise::workbook::{Exercise, Workbook};
 use crate::exercise::manifest::{Tool, Track};
 use crate::judge::context::Context;
 use crate::judge::perf;
+use crate::judge::speed;
 use crate::judge::plan::{Stage, StageKind, Submission};
 use crate::judge::scheduler::{self, Results};
 use crate::judge::stages::Output;
@@ -29,6 +30,11 @@ pub struct TimingSummary {
     pub ratio_to_reference: f64,
     pub max_ratio_to_reference: f64,
     pub command: String,
+    /// The whole call of the entry point, timed alone on the GPU (the slowest after the first).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub learner_call_ns: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reference_call_ns: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -43,6 +49,9 @@ pub struct CheckReport {
     pub isolation: Level,
     pub steps: Vec<Step>,
     pub findings: Vec<Finding>,
+    /// The anti-cheat rules that fired on the timed runs (the same as `grade`'s).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<speed::Flag>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timing: Option<TimingSummary>,
     /// A performance exercise's timing: each version's time, speedup, metrics and roofline point.
@@ -68,6 +77,7 @@ pub fn check(ctx: &Context, wb: &Workbook, ex: &Exercise, mut say: impl FnMut(&s
         isolation: ctx.isolation(),
         steps: Vec::new(),
         findings: Vec::new(),
+        flags: Vec::new(),
         timing: None,
         perf: None,
         solution_diff: None,
@@ -85,14 +95,13 @@ pub fn check(ctx: &Context, wb: &Workbook, ex: &Exercise, mut say: impl FnMut(&s
     };
     let started = Instant::now();
     let gpu_stages = ctx.no_gpu_reason().is_none() || ctx.launcher.replays();
-    let cases = if gpu_stages { cases::prepare(ex, &wb.work_dir().join("cases").join(ex.id())) } else { Ok(Cases::default()) };
+    let cases = if gpu_stages { timed_cases(wb, ex) } else { Ok(Cases::default()) };
     let empty = Cases::default();
     let subs = [
         Submission::new(wb, "check", ex, "learner", learner.clone(), text.clone(), Reuse::IfUnchanged, cases.as_ref().unwrap_or(&empty)),
         Submission::new(wb, "check", ex, "original", wb.learner_path(ex), ex.original.to_string(), Reuse::IfUnchanged, cases.as_ref().unwrap_or(&empty)),
         Submission::new(wb, "check", ex, "reference", wb.solution_path(ex), ex.solution.to_string(), Reuse::IfUnchanged, cases.as_ref().unwrap_or(&empty)),
     ];
-    const LEARNER: usize = 0;
     // The tool that flags this bug class; none where no tool does and the cases are the check. A
     // performance exercise's fix must leave all four clean: a faster kernel with a race is no fix.
     let tools: Vec<Tool> = match ex.manifest.track() {
@@ -155,18 +164,11 @@ pub fn check(ctx: &Context, wb: &Workbook, ex: &Exercise, mut say: impl FnMut(&s
         return finish(report);
     }
 
-    // 5. Timing against the original and the reference fix, in one ncu phase.
-    say("timing with ncu: the original, the reference fix and yours");
-    match ex.manifest.track() {
-        Track::Bug => {
-            let step = time_against_references(ctx, wb, &subs, &mut results, &mut report, started);
-            report.steps.push(step);
-        }
-        Track::Perf => {
-            let steps = time_performance(ctx, wb, &subs, &mut results, &mut report, started, &mut say);
-            report.steps.extend(steps);
-        }
-    }
+    // 5. Timing against the original and the reference fix, in one ncu phase, then each whole
+    //    call alone on the GPU; the one speed judge decides, with the rules `grade` applies.
+    say("timing with ncu: the original, the reference fix and yours; then each whole call");
+    let steps = time_and_judge(ctx, wb, &subs, &mut results, &mut report, started, &mut say);
+    report.steps.extend(steps);
     let mut report = finish(report);
     if report.outcome == Outcome::Pass {
         // Against the text that was graded, read once at the start.
@@ -175,10 +177,12 @@ pub fn check(ctx: &Context, wb: &Workbook, ex: &Exercise, mut say: impl FnMut(&s
     report
 }
 
-/// The ncu phase both tracks share: every version timed, one ncu process each. A tool error where
-/// the embedded versions do not build or the profiler failed.
-fn run_timing(ctx: &Context, wb: &Workbook, subs: &[Submission], results: &mut Results, started: Instant) -> Result<Vec<Stage>, Box<Step>> {
-    let timing: Vec<Stage> = (0..subs.len()).map(|i| Stage::new(i, StageKind::Timing)).collect();
+/// The timed phase both tracks share: every version under ncu (one process each), then the
+/// learner's and the reference's whole calls alone on the GPU. A tool error where the embedded
+/// versions do not build or the profiler failed.
+fn run_timing(ctx: &Context, wb: &Workbook, subs: &[Submission], results: &mut Results, started: Instant) -> Result<(), Box<Step>> {
+    let mut timing: Vec<Stage> = (0..subs.len()).map(|i| Stage::new(i, StageKind::Timing)).collect();
+    timing.extend([Stage::new(LEARNER, StageKind::Call), Stage::new(REFERENCE, StageKind::Call)]);
     scheduler::execute(ctx, wb, subs, &timing, results, started);
     // The original and the reference come from this binary: built once, then kept until they change.
     for (i, sub) in subs.iter().enumerate().skip(1) {
@@ -186,108 +190,126 @@ fn run_timing(ctx: &Context, wb: &Workbook, subs: &[Submission], results: &mut R
             return Err(Box::new(Step::new("timing", Status::ToolError, format!("the embedded {} does not build: {e}", sub.variant)).stage("timing")));
         }
     }
-    match verdict::profiler_failure(timing.iter().filter_map(|s| results.get_run(s))) {
+    match verdict::profiler_failure((0..subs.len()).filter_map(|i| results.get(i, StageKind::Timing))) {
         Some(failure) => Err(Box::new(Step::new("timing", Status::ToolError, failure).stage("timing"))),
-        None => Ok(timing),
+        None => Ok(()),
     }
 }
 
-fn time_against_references(ctx: &Context, wb: &Workbook, subs: &[Submission], results: &mut Results, report: &mut CheckReport, started: Instant) -> Step {
+const LEARNER: usize = 0;
+const ORIGINAL: usize = 1;
+const REFERENCE: usize = 2;
+
+/// Time the three versions and judge the learner's with the one speed judge: the speed step, a
+/// performance exercise's goals, and a failed step for every rule that fired.
+fn time_and_judge(ctx: &Context, wb: &Workbook, subs: &[Submission], results: &mut Results, report: &mut CheckReport, started: Instant, say: &mut dyn FnMut(&str)) -> Vec<Step> {
     let phase = Instant::now();
-    let m = &subs[0].exercise().expect("check grades an exercise").manifest.manifest;
-    let timing = match run_timing(ctx, wb, subs, results, started) {
-        Ok(t) => t,
-        Err(step) => return (*step).wall(phase.elapsed()),
+    let ex = subs[LEARNER].exercise().expect("check grades an exercise");
+    let m = &ex.manifest.manifest;
+    let perf_spec = m.perf.as_ref();
+    let peak = match perf::peak(ctx, wb, false) {
+        Ok(p) => Some(p),
+        Err(e) if perf_spec.is_some() => return vec![Step::new("timing", Status::ToolError, format!("cannot measure this GPU's peak: {e}")).stage("timing")],
+        Err(_) => None,
     };
-    let outputs: Vec<&Output> = timing.iter().filter_map(|s| results.get_run(s)).collect();
-    let commands = outputs
-        .iter()
-        .filter_map(|o| match o {
-            Output::Timed { measured: Ok(m), .. } => Some(m.command.as_str()),
+    if let Err(step) = run_timing(ctx, wb, subs, results, started) {
+        return vec![(*step).wall(phase.elapsed())];
+    }
+    let commands = (0..subs.len())
+        .filter_map(|i| match results.get(i, StageKind::Timing) {
+            Some(Output::Timed { measured: Ok(m), .. }) => Some(m.command.clone()),
             _ => None,
         })
         .collect::<Vec<_>>()
         .join("\n");
     let time_of = |i: usize| verdict::measured_time(results.get(i, StageKind::Timing));
-    let (learner_ns, reference_ns) = match (time_of(0), time_of(2)) {
-        (Ok(l), Ok(r)) => (l, r),
-        (l, r) => {
-            let (who, why, i) = match (l, r) {
-                (_, Err(why)) => ("reference", why, 2),
-                (Err(why), _) => ("learner", why, 0),
-                _ => unreachable!(),
-            };
-            let output = match results.get(i, StageKind::Timing) {
-                Some(Output::Timed { measured: Ok(m), .. }) => m.finished.output(),
-                _ => String::new(),
-            };
-            return Step::new("timing", Status::ToolError, format!("ncu could not time the {who} version ({why})"))
-                .detail(output)
-                .command(commands)
-                .stage("timing")
-                .wall(phase.elapsed());
+    let output_of = |i: usize| match results.get(i, StageKind::Timing) {
+        Some(Output::Timed { measured: Ok(m), .. }) => m.finished.output(),
+        _ => String::new(),
+    };
+    let reference_ns = match time_of(REFERENCE) {
+        Ok(ns) => ns,
+        Err(why) => return vec![Step::new("timing", Status::ToolError, format!("ncu could not time the reference version ({why})")).detail(output_of(REFERENCE)).command(commands).stage("timing").wall(phase.elapsed())],
+    };
+    // The learner's program failing under ncu is the learner's failure, not the tool's.
+    if let Some(Output::Timed { measured: Ok(mm), .. }) = results.get(LEARNER, StageKind::Timing) {
+        if !mm.finished.success() || mm.finished.left_running().is_some() {
+            let why = verdict::measured_time(results.get(LEARNER, StageKind::Timing)).err().unwrap_or_default();
+            return vec![Step::new("timing", Status::Failed, format!("your version failed under ncu ({why})")).detail(output_of(LEARNER)).command(commands).stage("timing").wall(phase.elapsed())];
         }
+    }
+    let baseline = match perf_spec.map(|_| perf::time_baseline(ctx, wb, ex)) {
+        Some(Err(e)) => return vec![Step::new("timing", Status::ToolError, e).stage("timing").wall(phase.elapsed())],
+        Some(Ok(b)) => {
+            if b.is_some() {
+                say("timed the library baseline (cuBLAS) at the same size");
+            }
+            b
+        }
+        None => None,
     };
-    let original_ns = time_of(1).ok();
-    let max_ratio = m.timing.max_ratio_to_reference.as_ref().map(|r| *r.get_ref()).expect("a bug exercise has a ratio target");
-    let summary = TimingSummary {
-        kernels: m.timing.kernels.clone(),
-        learner_ns,
-        reference_ns,
-        original_ns,
-        speedup_over_original: original_ns.map(|o| o / learner_ns),
-        ratio_to_reference: learner_ns / reference_ns,
-        max_ratio_to_reference: max_ratio,
-        command: commands.clone(),
+    let order = [(ORIGINAL, "original"), (REFERENCE, "reference"), (LEARNER, "learner")];
+    let summary = match (perf_spec, &peak) {
+        (Some(_), Some(p)) => perf::summarize(ex, p, &order.map(|(i, name)| (name, results.get(i, StageKind::Timing))), baseline.as_ref()).ok(),
+        _ => None,
     };
-    let ratio = summary.ratio_to_reference;
-    report.timing = Some(summary);
-    let status = verdict::within_target(ratio, max_ratio);
-    let word = if status == Status::Passed { "within" } else { "over" };
-    Step::new("timing", status, format!("{:.1} us, {ratio:.2}x the reference fix ({word} the {max_ratio:.2}x target)", learner_ns / 1e3))
-        .command(commands)
-        .stage("timing")
-        .wall(phase.elapsed())
+    let inputs = speed::Inputs {
+        ex,
+        learner: speed::evidence(results.get(LEARNER, StageKind::Timing), results.get(LEARNER, StageKind::Call)),
+        reference: speed::evidence(results.get(REFERENCE, StageKind::Timing), results.get(REFERENCE, StageKind::Call)),
+        original: speed::evidence(results.get(ORIGINAL, StageKind::Timing), None),
+        peak: peak.as_ref(),
+        perf: summary.as_ref(),
+    };
+    let judged = speed::judge(&inputs);
+    let mut steps = vec![Step::new("timing", judged.status, judged.summary.clone()).command(commands.clone()).stage("timing")];
+    if let Some(sp) = &judged.speed {
+        if m.perf.is_none() {
+            report.timing = Some(TimingSummary {
+                kernels: m.timing.kernels.clone(),
+                learner_ns: sp.learner_ns,
+                reference_ns,
+                original_ns: time_of(ORIGINAL).ok(),
+                speedup_over_original: sp.speedup_over_original,
+                ratio_to_reference: sp.ratio_to_reference,
+                max_ratio_to_reference: m.timing.max_ratio_to_reference.as_ref().map(|r| *r.get_ref()).unwrap_or(f64::NAN),
+                command: commands.clone(),
+                learner_call_ns: sp.learner_call_ns,
+                reference_call_ns: sp.reference_call_ns,
+            });
+        }
+    }
+    if let (Some(p), Some(s)) = (perf_spec, &summary) {
+        // The goals' steps (the speed step is the judge's, above).
+        steps.extend(perf::judge("timing:", p, s, "learner").into_iter().skip(1));
+        report.perf = Some(s.clone());
+    }
+    for f in &judged.flags {
+        steps.push(Step::new(format!("rule {}", f.rule.key()), Status::Failed, f.message.clone()).detail(f.rule.why()).stage("timing"));
+    }
+    report.flags = judged.flags.clone();
+    steps.into_iter().map(|s| s.wall(phase.elapsed())).collect()
 }
 
-/// A performance exercise: the three versions under ncu with the exercise's counters (and the
-/// library baseline after them), the peak of this GPU, and the learner's speed and goals.
-fn time_performance(ctx: &Context, wb: &Workbook, subs: &[Submission], results: &mut Results, report: &mut CheckReport, started: Instant, say: &mut dyn FnMut(&str)) -> Vec<Step> {
-    let phase = Instant::now();
-    let ex = subs[0].exercise().expect("check grades an exercise");
-    let perf = ex.manifest.manifest.perf.as_ref().expect("a performance exercise");
-    let peak = match perf::peak(ctx, wb, false) {
-        Ok(p) => p,
-        Err(e) => return vec![Step::new("timing", Status::ToolError, format!("cannot measure this GPU's peak: {e}")).stage("timing")],
-    };
-    if let Err(step) = run_timing(ctx, wb, subs, results, started) {
-        return vec![(*step).wall(phase.elapsed())];
-    }
-    if perf.baseline.is_some() {
-        say("timing the library baseline (cuBLAS) at the same size");
-    }
-    let baseline = match perf::time_baseline(ctx, wb, ex) {
-        Ok(m) => m,
-        Err(e) => return vec![Step::new("timing", Status::ToolError, e).stage("timing").wall(phase.elapsed())],
-    };
-    // The original first: speedups are over it.
-    let order = [(1, "original"), (2, "reference"), (0, "learner")];
-    let timed = order.map(|(i, name)| (name, results.get(i, StageKind::Timing)));
-    let summary = match perf::summarize(ex, &peak, &timed, baseline.as_ref()) {
-        Ok(s) => s,
-        Err((who, why)) => {
-            // The learner's own program failing under ncu is the learner's failure, not the tool's.
-            let (status, what) = if who == "learner" { (Status::Failed, "your version") } else { (Status::ToolError, who.as_str()) };
-            let detail = match order.iter().find(|(_, name)| *name == who).and_then(|(i, _)| results.get(*i, StageKind::Timing)) {
-                Some(Output::Timed { measured: Ok(m), .. }) => m.finished.output(),
-                _ => String::new(),
-            };
-            return vec![Step::new("timing", status, format!("ncu could not time {what} ({why})")).detail(detail).stage("timing").wall(phase.elapsed())];
+/// The exercise's cases, with timed inputs the learner's program cannot predict: a bench drawn
+/// with this workbook's own seed (made once, so the bench file is cached) and a
+/// new variation of the calls every check.
+fn timed_cases(wb: &Workbook, ex: &Exercise) -> std::io::Result<Cases> {
+    let dir = wb.work_dir().join("cases").join(ex.id());
+    let mut c = cases::prepare(ex, &dir)?;
+    let seed_file = wb.work_dir().join("bench-seed");
+    let seed = match std::fs::read_to_string(&seed_file).ok().and_then(|t| t.trim().parse::<u64>().ok()) {
+        Some(s) => s,
+        None => {
+            let s = cases::unpredictable_seed();
+            crate::exercise::workbook::write_atomically(&seed_file, &format!("{s}\n"))?;
+            s
         }
     };
-    let steps = perf::judge("timing:", perf, &summary, "learner");
-    report.perf = Some(summary);
-    steps.into_iter().map(|s| s.wall(phase.elapsed())).collect()
+    let (bench, vary) = cases::bench(ex, &dir, crate::class::secret::stable_hash(&[&seed.to_string(), ex.id()]), cases::unpredictable_seed())?;
+    c.bench_input = bench;
+    c.vary = vary;
+    Ok(c)
 }
 
 fn finish(mut report: CheckReport) -> CheckReport {

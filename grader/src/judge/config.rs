@@ -87,7 +87,7 @@ impl Default for Config {
             replay_tools: None,
             hidden: Vec::new(),
             from_env: FromEnv::default(),
-            audit: false,
+            audit: true,
             one_connection: false,
         }
     }

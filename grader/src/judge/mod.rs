@@ -8,6 +8,7 @@ pub mod grade;
 pub mod perf;
 pub mod plan;
 pub mod sanitize;
+pub mod speed;
 pub mod scheduler;
 pub mod stages;
 pub mod verdict;

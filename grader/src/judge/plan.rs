@@ -160,6 +160,9 @@ pub enum StageKind {
     Fresh,
     /// The release build on the bench input under ncu.
     Timing,
+    /// The release build on the bench input alone on the GPU, each whole call of the entry point
+    /// timed by the harness (host work and copies included), after the profiler stages.
+    Call,
     /// A program's release build under ncu with the performance metrics (`sanitize --profile`).
     Profile,
 }
@@ -175,6 +178,7 @@ impl StageKind {
             StageKind::Hidden => "hidden".into(),
             StageKind::Fresh => "fresh".into(),
             StageKind::Timing => "timing".into(),
+            StageKind::Call => "call".into(),
             StageKind::Profile => "profile".into(),
         }
     }
@@ -184,7 +188,7 @@ impl StageKind {
         match self {
             StageKind::BuildDebug | StageKind::BuildRelease => None,
             StageKind::Sanitize(_) => Some(Flavor::Sanitize),
-            StageKind::Correctness | StageKind::Hidden | StageKind::Fresh | StageKind::Timing | StageKind::Profile => Some(Flavor::Timing),
+            StageKind::Correctness | StageKind::Hidden | StageKind::Fresh | StageKind::Timing | StageKind::Call | StageKind::Profile => Some(Flavor::Timing),
         }
     }
 
@@ -193,6 +197,7 @@ impl StageKind {
             StageKind::BuildDebug | StageKind::BuildRelease => Resource::Cpu,
             StageKind::Sanitize(_) | StageKind::Correctness | StageKind::Hidden | StageKind::Fresh => Resource::Gpu,
             StageKind::Timing | StageKind::Profile => Resource::Profiler,
+            StageKind::Call => Resource::Exclusive,
         }
     }
 
@@ -214,6 +219,8 @@ pub enum Resource {
     /// The profiler: after every GPU stage of the same run has finished, so that nothing else
     /// runs kernels while ncu times them.
     Profiler,
+    /// The GPU alone, one stage at a time, after the profiler stages: wall-clock timings.
+    Exclusive,
 }
 
 /// One stage of a plan: a kind over one submission. `run` tells repeats of one kind apart (verify

@@ -38,6 +38,35 @@ pub struct Timeline {
     pub runs_done_at: Option<f64>,
     /// How long the profiler stages took.
     pub profiler: Option<f64>,
+    /// GPU stages that failed on a resource another program may have held, run again alone.
+    pub rerun_alone: usize,
+}
+
+/// What a run that failed for want of a GPU resource says: out of device memory, the device busy
+/// or unavailable. Another program on the same GPU can cause these; a kernel's own bad launch
+/// configuration (too many threads, too much shared memory) is not one of them.
+const RESOURCE_FAILURES: &[&str] = &[
+    "out of memory",
+    "cudaErrorMemoryAllocation",
+    "CUDA_ERROR_OUT_OF_MEMORY",
+    "cudaErrorDevicesUnavailable",
+    "busy or unavailable",
+    "cudaErrorStartupFailure",
+];
+
+/// Whether a GPU stage's run failed on a shared resource (and so may not be the program's fault).
+pub fn failed_on_resource(o: &Output) -> bool {
+    let finished = match o {
+        Output::Ran { run: Ok(f), .. } => f,
+        Output::Sanitized { run: Ok(r), .. } => &r.finished,
+        Output::Timed { measured: Ok(m), .. } => &m.finished,
+        _ => return false,
+    };
+    if finished.success() || finished.exit == crate::tools::runner::Exit::TimedOut {
+        return false;
+    }
+    let text = finished.output();
+    RESOURCE_FAILURES.iter().any(|p| text.contains(p))
 }
 
 /// Why GPU stages cannot run here (no GPU, unless a recording stands in for it).
@@ -64,7 +93,7 @@ pub fn execute(ctx: &Context, wb: &Workbook, subs: &[Submission], stages: &[Stag
     builds.sort_by_key(|s| (s.kind != StageKind::BuildDebug, s.subject));
     builds.dedup();
     let of = |r: Resource| stages.iter().filter(|s| s.kind.resource() == r && !results.outputs.contains_key(s)).cloned().collect::<Vec<_>>();
-    let (gpu, profiler) = (of(Resource::Gpu), of(Resource::Profiler));
+    let (gpu, profiler, exclusive) = (of(Resource::Gpu), of(Resource::Profiler), of(Resource::Exclusive));
     let blocked = gpu_blocked(ctx);
 
     // Each build's binary, by (subject, flavor), as soon as it exists; those built earlier are there.
@@ -103,15 +132,37 @@ pub fn execute(ctx: &Context, wb: &Workbook, subs: &[Submission], stages: &[Stag
         let ran = runs.join().expect("a GPU stage panicked");
         (built, ran)
     });
+    // A run that failed on a resource while others shared the GPU runs again alone, now that every
+    // other GPU stage has ended: one program holding all the memory must not fail another.
+    let mut ran = ran;
+    if gpu.len() > 1 {
+        for (k, s) in gpu.iter().enumerate() {
+            if failed_on_resource(&ran[k]) {
+                ran[k] = run_on_build(s);
+                timeline.rerun_alone += 1;
+            }
+        }
+    }
     if blocked.is_none() && !gpu.is_empty() {
         timeline.runs_done_at = Some(start.elapsed().as_secs_f64());
     }
     let phase = Instant::now();
-    let timed = parallel(&profiler, ctx.config.ncu_jobs, run_on_build);
+    let mut timed = parallel(&profiler, ctx.config.ncu_jobs, run_on_build);
+    // Likewise a profiled run (a program starting beside it may have taken the memory).
+    if profiler.len() > 1 {
+        for (k, s) in profiler.iter().enumerate() {
+            if failed_on_resource(&timed[k]) {
+                timed[k] = run_on_build(s);
+                timeline.rerun_alone += 1;
+            }
+        }
+    }
     if !profiler.is_empty() && blocked.is_none() {
         timeline.profiler = Some(phase.elapsed().as_secs_f64());
     }
-    for (s, o) in builds.into_iter().zip(built).chain(gpu.into_iter().zip(ran)).chain(profiler.into_iter().zip(timed)) {
+    // Wall-clock timings last, one at a time: nothing else on the GPU.
+    let alone = parallel(&exclusive, 1, run_on_build);
+    for (s, o) in builds.into_iter().zip(built).chain(gpu.into_iter().zip(ran)).chain(profiler.into_iter().zip(timed)).chain(exclusive.into_iter().zip(alone)) {
         results.outputs.insert(s, o);
     }
     timeline

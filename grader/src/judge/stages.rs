@@ -36,7 +36,11 @@ pub enum Output {
     Built(Result<Built, BuildError>),
     Sanitized { tool: Tool, run: Result<ToolRun, sanitizer::RunError>, findings: Vec<Finding> },
     Ran { command: String, run: Result<Finished, SpawnError>, outputs: Vec<PathBuf> },
-    Timed { target: ncu::Target, measured: Result<Measured, ncu::RunError> },
+    /// `output`: the outputs of the last timed call (compared with the reference fix's).
+    Timed { target: ncu::Target, measured: Result<Measured, ncu::RunError>, output: PathBuf },
+    /// The call timing: each whole call's time (None, with `failure`, where the run failed or wrote
+    /// no times) and the outputs of the last call.
+    Called { command: String, run: Result<Finished, SpawnError>, times: Option<crate::judge::speed::CallTimes>, output: PathBuf, failure: Option<String> },
     /// `sanitize --profile`: every launch's metrics, or why there are none.
     Profiled { command: String, run: Result<Finished, SpawnError>, launches: Result<Vec<ncu::LaunchMetrics>, String> },
     NotRun(Blocked),
@@ -224,15 +228,11 @@ pub fn time(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built
     let m = &exercise.manifest.manifest;
     let tag = stage.id().replace(['#', ':'], "-");
     let out = sub.work.join("out");
+    let bench_out = out.join(format!("bench.{tag}.out"));
     let target = ncu::Target {
         name: sub.label(),
         program: built.binary.clone(),
-        args: vec![
-            "--repeat".into(),
-            m.bench.repeat.to_string(),
-            sub.cases().bench_input.display().to_string(),
-            out.join(format!("bench.{tag}.out")).display().to_string(),
-        ],
+        args: bench_args(sub, &bench_out),
         kernels: m.timing.kernels.clone(),
         // A performance exercise's metrics come from the same ncu pass as its time.
         counters: {
@@ -247,10 +247,50 @@ pub fn time(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built
     };
     let csv = out.join(format!("{tag}.csv"));
     let lock = ncu_lock_dir(ctx, wb);
-    let job = ncu::job(path, &target, &csv, ctx.config.timeouts.ncu).output(&csv);
+    let _ = std::fs::remove_file(&bench_out);
+    let job = ncu::job(path, &target, &csv, ctx.config.timeouts.ncu).output(&csv).output(&bench_out);
     let job = confined(ctx, wb, sub, stage, job, Some(&lock));
     let measured = ncu::measure(ctx.launcher.as_ref(), &job, &target, &csv);
-    Output::Timed { target, measured }
+    Output::Timed { target, measured, output: bench_out }
+}
+
+/// The harness's arguments for the timed bench: every call's outputs poisoned first, the inputs
+/// varied between calls, the last call's outputs written to `out`.
+fn bench_args(sub: &Submission, out: &Path) -> Vec<String> {
+    let m = &sub.exercise().expect("an exercise").manifest.manifest;
+    let cases = sub.cases();
+    let mut args = vec!["--poison".to_string(), "--repeat".into(), m.bench.repeat.to_string()];
+    if !cases.vary.as_os_str().is_empty() {
+        args.extend(["--vary".to_string(), cases.vary.display().to_string()]);
+    }
+    args.extend([cases.bench_input.display().to_string(), out.display().to_string()]);
+    args
+}
+
+/// The call timing: the bench, alone on the GPU, each whole call of the entry point timed by the
+/// harness, the GPU memory in use sampled.
+pub fn call(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: &Built) -> Output {
+    if sub.exercise().is_none() {
+        return Output::NotRun(Blocked::NotApplicable("a program has no bench to time"));
+    }
+    let tag = stage.id().replace(['#', ':'], "-");
+    let (out, times_path) = crate::judge::speed::call_paths(&sub.work.join("out"), &tag);
+    let _ = std::fs::remove_file(&out);
+    let _ = std::fs::remove_file(&times_path);
+    let mut args = vec!["--call-times".to_string(), times_path.display().to_string()];
+    args.extend(bench_args(sub, &out));
+    let mut job = Job::new(&built.binary, ctx.config.timeouts.run).args(args);
+    job.outputs = vec![out.clone(), times_path.clone()];
+    let job = confined(ctx, wb, sub, stage, job, None);
+    let command = job.display();
+    let run = ctx.launcher.launch(&job);
+    let times = std::fs::read_to_string(&times_path).ok().and_then(|t| crate::judge::speed::CallTimes::parse(&t));
+    let failure = match &run {
+        Err(e) => Some(e.to_string()),
+        Ok(f) if !f.success() => Some(format!("the program failed: {}", f.describe_exit())),
+        Ok(f) => f.left_running().or_else(|| times.is_none().then(|| "the harness wrote no call times".to_string())),
+    };
+    Output::Called { command, run, times, output: out, failure }
 }
 
 /// A program's release build under ncu with the performance metrics, every kernel.
@@ -281,6 +321,7 @@ pub fn run(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built:
             None => Output::NotRun(Blocked::NotApplicable("hidden and fresh cases belong to `grade`, which has the instructor's secret")),
         },
         (StageKind::Timing, Some(b)) => time(ctx, wb, sub, stage, b),
+        (StageKind::Call, Some(b)) => call(ctx, wb, sub, stage, b),
         (StageKind::Profile, Some(b)) => profile(ctx, wb, sub, stage, b),
     }
 }

@@ -3,6 +3,8 @@
 //! `feedback/<student>.md` and `.json` (every stage's points and the same explanations as `check`,
 //! hidden cases reduced to a count), `gradescope/<student>/results.json` (the autograder format,
 //! with a speed leaderboard), and the class summary (`summary.md`, `summary.json`, `speed.svg`).
+//! `write_similarity` adds the similarity report (`similarity.md`, `.csv`, `.svg`) and its section
+//! of `summary.md`: it reads the students' files again, so it needs the workbook.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -12,8 +14,10 @@ use serde::Serialize;
 
 use crate::class::roster::{Roster, Student};
 use crate::exercise::rubric::GradeStage;
+use crate::exercise::workbook::Workbook;
 use crate::judge::grade::{state_label, ClassInfo, PairResult, PairState, Rule};
 use crate::judge::verdict::Status;
+use crate::report::similarity;
 
 /// The results of a class, by student and exercise.
 pub struct Gradebook<'a> {
@@ -301,7 +305,7 @@ impl Exporter for ClassSummary {
             md.push_str(".\n");
         }
         md.push_str("\nThe rules that can withhold points:\n\n");
-        for rule in [Rule::NoKernel, Rule::ProofOfWork, Rule::FreshInputs, Rule::UnnamedKernels, Rule::Instructions, Rule::PhysicalFloor, Rule::TooFast] {
+        for rule in Rule::ALL {
             let _ = writeln!(md, "- `{}`: {}.", rule.key(), rule.why());
         }
         let mut written = vec![write(out.join("summary.json"), &(serde_json::to_string_pretty(&summary).expect("serialisable") + "\n"))?];
@@ -371,5 +375,42 @@ pub fn write_all(info: &ClassInfo, results: &[PairResult], out: &Path) -> std::i
     for e in exporters() {
         written.extend(e.export(&book, out)?);
     }
+    Ok(written)
+}
+
+/// Where `write_similarity` puts its section of `summary.md`, so that writing it again replaces it.
+const SIMILARITY_BEGIN: &str = "<!-- similarity: written by write_similarity -->";
+const SIMILARITY_END: &str = "<!-- /similarity -->";
+
+/// `summary` with its similarity section replaced by `section` (appended where it has none).
+pub fn with_similarity_section(summary: &str, section: &str) -> String {
+    let kept = match (summary.find(SIMILARITY_BEGIN), summary.find(SIMILARITY_END)) {
+        (Some(b), Some(e)) if e > b => format!("{}{}", &summary[..b], summary[e + SIMILARITY_END.len()..].trim_start_matches('\n')),
+        _ => summary.to_string(),
+    };
+    let kept = kept.trim_end();
+    let gap = if kept.is_empty() { "" } else { "\n\n" };
+    format!("{kept}{gap}{SIMILARITY_BEGIN}\n{}{SIMILARITY_END}\n", section.trim_end().to_string() + "\n")
+}
+
+/// The similarity report of the class: `similarity.csv` (every compared pair, most similar first),
+/// `similarity.md` (the flagged pairs and the method), `similarity.svg` (a heat map per exercise)
+/// and a section of `summary.md` linking them with the number of flagged pairs. It reads each
+/// student's file for each exercise again (`roster::find_file`), so call it after `write_all`,
+/// which writes `summary.md`. Flags for a person; no grade changes.
+pub fn write_similarity(out: &Path, info: &ClassInfo, wb: &Workbook) -> std::io::Result<Vec<PathBuf>> {
+    let report = similarity::class_report(&info.roster, &info.exercises, wb, &similarity::Config::default());
+    let mut written = vec![
+        write(out.join("similarity.md"), &similarity::to_markdown(&report))?,
+        write(out.join("similarity.csv"), &similarity::to_csv(&report))?,
+        write(out.join("similarity.svg"), &similarity::heatmap_svg(&report).map_err(std::io::Error::other)?)?,
+    ];
+    let summary_path = out.join("summary.md");
+    let summary = match std::fs::read_to_string(&summary_path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e),
+    };
+    written.push(write(summary_path, &with_similarity_section(&summary, &similarity::summary_section(&report)))?);
     Ok(written)
 }

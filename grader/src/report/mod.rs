@@ -8,6 +8,7 @@ use std::path::Path;
 use anstyle::{AnsiColor, Style};
 
 pub mod gradebook;
+pub mod similarity;
 pub mod sarif;
 
 use crate::judge::check::CheckReport;

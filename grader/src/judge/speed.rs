@@ -1,0 +1,523 @@
+//! The one speed judge. `check`, `verify` and `grade` hand it what the timed runs of a version (and
+//! of the reference fix and the original, timed in the same session) produced: ncu's kernel times
+//! and counters, the outputs of every timed process, the harness's whole-call times and GPU memory.
+//! It decides the speed credit and every anti-cheat rule, so that a file `check` fails for a named
+//! reason loses its points in `grade` for the same one.
+//!
+//! What it trusts: ncu runs outside the program and the outputs are compared by the grader, so the
+//! kernel time and "the timed runs' answers were right" cannot be faked from inside. The call times
+//! come from the harness, inside the program's process: code that targets the harness can forge
+//! them, which the judge catches only where the forgery is implausible (calls shorter than the
+//! kernels they contain).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::exercise::compare::{self, Comparison};
+use crate::exercise::data;
+use crate::exercise::rubric::GradeStage;
+use crate::exercise::workbook::Exercise;
+use crate::judge::perf;
+use crate::judge::verdict::Status;
+use crate::tools::ncu::{self, Measured};
+use crate::tools::peak::Peak;
+
+/// An anti-cheat rule. Each says in the report why it fired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rule {
+    /// None of the exercise's named kernels ran: the work was done elsewhere.
+    NoKernel,
+    /// The timed kernels read far fewer DRAM bytes than the inputs hold.
+    ProofOfWork,
+    /// A timed process (under ncu, or the call timing) wrote outputs the reference fix does not.
+    TimedOutputs,
+    /// Outputs were wrong on fresh inputs after the timed runs (answers cached or keyed to inputs).
+    FreshInputs,
+    /// The whole call took far longer than its kernels, beyond what the reference fix spends outside
+    /// its kernels: host work or copies of its own.
+    HostWork,
+    /// The timed kernels did not run the same way in every timed call (work skipped in some).
+    UnevenRepeats,
+    /// Kernels ran that neither the exercise names nor the reference launches.
+    UnnamedKernels,
+    /// Far fewer instructions than the reference fix executes.
+    Instructions,
+    /// Faster than reading the inputs once at this GPU's measured bandwidth.
+    PhysicalFloor,
+    /// More than 10x faster than the reference fix.
+    TooFast,
+    /// Far more GPU memory than the reference fix takes.
+    GpuMemory,
+    /// The call timing's process took far longer outside its reported calls than the reference's:
+    /// work before or after the calls, or call times that were not the harness's.
+    Unaccounted,
+}
+
+impl Rule {
+    pub const ALL: [Rule; 12] = [
+        Rule::NoKernel,
+        Rule::ProofOfWork,
+        Rule::TimedOutputs,
+        Rule::FreshInputs,
+        Rule::HostWork,
+        Rule::UnevenRepeats,
+        Rule::UnnamedKernels,
+        Rule::Instructions,
+        Rule::PhysicalFloor,
+        Rule::TooFast,
+        Rule::GpuMemory,
+        Rule::Unaccounted,
+    ];
+
+    pub fn key(self) -> &'static str {
+        match self {
+            Rule::NoKernel => "no-kernel",
+            Rule::ProofOfWork => "proof-of-work",
+            Rule::TimedOutputs => "timed-outputs",
+            Rule::FreshInputs => "fresh-inputs",
+            Rule::HostWork => "host-work",
+            Rule::UnevenRepeats => "uneven-repeats",
+            Rule::UnnamedKernels => "unnamed-kernels",
+            Rule::Instructions => "instructions",
+            Rule::PhysicalFloor => "physical-floor",
+            Rule::TooFast => "too-fast",
+            Rule::GpuMemory => "gpu-memory",
+            Rule::Unaccounted => "unaccounted-time",
+        }
+    }
+
+    /// Left to a person: the points it withholds (speed, or none) are for review, not a failure.
+    pub fn review(self) -> bool {
+        matches!(self, Rule::UnnamedKernels | Rule::Instructions | Rule::PhysicalFloor | Rule::TooFast | Rule::GpuMemory | Rule::Unaccounted)
+    }
+
+    /// The points the rule takes away. Rules about faked answers take the correctness points too;
+    /// rules about how the time was made take the speed points; GPU memory only asks for a look.
+    pub fn withholds(self) -> &'static [GradeStage] {
+        match self {
+            Rule::NoKernel | Rule::ProofOfWork | Rule::TimedOutputs | Rule::FreshInputs => &[GradeStage::Public, GradeStage::Hidden, GradeStage::Speed],
+            Rule::GpuMemory => &[],
+            _ => &[GradeStage::Speed],
+        }
+    }
+
+    /// The rule in general, for the report's legend.
+    pub fn why(self) -> &'static str {
+        match self {
+            Rule::NoKernel => "the exercise's kernels must do the work: none of them was launched in the timed runs, so the outputs came from somewhere else (the host, or another kernel)",
+            Rule::ProofOfWork => "a kernel that computes its outputs reads its inputs: ncu's dram__bytes_read.sum of the timed kernels must reach 80% of the inputs' bytes (or of what the reference fix reads, where that is less)",
+            Rule::TimedOutputs => "the runs that are timed (under ncu, and the whole-call timing) are checked too, on inputs that change between calls: outputs that differ from the reference fix's on the same inputs were not computed by what was timed",
+            Rule::FreshInputs => "after the timed runs the program ran again on inputs it had never seen; outputs that were right before and wrong now were remembered, not computed",
+            Rule::HostWork => "speed is the whole call of the exercise's entry point (host work, copies and every kernel, to the end of the GPU work), not only the kernels: time spent outside the kernels beyond what the reference fix spends there (30% of its call plus 0.5 ms) is work the kernel time does not show",
+            Rule::UnevenRepeats => "every timed call must run the timed kernels the same way: calls that launch fewer kernels or run much faster than the others skipped work that a single call would do",
+            Rule::UnnamedKernels => "kernels the exercise does not name and the reference does not launch ran in the timed runs: their time is not counted, so speed is left to a person",
+            Rule::Instructions => "the timed kernels executed under a tenth of the reference fix's warp instructions: a better algorithm, or work done elsewhere; speed is left to a person",
+            Rule::PhysicalFloor => "the time is under 80% of the physical floor (the inputs' bytes at this GPU's measured memcpy bandwidth): speed is left to a person",
+            Rule::TooFast => "more than 10x faster than the reference fix: speed is left to a person",
+            Rule::GpuMemory => "the timed calls held more than twice the reference fix's GPU memory plus 256 MiB: on a shared GPU that starves other programs; a person should look (no points are taken)",
+            Rule::Unaccounted => "the grader clocks the call timing's whole process from outside: time it spent outside the calls the harness reported, beyond the reference fix's by more than 0.5 s and half again, is work before or after the calls or call times that were rewritten; speed is left to a person",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Flag {
+    pub rule: Rule,
+    /// What was measured, in words.
+    pub message: String,
+    pub review: bool,
+}
+
+impl Flag {
+    pub fn new(rule: Rule, message: String) -> Flag {
+        Flag { rule, message, review: rule.review() }
+    }
+}
+
+/// The speed a version was judged at.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SpeedResult {
+    pub learner_ns: f64,
+    pub reference_ns: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original_ns: Option<f64>,
+    pub ratio_to_reference: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speedup_over_original: Option<f64>,
+    /// The target in words ("<= 1.50x the reference fix", ">= 2.5x the original").
+    pub target: String,
+    /// The whole call (the slowest after the first), where the call timing ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub learner_call_ns: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_call_ns: Option<f64>,
+    /// The most device memory in use during the timed calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_memory_bytes: Option<f64>,
+}
+
+/// What the harness's `--call-times` file says: each call's nanoseconds and the GPU memory peak.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CallTimes {
+    pub calls_ns: Vec<f64>,
+    pub gpu_memory: Option<f64>,
+}
+
+impl CallTimes {
+    pub fn parse(text: &str) -> Option<CallTimes> {
+        let mut t = CallTimes::default();
+        for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            match line.strip_prefix("gpu-memory ") {
+                Some(b) => t.gpu_memory = Some(b.trim().parse().ok()?),
+                None => t.calls_ns.push(line.parse().ok()?),
+            }
+        }
+        (!t.calls_ns.is_empty()).then_some(t)
+    }
+
+    /// The call the judge holds a version to: the fastest after the first (which loads the
+    /// kernels). The inputs change between calls, so work cannot be done once and reused, and the
+    /// fastest call is the steadiest: on an H100 the calls of one 57-reduction process spread from
+    /// 32 to 67 ms, mostly in the workbook's copy of 268 MB to the GPU.
+    pub fn judged_ns(&self) -> Option<f64> {
+        let rest = if self.calls_ns.len() > 1 { &self.calls_ns[1..] } else { &self.calls_ns[..] };
+        rest.iter().copied().reduce(f64::min)
+    }
+
+    pub fn total_ns(&self) -> f64 {
+        self.calls_ns.iter().sum()
+    }
+}
+
+/// What the timed runs of one version left: ncu's measurement and its outputs, and the call timing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Timed<'a> {
+    pub measured: Option<&'a Measured>,
+    /// The outputs of the last call under ncu.
+    pub ncu_output: Option<&'a Path>,
+    /// The call timing's times (None where it did not run or failed) and its outputs.
+    pub call: Option<&'a CallTimes>,
+    pub call_output: Option<&'a Path>,
+    /// Why the call timing has no times, where it ran and failed.
+    pub call_failure: Option<&'a str>,
+    /// The call timing's whole process, as the grader clocked it from outside.
+    pub call_wall_ns: Option<f64>,
+}
+
+/// What ncu saw of one version's timed runs, for the anti-cheat rules.
+#[derive(Debug, Clone, Default)]
+pub struct Audit {
+    pub kernels: BTreeSet<String>,
+    pub named_launched: bool,
+    /// Per run of the bench, summed over the named kernels.
+    pub dram_read: Option<f64>,
+    pub instructions: Option<f64>,
+    /// The slowest over the fastest timed call of the named kernels; None where the launches do not
+    /// split evenly into the calls.
+    pub spread: Option<f64>,
+}
+
+pub fn audit(m: &Measured, named: &[String], repeat: u32) -> Audit {
+    let kernels: BTreeSet<String> = m.launches.iter().map(|l| l.kernel.clone()).collect();
+    let text = m.csv().and_then(|p| std::fs::read_to_string(p).ok()).unwrap_or_default();
+    let launches = ncu::parse_metrics(&text).unwrap_or_default();
+    let mine: Vec<_> = launches.iter().filter(|l| named.contains(&l.kernel)).collect();
+    let sum = |k: &str| -> Option<f64> {
+        let v: Vec<f64> = mine.iter().filter_map(|l| l.metrics.get(k).copied()).collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / repeat.max(1) as f64)
+    };
+    Audit {
+        named_launched: kernels.iter().any(|k| named.contains(k)),
+        kernels,
+        dram_read: sum("dram__bytes_read.sum"),
+        instructions: sum("smsp__inst_executed.sum"),
+        spread: ncu::repeat_spread(&m.launches, named, repeat),
+    }
+}
+
+/// The bytes the bench's inputs hold: what any kernel that computes the outputs must read.
+pub fn compulsory_bytes(ex: &Exercise) -> f64 {
+    let m = &ex.manifest.manifest;
+    m.inputs.iter().map(|b| crate::exercise::manifest::eval_len(b.len.get_ref(), &m.bench.params).unwrap_or(0) as f64 * b.dtype.size() as f64).sum()
+}
+
+/// Where speed credit starts: ncu at base clocks repeats a kernel's time within about 1%, and two
+/// processes within about 3% (verify's reruns); a speedup inside this band is noise, not work.
+pub const NOISE_BAND: f64 = 1.05;
+
+/// Everything the judge needs of one run of the three versions.
+pub struct Inputs<'a> {
+    pub ex: &'a Exercise,
+    pub learner: Timed<'a>,
+    pub reference: Timed<'a>,
+    pub original: Timed<'a>,
+    pub peak: Option<&'a Peak>,
+    /// The performance track's summary of the three versions (metrics and goals).
+    pub perf: Option<&'a perf::PerfSummary>,
+}
+
+/// The judge's decision on one version.
+#[derive(Debug, Clone)]
+pub struct Verdict {
+    /// The share of the speed points (1.0: the target was reached).
+    pub fraction: f64,
+    pub status: Status,
+    /// "53.2 us, 1.02x the reference fix (target 1.50x)".
+    pub summary: String,
+    pub speed: Option<SpeedResult>,
+    pub flags: Vec<Flag>,
+}
+
+impl Verdict {
+    /// Whether a flag takes the speed points (or every point).
+    pub fn withheld(&self) -> bool {
+        self.flags.iter().any(|f| f.rule.withholds().contains(&GradeStage::Speed))
+    }
+}
+
+fn mb(bytes: f64) -> String {
+    if bytes >= 1e6 {
+        format!("{:.1} MB", bytes / 1e6)
+    } else {
+        format!("{:.1} kB", bytes / 1e3)
+    }
+}
+
+/// Compare the outputs of one timed process with the reference fix's on the same inputs: None
+/// where they agree or cannot be compared (the reference's own are missing), else what differs.
+fn outputs_differ(mine: Option<&Path>, theirs: Option<&Path>, ex: &Exercise, what: &str) -> Option<String> {
+    let theirs = data::read_outputs(theirs?).ok()?;
+    let Some(mine) = mine else { return Some(format!("the {what} wrote no outputs")) };
+    let got = match data::read_outputs(mine) {
+        Ok(g) => g,
+        Err(e) => return Some(format!("the {what} left no readable outputs ({e})")),
+    };
+    match compare::compare(&theirs, &got, ex.manifest.manifest.tolerance) {
+        Comparison::Equal { .. } => None,
+        Comparison::Shape(msg) => Some(format!("the {what}: {msg}")),
+        Comparison::Mismatch(m) => Some(format!(
+            "the {what}: {}[{}] = {} where the reference fix computed {} on the same inputs ({} of {} elements differ)",
+            m.buffer, m.index, m.got, m.expected, m.bad_count, m.len
+        )),
+    }
+}
+
+/// Judge one version's speed and the rules. `ns` is its kernel time under ncu; the caller has
+/// already turned "no time at all" into an error of its own, except where no named kernel ran.
+pub fn judge(i: &Inputs) -> Verdict {
+    let m = &i.ex.manifest.manifest;
+    let repeat = m.bench.repeat;
+    let learner = i.learner.measured.map(|x| audit(x, &m.timing.kernels, repeat)).unwrap_or_default();
+    let reference = i.reference.measured.map(|x| audit(x, &m.timing.kernels, repeat)).unwrap_or_default();
+    let original = i.original.measured.map(|x| audit(x, &m.timing.kernels, repeat)).unwrap_or_default();
+    let mut flags: Vec<Flag> = Vec::new();
+    let mut flag = |rule: Rule, message: String| flags.push(Flag::new(rule, message));
+
+    if !learner.named_launched {
+        let ran = if learner.kernels.is_empty() { "no kernel at all".to_string() } else { learner.kernels.iter().cloned().collect::<Vec<_>>().join(", ") };
+        flag(Rule::NoKernel, format!("the timed runs launched {ran}; the exercise's kernels are {}", m.timing.kernels.join(", ")));
+    }
+    for (mine, theirs, what) in [(i.learner.ncu_output, i.reference.ncu_output, "run under ncu"), (i.learner.call_output, i.reference.call_output, "call timing run")] {
+        if let Some(why) = outputs_differ(mine, theirs, i.ex, what) {
+            flag(Rule::TimedOutputs, why);
+        }
+    }
+    let compulsory = compulsory_bytes(i.ex);
+    let needed = reference.dram_read.map_or(compulsory, |r| r.min(compulsory));
+    if let Some(read) = learner.dram_read.filter(|_| learner.named_launched) {
+        if read < 0.8 * needed {
+            flag(Rule::ProofOfWork, format!("the timed kernels read {} from DRAM per run; the inputs are {} and the reference fix reads {}", mb(read), mb(compulsory), reference.dram_read.map_or("?".into(), mb)));
+        }
+    }
+    if learner.named_launched && repeat >= 2 {
+        match (learner.spread, reference.spread) {
+            (None, _) => flag(Rule::UnevenRepeats, format!("the timed kernels' launches do not split into the {repeat} timed calls the same way: some calls launched fewer")),
+            (Some(s), r) if s > 1.5f64.max(1.25 * r.unwrap_or(1.0)) => {
+                flag(Rule::UnevenRepeats, format!("the slowest timed call took {s:.2}x the fastest (the reference fix's: {})", r.map_or("?".into(), |r| format!("{r:.2}x"))))
+            }
+            _ => {}
+        }
+    }
+    let known: BTreeSet<&String> = m.timing.kernels.iter().chain(&reference.kernels).chain(&original.kernels).collect();
+    let unknown: Vec<&String> = learner.kernels.iter().filter(|k| !known.contains(k)).collect();
+    if !unknown.is_empty() && learner.named_launched {
+        flag(Rule::UnnamedKernels, format!("kernels not named by the exercise ran: {}", unknown.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")));
+    }
+    if let (Some(mine), Some(theirs)) = (learner.instructions, reference.instructions) {
+        if mine < 0.1 * theirs {
+            flag(Rule::Instructions, format!("{mine:.3e} warp instructions per run against the reference fix's {theirs:.3e}"));
+        }
+    }
+    let ns = i.learner.measured.and_then(|x| x.nanoseconds);
+    let reference_ns = i.reference.measured.and_then(|x| x.nanoseconds).unwrap_or(f64::NAN);
+    let original_ns = i.original.measured.and_then(|x| x.nanoseconds);
+    if let (Some(ns), Some(p)) = (ns, i.peak) {
+        let floor_ns = needed / p.memcpy_gbps;
+        if ns < 0.8 * floor_ns {
+            flag(Rule::PhysicalFloor, format!("{:.1} us, under the {:.1} us it takes to read {} at this GPU's {:.0} GB/s", ns / 1e3, floor_ns / 1e3, mb(needed), p.memcpy_gbps));
+        }
+    }
+    if let Some(ns) = ns {
+        if reference_ns / ns > 10.0 {
+            flag(Rule::TooFast, format!("{:.1}x faster than the reference fix ({:.1} us against {:.1} us)", reference_ns / ns, ns / 1e3, reference_ns / 1e3));
+        }
+    }
+    // The whole call against the kernels: what each version spends outside its kernels.
+    let (call_l, call_r) = (i.learner.call.and_then(CallTimes::judged_ns), i.reference.call.and_then(CallTimes::judged_ns));
+    if let Some(why) = i.learner.call_failure.filter(|_| learner.named_launched) {
+        flag(Rule::HostWork, format!("the call timing run failed ({why}): a program whose time depends on being profiled gets no speed credit"));
+    }
+    if let (Some(cl), Some(cr), Some(kl)) = (call_l, call_r, ns) {
+        let kr = if reference_ns.is_finite() { reference_ns } else { 0.0 };
+        let extra = (cl - cr) - (kl - kr);
+        let allowed = 0.3 * cr + 500_000.0;
+        if cl < 0.5 * kl {
+            flag(Rule::HostWork, format!("the harness reported calls of {:.1} us, shorter than the {:.1} us its kernels take under ncu: the call times were not measured by the harness", cl / 1e3, kl / 1e3));
+        } else if extra > allowed {
+            flag(
+                Rule::HostWork,
+                format!(
+                    "the whole call took {:.2} ms against the reference fix's {:.2} ms, though its kernels take {:.1} us against {:.1} us: {:.2} ms outside the kernels beyond the reference's (allowed: {:.2} ms)",
+                    cl / 1e6,
+                    cr / 1e6,
+                    kl / 1e3,
+                    kr / 1e3,
+                    extra / 1e6,
+                    allowed / 1e6
+                ),
+            );
+        }
+    }
+    // Outside the reported calls, clocked by the grader: what the harness's own numbers cannot hide.
+    let outside = |t: &Timed| Some(t.call_wall_ns? - t.call?.total_ns());
+    if let (Some(ol), Some(or)) = (outside(&i.learner), outside(&i.reference)) {
+        if ol > or + 500e6_f64.max(0.5 * or) {
+            flag(Rule::Unaccounted, format!("the call timing's process spent {:.2} s outside the calls it reported, the reference fix's {:.2} s", ol / 1e9, or / 1e9));
+        }
+    }
+    let (mem_l, mem_r) = (i.learner.call.and_then(|c| c.gpu_memory), i.reference.call.and_then(|c| c.gpu_memory));
+    if let (Some(ml), Some(mr)) = (mem_l, mem_r) {
+        if ml > 2.0 * mr + 256.0 * 1024.0 * 1024.0 {
+            flag(Rule::GpuMemory, format!("{:.0} MiB of GPU memory in use during the timed calls, against the reference fix's {:.0} MiB", ml / 1048576.0, mr / 1048576.0));
+        }
+    }
+    flags.sort_by_key(|f| f.rule);
+    flags.dedup_by_key(|f| f.rule);
+
+    let Some(ns) = ns else {
+        let why = i.learner.measured.map(Measured::why_untimed).unwrap_or_else(|| "not timed".into());
+        return Verdict { fraction: 0.0, status: Status::Failed, summary: format!("no time: {why}"), speed: None, flags };
+    };
+    let ratio = ns / reference_ns;
+    let (fraction, target, summary) = match (&m.perf, m.timing.max_ratio_to_reference.as_ref()) {
+        (Some(p), _) => {
+            let goal = *p.speedup.get_ref();
+            let speedup = original_ns.map(|o| o / ns).unwrap_or(f64::NAN);
+            // Credit from the edge of the noise band: the untouched file earns nothing.
+            let band = NOISE_BAND.max(original.spread.unwrap_or(1.0)).min(goal.sqrt());
+            let mut f = ((speedup / band).ln() / (goal / band).ln()).clamp(0.0, 1.0);
+            if speedup >= goal {
+                f = 1.0;
+            }
+            let missed: Vec<String> = i
+                .perf
+                .and_then(|s| Some(perf::goals(p, s.version("learner")?, s.version("original")?)))
+                .unwrap_or_default()
+                .iter()
+                .filter(|g| !g.met)
+                .map(|g| g.goal.metric.label().to_string())
+                .collect();
+            if !missed.is_empty() {
+                f = f.min(0.5);
+            }
+            let goals = if missed.is_empty() { String::new() } else { format!("; goals missed: {}", missed.join(", ")) };
+            (f, format!(">= {goal:.1}x the original"), format!("{speedup:.2}x the original (target {goal:.1}x){goals}"))
+        }
+        (None, Some(max)) => {
+            let max = *max.get_ref();
+            // Full points within the target, none at twice it, a straight line between.
+            let f = if ratio <= max { 1.0 } else { (2.0 - ratio / max).clamp(0.0, 1.0) };
+            (f, format!("<= {max:.2}x the reference fix"), format!("{ratio:.2}x the reference fix (target {max:.2}x)"))
+        }
+        (None, None) => (0.0, String::new(), "no speed target".into()),
+    };
+    let status = if fraction >= 1.0 { Status::Passed } else { Status::Failed };
+    let call = match (call_l, call_r) {
+        (Some(l), Some(r)) => format!("; whole call {:.2} ms (reference {:.2} ms)", l / 1e6, r / 1e6),
+        _ => String::new(),
+    };
+    Verdict {
+        fraction,
+        status,
+        summary: format!("{:.1} us, {summary}{call}", ns / 1e3),
+        speed: Some(SpeedResult {
+            learner_ns: ns,
+            reference_ns,
+            original_ns,
+            ratio_to_reference: ratio,
+            speedup_over_original: original_ns.map(|o| o / ns),
+            target,
+            learner_call_ns: call_l,
+            reference_call_ns: call_r,
+            gpu_memory_bytes: mem_l,
+        }),
+        flags,
+    }
+}
+
+/// The timed evidence of one version from a plan's results: its timing stage (ncu) and its call
+/// stage. `calls` holds the parsed call times, owned by the caller.
+pub fn evidence<'r>(timing: Option<&'r crate::judge::stages::Output>, call: Option<&'r crate::judge::stages::Output>) -> Timed<'r> {
+    use crate::judge::stages::Output;
+    let mut t = Timed::default();
+    if let Some(Output::Timed { measured: Ok(m), output, .. }) = timing {
+        t.measured = Some(m);
+        t.ncu_output = m.finished.success().then_some(output.as_path());
+    }
+    if let Some(Output::Called { times, output, failure, .. }) = call {
+        t.call = times.as_ref();
+        t.call_output = failure.is_none().then_some(output.as_path());
+        t.call_failure = failure.as_deref();
+    }
+    if let Some(Output::Called { run: Ok(f), .. }) = call {
+        t.call_wall_ns = Some(f.wall.as_secs_f64() * 1e9);
+    }
+    t
+}
+
+/// Paths a call stage writes.
+pub fn call_paths(out: &Path, tag: &str) -> (PathBuf, PathBuf) {
+    (out.join(format!("bench.{tag}.out")), out.join(format!("{tag}.times")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_rule_says_why_and_review_rules_take_at_most_the_speed_points() {
+        for rule in Rule::ALL {
+            assert!(rule.why().len() > 60, "{rule:?}");
+            if rule.review() {
+                assert!(rule.withholds().iter().all(|s| *s == GradeStage::Speed), "{rule:?}");
+            }
+        }
+        let keys: BTreeSet<&str> = Rule::ALL.iter().map(|r| r.key()).collect();
+        assert_eq!(keys.len(), Rule::ALL.len(), "keys are unique");
+    }
+
+    #[test]
+    fn call_times_parse_and_the_judged_call_is_the_slowest_after_the_first() {
+        let t = CallTimes::parse("900000\n120000\n150000\ngpu-memory 1048576\n").unwrap();
+        assert_eq!(t.calls_ns, [900000.0, 120000.0, 150000.0]);
+        assert_eq!(t.gpu_memory, Some(1048576.0));
+        assert_eq!(t.judged_ns(), Some(120000.0), "the first call loads the kernels: not held against anyone");
+        assert_eq!(t.total_ns(), 1170000.0);
+        assert_eq!(CallTimes::parse("42\n").unwrap().judged_ns(), Some(42.0), "one call is that call");
+        assert_eq!(CallTimes::parse("gpu-memory 5\n"), None, "no call: no times");
+        assert_eq!(CallTimes::parse("12 ms\n"), None, "garbage is no times, not zero");
+    }
+}
