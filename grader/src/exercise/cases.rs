@@ -29,9 +29,14 @@ pub struct Cases {
 /// outputs with the Rust reference. The bench is the manifest's, varied by its own seed (`verify`);
 /// `check` and `grade` then choose inputs the program cannot predict (`bench`).
 pub fn prepare(ex: &Exercise, dir: &Path) -> std::io::Result<Cases> {
-    let m = &ex.manifest.manifest;
-    let cases = prepare_list(ex, dir, "case", &m.cases)?.cases;
-    let (bench_input, vary) = bench(ex, dir, m.bench.seed, m.bench.seed)?;
+    let seed = ex.manifest.manifest.bench.seed;
+    prepare_with(ex, dir, seed, seed)
+}
+
+/// The cases, with the bench drawn with `bench_seed` and its calls varied with `vary_seed`.
+pub fn prepare_with(ex: &Exercise, dir: &Path, bench_seed: u64, vary_seed: u64) -> std::io::Result<Cases> {
+    let cases = prepare_list(ex, dir, "case", &ex.manifest.manifest.cases)?.cases;
+    let (bench_input, vary) = bench(ex, dir, bench_seed, vary_seed)?;
     Ok(Cases { cases, bench_input, vary })
 }
 
@@ -39,7 +44,7 @@ pub fn prepare(ex: &Exercise, dir: &Path) -> std::io::Result<Cases> {
 /// under a name that carries what it is made from) and the variation of its calls drawn with
 /// `vary_seed` (each call after the first scales every input towards its low end by a factor in
 /// [0.55, 0.95]: the answer of an earlier call is wrong for the next).
-pub fn bench(ex: &Exercise, dir: &Path, seed: u64, vary_seed: u64) -> std::io::Result<(PathBuf, PathBuf)> {
+fn bench(ex: &Exercise, dir: &Path, seed: u64, vary_seed: u64) -> std::io::Result<(PathBuf, PathBuf)> {
     use rand::{Rng, SeedableRng};
     std::fs::create_dir_all(dir)?;
     let m = &ex.manifest.manifest;

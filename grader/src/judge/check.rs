@@ -30,7 +30,7 @@ pub struct TimingSummary {
     pub ratio_to_reference: f64,
     pub max_ratio_to_reference: f64,
     pub command: String,
-    /// The whole call of the entry point, timed alone on the GPU (the slowest after the first).
+    /// The whole call of the entry point, timed alone on the GPU (the fastest after the first).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub learner_call_ns: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -227,14 +227,13 @@ fn time_and_judge(ctx: &Context, wb: &Workbook, subs: &[Submission], results: &m
         Some(Output::Timed { measured: Ok(m), .. }) => m.finished.output(),
         _ => String::new(),
     };
-    let reference_ns = match time_of(REFERENCE) {
-        Ok(ns) => ns,
-        Err(why) => return vec![Step::new("timing", Status::ToolError, format!("ncu could not time the reference version ({why})")).detail(output_of(REFERENCE)).command(commands).stage("timing").wall(phase.elapsed())],
-    };
+    if let Err(why) = time_of(REFERENCE) {
+        return vec![Step::new("timing", Status::ToolError, format!("ncu could not time the reference version ({why})")).detail(output_of(REFERENCE)).command(commands).stage("timing").wall(phase.elapsed())];
+    }
     // The learner's program failing under ncu is the learner's failure, not the tool's.
     if let Some(Output::Timed { measured: Ok(mm), .. }) = results.get(LEARNER, StageKind::Timing) {
         if !mm.finished.success() || mm.finished.left_running().is_some() {
-            let why = verdict::measured_time(results.get(LEARNER, StageKind::Timing)).err().unwrap_or_default();
+            let why = time_of(LEARNER).err().unwrap_or_default();
             return vec![Step::new("timing", Status::Failed, format!("your version failed under ncu ({why})")).detail(output_of(LEARNER)).command(commands).stage("timing").wall(phase.elapsed())];
         }
     }
@@ -263,21 +262,19 @@ fn time_and_judge(ctx: &Context, wb: &Workbook, subs: &[Submission], results: &m
     };
     let judged = speed::judge(&inputs);
     let mut steps = vec![Step::new("timing", judged.status, judged.summary.clone()).command(commands.clone()).stage("timing")];
-    if let Some(sp) = &judged.speed {
-        if m.perf.is_none() {
-            report.timing = Some(TimingSummary {
-                kernels: m.timing.kernels.clone(),
-                learner_ns: sp.learner_ns,
-                reference_ns,
-                original_ns: time_of(ORIGINAL).ok(),
-                speedup_over_original: sp.speedup_over_original,
-                ratio_to_reference: sp.ratio_to_reference,
-                max_ratio_to_reference: m.timing.max_ratio_to_reference.as_ref().map(|r| *r.get_ref()).unwrap_or(f64::NAN),
-                command: commands.clone(),
-                learner_call_ns: sp.learner_call_ns,
-                reference_call_ns: sp.reference_call_ns,
-            });
-        }
+    if let (Some(sp), None) = (&judged.speed, perf_spec) {
+        report.timing = Some(TimingSummary {
+            kernels: m.timing.kernels.clone(),
+            learner_ns: sp.learner_ns,
+            reference_ns: sp.reference_ns,
+            original_ns: time_of(ORIGINAL).ok(),
+            speedup_over_original: sp.speedup_over_original,
+            ratio_to_reference: sp.ratio_to_reference,
+            max_ratio_to_reference: m.timing.max_ratio_to_reference.as_ref().map(|r| *r.get_ref()).unwrap_or(f64::NAN),
+            command: commands.clone(),
+            learner_call_ns: sp.learner_call_ns,
+            reference_call_ns: sp.reference_call_ns,
+        });
     }
     if let (Some(p), Some(s)) = (perf_spec, &summary) {
         // The goals' steps (the speed step is the judge's, above).
@@ -295,8 +292,6 @@ fn time_and_judge(ctx: &Context, wb: &Workbook, subs: &[Submission], results: &m
 /// with this workbook's own seed (made once, so the bench file is cached) and a
 /// new variation of the calls every check.
 fn timed_cases(wb: &Workbook, ex: &Exercise) -> std::io::Result<Cases> {
-    let dir = wb.work_dir().join("cases").join(ex.id());
-    let mut c = cases::prepare(ex, &dir)?;
     let seed_file = wb.work_dir().join("bench-seed");
     let seed = match std::fs::read_to_string(&seed_file).ok().and_then(|t| t.trim().parse::<u64>().ok()) {
         Some(s) => s,
@@ -306,10 +301,8 @@ fn timed_cases(wb: &Workbook, ex: &Exercise) -> std::io::Result<Cases> {
             s
         }
     };
-    let (bench, vary) = cases::bench(ex, &dir, crate::class::secret::stable_hash(&[&seed.to_string(), ex.id()]), cases::unpredictable_seed())?;
-    c.bench_input = bench;
-    c.vary = vary;
-    Ok(c)
+    let bench_seed = crate::class::secret::stable_hash(&[&seed.to_string(), ex.id()]);
+    cases::prepare_with(ex, &wb.work_dir().join("cases").join(ex.id()), bench_seed, cases::unpredictable_seed())
 }
 
 fn finish(mut report: CheckReport) -> CheckReport {

@@ -57,8 +57,9 @@ pub struct Config {
     pub hidden: Vec<PathBuf>,
     /// Settings the environment gave, which a plan's own defaults must not override.
     pub from_env: FromEnv,
-    /// Timing also collects what `grade`'s anti-cheat rules read (DRAM bytes read, instructions)
-    /// and profiles every kernel, named or not.
+    /// Timing also collects what the anti-cheat rules read (DRAM bytes read, instructions) and
+    /// profiles every kernel, named or not. On for every plan, so that `check` fails a cheat for
+    /// the reason `grade` does.
     pub audit: bool,
     /// Every sandboxed run gets `CUDA_DEVICE_MAX_CONNECTIONS=1`: one hardware queue per context
     /// instead of eight. The driver makes and tears down contexts one at a time across the whole

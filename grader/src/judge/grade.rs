@@ -331,13 +331,10 @@ impl<'a> Worker<'a> {
             return Ok(c.clone());
         }
         let dir = wb.work_dir().join("cases").join(ex.id());
-        let mut public = cases::prepare(ex, &dir)?;
-        let (hidden, fresh) = self.secret.prepare(ex, &dir)?;
         // The timed runs' inputs come from the secret: a program cannot know the bench's answer, nor
         // how the inputs change between its calls.
-        let (bench, vary) = cases::bench(ex, &dir.join(format!("secret-{}", self.secret.fingerprint())), self.secret.bench_seed(ex), self.secret.derive_seed("vary", &[ex.id()]))?;
-        public.bench_input = bench;
-        public.vary = vary;
+        let public = cases::prepare_with(ex, &dir, self.secret.bench_seed(ex), self.secret.derive_seed("vary", &[ex.id()]))?;
+        let (hidden, fresh) = self.secret.prepare(ex, &dir)?;
         let c = std::sync::Arc::new(ExerciseCases::new(public, SecretCases { hidden, fresh }));
         all.insert(ex.id().to_string(), c.clone());
         Ok(c)
@@ -500,7 +497,7 @@ impl<'a> Worker<'a> {
         phases.fresh = phase.elapsed().as_secs_f64();
 
         let reference_timing = Stage::again(reference, StageKind::Timing, chunk.index);
-        let Some(ref_measured) = timed(&results, &reference_timing).filter(|m| m.nanoseconds.is_some()) else {
+        if timed(&results, &reference_timing).and_then(|m| m.nanoseconds).is_none() {
             let why = match results.get_run(&reference_timing) {
                 Some(Output::Timed { measured: Ok(m), .. }) => m.why_untimed(),
                 Some(Output::Timed { measured: Err(e), .. }) => e.to_string(),
@@ -508,8 +505,7 @@ impl<'a> Worker<'a> {
                 _ => "not run".into(),
             };
             return (self.failed_chunk(chunk, format!("ncu could not time the reference fix ({why})")), phases);
-        };
-        let _ = ref_measured;
+        }
         let original_timing = original.map(|o| Stage::again(o, StageKind::Timing, chunk.index));
         let reference_evidence = speed::evidence(results.get_run(&reference_timing), results.get_run(&Stage::again(reference, StageKind::Call, chunk.index)));
         let original_evidence = speed::evidence(original_timing.as_ref().and_then(|s| results.get_run(s)), None);

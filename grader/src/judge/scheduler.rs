@@ -135,28 +135,14 @@ pub fn execute(ctx: &Context, wb: &Workbook, subs: &[Submission], stages: &[Stag
     // A run that failed on a resource while others shared the GPU runs again alone, now that every
     // other GPU stage has ended: one program holding all the memory must not fail another.
     let mut ran = ran;
-    if gpu.len() > 1 {
-        for (k, s) in gpu.iter().enumerate() {
-            if failed_on_resource(&ran[k]) {
-                ran[k] = run_on_build(s);
-                timeline.rerun_alone += 1;
-            }
-        }
-    }
+    timeline.rerun_alone += rerun_alone(&gpu, &mut ran, &run_on_build);
     if blocked.is_none() && !gpu.is_empty() {
         timeline.runs_done_at = Some(start.elapsed().as_secs_f64());
     }
     let phase = Instant::now();
     let mut timed = parallel(&profiler, ctx.config.ncu_jobs, run_on_build);
     // Likewise a profiled run (a program starting beside it may have taken the memory).
-    if profiler.len() > 1 {
-        for (k, s) in profiler.iter().enumerate() {
-            if failed_on_resource(&timed[k]) {
-                timed[k] = run_on_build(s);
-                timeline.rerun_alone += 1;
-            }
-        }
-    }
+    timeline.rerun_alone += rerun_alone(&profiler, &mut timed, &run_on_build);
     if !profiler.is_empty() && blocked.is_none() {
         timeline.profiler = Some(phase.elapsed().as_secs_f64());
     }
@@ -166,6 +152,22 @@ pub fn execute(ctx: &Context, wb: &Workbook, subs: &[Submission], stages: &[Stag
         results.outputs.insert(s, o);
     }
     timeline
+}
+
+/// Run again, one at a time, each of `stages` (run side by side) whose output failed on a shared
+/// resource; how many ran again. One stage alone had the GPU to itself already.
+fn rerun_alone(stages: &[Stage], outputs: &mut [Output], run: &dyn Fn(&Stage) -> Output) -> usize {
+    if stages.len() < 2 {
+        return 0;
+    }
+    let mut again = 0;
+    for (s, o) in stages.iter().zip(outputs.iter_mut()) {
+        if failed_on_resource(o) {
+            *o = run(s);
+            again += 1;
+        }
+    }
+    again
 }
 
 /// Values that threads wait for by index: one thread puts each, any number wait for it.

@@ -305,8 +305,9 @@ fn outputs_differ(mine: Option<&Path>, theirs: Option<&Path>, ex: &Exercise, wha
     }
 }
 
-/// Judge one version's speed and the rules. `ns` is its kernel time under ncu; the caller has
-/// already turned "no time at all" into an error of its own, except where no named kernel ran.
+/// Judge one version's speed and the rules. A version with no kernel time gets no speed points
+/// (and the no-kernel rule where none of the named kernels ran); the caller reports a profiler
+/// that failed, or a reference fix it could not time, as its own error first.
 pub fn judge(i: &Inputs) -> Verdict {
     let m = &i.ex.manifest.manifest;
     let repeat = m.bench.repeat;
@@ -477,13 +478,11 @@ pub fn evidence<'r>(timing: Option<&'r crate::judge::stages::Output>, call: Opti
         t.measured = Some(m);
         t.ncu_output = m.finished.success().then_some(output.as_path());
     }
-    if let Some(Output::Called { times, output, failure, .. }) = call {
+    if let Some(Output::Called { run, times, output, failure, .. }) = call {
         t.call = times.as_ref();
         t.call_output = failure.is_none().then_some(output.as_path());
         t.call_failure = failure.as_deref();
-    }
-    if let Some(Output::Called { run: Ok(f), .. }) = call {
-        t.call_wall_ns = Some(f.wall.as_secs_f64() * 1e9);
+        t.call_wall_ns = run.as_ref().ok().map(|f| f.wall.as_secs_f64() * 1e9);
     }
     t
 }
