@@ -3,6 +3,7 @@
 #   PART=record  the check recordings CI replays (03 fixed, 57 untouched and fixed), then the
 #                fixture class and the adversarial class graded with their tool runs recorded, the
 #                honest students graded alone, and what the class left behind;
+#   PART=adversarial  only the adversarial class (recorded) and the honest students alone;
 #   PART=check   `check` of every adversarial file, for the check-against-grade table;
 #   PART=bench   grade's throughput on a class of bug exercises and one of performance exercises.
 # Logs, gradebooks and recordings go to $OUT (tarred); a table is printed last.
@@ -41,6 +42,9 @@ if [ "$PART" = record ]; then
   run check-57-untouched $B --format json --record-tools rec-check-57-untouched check 57
   run check-57-solution with solutions/57-reduction/sum.cu exercises/57-reduction/sum.cu $B --format json --record-tools rec-check-57-solution check 57
   run fixture $B --record-tools rec-grade-fixture grade tests/fixtures/class --exercises 03-race,57-reduction --secret "$SECRET_DIR/secret.toml" --out grades-fixture
+fi
+if [ "$PART" = record ] || [ "$PART" = adversarial ]; then
+  rm -rf rec-grade-adversarial grades-adversarial grades-honest-alone honest-alone .cudabugs/work
   run adversarial $B --record-tools rec-grade-adversarial grade $ADV --exercises 03-race,57-reduction --secret "$SECRET_DIR/secret.toml" --out grades-adversarial
   mkdir -p honest-alone; cp -r $ADV/honest-ref $ADV/honest-alt $ADV/half-fix honest-alone/
   run honest-alone $B grade honest-alone --exercises 03-race,57-reduction --secret "$SECRET_DIR/secret.toml" --out grades-honest-alone
@@ -49,11 +53,11 @@ if [ "$PART" = record ]; then
   table+=("processes left after the classes: $(wc -l < "$L/left-running.txt")")
   { ls -la /tmp/leftover-marker ../leftover-marker 2>&1; du -sh .cudabugs/work/* 2>&1; find .cudabugs -size +200M -printf '%s %p\n' 2>&1; df -h . ; } > "$L/left-files.txt"
   table+=("leftover marker in /tmp: $([ -e /tmp/leftover-marker ] && echo PRESENT || echo absent); files over 200 MB left: $(find .cudabugs -size +200M | wc -l)")
-  for g in grades-fixture grades-adversarial grades-honest-alone; do
+  for g in grades-*; do
     table+=("$g:" "$(python3 -c "
 import csv
 for r in csv.DictReader(open('$g/grades.csv')):
-    print('  ', r.get('student'), {k: v for k, v in r.items() if k in ('03-race', '57-reduction', 'total')})
+    print('  ', r.get('Student'), r.get('03-race'), r.get('57-reduction'))
 " 2>&1)")
   done
   tar czf "$OUT/recordings.tgz" rec-*

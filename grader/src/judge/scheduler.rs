@@ -52,6 +52,9 @@ const RESOURCE_FAILURES: &[&str] = &[
     "cudaErrorDevicesUnavailable",
     "busy or unavailable",
     "cudaErrorStartupFailure",
+    // compute-sanitizer's words when it cannot set itself up on the GPU: seen on an H100 while
+    // another program held all of its memory (a reference fix then "failed" racecheck).
+    "Error: Device not supported",
 ];
 
 /// Whether a GPU stage's run failed on a shared resource (and so may not be the program's fault).
@@ -228,6 +231,23 @@ mod tests {
             assert_eq!(waiter.join().unwrap(), "solution -G");
         });
         assert_eq!(slots.wait(0), "exercise -G");
+    }
+
+    fn ran(code: i32, text: &str) -> Output {
+        use crate::tools::runner::{Captured, Exit, Finished};
+        let stdout = Captured { bytes: text.as_bytes().to_vec(), dropped: 0 };
+        let finished = Finished { exit: Exit::Code(code), stdout, stderr: Captured::default(), wall: Default::default(), leftovers: 0, escaped: false, oom_killed: false, isolation: None };
+        Output::Ran { command: String::new(), run: Ok(finished), outputs: Vec::new() }
+    }
+
+    #[test]
+    fn failures_for_want_of_the_gpu_are_told_from_the_programs_own() {
+        // racecheck of the 03-race reference fix on an H100 while the `hog` student held the memory.
+        let hogged = "========= COMPUTE-SANITIZER\n========= Error: Device not supported. Please refer to the \"Supported Devices\" section of the sanitizer documentation\n========= Target application returned an error\n";
+        assert!(failed_on_resource(&ran(86, hogged)));
+        assert!(failed_on_resource(&ran(3, "CUDA error at reduce.cu:51: out of memory (cudaMalloc(&d_in, n * sizeof(float)))")));
+        assert!(!failed_on_resource(&ran(3, "CUDA error at softmax.cu:60: invalid configuration argument")), "a launch of its own making");
+        assert!(!failed_on_resource(&ran(0, "out of memory")), "a run that succeeded is not run again");
     }
 
     #[test]
