@@ -235,3 +235,56 @@ fn gradescope_exports_and_classroom_clones_name_their_students() {
     assert_eq!(refused.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("keep it outside"));
 }
+
+/// The adversarial class (tests/fixtures/adversarial) replayed from its H100 recording
+/// (book/gpu-runs/2026-11-23-trust/): every cheat loses the points of what it faked, the rule
+/// named; the honest students get what they got graded alone; threaded-host, written to beat the
+/// host-work rule, beats it (kept as a known gap, not hidden).
+#[test]
+fn the_adversarial_class_replayed_loses_the_faked_points_and_the_honest_keep_theirs() {
+    if !nvcc_or_skip("the_adversarial_class_replayed_loses_the_faked_points_and_the_honest_keep_theirs") {
+        return;
+    }
+    let copy = Copy::new();
+    let (_keep, secret) = secret();
+    let out = copy.path("grades");
+    let rec = repo().join("grader/tests/recordings/grade-adversarial");
+    copy.xtask().arg("--replay-tools").arg(&rec).arg("grade").arg(repo().join("tests/fixtures/adversarial")).args(["--exercises", BOTH, "--secret"]).arg(&secret).arg("--out").arg(&out).assert().code(0);
+    assert_eq!(grades(&out.join("grades.csv")), grades(&repo().join("book/gpu-runs/2026-11-23-trust/grades-adversarial/grades.csv")));
+    // The honest students graded alone on the same GPU got the same points.
+    let alone = grades(&repo().join("book/gpu-runs/2026-11-23-trust/grades-honest-alone/grades.csv"));
+    let class = grades(&out.join("grades.csv"));
+    for who in ["honest-ref", "honest-alt", "half-fix"] {
+        for ex in ["03-race", "57-reduction"] {
+            assert_eq!(class[who][ex], alone[who][ex], "{who} {ex}");
+        }
+    }
+    let lines = journal(&out.join("journal.jsonl"));
+    let speed_withheld_by = |who: &str, ex: &str, rule: &str| {
+        let p = pair(&lines, who, ex);
+        assert!(rules(p).contains(&rule.to_string()), "{who} {ex}: {:?}", rules(p));
+        assert_eq!(stage(p, "speed").0, 0.0, "{who} {ex}");
+    };
+    speed_withheld_by("decoy-host", "03-race", "host-work");
+    speed_withheld_by("decoy-host", "57-reduction", "host-work");
+    speed_withheld_by("forge-times", "57-reduction", "unaccounted-time");
+    speed_withheld_by("hog", "03-race", "unaccounted-time");
+    // Faked answers under the profiler, or a guess at the bench: no correctness credit either.
+    for (who, ex) in [("profiler-aware", "03-race"), ("profiler-aware", "57-reduction"), ("hardcode", "57-reduction")] {
+        let p = pair(&lines, who, ex);
+        assert!(rules(p).contains(&"timed-outputs".to_string()), "{who} {ex}: {:?}", rules(p));
+        for key in ["public", "hidden", "speed"] {
+            assert_eq!(stage(p, key).0, 0.0, "{who} {ex} {key}");
+        }
+    }
+    // Answers kept across processes are wrong on the hidden cases.
+    assert!(stage(pair(&lines, "cache", "57-reduction"), "hidden").0 < stage(pair(&lines, "cache", "57-reduction"), "hidden").1);
+    // A daemon or a process storm is killed and counts against the program that left it.
+    for who in ["leftover", "storm"] {
+        assert_eq!(pair(&lines, who, "03-race")["points"], 10.0, "{who}");
+    }
+    // No file outlives its pair: the work folders are gone, their size is in the journal.
+    assert!(lines.iter().filter(|l| l["state"] == "graded").all(|l| l["disk_bytes"].as_u64().is_some()));
+    // The known gap: host work on 16 threads, hidden under the input's copy.
+    assert_eq!(pair(&lines, "threaded-host", "03-race")["points"], 100.0);
+}

@@ -53,6 +53,7 @@ pub enum Rule {
     GpuMemory,
     /// The call timing's process took far longer outside its reported calls than the reference's:
     /// work before or after the calls, or call times that were not the harness's.
+    #[serde(rename = "unaccounted-time")]
     Unaccounted,
 }
 
@@ -506,6 +507,9 @@ mod tests {
         }
         let keys: BTreeSet<&str> = Rule::ALL.iter().map(|r| r.key()).collect();
         assert_eq!(keys.len(), Rule::ALL.len(), "keys are unique");
+        for rule in Rule::ALL {
+            assert_eq!(serde_json::to_value(rule).unwrap(), rule.key(), "reports and the journal name a rule by its key");
+        }
     }
 
     #[test]
