@@ -1,6 +1,6 @@
 // cudabugs harness main: loads grader-written inputs, calls the exercise, writes outputs.
 //
-//   harness [--poison] [--repeat N] [--vary FILE] [--call-times FILE] IN OUT [IN OUT ...]
+//   harness [--poison] [--repeat N] [--vary FILE] [--call-times FILE [--gate]] IN OUT [IN OUT ...]
 //
 // --poison fills output buffers with 0xFF bytes (NaN for floats) before each call, so elements the
 // exercise never writes are caught. Sanitizer runs leave it off: initcheck must see unwritten memory.
@@ -9,9 +9,13 @@
 // input buffer is scaled towards its distribution's low end by that call's factor, so a program that
 // remembers an earlier call's answer writes a wrong one. The file holds one line per input buffer,
 // `NAME LO FACTOR1 FACTOR2 ...` (a factor per call after the first).
-// --call-times FILE writes, per call, the nanoseconds of the whole cb_run call from an idle GPU to
-// the end of its GPU work (host work, copies, every kernel), then the largest device memory in use
-// seen during the calls (`gpu-memory BYTES`).
+// --call-times FILE writes, per call, `WALL_NS CPU_NS`: the nanoseconds of the whole cb_run call
+// from an idle GPU to the end of its GPU work (host work, copies, every kernel), and the CPU time all
+// of the process's threads used meanwhile; then the largest device memory in use seen during the
+// calls (`gpu-memory BYTES`). Waits for the GPU block instead of spinning, so that CPU time is work.
+// --gate (with --call-times): once the context exists and the inputs are loaded, create FILE.ready
+// and wait for one byte on stdin before the first call; create FILE.done after the last. The grader
+// gives one process at a time its turn, while the others start up or write their outputs.
 // Exit status: 0 ok, 2 bad usage or file, 3 a CUDA error (CB_CHECK).
 #include <atomic>
 #include <chrono>
@@ -19,6 +23,8 @@
 #include <cstring>
 #include <thread>
 #include <type_traits>
+#include <ctime>
+#include <unistd.h>
 #include "cudabugs.cuh"
 
 namespace {
@@ -177,12 +183,28 @@ struct MemoryWatch {
       }
     });
   }
+  // Forget what was seen before the calls (another process's start-up, while this one waited).
+  void restart() {
+    peak = 0;
+    sample();
+  }
   void finish() {
     stop = true;
     if (thread.joinable()) thread.join();
     sample();
   }
 };
+
+long long cpu_ns() {
+  timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+void touch(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (!f || std::fclose(f) != 0) die("cannot write the gate file", path.c_str());
+}
 
 }  // namespace
 
@@ -207,42 +229,58 @@ int main(int argc, char** argv) {
   int repeat = 1, i = 1;
   const char* vary_path = nullptr;
   const char* times_path = nullptr;
+  bool gate = false;
   for (; i < argc && argv[i][0] == '-'; i++) {
     if (!std::strcmp(argv[i], "--poison")) poison = true;
     else if (!std::strcmp(argv[i], "--repeat") && i + 1 < argc) repeat = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--vary") && i + 1 < argc) vary_path = argv[++i];
     else if (!std::strcmp(argv[i], "--call-times") && i + 1 < argc) times_path = argv[++i];
+    else if (!std::strcmp(argv[i], "--gate")) gate = true;
     else die("unknown option", argv[i]);
   }
-  if (i == argc || (argc - i) % 2 != 0 || repeat < 1) die("usage", "harness [--poison] [--repeat N] [--vary FILE] [--call-times FILE] IN OUT [IN OUT ...]");
+  if (i == argc || (argc - i) % 2 != 0 || repeat < 1 || (gate && !times_path)) die("usage", "harness [--poison] [--repeat N] [--vary FILE] [--call-times FILE [--gate]] IN OUT [IN OUT ...]");
   const std::vector<Variation> variations = vary_path ? load_variations(vary_path) : std::vector<Variation>();
-  std::vector<long long> call_ns;
+  std::vector<std::pair<long long, long long>> call_ns;
   MemoryWatch memory;
-  if (times_path) memory.start();
-  for (; i + 1 < argc; i += 2) {
+  if (times_path) {
+    // Before the context exists where the runtime insists (code that ran before main may have made
+    // one: then the waits spin and count as CPU time, the program's own doing).
+    if (cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) != cudaSuccess) (void)cudaGetLastError();
+    memory.start();
+  }
+  for (bool first = true; i + 1 < argc; i += 2, first = false) {
     cb::Io io;
     load(argv[i], io);
     const std::vector<cb::Buffer> originals = variations.empty() ? std::vector<cb::Buffer>() : io.inputs_;
+    if (gate && first) {
+      touch(std::string(times_path) + ".ready");
+      char go = 0;
+      if (read(0, &go, 1) != 1) die("the grader closed the gate", times_path);
+      memory.restart();
+    }
     for (int r = 0; r < repeat; r++) {
       if (!variations.empty()) apply_variation(io, originals, variations, r);
       for (cb::Buffer& b : io.outputs_) std::memset(b.bytes.data(), poison ? 0xFF : 0, b.bytes.size());
       if (times_path) CB_CHECK(cudaDeviceSynchronize());
       const auto start = std::chrono::steady_clock::now();
+      const long long cpu_start = cpu_ns();
       cb_run(io);
       if (times_path) {
         CB_CHECK(cudaDeviceSynchronize());
-        call_ns.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+        const long long wall = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+        call_ns.emplace_back(wall, cpu_ns() - cpu_start);
       }
     }
     CB_CHECK(cudaDeviceSynchronize());
     CB_CHECK(cudaGetLastError());
+    if (gate && first) touch(std::string(times_path) + ".done");
     save(argv[i + 1], io);
   }
   if (times_path) {
     memory.finish();
     FILE* f = std::fopen(times_path, "w");
     if (!f) die("cannot write the call times", times_path);
-    for (long long ns : call_ns) std::fprintf(f, "%lld\n", ns);
+    for (const auto& c : call_ns) std::fprintf(f, "%lld %lld\n", c.first, c.second);
     std::fprintf(f, "gpu-memory %zu\n", memory.peak.load());
     if (std::fclose(f) != 0) die("write failed", times_path);
   }

@@ -281,9 +281,7 @@ fn time_and_judge(ctx: &Context, wb: &Workbook, subs: &[Submission], results: &m
         steps.extend(perf::judge("timing:", p, s, "learner").into_iter().skip(1));
         report.perf = Some(s.clone());
     }
-    for f in &judged.flags {
-        steps.push(Step::new(format!("rule {}", f.rule.key()), Status::Failed, f.message.clone()).detail(f.rule.why()).stage("timing"));
-    }
+    steps.extend(speed::flag_steps(&judged.flags));
     report.flags = judged.flags.clone();
     steps.into_iter().map(|s| s.wall(phase.elapsed())).collect()
 }

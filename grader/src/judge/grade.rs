@@ -289,8 +289,10 @@ pub struct Worker<'a> {
 pub struct Phases {
     /// Builds, the four tools, the public and hidden cases.
     pub tools: f64,
-    /// The ncu timing phase (the GPU is the profiler's alone).
+    /// The ncu timing phase and the whole calls after it (the GPU is theirs alone).
     pub timing: f64,
+    /// Of `timing`, the whole calls, one process at a time.
+    pub calls: f64,
     /// Fresh inputs after the timed runs.
     pub fresh: f64,
 }
@@ -487,7 +489,8 @@ impl<'a> Worker<'a> {
         timing.extend(correct.iter().map(|&i| Stage::new(i, StageKind::Call)));
         timing.push(Stage::again(reference, StageKind::Call, chunk.index));
         let phase = Instant::now();
-        scheduler::execute(&self.ctx, wb, &subs, &timing, &mut results, started);
+        let timeline = scheduler::execute(&self.ctx, wb, &subs, &timing, &mut results, started);
+        phases.calls = timeline.exclusive.unwrap_or(0.0);
         let baseline = if perf_track { perf::time_baseline(&self.ctx, wb, ex).ok().flatten() } else { None };
         phases.timing = phase.elapsed().as_secs_f64();
         // 3. Fresh inputs, after the timed runs.

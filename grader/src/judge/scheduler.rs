@@ -38,6 +38,8 @@ pub struct Timeline {
     pub runs_done_at: Option<f64>,
     /// How long the profiler stages took.
     pub profiler: Option<f64>,
+    /// How long the exclusive stages (one at a time, after the profiler) took.
+    pub exclusive: Option<f64>,
     /// GPU stages that failed on a resource another program may have held, run again alone.
     pub rerun_alone: usize,
 }
@@ -150,7 +152,11 @@ pub fn execute(ctx: &Context, wb: &Workbook, subs: &[Submission], stages: &[Stag
         timeline.profiler = Some(phase.elapsed().as_secs_f64());
     }
     // Wall-clock timings last, one at a time: nothing else on the GPU.
+    let phase = Instant::now();
     let alone = parallel(&exclusive, 1, run_on_build);
+    if !exclusive.is_empty() && blocked.is_none() {
+        timeline.exclusive = Some(phase.elapsed().as_secs_f64());
+    }
     for (s, o) in builds.into_iter().zip(built).chain(gpu.into_iter().zip(ran)).chain(profiler.into_iter().zip(timed)).chain(exclusive.into_iter().zip(alone)) {
         results.outputs.insert(s, o);
     }

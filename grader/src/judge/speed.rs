@@ -39,6 +39,9 @@ pub enum Rule {
     /// The whole call took far longer than its kernels, beyond what the reference fix spends outside
     /// its kernels: host work or copies of its own.
     HostWork,
+    /// The calls used far more CPU time (all threads) than the reference fix's: host work, however
+    /// well it hides under the copies.
+    HostCpu,
     /// The timed kernels did not run the same way in every timed call (work skipped in some).
     UnevenRepeats,
     /// Kernels ran that neither the exercise names nor the reference launches.
@@ -58,12 +61,13 @@ pub enum Rule {
 }
 
 impl Rule {
-    pub const ALL: [Rule; 12] = [
+    pub const ALL: [Rule; 13] = [
         Rule::NoKernel,
         Rule::ProofOfWork,
         Rule::TimedOutputs,
         Rule::FreshInputs,
         Rule::HostWork,
+        Rule::HostCpu,
         Rule::UnevenRepeats,
         Rule::UnnamedKernels,
         Rule::Instructions,
@@ -80,6 +84,7 @@ impl Rule {
             Rule::TimedOutputs => "timed-outputs",
             Rule::FreshInputs => "fresh-inputs",
             Rule::HostWork => "host-work",
+            Rule::HostCpu => "host-cpu",
             Rule::UnevenRepeats => "uneven-repeats",
             Rule::UnnamedKernels => "unnamed-kernels",
             Rule::Instructions => "instructions",
@@ -113,6 +118,7 @@ impl Rule {
             Rule::TimedOutputs => "the runs that are timed (under ncu, and the whole-call timing) are checked too, on inputs that change between calls: outputs that differ from the reference fix's on the same inputs were not computed by what was timed",
             Rule::FreshInputs => "after the timed runs the program ran again on inputs it had never seen; outputs that were right before and wrong now were remembered, not computed",
             Rule::HostWork => "speed is the whole call of the exercise's entry point (host work, copies and every kernel, to the end of the GPU work), not only the kernels: time spent outside the kernels beyond what the reference fix spends there (30% of its call plus 0.5 ms) is work the kernel time does not show",
+            Rule::HostCpu => "the harness clocks the CPU time of every thread of the program during each call (it waits for the GPU without spinning): a call that used more than 1.5x the reference fix's CPU time plus 2 ms did work on the host, even where threads hid it under the copies",
             Rule::UnevenRepeats => "every timed call must run the timed kernels the same way: calls that launch fewer kernels or run much faster than the others skipped work that a single call would do",
             Rule::UnnamedKernels => "kernels the exercise does not name and the reference does not launch ran in the timed runs: their time is not counted, so speed is left to a person",
             Rule::Instructions => "the timed kernels executed under a tenth of the reference fix's warp instructions: a better algorithm, or work done elsewhere; speed is left to a person",
@@ -150,33 +156,57 @@ pub struct SpeedResult {
     pub speedup_over_original: Option<f64>,
     /// The target in words ("<= 1.50x the reference fix", ">= 2.5x the original").
     pub target: String,
-    /// The whole call (the slowest after the first), where the call timing ran.
+    /// The whole call (the fastest after the first), where the call timing ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub learner_call_ns: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference_call_ns: Option<f64>,
+    /// The CPU time of a call (all threads; the least after the first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub learner_call_cpu_ns: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_call_cpu_ns: Option<f64>,
     /// The most device memory in use during the timed calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu_memory_bytes: Option<f64>,
 }
 
-/// What the harness's `--call-times` file says: each call's nanoseconds and the GPU memory peak.
+/// What the harness's `--call-times` file says: each call's nanoseconds (wall and CPU) and the GPU
+/// memory peak.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CallTimes {
     pub calls_ns: Vec<f64>,
+    /// Each call's CPU time, all threads (None from a harness older than the column).
+    pub cpu_ns: Vec<Option<f64>>,
     pub gpu_memory: Option<f64>,
 }
 
 impl CallTimes {
+    /// `WALL_NS [CPU_NS]` per call, then `gpu-memory BYTES`.
     pub fn parse(text: &str) -> Option<CallTimes> {
         let mut t = CallTimes::default();
         for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
-            match line.strip_prefix("gpu-memory ") {
-                Some(b) => t.gpu_memory = Some(b.trim().parse().ok()?),
-                None => t.calls_ns.push(line.parse().ok()?),
+            if let Some(b) = line.strip_prefix("gpu-memory ") {
+                t.gpu_memory = Some(b.trim().parse().ok()?);
+                continue;
+            }
+            let mut fields = line.split_whitespace();
+            t.calls_ns.push(fields.next()?.parse().ok()?);
+            t.cpu_ns.push(match fields.next() {
+                Some(c) => Some(c.parse().ok()?),
+                None => None,
+            });
+            if fields.next().is_some() {
+                return None;
             }
         }
         (!t.calls_ns.is_empty()).then_some(t)
+    }
+
+    /// The least CPU time of a call after the first (the first loads the kernels).
+    pub fn judged_cpu_ns(&self) -> Option<f64> {
+        let rest = if self.cpu_ns.len() > 1 { &self.cpu_ns[1..] } else { &self.cpu_ns[..] };
+        rest.iter().copied().collect::<Option<Vec<f64>>>()?.into_iter().reduce(f64::min)
     }
 
     /// The call the judge holds a version to: the fastest after the first (which loads the
@@ -393,6 +423,15 @@ pub fn judge(i: &Inputs) -> Verdict {
             );
         }
     }
+    // CPU time, all threads: host work that runs beside the copies and kernels shows here even where
+    // the wall clock does not (the H100: the 03 reference fix 9.3 ms a call, threaded-host 28.8 ms
+    // over 16 threads in 9.8 ms of wall; scripts/gpu-calls-experiment.py).
+    let (cpu_l, cpu_r) = (i.learner.call.and_then(CallTimes::judged_cpu_ns), i.reference.call.and_then(CallTimes::judged_cpu_ns));
+    if let (Some(l), Some(r)) = (cpu_l, cpu_r) {
+        if l > 1.5 * r + 2e6 {
+            flag(Rule::HostCpu, format!("each call used {:.2} ms of CPU time (all threads, in {:.2} ms of wall time) against the reference fix's {:.2} ms", l / 1e6, call_l.unwrap_or(f64::NAN) / 1e6, r / 1e6));
+        }
+    }
     // Outside the reported calls, clocked by the grader: what the harness's own numbers cannot hide.
     let outside = |t: &Timed| Some(t.call_wall_ns? - t.call?.total_ns());
     if let (Some(ol), Some(or)) = (outside(&i.learner), outside(&i.reference)) {
@@ -464,10 +503,18 @@ pub fn judge(i: &Inputs) -> Verdict {
             target,
             learner_call_ns: call_l,
             reference_call_ns: call_r,
+            learner_call_cpu_ns: cpu_l,
+            reference_call_cpu_ns: cpu_r,
             gpu_memory_bytes: mem_l,
         }),
         flags,
     }
+}
+
+/// A failed step per flag, named after its rule, with the rule's reason as detail (check, verify).
+pub fn flag_steps(flags: &[Flag]) -> Vec<crate::judge::verdict::Step> {
+    use crate::judge::verdict::Step;
+    flags.iter().map(|f| Step::new(format!("rule {}", f.rule.key()), Status::Failed, f.message.clone()).detail(f.rule.why()).stage("timing")).collect()
 }
 
 /// The timed evidence of one version from a plan's results: its timing stage (ncu) and its call
@@ -513,14 +560,51 @@ mod tests {
     }
 
     #[test]
-    fn call_times_parse_and_the_judged_call_is_the_slowest_after_the_first() {
-        let t = CallTimes::parse("900000\n120000\n150000\ngpu-memory 1048576\n").unwrap();
+    fn call_times_parse_and_the_judged_call_is_the_fastest_after_the_first() {
+        let t = CallTimes::parse("900000 880000\n120000 130000\n150000 110000\ngpu-memory 1048576\n").unwrap();
         assert_eq!(t.calls_ns, [900000.0, 120000.0, 150000.0]);
+        assert_eq!(t.judged_cpu_ns(), Some(110000.0), "the least CPU time after the first call, whichever call it was");
         assert_eq!(t.gpu_memory, Some(1048576.0));
         assert_eq!(t.judged_ns(), Some(120000.0), "the first call loads the kernels: not held against anyone");
         assert_eq!(t.total_ns(), 1170000.0);
         assert_eq!(CallTimes::parse("42\n").unwrap().judged_ns(), Some(42.0), "one call is that call");
+        assert_eq!(CallTimes::parse("42\n43\n").unwrap().judged_cpu_ns(), None, "an older harness wrote no CPU column");
+        assert_eq!(CallTimes::parse("42 1 7\n"), None, "three columns are not call times");
         assert_eq!(CallTimes::parse("gpu-memory 5\n"), None, "no call: no times");
         assert_eq!(CallTimes::parse("12 ms\n"), None, "garbage is no times, not zero");
+    }
+
+    fn race() -> Exercise {
+        let text = include_str!("../../../exercises/03-race/exercise.toml");
+        let manifest = crate::exercise::manifest::parse("03-race", Path::new("exercises/03-race/exercise.toml"), text).unwrap();
+        Exercise { manifest, original: "", solution: "" }
+    }
+
+    /// Call times as the harness writes them: a first call that loads the kernels, then two of
+    /// `wall_ms`, `cpu_ms`.
+    fn calls(wall_ms: f64, cpu_ms: f64) -> CallTimes {
+        let line = |w: f64, c: f64| format!("{:.0} {:.0}\n", w * 1e6, c * 1e6);
+        CallTimes::parse(&format!("{}{}{}gpu-memory 1\n", line(3.0 * wall_ms, 3.0 * cpu_ms), line(wall_ms, cpu_ms), line(wall_ms, cpu_ms))).unwrap()
+    }
+
+    #[test]
+    fn host_threads_hidden_under_the_copy_show_in_the_cpu_time() {
+        let ex = race();
+        let rules = |learner: &CallTimes, reference: &CallTimes| {
+            let timed = |c| Timed { call: Some(c), ..Timed::default() };
+            let inputs = Inputs { ex: &ex, learner: timed(learner), reference: timed(reference), original: Timed::default(), peak: None, perf: None };
+            judge(&inputs).flags.into_iter().map(|f| f.rule).collect::<Vec<_>>()
+        };
+        // Medians of six processes each on an H100 (scripts/gpu-calls-experiment.py, alone).
+        let reference = calls(9.18, 9.30);
+        assert!(rules(&calls(9.84, 28.80), &reference).contains(&Rule::HostCpu), "threaded-host: 16 threads under the copy");
+        assert!(rules(&calls(22.31, 22.65), &reference).contains(&Rule::HostCpu), "decoy-host: the sum on one thread");
+        assert!(!rules(&calls(8.58, 8.72), &reference).contains(&Rule::HostCpu), "honest-alt");
+        // Timed while three other processes started up beside each (gate-4): slower, still told apart.
+        assert!(!rules(&calls(17.33, 13.84), &calls(13.71, 12.32)).contains(&Rule::HostCpu));
+        assert!(rules(&calls(20.28, 33.04), &calls(13.71, 12.32)).contains(&Rule::HostCpu));
+        // A harness without the CPU column judges nothing by it.
+        let old = CallTimes::parse("9000000\n9000000\n").unwrap();
+        assert!(!rules(&old, &old).contains(&Rule::HostCpu));
     }
 }

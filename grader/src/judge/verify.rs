@@ -20,6 +20,7 @@ use crate::judge::perf::{self, PerfSummary};
 use crate::judge::plan::{Stage, StageKind, Submission};
 use crate::judge::sanitize::ToolStatus;
 use crate::judge::scheduler::{self, Results};
+use crate::judge::speed;
 use crate::judge::stages::Output;
 use crate::judge::verdict::{self, Finding, Outcome, Status, Step};
 use crate::tools::gpu::GpuInfo;
@@ -443,7 +444,7 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
         for &k in &timed {
             let steps = match (&tool_failure, work[k].record.track, &peak) {
                 (Some(f), _, _) => vec![Step::new("solution timing", Status::ToolError, f.clone()).stage("timing")],
-                (None, Track::Bug, _) => vec![timing_step(&mut work[k], &results, pair(k), opts)],
+                (None, Track::Bug, _) => timing_steps(&mut work[k], &results, pair(k), opts),
                 (None, Track::Perf, Some(Err(e))) => vec![Step::new("solution timing", Status::ToolError, format!("cannot measure this GPU's peak: {e}")).stage("timing")],
                 (None, Track::Perf, Some(Ok(peak))) => {
                     if work[k].ex.manifest.manifest.perf.as_ref().is_some_and(|p| p.baseline.is_some()) {
@@ -485,8 +486,10 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
     }
 }
 
-/// The solution's time, a second run of it, and the original's, against the manifest's target.
-fn timing_step(w: &mut Work, results: &Results, (ex, sol): (usize, usize), opts: &VerifyOptions) -> Step {
+/// The solution's time, a second run of it, and the original's, against the manifest's target:
+/// the speed judge of check and grade holds the second run (a learner who submitted the reference
+/// fix) to the first, every anti-cheat rule included, and the noise between them must fit the target.
+fn timing_steps(w: &mut Work, results: &Results, (ex, sol): (usize, usize), opts: &VerifyOptions) -> Vec<Step> {
     let m = &w.ex.manifest.manifest;
     let n = w.ex.number();
     let reference = Stage::new(sol, StageKind::Timing);
@@ -508,7 +511,7 @@ fn timing_step(w: &mut Work, results: &Results, (ex, sol): (usize, usize), opts:
                 Some(Output::Timed { measured: Ok(m), .. }) => m.finished.output(),
                 _ => String::new(),
             };
-            return Step::new("solution timing", Status::ToolError, format!("ncu timed no launch of the solution's timed kernels ({why})")).detail(detail).stage("timing");
+            return vec![Step::new("solution timing", Status::ToolError, format!("ncu timed no launch of the solution's timed kernels ({why})")).detail(detail).stage("timing")];
         }
     };
     let original_ns = time(&original).ok();
@@ -549,13 +552,22 @@ fn timing_step(w: &mut Work, results: &Results, (ex, sol): (usize, usize), opts:
         Some(Output::Timed { measured: Ok(m), .. }) => m.command.clone(),
         _ => String::new(),
     };
-    Step::new(
-        "solution timing",
-        verdict::within_target(ratio, max),
-        format!("{:.1} us; {noise} (target {max:.2}x){original_text}{retried}", reference_ns / 1e3),
-    )
-    .command(command)
-    .stage("timing")
+    let evidence = |s: &Stage| speed::evidence(results.get_run(s), None);
+    let judged = speed::judge(&speed::Inputs {
+        ex: w.ex,
+        learner: evidence(if opts.survey { &rerun } else { &reference }),
+        reference: evidence(&reference),
+        original: evidence(&original),
+        peak: None,
+        perf: None,
+    });
+    let status = match verdict::within_target(ratio, max) {
+        Status::Passed => judged.status,
+        other => other,
+    };
+    let mut steps = vec![Step::new("solution timing", status, format!("{:.1} us; {noise} (target {max:.2}x){original_text}{retried}", reference_ns / 1e3)).command(command).stage("timing")];
+    steps.extend(speed::flag_steps(&judged.flags));
+    steps
 }
 
 /// A performance exercise: the original and the solution (and the library baseline, timed now, after
@@ -579,15 +591,33 @@ fn perf_steps(ctx: &Context, wb: &Workbook, w: &mut Work, results: &Results, (ex
         Err((who, why)) => return vec![Step::new("solution timing", Status::ToolError, format!("ncu could not time the {who} ({why})")).stage("timing")],
     };
     let (orig, target) = (&summary.versions[0], summary.target_speedup);
+    // The speed judge of check and grade, once with the original and once with the solution in the
+    // learner's place: the first must earn nothing, the second everything, with no rule raised.
+    let judge_as_learner = |learner: Option<&Output>| {
+        let versions = [("original", original), ("reference", reference), ("learner", learner)];
+        let judged_summary = perf::summarize(w.ex, peak, &versions, baseline.as_ref()).ok();
+        speed::judge(&speed::Inputs {
+            ex: w.ex,
+            learner: speed::evidence(learner, None),
+            reference: speed::evidence(reference, None),
+            original: speed::evidence(original, None),
+            peak: Some(peak),
+            perf: judged_summary.as_ref(),
+        })
+    };
+    let (as_original, as_solution) = (judge_as_learner(original), judge_as_learner(reference));
     let unmet: Vec<String> = perf::goals(perf_spec, orig, orig).iter().filter(|g| !g.met).map(|g| format!("{} {}", g.goal.metric.key(), g.goal.metric.show(g.value))).collect();
     let why = if unmet.is_empty() { String::new() } else { format!("; goals it misses: {}", unmet.join(", ")) };
     let mut steps = vec![Step::new(
         "exercise is slow",
-        if 1.0 < target { Status::Passed } else { Status::Failed },
-        format!("{:.1} us: 1.00x, below the {target:.2}x target{why}", orig.nanoseconds / 1e3),
+        if as_original.fraction < 1.0 { Status::Passed } else { Status::Failed },
+        format!("{:.1} us: 1.00x, below the {target:.2}x target{why}; the judge gives it {:.0}% of the speed points", orig.nanoseconds / 1e3, 100.0 * as_original.fraction),
     )
     .stage("timing")];
-    steps.extend(perf::judge("solution", perf_spec, &summary, "reference"));
+    steps.push(Step::new("solution speed", as_solution.status, as_solution.summary.clone()).command(summary.commands.join("\n")).stage("timing"));
+    // The goals' steps (the speed step is the judge's, above).
+    steps.extend(perf::judge("solution", perf_spec, &summary, "reference").into_iter().skip(1));
+    steps.extend(speed::flag_steps(&as_solution.flags));
     w.record.perf = Some(summary);
     steps
 }
