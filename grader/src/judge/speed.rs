@@ -142,6 +142,11 @@ impl Flag {
     pub fn new(rule: Rule, message: String) -> Flag {
         Flag { rule, message, review: rule.review() }
     }
+
+    /// A failed step named after the rule, with what was measured and the rule's reason.
+    pub fn step(&self) -> crate::judge::verdict::Step {
+        crate::judge::verdict::Step::new(format!("rule {}", self.rule.key()), Status::Failed, self.message.clone()).detail(self.rule.why())
+    }
 }
 
 /// The speed a version was judged at.
@@ -511,10 +516,9 @@ pub fn judge(i: &Inputs) -> Verdict {
     }
 }
 
-/// A failed step per flag, named after its rule, with the rule's reason as detail (check, verify).
+/// check's and verify's timing steps for the flags.
 pub fn flag_steps(flags: &[Flag]) -> Vec<crate::judge::verdict::Step> {
-    use crate::judge::verdict::Step;
-    flags.iter().map(|f| Step::new(format!("rule {}", f.rule.key()), Status::Failed, f.message.clone()).detail(f.rule.why()).stage("timing")).collect()
+    flags.iter().map(|f| f.step().stage("timing")).collect()
 }
 
 /// The timed evidence of one version from a plan's results: its timing stage (ncu) and its call

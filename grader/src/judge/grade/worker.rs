@@ -1,0 +1,395 @@
+//! One worker (a GPU, its context and ncu lock) grading one chunk: the chunk's stages in three
+//! scheduler runs (builds, tools and cases; timing alone on the GPU; fresh inputs), then the scores.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::class::roster::{Shard, Student};
+use crate::class::secret::Secret;
+use crate::exercise::cases::{self, Cases};
+use crate::exercise::manifest::{Tool, Track};
+use crate::exercise::rubric::GradeStage;
+use crate::exercise::workbook::{Exercise, Workbook};
+use crate::judge::context::Context;
+use crate::judge::perf;
+use crate::judge::plan::{SecretCases, Stage, StageKind, Submission};
+use crate::judge::scheduler::{self, Results};
+use crate::judge::speed;
+use crate::judge::stages::Output;
+use crate::judge::verdict::{self, Status, Step};
+use crate::tools::ncu::Measured;
+use crate::tools::nvcc::Reuse;
+use crate::tools::peak::Peak;
+
+use super::score::{crashed, score_builds, score_cases, score_fresh, score_speed, score_tools, tally};
+use super::{PairResult, PairState};
+
+fn timed<'r>(results: &'r Results, stage: &Stage) -> Option<&'r Measured> {
+    match results.get_run(stage) {
+        Some(Output::Timed { measured: Ok(m), .. }) => Some(m),
+        _ => None,
+    }
+}
+
+/// One chunk: several students' files for one exercise.
+pub struct Chunk<'a> {
+    pub exercise: &'a Exercise,
+    pub pairs: Vec<Pending<'a>>,
+    /// Numbers this chunk's reference timing (a recording keys each run apart).
+    pub index: u32,
+}
+
+/// A pair to grade: the student, the text read once, and its fingerprint.
+#[derive(Clone)]
+pub struct Pending<'a> {
+    pub student: &'a Student,
+    pub origin: PathBuf,
+    pub text: String,
+    pub fingerprint: String,
+}
+
+/// An exercise's inputs as a worker grades them.
+#[derive(Default)]
+pub struct ExerciseCases {
+    pub public: Cases,
+    /// The public cases, then the hidden ones: a student's program runs them all in one process
+    /// (CUDA processes start one at a time across the machine; one fewer per pair).
+    pub graded: Cases,
+    pub secret: SecretCases,
+}
+
+impl ExerciseCases {
+    pub(super) fn new(public: Cases, secret: SecretCases) -> ExerciseCases {
+        let graded = Cases { cases: public.cases.iter().chain(&secret.hidden.cases).cloned().collect(), bench_input: public.bench_input.clone(), vary: public.vary.clone() };
+        ExerciseCases { public, graded, secret }
+    }
+}
+
+/// What a worker keeps between its chunks: each exercise's cases, whether the reference fix passed
+/// its hidden cases, and this GPU's peak.
+pub struct Worker<'a> {
+    pub ctx: Context,
+    pub secret: &'a Secret,
+    /// Names the work folders: a shard's and a GPU's own, so that shards sharing the workbook's
+    /// folder (a cluster) and GPUs never build into one folder at once.
+    plan: String,
+    cases: Mutex<BTreeMap<String, std::sync::Arc<ExerciseCases>>>,
+    /// Exercises whose hidden cases the reference fix passed on this worker (checked once).
+    fair: Mutex<BTreeSet<String>>,
+    peak: Mutex<Option<Option<Peak>>>,
+}
+
+/// How long a chunk's phases took (seconds).
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Phases {
+    /// Builds, the four tools, the public and hidden cases.
+    pub tools: f64,
+    /// The ncu timing phase and the whole calls after it (the GPU is theirs alone).
+    pub timing: f64,
+    /// Of `timing`, the whole calls, one process at a time.
+    pub calls: f64,
+    /// Fresh inputs after the timed runs.
+    pub fresh: f64,
+}
+
+impl<'a> Worker<'a> {
+    pub fn new(ctx: Context, secret: &'a Secret, shard: Option<Shard>) -> Worker<'a> {
+        let mut plan = "grade".to_string();
+        if let Some(s) = shard {
+            plan.push_str(&format!("-shard{}", s.index));
+        }
+        if let Some(g) = &ctx.config.gpu {
+            plan.push_str(&format!("-gpu{g}"));
+        }
+        Worker { ctx, secret, plan, cases: Mutex::new(BTreeMap::new()), fair: Mutex::new(BTreeSet::new()), peak: Mutex::new(None) }
+    }
+
+    pub(super) fn device(&self) -> Option<String> {
+        self.ctx.config.gpu.clone()
+    }
+
+    pub(super) fn gpu_stages(&self) -> bool {
+        self.ctx.no_gpu_reason().is_none() || self.ctx.launcher.replays()
+    }
+
+    /// This GPU's peak (measured once, cached on disk); None where it cannot be measured.
+    pub(super) fn peak(&self, wb: &Workbook) -> Option<Peak> {
+        let mut peak = self.peak.lock().unwrap();
+        if peak.is_none() {
+            *peak = Some(perf::peak(&self.ctx, wb, false).ok());
+        }
+        peak.clone().flatten()
+    }
+
+    /// The exercise's public, hidden and fresh cases, written once per worker.
+    fn cases(&self, wb: &Workbook, ex: &Exercise) -> std::io::Result<std::sync::Arc<ExerciseCases>> {
+        let mut all = self.cases.lock().unwrap();
+        if let Some(c) = all.get(ex.id()) {
+            return Ok(c.clone());
+        }
+        let dir = wb.work_dir().join("cases").join(ex.id());
+        // The timed runs' inputs come from the secret: a program cannot know the bench's answer, nor
+        // how the inputs change between its calls.
+        let public = cases::prepare_with(ex, &dir, self.secret.bench_seed(ex), self.secret.derive_seed("vary", &[ex.id()]))?;
+        let (hidden, fresh) = self.secret.prepare(ex, &dir)?;
+        let c = std::sync::Arc::new(ExerciseCases::new(public, SecretCases { hidden, fresh }));
+        all.insert(ex.id().to_string(), c.clone());
+        Ok(c)
+    }
+
+    fn plan(&self) -> &str {
+        &self.plan
+    }
+
+    fn students<'s>(&self, wb: &Workbook, chunk: &Chunk<'s>, cases: &'s ExerciseCases) -> Vec<Submission<'s>> {
+        let plan = self.plan();
+        chunk
+            .pairs
+            .iter()
+            .map(|p| {
+                let mut s = Submission::new(wb, plan, chunk.exercise, &p.student.id, p.origin.clone(), p.text.clone(), Reuse::IfUnchanged, &cases.graded);
+                s.secret = Some(&cases.secret);
+                s
+            })
+            .collect()
+    }
+
+    /// Build a chunk's submissions ahead of their turn (CPU only: while another chunk is timed).
+    /// Grading it later finds the binaries up to date.
+    pub fn prebuild(&self, wb: &Workbook, chunk: &Chunk) {
+        let empty = ExerciseCases::default();
+        let subs = self.students(wb, chunk, &empty);
+        let builds: Vec<Stage> = (0..subs.len()).flat_map(|i| [Stage::new(i, StageKind::BuildDebug), Stage::new(i, StageKind::BuildRelease)]).collect();
+        scheduler::execute(&self.ctx, wb, &subs, &builds, &mut Results::default(), Instant::now());
+    }
+
+    /// Grade one chunk; a result per pair, in order, and how long its phases took. `on_exclusive`
+    /// is called when the timing phase starts (the CPU is free then: the caller prebuilds).
+    pub fn grade(&self, wb: &Workbook, chunk: &Chunk, on_exclusive: &mut dyn FnMut()) -> (Vec<PairResult>, Phases) {
+        let started = Instant::now();
+        let mut phases = Phases::default();
+        let ex = chunk.exercise;
+        let gpu_stages = self.gpu_stages();
+        let prepared = if gpu_stages {
+            match self.cases(wb, ex) {
+                Ok(c) => c,
+                Err(e) => return (self.failed_chunk(chunk, format!("cannot write the inputs: {e}")), phases),
+            }
+        } else {
+            std::sync::Arc::new(ExerciseCases::default())
+        };
+        // This GPU's peak, for the physical-floor rule and the performance track (cached on disk).
+        let peak = if gpu_stages { self.peak(wb) } else { None };
+        let (public, secret) = (&prepared.public, &prepared.secret);
+        let plan = self.plan();
+        let mut subs = self.students(wb, chunk, &prepared);
+        let students = subs.len();
+        let mut reference = Submission::new(wb, plan, ex, "reference", wb.solution_path(ex), ex.solution.to_string(), Reuse::IfUnchanged, public);
+        reference.secret = Some(secret);
+        subs.push(reference);
+        let reference = students;
+        let perf_track = ex.manifest.track() == Track::Perf;
+        let original = perf_track.then(|| {
+            subs.push(Submission::new(wb, plan, ex, "original", wb.learner_path(ex), ex.original.to_string(), Reuse::IfUnchanged, public));
+            students + 1
+        });
+
+        // 1. Builds, the four tools, the public and the hidden cases in one run (the reference's
+        //    hidden run, once per exercise, proves the instructor's cases are fair).
+        let mut stages: Vec<Stage> = Vec::new();
+        for i in 0..students {
+            stages.push(Stage::new(i, StageKind::BuildDebug));
+            stages.push(Stage::new(i, StageKind::BuildRelease));
+            if gpu_stages {
+                stages.extend(Tool::ALL.iter().map(|&t| Stage::new(i, StageKind::Sanitize(t))));
+                stages.push(Stage::new(i, StageKind::Correctness));
+            }
+        }
+        let fairness = Stage::again(reference, StageKind::Hidden, chunk.index);
+        let checked_fair = self.fair.lock().unwrap().contains(ex.id());
+        if gpu_stages && !checked_fair {
+            stages.push(fairness.clone());
+        }
+        let mut results = Results::default();
+        scheduler::execute(&self.ctx, wb, &subs, &stages, &mut results, started);
+        // A program that failed part-way lost the hidden cases after it: they run again on their
+        // own, as they would have in a process of their own (one that hung is not run again).
+        let again: Vec<Stage> = (0..students).filter(|&i| gpu_stages && crashed(results.get(i, StageKind::Correctness))).map(|i| Stage::new(i, StageKind::Hidden)).collect();
+        if !again.is_empty() {
+            scheduler::execute(&self.ctx, wb, &subs, &again, &mut results, started);
+        }
+        phases.tools = started.elapsed().as_secs_f64();
+
+        let mut out: Vec<PairResult> = chunk
+            .pairs
+            .iter()
+            .map(|p| {
+                let mut r = PairResult::empty(&p.student.id, ex, p.fingerprint.clone(), PairState::Graded);
+                r.gpu = self.ctx.gpu_info().map(|g| g.name.clone());
+                r.device = self.device();
+                r
+            })
+            .collect();
+        for (i, r) in out.iter_mut().enumerate() {
+            score_builds(&self.ctx, &results, i, r);
+        }
+        if !gpu_stages {
+            let reason = self.ctx.no_gpu_reason().unwrap_or_default();
+            for r in &mut out {
+                if r.stage(GradeStage::Builds).is_some_and(|s| s.status == Status::Passed) {
+                    r.state = PairState::Skipped { reason: reason.clone() };
+                    r.steps.push(Step::new("gpu", Status::Skipped, reason.clone()));
+                }
+                r.total();
+            }
+            return (out, phases);
+        }
+        if !checked_fair {
+            let hidden_fair = tally(results.get_run(&fairness), &secret.hidden, ex);
+            if hidden_fair.passed != hidden_fair.total {
+                let why = format!("the reference fix fails the hidden cases ({}): the secret's cases do not fit this exercise", hidden_fair.problem.unwrap_or_default());
+                return (self.failed_chunk(chunk, why), phases);
+            }
+            self.fair.lock().unwrap().insert(ex.id().to_string());
+        }
+        for (i, r) in out.iter_mut().enumerate() {
+            if r.stage(GradeStage::Builds).is_some_and(|s| s.status == Status::Passed) {
+                score_tools(&self.ctx, ex, &results, i, r);
+                score_cases(&results, i, r, ex, public, secret);
+            }
+        }
+
+        // 2. Timing: the reference (and the original) beside every submission whose outputs were
+        //    right; nothing else runs on this GPU meanwhile.
+        //    A bug exercise's fix is timed once its tool is clean too: a fast file with the bug still
+        //    in it earns no speed points.
+        let fixed = |r: &PairResult| [GradeStage::Public, GradeStage::Hidden, GradeStage::NamedTool].iter().all(|s| r.stage(*s).is_none_or(|x| x.status == Status::Passed));
+        let correct: Vec<usize> = (0..students).filter(|&i| fixed(&out[i])).collect();
+        for r in out.iter_mut().filter(|r| !fixed(r) && r.stage(GradeStage::Builds).is_some_and(|s| s.status == Status::Passed)) {
+            r.set(GradeStage::Speed, 0.0, Status::Skipped, "not timed: the outputs must be right (and the exercise's tool clean) first");
+        }
+        if correct.is_empty() {
+            for r in &mut out {
+                r.total();
+            }
+            return self.finish(out, started, phases);
+        }
+        on_exclusive();
+        let mut timing: Vec<Stage> = correct.iter().map(|&i| Stage::new(i, StageKind::Timing)).collect();
+        timing.push(Stage::again(reference, StageKind::Timing, chunk.index));
+        if let Some(o) = original {
+            timing.push(Stage::again(o, StageKind::Timing, chunk.index));
+        }
+        // The whole calls, alone on the GPU after the profiler: the students' and the reference's.
+        timing.extend(correct.iter().map(|&i| Stage::new(i, StageKind::Call)));
+        timing.push(Stage::again(reference, StageKind::Call, chunk.index));
+        let phase = Instant::now();
+        let timeline = scheduler::execute(&self.ctx, wb, &subs, &timing, &mut results, started);
+        phases.calls = timeline.exclusive.unwrap_or(0.0);
+        let baseline = if perf_track { perf::time_baseline(&self.ctx, wb, ex).ok().flatten() } else { None };
+        phases.timing = phase.elapsed().as_secs_f64();
+        // 3. Fresh inputs, after the timed runs.
+        let phase = Instant::now();
+        let fresh: Vec<Stage> = correct.iter().map(|&i| Stage::new(i, StageKind::Fresh)).collect();
+        scheduler::execute(&self.ctx, wb, &subs, &fresh, &mut results, started);
+        phases.fresh = phase.elapsed().as_secs_f64();
+
+        let reference_timing = Stage::again(reference, StageKind::Timing, chunk.index);
+        if timed(&results, &reference_timing).and_then(|m| m.nanoseconds).is_none() {
+            let why = match results.get_run(&reference_timing) {
+                Some(Output::Timed { measured: Ok(m), .. }) => m.why_untimed(),
+                Some(Output::Timed { measured: Err(e), .. }) => e.to_string(),
+                Some(Output::NotRun(b)) => verdict::why_not_run(b),
+                _ => "not run".into(),
+            };
+            return (self.failed_chunk(chunk, format!("ncu could not time the reference fix ({why})")), phases);
+        }
+        let original_timing = original.map(|o| Stage::again(o, StageKind::Timing, chunk.index));
+        let reference_evidence = speed::evidence(results.get_run(&reference_timing), results.get_run(&Stage::again(reference, StageKind::Call, chunk.index)));
+        let original_evidence = speed::evidence(original_timing.as_ref().and_then(|s| results.get_run(s)), None);
+        for &i in &correct {
+            let r = &mut out[i];
+            if let Some(why) = match results.get(i, StageKind::Timing) {
+                Some(Output::Timed { measured: Ok(_), .. }) => None,
+                Some(Output::Timed { measured: Err(e), .. }) => Some(e.to_string()),
+                Some(Output::NotRun(b)) => Some(verdict::why_not_run(b)),
+                _ => Some("not run".into()),
+            } {
+                r.state = PairState::ToolError { message: format!("ncu could not time this submission ({why})") };
+                continue;
+            }
+            let summary = if perf_track {
+                let timed_versions = [("original", original_timing.as_ref().and_then(|s| results.get_run(s))), ("reference", results.get_run(&reference_timing)), ("learner", results.get(i, StageKind::Timing))];
+                peak.as_ref().and_then(|p| perf::summarize(ex, p, &timed_versions, baseline.as_ref()).ok())
+            } else {
+                None
+            };
+            let inputs = speed::Inputs {
+                ex,
+                learner: speed::evidence(results.get(i, StageKind::Timing), results.get(i, StageKind::Call)),
+                reference: reference_evidence,
+                original: original_evidence,
+                peak: peak.as_ref(),
+                perf: summary.as_ref(),
+            };
+            score_speed(&speed::judge(&inputs), r);
+            score_fresh(results.get(i, StageKind::Fresh), &secret.fresh, ex, r);
+            r.total();
+        }
+        for r in &mut out {
+            r.total();
+        }
+        self.finish(out, started, phases)
+    }
+
+    /// After a chunk: each pair's disk use is recorded and its work folder removed, so that nothing
+    /// a submission wrote outlives its pair (and a full disk cannot fail the pairs after it).
+    pub fn clean_up(&self, wb: &Workbook, chunk: &Chunk, results: &mut [PairResult]) {
+        let empty = ExerciseCases::default();
+        let subs = self.students(wb, chunk, &empty);
+        for (sub, r) in subs.iter().zip(results.iter_mut()) {
+            r.disk_bytes = Some(folder_bytes(&sub.work));
+            let _ = std::fs::remove_dir_all(&sub.work);
+        }
+    }
+
+    fn finish(&self, mut out: Vec<PairResult>, started: Instant, phases: Phases) -> (Vec<PairResult>, Phases) {
+        let each = started.elapsed().as_secs_f64() / out.len().max(1) as f64;
+        for r in &mut out {
+            r.wall_s = (each * 100.0).round() / 100.0;
+        }
+        (out, phases)
+    }
+
+    /// Every pair of a chunk ended in the grader's own failure: recorded as such, graded again on
+    /// the next run.
+    fn failed_chunk(&self, chunk: &Chunk, message: String) -> Vec<PairResult> {
+        chunk
+            .pairs
+            .iter()
+            .map(|p| {
+                let mut r = PairResult::empty(&p.student.id, chunk.exercise, p.fingerprint.clone(), PairState::ToolError { message: message.clone() });
+                r.device = self.device();
+                r.steps.push(Step::new("grade", Status::ToolError, message.clone()));
+                r
+            })
+            .collect()
+    }
+}
+
+/// The bytes of every file under `dir` (links not followed).
+pub fn folder_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .filter_map(Result::ok)
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => folder_bytes(&e.path()),
+            Ok(t) if t.is_file() => e.metadata().map(|m| m.len()).unwrap_or(0),
+            _ => 0,
+        })
+        .sum()
+}
