@@ -5,7 +5,10 @@
 #                honest students graded alone, and what the class left behind;
 #   PART=adversarial  only the adversarial class (recorded) and the honest students alone;
 #   PART=check   `check` of every adversarial file, for the check-against-grade table;
-#   PART=bench   grade's throughput on a class of bug exercises and one of performance exercises.
+#   PART=bench   grade's throughput on a class of bug exercises and one of performance exercises,
+#                after a warm-up grade (the harness built and the GPU's peak measured once, as on
+#                any machine that has graded before).
+# PART may name several, comma-separated: PART=adversarial,check.
 # Logs, gradebooks and recordings go to $OUT (tarred); a table is printed last.
 set -uo pipefail
 B=${B:-.gpu/xtask}
@@ -16,6 +19,7 @@ export CUDABUGS_NO_INSTALL=1
 SECRET_DIR=$(mktemp -d); cp tests/fixtures/class-secret.toml "$SECRET_DIR/secret.toml"
 ADV=tests/fixtures/adversarial
 table=()
+has() { case ",$PART," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 now() { date +%s.%N; }
 secs() { python3 -c "print(round($2 - $1, 1))"; }
 # run NAME CMD...: the command's output to logs/NAME.txt, its exit and time to the table.
@@ -36,14 +40,14 @@ with() {
 }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$L/gpu.txt"
 
-if [ "$PART" = record ]; then
+if has record; then
   rm -rf .cudabugs rec-* grades-*
   run check-03-solution with solutions/03-race/reduce.cu exercises/03-race/reduce.cu $B --format json --record-tools rec-check-solution check race
   run check-57-untouched $B --format json --record-tools rec-check-57-untouched check 57
   run check-57-solution with solutions/57-reduction/sum.cu exercises/57-reduction/sum.cu $B --format json --record-tools rec-check-57-solution check 57
   run fixture $B --record-tools rec-grade-fixture grade tests/fixtures/class --exercises 03-race,57-reduction --secret "$SECRET_DIR/secret.toml" --out grades-fixture
 fi
-if [ "$PART" = record ] || [ "$PART" = adversarial ]; then
+if has record || has adversarial; then
   rm -rf rec-grade-adversarial grades-adversarial grades-honest-alone honest-alone .cudabugs/work
   run adversarial $B --record-tools rec-grade-adversarial grade $ADV --exercises 03-race,57-reduction --secret "$SECRET_DIR/secret.toml" --out grades-adversarial
   mkdir -p honest-alone; cp -r $ADV/honest-ref $ADV/honest-alt $ADV/half-fix honest-alone/
@@ -64,7 +68,7 @@ for r in csv.DictReader(open('$g/grades.csv')):
   tar czf "$OUT/gradebooks.tgz" grades-*
 fi
 
-if [ "$PART" = check ]; then
+if has check; then
   echo "student exercise exit outcome step flags" > "$L/checks.txt"
   for dir in $ADV/*/; do
     st=$(basename "$dir"); [ "${st#_}" != "$st" ] && continue
@@ -86,7 +90,10 @@ print(r.get('outcome'), r.get('step','-'), flags)")
   table+=("$(cat "$L/checks.txt")")
 fi
 
-if [ "$PART" = bench ]; then
+if has bench; then
+  rm -rf bench-class grades-bench
+  python3 scripts/grade-bench-class.py bench-class 1 01-index
+  run bench-warm-up $B grade bench-class --exercises 01-index --secret-seed 7 --out grades-bench
   for spec in "bug:01-index,02-bounds,03-race,05-memset,06-misaligned,10-shared-bounds:10" "perf:51-coalesce,53-divergence,57-reduction:10"; do
     IFS=: read -r name exercises students <<< "$spec"
     rm -rf bench-class .cudabugs/work grades-bench
@@ -98,6 +105,12 @@ if [ "$PART" = bench ]; then
     table+=("throughput $name: $pairs pairs in $t s = $(python3 -c "print(round($pairs * 60 / $t, 1))") per minute (exit $code)")
     cp grades-bench/grades.csv "$L/bench-$name-grades.csv"
     grep '"chunk"' "$L/bench-$name.jsonl" > "$L/bench-$name-chunks.jsonl"
+    table+=("$(python3 -c "
+import json
+ph = [json.loads(l)['phases'] for l in open('$L/bench-$name-chunks.jsonl')]
+s = {k: round(sum(p.get(k, 0) for p in ph), 1) for k in ('tools', 'timing', 'calls', 'fresh')}
+print('  chunks: tools', s['tools'], 's, timing', s['timing'], 's (of it whole calls', s['calls'], 's), fresh', s['fresh'], 's; outside the chunks', round($t - s['tools'] - s['timing'] - s['fresh'], 1), 's')
+")")
   done
 fi
 tar czf "$OUT/logs.tgz" -C "$OUT" logs

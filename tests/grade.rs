@@ -237,9 +237,9 @@ fn gradescope_exports_and_classroom_clones_name_their_students() {
 }
 
 /// The adversarial class (tests/fixtures/adversarial) replayed from its H100 recording
-/// (book/gpu-runs/2026-11-23-trust/): every cheat loses the points of what it faked, the rule
+/// (book/gpu-runs/2026-11-23-host-cpu/): every cheat loses the points of what it faked, the rule
 /// named; the honest students get what they got graded alone; threaded-host, written to beat the
-/// host-work rule, beats it (kept as a known gap, not hidden).
+/// host-work rule, is caught by its CPU time.
 #[test]
 fn the_adversarial_class_replayed_loses_the_faked_points_and_the_honest_keep_theirs() {
     if !nvcc_or_skip("the_adversarial_class_replayed_loses_the_faked_points_and_the_honest_keep_theirs") {
@@ -250,9 +250,9 @@ fn the_adversarial_class_replayed_loses_the_faked_points_and_the_honest_keep_the
     let out = copy.path("grades");
     let rec = repo().join("grader/tests/recordings/grade-adversarial");
     copy.xtask().arg("--replay-tools").arg(&rec).arg("grade").arg(repo().join("tests/fixtures/adversarial")).args(["--exercises", BOTH, "--secret"]).arg(&secret).arg("--out").arg(&out).assert().code(0);
-    assert_eq!(grades(&out.join("grades.csv")), grades(&repo().join("book/gpu-runs/2026-11-23-trust/grades-adversarial/grades.csv")));
+    assert_eq!(grades(&out.join("grades.csv")), grades(&repo().join("book/gpu-runs/2026-11-23-host-cpu/grades-adversarial/grades.csv")));
     // The honest students graded alone on the same GPU got the same points.
-    let alone = grades(&repo().join("book/gpu-runs/2026-11-23-trust/grades-honest-alone/grades.csv"));
+    let alone = grades(&repo().join("book/gpu-runs/2026-11-23-host-cpu/grades-honest-alone/grades.csv"));
     let class = grades(&out.join("grades.csv"));
     for who in ["honest-ref", "honest-alt", "half-fix"] {
         for ex in ["03-race", "57-reduction"] {
@@ -267,7 +267,8 @@ fn the_adversarial_class_replayed_loses_the_faked_points_and_the_honest_keep_the
     };
     speed_withheld_by("decoy-host", "03-race", "host-work");
     speed_withheld_by("decoy-host", "57-reduction", "host-work");
-    speed_withheld_by("forge-times", "57-reduction", "unaccounted-time");
+    // Its exit handler appended forged lines to the call-times file: the file is refused.
+    speed_withheld_by("forge-times", "57-reduction", "host-work");
     speed_withheld_by("hog", "03-race", "unaccounted-time");
     // Faked answers under the profiler, or a guess at the bench: no correctness credit either.
     for (who, ex) in [("profiler-aware", "03-race"), ("profiler-aware", "57-reduction"), ("hardcode", "57-reduction")] {
@@ -285,6 +286,8 @@ fn the_adversarial_class_replayed_loses_the_faked_points_and_the_honest_keep_the
     }
     // No file outlives its pair: the work folders are gone, their size is in the journal.
     assert!(lines.iter().filter(|l| l["state"] == "graded").all(|l| l["disk_bytes"].as_u64().is_some()));
-    // The known gap: host work on 16 threads, hidden under the input's copy.
-    assert_eq!(pair(&lines, "threaded-host", "03-race")["points"], 100.0);
+    // Host work on 16 threads, hidden under the input's copy: the wall clock misses it, the CPU
+    // time does not.
+    speed_withheld_by("threaded-host", "03-race", "host-cpu");
+    speed_withheld_by("decoy-host", "03-race", "host-cpu");
 }

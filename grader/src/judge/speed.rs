@@ -187,7 +187,8 @@ pub struct CallTimes {
 }
 
 impl CallTimes {
-    /// `WALL_NS [CPU_NS]` per call, then `gpu-memory BYTES`.
+    /// `WALL_NS [CPU_NS]` per call, then `gpu-memory BYTES`. A file whose calls mix one column
+    /// and two was not written by one harness (a program rewrote it at exit: seen on the H100).
     pub fn parse(text: &str) -> Option<CallTimes> {
         let mut t = CallTimes::default();
         for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
@@ -205,7 +206,8 @@ impl CallTimes {
                 return None;
             }
         }
-        (!t.calls_ns.is_empty()).then_some(t)
+        let with_cpu = t.cpu_ns.iter().filter(|c| c.is_some()).count();
+        (!t.calls_ns.is_empty() && (with_cpu == 0 || with_cpu == t.cpu_ns.len())).then_some(t)
     }
 
     /// The least CPU time of a call after the first (the first loads the kernels).
@@ -437,6 +439,9 @@ pub fn judge(i: &Inputs) -> Verdict {
             flag(Rule::HostCpu, format!("each call used {:.2} ms of CPU time (all threads, in {:.2} ms of wall time) against the reference fix's {:.2} ms", l / 1e6, call_l.unwrap_or(f64::NAN) / 1e6, r / 1e6));
         }
     }
+    if let Some(c) = i.learner.call.filter(|c| c.calls_ns.len() != repeat.max(1) as usize) {
+        flag(Rule::Unaccounted, format!("the call-times file holds {} calls where the harness makes {}: something besides the harness wrote it", c.calls_ns.len(), repeat.max(1)));
+    }
     // Outside the reported calls, clocked by the grader: what the harness's own numbers cannot hide.
     let outside = |t: &Timed| Some(t.call_wall_ns? - t.call?.total_ns());
     if let (Some(ol), Some(or)) = (outside(&i.learner), outside(&i.reference)) {
@@ -574,6 +579,8 @@ mod tests {
         assert_eq!(CallTimes::parse("42\n").unwrap().judged_ns(), Some(42.0), "one call is that call");
         assert_eq!(CallTimes::parse("42\n43\n").unwrap().judged_cpu_ns(), None, "an older harness wrote no CPU column");
         assert_eq!(CallTimes::parse("42 1 7\n"), None, "three columns are not call times");
+        // forge-times on the H100: its exit handler appended forged one-column lines to the file.
+        assert_eq!(CallTimes::parse("290440645 297296904\n314390807 320329232\ngpu-memory 937230336\n90000\n91373\n"), None);
         assert_eq!(CallTimes::parse("gpu-memory 5\n"), None, "no call: no times");
         assert_eq!(CallTimes::parse("12 ms\n"), None, "garbage is no times, not zero");
     }
@@ -607,6 +614,10 @@ mod tests {
         // Timed while three other processes started up beside each (gate-4): slower, still told apart.
         assert!(!rules(&calls(17.33, 13.84), &calls(13.71, 12.32)).contains(&Rule::HostCpu));
         assert!(rules(&calls(20.28, 33.04), &calls(13.71, 12.32)).contains(&Rule::HostCpu));
+        // More calls than the bench makes: the file is not the harness's alone.
+        let eight = CallTimes::parse(&"9000000\n".repeat(8)).unwrap();
+        assert!(rules(&eight, &reference).contains(&Rule::Unaccounted));
+        assert!(!rules(&reference, &reference).contains(&Rule::Unaccounted), "the bench's {} calls", ex.manifest.manifest.bench.repeat);
         // A harness without the CPU column judges nothing by it.
         let old = CallTimes::parse("9000000\n9000000\n").unwrap();
         assert!(!rules(&old, &old).contains(&Rule::HostCpu));

@@ -64,6 +64,7 @@ pub fn journal_path(out: &Path, shard: Option<Shard>) -> PathBuf {
 /// Grade every pair of `job` that the journal does not hold yet, one worker per context (GPU).
 /// Returns the journal's entries for this run's pairs.
 pub fn grade_class(wb: &Workbook, workers: Vec<Context>, job: &ClassJob, on_event: &(dyn Fn(Event) + Sync)) -> Result<Vec<PairResult>, GradeError> {
+    let started = std::time::Instant::now();
     std::fs::create_dir_all(&job.out).map_err(|e| GradeError::Io(job.out.clone(), e))?;
     let info = ClassInfo { submissions: job.submissions.clone(), roster: job.roster.clone(), exercises: job.exercises.iter().map(|e| e.id().to_string()).collect(), secret: job.secret.fingerprint() };
     let class_file = job.out.join(CLASS_FILE);
@@ -180,7 +181,7 @@ pub fn grade_class(wb: &Workbook, workers: Vec<Context>, job: &ClassJob, on_even
                         worker.grade(wb, &chunk, &mut prebuild)
                     });
                     worker.clean_up(wb, &chunk, &mut results);
-                    on_event(Event::Chunk { exercise: chunk.exercise.id().to_string(), pairs: chunk.pairs.len(), device: worker.device(), phases });
+                    on_event(Event::Chunk { exercise: chunk.exercise.id().to_string(), pairs: chunk.pairs.len(), device: worker.device(), phases, at: started.elapsed().as_secs_f64() });
                     for r in results {
                         if let Err(e) = record(r) {
                             failure.lock().unwrap().get_or_insert(e);

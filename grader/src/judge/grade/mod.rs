@@ -175,8 +175,9 @@ pub fn fingerprint(ex: &Exercise, text: &str, secret: &Secret) -> String {
 pub enum Event {
     Started { layout: roster::Layout, students: usize, exercises: usize, pairs: usize, already_graded: usize, workers: Vec<String> },
     Graded { student: String, exercise: String, state: String, points: f64, max: f64, flags: Vec<Rule>, device: Option<String>, done: usize, of: usize },
-    /// A chunk of one exercise finished: its phases' times.
-    Chunk { exercise: String, pairs: usize, device: Option<String>, phases: Phases },
+    /// A chunk of one exercise finished: its phases' times, and when it ended (seconds since the
+    /// class started), which shows the time spent between chunks.
+    Chunk { exercise: String, pairs: usize, device: Option<String>, phases: Phases, at: f64 },
     Note { message: String },
 }
 
