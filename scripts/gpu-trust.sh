@@ -94,8 +94,10 @@ if has bench; then
   rm -rf bench-class grades-bench
   python3 scripts/grade-bench-class.py bench-class 1 01-index
   run bench-warm-up $B grade bench-class --exercises 01-index --secret-seed 7 --out grades-bench
+  # BENCH: which of bug and perf to run.
   for spec in "bug:01-index,02-bounds,03-race,05-memset,06-misaligned,10-shared-bounds:10" "perf:51-coalesce,53-divergence,57-reduction:10"; do
     IFS=: read -r name exercises students <<< "$spec"
+    case ",${BENCH:-bug,perf}," in *",$name,"*) ;; *) continue ;; esac
     rm -rf bench-class .cudabugs/work grades-bench
     python3 scripts/grade-bench-class.py bench-class "$students" ${exercises//,/ }
     pairs=$(( students * $(echo "$exercises" | tr ',' '\n' | wc -l) ))
@@ -108,8 +110,8 @@ if has bench; then
     table+=("$(python3 -c "
 import json
 ph = [json.loads(l)['phases'] for l in open('$L/bench-$name-chunks.jsonl')]
-s = {k: round(sum(p.get(k, 0) for p in ph), 1) for k in ('tools', 'timing', 'calls', 'fresh')}
-print('  chunks: tools', s['tools'], 's, timing', s['timing'], 's (of it whole calls', s['calls'], 's), fresh', s['fresh'], 's; outside the chunks', round($t - s['tools'] - s['timing'] - s['fresh'], 1), 's')
+s = {k: round(sum(p.get(k, 0) for p in ph), 1) for k in ('tools', 'timing', 'calls', 'fresh', 'waited', 'clean_up')}
+print('  chunks: tools', s['tools'], 's, timing', s['timing'], 's (of it whole calls', s['calls'], 's), fresh', s['fresh'], 's; waiting for the next builds', s['waited'], 's, clean-up', s['clean_up'], 's; elsewhere', round($t - sum(s[k] for k in ('tools', 'timing', 'fresh', 'waited', 'clean_up')), 1), 's')
 ")")
   done
 fi

@@ -94,6 +94,10 @@ pub struct Phases {
     pub calls: f64,
     /// Fresh inputs after the timed runs.
     pub fresh: f64,
+    /// After the chunk was graded: waiting for the next chunk's builds, then removing the work
+    /// folders.
+    pub waited: f64,
+    pub clean_up: f64,
 }
 
 impl<'a> Worker<'a> {
