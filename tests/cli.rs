@@ -185,6 +185,30 @@ fn book_builds_into_the_folder_it_is_given() {
     assert!(html.starts_with(dir.path()) && html.join("lessons/03-race.html").is_file(), "{built}");
 }
 
+/// `cargo xtask check` builds the cudabugs package alone, `cargo xtask book` the book tool beside it,
+/// `cargo test` the workspace with its dev-dependencies: they must resolve the same features in
+/// every crate grader uses (Cargo.toml's workspace-hack dependencies), or each compiles grader
+/// again. `cargo test` built everything already, so the other two find every library fresh.
+#[test]
+fn check_and_book_reuse_every_library_cargo_test_compiled() {
+    for (selection, bin) in [(&["--package", "cudabugs"][..], "xtask"), (&["--package", "cudabugs", "--package", "cudabugs-book"][..], "cudabugs-book")] {
+        let mut cargo = std::process::Command::new(env!("CARGO"));
+        cargo.current_dir(common::repo()).arg("build").args(selection).args(["--bin", bin, "--message-format", "json"]);
+        if !cfg!(debug_assertions) {
+            cargo.arg("--release");
+        }
+        let out = cargo.output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let compiled: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|m| m["reason"] == "compiler-artifact" && m["fresh"] == false && m["target"]["kind"][0] != "bin")
+            .map(|m| m["package_id"].as_str().unwrap_or_default().to_string())
+            .collect();
+        assert!(compiled.is_empty(), "building {bin} as `cargo xtask` does compiled again what `cargo test` had built (a feature differs; see the workspace-hack dependencies in Cargo.toml): {compiled:?}");
+    }
+}
+
 #[test]
 fn toolkit_show_names_every_tool_and_the_gpu() {
     let out = xtask().args(["--format", "json", "toolkit", "show"]).assert().success().get_output().stdout.clone();

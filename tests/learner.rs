@@ -223,7 +223,7 @@ fn watch_rechecks_on_save_and_quits_on_ctrl_c_leaving_no_child() {
         let copy = Copy::new();
         let bin = assert_cmd::cargo::cargo_bin("xtask");
         let mut cmd = std::process::Command::new(bin);
-        cmd.args(["watch", "race"]).env("CUDABUGS_ROOT", copy.root()).env("CUDABUGS_NO_INSTALL", "1").stdout(Stdio::piped()).stderr(Stdio::null());
+        cmd.args(["watch", "race"]).env("CUDABUGS_ROOT", copy.root()).envs(common::env()).stdout(Stdio::piped()).stderr(Stdio::null());
         if poll {
             cmd.arg("--poll");
         }
@@ -314,7 +314,7 @@ fn ctrl_c_during_a_build_is_an_interruption_not_a_failure() {
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("xtask"))
         .args(["watch", "race"])
         .env("CUDABUGS_ROOT", copy.root())
-        .env("CUDABUGS_NO_INSTALL", "1")
+        .envs(common::env())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

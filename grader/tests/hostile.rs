@@ -1,7 +1,8 @@
 //! Hostile submissions, run through the real launcher and sandbox with CPU-only programs: each must
 //! end in a verdict within its timeout plus the grace, with a clear message, the grader (this test
 //! process) alive, no process of the run left, and nothing outside its work folder changed. Cases
-//! that need a mechanism this machine does not permit say SKIPPED and why.
+//! that need a mechanism this machine does not permit say SKIPPED and why (or fail, where
+//! CUDABUGS_REQUIRE_NAMESPACES is set).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -116,9 +117,16 @@ fn level() -> Level {
     Sandboxed::probe().0
 }
 
+/// Whether this machine permits `level_needed`; if not, the test says it was skipped, or fails where
+/// CUDABUGS_REQUIRE_NAMESPACES is set (CI runs as root, where every level must work).
 fn needs(level_needed: Level, test: &str) -> bool {
     let (got, why) = Sandboxed::probe();
     if got < level_needed {
+        assert!(
+            std::env::var_os("CUDABUGS_REQUIRE_NAMESPACES").is_none(),
+            "{test}: CUDABUGS_REQUIRE_NAMESPACES is set but this machine permits only {got:?} ({})",
+            why.as_deref().unwrap_or_default()
+        );
         eprintln!("SKIPPED {test}: needs {level_needed:?}, this machine permits {got:?} ({})", why.unwrap_or_default());
         return false;
     }

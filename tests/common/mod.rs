@@ -1,8 +1,10 @@
-//! Helpers shared by the CLI tests: the binary, a throwaway copy of the workbook, and the skip rule
-//! for tests that need nvcc.
+//! Helpers shared by the CLI tests: the binary, a throwaway copy of the workbook (with the harness
+//! object built once for all of them), and the skip rule for tests that need nvcc.
 #![allow(dead_code)]
 
+use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use assert_cmd::Command;
 
@@ -13,14 +15,63 @@ pub fn repo() -> &'static Path {
 /// The xtask binary run from the repository, never installing a toolkit.
 pub fn xtask() -> Command {
     let mut cmd = Command::cargo_bin("xtask").unwrap();
-    cmd.current_dir(repo()).env("CUDABUGS_NO_INSTALL", "1").env_remove("CUDABUGS_ROOT").env_remove("NO_COLOR").env_remove("CLICOLOR_FORCE");
+    cmd.current_dir(repo()).envs(env()).env_remove("CUDABUGS_ROOT").env_remove("NO_COLOR").env_remove("CLICOLOR_FORCE");
     cmd
 }
 
-/// Whether nvcc can be found as the grader would find it; if not, the test says it was skipped.
+/// What every xtask a test starts runs with: no toolkit install, and nvcc named by one path, the
+/// repository's, so that every copy names its harness object alike and takes it built (`Copy::new`).
+pub fn env() -> Vec<(&'static str, std::ffi::OsString)> {
+    let mut env = vec![("CUDABUGS_NO_INSTALL", "1".into())];
+    if let Some(nvcc) = nvcc() {
+        env.push(("CUDABUGS_NVCC", nvcc.path.clone().into()));
+    }
+    env
+}
+
+fn nvcc() -> Option<&'static grader::tools::toolchain::Nvcc> {
+    static NVCC: OnceLock<Option<grader::tools::toolchain::Nvcc>> = OnceLock::new();
+    NVCC.get_or_init(|| grader::tools::toolchain::Toolchain::discover(repo()).nvcc).as_ref()
+}
+
+/// The harness object, compiled once (not once per copy: ~2 s of nvcc each) into a folder under
+/// the target directory named by what it is made of. xtask names the object by the harness sources
+/// and nvcc's path and keeps one it finds, so a copy given this one builds none. The folder appears
+/// whole (renamed into place), as concurrent test runs need.
+fn built_harness() -> Option<&'static Path> {
+    static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let nvcc = nvcc()?;
+        // build.rs's HARNESS_FILES in its order, as the binary embeds them (else xtask builds its own).
+        let files: Vec<(&str, String)> = ["cudabugs.cuh", "harness.cu", "peak.cu", "baseline-sgemm.cu"]
+            .into_iter()
+            .map(|name| (name, std::fs::read_to_string(repo().join("harness").join(name)).unwrap()))
+            .collect();
+        let mut hasher = std::hash::DefaultHasher::new();
+        (&files, &nvcc.path).hash(&mut hasher);
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("harness-{:016x}", hasher.finish()));
+        if !dir.is_dir() {
+            let scratch = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).ok()?;
+            let files: Vec<(&str, &str)> = files.iter().map(|(n, t)| (*n, t.as_str())).collect();
+            // A failure here is xtask's to report, when it builds the harness itself.
+            grader::tools::nvcc::prepare_harness(nvcc, &files, scratch.path()).ok()?;
+            let scratch = scratch.keep();
+            // Another test run may have put it in place first: then that one is kept.
+            if std::fs::rename(&scratch, &dir).is_err() {
+                let _ = std::fs::remove_dir_all(&scratch);
+            }
+        }
+        dir.is_dir().then_some(dir)
+    })
+    .as_deref()
+}
+
+/// Whether nvcc can be found as the grader would find it; if not, the test says it was skipped, or
+/// fails where CUDABUGS_REQUIRE_NVCC is set (CI), so that a missing toolkit cannot pass as green.
 pub fn nvcc_or_skip(test: &str) -> bool {
     let found = grader::tools::toolchain::find(grader::tools::toolchain::ToolName::Nvcc, repo()).is_some();
     if !found {
+        assert!(std::env::var_os("CUDABUGS_REQUIRE_NVCC").is_none(), "{test}: CUDABUGS_REQUIRE_NVCC is set but no nvcc was found (run `cargo xtask toolkit install`)");
         eprintln!("SKIPPED {test}: no nvcc (run `cargo xtask toolkit install`)");
     }
     found
@@ -42,6 +93,13 @@ impl Copy {
         if toolkit.exists() {
             std::fs::create_dir_all(dir.path().join(".cudabugs")).unwrap();
             std::os::unix::fs::symlink(&toolkit, dir.path().join(".cudabugs/toolkit")).unwrap();
+        }
+        if let Some(built) = built_harness() {
+            let harness = dir.path().join(".cudabugs/harness");
+            std::fs::create_dir_all(&harness).unwrap();
+            for object in std::fs::read_dir(built).unwrap().flatten().filter(|e| e.path().extension().is_some_and(|x| x == "o")) {
+                std::fs::copy(object.path(), harness.join(object.file_name())).unwrap();
+            }
         }
         Copy { dir }
     }
