@@ -216,22 +216,16 @@ fn time_and_judge(ctx: &Context, wb: &Workbook, subs: &[Submission], results: &m
         return vec![(*step).wall(phase.elapsed())];
     }
     let commands = (0..subs.len())
-        .filter_map(|i| match results.get(i, StageKind::Timing) {
-            Some(Output::Timed { measured: Ok(m), .. }) => Some(m.command.clone()),
-            _ => None,
-        })
+        .filter_map(|i| results.get(i, StageKind::Timing).and_then(Output::measured).map(|m| m.command.clone()))
         .collect::<Vec<_>>()
         .join("\n");
     let time_of = |i: usize| verdict::measured_time(results.get(i, StageKind::Timing));
-    let output_of = |i: usize| match results.get(i, StageKind::Timing) {
-        Some(Output::Timed { measured: Ok(m), .. }) => m.finished.output(),
-        _ => String::new(),
-    };
+    let output_of = |i: usize| results.get(i, StageKind::Timing).and_then(Output::measured).map(|m| m.finished.output()).unwrap_or_default();
     if let Err(why) = time_of(REFERENCE) {
         return vec![Step::new("timing", Status::ToolError, format!("ncu could not time the reference version ({why})")).detail(output_of(REFERENCE)).command(commands).stage("timing").wall(phase.elapsed())];
     }
     // The learner's program failing under ncu is the learner's failure, not the tool's.
-    if let Some(Output::Timed { measured: Ok(mm), .. }) = results.get(LEARNER, StageKind::Timing) {
+    if let Some(mm) = results.get(LEARNER, StageKind::Timing).and_then(Output::measured) {
         if !mm.finished.success() || mm.finished.left_running().is_some() {
             let why = time_of(LEARNER).err().unwrap_or_default();
             return vec![Step::new("timing", Status::Failed, format!("your version failed under ncu ({why})")).detail(output_of(LEARNER)).command(commands).stage("timing").wall(phase.elapsed())];

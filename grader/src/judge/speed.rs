@@ -11,7 +11,7 @@
 //! kernels they contain).
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
@@ -542,11 +542,6 @@ pub fn evidence<'r>(timing: Option<&'r crate::judge::stages::Output>, call: Opti
         t.call_wall_ns = run.as_ref().ok().map(|f| f.wall.as_secs_f64() * 1e9);
     }
     t
-}
-
-/// Paths a call stage writes.
-pub fn call_paths(out: &Path, tag: &str) -> (PathBuf, PathBuf) {
-    (out.join(format!("bench.{tag}.out")), out.join(format!("{tag}.times")))
 }
 
 #[cfg(test)]

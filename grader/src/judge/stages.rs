@@ -47,6 +47,21 @@ pub enum Output {
 }
 
 impl Output {
+    /// What ncu measured, where the timing ran (whether or not it timed anything).
+    pub fn measured(&self) -> Option<&Measured> {
+        match self {
+            Output::Timed { measured: Ok(m), .. } => Some(m),
+            _ => None,
+        }
+    }
+}
+
+/// A stage's name in the files it writes: "timing-1", "sanitize-racecheck".
+fn file_tag(stage: &Stage) -> String {
+    stage.id().replace(['#', ':'], "-")
+}
+
+impl Output {
     pub fn built(&self) -> Option<&Built> {
         match self {
             Output::Built(Ok(b)) => Some(b),
@@ -213,7 +228,7 @@ pub fn sanitize(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, b
 }
 
 pub fn correctness(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: &Built, cases: &cases::Cases) -> Output {
-    let tag = stage.id().replace(['#', ':'], "-");
+    let tag = file_tag(stage);
     let (args, outputs) = cases::harness_args(cases, |_| true, true, &sub.work.join("out"), &tag);
     let mut job = Job::new(&built.binary, ctx.config.timeouts.run).args(args);
     job.outputs = outputs.clone();
@@ -226,9 +241,9 @@ pub fn time(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built
     let Some(path) = ctx.tools.ncu.as_deref() else { return Output::NotRun(Blocked::Missing("ncu")) };
     let Some(exercise) = sub.exercise() else { return Output::NotRun(Blocked::NotApplicable("a program has no bench to time: it is profiled with --profile")) };
     let m = &exercise.manifest.manifest;
-    let tag = stage.id().replace(['#', ':'], "-");
+    let tag = file_tag(stage);
     let out = sub.work.join("out");
-    let bench_out = out.join(format!("bench.{tag}.out"));
+    let bench_out = bench_output(sub, &tag);
     let target = ncu::Target {
         name: sub.label(),
         program: built.binary.clone(),
@@ -254,6 +269,11 @@ pub fn time(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built
     Output::Timed { target, measured, output: bench_out }
 }
 
+/// Where a timed stage's last call writes its outputs (compared with the reference fix's).
+fn bench_output(sub: &Submission, tag: &str) -> PathBuf {
+    sub.work.join("out").join(format!("bench.{tag}.out"))
+}
+
 /// The harness's arguments for the timed bench: every call's outputs poisoned first, the inputs
 /// varied between calls, the last call's outputs written to `out`.
 fn bench_args(sub: &Submission, out: &Path) -> Vec<String> {
@@ -273,8 +293,8 @@ pub fn call(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built
     if sub.exercise().is_none() {
         return Output::NotRun(Blocked::NotApplicable("a program has no bench to time"));
     }
-    let tag = stage.id().replace(['#', ':'], "-");
-    let (out, times_path) = crate::judge::speed::call_paths(&sub.work.join("out"), &tag);
+    let tag = file_tag(stage);
+    let (out, times_path) = (bench_output(sub, &tag), sub.work.join("out").join(format!("{tag}.times")));
     let _ = std::fs::remove_file(&out);
     let _ = std::fs::remove_file(&times_path);
     let mut args = vec!["--call-times".to_string(), times_path.display().to_string()];

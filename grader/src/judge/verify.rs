@@ -496,7 +496,7 @@ fn timing_steps(w: &mut Work, results: &Results, (ex, sol): (usize, usize), opts
     let rerun = Stage::again(sol, StageKind::Timing, 1);
     let original = Stage::new(ex, StageKind::Timing);
     for (s, name) in [(&original, "original"), (&reference, "reference"), (&rerun, "rerun")] {
-        if let Some(Output::Timed { measured: Ok(m), .. }) = results.get_run(s) {
+        if let Some(m) = results.get_run(s).and_then(Output::measured) {
             if let Some(csv) = m.csv() {
                 keep(opts, csv, &format!("ncu-{n}-{name}.csv"));
             }
@@ -507,20 +507,14 @@ fn timing_steps(w: &mut Work, results: &Results, (ex, sol): (usize, usize), opts
     let (reference_ns, rerun_ns) = match (time(&reference), rerun_time) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(why), _) | (_, Err(why)) => {
-            let detail = match results.get_run(&reference) {
-                Some(Output::Timed { measured: Ok(m), .. }) => m.finished.output(),
-                _ => String::new(),
-            };
+            let detail = results.get_run(&reference).and_then(Output::measured).map(|m| m.finished.output()).unwrap_or_default();
             return vec![Step::new("solution timing", Status::ToolError, format!("ncu timed no launch of the solution's timed kernels ({why})")).detail(detail).stage("timing")];
         }
     };
     let original_ns = time(&original).ok();
     let max = m.timing.max_ratio_to_reference.as_ref().map(|r| *r.get_ref()).expect("a bug exercise has a ratio target");
     let rerun_ratio = rerun_ns.map(|r| r / reference_ns);
-    let repeat_spread = match results.get_run(&reference) {
-        Some(Output::Timed { measured: Ok(measured), .. }) => crate::tools::ncu::repeat_spread(&measured.launches, &m.timing.kernels, m.bench.repeat),
-        _ => None,
-    };
+    let repeat_spread = results.get_run(&reference).and_then(Output::measured).and_then(|measured| crate::tools::ncu::repeat_spread(&measured.launches, &m.timing.kernels, m.bench.repeat));
     w.record.timing = Some(VerifyTiming {
         kernels: m.timing.kernels.clone(),
         original_ns,
@@ -540,7 +534,7 @@ fn timing_steps(w: &mut Work, results: &Results, (ex, sol): (usize, usize), opts
     };
     let retried = [&original, &reference, &rerun]
         .iter()
-        .filter(|s| matches!(results.get_run(s), Some(Output::Timed { measured: Ok(m), .. }) if m.attempts > 1))
+        .filter(|s| results.get_run(s).and_then(Output::measured).is_some_and(|m| m.attempts > 1))
         .count();
     let retried = if retried > 0 { format!("; {retried} ncu run(s) repeated: the profiler was busy") } else { String::new() };
     let original_text = match time(&original) {
@@ -548,10 +542,7 @@ fn timing_steps(w: &mut Work, results: &Results, (ex, sol): (usize, usize), opts
         Ok(o) => format!("; original {:.1} us", o / 1e3),
         Err(why) => format!("; original not timed ({why})"),
     };
-    let command = match results.get_run(&reference) {
-        Some(Output::Timed { measured: Ok(m), .. }) => m.command.clone(),
-        _ => String::new(),
-    };
+    let command = results.get_run(&reference).and_then(Output::measured).map(|m| m.command.clone()).unwrap_or_default();
     let evidence = |s: &Stage| speed::evidence(results.get_run(s), None);
     let judged = speed::judge(&speed::Inputs {
         ex: w.ex,
@@ -580,7 +571,7 @@ fn perf_steps(ctx: &Context, wb: &Workbook, w: &mut Work, results: &Results, (ex
     };
     let (original, reference) = (results.get(ex, StageKind::Timing), results.get(sol, StageKind::Timing));
     for (o, name) in [(original, "original"), (reference, "reference")] {
-        if let Some(Output::Timed { measured: Ok(m), .. }) = o {
+        if let Some(m) = o.and_then(Output::measured) {
             if let Some(csv) = m.csv() {
                 keep(opts, csv, &format!("ncu-{}-{name}.csv", w.ex.number()));
             }

@@ -175,16 +175,13 @@ pub fn grade_class(wb: &Workbook, workers: Vec<Context>, job: &ClassJob, on_even
                     // The next chunk builds while this one is timed, when the CPU is idle. (Built
                     // from the start of this one's tools phase instead, 60 bug pairs took 148.7 s
                     // against 145.3 s on an H100: no gain.)
-                    let mut graded_at = Instant::now();
-                    let (mut results, mut phases) = std::thread::scope(|inner| {
+                    let ((mut results, mut phases), graded_at) = std::thread::scope(|inner| {
                         let mut prebuild = || {
                             if let Some(n) = &next {
                                 inner.spawn(|| worker.prebuild(wb, n));
                             }
                         };
-                        let graded = worker.grade(wb, &chunk, &mut prebuild);
-                        graded_at = Instant::now();
-                        graded
+                        (worker.grade(wb, &chunk, &mut prebuild), Instant::now())
                     });
                     phases.waited = graded_at.elapsed().as_secs_f64();
                     let cleaning = Instant::now();

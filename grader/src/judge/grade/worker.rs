@@ -21,19 +21,11 @@ use crate::judge::scheduler::{self, Results};
 use crate::judge::speed;
 use crate::judge::stages::Output;
 use crate::judge::verdict::{self, Status, Step};
-use crate::tools::ncu::Measured;
 use crate::tools::nvcc::Reuse;
 use crate::tools::peak::Peak;
 
 use super::score::{crashed, score_builds, score_cases, score_fresh, score_speed, score_tools, tally};
 use super::{PairResult, PairState};
-
-fn timed<'r>(results: &'r Results, stage: &Stage) -> Option<&'r Measured> {
-    match results.get_run(stage) {
-        Some(Output::Timed { measured: Ok(m), .. }) => Some(m),
-        _ => None,
-    }
-}
 
 /// One chunk: several students' files for one exercise.
 pub struct Chunk<'a> {
@@ -303,7 +295,7 @@ impl<'a> Worker<'a> {
         phases.fresh = phase.elapsed().as_secs_f64();
 
         let reference_timing = Stage::again(reference, StageKind::Timing, chunk.index);
-        if timed(&results, &reference_timing).and_then(|m| m.nanoseconds).is_none() {
+        if results.get_run(&reference_timing).and_then(Output::measured).and_then(|m| m.nanoseconds).is_none() {
             let why = match results.get_run(&reference_timing) {
                 Some(Output::Timed { measured: Ok(m), .. }) => m.why_untimed(),
                 Some(Output::Timed { measured: Err(e), .. }) => e.to_string(),
