@@ -24,6 +24,9 @@ pub const OLDEST_FORMAT: u32 = 1;
 #[serde(deny_unknown_fields)]
 pub struct Manifest {
     pub format: Spanned<u32>,
+    /// The lowest compute capability the exercise runs on, "major.minor" ("9.0": Hopper, for
+    /// clusters, mbarriers and TMA). On an older GPU the exercise is skipped, never failed.
+    pub requires: Option<Spanned<String>>,
     /// The track: a bug to find (format 1 knows only these) or a correct kernel to make fast.
     pub kind: Option<Spanned<Track>>,
     pub title: String,
@@ -72,19 +75,143 @@ pub struct Expect {
     pub tool: Option<Tool>,
     /// The kind of record it writes (detector "sanitizer" only).
     pub kind: Option<FindingKind>,
-    /// Name of the marked region the finding must point into; for "wrong-output", where the bug is.
+    /// Name of the marked region the finding must point into; for "wrong-output", where the bug is;
+    /// for "hang", where the threads wait.
     pub region: Spanned<String>,
+    /// Extra compute-sanitizer options for `tool`'s runs, of the exercise and of its solution alike
+    /// (the solution must be clean under them): `["--racecheck-deadlock-timeout", "1000"]`. Only
+    /// the options of `SANITIZER_OPTIONS` are accepted.
+    pub options: Option<Spanned<Vec<String>>>,
+    /// Detector "hang": a run longer than this many seconds counts as hung (default
+    /// `DEFAULT_HANG_TIMEOUT_S`). Every run of the untouched exercise is bounded by it.
+    pub timeout_s: Option<Spanned<f64>>,
 }
+
+/// How long a hang exercise's run may take before it counts as hung, where `timeout_s` is not given.
+/// The exercises' plain runs take well under a second; the tools' a few seconds at most.
+pub const DEFAULT_HANG_TIMEOUT_S: f64 = 3.0;
 
 impl Expect {
     /// The tool and the kind of record that must flag the untouched exercise; none where the cases
     /// are the detector. Validation guarantees both are set for detector "sanitizer".
+    /// For a hang, the tool whose deadlock report shows it, where the manifest names one.
     pub fn sanitizer(&self) -> Option<(Tool, FindingKind)> {
         match self.detector {
             Detector::Sanitizer => Some((self.tool.expect("validated manifest"), self.kind.expect("validated manifest"))),
-            Detector::WrongOutput | Detector::Speed => None,
+            Detector::Hang => self.tool.zip(self.kind),
+            Detector::WrongOutput | Detector::Crash | Detector::Speed => None,
         }
     }
+
+    /// The extra options for `tool`'s runs (none for the other tools).
+    pub fn options_for(&self, tool: Tool) -> &[String] {
+        match (&self.options, self.tool) {
+            (Some(o), Some(t)) if t == tool => o.get_ref(),
+            _ => &[],
+        }
+    }
+}
+
+/// A compute capability, "major.minor".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Capability {
+    pub major: u32,
+    pub minor: u32,
+}
+
+impl Capability {
+    /// "9.0" -> 9.0; None for anything else.
+    pub fn parse(text: &str) -> Option<Capability> {
+        let (major, minor) = text.split_once('.')?;
+        let digits = |s: &str| !s.is_empty() && s.len() <= 2 && s.bytes().all(|b| b.is_ascii_digit());
+        if !(digits(major) && digits(minor)) {
+            return None;
+        }
+        Some(Capability { major: major.parse().ok()?, minor: minor.parse().ok()? })
+    }
+
+    /// The architecture's name, for messages ("Hopper").
+    pub fn family(self) -> &'static str {
+        match (self.major, self.minor) {
+            (7, 0..=2) => "Volta",
+            (7, _) => "Turing",
+            (8, 9) => "Ada",
+            (8, _) => "Ampere",
+            (9, _) => "Hopper",
+            (10 | 11 | 12, _) => "Blackwell",
+            (m, _) if m < 7 => "pre-Volta",
+            _ => "a newer architecture",
+        }
+    }
+
+    /// "sm_90+": the tag tables show for an exercise that needs this capability.
+    pub fn tag(self) -> String {
+        format!("sm_{}{}+", self.major, self.minor)
+    }
+}
+
+impl fmt::Display for Capability {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
+/// The compute-sanitizer options a manifest may pass (2025.3.1's `--help`), per tool, and the
+/// values each takes: the modes made for one class of bug. Options that change what a record
+/// means for the grader (`--print-limit`, `--xml`, `--racecheck-report`) are not among them.
+pub const SANITIZER_OPTIONS: &[(Tool, &str, OptionValue)] = &[
+    (Tool::Memcheck, "--leak-check", OptionValue::OneOf(&["full", "no"])),
+    (Tool::Memcheck, "--track-stream-ordered-races", OptionValue::OneOf(&["all", "use-before-alloc", "use-after-free", "no"])),
+    (Tool::Memcheck, "--check-bulk-copy", OptionValue::OneOf(&["yes", "no"])),
+    (Tool::Memcheck, "--check-device-heap", OptionValue::OneOf(&["yes", "no"])),
+    (Tool::Memcheck, "--report-api-errors", OptionValue::OneOf(&["all", "explicit", "no"])),
+    (Tool::Memcheck, "--padding", OptionValue::Number),
+    (Tool::Racecheck, "--racecheck-deadlock-timeout", OptionValue::Number),
+    (Tool::Racecheck, "--racecheck-continue-on-deadlock", OptionValue::OneOf(&["yes", "no"])),
+    (Tool::Racecheck, "--racecheck-memcpy-async", OptionValue::OneOf(&["yes", "no"])),
+    (Tool::Racecheck, "--racecheck-detect-level", OptionValue::OneOf(&["info", "warn", "error"])),
+    (Tool::Racecheck, "--check-bulk-copy", OptionValue::OneOf(&["yes", "no"])),
+    (Tool::Initcheck, "--track-unused-memory", OptionValue::Flag),
+    (Tool::Initcheck, "--unused-memory-threshold", OptionValue::Number),
+    (Tool::Initcheck, "--check-api-memory-access", OptionValue::OneOf(&["yes", "no"])),
+    (Tool::Synccheck, "--missing-barrier-init-is-fatal", OptionValue::OneOf(&["yes", "no"])),
+];
+
+/// What follows an option in `options`: nothing, one of some words, or a whole number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OptionValue {
+    Flag,
+    OneOf(&'static [&'static str]),
+    Number,
+}
+
+/// Check `options` for `tool`: each option on the allow-list for that tool, followed by a value
+/// where it takes one (as separate items: `["--leak-check", "full"]`). The error says which item.
+pub fn check_options(tool: Tool, options: &[String]) -> Result<(), String> {
+    let mut items = options.iter();
+    while let Some(option) = items.next() {
+        let Some((_, _, value)) = SANITIZER_OPTIONS.iter().find(|(t, name, _)| *t == tool && name == option) else {
+            let other = SANITIZER_OPTIONS.iter().filter(|(_, name, _)| name == option).map(|(t, _, _)| t.name()).collect::<Vec<_>>();
+            let known = SANITIZER_OPTIONS.iter().filter(|(t, _, _)| *t == tool).map(|(_, n, _)| *n).collect::<Vec<_>>().join(", ");
+            return Err(if other.is_empty() {
+                format!("option `{option}` is not one the grader passes to {tool} (it takes: {known}; write a value as its own item, `[\"--leak-check\", \"full\"]`)")
+            } else {
+                format!("option `{option}` belongs to {}, not {tool}", other.join(" and "))
+            });
+        };
+        match value {
+            OptionValue::Flag => {}
+            OptionValue::OneOf(words) => match items.next() {
+                Some(v) if words.contains(&v.as_str()) => {}
+                got => return Err(format!("option `{option}` takes one of {} as the next item, got {}", words.join("|"), got.map(|g| format!("`{g}`")).unwrap_or("nothing".into()))),
+            },
+            OptionValue::Number => match items.next() {
+                Some(v) if v.parse::<u32>().is_ok() => {}
+                got => return Err(format!("option `{option}` takes a whole number as the next item, got {}", got.map(|g| format!("`{g}`")).unwrap_or("nothing".into()))),
+            },
+        }
+    }
+    Ok(())
 }
 
 /// The two tracks of the workbook.
@@ -152,6 +279,8 @@ pub fn shown_by(tool: Option<Tool>, detector: Detector) -> &'static str {
     match (tool, detector) {
         (Some(t), _) => t.name(),
         (None, Detector::Speed) => "ncu",
+        (None, Detector::Hang) => "timeout",
+        (None, Detector::Crash) => "signal",
         (None, _) => "cases",
     }
 }
@@ -165,6 +294,12 @@ pub enum Detector {
     Sanitizer,
     /// No sanitizer flags this class on sm_90: the cases, run plainly, give wrong outputs.
     WrongOutput,
+    /// The threads wait forever (a barrier or spin-wait that is never released): the run outlives
+    /// `timeout_s` and is killed; `tool`/`kind` name a deadlock report where a tool gives one.
+    Hang,
+    /// The host program dies by a signal (SIGSEGV, SIGBUS) in the plain run: a device pointer
+    /// dereferenced on the host, say.
+    Crash,
     /// The performance track: the original is correct, ncu shows it slow. Implied by `kind = "perf"`
     /// (never written in `[expect]`).
     Speed,
@@ -231,6 +366,24 @@ pub enum FindingKind {
     InvalidBarrier,
     /// memcheck: the hardware raised an exception in a kernel (e.g. an illegal instruction).
     DeviceException,
+    /// memcheck: an invalid or double `free` on the device heap ("Malloc/Free error").
+    HeapError,
+    /// memcheck --leak-check full: device-heap memory (`malloc` in a kernel) never freed.
+    HeapLeak,
+    /// memcheck --track-stream-ordered-races: memory of `cudaMallocAsync`/`cudaFreeAsync` used
+    /// before its allocation or after its free in stream order.
+    StreamOrderedRace,
+    /// racecheck (--racecheck-memcpy-async): a hazard on an asynchronous copy (`cp.async`) read
+    /// before its wait.
+    AsyncCopyRace,
+    /// memcheck --check-bulk-copy: an invalid `cp.async.bulk` (TMA) copy.
+    BulkCopy,
+    /// racecheck --racecheck-deadlock-timeout: threads waiting at a synchronization that never ends.
+    Deadlock,
+    /// memcheck: a thread's stack overflowed (deep recursion in device code).
+    StackOverflow,
+    /// initcheck --track-unused-memory: an allocation (or part of it) never used.
+    UnusedMemory,
     /// Any other record.
     Other,
 }
@@ -248,7 +401,27 @@ impl FindingKind {
             FindingKind::DivergentBarrier => "divergent-barrier",
             FindingKind::InvalidBarrier => "invalid-barrier",
             FindingKind::DeviceException => "device-exception",
+            FindingKind::HeapError => "heap-error",
+            FindingKind::HeapLeak => "heap-leak",
+            FindingKind::StreamOrderedRace => "stream-ordered-race",
+            FindingKind::AsyncCopyRace => "async-copy-race",
+            FindingKind::BulkCopy => "bulk-copy",
+            FindingKind::Deadlock => "deadlock",
+            FindingKind::StackOverflow => "stack-overflow",
+            FindingKind::UnusedMemory => "unused-memory",
             FindingKind::Other => "other",
+        }
+    }
+
+    /// The tool that writes records of this kind (none for `other`).
+    pub fn tool(self) -> Option<Tool> {
+        use FindingKind::*;
+        match self {
+            OutOfBounds | Misaligned | Leak | ApiError | DeviceException | HeapError | HeapLeak | StreamOrderedRace | BulkCopy | StackOverflow => Some(Tool::Memcheck),
+            SharedRace | AsyncCopyRace | Deadlock => Some(Tool::Racecheck),
+            UninitializedRead | UninitializedCopy | UnusedMemory => Some(Tool::Initcheck),
+            DivergentBarrier | InvalidBarrier => Some(Tool::Synccheck),
+            Other => None,
         }
     }
 }
@@ -382,6 +555,23 @@ impl LoadedManifest {
 
     pub fn source_name(&self) -> &str {
         self.manifest.source.get_ref()
+    }
+
+    /// The compute capability the exercise needs, if it declares one (validated).
+    pub fn requires(&self) -> Option<Capability> {
+        self.manifest.requires.as_ref().and_then(|r| Capability::parse(r.get_ref()))
+    }
+
+    /// Extra options for `tool`'s runs of this exercise and its solution.
+    pub fn tool_options(&self, tool: Tool) -> &[String] {
+        self.manifest.expect.as_ref().map(|e| e.options_for(tool)).unwrap_or_default()
+    }
+
+    /// A hang exercise's limit: every run of its untouched version is bounded by it. None for
+    /// the other detectors.
+    pub fn hang_timeout(&self) -> Option<std::time::Duration> {
+        let e = self.manifest.expect.as_ref().filter(|e| e.detector == Detector::Hang)?;
+        Some(std::time::Duration::from_secs_f64(e.timeout_s.as_ref().map(|t| *t.get_ref()).unwrap_or(DEFAULT_HANG_TIMEOUT_S)))
     }
 
     pub fn all_cases(&self) -> impl Iterator<Item = (&str, u64, &BTreeMap<String, i64>)> {
@@ -518,24 +708,13 @@ fn validate_fields(m: &LoadedManifest) -> Result<(), ManifestError> {
     }
     validate_track(m)?;
     crate::exercise::rubric::validate(m)?;
-    if let Some(expect) = &man.expect {
-    let expect_line = find_line(&m.text, "[expect]");
-    match (expect.detector, expect.tool, expect.kind) {
-        (Detector::Sanitizer, Some(_), Some(_)) | (Detector::WrongOutput, None, None) => {}
-        (Detector::Sanitizer, _, _) => {
-            return Err(ManifestError { path: m.path.clone(), line: expect_line, message: "[expect] needs `tool` and `kind` (or `detector = \"wrong-output\"` where no tool sees the bug)".into() })
-        }
-        (Detector::WrongOutput, _, _) => {
-            return Err(ManifestError {
-                path: m.path.clone(),
-                line: expect_line,
-                message: "[expect] with `detector = \"wrong-output\"` names no `tool` or `kind`: no tool is claimed to catch it".into(),
-            })
-        }
-        (Detector::Speed, _, _) => {
-            return Err(ManifestError { path: m.path.clone(), line: expect_line, message: "`detector = \"speed\"` is not written: a performance exercise says `kind = \"perf\"` and has `[perf]`, not `[expect]`".into() })
+    if let Some(req) = &man.requires {
+        if Capability::parse(req.get_ref()).is_none() {
+            return Err(m.error_at(req.span(), format!("requires = \"{}\": write a compute capability as \"major.minor\", e.g. \"9.0\" for Hopper", req.get_ref())));
         }
     }
+    if let Some(expect) = &man.expect {
+        validate_expect(m, expect)?;
     }
     if man.hints.get_ref().len() < 3 {
         return Err(m.error_at(man.hints.span(), "give three progressive hints"));
@@ -556,6 +735,47 @@ fn validate_fields(m: &LoadedManifest) -> Result<(), ManifestError> {
             line: find_line(&m.text, "repeat"),
             message: "bench.repeat must be at least 1".into(),
         });
+    }
+    Ok(())
+}
+
+/// What each detector needs and forbids in `[expect]`.
+fn validate_expect(m: &LoadedManifest, expect: &Expect) -> Result<(), ManifestError> {
+    let expect_line = find_line(&m.text, "[expect]");
+    let err = |message: String| ManifestError { path: m.path.clone(), line: expect_line, message };
+    let detector = match expect.detector {
+        Detector::Sanitizer => "sanitizer",
+        Detector::WrongOutput => "wrong-output",
+        Detector::Hang => "hang",
+        Detector::Crash => "crash",
+        Detector::Speed => return Err(err("`detector = \"speed\"` is not written: a performance exercise says `kind = \"perf\"` and has `[perf]`, not `[expect]`".into())),
+    };
+    match (expect.detector, expect.tool, expect.kind) {
+        (Detector::Sanitizer, Some(_), Some(_)) | (Detector::Hang, _, _) if expect.tool.is_some() == expect.kind.is_some() => {}
+        (Detector::WrongOutput | Detector::Crash, None, None) => {}
+        (Detector::Sanitizer, _, _) => return Err(err("[expect] needs `tool` and `kind` (or `detector = \"wrong-output\"` where no tool sees the bug)".into())),
+        (Detector::Hang, _, _) => return Err(err("[expect] with `detector = \"hang\"` names both `tool` and `kind` (the tool's deadlock report) or neither".into())),
+        (_, _, _) => return Err(err(format!("[expect] with `detector = \"{detector}\"` names no `tool` or `kind`: no tool is claimed to catch it"))),
+    }
+    if let (Some(tool), Some(kind)) = (expect.tool, expect.kind) {
+        if kind.tool().is_some_and(|t| t != tool) {
+            let at = find_line(&m.text, &format!("\"{}\"", kind.name())).or(expect_line);
+            return Err(ManifestError { path: m.path.clone(), line: at, message: format!("kind `{kind}` is a record of {}, not of {tool}", kind.tool().expect("checked")) });
+        }
+    }
+    if let Some(options) = &expect.options {
+        let Some(tool) = expect.tool else {
+            return Err(m.error_at(options.span(), format!("`options` are a tool's: detector `{detector}` names no `tool` to pass them to")));
+        };
+        check_options(tool, options.get_ref()).map_err(|why| m.error_at(options.span(), why))?;
+    }
+    if let Some(t) = &expect.timeout_s {
+        if expect.detector != Detector::Hang {
+            return Err(m.error_at(t.span(), "`timeout_s` is the limit of a hang (`detector = \"hang\"`); other runs have the grader's own limits"));
+        }
+        if !(t.get_ref().is_finite() && (0.5..=60.0).contains(t.get_ref())) {
+            return Err(m.error_at(t.span(), format!("timeout_s = {} must lie between 0.5 and 60 seconds", t.get_ref())));
+        }
     }
     Ok(())
 }
@@ -739,5 +959,91 @@ mod tests {
         assert_eq!(m.expected_finding(), Some((Tool::Memcheck, FindingKind::Leak)));
         let e = parsed("07-leak", &LEAK.replace("kind = \"leak\"\n", "")).unwrap_err();
         assert!(e.message.contains("needs `tool` and `kind`"), "{e}");
+    }
+
+    /// The 07 manifest with its `[expect]` table replaced.
+    fn with_expect(expect: &str) -> String {
+        let start = LEAK.find("[expect]").unwrap();
+        let end = start + LEAK[start..].find("\n\n").unwrap();
+        format!("{}{expect}{}", &LEAK[..start], &LEAK[end..])
+    }
+
+    #[test]
+    fn tool_options_are_checked_against_the_tools_allow_list_at_their_line() {
+        let text = with_expect("[expect]\ntool = \"memcheck\"\nkind = \"stream-ordered-race\"\noptions = [\"--track-stream-ordered-races\", \"all\"]\nregion = \"alloc\"");
+        let m = parsed("07-leak", &text).unwrap();
+        assert_eq!(m.tool_options(Tool::Memcheck), ["--track-stream-ordered-races", "all"]);
+        assert!(m.tool_options(Tool::Racecheck).is_empty(), "the options are the named tool's only");
+        let options_line = find_line(&text, "options = ");
+        for (bad, says) in [
+            ("[\"--racecheck-deadlock-timeout\", \"1000\"]", "belongs to racecheck, not memcheck"),
+            ("[\"--print-limit\", \"1\"]", "not one the grader passes to memcheck"),
+            ("[\"--track-stream-ordered-races\"]", "got nothing"),
+            ("[\"--track-stream-ordered-races\", \"some\"]", "got `some`"),
+            ("[\"--track-stream-ordered-races=all\"]", "as its own item"),
+        ] {
+            let e = parsed("07-leak", &text.replace("[\"--track-stream-ordered-races\", \"all\"]", bad)).unwrap_err();
+            assert!(e.message.contains(says) && e.line == options_line, "{bad}: {e}");
+        }
+        // A flag takes no value; a number must be one.
+        assert!(check_options(Tool::Initcheck, &["--track-unused-memory".into(), "--unused-memory-threshold".into(), "50".into()]).is_ok());
+        assert!(check_options(Tool::Racecheck, &["--racecheck-deadlock-timeout".into(), "soon".into()]).unwrap_err().contains("whole number"));
+        // Options need a tool to go to.
+        let e = parsed("15-global-race", &RACE.replace("detector = \"wrong-output\"", "detector = \"wrong-output\"\noptions = [\"--leak-check\", \"full\"]")).unwrap_err();
+        assert!(e.message.contains("names no `tool`"), "{e}");
+    }
+
+    #[test]
+    fn a_kind_belongs_to_its_tool() {
+        let e = parsed("07-leak", &with_expect("[expect]\ntool = \"memcheck\"\nkind = \"deadlock\"\nregion = \"alloc\"")).unwrap_err();
+        assert!(e.message.contains("kind `deadlock` is a record of racecheck, not of memcheck") && e.line.is_some(), "{e}");
+        for kind in ["heap-error", "heap-leak", "stream-ordered-race", "bulk-copy", "stack-overflow"] {
+            parsed("07-leak", &with_expect(&format!("[expect]\ntool = \"memcheck\"\nkind = \"{kind}\"\nregion = \"alloc\""))).unwrap();
+        }
+        parsed("07-leak", &with_expect("[expect]\ntool = \"racecheck\"\nkind = \"async-copy-race\"\noptions = [\"--racecheck-memcpy-async\", \"yes\"]\nregion = \"alloc\"")).unwrap();
+        parsed("07-leak", &with_expect("[expect]\ntool = \"initcheck\"\nkind = \"unused-memory\"\noptions = [\"--track-unused-memory\"]\nregion = \"alloc\"")).unwrap();
+    }
+
+    #[test]
+    fn a_hang_has_a_limit_and_may_name_the_tool_that_reports_it() {
+        let hang = with_expect("[expect]\ndetector = \"hang\"\nregion = \"alloc\"\ntimeout_s = 2\ntool = \"racecheck\"\nkind = \"deadlock\"\noptions = [\"--racecheck-deadlock-timeout\", \"1000\"]");
+        let m = parsed("07-leak", &hang).unwrap();
+        assert_eq!((m.detector(), m.expected_finding(), m.hang_timeout()), (Detector::Hang, Some((Tool::Racecheck, FindingKind::Deadlock)), Some(std::time::Duration::from_secs(2))));
+        assert_eq!(m.tool_options(Tool::Racecheck), ["--racecheck-deadlock-timeout", "1000"]);
+        // Without a tool: a timeout is the only evidence; the default limit applies.
+        let bare = with_expect("[expect]\ndetector = \"hang\"\nregion = \"alloc\"");
+        let m = parsed("07-leak", &bare).unwrap();
+        assert_eq!((m.expected_finding(), m.hang_timeout()), (None, Some(std::time::Duration::from_secs_f64(DEFAULT_HANG_TIMEOUT_S))));
+        assert_eq!(shown_by(None, Detector::Hang), "timeout");
+        let e = parsed("07-leak", &hang.replace("kind = \"deadlock\"\n", "")).unwrap_err();
+        assert!(e.message.contains("both `tool` and `kind`"), "{e}");
+        let e = parsed("07-leak", &hang.replace("timeout_s = 2", "timeout_s = 600")).unwrap_err();
+        assert!(e.message.contains("between 0.5 and 60") && e.line == find_line(&hang, "timeout_s"), "{e}");
+        // A limit belongs to hangs only.
+        let e = parsed("07-leak", &LEAK.replace("kind = \"leak\"", "kind = \"leak\"\ntimeout_s = 3")).unwrap_err();
+        assert!(e.message.contains("limit of a hang"), "{e}");
+    }
+
+    #[test]
+    fn a_crash_names_no_tool() {
+        let crash = with_expect("[expect]\ndetector = \"crash\"\nregion = \"alloc\"");
+        let m = parsed("07-leak", &crash).unwrap();
+        assert_eq!((m.detector(), m.expected_finding(), m.hang_timeout()), (Detector::Crash, None, None));
+        let e = parsed("07-leak", &crash.replace("region", "tool = \"memcheck\"\nkind = \"leak\"\nregion")).unwrap_err();
+        assert!(e.message.contains("`detector = \"crash\"` names no `tool`"), "{e}");
+    }
+
+    #[test]
+    fn requires_is_a_compute_capability() {
+        let gated = format!("requires = \"9.0\"\n{LEAK}");
+        let m = parsed("07-leak", &gated).unwrap();
+        let cap = m.requires().unwrap();
+        assert_eq!((cap, cap.to_string(), cap.family(), cap.tag()), (Capability { major: 9, minor: 0 }, "9.0".into(), "Hopper", "sm_90+".into()));
+        assert!(Capability { major: 8, minor: 0 } < cap && Capability { major: 10, minor: 0 } > cap && Capability { major: 9, minor: 1 } > cap);
+        assert_eq!(parsed("07-leak", LEAK).unwrap().requires(), None);
+        for bad in ["9", "sm_90", "9.0.1", "nine"] {
+            let e = parsed("07-leak", &format!("format = 1\nrequires = \"{bad}\"\n{}", LEAK.replacen("format = 1\n", "", 1))).unwrap_err();
+            assert!(e.message.contains("major.minor") && e.line == Some(2), "{bad}: {e}");
+        }
     }
 }

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::exercise::manifest::{Detector, LoadedManifest, ManifestError, Track};
+use crate::exercise::manifest::{LoadedManifest, ManifestError, Track};
 
 /// The stages `grade` gives points for, in the order of the gradebook.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -88,7 +88,8 @@ impl Rubric {
     pub fn for_exercise(&self, m: &LoadedManifest) -> Vec<(GradeStage, f64)> {
         let moved_to = match (m.track(), m.detector()) {
             (Track::Perf, _) => Some(GradeStage::Speed),
-            (Track::Bug, Detector::WrongOutput) => Some(GradeStage::Hidden),
+            // No tool named (wrong outputs, a hang no tool reports, a crash): the cases decide.
+            (Track::Bug, _) if m.expected_finding().is_none() => Some(GradeStage::Hidden),
             _ => None,
         };
         GradeStage::ALL

@@ -210,6 +210,14 @@ pub fn explain(kind: FindingKind) -> &'static str {
         FindingKind::DivergentBarrier => "Threads of one block waited at different barriers (a __syncthreads() inside a branch they did not all take). The result is undefined; some GPUs hang.",
         FindingKind::InvalidBarrier => "A barrier with invalid arguments, such as a __syncwarp() mask naming lanes that never arrive.",
         FindingKind::DeviceException => "The GPU raised an exception in the kernel (an illegal instruction, say) and stopped it. In a -G build a __syncwarp() whose mask leaves out a lane that calls it traps this way.",
+        FindingKind::HeapError => "A free() in device code of memory the device heap never gave out, or gave out and already took back (a double free). The heap's bookkeeping is corrupted; later mallocs can hand out memory still in use.",
+        FindingKind::HeapLeak => "Memory a kernel took with malloc() on the device heap and never freed. The heap is small (8 MB by default): enough launches and malloc() returns NULL.",
+        FindingKind::StreamOrderedRace => "Memory from cudaMallocAsync used in a stream before its allocation was ordered there, or after cudaFreeAsync freed it: the streams are not ordered with each other, so the kernel may touch memory the pool has already given to someone else.",
+        FindingKind::AsyncCopyRace => "An asynchronous copy into shared memory (cp.async, memcpy_async) was read, or its destination written, before the copy was waited for: the read sees old or half-copied data.",
+        FindingKind::BulkCopy => "A bulk (TMA) copy, cp.async.bulk, with an invalid address, size or alignment, or outside its buffer: the copy engine faults or reads memory it should not.",
+        FindingKind::Deadlock => "Threads waited at a synchronization (a barrier, an mbarrier, a spin on a flag) longer than the deadlock timeout: the arrivals they wait for never come, and the kernel never ends.",
+        FindingKind::StackOverflow => "A thread used more stack than it has (deep or unbounded recursion in device code, or large local arrays): the kernel is stopped. The stack size per thread is cudaLimitStackSize.",
+        FindingKind::UnusedMemory => "An allocation, or most of it, that no kernel or copy ever used: a buffer sized too large, or work that was meant to happen and did not.",
         FindingKind::Other => "A record the grader does not classify; the tool's own words are above.",
     }
 }

@@ -409,7 +409,9 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
                 Detector::WrongOutput => w.record.checks.push(wrong_output_step(&w.record.region, runs, plain.iter().find(|s| verdict::is_wrong_output(s)))),
                 // Correct but slow: every plain run of the original must be right.
                 Detector::Speed => w.record.checks.extend(plain.iter().map(|s| Step { name: "exercise correctness".into(), ..s.clone() })),
-                Detector::Sanitizer => {}
+                // A hang's and a crash's evidence is the exercise's own run (phase 2's hang
+                // and crash checks), not its outputs.
+                Detector::Sanitizer | Detector::Hang | Detector::Crash => {}
             }
         }
         if let Some(o) = results.get(sol, StageKind::Correctness) {
