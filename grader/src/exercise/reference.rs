@@ -96,10 +96,6 @@ const REFERENCES: &[(&str, ReferenceFn)] = &[
     ("histogram-mod", histogram_mod),
     ("polyval", polyval),
     ("smooth3-steps", smooth3_steps),
-    // Exercises 24-30
-    ("histogram-mod", histogram_mod),
-    ("polyval", polyval),
-    ("smooth3-steps", smooth3_steps),
 ];
 
 /// What a reference reads and writes: buffers by name, dtype and length expression. A manifest that
@@ -139,10 +135,6 @@ const SIGNATURES: &[(&str, Signature)] = &[
     ("matmul", Signature { inputs: &[("a", DType::F32, "m * k"), ("b", DType::F32, "k * n")], outputs: &[("c", DType::F32, "m * n")] }),
     ("unit-histogram256", Signature { inputs: &[("x", DType::F32, "n")], outputs: &[("bins", DType::U32, "256")] }),
     ("two-x-plus-one", Signature { inputs: &[("x", DType::F32, "n")], outputs: &[("y", DType::F32, "n")] }),
-    // Exercises 24-30
-    ("histogram-mod", Signature { inputs: &[("values", DType::U32, "n")], outputs: &[("counts", DType::U32, "bins")] }),
-    ("polyval", Signature { inputs: &[("x", DType::F32, "n"), ("c", DType::F32, "terms")], outputs: &[("y", DType::F32, "n")] }),
-    ("smooth3-steps", Signature { inputs: &[("x", DType::F32, "rows * cols")], outputs: &[("y", DType::F32, "rows * cols")] }),
     // Exercises 24-30
     ("histogram-mod", Signature { inputs: &[("values", DType::U32, "n")], outputs: &[("counts", DType::U32, "bins")] }),
     ("polyval", Signature { inputs: &[("x", DType::F32, "n"), ("c", DType::F32, "terms")], outputs: &[("y", DType::F32, "n")] }),
@@ -445,42 +437,6 @@ fn smooth3_steps(p: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
     out("y", Data::F32(y))
 }
 
-// Exercises 24-30
-
-/// `bins` counters: `counts[v % bins]` is how many values `v` fall into that bin.
-fn histogram_mod(p: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
-    let bins = param(p, "bins");
-    let mut counts = vec![0u32; bins];
-    for &v in inputs[0].data.as_u32() {
-        counts[v as usize % bins.max(1)] += 1;
-    }
-    out("counts", Data::U32(counts))
-}
-
-/// `y[i] = c[0] + c[1] x[i] + ... + c[terms - 1] x[i]^(terms - 1)`, by Horner's rule in f64.
-fn polyval(_: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
-    let (x, c) = (inputs[0].data.as_f32(), inputs[1].data.as_f32());
-    let y = x.iter().map(|&v| c.iter().rev().fold(0f64, |acc, &k| acc * v as f64 + k as f64) as f32).collect();
-    out("y", Data::F32(y))
-}
-
-/// `steps` rounds of the 3-point average (1/4, 1/2, 1/4) along each row of a row-major `rows x cols`
-/// matrix, the row's ends clamped, in f64.
-fn smooth3_steps(p: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
-    let (cols, steps) = (param(p, "cols"), param(p, "steps"));
-    let x = inputs[0].data.as_f32();
-    let mut y = Vec::with_capacity(x.len());
-    for row in x.chunks(cols.max(1)) {
-        let mut v: Vec<f64> = row.iter().map(|&a| a as f64).collect();
-        for _ in 0..steps {
-            let at = |i: isize| v[i.clamp(0, cols as isize - 1) as usize];
-            v = (0..cols as isize).map(|i| 0.25 * at(i - 1) + 0.5 * at(i) + 0.25 * at(i + 1)).collect();
-        }
-        y.extend(v.iter().map(|&a| a as f32));
-    }
-    out("y", Data::F32(y))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -562,20 +518,6 @@ mod tests {
     fn blur_of_a_constant_image_is_the_constant() {
         let got = box_blur3(&params(&[("width", 5), ("height", 3)]), &[f32s("img", vec![2.0; 15])]);
         assert_eq!(got[0].data, Data::F32(vec![2.0; 15]));
-    }
-
-    #[test]
-    fn exercises_24_to_30_references() {
-        let h = histogram_mod(&params(&[("n", 4), ("bins", 3)]), &[Buffer { name: "values".into(), data: Data::U32(vec![0, 4, 7, 65535]) }]);
-        assert_eq!(h[0].data, Data::U32(vec![2, 2, 0]));
-        // 1 + 2x + 3x^2 at x = 2 and x = -1.
-        let y = polyval(&params(&[]), &[f32s("x", vec![2.0, -1.0]), f32s("c", vec![1.0, 2.0, 3.0])]);
-        assert_eq!(y[0].data, Data::F32(vec![17.0, 2.0]));
-        // One step on a row of 3, clamped ends; a constant row stays constant however many steps.
-        let s = smooth3_steps(&params(&[("rows", 1), ("cols", 3), ("steps", 1)]), &[f32s("x", vec![4.0, 8.0, 0.0])]);
-        assert_eq!(s[0].data, Data::F32(vec![5.0, 5.0, 2.0]));
-        let c = smooth3_steps(&params(&[("rows", 2), ("cols", 5), ("steps", 7)]), &[f32s("x", vec![1.5; 10])]);
-        assert_eq!(c[0].data, Data::F32(vec![1.5; 10]));
     }
 
     #[test]
