@@ -769,12 +769,15 @@ fn grade(args: GradeArgs, settings: &Settings, format: Format) -> Result<i32> {
     finish_gradebook(&out, format)
 }
 
-/// The exit code of a batch: 3 where the grader's own tools failed on a pair, 6 where the GPU
-/// stages were skipped, else 0 (students' failures are grades, not errors).
+/// The exit code of a batch: 3 where the grader's own tools failed on a pair, 5 where an exercise
+/// needs a newer GPU than this one (not gradable here), 6 where the GPU stages were skipped, else 0
+/// (students' failures are grades, not errors).
 fn grade_exit(results: &[grader::judge::grade::PairResult]) -> i32 {
     use grader::judge::grade::PairState;
     if results.iter().any(|r| matches!(r.state, PairState::ToolError { .. })) {
         3
+    } else if results.iter().any(|r| matches!(r.state, PairState::Unsupported { .. })) {
+        5
     } else if results.iter().any(|r| matches!(r.state, PairState::Skipped { .. })) {
         6
     } else {

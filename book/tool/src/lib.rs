@@ -330,6 +330,7 @@ fn render_record(record: &VerificationRecord, r: &ExerciseRecord) -> String {
             Status::Passed => "passed",
             Status::Failed => "**failed**",
             Status::TimedOut => "**timed out**",
+            Status::Hung => "**hung**",
             Status::ToolError => "**tool error**",
             Status::Skipped => "skipped",
         };

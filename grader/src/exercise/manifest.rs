@@ -112,11 +112,17 @@ impl Expect {
     }
 }
 
-/// A compute capability, "major.minor".
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+/// A compute capability, "major.minor" (so in JSON too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Capability {
     pub major: u32,
     pub minor: u32,
+}
+
+impl Serialize for Capability {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
 }
 
 impl Capability {

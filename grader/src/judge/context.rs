@@ -10,6 +10,7 @@ use crate::tools::sandbox::Level;
 use crate::tools::nvcc::{self, Harness};
 use crate::tools::runner::{self, Job};
 use crate::tools::toolchain::{self, Toolchain};
+use crate::exercise::manifest::{Capability, LoadedManifest};
 use crate::exercise::workbook::Workbook;
 
 /// The -arch used when no GPU tells us better (H100/H200).
@@ -104,6 +105,11 @@ impl Context {
         }
     }
 
+    /// Why `m` cannot run on this GPU, where it needs a newer one (`requires`).
+    pub fn unsupported(&self, m: &LoadedManifest) -> Option<String> {
+        below_requirement(&self.gpu, m)
+    }
+
     /// Why the GPU steps cannot run here, if they cannot.
     pub fn no_gpu_reason(&self) -> Option<String> {
         match &self.gpu {
@@ -112,6 +118,17 @@ impl Context {
             GpuStatus::Unusable(e) => Some(format!("the GPU cannot be used ({e}): the remaining steps need one")),
         }
     }
+}
+
+/// The capability gate, decided here for every plan: why an exercise cannot run on this GPU,
+/// "needs compute capability 9.0 (Hopper); this GPU, NVIDIA A100, is 8.0". None where it can, and
+/// where there is no GPU at all: then it builds like any other (the default -arch is sm_90) and
+/// its GPU steps are skipped for want of a GPU.
+pub fn below_requirement(gpu: &GpuStatus, m: &LoadedManifest) -> Option<String> {
+    let (needed, GpuStatus::Present(info)) = (m.requires()?, gpu) else { return None };
+    let (major, minor) = info.compute_capability;
+    let here = Capability { major: major.max(0) as u32, minor: minor.max(0) as u32 };
+    (here < needed).then(|| format!("needs compute capability {needed} ({}); this GPU, {}, is {here}", needed.family(), info.name))
 }
 
 /// The NVIDIA driver's version string (e.g. "580.159.04"), from nvidia-smi where it exists.

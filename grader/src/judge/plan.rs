@@ -121,6 +121,22 @@ impl<'a> Submission<'a> {
         }
     }
 
+    /// The untouched exercise of a hang exercise (its original text, in any plan) is bounded by the
+    /// manifest's `timeout_s` in every run, so that proving it hangs costs seconds, not the
+    /// general limits; every other text keeps those limits (a fix may be slower than the hang's limit).
+    pub fn hang_limit(&self) -> Option<std::time::Duration> {
+        let ex = self.exercise()?;
+        ex.manifest.hang_timeout().filter(|_| self.text == ex.original)
+    }
+
+    /// "region `wait` (sum.cu:12-30)": the exercise's own region as this text has it.
+    pub fn region_text(&self) -> Option<String> {
+        let ex = self.exercise()?;
+        let name = ex.manifest.region().get_ref();
+        let at = self.regions.iter().find(|r| &r.name == name).map(|r| format!(" ({}:{}-{})", ex.manifest.source_name(), r.begin_line, r.end_line)).unwrap_or_default();
+        Some(format!("region `{name}`{at}"))
+    }
+
     /// The copy of the text that nvcc compiles (exercises).
     pub fn source(&self) -> PathBuf {
         self.sources().into_iter().next().unwrap_or_default()

@@ -41,7 +41,7 @@ impl ToolStatus {
             Status::Passed => ToolStatus::Clean,
             Status::Failed if !found.is_empty() => ToolStatus::Findings,
             Status::Failed => ToolStatus::Crashed,
-            Status::TimedOut => ToolStatus::TimedOut,
+            Status::TimedOut | Status::Hung => ToolStatus::TimedOut,
             Status::ToolError => ToolStatus::ToolError,
             Status::Skipped => ToolStatus::NotRun,
         }
@@ -294,7 +294,7 @@ pub fn sanitize(ctx: &Context, wb: &Workbook, sub: Submission, mut say: impl FnM
         let stage = Stage::new(0, StageKind::Sanitize(t));
         let (step, found, records) = match results.get_run(&stage) {
             Some(o @ Output::Sanitized { findings, run, .. }) => {
-                (verdict::tool(t.name(), &stage.id(), o, ctx.config.timeouts.tool), findings.clone(), run.as_ref().map(|r| r.records.len()).unwrap_or(0))
+                (verdict::tool(t.name(), &stage.id(), o), findings.clone(), run.as_ref().map(|r| r.records.len()).unwrap_or(0))
             }
             Some(Output::NotRun(b)) => (verdict::not_run(t.name(), &stage.id(), b), Vec::new(), 0),
             _ => (None, Vec::new(), 0),

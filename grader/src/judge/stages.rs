@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::exercise::cases;
-use crate::exercise::manifest::Tool;
+use crate::exercise::manifest::{Detector, Tool};
 use crate::exercise::workbook::Workbook;
 use crate::judge::context::Context;
 use crate::judge::plan::{Stage, StageKind, Submission, Target};
@@ -30,12 +30,39 @@ pub enum Blocked {
     NotApplicable(&'static str),
 }
 
+/// What a run was held to, and what the exercise says a run that stopped means: its time limit,
+/// and for an exercise whose bug hangs or crashes, the detector and the region that says where.
+#[derive(Debug, Clone)]
+pub struct Bounds {
+    pub limit: std::time::Duration,
+    pub detector: Detector,
+    /// "region `wait` (sum.cu:12-30)"; none for a program.
+    pub region: Option<String>,
+}
+
+impl Bounds {
+    /// A run with nothing expected of it but to finish within `limit`.
+    pub fn plain(limit: std::time::Duration) -> Bounds {
+        Bounds { limit, detector: Detector::Sanitizer, region: None }
+    }
+
+    /// A submission's run: the general `limit`, or the hang's own where the text is the untouched
+    /// hang exercise.
+    pub fn of(sub: &Submission, limit: std::time::Duration) -> Bounds {
+        Bounds {
+            limit: sub.hang_limit().map_or(limit, |h| h.min(limit)),
+            detector: sub.exercise().map(|e| e.manifest.detector()).unwrap_or_default(),
+            region: sub.region_text(),
+        }
+    }
+}
+
 /// What one stage produced, before any verdict.
 #[derive(Debug)]
 pub enum Output {
     Built(Result<Built, BuildError>),
-    Sanitized { tool: Tool, run: Result<ToolRun, sanitizer::RunError>, findings: Vec<Finding> },
-    Ran { command: String, run: Result<Finished, SpawnError>, outputs: Vec<PathBuf> },
+    Sanitized { tool: Tool, run: Result<ToolRun, sanitizer::RunError>, findings: Vec<Finding>, bounds: Bounds },
+    Ran { command: String, run: Result<Finished, SpawnError>, outputs: Vec<PathBuf>, bounds: Bounds },
     /// `output`: the outputs of the last timed call (compared with the reference fix's).
     Timed { target: ncu::Target, measured: Result<Measured, ncu::RunError>, output: PathBuf },
     /// The call timing: each whole call's time (None, with `failure`, where the run failed or wrote
@@ -207,7 +234,11 @@ pub fn sanitize(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, b
         Target::Exercise { cases, .. } => cases::harness_args(cases, |c| c.sanitize, false, &sub.work.join("out"), &tag).0,
         Target::Program(p) => p.args.clone(),
     };
-    let job = sanitizer::job(path, tool, &xml, &built.binary, &args, ctx.config.timeouts.tool).output(&xml);
+    let bounds = Bounds::of(sub, ctx.config.timeouts.tool);
+    // The manifest's options for its tool, on every version of the exercise (the solution must be
+    // clean under them too).
+    let options = sub.exercise().map(|e| e.manifest.tool_options(tool)).unwrap_or_default();
+    let job = sanitizer::job(path, tool, &xml, &built.binary, &args, options, bounds.limit).output(&xml);
     let job = confined(ctx, wb, sub, stage, job, None);
     let run = sanitizer::run(ctx.launcher.as_ref(), tool, &job, &xml);
     let sources = sub.sources();
@@ -224,17 +255,18 @@ pub fn sanitize(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, b
             };
         }
     }
-    Output::Sanitized { tool, run, findings: found }
+    Output::Sanitized { tool, run, findings: found, bounds }
 }
 
 pub fn correctness(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: &Built, cases: &cases::Cases) -> Output {
     let tag = file_tag(stage);
     let (args, outputs) = cases::harness_args(cases, |_| true, true, &sub.work.join("out"), &tag);
-    let mut job = Job::new(&built.binary, ctx.config.timeouts.run).args(args);
+    let bounds = Bounds::of(sub, ctx.config.timeouts.run);
+    let mut job = Job::new(&built.binary, bounds.limit).args(args);
     job.outputs = outputs.clone();
     let job = confined(ctx, wb, sub, stage, job, None);
     let command = job.display();
-    Output::Ran { command, run: ctx.launcher.launch(&job), outputs }
+    Output::Ran { command, run: ctx.launcher.launch(&job), outputs, bounds }
 }
 
 pub fn time(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: &Built) -> Output {
@@ -263,7 +295,7 @@ pub fn time(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built
     let csv = out.join(format!("{tag}.csv"));
     let lock = ncu_lock_dir(ctx, wb);
     let _ = std::fs::remove_file(&bench_out);
-    let job = ncu::job(path, &target, &csv, ctx.config.timeouts.ncu).output(&csv).output(&bench_out);
+    let job = ncu::job(path, &target, &csv, Bounds::of(sub, ctx.config.timeouts.ncu).limit).output(&csv).output(&bench_out);
     let job = confined(ctx, wb, sub, stage, job, Some(&lock));
     let measured = ncu::measure(ctx.launcher.as_ref(), &job, &target, &csv);
     Output::Timed { target, measured, output: bench_out }
@@ -299,7 +331,7 @@ pub fn call(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built
     let _ = std::fs::remove_file(&times_path);
     let mut args = vec!["--call-times".to_string(), times_path.display().to_string()];
     args.extend(bench_args(sub, &out));
-    let mut job = Job::new(&built.binary, ctx.config.timeouts.run).args(args);
+    let mut job = Job::new(&built.binary, Bounds::of(sub, ctx.config.timeouts.run).limit).args(args);
     job.outputs = vec![out.clone(), times_path.clone()];
     let job = confined(ctx, wb, sub, stage, job, None);
     let command = job.display();

@@ -10,7 +10,8 @@ use crate::exercise::cases::Cases;
 use crate::exercise::compare::{self, Comparison};
 use crate::exercise::data;
 use crate::exercise::manifest::Tolerance;
-use crate::judge::stages::{Blocked, Output};
+use crate::judge::stages::{Blocked, Bounds, Output};
+use crate::exercise::manifest::Detector;
 use crate::tools::nvcc::{self, Flavor};
 use crate::tools::runner::{Exit, Finished};
 use crate::tools::sanitizer::{self, Record, SourceLocation};
@@ -21,6 +22,8 @@ pub enum Status {
     Passed,
     Failed,
     TimedOut,
+    /// A hang exercise's run outlived its limit: the hang, told with where the threads wait.
+    Hung,
     ToolError,
     Skipped,
 }
@@ -75,6 +78,8 @@ pub enum Outcome {
     Fail { step: String },
     ToolError { step: String, message: String },
     Timeout { step: String },
+    /// The threads of a hang exercise never got past their wait: `message` says where.
+    Hung { step: String, message: String },
     NotGradable { reason: String },
     Skipped { reason: String },
 }
@@ -85,7 +90,7 @@ impl Outcome {
             Outcome::Pass => 0,
             Outcome::Fail { .. } => 1,
             Outcome::ToolError { .. } => 3,
-            Outcome::Timeout { .. } => 4,
+            Outcome::Timeout { .. } | Outcome::Hung { .. } => 4,
             Outcome::NotGradable { .. } => 5,
             Outcome::Skipped { .. } => 6,
         }
@@ -98,6 +103,7 @@ impl Outcome {
             Some(s) => match s.status {
                 Status::Failed => Outcome::Fail { step: s.name.clone() },
                 Status::TimedOut => Outcome::Timeout { step: s.name.clone() },
+                Status::Hung => Outcome::Hung { step: s.name.clone(), message: s.summary.clone() },
                 Status::ToolError => Outcome::ToolError { step: s.name.clone(), message: s.summary.clone() },
                 Status::Skipped => Outcome::Skipped { reason: s.summary.clone() },
                 Status::Passed => unreachable!(),
@@ -110,7 +116,7 @@ impl Outcome {
     pub fn rank(&self) -> u8 {
         match self {
             Outcome::Fail { .. } => 0,
-            Outcome::Timeout { .. } => 1,
+            Outcome::Timeout { .. } | Outcome::Hung { .. } => 1,
             Outcome::ToolError { .. } => 2,
             Outcome::NotGradable { .. } => 3,
             Outcome::Skipped { .. } => 4,
@@ -129,6 +135,7 @@ impl Outcome {
             Outcome::Fail { .. } => "fail",
             Outcome::ToolError { .. } => "tool error",
             Outcome::Timeout { .. } => "timeout",
+            Outcome::Hung { .. } => "hung",
             Outcome::NotGradable { .. } => "not gradable",
             Outcome::Skipped { .. } => "skipped",
         }
@@ -259,16 +266,72 @@ fn left_running(f: &Finished) -> Option<String> {
     f.left_running().map(|l| format!("the program {l}"))
 }
 
+/// What a run that the grader stopped, or that a signal killed, means: a hang exercise's hang
+/// (status Hung, naming where the threads wait and the tool's deadlock record where it gave one),
+/// a crash exercise's crash (naming the signal and the region), or a plain timeout, which names the
+/// deadlock record where a tool gave one. None where the run ended by itself without a signal.
+pub fn stopped(f: &Finished, bounds: &Bounds, found: &[Finding], what: &str) -> Option<(Status, String)> {
+    let deadlock = found.iter().find(|x| x.kind == FindingKind::Deadlock).map(|x| {
+        let at = x.locations.first().map(|l| l.short()).unwrap_or_else(|| "an unknown line".into());
+        format!("; {} reports a deadlock at {at}", x.tool)
+    });
+    let limit = bounds.limit.as_secs_f64();
+    match f.exit {
+        Exit::TimedOut if bounds.detector == Detector::Hang => {
+            let region = bounds.region.as_deref().unwrap_or("the marked region");
+            Some((Status::Hung, format!("hung: the threads wait in {region}; {what} was killed after {limit:.1} s{}", deadlock.unwrap_or_default())))
+        }
+        Exit::TimedOut => Some((
+            Status::TimedOut,
+            match deadlock {
+                Some(d) => format!("{what} did not finish within {limit:.0} s: it hangs{d}"),
+                None => format!("{what} did not finish within {limit:.0} s: it hangs, on the GPU (a barrier that never releases hangs the kernel) or on the host (a loop that never ends)"),
+            },
+        )),
+        Exit::Signal(sig) if !(sig == libc::SIGKILL && f.oom_killed) => {
+            let name = signal_name(sig);
+            let region = match (bounds.detector, &bounds.region) {
+                (Detector::Crash, Some(r)) => format!("; the bug is in {r}"),
+                _ => String::new(),
+            };
+            Some((Status::Failed, format!("crashed: {what} was killed by {name}{region}")))
+        }
+        _ => None,
+    }
+}
+
+/// "SIGSEGV (segmentation fault)".
+pub fn signal_name(sig: i32) -> String {
+    match sig {
+        libc::SIGSEGV => "SIGSEGV (segmentation fault: a bad address dereferenced on the host)".into(),
+        libc::SIGBUS => "SIGBUS (bus error: an address the host cannot access)".into(),
+        libc::SIGABRT => "SIGABRT (abort)".into(),
+        libc::SIGFPE => "SIGFPE (arithmetic error)".into(),
+        libc::SIGILL => "SIGILL (illegal instruction)".into(),
+        libc::SIGKILL => "SIGKILL".into(),
+        libc::SIGXFSZ => "SIGXFSZ (a file over the size limit)".into(),
+        s => format!("signal {s}"),
+    }
+}
+
+/// Whether a plain run died the way a crash exercise's does: a host memory fault.
+pub fn is_host_fault(f: &Finished) -> bool {
+    matches!(f.exit, Exit::Signal(s) if s == libc::SIGSEGV || s == libc::SIGBUS)
+}
+
 /// A sanitizer run passes when the tool reports nothing and the program exits cleanly.
-pub fn tool(name: &str, stage: &str, output: &Output, timeout: std::time::Duration) -> Option<Step> {
-    let Output::Sanitized { tool, run, findings: found } = output else { return None };
+pub fn tool(name: &str, stage: &str, output: &Output) -> Option<Step> {
+    let Output::Sanitized { tool, run, findings: found, bounds } = output else { return None };
     let run = match run {
         Ok(r) => r,
         Err(e) => return Some(Step::new(name, Status::ToolError, e.to_string()).stage(stage)),
     };
     let f = &run.finished;
     let step = match (f.exit, found.is_empty()) {
-        (Exit::TimedOut, _) => Step::new(name, Status::TimedOut, format!("{tool} did not finish within {timeout:?}: the program hangs, on the GPU (a barrier that never releases hangs the kernel) or on the host (a loop that never ends)")),
+        (Exit::TimedOut, _) => {
+            let (status, why) = stopped(f, bounds, found, &format!("the program under {tool}")).expect("a timed-out run is stopped");
+            Step::new(name, status, why)
+        }
         (_, false) => Step::new(name, Status::Failed, format!("{tool} reported {} of {} kind(s)", sanitizer::records_text(run.records.len()), found.len())),
         _ if left_running(f).is_some() => Step::new(name, Status::Failed, left_running(f).unwrap_or_default()).detail(f.output()),
         _ if run.tool_failed() => Step::new(name, Status::ToolError, format!("{tool} failed ({})", f.describe_exit())).detail(f.output()),
@@ -281,17 +344,18 @@ pub fn tool(name: &str, stage: &str, output: &Output, timeout: std::time::Durati
 /// A plain run on every case: it must exit cleanly, leave nothing running, and every output must
 /// match the Rust reference within the tolerance (an element still holding the poison was never
 /// written).
-pub fn correctness(name: &str, stage: &str, output: &Output, cases: &Cases, tol: Tolerance, timeout: std::time::Duration) -> Option<Step> {
-    let Output::Ran { command, run, outputs } = output else { return None };
+pub fn correctness(name: &str, stage: &str, output: &Output, cases: &Cases, tol: Tolerance) -> Option<Step> {
+    let Output::Ran { command, run, outputs, bounds } = output else { return None };
     let finished = match run {
         Ok(f) => f,
         Err(e) => return Some(Step::new(name, Status::ToolError, e.to_string()).stage(stage)),
     };
     let step = |status, summary: String| Step::new(name, status, summary).command(command.clone()).wall(finished.wall).stage(stage);
-    match finished.exit {
-        Exit::TimedOut => return Some(step(Status::TimedOut, format!("the program did not finish within {timeout:?}"))),
-        Exit::Code(0) => {}
-        _ => return Some(step(Status::Failed, format!("the program failed ({})", finished.describe_exit())).detail(finished.output())),
+    if let Some((status, why)) = stopped(finished, bounds, &[], "the program") {
+        return Some(step(status, why).detail(finished.output()));
+    }
+    if finished.exit != Exit::Code(0) {
+        return Some(step(Status::Failed, format!("the program failed ({})", finished.describe_exit())).detail(finished.output()));
     }
     if let Some(left) = left_running(finished) {
         return Some(step(Status::Failed, left));
@@ -367,4 +431,52 @@ pub fn profiler_failure<'a>(outputs: impl IntoIterator<Item = &'a Output>) -> Op
         }
     }
     first
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::runner::Captured;
+
+    fn finished(exit: Exit) -> Finished {
+        Finished { exit, stdout: Captured::default(), stderr: Captured::default(), wall: Default::default(), leftovers: 0, escaped: false, oom_killed: false, isolation: None }
+    }
+
+    fn ran(exit: Exit, detector: Detector) -> Output {
+        let bounds = Bounds { limit: std::time::Duration::from_secs(3), detector, region: Some("region `wait` (barrier.cu:20-31)".into()) };
+        Output::Ran { command: "prog".into(), run: Ok(finished(exit)), outputs: Vec::new(), bounds }
+    }
+
+    fn deadlock() -> Finding {
+        let at = SourceLocation { path: "/w/barrier.cu".into(), line: 27, function: None, role: "access".into() };
+        Finding { tool: Tool::Racecheck, kind: FindingKind::Deadlock, text: "Deadlock detected".into(), level: None, records: 1, hazards: None, thread: None, block: None, locations: vec![at], region: Some("wait".into()), threads: 1, blocks: 1 }
+    }
+
+    #[test]
+    fn a_hang_exercise_that_times_out_is_hung_and_says_where_the_threads_wait() {
+        let step = correctness("correctness", "correctness", &ran(Exit::TimedOut, Detector::Hang), &Cases::default(), Tolerance { atol: 0.0, rtol: 0.0 }).unwrap();
+        assert_eq!(step.status, Status::Hung);
+        assert_eq!(step.summary, "hung: the threads wait in region `wait` (barrier.cu:20-31); the program was killed after 3.0 s");
+        assert_eq!(Outcome::from_steps(&[step.clone()]), Outcome::Hung { step: "correctness".into(), message: step.summary.clone() });
+        assert_eq!(Outcome::from_steps(&[step]).exit_code(), 4, "a hang is still the documented timeout exit");
+        // The tool's deadlock record is named with it.
+        let f = finished(Exit::TimedOut);
+        let bounds = Bounds { limit: std::time::Duration::from_secs(3), detector: Detector::Hang, region: Some("region `wait`".into()) };
+        let (_, why) = stopped(&f, &bounds, &[deadlock()], "the program under racecheck").unwrap();
+        assert!(why.ends_with("; racecheck reports a deadlock at barrier.cu:27"), "{why}");
+        // Elsewhere a timeout stays a timeout, naming the deadlock record where there is one.
+        let (status, why) = stopped(&f, &Bounds { detector: Detector::Sanitizer, ..bounds }, &[deadlock()], "the program").unwrap();
+        assert_eq!(status, Status::TimedOut);
+        assert!(why.contains("it hangs; racecheck reports a deadlock at barrier.cu:27"), "{why}");
+    }
+
+    #[test]
+    fn a_crash_names_the_signal_and_for_a_crash_exercise_the_region() {
+        let step = correctness("correctness", "correctness", &ran(Exit::Signal(libc::SIGSEGV), Detector::Crash), &Cases::default(), Tolerance { atol: 0.0, rtol: 0.0 }).unwrap();
+        assert_eq!(step.status, Status::Failed);
+        assert!(step.summary.starts_with("crashed: the program was killed by SIGSEGV") && step.summary.ends_with("; the bug is in region `wait` (barrier.cu:20-31)"), "{}", step.summary);
+        assert!(is_host_fault(&finished(Exit::Signal(libc::SIGBUS))) && !is_host_fault(&finished(Exit::Signal(libc::SIGABRT))) && !is_host_fault(&finished(Exit::Code(1))));
+        // A program that ran to its end is not stopped, whatever its exit status.
+        assert!(stopped(&finished(Exit::Code(3)), &Bounds::plain(std::time::Duration::from_secs(1)), &[], "it").is_none());
+    }
 }

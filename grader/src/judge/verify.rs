@@ -98,11 +98,25 @@ pub struct ExerciseRecord {
     /// run, with this GPU's measured peak.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub perf: Option<PerfSummary>,
+    /// Not applicable on this GPU, and why ("needs compute capability 9.0 (Hopper); this GPU, ...
+    /// is 8.0"): nothing of it ran but the manifest's checks, and it counts neither as a pass nor
+    /// as a failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_applicable: Option<String>,
     #[serde(flatten)]
     pub outcome: Outcome,
 }
 
 impl ExerciseRecord {
+    /// "n/a" for an exercise this GPU cannot run, else the outcome's label.
+    pub fn label(&self) -> &'static str {
+        if self.not_applicable.is_some() {
+            "n/a"
+        } else {
+            self.outcome.label()
+        }
+    }
+
     /// The untouched exercise's ncu time, from either track's timing.
     pub fn original_ns(&self) -> Option<f64> {
         self.timing.as_ref().and_then(|t| t.original_ns).or_else(|| self.perf_version("original").map(|v| v.nanoseconds))
@@ -251,7 +265,10 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
     let (mut work, case_sets): (Vec<Work>, Vec<Option<Cases>>) = scheduler::parallel(exercises, cores, |ex| {
         let m = &ex.manifest.manifest;
         let (checks, texts) = disk_checks(wb, ex);
+        // A sound exercise this GPU is too old for is not applicable: no builds, no runs.
+        let not_applicable = texts.as_ref().and_then(|_| ctx.unsupported(&ex.manifest));
         let cases = match (&texts, gpu_stages) {
+            _ if not_applicable.is_some() => None,
             (None, _) => None,
             (Some(_), true) => cases::prepare(ex, &wb.work_dir().join("cases").join(ex.id())).ok(),
             (Some(_), false) => Some(Cases::default()),
@@ -276,6 +293,7 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
                 timing: None,
                 track: ex.manifest.track(),
                 perf: None,
+                not_applicable,
                 outcome: Outcome::Pass,
             },
             texts,
@@ -369,12 +387,12 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
             if let Ok(r) = run {
                 keep(opts, &r.xml_path, &format!("{}-exercise-{t}.xml", w.ex.id()));
             }
-            let tool_step = verdict::tool("exercise", &stage.id(), o, ctx.config.timeouts.tool).expect("a sanitizer output");
+            let tool_step = verdict::tool("exercise", &stage.id(), o).expect("a sanitizer output");
             if opts.survey {
                 w.record.original_under_tools.push(sighting(t, &tool_step, findings, &bug_region));
             }
             if w.record.track == Track::Perf {
-                w.record.checks.extend(verdict::tool(&format!("exercise {t}"), &stage.id(), o, ctx.config.timeouts.tool));
+                w.record.checks.extend(verdict::tool(&format!("exercise {t}"), &stage.id(), o));
             }
             if w.record.tool == Some(t) {
                 if let Ok(r) = run {
@@ -388,13 +406,11 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
         for t in Tool::ALL {
             let s = Stage::new(sol, StageKind::Sanitize(t));
             if let Some(o) = results.get_run(&s) {
-                w.record.checks.extend(verdict::tool(&format!("solution {t}"), &s.id(), o, ctx.config.timeouts.tool));
+                w.record.checks.extend(verdict::tool(&format!("solution {t}"), &s.id(), o));
             }
         }
-        let plain: Vec<Step> = (0..plain_runs)
-            .filter_map(|r| results.get_run(&Stage::again(ex, StageKind::Correctness, r)))
-            .filter_map(|o| verdict::correctness("exercise plain run", "correctness", o, cases, m.tolerance, ctx.config.timeouts.run))
-            .collect();
+        let plain_outputs: Vec<&Output> = (0..plain_runs).filter_map(|r| results.get_run(&Stage::again(ex, StageKind::Correctness, r))).collect();
+        let plain: Vec<Step> = plain_outputs.iter().filter_map(|o| verdict::correctness("exercise plain run", "correctness", o, cases, m.tolerance)).collect();
         if let Some(first) = plain.first() {
             w.record.plain_run_correct = Some(first.status == Status::Passed);
             // The first wrong run tells most: its first wrong element.
@@ -409,13 +425,12 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
                 Detector::WrongOutput => w.record.checks.push(wrong_output_step(&w.record.region, runs, plain.iter().find(|s| verdict::is_wrong_output(s)))),
                 // Correct but slow: every plain run of the original must be right.
                 Detector::Speed => w.record.checks.extend(plain.iter().map(|s| Step { name: "exercise correctness".into(), ..s.clone() })),
-                // A hang's and a crash's evidence is the exercise's own run (phase 2's hang
-                // and crash checks), not its outputs.
-                Detector::Sanitizer | Detector::Hang | Detector::Crash => {}
+                Detector::Hang | Detector::Crash => w.record.checks.push(stop_step(w.record.detector, &plain_outputs, &plain)),
+                Detector::Sanitizer => {}
             }
         }
         if let Some(o) = results.get(sol, StageKind::Correctness) {
-            w.record.checks.extend(verdict::correctness("solution correctness", "correctness", o, cases, m.tolerance, ctx.config.timeouts.run));
+            w.record.checks.extend(verdict::correctness("solution correctness", "correctness", o, cases, m.tolerance));
         }
     }
 
@@ -463,11 +478,14 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
     let exercises: Vec<ExerciseRecord> = work
         .into_iter()
         .map(|mut w| {
-            w.record.outcome = Outcome::from_steps(&w.record.checks);
+            w.record.outcome = match &w.record.not_applicable {
+                Some(why) => Outcome::Skipped { reason: why.clone() },
+                None => Outcome::from_steps(&w.record.checks),
+            };
             w.record
         })
         .collect();
-    let outcome = Outcome::worst(exercises.iter().map(|e| &e.outcome));
+    let outcome = overall(&exercises);
     VerificationRecord {
         schema: RECORD_SCHEMA,
         created: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
@@ -485,6 +503,16 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
         phases: Some(phases),
         exercises,
         outcome,
+    }
+}
+
+/// The outcome of a verification: the worst of the exercises this GPU can run (one it cannot is
+/// n/a, never a failure); skipped where it can run none of them.
+pub fn overall(exercises: &[ExerciseRecord]) -> Outcome {
+    let applicable: Vec<&ExerciseRecord> = exercises.iter().filter(|e| e.not_applicable.is_none()).collect();
+    match (applicable.is_empty(), exercises.first()) {
+        (true, Some(first)) => Outcome::Skipped { reason: format!("no exercise applies to this GPU: {}", first.not_applicable.clone().unwrap_or_default()) },
+        _ => Outcome::worst(applicable.iter().map(|e| &e.outcome)),
     }
 }
 
@@ -636,6 +664,39 @@ fn wrong_output_step(region: &str, runs: PlainRuns, wrong: Option<&Step>) -> Ste
     Step::new(name, status, format!("{wrong_runs} of {} plain runs wrong (bug in region `{region}`){example}", runs.runs)).stage("correctness")
 }
 
+/// For a bug that hangs or crashes: every plain run of the untouched exercise must have hung (been
+/// killed at the manifest's `timeout_s`) or died by a host memory fault (SIGSEGV, SIGBUS). A run
+/// that finished, right or wrong, means a learner's check could not see the bug.
+fn stop_step(detector: Detector, outputs: &[&Output], steps: &[Step]) -> Step {
+    let (name, stage) = match detector {
+        Detector::Hang => ("exercise hangs", "correctness"),
+        _ => ("exercise crashes", "correctness"),
+    };
+    let finished: Vec<&crate::tools::runner::Finished> = outputs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Ran { run: Ok(f), .. } => Some(f),
+            _ => None,
+        })
+        .collect();
+    let stopped = finished
+        .iter()
+        .filter(|f| match detector {
+            Detector::Hang => f.exit == crate::tools::runner::Exit::TimedOut,
+            _ => verdict::is_host_fault(f),
+        })
+        .count();
+    let status = if stopped == outputs.len() && stopped > 0 { Status::Passed } else { Status::Failed };
+    // The first run that did what the bug does tells where; else the first that did not.
+    let wanted = match detector {
+        Detector::Hang => Status::Hung,
+        _ => Status::Failed,
+    };
+    let example = steps.iter().find(|s| s.status == wanted && (detector == Detector::Hang || s.summary.starts_with("crashed:"))).or(steps.first()).map(|s| s.summary.clone()).unwrap_or_default();
+    let what = if detector == Detector::Hang { "hung" } else { "crashed" };
+    Step::new(name, status, format!("{stopped} of {} plain runs {what}: {example}", outputs.len())).stage(stage)
+}
+
 /// The exercise step passes when its tool reported the expected kind inside the expected region;
 /// that finding comes back with it.
 fn intended_reason(record: &ExerciseRecord, tool_step: Step, found: &[Finding]) -> (Step, Option<Finding>) {
@@ -648,6 +709,8 @@ fn intended_reason(record: &ExerciseRecord, tool_step: Step, found: &[Finding]) 
             Step::new(name, Status::Passed, format!("{tool} {} at {at}, in region `{}` ({})", f.kind, record.region, crate::tools::sanitizer::records_text(f.records)))
         }
         (None, Status::TimedOut | Status::ToolError) => Step { name, ..tool_step.clone() },
+        // The hang without the tool's record of it: the tool did not show it.
+        (None, Status::Hung) => Step::new(name, Status::Failed, format!("expected {tool} {kind} in region `{}`, the tool gave none ({})", record.region, tool_step.summary)),
         (None, _) => {
             let seen: Vec<String> = found.iter().map(|f| format!("{} {:?}", f.kind, f.region)).collect();
             Step::new(
@@ -686,5 +749,32 @@ mod tests {
         let crashed = Step::new("exercise plain run", Status::Failed, "the program failed (exit status 3)");
         assert!(!verdict::is_wrong_output(&crashed));
         assert_eq!(wrong_output_step("bug", PlainRuns { runs: 5, correct: 0, failed: 5 }, None).status, Status::Failed);
+    }
+
+    #[test]
+    fn a_hang_or_crash_exercise_must_stop_so_in_every_plain_run() {
+        use crate::judge::stages::Bounds;
+        use crate::tools::runner::{Exit, Finished};
+        let ran = |exit: Exit, detector: Detector| {
+            let finished = Finished { exit, stdout: Default::default(), stderr: Default::default(), wall: Default::default(), leftovers: 0, escaped: false, oom_killed: false, isolation: None };
+            let bounds = Bounds { limit: std::time::Duration::from_secs(3), detector, region: Some("region `wait` (b.cu:5-9)".into()) };
+            Output::Ran { command: String::new(), run: Ok(finished), outputs: Vec::new(), bounds }
+        };
+        let judge = |detector: Detector, exits: &[Exit]| {
+            let outputs: Vec<Output> = exits.iter().map(|e| ran(*e, detector)).collect();
+            let refs: Vec<&Output> = outputs.iter().collect();
+            let steps: Vec<Step> = refs.iter().filter_map(|o| verdict::correctness("exercise plain run", "correctness", o, &Cases::default(), crate::exercise::manifest::Tolerance { atol: 0.0, rtol: 0.0 })).collect();
+            stop_step(detector, &refs, &steps)
+        };
+        let hung = judge(Detector::Hang, &[Exit::TimedOut, Exit::TimedOut]);
+        assert_eq!(hung.status, Status::Passed, "{}", hung.summary);
+        assert!(hung.summary.starts_with("2 of 2 plain runs hung: hung: the threads wait in region `wait` (b.cu:5-9)"), "{}", hung.summary);
+        // One run that finished: a learner's check could pass the untouched file.
+        assert_eq!(judge(Detector::Hang, &[Exit::TimedOut, Exit::Code(0)]).status, Status::Failed);
+        let crashed = judge(Detector::Crash, &[Exit::Signal(libc::SIGSEGV)]);
+        assert!(crashed.status == Status::Passed && crashed.summary.contains("SIGSEGV") && crashed.summary.contains("region `wait`"), "{}", crashed.summary);
+        // A crash of another kind, or a hang, is not the intended crash.
+        assert_eq!(judge(Detector::Crash, &[Exit::Signal(libc::SIGABRT)]).status, Status::Failed);
+        assert_eq!(judge(Detector::Crash, &[Exit::TimedOut]).status, Status::Failed);
     }
 }

@@ -108,6 +108,9 @@ pub struct ListEntry {
     pub hints_total: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ratio_to_reference: Option<f64>,
+    /// The compute capability it needs ("9.0"), where it needs more than any CUDA GPU.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requires: Option<crate::exercise::manifest::Capability>,
 }
 
 pub fn list(wb: &Workbook, state: &crate::learner::state::State) -> Vec<ListEntry> {
@@ -129,6 +132,7 @@ pub fn list(wb: &Workbook, state: &crate::learner::state::State) -> Vec<ListEntr
                 hints_shown: state.hints_shown(ex.id()),
                 hints_total: m.hints.get_ref().len(),
                 ratio_to_reference: state.done.get(ex.id()).and_then(|d| d.ratio_to_reference),
+                requires: ex.manifest.requires(),
             }
         })
         .collect()

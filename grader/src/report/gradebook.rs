@@ -129,6 +129,9 @@ pub fn feedback_markdown(s: &Student, results: &[&PairResult], total: f64, max: 
             PairState::Skipped { reason } => {
                 let _ = writeln!(md, "Built; the GPU stages did not run: {reason}\n");
             }
+            PairState::Unsupported { reason } => {
+                let _ = writeln!(md, "Not graded on this GPU (not your file's fault; it will be graded on one that can run it): {reason}\n");
+            }
             PairState::NotSubmitted | PairState::Graded => {}
         }
         if !r.stages.is_empty() {

@@ -33,6 +33,7 @@ fn mark(status: Status) -> String {
         Status::Passed => paint(GOOD, "ok  "),
         Status::Failed => paint(BAD, "FAIL"),
         Status::TimedOut => paint(BAD, "TIME"),
+        Status::Hung => paint(BAD, "HUNG"),
         Status::ToolError => paint(WARN, "TOOL"),
         Status::Skipped => paint(WARN, "skip"),
     }
@@ -234,6 +235,7 @@ pub fn verdict(outcome: &Outcome) -> String {
         Outcome::Fail { step } => format!("{} at step `{step}`", paint(BAD, "FAIL")),
         Outcome::ToolError { step, message } => format!("{} at step `{step}`: {message}", paint(WARN.bold(), "TOOL ERROR")),
         Outcome::Timeout { step } => format!("{} at step `{step}`: the process group was killed", paint(BAD, "TIMEOUT")),
+        Outcome::Hung { step, message } => format!("{} at step `{step}`: {message}", paint(BAD, "HUNG")),
         Outcome::NotGradable { reason } => format!("{}: {reason}", paint(WARN.bold(), "NOT GRADABLE")),
         Outcome::Skipped { reason } => format!("{} (exit {}): {reason}", paint(WARN.bold(), "SKIPPED"), outcome.exit_code()),
     }
@@ -253,7 +255,9 @@ pub fn list_text(entries: &[crate::learner::ListEntry]) -> String {
         let status = if e.status == Progress::Done { paint(GOOD, format!("{:<8}", "done")) } else { format!("{:<8}", if e.edited { "started" } else { "pending" }) };
         let id = if e.next { paint(WARN.bold(), format!("{:<id_w$}", e.id)) } else { format!("{:<id_w$}", e.id) };
         let tool = crate::exercise::manifest::shown_by(e.tool, e.detector);
-        let _ = writeln!(out, "  {pointer} {id} {status} {:<5} {:<class_w$} {tool:<10} {:<6} {}", e.track.name(), e.bug_class, format!("{}/{}", e.hints_shown, e.hints_total), e.title);
+        // An exercise for a newer GPU says which: "sm_90+" after its title.
+        let gated = e.requires.map(|c| format!(" {}", paint(WARN, format!("[{}]", c.tag())))).unwrap_or_default();
+        let _ = writeln!(out, "  {pointer} {id} {status} {:<5} {:<class_w$} {tool:<10} {:<6} {}{gated}", e.track.name(), e.bug_class, format!("{}/{}", e.hints_shown, e.hints_total), e.title);
     }
     match entries.iter().find(|e| e.next) {
         Some(e) => {
@@ -313,7 +317,10 @@ pub fn verify_text(record: &VerificationRecord) -> String {
         }
     }
     for e in &record.exercises {
-        let _ = writeln!(out, "\n{} - {} [{}]", e.id, e.title, e.outcome.label());
+        let _ = writeln!(out, "\n{} - {} [{}]", e.id, e.title, e.label());
+        if let Some(why) = &e.not_applicable {
+            let _ = writeln!(out, "  [n/a ] not applicable on this GPU: {why}");
+        }
         for s in &e.checks {
             step_line(&mut out, s);
         }
@@ -362,8 +369,15 @@ pub fn verify_text(record: &VerificationRecord) -> String {
                 .or_else(|| e.perf_version("reference").and_then(|v| v.repeat_spread))
                 .map(|r| format!("{r:.3}x"))
                 .unwrap_or_else(|| "-".into()),
-            e.outcome.label()
+            e.label()
         );
+    }
+    // Exercises this GPU cannot run are neither passes nor failures: said once, with the count.
+    let na: Vec<&str> = record.exercises.iter().filter(|e| e.not_applicable.is_some()).map(|e| e.id.as_str()).collect();
+    if !na.is_empty() {
+        let applicable = record.exercises.len() - na.len();
+        let passed = record.exercises.iter().filter(|e| e.not_applicable.is_none() && e.outcome == Outcome::Pass).count();
+        let _ = writeln!(out, "\n{passed} of {applicable} applicable exercise(s) passed; n/a on this GPU (not counted): {}", na.join(", "));
     }
     let phases = record.phases.as_ref().map(|p| format!(" ({})", phases_text(p))).unwrap_or_default();
     let _ = writeln!(out, "\nverify took {:.1} s{phases}; {}", record.wall_seconds, verdict(&record.outcome));
@@ -500,6 +514,7 @@ pub fn gradebook_text(book: &gradebook::Gradebook) -> String {
                         PairState::NotGradable { .. } => "not gradable".into(),
                         PairState::Skipped { .. } => format!("{:.0} (no GPU)", r.points),
                         PairState::ToolError { .. } => "tool error".into(),
+                        PairState::Unsupported { .. } => "n/a (GPU)".into(),
                         PairState::Graded => format!("{:.1}/{:.0}", r.points, r.max),
                     }
                 }

@@ -33,9 +33,37 @@ impl GpuStatus {
     }
 }
 
+/// A test seam: `CUDABUGS_FAKE_GPU="NVIDIA A100;8.0"` makes `probe` report that GPU (and `count`
+/// one) without touching a driver, so that the capability gate can be tested on a machine with no
+/// GPU. Nothing that needs a real GPU works under it; it is for tests of what happens before.
+pub const FAKE_GPU_VAR: &str = "CUDABUGS_FAKE_GPU";
+
+/// The faked GPU, where the test seam is set: "NAME;MAJOR.MINOR".
+fn fake() -> Option<Result<GpuInfo, String>> {
+    std::env::var(FAKE_GPU_VAR).ok().map(|t| parse_fake(&t))
+}
+
+fn parse_fake(text: &str) -> Result<GpuInfo, String> {
+    let parsed = text.split_once(';').and_then(|(name, cc)| {
+        let (major, minor) = cc.trim().split_once('.')?;
+        Some(GpuInfo {
+            name: name.trim().to_string(),
+            compute_capability: (major.parse().ok()?, minor.parse().ok()?),
+            memory_bytes: 0,
+            driver_cuda_version: "fake".into(),
+        })
+    });
+    parsed.ok_or_else(|| format!("{FAKE_GPU_VAR}={text:?}: write it as \"NAME;MAJOR.MINOR\", e.g. \"NVIDIA A100;8.0\""))
+}
+
 /// Query device 0. cudarc panics when libcuda is missing, so ask first whether it is present. Only
 /// device queries, no context: creating one took 190-380 ms on an H200, a third of a warm `check`.
 pub fn probe() -> GpuStatus {
+    match fake() {
+        Some(Ok(info)) => return GpuStatus::Present(info),
+        Some(Err(why)) => return GpuStatus::Unusable(why),
+        None => {}
+    }
     // SAFETY: this only tries to dlopen libcuda.
     if !unsafe { cudarc::driver::sys::is_culib_present() } {
         return GpuStatus::NoDriver;
@@ -78,6 +106,9 @@ pub fn probe() -> GpuStatus {
 /// How many GPUs this process may use (the driver applies `CUDA_VISIBLE_DEVICES`); 0 without a
 /// usable driver.
 pub fn count() -> usize {
+    if let Some(fake) = fake() {
+        return usize::from(fake.is_ok());
+    }
     // SAFETY: this only tries to dlopen libcuda.
     if !unsafe { cudarc::driver::sys::is_culib_present() } {
         return 0;
@@ -95,5 +126,19 @@ pub fn count() -> usize {
     match std::panic::catch_unwind(query) {
         Ok(Ok(n)) => n.max(0) as usize,
         _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fake_gpu_seam_reports_the_named_gpu_or_says_how_to_write_it() {
+        // The variable itself is exercised by the CLI tests (a process of their own each).
+        let info = parse_fake("NVIDIA A100;8.0").unwrap();
+        assert_eq!((info.name.as_str(), info.compute_capability, info.arch()), ("NVIDIA A100", (8, 0), "sm_80".to_string()));
+        assert!(parse_fake("A100").unwrap_err().contains("NAME;MAJOR.MINOR"));
+        assert!(parse_fake("A100;eight").is_err());
     }
 }

@@ -145,12 +145,62 @@ fn location(w: &RawWhere, role: &str) -> Option<SourceLocation> {
     Some(SourceLocation { path: w.path.clone()?, line: w.line?, function: w.func.clone(), role: role.to_string() })
 }
 
+/// Records of the tool modes a manifest turns on with `options`, told by words of their text (any
+/// case), tried before the structural rules below: (tool, words, kind). UNCONFIRMED: these words
+/// are the compute-sanitizer manual's text output (2025.3: "Understanding Memcheck Errors",
+/// "Stream-ordered race detection", "Racecheck Deadlock Detection", "Unused memory detection"),
+/// not yet XML captured on a GPU; `verify --keep` on an H100 gives the XML to confirm them with.
+/// Each line is one guess, easy to change:
+/// - "Malloc/Free error encountered : Double free" | "Invalid pointer to free" | "Heap corruption"
+/// - "Leaked 16 bytes at 0x... on the device heap"
+/// - "Address 0x... is used before allocation is available" | "... is used after free" (the
+///   stream-ordered races; the second wording is a guess from the first)
+/// - "Deadlock detected in Cuda::barrier wait called by threads ..." (racecheck supports deadlock
+///   detection for cuda::barrier only, the manual says)
+/// - "(invalid memcpy_async synchronization)": the manual gives it for hazard reports
+///   (`--racecheck-report hazard`); an analysis record may read as a plain race
+/// - "Unused __global__ memory in allocation ..." | "Unused __shared__ memory ..."
+/// - bulk copies and stack overflow: the manual gives no text; "bulk" and "stack overflow" are guesses.
+const MODE_PATTERNS: &[(Tool, &str, FindingKind)] = &[
+    (Tool::Memcheck, "malloc/free", FindingKind::HeapError),
+    (Tool::Memcheck, "double free", FindingKind::HeapError),
+    (Tool::Memcheck, "invalid pointer to free", FindingKind::HeapError),
+    (Tool::Memcheck, "heap corruption", FindingKind::HeapError),
+    (Tool::Memcheck, "on the device heap", FindingKind::HeapLeak),
+    (Tool::Memcheck, "before allocation is available", FindingKind::StreamOrderedRace),
+    (Tool::Memcheck, "used after free", FindingKind::StreamOrderedRace),
+    (Tool::Memcheck, "stream-ordered", FindingKind::StreamOrderedRace),
+    (Tool::Memcheck, "bulk", FindingKind::BulkCopy),
+    (Tool::Memcheck, "stack overflow", FindingKind::StackOverflow),
+    (Tool::Racecheck, "deadlock", FindingKind::Deadlock),
+    (Tool::Racecheck, "memcpy_async", FindingKind::AsyncCopyRace),
+    (Tool::Racecheck, "cp.async", FindingKind::AsyncCopyRace),
+    (Tool::Initcheck, "unused __", FindingKind::UnusedMemory),
+    (Tool::Initcheck, "unused memory", FindingKind::UnusedMemory),
+];
+
+/// The kind a record of one of the option-enabled modes has, by `MODE_PATTERNS`.
+fn mode_kind(tool: Tool, raw: &RawRecord, text: &str) -> Option<FindingKind> {
+    let what = raw.what.as_ref();
+    let words = [Some(text), raw.kind.as_deref(), what.and_then(|w| w.error.as_deref()), what.and_then(|w| w.exception.as_deref())]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase();
+    MODE_PATTERNS.iter().find(|(t, pattern, _)| *t == tool && words.contains(pattern)).map(|(_, _, kind)| *kind)
+}
+
 /// Which kind of record this is. compute-sanitizer's XML has no stable code for the error class, so
-/// the kind comes from the structured fields first (`error`, `kind`) and the record text second.
+/// the kind comes from the option-enabled modes' words (`MODE_PATTERNS`), then the structured
+/// fields (`error`, `kind`), then the record text.
 fn classify(tool: Tool, raw: &RawRecord) -> FindingKind {
     let what = raw.what.as_ref();
     let text = &record_text(raw);
     let kind = raw.kind.as_deref().unwrap_or("");
+    if let Some(found) = mode_kind(tool, raw, text) {
+        return found;
+    }
     match tool {
         Tool::Racecheck => {
             if what.is_some_and(|w| w.source.is_some() && w.destination.is_some())
@@ -301,7 +351,9 @@ pub fn records_text(count: usize) -> String {
     }
 }
 
-pub fn job(sanitizer: &Path, tool: Tool, xml_path: &Path, program: &Path, args: &[std::ffi::OsString], timeout: Duration) -> Job {
+/// `options`: the manifest's extra options for this tool (checked against its allow-list when the
+/// manifest was read).
+pub fn job(sanitizer: &Path, tool: Tool, xml_path: &Path, program: &Path, args: &[std::ffi::OsString], options: &[String], timeout: Duration) -> Job {
     let mut job = Job::new(sanitizer, timeout)
         .args(["--tool", tool.name(), "--xml", "--save"])
         .arg(xml_path)
@@ -309,10 +361,12 @@ pub fn job(sanitizer: &Path, tool: Tool, xml_path: &Path, program: &Path, args: 
         // The harness never forks. A program that does (a daemon) is not followed: the tool ends
         // with the program, and the sandbox kills and reports what it left running.
         .args(["--target-processes", "application-only"]);
-    if tool == Tool::Memcheck {
+    // The leak check is always on; an option given twice is an error to compute-sanitizer, so
+    // the manifest's own `--leak-check` replaces it.
+    if tool == Tool::Memcheck && !options.iter().any(|o| o == "--leak-check") {
         job = job.args(["--leak-check", "full"]);
     }
-    job.arg(program).args(args.iter().cloned())
+    job.args(options.iter().cloned()).arg(program).args(args.iter().cloned())
 }
 
 /// Run a job made by `job` (confined by the caller where it runs learner code) and parse what the
@@ -352,6 +406,50 @@ mod tests {
         assert_eq!(lines, vec![(6, "write"), (9, "read")]);
         assert_eq!(r[0].locations_in(Path::new("/elsewhere/race.cu")).count(), 2);
         assert_eq!(r[0].locations_in(Path::new("/p/other.cu")).count(), 0);
+    }
+
+    /// One record with the given `what`, in the shape 2025.3 writes (see tests/fixtures).
+    fn one(tool: Tool, what: &str) -> Record {
+        let xml = format!("<ComputeSanitizerOutput><record><kind>Error</kind><level>Error</level><what>{what}</what><where><func>k</func><path>/p/k.cu</path><line>7</line></where></record></ComputeSanitizerOutput>");
+        parse(tool, &xml).unwrap().remove(0)
+    }
+
+    #[test]
+    fn the_option_enabled_modes_are_told_apart_by_the_manuals_words() {
+        // The manual's text output (unconfirmed as XML: see MODE_PATTERNS).
+        for (tool, what, kind) in [
+            (Tool::Memcheck, "<text>Malloc/Free error encountered : Double free</text>", FindingKind::HeapError),
+            (Tool::Memcheck, "<text>Malloc/Free error encountered : Invalid pointer to free</text>", FindingKind::HeapError),
+            (Tool::Memcheck, "<text>Leaked 16 bytes at 0x4012ffff6 on the device heap</text>", FindingKind::HeapLeak),
+            (Tool::Memcheck, "<text>Invalid __global__ read of size 4 bytes</text><error>Address 0x7f00 is used before allocation is available</error>", FindingKind::StreamOrderedRace),
+            (Tool::Racecheck, "<text>Deadlock detected in Cuda::barrier wait called by threads starting at (0,0,0) in block (0,0,0)</text>", FindingKind::Deadlock),
+            (Tool::Racecheck, "<text>Race reported (invalid memcpy_async synchronization)</text>", FindingKind::AsyncCopyRace),
+            (Tool::Initcheck, "<text>Unused __global__ memory in allocation 0x7fed9f400000 of size 100 bytes</text>", FindingKind::UnusedMemory),
+            (Tool::Memcheck, "<exception>Warp stack overflow</exception>", FindingKind::StackOverflow),
+        ] {
+            let r = one(tool, what);
+            assert_eq!((r.kind, r.locations[0].short()), (kind, "k.cu:7".to_string()), "{what}");
+            assert_eq!(kind.tool(), Some(tool), "each kind is its tool's");
+        }
+        // The words belong to their tool: the same text from another tool is not that kind, and the
+        // records the modes do not touch keep their kinds.
+        assert_eq!(one(Tool::Synccheck, "<text>Deadlock</text>").kind, FindingKind::Other);
+        assert_eq!(one(Tool::Memcheck, "<text>Leaked 4 bytes at 0x7f00</text>").kind, FindingKind::Leak);
+        assert_eq!(one(Tool::Memcheck, "<text>Invalid __global__ write of size 4 bytes</text><error>out of bounds</error>").kind, FindingKind::OutOfBounds);
+    }
+
+    #[test]
+    fn manifest_options_go_to_the_tool_and_replace_its_own_leak_check() {
+        let shown = |options: &[&str], tool| {
+            let options: Vec<String> = options.iter().map(|o| o.to_string()).collect();
+            job(Path::new("cs"), tool, Path::new("o.xml"), Path::new("prog"), &[], &options, Duration::from_secs(3)).display()
+        };
+        let memcheck = shown(&["--track-stream-ordered-races", "all"], Tool::Memcheck);
+        assert!(memcheck.contains("--leak-check full --track-stream-ordered-races all prog"), "{memcheck}");
+        let replaced = shown(&["--leak-check", "no"], Tool::Memcheck);
+        assert!(replaced.contains("--leak-check no prog") && !replaced.contains("full"), "{replaced}");
+        let racecheck = shown(&["--racecheck-deadlock-timeout", "1000"], Tool::Racecheck);
+        assert!(racecheck.contains("--racecheck-deadlock-timeout 1000 prog") && !racecheck.contains("leak"), "{racecheck}");
     }
 
     #[test]

@@ -108,8 +108,20 @@ pub fn grade_class(wb: &Workbook, workers: Vec<Context>, job: &ClassJob, on_even
         if !gpu_here {
             fp.push_str("-nogpu");
         }
+        // An exercise for a newer GPU is refused here, not scored zero; the fingerprint differs
+        // from a real grading's, so a GPU that has the capability grades it again.
+        let unsupported = workers.first().and_then(|c| c.unsupported(&ex.manifest));
+        if unsupported.is_some() {
+            fp.push_str("-unsupported");
+        }
         if finished(&journal, &student.id, ex.id(), &fp) {
             already += 1;
+            continue;
+        }
+        if let Some(reason) = unsupported {
+            let mut r = PairResult::empty(&student.id, ex, fp, PairState::Unsupported { reason: reason.clone() });
+            r.steps.push(Step::new("gpu", Status::Skipped, reason));
+            done_now.push(r);
             continue;
         }
         if let Some(Tampered { reason, diff }) = harness.or_else(|| tamper::check(ex, &text).err()) {

@@ -60,6 +60,9 @@ pub enum PairState {
     Skipped { reason: String },
     /// The grader's own tools failed (not the student's fault): graded again next time.
     ToolError { message: String },
+    /// The exercise needs a newer GPU than this one (`requires`): nothing ran, no points are given
+    /// or taken; graded on a GPU that has the capability.
+    Unsupported { reason: String },
 }
 
 /// One graded (student, exercise): the journal's line.
@@ -220,5 +223,6 @@ pub fn state_label(s: &PairState) -> &'static str {
         PairState::NotGradable { .. } => "not gradable",
         PairState::Skipped { .. } => "skipped (no GPU)",
         PairState::ToolError { .. } => "tool error",
+        PairState::Unsupported { .. } => "not gradable on this GPU",
     }
 }

@@ -90,7 +90,7 @@ pub(super) fn score_builds(ctx: &Context, results: &Results, i: usize, r: &mut P
     }
 }
 
-pub(super) fn score_tools(ctx: &Context, ex: &Exercise, results: &Results, i: usize, r: &mut PairResult) {
+pub(super) fn score_tools(ex: &Exercise, results: &Results, i: usize, r: &mut PairResult) {
     let named = ex.manifest.expected_finding().map(|(t, _)| t);
     let mut others = (0usize, 0usize, Vec::new());
     for tool in Tool::ALL {
@@ -99,7 +99,7 @@ pub(super) fn score_tools(ctx: &Context, ex: &Exercise, results: &Results, i: us
             Some(Output::NotRun(b)) => verdict::not_run(tool.name(), &stage.id(), b),
             Some(o @ Output::Sanitized { findings, .. }) => {
                 r.findings.extend(findings.iter().cloned());
-                verdict::tool(tool.name(), &stage.id(), o, ctx.config.timeouts.tool)
+                verdict::tool(tool.name(), &stage.id(), o)
             }
             _ => None,
         };
@@ -190,7 +190,7 @@ mod tests {
 
     fn ran(exit: Exit, outputs: Vec<PathBuf>) -> Output {
         let finished = crate::tools::runner::Finished { exit, stdout: Default::default(), stderr: Default::default(), wall: Default::default(), leftovers: 0, escaped: false, oom_killed: false, isolation: None };
-        Output::Ran { command: String::new(), run: Ok(finished), outputs }
+        Output::Ran { command: String::new(), run: Ok(finished), outputs, bounds: crate::judge::stages::Bounds::plain(Default::default()) }
     }
 
     #[test]

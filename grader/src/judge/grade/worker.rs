@@ -86,6 +86,10 @@ pub struct Phases {
     pub calls: f64,
     /// Fresh inputs after the timed runs.
     pub fresh: f64,
+    /// Reading the tools' records and the cases' outputs after `tools`; judging the timed runs
+    /// (their outputs compared with the reference fix's) and the fresh outputs after `fresh`.
+    pub scoring: f64,
+    pub judging: f64,
     /// After the chunk was graded: waiting for the next chunk's builds, then removing the work
     /// folders.
     pub waited: f64,
@@ -230,6 +234,7 @@ impl<'a> Worker<'a> {
                 r
             })
             .collect();
+        let phase = Instant::now();
         for (i, r) in out.iter_mut().enumerate() {
             score_builds(&self.ctx, &results, i, r);
         }
@@ -254,10 +259,11 @@ impl<'a> Worker<'a> {
         }
         for (i, r) in out.iter_mut().enumerate() {
             if r.stage(GradeStage::Builds).is_some_and(|s| s.status == Status::Passed) {
-                score_tools(&self.ctx, ex, &results, i, r);
+                score_tools(ex, &results, i, r);
                 score_cases(&results, i, r, ex, public, secret);
             }
         }
+        phases.scoring = phase.elapsed().as_secs_f64();
 
         // 2. Timing: the reference (and the original) beside every submission whose outputs were
         //    right; nothing else runs on this GPU meanwhile.
@@ -305,10 +311,14 @@ impl<'a> Worker<'a> {
             return (self.failed_chunk(chunk, format!("ncu could not time the reference fix ({why})")), phases);
         }
         let original_timing = original.map(|o| Stage::again(o, StageKind::Timing, chunk.index));
-        let reference_evidence = speed::evidence(results.get_run(&reference_timing), results.get_run(&Stage::again(reference, StageKind::Call, chunk.index)));
+        let reference_outputs = speed::ReadOnce::default();
+        let mut reference_evidence = speed::evidence(results.get_run(&reference_timing), results.get_run(&Stage::again(reference, StageKind::Call, chunk.index)));
+        reference_evidence.read_once = Some(&reference_outputs);
         let original_evidence = speed::evidence(original_timing.as_ref().and_then(|s| results.get_run(s)), None);
-        for &i in &correct {
-            let r = &mut out[i];
+        // Each pair's judging reads and compares its timed outputs (two bench outputs of up to
+        // 256 MiB): one pair per core.
+        let phase = Instant::now();
+        let judge_pair = |i: usize, r: &mut PairResult| {
             if let Some(why) = match results.get(i, StageKind::Timing) {
                 Some(Output::Timed { measured: Ok(_), .. }) => None,
                 Some(Output::Timed { measured: Err(e), .. }) => Some(e.to_string()),
@@ -316,7 +326,7 @@ impl<'a> Worker<'a> {
                 _ => Some("not run".into()),
             } {
                 r.state = PairState::ToolError { message: format!("ncu could not time this submission ({why})") };
-                continue;
+                return;
             }
             let summary = if perf_track {
                 let timed_versions = [("original", original_timing.as_ref().and_then(|s| results.get_run(s))), ("reference", results.get_run(&reference_timing)), ("learner", results.get(i, StageKind::Timing))];
@@ -334,8 +344,10 @@ impl<'a> Worker<'a> {
             };
             score_speed(&speed::judge(&inputs), r);
             score_fresh(results.get(i, StageKind::Fresh), &secret.fresh, ex, r);
-            r.total();
-        }
+        };
+        let timed: Vec<(usize, &mut PairResult)> = out.iter_mut().enumerate().filter(|(i, _)| correct.contains(i)).collect();
+        each_on_cores(timed, self.ctx.config.cpu_jobs, |(i, r)| judge_pair(i, r));
+        phases.judging = phase.elapsed().as_secs_f64();
         for r in &mut out {
             r.total();
         }
@@ -375,6 +387,21 @@ impl<'a> Worker<'a> {
             })
             .collect()
     }
+}
+
+/// Run `work` on every item, on up to `threads` threads, items taken in order as threads free up.
+fn each_on_cores<T: Send>(items: Vec<T>, threads: usize, work: impl Fn(T) + Sync) {
+    let queue = Mutex::new(items.into_iter());
+    let next = || queue.lock().unwrap().next();
+    std::thread::scope(|scope| {
+        for _ in 0..threads.max(1) {
+            scope.spawn(|| {
+                while let Some(item) = next() {
+                    work(item);
+                }
+            });
+        }
+    });
 }
 
 /// The bytes of every file under `dir` (links not followed).
