@@ -92,6 +92,8 @@ const REFERENCES: &[(&str, ReferenceFn)] = &[
     ("matmul", matmul),
     ("unit-histogram256", unit_histogram256),
     ("two-x-plus-one", two_x_plus_one),
+    // Exercises 18-23
+    ("median-window", median_window),
     // Exercises 24-30
     ("histogram-mod", histogram_mod),
     ("polyval", polyval),
@@ -135,6 +137,8 @@ const SIGNATURES: &[(&str, Signature)] = &[
     ("matmul", Signature { inputs: &[("a", DType::F32, "m * k"), ("b", DType::F32, "k * n")], outputs: &[("c", DType::F32, "m * n")] }),
     ("unit-histogram256", Signature { inputs: &[("x", DType::F32, "n")], outputs: &[("bins", DType::U32, "256")] }),
     ("two-x-plus-one", Signature { inputs: &[("x", DType::F32, "n")], outputs: &[("y", DType::F32, "n")] }),
+    // Exercises 18-23
+    ("median-window", Signature { inputs: &[("x", DType::F32, "n")], outputs: &[("y", DType::F32, "n")] }),
     // Exercises 24-30
     ("histogram-mod", Signature { inputs: &[("values", DType::U32, "n")], outputs: &[("counts", DType::U32, "bins")] }),
     ("polyval", Signature { inputs: &[("x", DType::F32, "n"), ("c", DType::F32, "terms")], outputs: &[("y", DType::F32, "n")] }),
@@ -401,6 +405,25 @@ fn two_x_plus_one(_: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
     out("y", Data::F32(inputs[0].data.as_f32().iter().map(|&v| 2.0 * v + 1.0).collect()))
 }
 
+// Exercises 18-23
+
+/// The running median: `y[i]` is the median of `x[i - r] ..= x[i + r]`, indices clamped to the
+/// ends (2r + 1 values, sorted, the middle one): exact, no arithmetic.
+fn median_window(p: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
+    let (n, r) = (param(p, "n"), param(p, "r") as isize);
+    let x = inputs[0].data.as_f32();
+    let mut window = Vec::with_capacity(2 * r as usize + 1);
+    let y = (0..n as isize)
+        .map(|i| {
+            window.clear();
+            window.extend((i - r..=i + r).map(|j| x[j.clamp(0, n as isize - 1) as usize]));
+            window.sort_by(f32::total_cmp);
+            window[r as usize]
+        })
+        .collect();
+    out("y", Data::F32(y))
+}
+
 // Exercises 24-30
 
 /// `bins` counters: `counts[v % bins]` is how many values `v` fall into that bin.
@@ -532,6 +555,16 @@ mod tests {
         assert_eq!(s[0].data, Data::F32(vec![5.0, 5.0, 2.0]));
         let c = smooth3_steps(&params(&[("rows", 2), ("cols", 5), ("steps", 7)]), &[f32s("x", vec![1.5; 10])]);
         assert_eq!(c[0].data, Data::F32(vec![1.5; 10]));
+    }
+
+    // Exercises 18-23
+    #[test]
+    fn the_median_window_clamps_at_the_ends() {
+        let x = f32s("x", vec![5., 1., 4., 2., 3.]);
+        // r = 1: [5 5 1] [5 1 4] [1 4 2] [4 2 3] [2 3 3].
+        assert_eq!(median_window(&params(&[("n", 5), ("r", 1)]), std::slice::from_ref(&x))[0].data, Data::F32(vec![5., 4., 2., 3., 3.]));
+        assert_eq!(median_window(&params(&[("n", 5), ("r", 0)]), std::slice::from_ref(&x))[0].data, Data::F32(vec![5., 1., 4., 2., 3.]));
+        assert_eq!(median_window(&params(&[("n", 1), ("r", 5)]), &[f32s("x", vec![7.])])[0].data, Data::F32(vec![7.]));
     }
 
     #[test]
