@@ -133,3 +133,21 @@ fn a_link_to_a_missing_heading_is_an_error() {
     let error = copy.build_error();
     assert!(error.contains("lessons/04-sync.html") && error.contains("no heading or element with id `blind-spots`"), "{error}");
 }
+
+#[test]
+fn an_exercise_newer_than_the_record_is_said_to_be_not_yet_run_on_a_gpu() {
+    let copy = Copy::new();
+    // 03-race as if it had been added after the last GPU run.
+    let path = copy.path("book/verification.json");
+    let mut record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    record["exercises"].as_array_mut().unwrap().retain(|e| e["id"] != "03-race");
+    std::fs::write(&path, serde_json::to_string(&record).unwrap()).unwrap();
+    let html = cudabugs_book::build(&copy.path("book"), copy.dir.path(), Some(&copy.path("out"))).unwrap();
+    let lesson = std::fs::read_to_string(html.join("lessons/03-race.html")).unwrap();
+    assert!(lesson.contains("Not yet run on a GPU.") && !lesson.contains("racecheck: no errors"), "the lesson invents no result");
+    for page in ["tool-matrix.html", "verification.html"] {
+        let text = std::fs::read_to_string(html.join(page)).unwrap();
+        let note = &text[text.find("Not yet run on a GPU (newer than this record").unwrap_or_else(|| panic!("{page} names the unrecorded exercises"))..];
+        assert!(note[..note.find('\n').unwrap_or(note.len())].contains("03-race"), "{page}");
+    }
+}
