@@ -38,7 +38,7 @@ pub(super) fn crashed(output: Option<&Output>) -> bool {
 /// and then the hidden ones).
 fn tally_part(output: Option<&Output>, cases: &Cases, skip: usize, ex: &Exercise) -> Tally {
     let total = cases.cases.len();
-    let Some(Output::Ran { run, outputs, .. }) = output else {
+    let Some(Output::Ran { run, outputs, bounds, .. }) = output else {
         let why = match output {
             Some(Output::NotRun(b)) => verdict::why_not_run(b),
             _ => "did not run".into(),
@@ -49,10 +49,12 @@ fn tally_part(output: Option<&Output>, cases: &Cases, skip: usize, ex: &Exercise
         Ok(f) => f,
         Err(e) => return Tally { passed: 0, total, problem: Some(e.to_string()), timed_out: false },
     };
+    // A hang or a crash in the verdict's words (a hang exercise's names where the threads wait).
+    let stopped = verdict::stopped(finished, bounds, &[], "the program").map(|(_, why)| why);
     if finished.exit == Exit::TimedOut {
-        return Tally { passed: 0, total, problem: Some("the program did not finish in time".into()), timed_out: true };
+        return Tally { passed: 0, total, problem: stopped, timed_out: true };
     }
-    let mut problem = (!finished.success()).then(|| format!("the program failed ({})", finished.describe_exit()));
+    let mut problem = (!finished.success()).then(|| stopped.unwrap_or_else(|| format!("the program failed ({})", finished.describe_exit())));
     if let Some(left) = finished.left_running() {
         problem = Some(format!("the program {left}"));
     }
