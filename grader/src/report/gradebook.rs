@@ -76,7 +76,12 @@ impl Exporter for Csv {
         w.write_record(&header)?;
         for s in &book.roster().students {
             let mut row = vec![s.id.clone(), s.name.clone(), s.sid.clone().unwrap_or_default(), s.email.clone().unwrap_or_default()];
-            row.extend(book.info.exercises.iter().map(|e| book.get(&s.id, e).map(|r| points(r.points)).unwrap_or_default()));
+            row.extend(book.info.exercises.iter().map(|e| match book.get(&s.id, e) {
+                // Not gradable on the grading GPU: no score, rather than a zero.
+                Some(r) if matches!(r.state, PairState::Unsupported { .. }) => "n/a".to_string(),
+                Some(r) => points(r.points),
+                None => String::new(),
+            }));
             let (total, max) = book.total(&s.id);
             row.extend([points(total), points(max)]);
             w.write_record(&row)?;

@@ -107,9 +107,12 @@ impl journal::Entry for PairResult {
 impl PairResult {
     fn empty(student: &str, ex: &Exercise, fingerprint: String, state: PairState) -> PairResult {
         let rubric = rubric_of(ex);
+        // A pair this GPU cannot grade is worth nothing either way here: 0 of 0, no stages.
+        let unsupported = matches!(state, PairState::Unsupported { .. });
         let stages: Vec<StageScore> = rubric
             .for_exercise(&ex.manifest)
             .into_iter()
+            .filter(|_| !unsupported)
             .map(|(stage, max)| StageScore { stage, points: 0.0, max, status: Status::Skipped, summary: "not run".into(), withheld_by: None })
             .collect();
         PairResult {
@@ -118,7 +121,7 @@ impl PairResult {
             fingerprint,
             state,
             points: 0.0,
-            max: rubric.total(),
+            max: if unsupported { 0.0 } else { rubric.total() },
             stages,
             flags: Vec::new(),
             steps: Vec::new(),
