@@ -110,8 +110,8 @@ if has bench; then
     table+=("$(python3 -c "
 import json
 ph = [json.loads(l)['phases'] for l in open('$L/bench-$name-chunks.jsonl')]
-s = {k: round(sum(p.get(k, 0) for p in ph), 1) for k in ('tools', 'timing', 'calls', 'fresh', 'waited', 'clean_up')}
-print('  chunks: tools', s['tools'], 's, timing', s['timing'], 's (of it whole calls', s['calls'], 's), fresh', s['fresh'], 's; waiting for the next builds', s['waited'], 's, clean-up', s['clean_up'], 's; elsewhere', round($t - sum(s[k] for k in ('tools', 'timing', 'fresh', 'waited', 'clean_up')), 1), 's')
+s = {k: round(sum(p.get(k, 0) for p in ph), 1) for k in ('tools', 'scoring', 'timing', 'calls', 'fresh', 'judging', 'waited', 'clean_up')}
+print('  chunks: tools', s['tools'], 's, scoring', s['scoring'], 's, timing', s['timing'], 's (of it whole calls', s['calls'], 's), fresh', s['fresh'], 's, judging', s['judging'], 's; waiting for the next builds', s['waited'], 's, clean-up', s['clean_up'], 's; elsewhere', round($t - sum(s[k] for k in ('tools', 'scoring', 'timing', 'fresh', 'judging', 'waited', 'clean_up')), 1), 's (negative: the chunks ends ran beside the next tools)')
 ")")
   done
 fi

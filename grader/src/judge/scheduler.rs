@@ -136,6 +136,8 @@ pub fn execute(ctx: &Context, wb: &Workbook, subs: &[Submission], stages: &[Stag
         }
     };
     let mut timeline = Timeline::default();
+    let share = gpu_share(ctx.config.gpu.as_deref());
+    let shared = (!gpu.is_empty()).then(|| share.read().unwrap_or_else(std::sync::PoisonError::into_inner));
     let (built, ran) = std::thread::scope(|scope| {
         let runs = scope.spawn(|| parallel(&gpu, ctx.config.gpu_jobs, run_on_build));
         let built = parallel(&builds, ctx.config.cpu_jobs, |s| {
@@ -155,6 +157,9 @@ pub fn execute(ctx: &Context, wb: &Workbook, subs: &[Submission], stages: &[Stag
     // A run that failed on a resource while others shared the GPU runs again alone, now that every
     // other GPU stage has ended: one program holding all the memory must not fail another.
     let mut ran = ran;
+    drop(shared);
+    let reruns = ran.iter().any(failed_on_resource);
+    let _alone = (reruns || !profiler.is_empty() || !exclusive.is_empty()).then(|| share.write().unwrap_or_else(std::sync::PoisonError::into_inner));
     timeline.rerun_alone += rerun_alone(&gpu, &mut ran, &run_on_build);
     if blocked.is_none() && !gpu.is_empty() {
         timeline.runs_done_at = Some(start.elapsed().as_secs_f64());
@@ -178,12 +183,20 @@ pub fn execute(ctx: &Context, wb: &Workbook, subs: &[Submission], stages: &[Stag
     timeline
 }
 
-/// Run again, one at a time, each of `stages` (run side by side) whose output failed on a shared
-/// resource; how many ran again. One stage alone had the GPU to itself already.
+/// Who has a GPU: any number of executions side by side (sanitizers, cases), or one alone (reruns
+/// of resource failures, the profiler, the whole calls). grade runs a chunk's fresh inputs while
+/// the next chunk's tools run; this keeps each "alone" alone all the same. One per GPU.
+fn gpu_share(gpu: Option<&str>) -> std::sync::Arc<std::sync::RwLock<()>> {
+    type Shares = std::sync::Mutex<BTreeMap<Option<String>, std::sync::Arc<std::sync::RwLock<()>>>>;
+    static SHARES: std::sync::OnceLock<Shares> = std::sync::OnceLock::new();
+    let mut shares = SHARES.get_or_init(Default::default).lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    shares.entry(gpu.map(str::to_string)).or_default().clone()
+}
+
+/// Run again, one at a time, each of `stages` whose output failed on a shared resource; how many
+/// ran again. Even one stage alone in its run may have shared the GPU with another run (grade ends
+/// one chunk beside the next chunk's tools).
 fn rerun_alone(stages: &[Stage], outputs: &mut [Output], run: &dyn Fn(&Stage) -> Output) -> usize {
-    if stages.len() < 2 {
-        return 0;
-    }
     let mut again = 0;
     for (s, o) in stages.iter().zip(outputs.iter_mut()) {
         if failed_on_resource(o) {

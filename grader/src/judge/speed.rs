@@ -12,11 +12,13 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
+use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
 use crate::exercise::compare::{self, Comparison};
 use crate::exercise::data;
+use crate::exercise::reference::Buffer;
 use crate::exercise::rubric::GradeStage;
 use crate::exercise::workbook::Exercise;
 use crate::judge::perf;
@@ -243,6 +245,18 @@ pub struct Timed<'a> {
     pub call_failure: Option<&'a str>,
     /// The call timing's whole process, as the grader clocked it from outside.
     pub call_wall_ns: Option<f64>,
+    /// Where the outputs are kept once read (the reference fix's, which grade compares with every
+    /// learner of a chunk); None: read them at each comparison.
+    pub read_once: Option<&'a ReadOnce>,
+}
+
+/// A version's timed outputs, read at most once. A bench output is up to 256 MiB, and grade
+/// compares the reference fix's with each learner's: read for every pair, 60 pairs of bug
+/// exercises spent 9-12 s of an H100 run reading them.
+#[derive(Debug, Default)]
+pub struct ReadOnce {
+    ncu: OnceLock<Option<Vec<Buffer>>>,
+    call: OnceLock<Option<Vec<Buffer>>>,
 }
 
 /// What ncu saw of one version's timed runs, for the anti-cheat rules.
@@ -326,14 +340,22 @@ fn mb(bytes: f64) -> String {
 
 /// Compare the outputs of one timed process with the reference fix's on the same inputs: None
 /// where they agree or cannot be compared (the reference's own are missing), else what differs.
-fn outputs_differ(mine: Option<&Path>, theirs: Option<&Path>, ex: &Exercise, what: &str) -> Option<String> {
-    let theirs = data::read_outputs(theirs?).ok()?;
+fn outputs_differ(mine: Option<&Path>, theirs: Option<&Path>, kept: Option<&OnceLock<Option<Vec<Buffer>>>>, ex: &Exercise, what: &str) -> Option<String> {
+    let read = || theirs.and_then(|p| data::read_outputs(p).ok());
+    let owned;
+    let theirs = match kept {
+        Some(k) => k.get_or_init(read).as_ref()?,
+        None => {
+            owned = read()?;
+            &owned
+        }
+    };
     let Some(mine) = mine else { return Some(format!("the {what} wrote no outputs")) };
     let got = match data::read_outputs(mine) {
         Ok(g) => g,
         Err(e) => return Some(format!("the {what} left no readable outputs ({e})")),
     };
-    match compare::compare(&theirs, &got, ex.manifest.manifest.tolerance) {
+    match compare::compare(theirs, &got, ex.manifest.manifest.tolerance) {
         Comparison::Equal { .. } => None,
         Comparison::Shape(msg) => Some(format!("the {what}: {msg}")),
         Comparison::Mismatch(m) => Some(format!(
@@ -359,8 +381,9 @@ pub fn judge(i: &Inputs) -> Verdict {
         let ran = if learner.kernels.is_empty() { "no kernel at all".to_string() } else { learner.kernels.iter().cloned().collect::<Vec<_>>().join(", ") };
         flag(Rule::NoKernel, format!("the timed runs launched {ran}; the exercise's kernels are {}", m.timing.kernels.join(", ")));
     }
-    for (mine, theirs, what) in [(i.learner.ncu_output, i.reference.ncu_output, "run under ncu"), (i.learner.call_output, i.reference.call_output, "call timing run")] {
-        if let Some(why) = outputs_differ(mine, theirs, i.ex, what) {
+    let kept = i.reference.read_once;
+    for (mine, theirs, kept, what) in [(i.learner.ncu_output, i.reference.ncu_output, kept.map(|k| &k.ncu), "run under ncu"), (i.learner.call_output, i.reference.call_output, kept.map(|k| &k.call), "call timing run")] {
+        if let Some(why) = outputs_differ(mine, theirs, kept, i.ex, what) {
             flag(Rule::TimedOutputs, why);
         }
     }
@@ -616,5 +639,34 @@ mod tests {
         // A harness without the CPU column judges nothing by it.
         let old = CallTimes::parse("9000000\n9000000\n").unwrap();
         assert!(!rules(&old, &old).contains(&Rule::HostCpu));
+    }
+
+    #[test]
+    fn the_reference_outputs_kept_once_read_judge_every_learner_the_same() {
+        use crate::exercise::reference::Data;
+        let ex = race();
+        let dir = tempfile::tempdir().unwrap();
+        // One f32 buffer `total` as the harness writes outputs (see data::read_outputs).
+        let write = |name: &str, total: f32| {
+            let path = dir.path().join(name);
+            let mut bytes = b"CBOT".to_vec();
+            bytes.extend(1u32.to_le_bytes().into_iter().chain(1u32.to_le_bytes()).chain(5u16.to_le_bytes()));
+            bytes.extend(b"total".iter().copied().chain([crate::exercise::dtype::DType::F32.code()]).chain(1u64.to_le_bytes()).chain(total.to_le_bytes()));
+            std::fs::write(&path, bytes).unwrap();
+            assert!(matches!(&data::read_outputs(&path).unwrap()[0].data, Data::F32(v) if v == &[total]));
+            path
+        };
+        let (theirs, right, wrong) = (write("reference.out", 5000.0), write("right.out", 5000.0), write("wrong.out", 4000.0));
+        let kept = ReadOnce::default();
+        let rules = |mine: &Path, reference: &Path| {
+            let learner = Timed { ncu_output: Some(mine), ..Timed::default() };
+            let reference = Timed { ncu_output: Some(reference), read_once: Some(&kept), ..Timed::default() };
+            judge(&Inputs { ex: &ex, learner, reference, original: Timed::default(), peak: None, perf: None }).flags.into_iter().map(|f| f.rule).collect::<Vec<_>>()
+        };
+        assert!(!rules(&right, &theirs).contains(&Rule::TimedOutputs));
+        // Read once: gone from the disk, the reference's outputs still judge the next learner.
+        std::fs::remove_file(&theirs).unwrap();
+        assert!(rules(&wrong, &theirs).contains(&Rule::TimedOutputs));
+        assert!(!rules(&right, &theirs).contains(&Rule::TimedOutputs));
     }
 }

@@ -75,6 +75,27 @@ pub struct Worker<'a> {
     peak: Mutex<Option<Option<Peak>>>,
 }
 
+/// Where `grade_until_timed` left a chunk.
+pub enum Graded {
+    /// Graded whole (nothing to time, or the grader's own failure).
+    Done(Vec<PairResult>, Phases),
+    /// Timed; `finish_timed` does the rest.
+    Timed(Box<TimedChunk>),
+}
+
+/// A chunk after its timing phase: what `finish_timed` needs.
+pub struct TimedChunk {
+    prepared: std::sync::Arc<ExerciseCases>,
+    results: Results,
+    out: Vec<PairResult>,
+    /// The students whose outputs were right: the ones timed.
+    correct: Vec<usize>,
+    peak: Option<Peak>,
+    baseline: Option<crate::tools::ncu::Measured>,
+    started: Instant,
+    phases: Phases,
+}
+
 /// How long a chunk's phases took (seconds).
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct Phases {
@@ -167,9 +188,28 @@ impl<'a> Worker<'a> {
         scheduler::execute(&self.ctx, wb, &subs, &builds, &mut Results::default(), Instant::now());
     }
 
-    /// Grade one chunk; a result per pair, in order, and how long its phases took. `on_exclusive`
-    /// is called when the timing phase starts (the CPU is free then: the caller prebuilds).
-    pub fn grade(&self, wb: &Workbook, chunk: &Chunk, on_exclusive: &mut dyn FnMut()) -> (Vec<PairResult>, Phases) {
+    /// A chunk's submissions: the students', then the reference fix's (the reference index), then
+    /// for a performance exercise the original's.
+    fn subjects<'s>(&self, wb: &Workbook, chunk: &Chunk<'s>, prepared: &'s ExerciseCases) -> (Vec<Submission<'s>>, usize, Option<usize>) {
+        let ex = chunk.exercise;
+        let plan = self.plan();
+        let mut subs = self.students(wb, chunk, prepared);
+        let students = subs.len();
+        let mut reference = Submission::new(wb, plan, ex, "reference", wb.solution_path(ex), ex.solution.to_string(), Reuse::IfUnchanged, &prepared.public);
+        reference.secret = Some(&prepared.secret);
+        subs.push(reference);
+        let original = (ex.manifest.track() == Track::Perf).then(|| {
+            subs.push(Submission::new(wb, plan, ex, "original", wb.learner_path(ex), ex.original.to_string(), Reuse::IfUnchanged, &prepared.public));
+            students + 1
+        });
+        (subs, students, original)
+    }
+
+    /// Grade one chunk up to the end of its timing phase, which had the GPU alone. `on_exclusive`
+    /// is called when the timing phase is about to start (the caller makes sure the GPU and the
+    /// CPU are free then, and prebuilds the next chunk). What is left (fresh inputs, judging the
+    /// timed runs) needs neither alone: `finish_timed` runs it beside the next chunk's tools.
+    pub fn grade_until_timed(&self, wb: &Workbook, chunk: &Chunk, on_exclusive: &mut dyn FnMut()) -> Graded {
         let started = Instant::now();
         let mut phases = Phases::default();
         let ex = chunk.exercise;
@@ -177,7 +217,7 @@ impl<'a> Worker<'a> {
         let prepared = if gpu_stages {
             match self.cases(wb, ex) {
                 Ok(c) => c,
-                Err(e) => return (self.failed_chunk(chunk, format!("cannot write the inputs: {e}")), phases),
+                Err(e) => return Graded::Done(self.failed_chunk(chunk, format!("cannot write the inputs: {e}")), phases),
             }
         } else {
             std::sync::Arc::new(ExerciseCases::default())
@@ -185,18 +225,9 @@ impl<'a> Worker<'a> {
         // This GPU's peak, for the physical-floor rule and the performance track (cached on disk).
         let peak = if gpu_stages { self.peak(wb) } else { None };
         let (public, secret) = (&prepared.public, &prepared.secret);
-        let plan = self.plan();
-        let mut subs = self.students(wb, chunk, &prepared);
-        let students = subs.len();
-        let mut reference = Submission::new(wb, plan, ex, "reference", wb.solution_path(ex), ex.solution.to_string(), Reuse::IfUnchanged, public);
-        reference.secret = Some(secret);
-        subs.push(reference);
+        let (subs, students, original) = self.subjects(wb, chunk, &prepared);
         let reference = students;
-        let perf_track = ex.manifest.track() == Track::Perf;
-        let original = perf_track.then(|| {
-            subs.push(Submission::new(wb, plan, ex, "original", wb.learner_path(ex), ex.original.to_string(), Reuse::IfUnchanged, public));
-            students + 1
-        });
+        let perf_track = original.is_some();
 
         // 1. Builds, the four tools, the public and the hidden cases in one run (the reference's
         //    hidden run, once per exercise, proves the instructor's cases are fair).
@@ -247,13 +278,13 @@ impl<'a> Worker<'a> {
                 }
                 r.total();
             }
-            return (out, phases);
+            return Graded::Done(out, phases);
         }
         if !checked_fair {
             let hidden_fair = tally(results.get_run(&fairness), &secret.hidden, ex);
             if hidden_fair.passed != hidden_fair.total {
                 let why = format!("the reference fix fails the hidden cases ({}): the secret's cases do not fit this exercise", hidden_fair.problem.unwrap_or_default());
-                return (self.failed_chunk(chunk, why), phases);
+                return Graded::Done(self.failed_chunk(chunk, why), phases);
             }
             self.fair.lock().unwrap().insert(ex.id().to_string());
         }
@@ -278,7 +309,8 @@ impl<'a> Worker<'a> {
             for r in &mut out {
                 r.total();
             }
-            return self.finish(out, started, phases);
+            let (out, phases) = self.finish(out, started, phases);
+            return Graded::Done(out, phases);
         }
         on_exclusive();
         let mut timing: Vec<Stage> = correct.iter().map(|&i| Stage::new(i, StageKind::Timing)).collect();
@@ -294,6 +326,16 @@ impl<'a> Worker<'a> {
         phases.calls = timeline.exclusive.unwrap_or(0.0);
         let baseline = if perf_track { perf::time_baseline(&self.ctx, wb, ex).ok().flatten() } else { None };
         phases.timing = phase.elapsed().as_secs_f64();
+        Graded::Timed(Box::new(TimedChunk { prepared: prepared.clone(), results, out, correct, peak, baseline, started, phases }))
+    }
+
+    /// The rest of a timed chunk: fresh inputs, then every timed pair judged.
+    pub fn finish_timed(&self, wb: &Workbook, chunk: &Chunk, timed: TimedChunk) -> (Vec<PairResult>, Phases) {
+        let TimedChunk { prepared, mut results, mut out, correct, peak, baseline, started, mut phases } = timed;
+        let ex = chunk.exercise;
+        let secret = &prepared.secret;
+        let (subs, reference, original) = self.subjects(wb, chunk, &prepared);
+        let perf_track = original.is_some();
         // 3. Fresh inputs, after the timed runs.
         let phase = Instant::now();
         let fresh: Vec<Stage> = correct.iter().map(|&i| Stage::new(i, StageKind::Fresh)).collect();
@@ -415,4 +457,20 @@ pub fn folder_bytes(dir: &Path) -> u64 {
             _ => 0,
         })
         .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_item_is_worked_on_once_whatever_the_threads() {
+        for threads in [0, 1, 3, 64] {
+            let seen = Mutex::new(Vec::new());
+            each_on_cores((0..10).collect(), threads, |i: i32| seen.lock().unwrap().push(i));
+            let mut seen = seen.into_inner().unwrap();
+            seen.sort();
+            assert_eq!(seen, (0..10).collect::<Vec<_>>(), "{threads} threads");
+        }
+    }
 }
