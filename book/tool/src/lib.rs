@@ -504,12 +504,7 @@ fn render_summary(record: &VerificationRecord, up: &str) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "| exercise | tool | intended finding | plain run | original | fix | outcome |\n| --- | --- | --- | --- | --- | --- | --- |");
     for e in &record.exercises {
-        let found = e
-            .finding
-            .as_ref()
-            .map(|f| format!("{} at `{}`", f.kind, f.locations.first().map(|l| l.short()).unwrap_or_default()))
-            .or_else(|| e.perf_version("reference").map(|r| format!("slow: the fix is {:.2}x faster", r.speedup)))
-            .unwrap_or_else(|| "-".into());
+        let found = e.evidence();
         let plain = match (e.plain_runs, e.plain_run_correct) {
             (Some(p), _) => plain_runs_text(&p),
             (None, Some(true)) => "right (silent)".into(),

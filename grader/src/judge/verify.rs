@@ -127,6 +127,26 @@ impl ExerciseRecord {
         self.timing.as_ref().map(|t| t.reference_ns).or_else(|| self.perf_version("reference").map(|v| v.nanoseconds))
     }
 
+    /// What showed the exercise's problem, in a few words for tables: the tool's record at its
+    /// line, the hang or the crash with its region, wrong outputs, or the performance gap.
+    pub fn evidence(&self) -> String {
+        if let Some(f) = &self.finding {
+            return format!("{} at {}", f.kind, f.locations.first().map(|l| l.short()).unwrap_or_default());
+        }
+        if let Some(r) = self.perf_version("reference") {
+            let target = self.perf.as_ref().map(|p| format!(" (>= {:.2}x)", p.target_speedup)).unwrap_or_default();
+            return format!("slow: the fix is {:.2}x{target}", r.speedup);
+        }
+        // The plain runs' own check says it: "5 of 5 plain runs hung: ...".
+        let stopped = |name: &str| self.checks.iter().find(|c| c.name == name && c.status == Status::Passed).is_some();
+        match self.detector {
+            Detector::WrongOutput => "wrong output (no tool sees it)".into(),
+            Detector::Hang if stopped("exercise hangs") => format!("hangs in `{}`", self.region),
+            Detector::Crash if stopped("exercise crashes") => format!("crashes in `{}`", self.region),
+            _ => "-".into(),
+        }
+    }
+
     /// One version of a performance exercise's record.
     pub fn perf_version(&self, name: &str) -> Option<&crate::judge::perf::VersionPerf> {
         self.perf.as_ref().and_then(|p| p.version(name))

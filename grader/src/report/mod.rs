@@ -334,18 +334,7 @@ pub fn verify_text(record: &VerificationRecord) -> String {
     let id_w = record.exercises.iter().map(|e| e.id.len()).max().unwrap_or(0).max(8);
     let _ = writeln!(out, "\n{:<id_w$} {:<10} {:<36} {:<9} {:>11} {:>11} {:>7}  outcome", "exercise", "tool", "intended finding", "plain run", "original", "solution", "noise");
     for e in &record.exercises {
-        let found = e
-            .finding
-            .as_ref()
-            .map(|f| {
-                let at = f.locations.first().map(|l| l.short()).unwrap_or_default();
-                format!("{} {at}", f.kind)
-            })
-            .unwrap_or_else(|| match (e.detector, &e.perf) {
-                (crate::exercise::manifest::Detector::WrongOutput, _) => "wrong output (no tool sees it)".into(),
-                (_, Some(p)) => p.version("reference").map(|r| format!("slow: the fix is {:.2}x (>= {:.2}x)", r.speedup, p.target_speedup)).unwrap_or_else(|| "slow".into()),
-                _ => "-".into(),
-            });
+        let found = e.evidence();
         let us = |v: Option<f64>| v.map(|v| format!("{:.1} us", v / 1e3)).unwrap_or_else(|| "-".into());
         // Right in how many of the plain runs.
         let plain = match (e.plain_runs, e.plain_run_correct) {
