@@ -264,3 +264,37 @@ impl Stage {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exercise::workbook::Exercise;
+
+    /// 07-leak's manifest with its `[expect]` made a hang's, and its texts as given.
+    fn exercise(expect: &str, original: &'static str) -> Exercise {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let text = std::fs::read_to_string(root.join("exercises/07-leak/exercise.toml")).unwrap();
+        let start = text.find("[expect]").unwrap();
+        let end = start + text[start..].find("\n\n").unwrap();
+        let text = format!("{}{expect}{}", &text[..start], &text[end..]);
+        let manifest = crate::exercise::manifest::parse("07-leak", std::path::Path::new("exercise.toml"), &text).unwrap();
+        Exercise { manifest, original, solution: "// the fix\n" }
+    }
+
+    #[test]
+    fn only_the_untouched_hang_exercise_is_held_to_the_hangs_limit() {
+        let wb = Workbook::new(std::env::temp_dir(), &[], &[]).unwrap();
+        let cases = Cases::default();
+        let original = "// ANCHOR: alloc\nwhile (true) {}\n// ANCHOR_END: alloc\n";
+        let hang = exercise("[expect]\ndetector = \"hang\"\nregion = \"alloc\"\ntimeout_s = 2", original);
+        let sub = |ex: &'static Exercise, text: &str| Submission::new(&wb, "check", ex, "learner", PathBuf::from("leak.cu"), text.to_string(), Reuse::Never, &cases);
+        let hang: &'static Exercise = Box::leak(Box::new(hang));
+        assert_eq!(sub(hang, original).hang_limit(), Some(std::time::Duration::from_secs(2)));
+        assert_eq!(sub(hang, "// edited\n").hang_limit(), None, "an edited file keeps the general limits");
+        let bounds = crate::judge::stages::Bounds::of(&sub(hang, original), std::time::Duration::from_secs(60));
+        assert_eq!((bounds.limit, bounds.region.as_deref()), (std::time::Duration::from_secs(2), Some("region `alloc` (center.cu:1-3)")));
+        let leak: &'static Exercise = Box::leak(Box::new(exercise("[expect]\ntool = \"memcheck\"\nkind = \"leak\"\nregion = \"alloc\"", original)));
+        assert_eq!(sub(leak, original).hang_limit(), None, "not a hang exercise");
+        assert_eq!(crate::judge::stages::Bounds::of(&sub(leak, original), std::time::Duration::from_secs(60)).limit, std::time::Duration::from_secs(60));
+    }
+}
