@@ -3,7 +3,7 @@
   // barrier: in the first step a block reads its neighbours' edge cells before they are loaded.
   if (i < cols) buf[0][t] = x[row + i];
   __syncthreads();
-  for (int s = 0; s < steps; s++) {
+  for (int s = 0; s < STEPS; s++) {
     float* cur = buf[s % 2];
     float* next = buf[(s + 1) % 2];
     if (i < cols) {

@@ -4,7 +4,7 @@
   // work that touches no shared cell could run in between.
   if (i < cols) buf[0][t] = x[row + i];
   cluster.barrier_arrive();
-  for (int s = 0; s < steps; s++) {
+  for (int s = 0; s < STEPS; s++) {
     float* cur = buf[s % 2];
     float* next = buf[(s + 1) % 2];
     cluster.barrier_wait();

@@ -1,7 +1,8 @@
 // 28-cluster-dsmem: heat diffusion along rods, many steps without a trip to global memory.
 //
-// Each row of the input is a rod of at most ROW cells; each step replaces every cell by
-// (left + 2 * cell + right) / 4, the rod's ends clamped. One thread block cluster (Hopper, sm_90)
+// Each row of the input is a rod of at most ROW cells; each of STEPS steps (the substeps of one
+// frame of a simulation) replaces every cell by (left + 2 * cell + right) / 4, the rod's ends
+// clamped. One thread block cluster (Hopper, sm_90)
 // holds one rod: block r of the cluster keeps cells r * BLOCK .. r * BLOCK + BLOCK - 1 in its shared
 // memory, in two buffers (this step's values and the next step's). A cell at the edge of a block
 // needs a neighbour from the next block, read straight from that block's shared memory through
@@ -14,8 +15,9 @@ namespace cg = cooperative_groups;
 constexpr int BLOCK = 256;
 constexpr int CLUSTER = 8;               // blocks per cluster (8 is the portable maximum)
 constexpr int ROW = BLOCK * CLUSTER;      // the longest rod a cluster holds: 2048 cells
+constexpr int STEPS = 16;
 
-__global__ void __cluster_dims__(CLUSTER, 1, 1) diffuse(const float* x, float* y, int cols, int steps) {
+__global__ void __cluster_dims__(CLUSTER, 1, 1) diffuse(const float* x, float* y, int cols) {
   __shared__ float buf[2][BLOCK];
   cg::cluster_group cluster = cg::this_cluster();
   const int t = threadIdx.x;
@@ -26,7 +28,7 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) diffuse(const float* x, float* y
   // ANCHOR: bug
   if (i < cols) buf[0][t] = x[row + i];
   cluster.sync();  // every block's cells are loaded before a neighbour reads them
-  for (int s = 0; s < steps; s++) {
+  for (int s = 0; s < STEPS; s++) {
     float* cur = buf[s % 2];
     float* next = buf[(s + 1) % 2];
     if (i < cols) {
@@ -41,14 +43,13 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) diffuse(const float* x, float* y
   }
   // ANCHOR_END: bug
 
-  if (i < cols) y[row + i] = buf[steps % 2][t];
+  if (i < cols) y[row + i] = buf[STEPS % 2][t];
   cluster.sync();  // a block's shared memory must outlive its neighbours' last reads of it
 }
 
 void cb_run(cb::Io& io) {
   const int rows = static_cast<int>(io.param("rows"));
   const int cols = static_cast<int>(io.param("cols"));
-  const int steps = static_cast<int>(io.param("steps"));
   if (cols > ROW) {
     std::fprintf(stderr, "a rod of %d cells does not fit in one cluster (at most %d)\n", cols, ROW);
     std::exit(2);
@@ -61,7 +62,7 @@ void cb_run(cb::Io& io) {
   CB_CHECK(cudaMalloc(&d_x, n * sizeof(float)));
   CB_CHECK(cudaMalloc(&d_y, n * sizeof(float)));
   CB_CHECK(cudaMemcpy(d_x, h_x, n * sizeof(float), cudaMemcpyHostToDevice));
-  diffuse<<<rows * CLUSTER, BLOCK>>>(d_x, d_y, cols, steps);
+  diffuse<<<rows * CLUSTER, BLOCK>>>(d_x, d_y, cols);
   CB_CHECK(cudaGetLastError());
   CB_CHECK(cudaMemcpy(h_y, d_y, n * sizeof(float), cudaMemcpyDeviceToHost));
   CB_CHECK(cudaFree(d_x));

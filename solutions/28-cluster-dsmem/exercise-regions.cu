@@ -4,7 +4,7 @@
   // ANCHOR: bug
   if (i < cols) buf[0][t] = x[row + i];
   cluster.sync();  // every block's cells are loaded before a neighbour reads them
-  for (int s = 0; s < steps; s++) {
+  for (int s = 0; s < STEPS; s++) {
     float* cur = buf[s % 2];
     float* next = buf[(s + 1) % 2];
     if (i < cols) {

@@ -97,7 +97,7 @@ const REFERENCES: &[(&str, ReferenceFn)] = &[
     // Exercises 24-30
     ("histogram-mod", histogram_mod),
     ("polyval", polyval),
-    ("smooth3-steps", smooth3_steps),
+    ("diffuse16", diffuse16),
 ];
 
 /// What a reference reads and writes: buffers by name, dtype and length expression. A manifest that
@@ -142,7 +142,7 @@ const SIGNATURES: &[(&str, Signature)] = &[
     // Exercises 24-30
     ("histogram-mod", Signature { inputs: &[("values", DType::U32, "n")], outputs: &[("counts", DType::U32, "bins")] }),
     ("polyval", Signature { inputs: &[("x", DType::F32, "n"), ("c", DType::F32, "terms")], outputs: &[("y", DType::F32, "n")] }),
-    ("smooth3-steps", Signature { inputs: &[("x", DType::F32, "rows * cols")], outputs: &[("y", DType::F32, "rows * cols")] }),
+    ("diffuse16", Signature { inputs: &[("x", DType::F32, "rows * cols")], outputs: &[("y", DType::F32, "rows * cols")] }),
 ];
 
 pub fn signature(name: &str) -> Option<&'static Signature> {
@@ -443,15 +443,18 @@ fn polyval(_: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
     out("y", Data::F32(y))
 }
 
-/// `steps` rounds of the 3-point average (1/4, 1/2, 1/4) along each row of a row-major `rows x cols`
-/// matrix, the row's ends clamped, in f64.
-fn smooth3_steps(p: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
-    let (cols, steps) = (param(p, "cols"), param(p, "steps"));
+/// How many diffusion steps `diffuse16` takes (the 28-cluster-dsmem kernel's `STEPS`).
+pub const DIFFUSE_STEPS: usize = 16;
+
+/// DIFFUSE_STEPS rounds of the 3-point average (1/4, 1/2, 1/4) along each row of a row-major
+/// `rows x cols` matrix, the row's ends clamped, in f64.
+fn diffuse16(p: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
+    let cols = param(p, "cols");
     let x = inputs[0].data.as_f32();
     let mut y = Vec::with_capacity(x.len());
     for row in x.chunks(cols.max(1)) {
         let mut v: Vec<f64> = row.iter().map(|&a| a as f64).collect();
-        for _ in 0..steps {
+        for _ in 0..DIFFUSE_STEPS {
             let at = |i: isize| v[i.clamp(0, cols as isize - 1) as usize];
             v = (0..cols as isize).map(|i| 0.25 * at(i - 1) + 0.5 * at(i) + 0.25 * at(i + 1)).collect();
         }
@@ -550,11 +553,15 @@ mod tests {
         // 1 + 2x + 3x^2 at x = 2 and x = -1.
         let y = polyval(&params(&[]), &[f32s("x", vec![2.0, -1.0]), f32s("c", vec![1.0, 2.0, 3.0])]);
         assert_eq!(y[0].data, Data::F32(vec![17.0, 2.0]));
-        // One step on a row of 3, clamped ends; a constant row stays constant however many steps.
-        let s = smooth3_steps(&params(&[("rows", 1), ("cols", 3), ("steps", 1)]), &[f32s("x", vec![4.0, 8.0, 0.0])]);
-        assert_eq!(s[0].data, Data::F32(vec![5.0, 5.0, 2.0]));
-        let c = smooth3_steps(&params(&[("rows", 2), ("cols", 5), ("steps", 7)]), &[f32s("x", vec![1.5; 10])]);
+        // A constant row stays constant; a row of one cell too; a spike spreads and keeps its sum.
+        let c = diffuse16(&params(&[("rows", 2), ("cols", 5)]), &[f32s("x", vec![1.5; 10])]);
         assert_eq!(c[0].data, Data::F32(vec![1.5; 10]));
+        assert_eq!(diffuse16(&params(&[("rows", 1), ("cols", 1)]), &[f32s("x", vec![0.25])])[0].data, Data::F32(vec![0.25]));
+        let mut spike = vec![0.0f32; 64];
+        spike[32] = 1.0;
+        let Data::F32(s) = &diffuse16(&params(&[("rows", 1), ("cols", 64)]), &[f32s("x", spike)])[0].data else { panic!() };
+        // 16 steps of (1 2 1) / 4 are the binomial weights C(32, 16 + d) / 2^32.
+        assert!((s[32] as f64 - 601080390.0 / 4294967296.0).abs() < 1e-7 && (s.iter().sum::<f32>() - 1.0).abs() < 1e-5, "{s:?}");
     }
 
     // Exercises 18-23
