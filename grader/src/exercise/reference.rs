@@ -430,8 +430,10 @@ fn median_window(p: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
 fn histogram_mod(p: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
     let bins = param(p, "bins");
     let mut counts = vec![0u32; bins];
-    for &v in inputs[0].data.as_u32() {
-        counts[v as usize % bins.max(1)] += 1;
+    if bins > 0 {
+        for &v in inputs[0].data.as_u32() {
+            counts[v as usize % bins] += 1;
+        }
     }
     out("counts", Data::U32(counts))
 }
