@@ -160,7 +160,11 @@ fn location(w: &RawWhere, role: &str) -> Option<SourceLocation> {
 /// - "(invalid memcpy_async synchronization)": the manual gives it for hazard reports
 ///   (`--racecheck-report hazard`); an analysis record may read as a plain race
 /// - "Unused __global__ memory in allocation ..." | "Unused __shared__ memory ..."
-/// - bulk copies and stack overflow: the manual gives no text; "bulk" and "stack overflow" are guesses.
+/// - "Potential invalid __shared__ read of size 4 bytes ... Address ... is located in a block that
+///   might not have entered yet" | "... might have already exited": racecheck's cluster entry and
+///   exit races on distributed shared memory, a shared-memory race between blocks of a cluster
+/// - bulk copies and stack overflow: the manual gives no text; "bulk" and "stack overflow" are
+///   guesses (cuda-memcheck named a hardware exception "Lane User Stack Overflow").
 const MODE_PATTERNS: &[(Tool, &str, FindingKind)] = &[
     (Tool::Memcheck, "malloc/free", FindingKind::HeapError),
     (Tool::Memcheck, "double free", FindingKind::HeapError),
@@ -174,6 +178,8 @@ const MODE_PATTERNS: &[(Tool, &str, FindingKind)] = &[
     (Tool::Memcheck, "stack overflow", FindingKind::StackOverflow),
     (Tool::Racecheck, "deadlock", FindingKind::Deadlock),
     (Tool::Racecheck, "memcpy_async", FindingKind::AsyncCopyRace),
+    (Tool::Racecheck, "might not have entered yet", FindingKind::SharedRace),
+    (Tool::Racecheck, "might have already exited", FindingKind::SharedRace),
     (Tool::Racecheck, "cp.async", FindingKind::AsyncCopyRace),
     (Tool::Initcheck, "unused __", FindingKind::UnusedMemory),
     (Tool::Initcheck, "unused memory", FindingKind::UnusedMemory),
@@ -425,7 +431,8 @@ mod tests {
             (Tool::Racecheck, "<text>Deadlock detected in Cuda::barrier wait called by threads starting at (0,0,0) in block (0,0,0)</text>", FindingKind::Deadlock),
             (Tool::Racecheck, "<text>Race reported (invalid memcpy_async synchronization)</text>", FindingKind::AsyncCopyRace),
             (Tool::Initcheck, "<text>Unused __global__ memory in allocation 0x7fed9f400000 of size 100 bytes</text>", FindingKind::UnusedMemory),
-            (Tool::Memcheck, "<exception>Warp stack overflow</exception>", FindingKind::StackOverflow),
+            (Tool::Memcheck, "<exception>Lane User Stack Overflow</exception>", FindingKind::StackOverflow),
+            (Tool::Racecheck, "<text>Potential invalid __shared__ read of size 4 bytes</text><error>Address 0x1000400 is located in a block that might have already exited</error>", FindingKind::SharedRace),
         ] {
             let r = one(tool, what);
             assert_eq!((r.kind, r.locations[0].short()), (kind, "k.cu:7".to_string()), "{what}");
