@@ -190,3 +190,37 @@ fn a_performance_check_shows_every_version_its_metrics_and_the_roofline() {
     assert!(text.contains("extra passes shared memory needs"), "the metric in plain words");
     settings().bind(|| insta::assert_snapshot!("perf_52_untouched", text));
 }
+
+#[test]
+fn a_hang_is_its_own_outcome_and_gets_the_exercises_explanation() {
+    // 07-leak's manifest made a hang exercise's: the report does not depend on which exercise.
+    let mut ex = exercise("07-leak");
+    let text = ex.manifest.text.clone();
+    let start = text.find("[expect]").unwrap();
+    let end = start + text[start..].find("\n\n").unwrap();
+    let hang = format!("{}[expect]\ndetector = \"hang\"\nregion = \"alloc\"\ntimeout_s = 3{}", &text[..start], &text[end..]);
+    ex.manifest = grader::exercise::manifest::parse("07-leak", Path::new("exercise.toml"), &hang).unwrap();
+    let hung = "hung: the threads wait in region `alloc` (center.cu:30-44); the program was killed after 3.0 s";
+    let steps = vec![Step::new("build -G", Status::Passed, "nvcc -G (sm_90)"), Step::new("correctness", Status::Hung, hung)];
+    let r = CheckReport {
+        exercise: "07-leak".into(),
+        title: ex.manifest.manifest.title.clone(),
+        source: "exercises/07-leak/center.cu".into(),
+        gpu: None,
+        arch: "sm_90".into(),
+        isolation: grader::tools::sandbox::Level::Namespaces,
+        outcome: Outcome::from_steps(&steps),
+        steps,
+        findings: Vec::new(),
+        flags: Vec::new(),
+        timing: None,
+        perf: None,
+        solution_diff: None,
+    };
+    assert_eq!((r.outcome.label(), r.outcome.exit_code()), ("hung", 4));
+    let text = report::check_text(&r, &ex, Path::new("center.cu"));
+    // Without the colours' escape sequences.
+    let plain: String = text.split('\u{1b}').enumerate().map(|(i, part)| if i == 0 { part } else { part.split_once('m').map_or(part, |(_, rest)| rest) }).collect();
+    assert!(plain.contains(&format!("HUNG at step `correctness`: {hung}")), "{plain}");
+    assert!(text.contains(&format!("What it means: {}", ex.manifest.manifest.explain.finding)) && text.contains("lessons/07-leak.md"), "{text}");
+}

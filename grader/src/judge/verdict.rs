@@ -388,6 +388,17 @@ pub fn case_outputs(c: &crate::exercise::cases::PreparedCase, path: &std::path::
     }
 }
 
+/// Whether a plain run's step is the evidence its exercise's detector asks for: wrong outputs, the
+/// hang (killed at the hang's limit), the host crash. For the learner's report and verify's example.
+pub fn run_shows(detector: Detector, step: &Step) -> bool {
+    match detector {
+        Detector::WrongOutput => is_wrong_output(step),
+        Detector::Hang => step.status == Status::Hung,
+        Detector::Crash => step.status == Status::Failed && step.summary.starts_with("crashed: "),
+        Detector::Sanitizer | Detector::Speed => false,
+    }
+}
+
 /// Whether a correctness step failed on wrong outputs (a "case `...`: ..." mismatch), rather than a
 /// crash, a timeout or unreadable outputs.
 pub fn is_wrong_output(step: &Step) -> bool {

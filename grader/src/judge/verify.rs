@@ -708,11 +708,7 @@ fn stop_step(detector: Detector, outputs: &[&Output], steps: &[Step]) -> Step {
         .count();
     let status = if stopped == outputs.len() && stopped > 0 { Status::Passed } else { Status::Failed };
     // The first run that did what the bug does tells where; else the first that did not.
-    let wanted = match detector {
-        Detector::Hang => Status::Hung,
-        _ => Status::Failed,
-    };
-    let example = steps.iter().find(|s| s.status == wanted && (detector == Detector::Hang || s.summary.starts_with("crashed:"))).or(steps.first()).map(|s| s.summary.clone()).unwrap_or_default();
+    let example = steps.iter().find(|s| verdict::run_shows(detector, s)).or(steps.first()).map(|s| s.summary.clone()).unwrap_or_default();
     let what = if detector == Detector::Hang { "hung" } else { "crashed" };
     Step::new(name, status, format!("{stopped} of {} plain runs {what}: {example}", outputs.len())).stage(stage)
 }

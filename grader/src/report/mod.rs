@@ -109,10 +109,11 @@ pub fn check_text(report: &CheckReport, ex: &Exercise, source: &Path) -> String 
     for f in &report.findings {
         finding(&mut out, f, source, text.as_deref(), &report.source);
     }
-    // For a bug no tool sees, the wrong outputs are the finding, and they get its explanation.
+    // For a bug no tool sees, the plain run is the finding (wrong outputs, the hang, the crash),
+    // and it gets the finding's explanation.
     let correctness = report.steps.iter().find(|s| s.name == "correctness");
-    let wrong_output = ex.manifest.detector() == crate::exercise::manifest::Detector::WrongOutput && correctness.is_some_and(verdict::is_wrong_output);
-    if !report.findings.is_empty() || wrong_output {
+    let run_shows = correctness.is_some_and(|c| verdict::run_shows(ex.manifest.detector(), c));
+    if !report.findings.is_empty() || run_shows {
         let _ = writeln!(out, "\n  What it means: {}", m.explain.finding);
         match correctness {
             _ if report.findings.is_empty() => {}
