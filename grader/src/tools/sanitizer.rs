@@ -381,8 +381,34 @@ pub fn run(launcher: &dyn crate::tools::launcher::Launcher, tool: Tool, job: &Jo
     let _ = std::fs::remove_file(xml_path);
     let finished = launcher.launch(job)?;
     let xml = std::fs::read_to_string(xml_path).unwrap_or_default();
-    let records = parse(tool, &xml).map_err(|e| RunError::Parse(e, xml_path.to_path_buf()))?;
+    let mut records = parse(tool, &xml).map_err(|e| RunError::Parse(e, xml_path.to_path_buf()))?;
+    // A run killed at its limit may never have saved its XML; what it printed is all there is.
+    if xml.trim().is_empty() && finished.exit == Exit::TimedOut {
+        records = deadlocks_in_text(tool, &finished.stdout.text());
+    }
     Ok(ToolRun { tool, command: job.display(), records, xml_path: xml_path.to_path_buf(), finished })
+}
+
+/// racecheck's deadlock reports in its text output, for a run killed before it saved its XML:
+/// "========= Deadlock detected in Cuda::barrier wait called by threads starting at (0,0,0) in
+/// block (0,0,0), ... at kernel+0x1190 in app.cu:98" (the manual's words; UNCONFIRMED on a GPU).
+fn deadlocks_in_text(tool: Tool, text: &str) -> Vec<Record> {
+    if tool != Tool::Racecheck {
+        return Vec::new();
+    }
+    text.lines()
+        .filter_map(|line| {
+            let line = line.trim_start_matches('=').trim();
+            if !line.starts_with("Deadlock detected") {
+                return None;
+            }
+            // The last " in FILE:LINE" names the wait.
+            let (_, place) = line.rsplit_once(" in ")?;
+            let (path, number) = place.trim().rsplit_once(':')?;
+            let location = SourceLocation { path: path.to_string(), line: number.trim().parse().ok()?, function: None, role: "access".into() };
+            Some(Record { tool, kind: FindingKind::Deadlock, text: line.to_string(), level: None, thread: None, block: None, count: None, locations: vec![location] })
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -457,6 +483,16 @@ mod tests {
         assert!(replaced.contains("--leak-check no prog") && !replaced.contains("full"), "{replaced}");
         let racecheck = shown(&["--racecheck-deadlock-timeout", "1000"], Tool::Racecheck);
         assert!(racecheck.contains("--racecheck-deadlock-timeout 1000 prog") && !racecheck.contains("leak"), "{racecheck}");
+    }
+
+    #[test]
+    fn a_deadlock_printed_by_a_run_killed_before_its_xml_is_read_from_the_text() {
+        let text = "========= RACECHECK\n========= Deadlock detected in Cuda::barrier wait called by threads starting at (0,0,0) in block (0,0,0), (active mask: 0xffffffff), barrier address: 0x0 at kernel+0x1190 in /w/app.cu:98\n=========     and more\n";
+        let found = deadlocks_in_text(Tool::Racecheck, text);
+        assert_eq!(found.len(), 1);
+        assert_eq!((found[0].kind, found[0].locations[0].short()), (FindingKind::Deadlock, "app.cu:98".to_string()));
+        assert!(deadlocks_in_text(Tool::Memcheck, text).is_empty(), "only racecheck reports deadlocks");
+        assert!(deadlocks_in_text(Tool::Racecheck, "========= Deadlock detected somewhere\n").is_empty(), "no line, no record");
     }
 
     #[test]
