@@ -186,7 +186,10 @@ pub fn check(ctx: &Context, wb: &Workbook, ex: &Exercise, mut say: impl FnMut(&s
 /// learner's and the reference's whole calls alone on the GPU. A tool error where the embedded
 /// versions do not build or the profiler failed.
 fn run_timing(ctx: &Context, wb: &Workbook, subs: &[Submission], results: &mut Results, started: Instant) -> Result<(), Box<Step>> {
-    let mut timing: Vec<Stage> = (0..subs.len()).map(|i| Stage::new(i, StageKind::Timing)).collect();
+    // A hang exercise's original never finishes: timing it would hold the profiler's lock for its
+    // whole limit, and there is no time to compare with.
+    let hangs = subs[ORIGINAL].hang_limit().is_some();
+    let mut timing: Vec<Stage> = (0..subs.len()).filter(|&i| !(i == ORIGINAL && hangs)).map(|i| Stage::new(i, StageKind::Timing)).collect();
     timing.extend([Stage::new(LEARNER, StageKind::Call), Stage::new(REFERENCE, StageKind::Call)]);
     scheduler::execute(ctx, wb, subs, &timing, results, started);
     // The original and the reference come from this binary: built once, then kept until they change.

@@ -466,10 +466,12 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
             .flat_map(|&k| {
                 let (ex, sol) = pair(k);
                 let perf = work[k].record.track == Track::Perf;
+                // A hang exercise's original is not timed: it would hold ncu's lock for its limit.
+                let hangs = work[k].ex.manifest.hang_timeout().is_some();
                 let original = Stage::new(ex, StageKind::Timing);
                 let rerun = Stage::again(sol, StageKind::Timing, 1);
                 // A performance exercise's speedup is over its original, timed in the same run.
-                [Stage::new(sol, StageKind::Timing)].into_iter().chain([original].into_iter().filter(move |_| opts.survey || perf)).chain([rerun].into_iter().filter(|_| opts.survey))
+                [Stage::new(sol, StageKind::Timing)].into_iter().chain([original].into_iter().filter(move |_| (opts.survey || perf) && !hangs)).chain([rerun].into_iter().filter(|_| opts.survey))
             })
             .collect();
         let timeline = scheduler::execute(ctx, wb, &subs, &stages, &mut results, started);
@@ -589,6 +591,7 @@ fn timing_steps(w: &mut Work, results: &Results, (ex, sol): (usize, usize), opts
     let retried = if retried > 0 { format!("; {retried} ncu run(s) repeated: the profiler was busy") } else { String::new() };
     let original_text = match time(&original) {
         _ if !opts.survey => String::new(),
+        _ if w.ex.manifest.hang_timeout().is_some() => "; original not timed: it hangs".into(),
         Ok(o) => format!("; original {:.1} us", o / 1e3),
         Err(why) => format!("; original not timed ({why})"),
     };
