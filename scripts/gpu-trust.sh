@@ -113,6 +113,14 @@ ph = [json.loads(l)['phases'] for l in open('$L/bench-$name-chunks.jsonl')]
 s = {k: round(sum(p.get(k, 0) for p in ph), 1) for k in ('tools', 'scoring', 'timing', 'calls', 'fresh', 'judging', 'waited', 'clean_up')}
 print('  chunks: tools', s['tools'], 's, scoring', s['scoring'], 's, timing', s['timing'], 's (of it whole calls', s['calls'], 's), fresh', s['fresh'], 's, judging', s['judging'], 's; waiting for the next builds', s['waited'], 's, clean-up', s['clean_up'], 's; elsewhere', round($t - sum(s[k] for k in ('tools', 'scoring', 'timing', 'fresh', 'judging', 'waited', 'clean_up')), 1), 's (negative: the chunks ends ran beside the next tools)')
 ")")
+    table+=("$(python3 -c "
+import json
+runs = {}
+for l in open('$L/bench-$name-chunks.jsonl'):
+    for k, r in json.loads(l)['phases'].get('runs', {}).items():
+        a = runs.setdefault(k, [0, 0.0, 0.0]); a[0] += r['count']; a[1] += r['total_s']; a[2] = max(a[2], r['max_s'])
+print('  processes: ' + '; '.join(f'{k} {c} x {t / c:.2f} s (max {m:.2f})' for k, (c, t, m) in sorted(runs.items())))
+")")
   done
 fi
 tar czf "$OUT/logs.tgz" -C "$OUT" logs

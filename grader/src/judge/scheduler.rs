@@ -158,16 +158,17 @@ pub fn execute(ctx: &Context, wb: &Workbook, subs: &[Submission], stages: &[Stag
     // other GPU stage has ended: one program holding all the memory must not fail another.
     let mut ran = ran;
     drop(shared);
-    let reruns = ran.iter().any(failed_on_resource);
-    let _alone = (reruns || !profiler.is_empty() || !exclusive.is_empty()).then(|| share.write().unwrap_or_else(std::sync::PoisonError::into_inner));
-    timeline.rerun_alone += rerun_alone(&gpu, &mut ran, &run_on_build);
+    let again: Vec<bool> = gpu.iter().zip(&ran).map(|(s, o)| failed_on_resource(o) || stalled(s, o, &gpu, &ran)).collect();
+    let _alone = (again.contains(&true) || !profiler.is_empty() || !exclusive.is_empty()).then(|| share.write().unwrap_or_else(std::sync::PoisonError::into_inner));
+    timeline.rerun_alone += rerun_alone(&gpu, &mut ran, &again, &run_on_build);
     if blocked.is_none() && !gpu.is_empty() {
         timeline.runs_done_at = Some(start.elapsed().as_secs_f64());
     }
     let phase = Instant::now();
     let mut timed = parallel(&profiler, ctx.config.ncu_jobs, run_on_build);
     // Likewise a profiled run (a program starting beside it may have taken the memory).
-    timeline.rerun_alone += rerun_alone(&profiler, &mut timed, &run_on_build);
+    let again: Vec<bool> = timed.iter().map(failed_on_resource).collect();
+    timeline.rerun_alone += rerun_alone(&profiler, &mut timed, &again, &run_on_build);
     if !profiler.is_empty() && blocked.is_none() {
         timeline.profiler = Some(phase.elapsed().as_secs_f64());
     }
@@ -193,18 +194,31 @@ fn gpu_share(gpu: Option<&str>) -> std::sync::Arc<std::sync::RwLock<()>> {
     shares.entry(gpu.map(str::to_string)).or_default().clone()
 }
 
-/// Run again, one at a time, each of `stages` whose output failed on a shared resource; how many
-/// ran again. Even one stage alone in its run may have shared the GPU with another run (grade ends
-/// one chunk beside the next chunk's tools).
-fn rerun_alone(stages: &[Stage], outputs: &mut [Output], run: &dyn Fn(&Stage) -> Output) -> usize {
-    let mut again = 0;
-    for (s, o) in stages.iter().zip(outputs.iter_mut()) {
-        if failed_on_resource(o) {
-            *o = run(s);
-            again += 1;
-        }
+/// Whether a tool run ran out of time beside other runs while the same program, run plainly in
+/// the same batch, finished in time: the tool stalled, not the program. On an H100, one initcheck
+/// of 60 (05-memset's original, 12 processes sharing the GPU) ran into grade's 90 s limit where
+/// the others took 1-12 s; a grade must not hang on that.
+fn stalled(stage: &Stage, output: &Output, stages: &[Stage], outputs: &[Output]) -> bool {
+    let timed_out = |o: &Output| match o {
+        Output::Sanitized { run: Ok(r), .. } => r.finished.exit == crate::tools::runner::Exit::TimedOut,
+        Output::Ran { run: Ok(f), .. } => f.exit == crate::tools::runner::Exit::TimedOut,
+        _ => false,
+    };
+    matches!(stage.kind, StageKind::Sanitize(_))
+        && timed_out(output)
+        && stages.iter().zip(outputs).any(|(s, o)| s.subject == stage.subject && matches!(s.kind, StageKind::Correctness | StageKind::Hidden) && matches!(o, Output::Ran { run: Ok(_), .. }) && !timed_out(o))
+}
+
+/// Run again, one at a time, each of `stages` marked in `again` (a failure on a shared resource, a
+/// stalled tool); how many ran again. Even one stage alone in its run may have shared the GPU with
+/// another run (grade ends one chunk beside the next chunk's tools).
+fn rerun_alone(stages: &[Stage], outputs: &mut [Output], again: &[bool], run: &dyn Fn(&Stage) -> Output) -> usize {
+    let mut count = 0;
+    for ((s, o), _) in stages.iter().zip(outputs.iter_mut()).zip(again).filter(|(_, again)| **again) {
+        *o = run(s);
+        count += 1;
     }
-    again
+    count
 }
 
 /// Values that threads wait for by index: one thread puts each, any number wait for it.
@@ -288,5 +302,40 @@ mod tests {
     fn parallel_keeps_the_order_of_the_items() {
         let items: Vec<u32> = (0..50).collect();
         assert_eq!(parallel(&items, 7, |&i| i * 2), items.iter().map(|i| i * 2).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_tool_that_ran_out_of_time_is_run_again_alone_only_where_the_program_finished() {
+        use crate::exercise::manifest::Tool;
+        use crate::tools::runner::Exit;
+        let timed_out = |o: Output| match o {
+            Output::Ran { run: Ok(mut f), .. } => {
+                f.exit = Exit::TimedOut;
+                f
+            }
+            _ => unreachable!(),
+        };
+        let sanitized = |f| Output::Sanitized {
+            tool: Tool::Initcheck,
+            run: Ok(crate::tools::sanitizer::ToolRun { tool: Tool::Initcheck, command: String::new(), records: Vec::new(), xml_path: Default::default(), finished: f }),
+            findings: Vec::new(),
+            bounds: crate::judge::stages::Bounds::plain(Default::default()),
+        };
+        let plain = |f| Output::Ran { command: String::new(), run: Ok(f), outputs: Vec::new(), bounds: crate::judge::stages::Bounds::plain(Default::default()) };
+        let tool = Stage::new(0, StageKind::Sanitize(Tool::Initcheck));
+        let stages = [tool.clone(), Stage::new(0, StageKind::Correctness)];
+        let finished = [sanitized(timed_out(ran(0, ""))), ran(0, "")];
+        assert!(stalled(&tool, &finished[0], &stages, &finished), "the program finished: the tool stalled");
+        let hung = [sanitized(timed_out(ran(0, ""))), plain(timed_out(ran(0, "")))];
+        assert!(!stalled(&tool, &hung[0], &stages, &hung), "the program hangs too: no second wait");
+        let in_time = [sanitized(match ran(0, "") {
+            Output::Ran { run: Ok(f), .. } => f,
+            _ => unreachable!(),
+        }), ran(0, "")];
+        assert!(!stalled(&tool, &in_time[0], &stages, &in_time));
+        let mut outputs = finished;
+        let again = [true, false];
+        assert_eq!(rerun_alone(&stages, &mut outputs, &again, &|_| ran(0, "alone")), 1);
+        assert!(matches!(&outputs[0], Output::Ran { run: Ok(f), .. } if f.output().contains("alone")));
     }
 }

@@ -89,6 +89,18 @@ fn file_tag(stage: &Stage) -> String {
 }
 
 impl Output {
+    /// How long the stage's process ran (a build's nvcc, a tool with the program under it); None
+    /// where nothing ran.
+    pub fn wall(&self) -> Option<std::time::Duration> {
+        match self {
+            Output::Built(Ok(b)) => Some(b.wall),
+            Output::Sanitized { run: Ok(r), .. } => Some(r.finished.wall),
+            Output::Ran { run: Ok(f), .. } | Output::Called { run: Ok(f), .. } | Output::Profiled { run: Ok(f), .. } => Some(f.wall),
+            Output::Timed { measured: Ok(m), .. } => Some(m.finished.wall),
+            _ => None,
+        }
+    }
+
     pub fn built(&self) -> Option<&Built> {
         match self {
             Output::Built(Ok(b)) => Some(b),

@@ -49,7 +49,8 @@ pub fn configure_worker(config: &mut crate::judge::config::Config, gpu: Option<S
     let workers = workers.max(1);
     if !config.from_env.gpu_jobs {
         let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
-        config.gpu_jobs = (cores * 3 / 4 / workers).max(6);
+        // 60 bug pairs on an H100 (16 cores): 114.2 s with 16 runs at once, 120.9-121.3 s with 12.
+        config.gpu_jobs = (cores / workers).max(6);
     }
     config.cpu_jobs = (config.cpu_jobs / workers).max(1);
 }

@@ -97,7 +97,7 @@ pub struct TimedChunk {
 }
 
 /// How long a chunk's phases took (seconds).
-#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Phases {
     /// Builds, the four tools, the public and hidden cases.
     pub tools: f64,
@@ -115,6 +115,33 @@ pub struct Phases {
     /// folders.
     pub waited: f64,
     pub clean_up: f64,
+    /// Every process the chunk ran, by kind of stage ("sanitize:initcheck"): what bounds a phase.
+    pub runs: BTreeMap<String, RunStats>,
+}
+
+/// The processes of one kind of stage in a chunk.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct RunStats {
+    pub count: usize,
+    pub total_s: f64,
+    pub max_s: f64,
+}
+
+/// The chunk's processes so far, by kind of stage (builds kept from earlier count as none).
+fn run_stats(results: &Results) -> BTreeMap<String, RunStats> {
+    let mut runs: BTreeMap<String, RunStats> = BTreeMap::new();
+    for (stage, output) in &results.outputs {
+        if matches!(output, Output::Built(Ok(b)) if b.reused) {
+            continue;
+        }
+        if let Some(wall) = output.wall() {
+            let r = runs.entry(stage.kind.id()).or_default();
+            r.count += 1;
+            r.total_s += wall.as_secs_f64();
+            r.max_s = r.max_s.max(wall.as_secs_f64());
+        }
+    }
+    runs
 }
 
 impl<'a> Worker<'a> {
@@ -254,6 +281,7 @@ impl<'a> Worker<'a> {
             scheduler::execute(&self.ctx, wb, &subs, &again, &mut results, started);
         }
         phases.tools = started.elapsed().as_secs_f64();
+        phases.runs = run_stats(&results);
 
         let mut out: Vec<PairResult> = chunk
             .pairs
@@ -390,6 +418,7 @@ impl<'a> Worker<'a> {
         let timed: Vec<(usize, &mut PairResult)> = out.iter_mut().enumerate().filter(|(i, _)| correct.contains(i)).collect();
         each_on_cores(timed, self.ctx.config.cpu_jobs, |(i, r)| judge_pair(i, r));
         phases.judging = phase.elapsed().as_secs_f64();
+        phases.runs = run_stats(&results);
         for r in &mut out {
             r.total();
         }
