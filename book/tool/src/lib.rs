@@ -458,7 +458,8 @@ fn render_tool_matrix(record: &VerificationRecord, up: &str) -> Result<String> {
                 Some(s) if s.in_bug_region => {
                     any = true;
                     // The kind it reported in that region ("out-of-bounds in bug").
-                    let kind = s.kinds.iter().find_map(|k| k.strip_suffix(&format!(" in {}", e.region))).unwrap_or_default();
+                    // A kind whose records name no line (a device-heap leak) is "in -".
+                    let kind = s.kinds.iter().find_map(|k| k.strip_suffix(&format!(" in {}", e.region))).or_else(|| s.kinds.iter().find_map(|k| k.strip_suffix(" in -"))).unwrap_or_default();
                     format!("**flags it** ({kind})")
                 }
                 Some(s) => match s.status {

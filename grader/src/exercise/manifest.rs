@@ -419,6 +419,12 @@ impl FindingKind {
         }
     }
 
+    /// Whether the tool's record of this kind can name a source line. A device-heap leak cannot:
+    /// the manual gives it neither a host nor a device backtrace, only the bytes and the address.
+    pub fn has_location(self) -> bool {
+        self != FindingKind::HeapLeak
+    }
+
     /// The tool that writes records of this kind (none for `other`).
     pub fn tool(self) -> Option<Tool> {
         use FindingKind::*;

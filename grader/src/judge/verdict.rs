@@ -170,6 +170,12 @@ pub struct Finding {
     pub blocks: usize,
 }
 
+/// Whether a finding lies in the marked region `region`: it points into it, or it is of a kind
+/// whose records name no line at all (a device-heap leak), and names none.
+pub fn in_region(f: &Finding, region: &str) -> bool {
+    f.region.as_deref() == Some(region) || (!f.kind.has_location() && f.locations.is_empty())
+}
+
 /// Fold records into findings, keeping only locations in `source` where there are any.
 pub fn findings(records: &[Record], source: &std::path::Path, regions: &[Region]) -> Vec<Finding> {
     findings_in(records, &[source.to_path_buf()], regions)
@@ -479,6 +485,19 @@ mod tests {
         let (status, why) = stopped(&f, &Bounds { detector: Detector::Sanitizer, ..bounds }, &[deadlock()], "the program").unwrap();
         assert_eq!(status, Status::TimedOut);
         assert!(why.contains("it hangs; racecheck reports a deadlock at barrier.cu:27"), "{why}");
+    }
+
+    #[test]
+    fn a_finding_is_in_its_region_by_its_line_or_for_a_device_heap_leak_by_having_none() {
+        let mut f = deadlock();
+        assert!(in_region(&f, "wait") && !in_region(&f, "bug"));
+        f.kind = FindingKind::HeapLeak;
+        f.region = None;
+        assert!(!in_region(&f, "bug"), "a leak record with a line outside the region is not in it");
+        f.locations.clear();
+        assert!(in_region(&f, "bug"), "the tool names no line for a device-heap leak");
+        f.kind = FindingKind::Leak;
+        assert!(!in_region(&f, "bug"), "a cudaMalloc leak names its allocation's line");
     }
 
     #[test]

@@ -674,7 +674,7 @@ fn sighting(tool: Tool, step: &Step, found: &[Finding], bug_region: &str) -> Too
             kinds.push(k);
         }
     }
-    ToolSighting { tool, status: ToolStatus::of(step, found), kinds, in_bug_region: found.iter().any(|f| f.region.as_deref() == Some(bug_region)) }
+    ToolSighting { tool, status: ToolStatus::of(step, found), kinds, in_bug_region: found.iter().any(|f| verdict::in_region(f, bug_region)) }
 }
 
 /// For a bug no tool sees: every plain run must give wrong outputs (not crash), or a learner's
@@ -721,8 +721,13 @@ fn stop_step(detector: Detector, outputs: &[&Output], steps: &[Step]) -> Step {
 fn intended_reason(record: &ExerciseRecord, tool_step: Step, found: &[Finding]) -> (Step, Option<Finding>) {
     let (Some(tool), Some(kind)) = (record.tool, record.expected_kind) else { unreachable!("only called for the expected tool") };
     let name = format!("exercise fails under {tool}");
-    let hit = found.iter().find(|f| f.kind == kind && f.region.as_deref() == Some(record.region.as_str()));
+    let hit = found.iter().find(|f| f.kind == kind && verdict::in_region(f, &record.region));
     let mut step = match (hit, tool_step.status) {
+        (Some(f), _) if f.locations.is_empty() => Step::new(
+            name,
+            Status::Passed,
+            format!("{tool} {} ({}; the tool names no line for this kind; the bug is in region `{}`)", f.kind, crate::tools::sanitizer::records_text(f.records), record.region),
+        ),
         (Some(f), _) => {
             let at = f.locations.first().map(|l| l.short()).unwrap_or_default();
             Step::new(name, Status::Passed, format!("{tool} {} at {at}, in region `{}` ({})", f.kind, record.region, crate::tools::sanitizer::records_text(f.records)))
