@@ -206,3 +206,52 @@ fn a_performance_exercise_s_counters_come_from_the_same_ncu_pass_as_its_time() {
     assert_eq!(counters::flops(&c), Some(2.0 * 4096f64.powi(3)));
     assert!(counters::dram_bytes(&c).unwrap() > 3.0 * 4.0 * 4096.0 * 4096.0, "at least A and B read and C written once");
 }
+
+// The option-enabled modes, captured on an H100 by `verify --survey --keep` of exercises 18-30
+// (compute-sanitizer 2025.3.1; each file keeps the first three of its records).
+
+#[test]
+fn a_device_side_double_free_is_a_heap_error_in_the_bug_region() {
+    let f = findings("18-heap-double-free", "softmax.cu", Tool::Memcheck);
+    let f = only(&f);
+    assert_eq!((f.kind, f.region.as_deref()), (FindingKind::HeapError, Some("bug")));
+    assert!(f.text.contains("Device-side double free"), "{}", f.text);
+}
+
+#[test]
+fn a_device_heap_leak_names_no_line_and_a_host_leak_stays_a_leak() {
+    let records = sanitizer::parse(Tool::Memcheck, &fixture("19-heap-leak-exercise-memcheck.xml")).unwrap();
+    assert!(records.iter().all(|r| r.kind == FindingKind::HeapLeak && r.locations.is_empty()), "{records:#?}");
+    let found = findings("19-heap-leak", "median.cu", Tool::Memcheck);
+    assert!(found.iter().all(|f| outcome::in_region(f, "bug")), "a heap leak is evidence without a line");
+    // 29's host-side leak (type generic) after its failed launch is an ordinary leak.
+    let host = sanitizer::parse(Tool::Memcheck, &fixture("29-tma-bulk-exercise-memcheck.xml")).unwrap();
+    assert!(host.iter().any(|r| r.kind == FindingKind::Leak), "{host:#?}");
+}
+
+#[test]
+fn a_stream_ordered_race_is_placed_by_the_host_stacks_of_the_launch_and_the_free() {
+    let f = findings("20-stream-free", "streams.cu", Tool::Memcheck);
+    let f = only(&f);
+    assert_eq!((f.kind, f.region.as_deref()), (FindingKind::StreamOrderedRace, Some("bug")));
+    let lines: Vec<u32> = f.locations.iter().map(|l| l.line).collect();
+    assert!(lines.contains(&28) && lines.contains(&31), "the launch and the cudaFreeAsync: {lines:?}");
+}
+
+#[test]
+fn unused_memory_and_stack_overflow_are_their_own_kinds() {
+    let unused = findings("23-oversized-scratch", "dot.cu", Tool::Initcheck);
+    assert_eq!((only(&unused).kind, only(&unused).region.as_deref()), (FindingKind::UnusedMemory, Some("bug")));
+    let overflow = findings("26-stack-overflow", "poly.cu", Tool::Memcheck);
+    assert_eq!((only(&overflow).kind, only(&overflow).region.as_deref()), (FindingKind::StackOverflow, Some("bug")));
+}
+
+#[test]
+fn a_bulk_copy_past_the_end_is_told_by_the_copy_it_points_at() {
+    let found = findings("29-tma-bulk", "bulk.cu", Tool::Memcheck);
+    let bulk = found.iter().find(|f| f.kind == FindingKind::BulkCopy).expect("the bulk copy");
+    // memcheck points into CCCL's cp_async_bulk; the device stack's frame in bulk.cu places it.
+    assert_eq!(bulk.region.as_deref(), Some("bug"));
+    assert_eq!(bulk.locations[0].line, 39, "{:?}", bulk.locations);
+    assert!(bulk.text.contains("out of bounds"), "{}", bulk.text);
+}

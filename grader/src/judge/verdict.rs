@@ -170,10 +170,14 @@ pub struct Finding {
     pub blocks: usize,
 }
 
-/// Whether a finding lies in the marked region `region`: it points into it, or it is of a kind
-/// whose records name no line at all (a device-heap leak), and names none.
+/// Whether a finding lies in the marked region `region`: it points into it; or it is of a kind
+/// whose records name no line at all (a device-heap leak), and names none; or it is racecheck's
+/// deadlock report, which names the barrier's code in CUDA's headers, not the learner's wait (on an
+/// H100: `barrier_block_scope.h:192` for 30-mbarrier-count's `bar.wait`): the hang names the region.
 pub fn in_region(f: &Finding, region: &str) -> bool {
-    f.region.as_deref() == Some(region) || (!f.kind.has_location() && f.locations.is_empty())
+    f.region.as_deref() == Some(region)
+        || (!f.kind.has_location() && f.locations.is_empty())
+        || (f.kind == FindingKind::Deadlock && f.region.is_none() && f.locations.iter().all(|l| !l.path.ends_with(".cu")))
 }
 
 /// Fold records into findings, keeping only locations in `source` where there are any.

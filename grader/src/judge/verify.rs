@@ -404,8 +404,14 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
         for t in Tool::ALL {
             let stage = Stage::new(ex, StageKind::Sanitize(t));
             let Some(o @ Output::Sanitized { run, findings, .. }) = results.get_run(&stage) else { continue };
-            if let Ok(r) = run {
-                keep(opts, &r.xml_path, &format!("{}-exercise-{t}.xml", w.ex.id()));
+            // The XML the parser refused is kept too: it is what the parser must learn to read.
+            let xml = match run {
+                Ok(r) => Some(&r.xml_path),
+                Err(crate::tools::sanitizer::RunError::Parse(_, path)) => Some(path),
+                Err(_) => None,
+            };
+            if let Some(xml) = xml {
+                keep(opts, xml, &format!("{}-exercise-{t}.xml", w.ex.id()));
             }
             let tool_step = verdict::tool("exercise", &stage.id(), o).expect("a sanitizer output");
             if opts.survey {
