@@ -132,7 +132,8 @@ fn check_keeps_the_binaries_of_an_unchanged_file_and_rebuilds_an_edited_one() {
     let copy = common::Copy::new();
     // The summaries of the learner's two build steps (the exit code depends on whether there is a GPU).
     let build_summaries = || -> Vec<String> {
-        let out = copy.xtask().args(["--format", "json", "check", "race"]).output().unwrap();
+        // The copy's own build cache, empty at first (the shared one may hold these builds).
+        let out = copy.xtask().env_remove(grader::tools::nvcc::BUILD_CACHE_VAR).args(["--format", "json", "check", "race"]).output().unwrap();
         let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         report["steps"]
             .as_array()
@@ -151,6 +152,14 @@ fn check_keeps_the_binaries_of_an_unchanged_file_and_rebuilds_an_edited_one() {
     std::fs::write(&file, std::fs::read_to_string(&file).unwrap() + "// an edit\n").unwrap();
     let edited = build_summaries();
     assert_eq!(kept(&edited), 0, "edited: {edited:?}");
+    // The edit undone: the binaries of the first build come back from the workbook's build cache.
+    let original = std::fs::read_to_string(&file).unwrap().replace("// an edit\n", "");
+    std::fs::write(&file, original).unwrap();
+    let undone = build_summaries();
+    assert_eq!(kept(&undone), 2, "edit undone: {undone:?}");
+    let entries: Vec<String> = copy.path(".cudabugs/work/build-cache").read_dir().unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let count = |ext: &str| entries.iter().filter(|n| n.ends_with(ext)).count();
+    assert_eq!((count(".bin"), count(".deps")), (4, 4), "two texts, two builds each, a binary and a manifest each: {entries:?}");
 }
 
 #[test]

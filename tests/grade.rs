@@ -124,9 +124,11 @@ fn on_the_cpu_the_class_builds_tamper_is_refused_and_a_killed_batch_resumes_with
         cmd.arg("grade").arg(repo().join(CLASS)).args(["--exercises", "03-race", "--chunk", "2", "--secret"]).arg(&secret).arg("--out").arg(&out);
         cmd
     };
-    // Killed once the first pairs are journaled, as a node lost mid-batch would be.
+    // Killed once the first pairs are journaled, as a node lost mid-batch would be. Its builds are
+    // real (a cache of its own, empty): served from the shared cache, the batch could end first.
+    let own_cache = tempfile::tempdir().unwrap();
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("xtask"));
-    child.current_dir(repo()).envs(common::env()).env("CUDABUGS_ROOT", copy.root()).arg("grade").arg(repo().join(CLASS));
+    child.current_dir(repo()).envs(common::env()).env(grader::tools::nvcc::BUILD_CACHE_VAR, own_cache.path()).env("CUDABUGS_ROOT", copy.root()).arg("grade").arg(repo().join(CLASS));
     child.args(["--exercises", "03-race", "--chunk", "2", "--secret"]).arg(&secret).arg("--out").arg(&out).stderr(std::process::Stdio::null());
     let mut child = child.spawn().unwrap();
     let journal_file = out.join("journal.jsonl");

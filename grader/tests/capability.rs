@@ -59,6 +59,7 @@ fn context_on_fake_a100() -> Context {
         nvcc: grader::tools::toolchain::Nvcc { path: missing.clone(), extra_flags: Vec::new() },
         gpu,
         harness: grader::tools::nvcc::Harness { include_dir: missing.clone(), object: missing },
+        build_cache: None,
         launcher,
         config,
     }

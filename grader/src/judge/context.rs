@@ -41,6 +41,8 @@ pub struct Context {
     pub gpu: GpuStatus,
     pub arch: String,
     pub harness: Harness,
+    /// Where builds are kept by their inputs (hidden from every sandboxed run).
+    pub build_cache: Option<nvcc::BuildCache>,
     /// How every job runs: sandboxed, recorded or replayed.
     pub launcher: Box<dyn Launcher>,
 }
@@ -85,12 +87,16 @@ impl Context {
             _ => DEFAULT_ARCH.to_string(),
         });
         let harness = nvcc::prepare_harness(&nvcc, wb.harness, &wb.work_dir().join("harness"))?;
-        Ok(Context { config, tools, nvcc, gpu, arch, harness, launcher })
+        let build_cache = nvcc::BuildCache::for_workbook(&wb.work_dir());
+        // Made now, so that every sandboxed run finds it there to hide.
+        let _ = std::fs::create_dir_all(&build_cache.dir);
+        let build_cache = Some(build_cache);
+        Ok(Context { config, tools, nvcc, gpu, arch, harness, build_cache, launcher })
     }
 
     /// How every nvcc build of this context is made: the compiler, -arch, harness and time limit.
     pub fn recipe(&self) -> crate::tools::nvcc::Recipe<'_> {
-        crate::tools::nvcc::Recipe { nvcc: &self.nvcc, arch: &self.arch, harness: &self.harness, timeout: self.config.timeouts.build }
+        crate::tools::nvcc::Recipe { nvcc: &self.nvcc, arch: &self.arch, harness: &self.harness, timeout: self.config.timeouts.build, cache: self.build_cache.as_ref() }
     }
 
     /// What the sandbox gives learner code here, in words.

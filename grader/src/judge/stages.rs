@@ -140,7 +140,13 @@ pub fn confinement(ctx: &Context, wb: &Workbook, sub: &Submission, extra_writabl
     }
     Confinement {
         writable,
-        hidden: [wb.root.join("solutions"), wb.root.join(crate::learner::BACKUP_DIR), crate::judge::plan::work_root(wb)].into_iter().chain(ctx.config.hidden.iter().cloned()).collect(),
+        // The build cache is inside the work root (hidden with it: hiding it too fails, as it is
+        // not there once the root is) unless CUDABUGS_BUILD_CACHE puts it elsewhere.
+        hidden: [wb.root.join("solutions"), wb.root.join(crate::learner::BACKUP_DIR), crate::judge::plan::work_root(wb)]
+            .into_iter()
+            .chain(ctx.build_cache.iter().map(|c| c.dir.clone()).filter(|d| !d.starts_with(crate::judge::plan::work_root(wb))))
+            .chain(ctx.config.hidden.iter().cloned())
+            .collect(),
         limits: ctx.config.limits,
     }
 }
