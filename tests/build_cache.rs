@@ -36,6 +36,11 @@ fn another_copy_takes_the_cached_builds_and_its_findings_name_its_own_file() {
         // nvcc's output differs from run to run (its temporary files' names carry its process id):
         // the same bytes are the cached copy.
         assert_eq!(std::fs::read(built(&a)).unwrap(), std::fs::read(built(&b)).unwrap(), "{flavor}");
+        // nvcc ran in a stage folder: the debug information names no submission's folder (a
+        // student's, served to another), only the stage's.
+        let bytes = std::fs::read(built(&a)).unwrap();
+        let names = |needle: &str| bytes.windows(needle.len()).any(|w| w == needle.as_bytes());
+        assert!(!names("/work/check/") && names("/stage/build.tmp."), "{flavor}");
         // A copy of the entry, not a link to it: what a program does to its binary stays in its folder.
         let ino = std::fs::metadata(built(&b)).unwrap().ino();
         assert!(std::fs::read_dir(cache.path()).unwrap().all(|e| e.unwrap().metadata().unwrap().ino() != ino));

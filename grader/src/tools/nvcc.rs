@@ -398,6 +398,13 @@ pub fn build(launcher: &dyn Launcher, recipe: &Recipe, flavor: Flavor, inputs: I
         if let Some(confine) = job.confine.as_mut() {
             confine.writable.push(stage.dir.clone());
         }
+        // nvcc names its intermediate files in the host debug information too
+        // (`$TMPDIR/tmpxft_00000002_00000000-6_reduce.cudafe1.cpp`): a TMPDIR in the stage, not in
+        // the submission's folder. One per build, as nvcc needs (see stages.rs, private_tmp).
+        let tmp = stage.dir.join("tmp");
+        mkdir(&tmp)?;
+        job.env.retain(|(k, _)| k != "TMPDIR");
+        job.env.push(("TMPDIR".into(), tmp.into()));
     }
     let compiler = compiler_id(&nvcc.path);
     let key = cache.map(|c| cache_key(c, &compiler, &job, &out));
