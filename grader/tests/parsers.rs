@@ -255,3 +255,14 @@ fn a_bulk_copy_past_the_end_is_told_by_the_copy_it_points_at() {
     assert_eq!(bulk.locations[0].line, 39, "{:?}", bulk.locations);
     assert!(bulk.text.contains("out of bounds"), "{}", bulk.text);
 }
+
+#[test]
+fn a_race_against_a_cp_async_write_is_an_async_copy_race_and_a_cluster_race_a_shared_race() {
+    // racecheck wrote one record with two `destination`s: the cp_async writes of the tile.
+    let f = findings("27-async-copy", "rowsum.cu", Tool::Racecheck);
+    let f = only(&f);
+    assert_eq!((f.kind, f.region.as_deref()), (FindingKind::AsyncCopyRace, Some("bug")));
+    assert_eq!(f.locations[0].line, 39, "the read of the tile before its wait: {:?}", f.locations);
+    let cluster = findings("28-cluster-dsmem", "diffuse.cu", Tool::Racecheck);
+    assert!(!cluster.is_empty() && cluster.iter().all(|f| f.kind == FindingKind::SharedRace && f.region.as_deref() == Some("bug")), "{cluster:#?}");
+}

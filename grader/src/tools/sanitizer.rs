@@ -165,12 +165,14 @@ fn location(w: &RawWhere, role: &str) -> Option<SourceLocation> {
 ///   end is an ordinary "Invalid __global__ read of size 16384 bytes is out of bounds", told apart
 ///   by the function it points at, `cp_async_bulk`.
 /// - initcheck: kind UnusedMemory, "Unused memory in allocation 0x...".
+/// - racecheck: an ordinary "Race condition" analysis record one of whose accesses is the
+///   `cp_async` of cuda_pipeline_helpers.h (27-async-copy: a read of the tile against the async
+///   copy's writes, two `destination`s); a cluster's race between blocks (28) is a plain race.
 /// - racecheck, printed ("Deadlock detected in Cuda::barrier wait called by threads ..."; racecheck
 ///   was killed at the hang's limit before it wrote its XML, so the printed lines are the record).
 /// Not seen yet: "Invalid pointer to free" and "heap corruption" (the manual's other heap errors),
-/// and racecheck's async-copy and cluster records, whose XML the parser first refused (several
-/// `destination`s): "memcpy_async"/"cp.async" and "might not have entered yet"/"might have
-/// already exited" are the manual's words.
+/// "(invalid memcpy_async synchronization)" (hazard mode) and the cluster entry/exit records
+/// ("might not have entered yet", "might have already exited"): the manual's words.
 const MODE_PATTERNS: &[(Tool, &str, FindingKind)] = &[
     (Tool::Memcheck, "malloc/free error", FindingKind::HeapError),
     (Tool::Memcheck, "double free", FindingKind::HeapError),
@@ -182,6 +184,7 @@ const MODE_PATTERNS: &[(Tool, &str, FindingKind)] = &[
     (Tool::Memcheck, "cp_async_bulk", FindingKind::BulkCopy),
     (Tool::Memcheck, "stack overflow", FindingKind::StackOverflow),
     (Tool::Racecheck, "deadlock", FindingKind::Deadlock),
+    (Tool::Racecheck, "cp_async", FindingKind::AsyncCopyRace),
     (Tool::Racecheck, "memcpy_async", FindingKind::AsyncCopyRace),
     (Tool::Racecheck, "might not have entered yet", FindingKind::SharedRace),
     (Tool::Racecheck, "might have already exited", FindingKind::SharedRace),
@@ -192,10 +195,14 @@ const MODE_PATTERNS: &[(Tool, &str, FindingKind)] = &[
 /// The kind a record of one of the option-enabled modes has, by `MODE_PATTERNS`.
 fn mode_kind(tool: Tool, raw: &RawRecord, text: &str) -> Option<FindingKind> {
     let what = raw.what.as_ref();
-    let func = raw.location.as_ref().and_then(|w| w.func.as_deref());
-    let words = [Some(text), raw.kind.as_deref(), what.and_then(|w| w.error.as_deref()), what.and_then(|w| w.exception.as_deref()), func]
+    // The functions the record points at: a bulk copy's `cp_async_bulk`, the `cp_async` that wrote
+    // one side of a race.
+    let accesses = what.into_iter().flat_map(|w| w.source.iter().chain(&w.destination)).filter_map(|a| a.location.as_ref());
+    let funcs = raw.location.iter().chain(accesses).filter_map(|w| w.func.as_deref());
+    let words = [Some(text), raw.kind.as_deref(), what.and_then(|w| w.error.as_deref()), what.and_then(|w| w.exception.as_deref())]
         .into_iter()
         .flatten()
+        .chain(funcs)
         .collect::<Vec<_>>()
         .join(" ")
         .to_lowercase();
