@@ -131,7 +131,10 @@ impl ExerciseRecord {
     /// line, the hang or the crash with its region, wrong outputs, or the performance gap.
     pub fn evidence(&self) -> String {
         if let Some(f) = &self.finding {
-            return format!("{} at {}", f.kind, f.locations.first().map(|l| l.short()).unwrap_or_default());
+            return match f.locations.first() {
+                Some(l) => format!("{} at {}", f.kind, l.short()),
+                None => format!("{} (no line)", f.kind),
+            };
         }
         if let Some(r) = self.perf_version("reference") {
             let target = self.perf.as_ref().map(|p| format!(" (>= {:.2}x)", p.target_speedup)).unwrap_or_default();
