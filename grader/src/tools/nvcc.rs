@@ -172,27 +172,10 @@ impl BuildCache {
             let Some(hash) = file_hash(d) else { return Ok(()) };
             manifest.push_str(&format!("{} {}\n", hash.to_hex(), self.portable(d, cwd)));
         }
-        let entry = self.entry(key, &manifest);
-        let tmp = temp_beside(&entry);
-        std::fs::copy(binary, &tmp).and_then(|_| std::fs::rename(&tmp, &entry)).map_err(|e| BuildError::Io(entry.clone(), e))?;
+        place(binary, &self.entry(key, &manifest))?;
         let path = self.manifest(key);
-        let tmp = temp_beside(&path);
-        std::fs::write(&tmp, manifest).and_then(|_| std::fs::rename(&tmp, &path)).map_err(|e| BuildError::Io(path.clone(), e))
+        crate::exercise::workbook::write_atomically(&path, &manifest).map_err(|e| BuildError::Io(path, e))
     }
-}
-
-/// A name next to `path` that no other writer picks: not another thread (the counter), nor another
-/// process of this machine (the process id) or of another node sharing the folder (`grade --shard`
-/// on a cluster; the process's random number).
-fn temp_beside(path: &Path) -> PathBuf {
-    use std::hash::BuildHasher;
-    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    static NONCE: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    let nonce = NONCE.get_or_init(|| std::collections::hash_map::RandomState::new().hash_one(std::time::SystemTime::now()));
-    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(format!(".tmp.{}.{nonce:016x}.{n}", std::process::id()));
-    path.with_file_name(name)
 }
 
 fn file_hash(path: &Path) -> Option<blake3::Hash> {
@@ -479,13 +462,14 @@ pub fn build(launcher: &dyn Launcher, recipe: &Recipe, flavor: Flavor, inputs: I
     Ok(built(&job, wall, false))
 }
 
-/// `from` copied to `to` whole: written aside and renamed into place.
+/// `from` copied to `to` whole (its permissions too): written under a name of its own beside `to`
+/// and renamed into place, so that a reader in another process or node sees all of it or nothing;
+/// removed if the copy fails.
 fn place(from: &Path, to: &Path) -> Result<(), BuildError> {
-    let tmp = temp_beside(to);
-    std::fs::copy(from, &tmp).and_then(|_| std::fs::rename(&tmp, to)).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        BuildError::Io(to.to_path_buf(), e)
-    })
+    let io = |e: std::io::Error| BuildError::Io(to.to_path_buf(), e);
+    let tmp = tempfile::Builder::new().tempfile_in(to.parent().unwrap_or(Path::new("."))).map_err(io)?.into_temp_path();
+    std::fs::copy(from, &tmp).map_err(io)?;
+    tmp.persist(to).map_err(|e| io(e.error))
 }
 
 /// The folder an exercise is compiled in when builds are cached: the cache's own (hidden from every
@@ -495,22 +479,18 @@ fn place(from: &Path, to: &Path) -> Result<(), BuildError> {
 /// (findings are matched to the file by its name). Removed when the build is done.
 struct Stage {
     dir: PathBuf,
+    _removed_on_drop: tempfile::TempDir,
 }
 
 impl Stage {
     fn new(cache: &BuildCache, source: &Path, text: &[u8]) -> Result<Stage, BuildError> {
-        let dir = temp_beside(&cache.dir.join("stage").join("build"));
-        mkdir(&dir)?;
-        let stage = Stage { dir };
+        let parent = cache.dir.join("stage");
+        mkdir(&parent)?;
+        let folder = tempfile::Builder::new().prefix("build.").tempdir_in(&parent).map_err(|e| BuildError::Io(parent, e))?;
+        let stage = Stage { dir: folder.path().to_path_buf(), _removed_on_drop: folder };
         let copy = stage.dir.join(source.file_name().unwrap_or_default());
         std::fs::write(&copy, text).map_err(|e| BuildError::Io(copy, e))?;
         Ok(stage)
-    }
-}
-
-impl Drop for Stage {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

@@ -372,12 +372,7 @@ impl<'a> Worker<'a> {
 
         let reference_timing = Stage::again(reference, StageKind::Timing, chunk.index);
         if results.get_run(&reference_timing).and_then(Output::measured).and_then(|m| m.nanoseconds).is_none() {
-            let why = match results.get_run(&reference_timing) {
-                Some(Output::Timed { measured: Ok(m), .. }) => m.why_untimed(),
-                Some(Output::Timed { measured: Err(e), .. }) => e.to_string(),
-                Some(Output::NotRun(b)) => verdict::why_not_run(b),
-                _ => "not run".into(),
-            };
+            let why = verdict::measured_time(results.get_run(&reference_timing)).err().unwrap_or_default();
             return (self.failed_chunk(chunk, format!("ncu could not time the reference fix ({why})")), phases);
         }
         let original_timing = original.map(|o| Stage::again(o, StageKind::Timing, chunk.index));
@@ -389,12 +384,9 @@ impl<'a> Worker<'a> {
         // 256 MiB): one pair per core.
         let phase = Instant::now();
         let judge_pair = |i: usize, r: &mut PairResult| {
-            if let Some(why) = match results.get(i, StageKind::Timing) {
-                Some(Output::Timed { measured: Ok(_), .. }) => None,
-                Some(Output::Timed { measured: Err(e), .. }) => Some(e.to_string()),
-                Some(Output::NotRun(b)) => Some(verdict::why_not_run(b)),
-                _ => Some("not run".into()),
-            } {
+            // A run ncu measured is judged even without a time (no kernel launched is a rule).
+            if results.get(i, StageKind::Timing).and_then(Output::measured).is_none() {
+                let why = verdict::measured_time(results.get(i, StageKind::Timing)).err().unwrap_or_default();
                 r.state = PairState::ToolError { message: format!("ncu could not time this submission ({why})") };
                 return;
             }
