@@ -238,7 +238,7 @@ fn gradescope_exports_and_classroom_clones_name_their_students() {
 }
 
 /// The adversarial class (tests/fixtures/adversarial) replayed from its H100 recording
-/// (book/gpu-runs/2026-11-23-host-cpu/): every cheat loses the points of what it faked, the rule
+/// (book/gpu-runs/2026-11-24-adversarial/): every cheat loses the points of what it faked, the rule
 /// named; the honest students get what they got graded alone; threaded-host, written to beat the
 /// host-work rule, is caught by its CPU time.
 #[test]
@@ -251,9 +251,9 @@ fn the_adversarial_class_replayed_loses_the_faked_points_and_the_honest_keep_the
     let out = copy.path("grades");
     let rec = repo().join("grader/tests/recordings/grade-adversarial");
     copy.xtask().arg("--replay-tools").arg(&rec).arg("grade").arg(repo().join("tests/fixtures/adversarial")).args(["--exercises", BOTH, "--secret"]).arg(&secret).arg("--out").arg(&out).assert().code(0);
-    assert_eq!(grades(&out.join("grades.csv")), grades(&repo().join("book/gpu-runs/2026-11-23-host-cpu/grades-adversarial/grades.csv")));
+    assert_eq!(grades(&out.join("grades.csv")), grades(&repo().join("book/gpu-runs/2026-11-24-adversarial/grades-adversarial/grades.csv")));
     // The honest students graded alone on the same GPU got the same points.
-    let alone = grades(&repo().join("book/gpu-runs/2026-11-23-host-cpu/grades-honest-alone/grades.csv"));
+    let alone = grades(&repo().join("book/gpu-runs/2026-11-24-adversarial/grades-honest-alone/grades.csv"));
     let class = grades(&out.join("grades.csv"));
     for who in ["honest-ref", "honest-alt", "half-fix"] {
         for ex in ["03-race", "57-reduction"] {
@@ -295,4 +295,10 @@ fn the_adversarial_class_replayed_loses_the_faked_points_and_the_honest_keep_the
     // program's, so host-cpu misses it; done on one core it is slow enough for host-work.
     speed_withheld_by("clone-host", "03-race", "host-work");
     assert!(!rules(pair(&lines, "clone-host", "03-race")).contains(&"host-cpu".to_string()));
+    // Spinning only under compute-sanitizer: no tool credit, and one stalled tool waited for again
+    // alone (within a limit the other students' runs set), not all four.
+    let stall = pair(&lines, "sanitizer-stall", "03-race");
+    assert_eq!((stage(stall, "named-tool").0, stage(stall, "other-tools").0, stall["points"].as_f64()), (0.0, 0.0, Some(35.0)));
+    let other = stall["stages"].as_array().unwrap().iter().find(|s| s["stage"] == "other-tools").unwrap()["summary"].as_str().unwrap().to_string();
+    assert_eq!(other.matches("nor alone within 30 s").count(), 1, "{other}");
 }

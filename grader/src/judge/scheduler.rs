@@ -126,15 +126,16 @@ pub fn execute(ctx: &Context, wb: &Workbook, subs: &[Submission], stages: &[Stag
             }
         }
     }
-    let run_on_build = |s: &Stage| -> Output {
+    let run_within = |s: &Stage, tool_limit: Option<std::time::Duration>| -> Output {
         let flavor = s.kind.needs().expect("a stage that runs a build");
         let built = binaries.wait(slot_of(s.subject, flavor));
         match (&blocked, built) {
             (_, None) => Output::NotRun(Blocked::BuildFailed),
             (Some(b), Some(_)) => Output::NotRun(b.clone()),
-            (None, Some(b)) => stages::run(ctx, wb, &subs[s.subject], s, Some(&b)),
+            (None, Some(b)) => stages::run_within(ctx, wb, &subs[s.subject], s, Some(&b), tool_limit),
         }
     };
+    let run_on_build = |s: &Stage| run_within(s, None);
     let mut timeline = Timeline::default();
     let share = gpu_share(ctx.config.gpu.as_deref());
     let shared = (!gpu.is_empty()).then(|| share.read().unwrap_or_else(std::sync::PoisonError::into_inner));
@@ -158,17 +159,17 @@ pub fn execute(ctx: &Context, wb: &Workbook, subs: &[Submission], stages: &[Stag
     // other GPU stage has ended: one program holding all the memory must not fail another.
     let mut ran = ran;
     drop(shared);
-    let again: Vec<bool> = gpu.iter().zip(&ran).map(|(s, o)| failed_on_resource(o) || stalled(s, o, &gpu, &ran)).collect();
-    let _alone = (again.contains(&true) || !profiler.is_empty() || !exclusive.is_empty()).then(|| share.write().unwrap_or_else(std::sync::PoisonError::into_inner));
-    timeline.rerun_alone += rerun_alone(&gpu, &mut ran, &again, &run_on_build);
+    let again: Vec<Again> = gpu.iter().zip(&ran).map(|(s, o)| run_again(s, o, &gpu, &ran, ctx.config.timeouts.tool)).collect();
+    let _alone = (again.iter().any(|a| *a != Again::No) || !profiler.is_empty() || !exclusive.is_empty()).then(|| share.write().unwrap_or_else(std::sync::PoisonError::into_inner));
+    timeline.rerun_alone += rerun_alone(&gpu, &mut ran, &again, &run_within);
     if blocked.is_none() && !gpu.is_empty() {
         timeline.runs_done_at = Some(start.elapsed().as_secs_f64());
     }
     let phase = Instant::now();
     let mut timed = parallel(&profiler, ctx.config.ncu_jobs, run_on_build);
     // Likewise a profiled run (a program starting beside it may have taken the memory).
-    let again: Vec<bool> = timed.iter().map(failed_on_resource).collect();
-    timeline.rerun_alone += rerun_alone(&profiler, &mut timed, &again, &run_on_build);
+    let again: Vec<Again> = timed.iter().map(|o| if failed_on_resource(o) { Again::Full } else { Again::No }).collect();
+    timeline.rerun_alone += rerun_alone(&profiler, &mut timed, &again, &run_within);
     if !profiler.is_empty() && blocked.is_none() {
         timeline.profiler = Some(phase.elapsed().as_secs_f64());
     }
@@ -194,29 +195,77 @@ fn gpu_share(gpu: Option<&str>) -> std::sync::Arc<std::sync::RwLock<()>> {
     shares.entry(gpu.map(str::to_string)).or_default().clone()
 }
 
+/// Whether, and how, a GPU stage runs again alone once the others have ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Again {
+    No,
+    /// It failed on a resource another program may have held: again, with its full time limit.
+    Full,
+    /// A tool that stalled beside other runs: again, held to a limit its peers set (`stall_limit`).
+    Stalled(std::time::Duration),
+}
+
+/// A stalled tool run alone is held to this many times the slowest run of the same tool that
+/// finished in the batch (at least `STALL_FLOOR`): the stalled initcheck below took 1-12 s alone.
+const STALL_FACTOR: u32 = 4;
+const STALL_FLOOR: std::time::Duration = std::time::Duration::from_secs(30);
+
+fn timed_out(o: &Output) -> bool {
+    match o {
+        Output::Sanitized { run: Ok(r), .. } => r.finished.exit == crate::tools::runner::Exit::TimedOut,
+        Output::Ran { run: Ok(f), .. } => f.exit == crate::tools::runner::Exit::TimedOut,
+        _ => false,
+    }
+}
+
+/// How `stage` runs again, if it does: a failure on a shared resource with its full limit; a tool
+/// that stalled (see `stalled`) within a limit derived from its peers, so that a program that
+/// stalls only under a tool (it can tell) costs one short wait alone, not a second full one.
+fn run_again(stage: &Stage, output: &Output, stages: &[Stage], outputs: &[Output], limit: std::time::Duration) -> Again {
+    if failed_on_resource(output) {
+        return Again::Full;
+    }
+    if !stalled(stage, output, stages, outputs) {
+        return Again::No;
+    }
+    let slowest_peer = stages
+        .iter()
+        .zip(outputs)
+        .filter(|(s, o)| s.kind == stage.kind && !timed_out(o))
+        .filter_map(|(_, o)| o.wall())
+        .max();
+    Again::Stalled(slowest_peer.map_or(limit, |w| (w * STALL_FACTOR).max(STALL_FLOOR).min(limit)))
+}
+
 /// Whether a tool run ran out of time beside other runs while the same program, run plainly in
 /// the same batch, finished in time: the tool stalled, not the program. On an H100, one initcheck
 /// of 60 (05-memset's original, 12 processes sharing the GPU) ran into grade's 90 s limit where
 /// the others took 1-12 s; a grade must not hang on that.
 fn stalled(stage: &Stage, output: &Output, stages: &[Stage], outputs: &[Output]) -> bool {
-    let timed_out = |o: &Output| match o {
-        Output::Sanitized { run: Ok(r), .. } => r.finished.exit == crate::tools::runner::Exit::TimedOut,
-        Output::Ran { run: Ok(f), .. } => f.exit == crate::tools::runner::Exit::TimedOut,
-        _ => false,
-    };
     matches!(stage.kind, StageKind::Sanitize(_))
         && timed_out(output)
         && stages.iter().zip(outputs).any(|(s, o)| s.subject == stage.subject && matches!(s.kind, StageKind::Correctness | StageKind::Hidden) && matches!(o, Output::Ran { run: Ok(_), .. }) && !timed_out(o))
 }
 
-/// Run again, one at a time, each of `stages` marked in `again` (a failure on a shared resource, a
-/// stalled tool); how many ran again. Even one stage alone in its run may have shared the GPU with
-/// another run (grade ends one chunk beside the next chunk's tools).
-fn rerun_alone(stages: &[Stage], outputs: &mut [Output], again: &[bool], run: &dyn Fn(&Stage) -> Output) -> usize {
+/// Run again, one at a time, each of `stages` that `again` marks; how many ran again. Even one
+/// stage alone in its run may have shared the GPU with another run (grade ends one chunk beside the
+/// next chunk's tools). A program whose stalled tool stalls again alone has shown the stall is its
+/// own: its other stalled tools keep their time-out rather than each waiting again.
+fn rerun_alone(stages: &[Stage], outputs: &mut [Output], again: &[Again], run: &dyn Fn(&Stage, Option<std::time::Duration>) -> Output) -> usize {
     let mut count = 0;
-    for ((s, o), _) in stages.iter().zip(outputs.iter_mut()).zip(again).filter(|(_, again)| **again) {
-        *o = run(s);
+    let mut stalls_alone = std::collections::BTreeSet::new();
+    for ((s, o), a) in stages.iter().zip(outputs.iter_mut()).zip(again) {
+        let limit = match *a {
+            Again::No => continue,
+            Again::Stalled(_) if stalls_alone.contains(&s.subject) => continue,
+            Again::Full => None,
+            Again::Stalled(limit) => Some(limit),
+        };
+        *o = run(s, limit);
         count += 1;
+        if matches!(a, Again::Stalled(_)) && timed_out(o) {
+            stalls_alone.insert(s.subject);
+        }
     }
     count
 }
@@ -334,8 +383,47 @@ mod tests {
         }), ran(0, "")];
         assert!(!stalled(&tool, &in_time[0], &stages, &in_time));
         let mut outputs = finished;
-        let again = [true, false];
-        assert_eq!(rerun_alone(&stages, &mut outputs, &again, &|_| ran(0, "alone")), 1);
+        let again = [Again::Full, Again::No];
+        assert_eq!(rerun_alone(&stages, &mut outputs, &again, &|_, _| ran(0, "alone")), 1);
         assert!(matches!(&outputs[0], Output::Ran { run: Ok(f), .. } if f.output().contains("alone")));
+    }
+
+    #[test]
+    fn a_stalled_tool_waits_alone_only_as_long_as_its_peers_took_and_a_program_stalls_alone_once() {
+        use crate::exercise::manifest::Tool;
+        use crate::tools::runner::{Captured, Exit, Finished};
+        use std::time::Duration;
+        let finished = |exit, secs| Finished { exit, stdout: Captured::default(), stderr: Captured::default(), wall: Duration::from_secs(secs), leftovers: 0, escaped: false, oom_killed: false, isolation: None };
+        let tool = |tool, exit, secs| Output::Sanitized {
+            tool,
+            run: Ok(crate::tools::sanitizer::ToolRun { tool, command: String::new(), records: Vec::new(), xml_path: Default::default(), finished: finished(exit, secs) }),
+            findings: Vec::new(),
+            bounds: crate::judge::stages::Bounds::plain(Default::default()),
+        };
+        let plain = |secs| Output::Ran { command: String::new(), run: Ok(finished(Exit::Code(0), secs)), outputs: Vec::new(), bounds: crate::judge::stages::Bounds::plain(Default::default()) };
+        // Subject 0 stalls under both tools (its plain run finished); subject 1's initcheck took 12 s.
+        let stages = [
+            Stage::new(0, StageKind::Sanitize(Tool::Initcheck)),
+            Stage::new(0, StageKind::Sanitize(Tool::Racecheck)),
+            Stage::new(0, StageKind::Correctness),
+            Stage::new(1, StageKind::Sanitize(Tool::Initcheck)),
+            Stage::new(1, StageKind::Correctness),
+        ];
+        let outputs = [tool(Tool::Initcheck, Exit::TimedOut, 90), tool(Tool::Racecheck, Exit::TimedOut, 90), plain(1), tool(Tool::Initcheck, Exit::Code(0), 12), plain(1)];
+        let limit = Duration::from_secs(90);
+        let again: Vec<Again> = stages.iter().zip(&outputs).map(|(s, o)| run_again(s, o, &stages, &outputs, limit)).collect();
+        assert_eq!(again[0], Again::Stalled(Duration::from_secs(48)), "4 x the 12 s of the finished initcheck");
+        assert_eq!(again[1], Again::Stalled(limit), "no racecheck finished: the full limit");
+        assert_eq!(&again[2..], [Again::No; 3]);
+        let limits = std::sync::Mutex::new(Vec::new());
+        let mut rerun = outputs;
+        let count = rerun_alone(&stages, &mut rerun, &again, &|s, l| {
+            limits.lock().unwrap().push(l);
+            tool(if s.kind == StageKind::Sanitize(Tool::Racecheck) { Tool::Racecheck } else { Tool::Initcheck }, Exit::TimedOut, l.unwrap().as_secs())
+        });
+        assert_eq!((count, limits.into_inner().unwrap()), (1, vec![Some(Duration::from_secs(48))]), "stalled alone too: racecheck is not waited for again");
+        let quick = [tool(Tool::Initcheck, Exit::TimedOut, 90), plain(1), tool(Tool::Initcheck, Exit::Code(0), 2), plain(1)];
+        let quick_stages = [stages[0].clone(), stages[2].clone(), stages[3].clone(), stages[4].clone()];
+        assert_eq!(run_again(&quick_stages[0], &quick[0], &quick_stages, &quick, limit), Again::Stalled(STALL_FLOOR), "never below the floor");
     }
 }

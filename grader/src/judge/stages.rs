@@ -38,12 +38,15 @@ pub struct Bounds {
     pub detector: Detector,
     /// "region `wait` (sum.cu:12-30)"; none for a program.
     pub region: Option<String>,
+    /// A tool run again alone because it timed out beside other runs while the program's own
+    /// plain run finished (the scheduler's stall rule).
+    pub after_stall: bool,
 }
 
 impl Bounds {
     /// A run with nothing expected of it but to finish within `limit`.
     pub fn plain(limit: std::time::Duration) -> Bounds {
-        Bounds { limit, detector: Detector::Sanitizer, region: None }
+        Bounds { limit, detector: Detector::Sanitizer, region: None, after_stall: false }
     }
 
     /// A submission's run: the general `limit`, or the hang's own where the text is the untouched
@@ -53,6 +56,7 @@ impl Bounds {
             limit: sub.hang_limit().map_or(limit, |h| h.min(limit)),
             detector: sub.exercise().map(|e| e.manifest.detector()).unwrap_or_default(),
             region: sub.region_text(),
+            after_stall: false,
         }
     }
 }
@@ -244,7 +248,8 @@ pub fn build(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, flav
     Output::Built(nvcc::build(ctx.launcher.as_ref(), &recipe, flavor, inputs, &sub.binary(flavor), sub.reuse, &sandbox))
 }
 
-pub fn sanitize(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: &Built, tool: Tool) -> Output {
+/// `after_stall`: the limit of a stalled run again alone (none: the configured one).
+pub fn sanitize(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: &Built, tool: Tool, after_stall: Option<std::time::Duration>) -> Output {
     let Some(path) = ctx.tools.sanitizer.as_deref() else { return Output::NotRun(Blocked::Missing("compute-sanitizer")) };
     let tag = stage.id().replace(':', "-");
     let xml = sub.work.join("out").join(format!("{tag}.xml"));
@@ -252,7 +257,7 @@ pub fn sanitize(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, b
         Target::Exercise { cases, .. } => cases::harness_args(cases, |c| c.sanitize, false, &sub.work.join("out"), &tag).0,
         Target::Program(p) => p.args.clone(),
     };
-    let bounds = Bounds::of(sub, ctx.config.timeouts.tool);
+    let bounds = Bounds { after_stall: after_stall.is_some(), ..Bounds::of(sub, after_stall.unwrap_or(ctx.config.timeouts.tool)) };
     // The manifest's options for its tool, on every version of the exercise (the solution must be
     // clean under them too).
     let options = sub.exercise().map(|e| e.manifest.tool_options(tool)).unwrap_or_default();
@@ -380,11 +385,17 @@ pub fn profile(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, bu
 
 /// Run one stage whose build (if it needs one) is `built`.
 pub fn run(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: Option<&Built>) -> Output {
+    run_within(ctx, wb, sub, stage, built, None)
+}
+
+/// `run`, with a sanitizer tool held to `tool_limit` instead of the configured one (a stalled tool
+/// run again alone: see the scheduler).
+pub fn run_within(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: Option<&Built>, tool_limit: Option<std::time::Duration>) -> Output {
     match (stage.kind, built) {
         (StageKind::BuildDebug, _) => build(ctx, wb, sub, stage, Flavor::Sanitize),
         (StageKind::BuildRelease, _) => build(ctx, wb, sub, stage, Flavor::Timing),
         (_, None) => Output::NotRun(Blocked::BuildFailed),
-        (StageKind::Sanitize(tool), Some(b)) => sanitize(ctx, wb, sub, stage, b, tool),
+        (StageKind::Sanitize(tool), Some(b)) => sanitize(ctx, wb, sub, stage, b, tool, tool_limit),
         (StageKind::Correctness, Some(b)) => correctness(ctx, wb, sub, stage, b, sub.cases()),
         (StageKind::Hidden | StageKind::Fresh, Some(b)) => match sub.secret {
             Some(secret) => correctness(ctx, wb, sub, stage, b, if stage.kind == StageKind::Hidden { &secret.hidden } else { &secret.fresh }),

@@ -295,6 +295,7 @@ pub fn stopped(f: &Finished, bounds: &Bounds, found: &[Finding], what: &str) -> 
             Status::TimedOut,
             match deadlock {
                 Some(d) => format!("{what} did not finish within {limit:.0} s: it hangs{d}"),
+                None if bounds.after_stall => format!("{what} did not finish beside the other runs, nor alone within {limit:.0} s, though the program's plain runs finish: it hangs only under the tool (a -G build can hang where -O3 does not, and a program can tell that a tool is watching it)"),
                 None => format!("{what} did not finish within {limit:.0} s: it hangs, on the GPU (a barrier that never releases hangs the kernel) or on the host (a loop that never ends)"),
             },
         )),
@@ -464,7 +465,7 @@ mod tests {
     }
 
     fn ran(exit: Exit, detector: Detector) -> Output {
-        let bounds = Bounds { limit: std::time::Duration::from_secs(3), detector, region: Some("region `wait` (barrier.cu:20-31)".into()) };
+        let bounds = Bounds { limit: std::time::Duration::from_secs(3), detector, region: Some("region `wait` (barrier.cu:20-31)".into()), after_stall: false };
         Output::Ran { command: "prog".into(), run: Ok(finished(exit)), outputs: Vec::new(), bounds }
     }
 
@@ -482,13 +483,18 @@ mod tests {
         assert_eq!(Outcome::from_steps(&[step]).exit_code(), 4, "a hang is still the documented timeout exit");
         // The tool's deadlock record is named with it.
         let f = finished(Exit::TimedOut);
-        let bounds = Bounds { limit: std::time::Duration::from_secs(3), detector: Detector::Hang, region: Some("region `wait`".into()) };
+        let bounds = Bounds { limit: std::time::Duration::from_secs(3), detector: Detector::Hang, region: Some("region `wait`".into()), after_stall: false };
         let (_, why) = stopped(&f, &bounds, &[deadlock()], "the program under racecheck").unwrap();
         assert!(why.ends_with("; racecheck reports a deadlock at barrier.cu:27"), "{why}");
         // Elsewhere a timeout stays a timeout, naming the deadlock record where there is one.
         let (status, why) = stopped(&f, &Bounds { detector: Detector::Sanitizer, ..bounds }, &[deadlock()], "the program").unwrap();
         assert_eq!(status, Status::TimedOut);
         assert!(why.contains("it hangs; racecheck reports a deadlock at barrier.cu:27"), "{why}");
+        // A tool that stalled beside others and again alone, where the plain run finished.
+        let stalled = Bounds { detector: Detector::Sanitizer, region: None, after_stall: true, ..bounds };
+        let (status, why) = stopped(&f, &stalled, &[], "the program under initcheck").unwrap();
+        assert_eq!(status, Status::TimedOut);
+        assert!(why.contains("nor alone within 3 s") && why.contains("hangs only under the tool"), "{why}");
     }
 
     #[test]

@@ -790,7 +790,7 @@ mod tests {
         use crate::tools::runner::{Exit, Finished};
         let ran = |exit: Exit, detector: Detector| {
             let finished = Finished { exit, stdout: Default::default(), stderr: Default::default(), wall: Default::default(), leftovers: 0, escaped: false, oom_killed: false, isolation: None };
-            let bounds = Bounds { limit: std::time::Duration::from_secs(3), detector, region: Some("region `wait` (b.cu:5-9)".into()) };
+            let bounds = Bounds { limit: std::time::Duration::from_secs(3), detector, region: Some("region `wait` (b.cu:5-9)".into()), after_stall: false };
             Output::Ran { command: String::new(), run: Ok(finished), outputs: Vec::new(), bounds }
         };
         let judge = |detector: Detector, exits: &[Exit]| {
