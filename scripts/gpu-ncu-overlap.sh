@@ -2,7 +2,8 @@
 # What a set of ncu timing runs costs side by side (verify's timing phase is ncu processes, 4 at a
 # time, and did not get faster with 8): for each exercise, `check` with its solution gives the
 # exact ncu command of its timed run; that command then runs alone, 4 copies at once, two programs
-# under one ncu (`bash -c 'A; B'`: ncu follows child processes), and the program without ncu.
+# under one ncu (`bash -c 'A; B'`: ncu follows child processes), the program without ncu, and
+# alone with one call instead of the bench's repeats. ONLY=alone skips the side-by-side variants.
 # Usage: scripts/gpu-ncu-overlap.sh OUTDIR EXERCISE...
 set -uo pipefail
 B=${B:-.gpu/xtask}
@@ -50,6 +51,9 @@ EOF
   echo "== $id" >> "$report"
   for k in 1 2; do s=$(now); eval "$(variant .alone$k)" > "$out/$id.alone$k.log" 2>&1; code=$?; echo "alone $k: $(took "$s") s, exit $code" >> "$report"; done
   s=$(now); eval "$(program .plain)" > "$out/$id.plain.log" 2>&1; echo "program without ncu: $(took "$s") s" >> "$report"
+  # One call instead of the bench's repeats (and so no --vary): what each profiled call costs.
+  for k in 1 2; do s=$(now); eval "$(variant .once$k | sed -E 's/--repeat [0-9]+/--repeat 1/; s/--vary [^ ]+ //')" > "$out/$id.once$k.log" 2>&1; echo "alone, one call: $(took "$s") s" >> "$report"; done
+  [ "${ONLY:-}" = alone ] && continue
   s=$(now)
   for k in 1 2 3 4; do ( s1=$(now); eval "$(variant .four$k)" > "$out/$id.four$k.log" 2>&1; echo "  one of four: $(took "$s1") s" >> "$report" ) & done
   wait; echo "four at once: $(took "$s") s for all" >> "$report"

@@ -87,14 +87,11 @@ fn verify_of_the_race_passes_from_its_recording() {
     // racecheck is this exercise's detector: without --survey its plain run is not needed.
     assert!(ex["plain_run_correct"].is_null() && ex["plain_runs"].is_null(), "{ex}");
     let checks: Vec<String> = ex["checks"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap().to_string()).collect();
-    for expected in ["exercise fails under racecheck", "solution memcheck", "solution racecheck", "solution initcheck", "solution synccheck", "solution correctness", "solution timing"] {
+    for expected in ["exercise fails under racecheck", "solution memcheck", "solution racecheck", "solution initcheck", "solution synccheck", "solution correctness"] {
         assert!(checks.iter().any(|c| c == expected), "no `{expected}` in {checks:?}");
     }
-    // Without --survey: the solution once under ncu, its three repeats close to each other, and
-    // no second process or original timed.
-    let spread = ex["timing"]["repeat_spread"].as_f64().unwrap();
-    assert!((1.0..1.5).contains(&spread), "{spread}");
-    assert!(ex["timing"]["rerun_ratio"].is_null() && ex["timing"]["original_ns"].is_null());
+    // Without --survey a bug exercise is not timed: its timings are the survey's.
+    assert!(!checks.iter().any(|c| c == "solution timing") && ex["timing"].is_null(), "{checks:?}");
     assert!(ex["original_under_tools"].is_null(), "only --survey runs every tool on the original");
     assert_eq!(report["gpu"]["name"], "NVIDIA H100 80GB HBM3");
     assert!(record.is_file());
