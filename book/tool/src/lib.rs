@@ -10,6 +10,8 @@
 //!   the learner's working copy, which may be edited);
 //! - `{{#cudabugs-diff ID}}`: the fix, as a diff of the pristine exercise against its solution;
 //! - `{{#cudabugs-summary}}`: one table over every exercise; `{{#cudabugs-machine}}`: the GPU and tools;
+//! - `{{#cudabugs-second-gpu FILE}}`: another GPU's record (`book/FILE`) beside the book's: the
+//!   verdicts that differ, and each exercise's times on both;
 //! - `{{#cudabugs-roofline ID}}`: a performance exercise's roofline (inline SVG, plotters) from the record;
 //! - `{{#cudabugs-tool-matrix}}`: which tool flagged which exercise's untouched file, how often a
 //!   plain run was right, and the bug classes no tool flagged, all from the record.
@@ -220,6 +222,14 @@ fn expand(chapter: &Chapter, record: &VerificationRecord, exercises: &[Exercise]
                 out.push_str(&unrecorded(record, exercises, &"../".repeat(depth)));
             }
             "machine" => out.push_str(&machine(record)),
+            "second-gpu" => {
+                // The same catalog verified on another GPU, set against the book's record.
+                let file = id.context("the directive needs the second record's file: {{#cudabugs-second-gpu FILE}}")?;
+                let path = workbook.join("book").join(file);
+                let other: VerificationRecord = serde_json::from_str(&std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?)
+                    .with_context(|| format!("{} is not a verification record", path.display()))?;
+                out.push_str(&render_second_gpu(record, &other));
+            }
             "tool-matrix" => {
                 let depth = chapter.path.as_ref().map(|p| p.components().count().saturating_sub(1)).unwrap_or(0);
                 out.push_str(&render_tool_matrix(record, &"../".repeat(depth))?);
@@ -525,6 +535,63 @@ fn render_summary(record: &VerificationRecord, up: &str) -> String {
     }
     let phases = record.phases.as_ref().map(|p| format!(" ({})", grader::report::phases_text(p))).unwrap_or_default();
     let _ = writeln!(out, "\n`cargo xtask verify` took {:.1} s over these exercises{phases}.", record.wall_seconds);
+    out
+}
+
+/// What a verdict is made of, to set two GPUs' records side by side: the outcome, the intended
+/// finding (kind, tool, file and line; for the performance track only that the original is slow,
+/// its speedup being a measurement), which tools saw the untouched file and how often its plain
+/// runs were right.
+fn verdict_key(e: &ExerciseRecord) -> String {
+    let sightings: Vec<String> = e.original_under_tools.iter().map(|s| format!("{}:{:?}:{}", s.tool, s.status, s.kinds.join("+"))).collect();
+    let finding = if e.track == grader::exercise::manifest::Track::Perf { "slow".into() } else { e.evidence() };
+    format!("{} | {finding} | {} | {}", e.label(), sightings.join(","), e.plain_runs.map(|p| plain_runs_text(&p)).unwrap_or_default())
+}
+
+/// "H100" for "NVIDIA H100 80GB HBM3": the model, for table headings.
+fn gpu_name(record: &VerificationRecord) -> String {
+    let name = record.gpu.as_ref().map(|g| g.name.as_str()).unwrap_or("no GPU");
+    name.strip_prefix("NVIDIA ").and_then(|rest| rest.split_whitespace().next()).unwrap_or(name).to_string()
+}
+
+/// `{{#cudabugs-second-gpu FILE}}`: another GPU's record of the catalog beside the book's: how many
+/// verdicts are the same, every one that is not, and each exercise's times on both.
+fn render_second_gpu(record: &VerificationRecord, other: &VerificationRecord) -> String {
+    let (a, b) = (gpu_name(record), gpu_name(other));
+    let mut out = machine(other);
+    let both: Vec<(&ExerciseRecord, &ExerciseRecord)> = record.exercises.iter().filter_map(|e| other.exercises.iter().find(|o| o.id == e.id).map(|o| (e, o))).collect();
+    let same = both.iter().filter(|(e, o)| verdict_key(e) == verdict_key(o)).count();
+    let _ = writeln!(
+        out,
+        "
+{same} of {} exercises got the same verdict on both GPUs: the same outcome, the same intended finding at the same line, the same tools seeing the untouched file and as many right plain runs.
+",
+        both.len()
+    );
+    for (e, o) in both.iter().filter(|(e, o)| verdict_key(e) != verdict_key(o)) {
+        let _ = writeln!(out, "- **{}** differs: {a}: {}; {b}: {}", e.id, verdict_key(e), verdict_key(o));
+    }
+    let _ = writeln!(out, "
+| exercise | intended finding | fix on the {a} | fix on the {b} | {b} / {a} | speedup of the fix ({a} / {b}) |
+| --- | --- | --- | --- | --- | --- |");
+    for (e, o) in &both {
+        let ratio = match (e.reference_ns(), o.reference_ns()) {
+            (Some(x), Some(y)) => format!("{:.2}", y / x),
+            _ => "-".into(),
+        };
+        let speedup = |r: &ExerciseRecord| r.perf_version("reference").map(|v| format!("{:.2}x", v.speedup));
+        let speedups = match (speedup(e), speedup(o)) {
+            (Some(x), Some(y)) => format!("{x} / {y}"),
+            _ => "-".into(),
+        };
+        let time = |r: &ExerciseRecord| r.reference_ns().map(us).unwrap_or_else(|| "-".into());
+        let _ = writeln!(out, "| {} | {} | {} | {} | {ratio} | {speedups} |", e.id, e.evidence(), time(e), time(o));
+    }
+    let missing: Vec<&str> = record.exercises.iter().filter(|e| !other.exercises.iter().any(|o| o.id == e.id)).map(|e| e.id.as_str()).collect();
+    if !missing.is_empty() {
+        let _ = writeln!(out, "
+Not in the {b} record: {}.", missing.join(", "));
+    }
     out
 }
 

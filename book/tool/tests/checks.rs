@@ -15,7 +15,7 @@ impl Copy {
         for sub in ["book/src", "book/gpu-runs", "exercises", "solutions"] {
             grader::exercise::workbook::copy_tree(&repo.join(sub), &dir.path().join(sub)).unwrap();
         }
-        for file in ["book/book.toml", "book/verification.json"] {
+        for file in ["book/book.toml", "book/verification.json", "book/verification-h200.json"] {
             std::fs::copy(repo.join(file), dir.path().join(file)).unwrap();
         }
         Copy { dir }
@@ -69,6 +69,26 @@ fn the_untouched_copy_builds() {
     let chart = &chart[..chart.find("</svg>").expect("a whole chart")];
     assert!(chart.contains("Roofline of the NVIDIA") && chart.contains(" original ") && chart.contains(" the fix "), "the points are labelled: {chart}");
     assert!(lesson.contains("bank conflicts per shared access") && lesson.contains("the fix"), "the metrics table");
+    // The H200's record beside the H100's: the same verdict for every exercise.
+    let verification = std::fs::read_to_string(html.join("verification.html")).unwrap();
+    assert!(verification.contains("37 of 37 exercises got the same verdict on both GPUs"), "the second GPU's comparison");
+    assert!(!verification.contains("differs:"));
+}
+
+#[test]
+fn a_verdict_that_differs_on_the_second_gpu_is_named() {
+    let copy = Copy::new();
+    let path = copy.path("book/verification-h200.json");
+    let mut record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let race = record["exercises"].as_array_mut().unwrap().iter_mut().find(|e| e["id"] == "03-race").unwrap();
+    race["finding"]["locations"][0]["line"] = 23.into();
+    std::fs::write(&path, serde_json::to_string(&record).unwrap()).unwrap();
+    let html = cudabugs_book::build(&copy.path("book"), copy.dir.path(), Some(&copy.path("out"))).unwrap();
+    let verification = std::fs::read_to_string(html.join("verification.html")).unwrap();
+    assert!(verification.contains("36 of 37 exercises got the same verdict"), "the count");
+    let note = &verification[verification.find("03-race</strong> differs").expect("the exercise named")..];
+    let line = &note[..note.find('\n').unwrap()];
+    assert!(line.contains("H100: pass | shared-race at reduce.cu:22") && line.contains("H200: pass | shared-race at reduce.cu:23"), "both findings shown: {line}");
 }
 
 #[test]
