@@ -39,6 +39,10 @@ pub enum Metric {
     Fp32Share,
     /// The library kernel's time over this one's: 100% is as fast as cuBLAS.
     ShareOfBaseline,
+    /// Registers each thread of the kernel holds (ptxas's allocation, as the launch reports it).
+    Registers,
+    /// Bytes of local memory (register spills, arrays indexed at run time) loaded and stored per run.
+    LocalBytes,
 }
 
 /// What a metric's value is computed from, per timed run of the bench.
@@ -59,7 +63,7 @@ pub struct Peaks {
 }
 
 impl Metric {
-    pub const ALL: [Metric; 10] = [
+    pub const ALL: [Metric; 12] = [
         Metric::LoadEfficiency,
         Metric::SectorsPerRequest,
         Metric::BankConflicts,
@@ -70,6 +74,8 @@ impl Metric {
         Metric::DramShare,
         Metric::Fp32Share,
         Metric::ShareOfBaseline,
+        Metric::Registers,
+        Metric::LocalBytes,
     ];
 
     pub fn key(self) -> &'static str {
@@ -84,6 +90,8 @@ impl Metric {
             Metric::DramShare => "dram-share",
             Metric::Fp32Share => "fp32-share",
             Metric::ShareOfBaseline => "share-of-baseline",
+            Metric::Registers => "registers",
+            Metric::LocalBytes => "local-bytes",
         }
     }
 
@@ -100,6 +108,8 @@ impl Metric {
             Metric::DramShare => "DRAM bandwidth, % of measured peak",
             Metric::Fp32Share => "fp32 throughput, % of measured peak",
             Metric::ShareOfBaseline => "speed, % of cuBLAS",
+            Metric::Registers => "registers per thread",
+            Metric::LocalBytes => "local-memory bytes (spills)",
         }
     }
 
@@ -120,12 +130,14 @@ impl Metric {
             Metric::DramShare => "bytes moved to and from DRAM per second, as a share of this GPU's measured cudaMemcpy bandwidth: near 100% a memory-bound kernel is done",
             Metric::Fp32Share => "single-precision FLOP per second (an FMA counts two), as a share of this GPU's measured FMA peak at ncu's clocks",
             Metric::ShareOfBaseline => "cuBLAS's time over this kernel's, both timed in this run: 100% is as fast as the library",
+            Metric::Registers => "registers ptxas gave each thread (`nvcc -Xptxas -v` prints it too): more registers per thread leave room for fewer warps on an SM, and too few make the compiler spill values to local memory",
+            Metric::LocalBytes => "bytes loaded from and stored to local memory per run: per-thread memory that lives in DRAM behind the L1, where spilled registers and arrays indexed at run time go; 0 when everything stays in registers",
         }
     }
 
     /// Whether a larger value is better.
     pub fn higher_is_better(self) -> bool {
-        !matches!(self, Metric::SectorsPerRequest | Metric::BankConflicts | Metric::GlobalAtomics)
+        !matches!(self, Metric::SectorsPerRequest | Metric::BankConflicts | Metric::GlobalAtomics | Metric::Registers | Metric::LocalBytes)
     }
 
     pub fn needs_baseline(self) -> bool {
@@ -147,6 +159,8 @@ impl Metric {
             Metric::Occupancy => &["sm__warps_active.avg.pct_of_peak_sustained_active"],
             Metric::SmBusy => &["sm__cycles_active.avg", "sm__cycles_elapsed.avg"],
             Metric::GlobalAtomics => &["l1tex__t_requests_pipe_lsu_mem_global_op_red.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum"],
+            Metric::Registers => &["launch__registers_per_thread"],
+            Metric::LocalBytes => &["l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum", "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum"],
             Metric::DramShare | Metric::Fp32Share | Metric::ShareOfBaseline => &[],
         }
     }
@@ -157,7 +171,8 @@ impl Metric {
         let raw = |name: &str| c.raw.get(name).copied();
         let ratio = |a: f64, b: f64| (b > 0.0).then(|| a / b);
         match self {
-            Metric::LoadEfficiency | Metric::Occupancy => raw(self.counters()[0]),
+            Metric::LoadEfficiency | Metric::Occupancy | Metric::Registers => raw(self.counters()[0]),
+            Metric::LocalBytes => Some(raw(self.counters()[0])? + raw(self.counters()[1])?),
             Metric::SectorsPerRequest => ratio(raw(self.counters()[0])?, raw(self.counters()[1])?),
             Metric::BankConflicts => {
                 let n = self.counters();
@@ -179,7 +194,7 @@ impl Metric {
             Some(v) if self.is_percent() => format!("{v:.1}%"),
             Some(v) if v >= 1e6 => format!("{:.2} M", v / 1e6),
             Some(v) if v >= 1e4 => format!("{:.1} k", v / 1e3),
-            Some(v) if self == Metric::GlobalAtomics => format!("{v:.0}"),
+            Some(v) if matches!(self, Metric::GlobalAtomics | Metric::Registers | Metric::LocalBytes) => format!("{v:.0}"),
             Some(v) => format!("{v:.2}"),
         }
     }
@@ -236,6 +251,13 @@ mod tests {
         assert_eq!(Metric::Fp32Share.value(&c, peaks, None), None, "no FLOP counters collected");
         assert_eq!(Metric::ShareOfBaseline.value(&c, peaks, Some(191_000.0)), Some(50.0));
         assert_eq!(Metric::ThreadsPerInstruction.value(&c, peaks, None), None);
+        let spills = Counters {
+            nanoseconds: 1.0,
+            raw: [("launch__registers_per_thread", 32.0), ("l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum", 3.0e6), ("l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum", 1.0e6)].into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+        };
+        assert_eq!((Metric::Registers.value(&spills, peaks, None), Metric::LocalBytes.value(&spills, peaks, None)), (Some(32.0), Some(4.0e6)));
+        assert_eq!(Metric::LocalBytes.show(Some(4.0e6)), "4.00 M");
+        assert_eq!(Metric::Registers.show(Some(32.0)), "32");
     }
 
     #[test]
