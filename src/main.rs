@@ -125,8 +125,8 @@ enum Command {
     },
     /// Prove every exercise fails for its intended reason and every solution passes.
     Verify {
-        /// Only this exercise.
-        id: Option<String>,
+        /// Only these exercises (all when none is named).
+        ids: Vec<String>,
         /// Write the JSON verification record here.
         #[arg(long)]
         record: Option<PathBuf>,
@@ -478,12 +478,9 @@ fn run(cli: Cli) -> Result<i32> {
         }
         Command::Grade { action: Some(GradeAction::Merge { out }), .. } => finish_gradebook(&out, format),
         Command::Grade { action: None, args } => grade(args, &settings, format),
-        Command::Verify { id, record, keep, survey } => {
+        Command::Verify { ids, record, keep, survey } => {
             let wb = open_workbook()?;
-            let selected: Vec<_> = match &id {
-                Some(id) => vec![wb.resolve(id)?],
-                None => wb.exercises.iter().collect(),
-            };
+            let selected: Vec<_> = if ids.is_empty() { wb.exercises.iter().collect() } else { ids.iter().map(|id| wb.resolve(id)).collect::<Result<_, _>>()? };
             let ctx = context(&wb, &settings, format)?;
             let opts = grader::judge::verify::VerifyOptions { keep, survey };
             let result = grader::judge::verify::verify(&ctx, &wb, &selected, &opts, progress(format));
@@ -491,7 +488,7 @@ fn run(cli: Cli) -> Result<i32> {
                 std::fs::write(path, serde_json::to_string_pretty(&result)? + "\n").with_context(|| format!("writing {}", path.display()))?;
             }
             // A broken exercise fails the self-check of the whole workbook (it was named above).
-            if id.is_none() && !wb.broken.is_empty() && result.outcome.rank() > 0 {
+            if ids.is_empty() && !wb.broken.is_empty() && result.outcome.rank() > 0 {
                 if format == Format::Text {
                     print!("{}", grader::report::verify_text(&result));
                     eprintln!("FAIL: {} exercise(s) not gradable: {}", wb.broken.len(), wb.broken.iter().map(|b| b.id.as_str()).collect::<Vec<_>>().join(", "));

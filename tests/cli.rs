@@ -183,6 +183,12 @@ fn verify_without_a_gpu_checks_what_it_can_and_exits_6() {
         ]
     );
     assert_eq!(record["outcome"], "skipped");
+    // Several exercises by name, in the catalog's order; a name that matches none stops it.
+    let out = xtask().args(["--format", "json", "verify", "race", "sync"]).assert().code(6).get_output().stdout.clone();
+    let record: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let ids: Vec<&str> = record["exercises"].as_array().unwrap().iter().map(|e| e["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["03-race", "04-sync"]);
+    xtask().args(["verify", "race", "no-such-exercise"]).assert().code(2);
 }
 
 #[test]
