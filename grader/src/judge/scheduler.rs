@@ -197,11 +197,11 @@ fn gpu_share(gpu: Option<&str>) -> std::sync::Arc<std::sync::RwLock<()>> {
 
 /// Whether, and how, a GPU stage runs again alone once the others have ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Again {
+enum Again {
     No,
     /// It failed on a resource another program may have held: again, with its full time limit.
     Full,
-    /// A tool that stalled beside other runs: again, held to a limit its peers set (`stall_limit`).
+    /// A tool that stalled beside other runs: again, held to a limit its peers set (`run_again`).
     Stalled(std::time::Duration),
 }
 

@@ -556,9 +556,10 @@ pub fn overall(exercises: &[ExerciseRecord]) -> Outcome {
     }
 }
 
-/// The solution's time, a second run of it, and the original's, against the manifest's target:
-/// the speed judge of check and grade holds the second run (a learner who submitted the reference
-/// fix) to the first, every anti-cheat rule included, and the noise between them must fit the target.
+/// A bug exercise's timings (`--survey` only): the solution's time, a second run of it, and the
+/// original's, against the manifest's target: the speed judge of check and grade holds the second
+/// run (a learner who submitted the reference fix) to the first, every anti-cheat rule included,
+/// and the noise between them must fit the target.
 fn timing_steps(w: &mut Work, results: &Results, (ex, sol): (usize, usize), opts: &VerifyOptions) -> Vec<Step> {
     let m = &w.ex.manifest.manifest;
     let n = w.ex.number();
@@ -573,8 +574,7 @@ fn timing_steps(w: &mut Work, results: &Results, (ex, sol): (usize, usize), opts
         }
     }
     let time = |s: &Stage| verdict::measured_time(results.get_run(s));
-    let rerun_time = if opts.survey { time(&rerun).map(Some) } else { Ok(None) };
-    let (reference_ns, rerun_ns) = match (time(&reference), rerun_time) {
+    let (reference_ns, rerun_ns) = match (time(&reference), time(&rerun)) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(why), _) | (_, Err(why)) => {
             let detail = results.get_run(&reference).and_then(Output::measured).map(|m| m.finished.output()).unwrap_or_default();
@@ -583,32 +583,27 @@ fn timing_steps(w: &mut Work, results: &Results, (ex, sol): (usize, usize), opts
     };
     let original_ns = time(&original).ok();
     let max = m.timing.max_ratio_to_reference.as_ref().map(|r| *r.get_ref()).expect("a bug exercise has a ratio target");
-    let rerun_ratio = rerun_ns.map(|r| r / reference_ns);
+    let rerun_ratio = rerun_ns / reference_ns;
     let repeat_spread = results.get_run(&reference).and_then(Output::measured).and_then(|measured| crate::tools::ncu::repeat_spread(&measured.launches, &m.timing.kernels, m.bench.repeat));
     w.record.timing = Some(VerifyTiming {
         kernels: m.timing.kernels.clone(),
         original_ns,
         reference_ns,
-        rerun_ns,
-        rerun_ratio,
+        rerun_ns: Some(rerun_ns),
+        rerun_ratio: Some(rerun_ratio),
         repeat_spread,
         speedup_over_original: original_ns.map(|o| o / reference_ns),
         max_ratio_to_reference: max,
     });
-    // The noise a learner's ratio will carry: between two processes where it was measured, else
-    // between the repeats of one.
-    let (ratio, noise) = match (rerun_ratio, repeat_spread) {
-        (Some(r), _) => (r, format!("a second run {r:.3}x")),
-        (None, Some(s)) => (s, format!("its {} repeats within {s:.3}x of each other", m.bench.repeat)),
-        (None, None) => (1.0, "one repeat: no spread to measure".to_string()),
-    };
+    // The noise a learner's ratio will carry: between two processes (the repeats inside one run on
+    // varied inputs, so their spread is kept for the record but measures no noise).
+    let noise = format!("a second run {rerun_ratio:.3}x");
     let retried = [&original, &reference, &rerun]
         .iter()
         .filter(|s| results.get_run(s).and_then(Output::measured).is_some_and(|m| m.attempts > 1))
         .count();
     let retried = if retried > 0 { format!("; {retried} ncu run(s) repeated: the profiler was busy") } else { String::new() };
     let original_text = match time(&original) {
-        _ if !opts.survey => String::new(),
         _ if w.ex.manifest.hang_timeout().is_some() => "; original not timed: it hangs".into(),
         Ok(o) => format!("; original {:.1} us", o / 1e3),
         Err(why) => format!("; original not timed ({why})"),
@@ -617,13 +612,13 @@ fn timing_steps(w: &mut Work, results: &Results, (ex, sol): (usize, usize), opts
     let evidence = |s: &Stage| speed::evidence(results.get_run(s), None);
     let judged = speed::judge(&speed::Inputs {
         ex: w.ex,
-        learner: evidence(if opts.survey { &rerun } else { &reference }),
+        learner: evidence(&rerun),
         reference: evidence(&reference),
         original: evidence(&original),
         peak: None,
         perf: None,
     });
-    let status = match verdict::within_target(ratio, max) {
+    let status = match verdict::within_target(rerun_ratio, max) {
         Status::Passed => judged.status,
         other => other,
     };
