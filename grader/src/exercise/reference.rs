@@ -98,6 +98,9 @@ const REFERENCES: &[(&str, ReferenceFn)] = &[
     ("histogram-mod", histogram_mod),
     ("polyval", polyval),
     ("diffuse16", diffuse16),
+    // Exercises 60-61
+    ("prefix-sum", prefix_sum),
+    ("conv3x3", conv3x3),
 ];
 
 /// What a reference reads and writes: buffers by name, dtype and length expression. A manifest that
@@ -143,6 +146,15 @@ const SIGNATURES: &[(&str, Signature)] = &[
     ("histogram-mod", Signature { inputs: &[("values", DType::U32, "n")], outputs: &[("counts", DType::U32, "bins")] }),
     ("polyval", Signature { inputs: &[("x", DType::F32, "n"), ("c", DType::F32, "terms")], outputs: &[("y", DType::F32, "n")] }),
     ("diffuse16", Signature { inputs: &[("x", DType::F32, "rows * cols")], outputs: &[("y", DType::F32, "rows * cols")] }),
+    // Exercises 60-61
+    ("prefix-sum", Signature { inputs: &[("x", DType::F32, "n")], outputs: &[("y", DType::F32, "n")] }),
+    (
+        "conv3x3",
+        Signature {
+            inputs: &[("x", DType::F32, "cin * height * width"), ("w", DType::F32, "cout * cin * 9")],
+            outputs: &[("y", DType::F32, "cout * height * width")],
+        },
+    ),
 ];
 
 pub fn signature(name: &str) -> Option<&'static Signature> {
@@ -523,6 +535,43 @@ fn diffuse16(p: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
     out("y", Data::F32(y))
 }
 
+// Exercises 60-61
+
+/// The inclusive prefix sum: `y[i] = x[0] + ... + x[i]`, accumulated in f64.
+fn prefix_sum(_: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
+    let mut acc = 0f64;
+    out("y", Data::F32(inputs[0].data.as_f32().iter().map(|&v| { acc += v as f64; acc as f32 }).collect()))
+}
+
+/// A 3 x 3 convolution layer, zero padding, stride 1: `x` is `cin` planes of `height x width`
+/// (row-major), `w` is `cout` filters of `cin x 3 x 3`, and `y[o][r][c]` is the sum over `i`, `dr`,
+/// `dc` of `w[o][i][dr][dc] * x[i][r + dr - 1][c + dc - 1]` (a cross-correlation, as networks
+/// compute it), in f64.
+fn conv3x3(p: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
+    let (cin, cout, h, w) = (param(p, "cin"), param(p, "cout"), param(p, "height"), param(p, "width"));
+    let (x, k) = (inputs[0].data.as_f32(), inputs[1].data.as_f32());
+    let mut y = vec![0f32; cout * h * w];
+    for o in 0..cout {
+        for r in 0..h {
+            for c in 0..w {
+                let mut sum = 0f64;
+                for i in 0..cin {
+                    for dr in 0..3 {
+                        for dc in 0..3 {
+                            let (rr, cc) = ((r + dr).wrapping_sub(1), (c + dc).wrapping_sub(1));
+                            if rr < h && cc < w {
+                                sum += k[((o * cin + i) * 3 + dr) * 3 + dc] as f64 * x[(i * h + rr) * w + cc] as f64;
+                            }
+                        }
+                    }
+                }
+                y[(o * h + r) * w + c] = sum as f32;
+            }
+        }
+    }
+    out("y", Data::F32(y))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -655,6 +704,27 @@ mod tests {
         assert_eq!(median_window(&params(&[("n", 5), ("r", 1)]), std::slice::from_ref(&x))[0].data, Data::F32(vec![5., 4., 2., 3., 3.]));
         assert_eq!(median_window(&params(&[("n", 5), ("r", 0)]), std::slice::from_ref(&x))[0].data, Data::F32(vec![5., 1., 4., 2., 3.]));
         assert_eq!(median_window(&params(&[("n", 1), ("r", 5)]), &[f32s("x", vec![7.])])[0].data, Data::F32(vec![7.]));
+    }
+
+    #[test]
+    fn exercises_60_and_61_references() {
+        let y = prefix_sum(&params(&[("n", 4)]), &[f32s("x", vec![1.0, 0.5, 0.25, 2.0])]);
+        assert_eq!(y[0].data, Data::F32(vec![1.0, 1.5, 1.75, 3.75]));
+        assert_eq!(prefix_sum(&params(&[("n", 0)]), &[f32s("x", vec![])])[0].data, Data::F32(vec![]));
+        // One 3 x 3 channel of 1..9 with a filter that is 1 at its centre and 1 at its top left:
+        // each output is its own pixel plus the one up and to the left (0 past the edge).
+        let x: Vec<f32> = (1..=9).map(|v| v as f32).collect();
+        let mut k = vec![0f32; 9];
+        (k[4], k[0]) = (1.0, 1.0);
+        let y = conv3x3(&params(&[("cin", 1), ("cout", 1), ("height", 3), ("width", 3)]), &[f32s("x", x.clone()), f32s("w", k)]);
+        assert_eq!(y[0].data, Data::F32(vec![1., 2., 3., 4., 6., 8., 7., 12., 14.]));
+        // Two input channels into two filters: all-ones weights sum the 3 x 3 window of both
+        // channels; the second filter is zero.
+        let x2: Vec<f32> = x.iter().chain(&x).copied().collect();
+        let w2: Vec<f32> = [vec![1f32; 18], vec![0f32; 18]].concat();
+        let y = conv3x3(&params(&[("cin", 2), ("cout", 2), ("height", 3), ("width", 3)]), &[f32s("x", x2), f32s("w", w2)]);
+        let Data::F32(y) = &y[0].data else { panic!() };
+        assert_eq!((y[0], y[4], y[8], &y[9..]), (2.0 * 12.0, 2.0 * 45.0, 2.0 * 28.0, &[0f32; 9][..]));
     }
 
     #[test]
