@@ -98,6 +98,9 @@ const REFERENCES: &[(&str, ReferenceFn)] = &[
     ("histogram-mod", histogram_mod),
     ("polyval", polyval),
     ("diffuse16", diffuse16),
+    // Exercises 58-59
+    ("wma64", wma64),
+    ("kinetic-energy16", kinetic_energy16),
     // Exercises 60-61
     ("prefix-sum", prefix_sum),
     ("conv3x3", conv3x3),
@@ -146,6 +149,9 @@ const SIGNATURES: &[(&str, Signature)] = &[
     ("histogram-mod", Signature { inputs: &[("values", DType::U32, "n")], outputs: &[("counts", DType::U32, "bins")] }),
     ("polyval", Signature { inputs: &[("x", DType::F32, "n"), ("c", DType::F32, "terms")], outputs: &[("y", DType::F32, "n")] }),
     ("diffuse16", Signature { inputs: &[("x", DType::F32, "rows * cols")], outputs: &[("y", DType::F32, "rows * cols")] }),
+    // Exercises 58-59
+    ("wma64", Signature { inputs: &[("x", DType::F32, "steps * channels")], outputs: &[("y", DType::F32, "steps * channels")] }),
+    ("kinetic-energy16", Signature { inputs: &[("fields", DType::F32, "16 * n")], outputs: &[("e", DType::F32, "n")] }),
     // Exercises 60-61
     ("prefix-sum", Signature { inputs: &[("x", DType::F32, "n")], outputs: &[("y", DType::F32, "n")] }),
     (
@@ -535,6 +541,53 @@ fn diffuse16(p: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
     out("y", Data::F32(y))
 }
 
+// Exercises 58-59
+
+/// How many samples `wma64` averages (the 58-registers kernel's `TAPS`).
+pub const WMA_TAPS: usize = 64;
+
+/// A weighted moving average down each column of a time-major `steps x channels` matrix (sample `t`
+/// of channel `c` at `t * channels + c`): `y[t][c]` is the sum over `k < WMA_TAPS` of
+/// `(WMA_TAPS - k) * x[max(t - k, 0)][c]` over `1 + 2 + ... + WMA_TAPS`. The newest sample weighs
+/// most; before its first sample a channel is taken to hold that sample. In f64.
+fn wma64(p: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
+    let (steps, channels) = (param(p, "steps"), param(p, "channels"));
+    let x = inputs[0].data.as_f32();
+    let total = (WMA_TAPS * (WMA_TAPS + 1) / 2) as f64;
+    let mut y = vec![0f32; steps * channels];
+    for t in 0..steps {
+        for c in 0..channels {
+            let sum: f64 = (0..WMA_TAPS).map(|k| (WMA_TAPS - k) as f64 * x[t.saturating_sub(k) * channels + c] as f64).sum();
+            y[t * channels + c] = (sum / total) as f32;
+        }
+    }
+    out("y", Data::F32(y))
+}
+
+/// The fields of a `kinetic-energy16` particle, one column of `n` floats each, in this order (the
+/// 59-aos-soa exercise's `Field`): field `f` of particle `i` at `f * n + i`.
+pub const PARTICLE_FIELDS: [&str; 16] =
+    ["x", "y", "z", "vx", "vy", "vz", "ax", "ay", "az", "mass", "charge", "radius", "density", "pressure", "temperature", "age"];
+
+/// The kinetic energy of each particle, `0.5 * mass * (vx^2 + vy^2 + vz^2)`, from the 16 columns of
+/// PARTICLE_FIELDS, in f64.
+fn kinetic_energy16(p: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
+    let n = param(p, "n");
+    let fields = inputs[0].data.as_f32();
+    let column = |name: &str| {
+        let f = PARTICLE_FIELDS.iter().position(|&g| g == name).expect("a field of PARTICLE_FIELDS");
+        &fields[f * n..(f + 1) * n]
+    };
+    let (vx, vy, vz, mass) = (column("vx"), column("vy"), column("vz"), column("mass"));
+    let e = (0..n)
+        .map(|i| {
+            let v2 = (vx[i] as f64).powi(2) + (vy[i] as f64).powi(2) + (vz[i] as f64).powi(2);
+            (0.5 * mass[i] as f64 * v2) as f32
+        })
+        .collect();
+    out("e", Data::F32(e))
+}
+
 // Exercises 60-61
 
 /// The inclusive prefix sum: `y[i] = x[0] + ... + x[i]`, accumulated in f64.
@@ -704,6 +757,30 @@ mod tests {
         assert_eq!(median_window(&params(&[("n", 5), ("r", 1)]), std::slice::from_ref(&x))[0].data, Data::F32(vec![5., 4., 2., 3., 3.]));
         assert_eq!(median_window(&params(&[("n", 5), ("r", 0)]), std::slice::from_ref(&x))[0].data, Data::F32(vec![5., 1., 4., 2., 3.]));
         assert_eq!(median_window(&params(&[("n", 1), ("r", 5)]), &[f32s("x", vec![7.])])[0].data, Data::F32(vec![7.]));
+    }
+
+    #[test]
+    fn exercises_58_and_59_references() {
+        // One channel, a step up from 0 to 1 at t = 1: after k steps the weights of the k newest
+        // samples, (64 + 63 + ... + (65 - k)) / 2080; from t = 64 on, all of them.
+        let x: Vec<f32> = (0..70).map(|t| if t == 0 { 0.0 } else { 1.0 }).collect();
+        let Data::F32(y) = &wma64(&params(&[("steps", 70), ("channels", 1)]), &[f32s("x", x)])[0].data else { panic!() };
+        assert_eq!((y[0], y[1], y[69]), (0.0, (64.0 / 2080.0) as f32, 1.0));
+        assert_eq!(y[2], ((64.0 + 63.0) / 2080.0) as f32);
+        // Two channels are averaged apart: a constant channel stays constant beside a ramp.
+        let x: Vec<f32> = (0..6).flat_map(|t| [0.5, t as f32]).collect();
+        let Data::F32(y) = &wma64(&params(&[("steps", 6), ("channels", 2)]), &[f32s("x", x)])[0].data else { panic!() };
+        assert_eq!((y[0], y[2], y[10]), (0.5, 0.5, 0.5));
+        // The ramp at t = 1: 64 * 1 + 2016 * 0 (the 63 older samples are the first, 0).
+        assert_eq!((y[1], y[3]), (0.0, (64.0 / 2080.0) as f32));
+        // Two particles: columns of 2, field-major; only vx, vy, vz and mass count.
+        let mut fields = vec![9.0f32; 32];
+        for (name, a, b) in [("vx", 1.0, 0.0), ("vy", 2.0, 0.0), ("vz", 2.0, 3.0), ("mass", 4.0, 0.5)] {
+            let f = PARTICLE_FIELDS.iter().position(|&g| g == name).unwrap();
+            (fields[2 * f], fields[2 * f + 1]) = (a, b);
+        }
+        let e = kinetic_energy16(&params(&[("n", 2)]), &[f32s("fields", fields)]);
+        assert_eq!(e[0].data, Data::F32(vec![18.0, 2.25]));
     }
 
     #[test]
