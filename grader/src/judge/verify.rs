@@ -463,35 +463,17 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
         }
     }
 
-    // Phase 3 (GPU): ncu times every performance exercise's original and solution (its verdict is
-    // the speedup), kernels one at a time, with nothing else on the GPU. With --survey every bug
-    // exercise too: its original, its solution, and its solution again in a second process (the
-    // noise floor of a ratio between two processes, which is what check compares). Plain verify
-    // leaves the bug track's timings to the survey: the solution is the reference there, so its
-    // ratio is 1 by definition, and its repeats run on varied inputs, which say nothing of noise
-    // (15-global-race's atomics took 1.63x longer on some than on others). Those 30 ncu processes
-    // were 50 of the 167 s that verify of 37 took on an H100.
+    // Phase 3 (GPU): ncu times what `timing_stages` names of each exercise whose other checks all
+    // passed, kernels one at a time, with nothing else on the GPU.
     let timed: Vec<usize> = with_cases
         .iter()
         .copied()
-        .filter(|&k| gpu_stages && (opts.survey || work[k].record.track == Track::Perf) && work[k].record.checks.iter().all(|s| s.status == Status::Passed))
+        .filter(|&k| gpu_stages && !timing_stages(&work[k], pair(k), opts).is_empty() && work[k].record.checks.iter().all(|s| s.status == Status::Passed))
         .collect();
-    if !timed.is_empty() {
+    let stages: Vec<Stage> = timed.iter().flat_map(|&k| timing_stages(&work[k], pair(k), opts)).collect();
+    if !stages.is_empty() {
         let which = if opts.survey { "original, solution, solution again" } else { "performance exercises: original and solution" };
         say(&format!("timing {} exercise(s) with ncu ({which}; {} ncu processes at a time)", timed.len(), ctx.config.ncu_jobs));
-        let stages: Vec<Stage> = timed
-            .iter()
-            .flat_map(|&k| {
-                let (ex, sol) = pair(k);
-                let perf = work[k].record.track == Track::Perf;
-                // A hang exercise's original is not timed: it would hold ncu's lock for its limit.
-                let hangs = work[k].ex.manifest.hang_timeout().is_some();
-                let original = Stage::new(ex, StageKind::Timing);
-                let rerun = Stage::again(sol, StageKind::Timing, 1);
-                // A performance exercise's speedup is over its original, timed in the same run.
-                [Stage::new(sol, StageKind::Timing)].into_iter().chain([original].into_iter().filter(move |_| (opts.survey || perf) && !hangs)).chain([rerun].into_iter().filter(|_| opts.survey))
-            })
-            .collect();
         let timeline = scheduler::execute(ctx, wb, &subs, &stages, &mut results, started);
         phases.timing = timeline.profiler;
         let outputs: Vec<&Output> = stages.iter().filter_map(|s| results.get_run(s)).collect();
@@ -554,6 +536,29 @@ pub fn overall(exercises: &[ExerciseRecord]) -> Outcome {
         (true, Some(first)) => Outcome::Skipped { reason: format!("no exercise applies to this GPU: {}", first.not_applicable.clone().unwrap_or_default()) },
         _ => Outcome::worst(applicable.iter().map(|e| &e.outcome)),
     }
+}
+
+/// What ncu times of an exercise: a performance exercise's original and solution (its verdict is
+/// the speedup, over the original timed in the same run). With --survey a bug exercise's too: its
+/// original (unless it hangs: it would hold ncu's lock for its limit), its solution, and its
+/// solution again in a second process (the noise floor of a ratio between two processes, which is
+/// what check compares). Plain verify leaves the bug track's timings to the survey: the solution
+/// is the reference there, so its ratio is 1 by definition, and its repeats run on varied inputs,
+/// which say nothing of noise (15-global-race's atomics took 1.63x longer on some than on others).
+/// Those 30 ncu processes were 50 of the 167 s that verify of 37 took on an H100.
+fn timing_stages(w: &Work, (ex, sol): (usize, usize), opts: &VerifyOptions) -> Vec<Stage> {
+    let perf = w.record.track == Track::Perf;
+    if !perf && !opts.survey {
+        return Vec::new();
+    }
+    let mut stages = vec![Stage::new(sol, StageKind::Timing)];
+    if w.ex.manifest.hang_timeout().is_none() {
+        stages.push(Stage::new(ex, StageKind::Timing));
+    }
+    if !perf {
+        stages.push(Stage::again(sol, StageKind::Timing, 1));
+    }
+    stages
 }
 
 /// A bug exercise's timings (`--survey` only): the solution's time, a second run of it, and the
