@@ -144,7 +144,7 @@ impl Capability {
             (8, 9) => "Ada",
             (8, _) => "Ampere",
             (9, _) => "Hopper",
-            (10 | 11 | 12, _) => "Blackwell",
+            (10..=12, _) => "Blackwell",
             (m, _) if m < 7 => "pre-Volta",
             _ => "a newer architecture",
         }

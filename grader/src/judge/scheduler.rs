@@ -61,12 +61,8 @@ const RESOURCE_FAILURES: &[&str] = &[
 
 /// Whether a GPU stage's run failed on a shared resource (and so may not be the program's fault).
 pub fn failed_on_resource(o: &Output) -> bool {
-    let finished = match o {
-        Output::Ran { run: Ok(f), .. } => f,
-        Output::Sanitized { run: Ok(r), .. } => &r.finished,
-        Output::Timed { measured: Ok(m), .. } => &m.finished,
-        _ => return false,
-    };
+    // The runs that share the GPU with other programs: the tools, the plain runs and the timings.
+    let Some(finished) = o.finished().filter(|_| matches!(o, Output::Ran { .. } | Output::Sanitized { .. } | Output::Timed { .. })) else { return false };
     if finished.success() || finished.exit == crate::tools::runner::Exit::TimedOut {
         return false;
     }
@@ -215,11 +211,7 @@ const STALL_PLAIN_FACTOR: u32 = 50;
 const STALL_FLOOR: std::time::Duration = std::time::Duration::from_secs(30);
 
 fn timed_out(o: &Output) -> bool {
-    match o {
-        Output::Sanitized { run: Ok(r), .. } => r.finished.exit == crate::tools::runner::Exit::TimedOut,
-        Output::Ran { run: Ok(f), .. } => f.exit == crate::tools::runner::Exit::TimedOut,
-        _ => false,
-    }
+    o.finished().is_some_and(|f| f.exit == crate::tools::runner::Exit::TimedOut)
 }
 
 /// How `stage` runs again, if it does: a failure on a shared resource with its full limit; a tool
@@ -351,7 +343,9 @@ mod tests {
     #[test]
     fn parallel_keeps_the_order_of_the_items() {
         let items: Vec<u32> = (0..50).collect();
-        assert_eq!(parallel(&items, 7, |&i| i * 2), items.iter().map(|i| i * 2).collect::<Vec<_>>());
+        for workers in [0, 1, 7, 64] {
+            assert_eq!(parallel(&items, workers, |&i| i * 2), items.iter().map(|i| i * 2).collect::<Vec<_>>(), "{workers} workers");
+        }
     }
 
     #[test]

@@ -98,9 +98,16 @@ impl Output {
     pub fn wall(&self) -> Option<std::time::Duration> {
         match self {
             Output::Built(Ok(b)) => Some(b.wall),
-            Output::Sanitized { run: Ok(r), .. } => Some(r.finished.wall),
-            Output::Ran { run: Ok(f), .. } | Output::Called { run: Ok(f), .. } | Output::Profiled { run: Ok(f), .. } => Some(f.wall),
-            Output::Timed { measured: Ok(m), .. } => Some(m.finished.wall),
+            _ => self.finished().map(|f| f.wall),
+        }
+    }
+
+    /// How the stage's process ended, where one ran (a build's nvcc excepted: see `built`).
+    pub fn finished(&self) -> Option<&Finished> {
+        match self {
+            Output::Sanitized { run: Ok(r), .. } => Some(&r.finished),
+            Output::Ran { run: Ok(f), .. } | Output::Called { run: Ok(f), .. } | Output::Profiled { run: Ok(f), .. } => Some(f),
+            Output::Timed { measured: Ok(m), .. } => Some(&m.finished),
             _ => None,
         }
     }

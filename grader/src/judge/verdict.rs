@@ -479,7 +479,7 @@ mod tests {
         let step = correctness("correctness", "correctness", &ran(Exit::TimedOut, Detector::Hang), &Cases::default(), Tolerance { atol: 0.0, rtol: 0.0 }).unwrap();
         assert_eq!(step.status, Status::Hung);
         assert_eq!(step.summary, "hung: the threads wait in region `wait` (barrier.cu:20-31); the program was killed after 3.0 s");
-        assert_eq!(Outcome::from_steps(&[step.clone()]), Outcome::Hung { step: "correctness".into(), message: step.summary.clone() });
+        assert_eq!(Outcome::from_steps(std::slice::from_ref(&step)), Outcome::Hung { step: "correctness".into(), message: step.summary.clone() });
         assert_eq!(Outcome::from_steps(&[step]).exit_code(), 4, "a hang is still the documented timeout exit");
         // The tool's deadlock record is named with it.
         let f = finished(Exit::TimedOut);

@@ -713,13 +713,7 @@ fn stop_step(detector: Detector, outputs: &[&Output], steps: &[Step]) -> Step {
         Detector::Hang => ("exercise hangs", "correctness"),
         _ => ("exercise crashes", "correctness"),
     };
-    let finished: Vec<&crate::tools::runner::Finished> = outputs
-        .iter()
-        .filter_map(|o| match o {
-            Output::Ran { run: Ok(f), .. } => Some(f),
-            _ => None,
-        })
-        .collect();
+    let finished: Vec<&crate::tools::runner::Finished> = outputs.iter().filter_map(|o| o.finished()).collect();
     let stopped = finished
         .iter()
         .filter(|f| match detector {

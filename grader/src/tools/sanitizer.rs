@@ -170,6 +170,7 @@ fn location(w: &RawWhere, role: &str) -> Option<SourceLocation> {
 ///   copy's writes, two `destination`s); a cluster's race between blocks (28) is a plain race.
 /// - racecheck, printed ("Deadlock detected in Cuda::barrier wait called by threads ..."; racecheck
 ///   was killed at the hang's limit before it wrote its XML, so the printed lines are the record).
+///
 /// Not seen yet: "Invalid pointer to free" and "heap corruption" (the manual's other heap errors),
 /// "(invalid memcpy_async synchronization)" (hazard mode) and the cluster entry/exit records
 /// ("might not have entered yet", "might have already exited"): the manual's words.

@@ -407,8 +407,14 @@ impl<'a> Worker<'a> {
             score_speed(&speed::judge(&inputs), r);
             score_fresh(results.get(i, StageKind::Fresh), &secret.fresh, ex, r);
         };
-        let timed: Vec<(usize, &mut PairResult)> = out.iter_mut().enumerate().filter(|(i, _)| correct.contains(i)).collect();
-        each_on_cores(timed, self.ctx.config.cpu_jobs, |(i, r)| judge_pair(i, r));
+        let judged = scheduler::parallel(&correct, self.ctx.config.cpu_jobs, |&i| {
+            let mut r = out[i].clone();
+            judge_pair(i, &mut r);
+            r
+        });
+        for (&i, r) in correct.iter().zip(judged) {
+            out[i] = r;
+        }
         phases.judging = phase.elapsed().as_secs_f64();
         phases.runs = run_stats(&results);
         for r in &mut out {
@@ -452,21 +458,6 @@ impl<'a> Worker<'a> {
     }
 }
 
-/// Run `work` on every item, on up to `threads` threads, items taken in order as threads free up.
-fn each_on_cores<T: Send>(items: Vec<T>, threads: usize, work: impl Fn(T) + Sync) {
-    let queue = Mutex::new(items.into_iter());
-    let next = || queue.lock().unwrap().next();
-    std::thread::scope(|scope| {
-        for _ in 0..threads.max(1) {
-            scope.spawn(|| {
-                while let Some(item) = next() {
-                    work(item);
-                }
-            });
-        }
-    });
-}
-
 /// The bytes of every file under `dir` (links not followed).
 pub fn folder_bytes(dir: &Path) -> u64 {
     let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
@@ -478,20 +469,4 @@ pub fn folder_bytes(dir: &Path) -> u64 {
             _ => 0,
         })
         .sum()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_item_is_worked_on_once_whatever_the_threads() {
-        for threads in [0, 1, 3, 64] {
-            let seen = Mutex::new(Vec::new());
-            each_on_cores((0..10).collect(), threads, |i: i32| seen.lock().unwrap().push(i));
-            let mut seen = seen.into_inner().unwrap();
-            seen.sort();
-            assert_eq!(seen, (0..10).collect::<Vec<_>>(), "{threads} threads");
-        }
-    }
 }
