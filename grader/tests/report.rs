@@ -24,6 +24,26 @@ fn exercise(id: &str) -> Exercise {
     Exercise { original: leak(&on_disk.exercise_path), solution: leak(&on_disk.solution_path), manifest: on_disk.manifest }
 }
 
+/// A check report of `ex` with these steps (its outcome theirs), as `check` would write it on a
+/// machine without a GPU record: no findings, flags, timing or diff unless the test adds them.
+fn check_report(ex: &Exercise, file: &str, steps: Vec<Step>) -> CheckReport {
+    CheckReport {
+        exercise: ex.id().to_string(),
+        title: ex.manifest.manifest.title.clone(),
+        source: format!("exercises/{}/{file}", ex.id()),
+        gpu: None,
+        arch: "sm_90".into(),
+        isolation: grader::tools::sandbox::Level::Namespaces,
+        outcome: Outcome::from_steps(&steps),
+        steps,
+        findings: Vec::new(),
+        flags: Vec::new(),
+        timing: None,
+        perf: None,
+        solution_diff: None,
+    }
+}
+
 fn settings() -> insta::Settings {
     let mut s = insta::Settings::clone_current();
     s.add_filter("\u{1b}\\[[0-9;]*m", "");
@@ -46,21 +66,7 @@ fn a_memcheck_finding_is_explained_with_the_marked_line_and_the_lesson() {
         Step::new("memcheck", Status::Failed, "memcheck found 1 kind of error"),
         Step::new("correctness", Status::Failed, "case 0: exited with code 3"),
     ];
-    let r = CheckReport {
-        exercise: "01-index".into(),
-        title: ex.manifest.manifest.title.clone(),
-        source: "exercises/01-index/transpose.cu".into(),
-        gpu: None,
-        arch: "sm_90".into(),
-        isolation: grader::tools::sandbox::Level::Namespaces,
-        outcome: Outcome::from_steps(&steps),
-        steps,
-        findings,
-        flags: Vec::new(),
-        timing: None,
-        perf: None,
-        solution_diff: None,
-    };
+    let r = CheckReport { findings, ..check_report(&ex, "transpose.cu", steps) };
     let text = report::check_text(&r, &ex, &source);
     assert!(text.contains("exercises/01-index/transpose.cu:30:"), "{text}");
     settings().bind(|| insta::assert_snapshot!("check_01_index_memcheck", text));
@@ -74,21 +80,7 @@ fn wrong_outputs_of_a_bug_no_tool_sees_get_its_explanation_and_lesson() {
     let wrong = "case `a million edges`: degree[0] = 6 but the reference says 993; 1024 of 1024 elements wrong, max error 1.067e3";
     let report_with = |correctness: Step| {
         let steps = vec![Step::new("build -G", Status::Passed, "nvcc -G -g (sm_90)"), Step::new("build -O3", Status::Passed, "nvcc -O3 -lineinfo (sm_90)"), correctness];
-        CheckReport {
-            exercise: "15-global-race".into(),
-            title: ex.manifest.manifest.title.clone(),
-            source: "exercises/15-global-race/degree.cu".into(),
-            gpu: None,
-            arch: "sm_90".into(),
-            isolation: grader::tools::sandbox::Level::Namespaces,
-            outcome: Outcome::from_steps(&steps),
-            steps,
-            findings: Vec::new(),
-            flags: Vec::new(),
-            timing: None,
-            perf: None,
-            solution_diff: None,
-        }
+        check_report(&ex, "degree.cu", steps)
     };
     let text = report::check_text(&report_with(Step::new("correctness", Status::Failed, wrong)), &ex, &source);
     assert!(text.contains(&format!("What it means: {}", ex.manifest.manifest.explain.finding)), "{text}");
@@ -102,21 +94,7 @@ fn wrong_outputs_of_a_bug_no_tool_sees_get_its_explanation_and_lesson() {
 fn a_pass_shows_the_solution_as_a_diff_and_only_then() {
     let ex = exercise("03-race");
     let diff = similar::TextDiff::from_lines(ex.original, ex.solution).unified_diff().header("yours/reduce.cu", "reference/reduce.cu").to_string();
-    let mut r = CheckReport {
-        exercise: "03-race".into(),
-        title: ex.manifest.manifest.title.clone(),
-        source: "exercises/03-race/reduce.cu".into(),
-        gpu: None,
-        arch: "sm_90".into(),
-        isolation: grader::tools::sandbox::Level::Namespaces,
-        steps: vec![Step::new("racecheck", Status::Passed, "racecheck: no errors")],
-        findings: Vec::new(),
-        flags: Vec::new(),
-        timing: None,
-        perf: None,
-        solution_diff: Some(diff),
-        outcome: Outcome::Pass,
-    };
+    let mut r = CheckReport { solution_diff: Some(diff), ..check_report(&ex, "reduce.cu", vec![Step::new("racecheck", Status::Passed, "racecheck: no errors")]) };
     let text = report::check_text(&r, &ex, &repo().join("exercises/03-race/reduce.cu"));
     assert!(text.contains("+  for (int offset = 16; offset > 0; offset >>= 1)"), "{text}");
     settings().bind(|| insta::assert_snapshot!("check_03_race_pass_with_diff", text));
@@ -202,21 +180,7 @@ fn a_hang_is_its_own_outcome_and_gets_the_exercises_explanation() {
     ex.manifest = grader::exercise::manifest::parse("07-leak", Path::new("exercise.toml"), &hang).unwrap();
     let hung = "hung: the threads wait in region `alloc` (center.cu:30-44); the program was killed after 3.0 s";
     let steps = vec![Step::new("build -G", Status::Passed, "nvcc -G (sm_90)"), Step::new("correctness", Status::Hung, hung)];
-    let r = CheckReport {
-        exercise: "07-leak".into(),
-        title: ex.manifest.manifest.title.clone(),
-        source: "exercises/07-leak/center.cu".into(),
-        gpu: None,
-        arch: "sm_90".into(),
-        isolation: grader::tools::sandbox::Level::Namespaces,
-        outcome: Outcome::from_steps(&steps),
-        steps,
-        findings: Vec::new(),
-        flags: Vec::new(),
-        timing: None,
-        perf: None,
-        solution_diff: None,
-    };
+    let r = check_report(&ex, "center.cu", steps);
     assert_eq!((r.outcome.label(), r.outcome.exit_code()), ("hung", 4));
     let text = report::check_text(&r, &ex, Path::new("center.cu"));
     // Without the colours' escape sequences.
