@@ -13,14 +13,7 @@ mkdir -p "$OUT"
 export CUDABUGS_NO_INSTALL=1 PATH="$PATH:/usr/local/cuda/bin"
 ms() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
 
-splice() { # splice BASE REGIONS: BASE with the region REGIONS marks replaced by REGIONS' lines
-  local name
-  name=$(grep -m1 -o 'ANCHOR: [A-Za-z0-9_-]*' "$2" | sed 's/ANCHOR: //')
-  awk -v region="$2" -v name="$name" '
-    $0 ~ "ANCHOR: "name"$" { while ((getline l < region) > 0) print l; skip = 1; next }
-    skip && $0 ~ "ANCHOR_END: "name"$" { skip = 0; next }
-    !skip { print }' "$1"
-}
+splice() { scripts/splice-region.sh "$@"; }
 printf '%-22s %-28s %-5s %-8s %-8s %s\n' exercise version exit wall_ms expect verdict >"$OUT/fixes.txt"
 for id in $IDS; do
   src=$(ls "solutions/$id" | grep -v exercise-regions)

@@ -29,12 +29,7 @@ if [ "$STEP" = verify ]; then
 fi
 
 # STEP=fixes
-splice() { # splice BASE REGIONS: BASE with its `kernel` region replaced by the one in REGIONS
-  awk -v region="$2" '
-    /ANCHOR: kernel/ { while ((getline l < region) > 0) print l; skip = 1; next }
-    skip && /ANCHOR_END: kernel/ { skip = 0; next }
-    !skip { print }' "$1"
-}
+splice() { scripts/splice-region.sh "$@"; }
 printf '%-18s %-26s %-5s %-8s %-9s %s\n' exercise version exit wall_ms speedup verdict >"$OUT/fixes.txt"
 for id in $IDS; do
   src=$(ls "solutions/$id" | grep -v exercise-regions)

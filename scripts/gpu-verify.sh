@@ -65,12 +65,7 @@ try() { # try LABEL FILE TARGET ID
 echo "===== 03-race untouched" >>"$OUT/check.txt"
 "$B" check 03-race >>"$OUT/check.txt" 2>&1; echo "untouched exit=$?" >>"$OUT/check.txt"
 try "03-race with the reference solution" solutions/03-race/reduce.cu "$R" 03-race
-splice() { # the solution with its `bug` region replaced by REGION's lines
-  awk -v region="$2" '
-    /ANCHOR: bug/ { while ((getline l < region) > 0) print l; skip = 1; next }
-    skip && /ANCHOR_END: bug/ { skip = 0; next }
-    !skip { print }' "$1"
-}
+splice() { scripts/splice-region.sh "$@"; }
 splice solutions/03-race/reduce.cu scripts/alt-fixes/03-race-syncwarp.region.cu >/tmp/syncwarp.cu
 try "03-race fixed with __syncwarp() instead of shuffles" /tmp/syncwarp.cu "$R" race
 sed 's|const int blocks = std::min((n + BLOCK - 1) / BLOCK, MAX_BLOCKS);|const int blocks = 1;|' solutions/03-race/reduce.cu >/tmp/one-block.cu
