@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-const HARNESS_FILES: &[&str] = &["cudabugs.cuh", "harness.cu", "peak.cu", "baseline-sgemm.cu"];
+const HARNESS_FILES: &[&str] = &["cudabugs.cuh", "timeline.cuh", "harness.cu", "peak.cu", "baseline-sgemm.cu"];
 
 fn main() {
     let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());

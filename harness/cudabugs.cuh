@@ -33,11 +33,27 @@ template <> struct dtype_of<double> { static constexpr DType value = DType::F64;
 template <> struct dtype_of<int> { static constexpr DType value = DType::I32; };
 template <> struct dtype_of<unsigned> { static constexpr DType value = DType::U32; };
 
+// Host memory for the buffers cb_run receives: pageable, or page-locked (cudaMallocHost) where the
+// manifest says `host_memory = "pinned"` (the harness's --pinned). Implemented in harness.cu.
+void* host_alloc(size_t bytes);
+void host_free(void* p);
+template <class T> struct HostAllocator {
+  using value_type = T;
+  HostAllocator() = default;
+  template <class U> HostAllocator(const HostAllocator<U>&) {}
+  T* allocate(size_t n) { return static_cast<T*>(host_alloc(n * sizeof(T))); }
+  void deallocate(T* p, size_t) { host_free(p); }
+  template <class U> bool operator==(const HostAllocator<U>&) const { return true; }
+  template <class U> bool operator!=(const HostAllocator<U>&) const { return false; }
+};
+
+using Bytes = std::vector<unsigned char, HostAllocator<unsigned char>>;
+
 struct Buffer {
   std::string name;
   DType dtype;
   size_t len;
-  std::vector<unsigned char> bytes;
+  Bytes bytes;
 };
 
 // What one call of cb_run sees: the case's parameters, its input buffers and its output buffers

@@ -1,9 +1,11 @@
 // cudabugs harness main: loads grader-written inputs, calls the exercise, writes outputs.
 //
-//   harness [--poison] [--repeat N] [--vary FILE] [--call-times FILE [--gate]] IN OUT [IN OUT ...]
+//   harness [--poison] [--pinned] [--repeat N] [--vary FILE] [--call-times FILE [--gate]]
+//           [--timeline FILE] [--spin] IN OUT [IN OUT ...]
 //
 // --poison fills output buffers with 0xFF bytes (NaN for floats) before each call, so elements the
 // exercise never writes are caught. Sanitizer runs leave it off: initcheck must see unwritten memory.
+// --pinned allocates the buffers cb_run receives with cudaMallocHost (`host_memory = "pinned"`).
 // --repeat N calls cb_run N times per case (the timed runs); the outputs saved are the last call's.
 // --vary FILE changes the inputs before each call after the first (the grader's timed runs): every
 // input buffer is scaled towards its distribution's low end by that call's factor, so a program that
@@ -12,11 +14,15 @@
 // --call-times FILE writes, per call, `WALL_NS CPU_NS`: the nanoseconds of the whole cb_run call
 // from an idle GPU to the end of its GPU work (host work, copies, every kernel), and the CPU time all
 // of the process's threads used meanwhile; then the largest device memory in use seen during the
-// calls (`gpu-memory BYTES`). Waits for the GPU block instead of spinning, so that CPU time is work.
+// calls (`gpu-memory BYTES`). Waits for the GPU block instead of spinning, so that CPU time is work;
+// --spin makes them spin: a blocked thread's wake-up costs 20-60 us on an H100, noise that swamps
+// calls of a tenth of a millisecond (the `clock = "call"` exercises, whose calls are the clock).
 // --gate (with --call-times): once the context exists and the inputs are loaded, create FILE.ready
 // and wait for one byte on stdin before the first call; create FILE.done after the last: one process
 // at a time has its turn while others start up. For scripts/gpu-calls-experiment.py; grade does not
 // use it (on an H100 the calls of a process in its turn were 20-58% slower than alone).
+// --timeline FILE writes every call's copies, launches, syncs and allocations (timeline.cuh), each
+// call timed as with --call-times; a timing build only (it links the wrappers).
 // Exit status: 0 ok, 2 bad usage or file, 3 a CUDA error (CB_CHECK).
 #include <atomic>
 #include <chrono>
@@ -27,8 +33,11 @@
 #include <ctime>
 #include <unistd.h>
 #include "cudabugs.cuh"
+#include "timeline.cuh"
 
 namespace {
+
+bool pinned_host_memory = false;
 
 [[noreturn]] void die(const char* what, const char* detail) {
   std::fprintf(stderr, "harness: %s: %s\n", what, detail);
@@ -133,7 +142,7 @@ std::vector<Variation> load_variations(const char* path) {
 
 // Call `call` (1, 2, ...) sees `original` scaled towards lo: lo + (x - lo) * factor, which stays
 // inside the manifest's range for floats and integers alike.
-template <class T> void vary(const std::vector<unsigned char>& original, std::vector<unsigned char>& now, double lo, double factor) {
+template <class T> void vary(const cb::Bytes& original, cb::Bytes& now, double lo, double factor) {
   const T* src = reinterpret_cast<const T*>(original.data());
   T* dst = reinterpret_cast<T*>(now.data());
   const size_t n = original.size() / sizeof(T);
@@ -209,6 +218,24 @@ void touch(const std::string& path) {
 
 }  // namespace
 
+void* cb::host_alloc(size_t bytes) {
+  if (bytes == 0) return nullptr;
+  void* p = nullptr;
+  if (pinned_host_memory) {
+    CB_CHECK(cudaMallocHost(&p, bytes));
+  } else if (!(p = std::malloc(bytes))) {
+    die("out of host memory", "a buffer");
+  }
+  return p;
+}
+
+void cb::host_free(void* p) {
+  if (!p) return;
+  // After cudaDeviceReset the pinned memory is gone with the context: the error is expected.
+  if (pinned_host_memory) (void)cudaFreeHost(p), (void)cudaGetLastError();
+  else std::free(p);
+}
+
 long long cb::Io::param(const char* name) const {
   for (const auto& p : params_)
     if (p.first == name) return p.second;
@@ -230,24 +257,30 @@ int main(int argc, char** argv) {
   int repeat = 1, i = 1;
   const char* vary_path = nullptr;
   const char* times_path = nullptr;
-  bool gate = false;
+  const char* timeline_path = nullptr;
+  bool gate = false, spin = false;
   for (; i < argc && argv[i][0] == '-'; i++) {
     if (!std::strcmp(argv[i], "--poison")) poison = true;
     else if (!std::strcmp(argv[i], "--repeat") && i + 1 < argc) repeat = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--vary") && i + 1 < argc) vary_path = argv[++i];
     else if (!std::strcmp(argv[i], "--call-times") && i + 1 < argc) times_path = argv[++i];
     else if (!std::strcmp(argv[i], "--gate")) gate = true;
+    else if (!std::strcmp(argv[i], "--pinned")) pinned_host_memory = true;
+    else if (!std::strcmp(argv[i], "--spin")) spin = true;
+    else if (!std::strcmp(argv[i], "--timeline") && i + 1 < argc) timeline_path = argv[++i];
     else die("unknown option", argv[i]);
   }
-  if (i == argc || (argc - i) % 2 != 0 || repeat < 1 || (gate && !times_path)) die("usage", "harness [--poison] [--repeat N] [--vary FILE] [--call-times FILE [--gate]] IN OUT [IN OUT ...]");
+  if (i == argc || (argc - i) % 2 != 0 || repeat < 1 || (gate && !times_path)) die("usage", "harness [--poison] [--pinned] [--repeat N] [--vary FILE] [--call-times FILE [--gate]] [--timeline FILE] [--spin] IN OUT [IN OUT ...]");
   const std::vector<Variation> variations = vary_path ? load_variations(vary_path) : std::vector<Variation>();
   std::vector<std::pair<long long, long long>> call_ns;
   MemoryWatch memory;
-  if (times_path) {
+  // Calls are timed (and the GPU idle before each) for the call times and for the timeline.
+  const bool timed = times_path || timeline_path;
+  if (timed) {
     // Before the context exists where the runtime insists (code that ran before main may have made
     // one: then the waits spin and count as CPU time, the program's own doing).
-    if (cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) != cudaSuccess) (void)cudaGetLastError();
-    memory.start();
+    if (cudaSetDeviceFlags(spin ? cudaDeviceScheduleSpin : cudaDeviceScheduleBlockingSync) != cudaSuccess) (void)cudaGetLastError();
+    if (times_path) memory.start();
   }
   for (bool first = true; i + 1 < argc; i += 2, first = false) {
     cb::Io io;
@@ -262,14 +295,17 @@ int main(int argc, char** argv) {
     for (int r = 0; r < repeat; r++) {
       if (!variations.empty()) apply_variation(io, originals, variations, r);
       for (cb::Buffer& b : io.outputs_) std::memset(b.bytes.data(), poison ? 0xFF : 0, b.bytes.size());
-      if (times_path) CB_CHECK(cudaDeviceSynchronize());
+      if (timed) CB_CHECK(cudaDeviceSynchronize());
+      if (timeline_path) cb_timeline::begin();
       const auto start = std::chrono::steady_clock::now();
       const long long cpu_start = cpu_ns();
       cb_run(io);
-      if (times_path) {
+      if (timeline_path) cb_timeline::stop();
+      if (timed) {
         CB_CHECK(cudaDeviceSynchronize());
         const long long wall = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
         call_ns.emplace_back(wall, cpu_ns() - cpu_start);
+        if (timeline_path) cb_timeline::end(static_cast<int>(call_ns.size()) - 1, wall);
       }
     }
     CB_CHECK(cudaDeviceSynchronize());
@@ -285,6 +321,7 @@ int main(int argc, char** argv) {
     std::fprintf(f, "gpu-memory %zu\n", memory.peak.load());
     if (std::fclose(f) != 0) die("write failed", times_path);
   }
+  if (timeline_path) cb_timeline::write(timeline_path);
   // Destroying the context is what lets memcheck's leak check see allocations never freed.
   CB_CHECK(cudaDeviceReset());
   return 0;

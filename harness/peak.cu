@@ -4,12 +4,14 @@
 //
 // Prints `key value` lines: device-to-device cudaMemcpy bandwidth, a float4 grid-stride copy
 // kernel's bandwidth (both counting bytes read plus bytes written) and fp32 FMA throughput, each the
-// median of 10 timed runs after 2 warm-ups (CUDA events). Under ncu the kernels `peak_copy` and
+// median of 10 timed runs after 2 warm-ups (CUDA events); then cudaMemcpy between host and device
+// from pinned and from pageable memory, and both ways at once. Under ncu the kernels `peak_copy` and
 // `peak_fma` are timed again at ncu's clocks; `copy_bytes` and `fma_flops` say what one launch moves
 // and computes. Exit status: 0 ok, 2 bad usage, 3 a CUDA error.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 #include <cuda_runtime.h>
 #include "cudabugs.cuh"  // CB_CHECK
@@ -94,6 +96,33 @@ int main(int argc, char** argv) {
   std::printf("memcpy_gbps %.1f\n", 2.0 * bytes / (memcpy_ms * 1e6));
   std::printf("copy_kernel_gbps %.1f\n", 2.0 * bytes / (copy_ms * 1e6));
   std::printf("fma_gflops %.1f\n", fma_flops / (fma_ms * 1e6));
+
+  // Host-device copies, 256 MiB (or BYTES where less): pinned, pageable, and both ways at once.
+  const size_t host_bytes = std::min(bytes, size_t(256) << 20);
+  void *pinned_in, *pinned_out;
+  CB_CHECK(cudaMallocHost(&pinned_in, host_bytes));
+  CB_CHECK(cudaMallocHost(&pinned_out, host_bytes));
+  std::vector<unsigned char> pageable_in(host_bytes, 1), pageable_out(host_bytes);
+  std::memset(pinned_in, 1, host_bytes);
+  auto gbps = [&](double ms) { return host_bytes / (ms * 1e6); };
+  std::printf("h2d_pinned_gbps %.1f\n", gbps(median_ms([&] { CB_CHECK(cudaMemcpy(in, pinned_in, host_bytes, cudaMemcpyHostToDevice)); })));
+  std::printf("d2h_pinned_gbps %.1f\n", gbps(median_ms([&] { CB_CHECK(cudaMemcpy(pinned_out, in, host_bytes, cudaMemcpyDeviceToHost)); })));
+  std::printf("h2d_pageable_gbps %.1f\n", gbps(median_ms([&] { CB_CHECK(cudaMemcpy(in, pageable_in.data(), host_bytes, cudaMemcpyHostToDevice)); })));
+  std::printf("d2h_pageable_gbps %.1f\n", gbps(median_ms([&] { CB_CHECK(cudaMemcpy(pageable_out.data(), in, host_bytes, cudaMemcpyDeviceToHost)); })));
+  cudaStream_t up, down;
+  CB_CHECK(cudaStreamCreateWithFlags(&up, cudaStreamNonBlocking));
+  CB_CHECK(cudaStreamCreateWithFlags(&down, cudaStreamNonBlocking));
+  const double both_ms = median_ms([&] {
+    CB_CHECK(cudaMemcpyAsync(in, pinned_in, host_bytes, cudaMemcpyHostToDevice, up));
+    CB_CHECK(cudaMemcpyAsync(pinned_out, out, host_bytes, cudaMemcpyDeviceToHost, down));
+    CB_CHECK(cudaStreamSynchronize(up));
+    CB_CHECK(cudaStreamSynchronize(down));
+  });
+  std::printf("both_pinned_gbps %.1f\n", 2.0 * gbps(both_ms));
+  CB_CHECK(cudaStreamDestroy(up));
+  CB_CHECK(cudaStreamDestroy(down));
+  CB_CHECK(cudaFreeHost(pinned_in));
+  CB_CHECK(cudaFreeHost(pinned_out));
   CB_CHECK(cudaFree(in));
   CB_CHECK(cudaFree(out));
   return 0;

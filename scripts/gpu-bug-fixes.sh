@@ -9,6 +9,9 @@ set -u
 B=${B:-target/release/xtask}
 OUT=${OUT:-/tmp/cudabugs-bug-fixes}
 IDS=${IDS:-"$(ls exercises | grep -E '^(1[89]|2[0-9]|3[0-9])-' | tr '\n' ' ')"}
+# SKIP_BASE=1: only the other fixes and the half-fixes (the untouched file and the solution ran in
+# a survey already).
+SKIP_BASE=${SKIP_BASE:-0}
 mkdir -p "$OUT"
 export CUDABUGS_NO_INSTALL=1 PATH="$PATH:/usr/local/cuda/bin"
 ms() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
@@ -19,7 +22,9 @@ for id in $IDS; do
   src=$(ls "solutions/$id" | grep -v exercise-regions)
   learner="exercises/$id/$src"
   cp "$learner" "$OUT/pristine.cu"
-  variants="untouched solution $(ls scripts/alt-fixes/ | grep "^${id}-" | sed 's/\.region\.cu$//' | sort)"
+  base="untouched solution"
+  [ "$SKIP_BASE" = 1 ] && base=""
+  variants="$base $(ls scripts/alt-fixes/ | grep "^${id}-" | sed 's/\.region\.cu$//' | sort)"
   for v in $variants; do
     case $v in
       untouched) cp "$OUT/pristine.cu" "$learner"; expect=FAIL ;;

@@ -52,7 +52,7 @@ fn built_harness() -> Option<&'static Path> {
     DIR.get_or_init(|| {
         let nvcc = nvcc()?;
         // build.rs's HARNESS_FILES in its order, as the binary embeds them (else xtask builds its own).
-        let files: Vec<(&str, String)> = ["cudabugs.cuh", "harness.cu", "peak.cu", "baseline-sgemm.cu"]
+        let files: Vec<(&str, String)> = ["cudabugs.cuh", "timeline.cuh", "harness.cu", "peak.cu", "baseline-sgemm.cu"]
             .into_iter()
             .map(|name| (name, std::fs::read_to_string(repo().join("harness").join(name)).unwrap()))
             .collect();

@@ -43,6 +43,10 @@ pub struct Manifest {
     pub expect: Option<Expect>,
     /// What the fix must reach (performance track only).
     pub perf: Option<Perf>,
+    /// Where the harness keeps the buffers `cb_run` receives: pageable (`std::vector`, the default)
+    /// or pinned (`cudaMallocHost`, as an application that streams data allocates them once).
+    #[serde(default)]
+    pub host_memory: HostMemory,
     pub inputs: Vec<BufferSpec>,
     pub outputs: Vec<BufferSpec>,
     #[serde(rename = "case")]
@@ -257,6 +261,59 @@ pub struct Perf {
     /// A library kernel timed in the same session for comparison (cuBLAS for the matmul).
     #[serde(default)]
     pub baseline: Option<Baseline>,
+    /// The clock that judges the speedup: ncu's kernel time, or the whole call of the entry point
+    /// (for exercises whose cost is outside the kernels: launches, syncs, copies).
+    #[serde(default)]
+    pub clock: Clock,
+}
+
+/// What a performance exercise's speedup is measured with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Clock {
+    /// ncu's time of the named kernels, at base clocks with the caches flushed.
+    #[default]
+    Kernel,
+    /// The harness's whole call of `cb_run` (host work, copies, launches and every kernel, to the end
+    /// of the GPU work), the fastest after the first, each version alone on the GPU.
+    Call,
+}
+
+impl Clock {
+    pub fn key(self) -> &'static str {
+        match self {
+            Clock::Kernel => "kernel",
+            Clock::Call => "call",
+        }
+    }
+
+    /// The harness's option for the timed calls: where the call is the clock, waits spin, since a
+    /// blocked thread's wake-up (20-60 us on an H100) is noise beside calls of 0.1 ms.
+    pub fn harness_flag(self) -> Option<&'static str> {
+        match self {
+            Clock::Kernel => None,
+            Clock::Call => Some("--spin"),
+        }
+    }
+}
+
+/// The host memory the harness hands to `cb_run`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HostMemory {
+    #[default]
+    Pageable,
+    Pinned,
+}
+
+impl HostMemory {
+    /// The harness's option for it (harness/harness.cu).
+    pub fn harness_flag(self) -> Option<&'static str> {
+        match self {
+            HostMemory::Pageable => None,
+            HostMemory::Pinned => Some("--pinned"),
+        }
+    }
 }
 
 /// One metric's bound: `at_least` or `at_most`, in the metric's own unit, or with `of_original` as a
@@ -841,6 +898,12 @@ fn validate_track(m: &LoadedManifest) -> Result<(), ManifestError> {
                     return Err(err(line, format!("goal for `{}`: add the metric to `metrics`, so the learner sees what is judged", goal.metric.key())));
                 }
             }
+            if perf.clock == Clock::Call && man.bench.repeat < 2 {
+                return Err(err(at("repeat"), "`clock = \"call\"` judges the fastest call after the first (which loads the kernels): set bench.repeat to 2 or more".into()));
+            }
+            if let Some(timeline) = shown.iter().find(|k| k.from_timeline()).filter(|_| perf.clock != Clock::Call) {
+                return Err(m.error_at(perf.metrics.span(), format!("metric `{}` is read from the call's timeline: set `clock = \"call\"`", timeline.key())));
+            }
             if perf.baseline == Some(Baseline::CublasSgemm) {
                 if let Some(missing) = ["m", "n", "k"].iter().find(|p| !man.bench.params.contains_key(**p)) {
                     return Err(err(at("[bench]"), format!("baseline cublas-sgemm takes the bench's `m`, `n` and `k`: `{missing}` is missing")));
@@ -921,6 +984,26 @@ mod tests {
         let perf = m.manifest.perf.as_ref().unwrap();
         assert_eq!((*perf.speedup.get_ref(), perf.baseline), (3.0, Some(Baseline::CublasSgemm)));
         assert_eq!(perf.goals[0].metric, Metric::ShareOfBaseline);
+    }
+
+    #[test]
+    fn the_call_clock_needs_repeats_and_the_timeline_metrics_need_the_call_clock() {
+        let error = |text: &str| parsed("54-matmul", text).unwrap_err();
+        let m = parsed("54-matmul", MATMUL).unwrap();
+        assert_eq!((m.manifest.perf.as_ref().unwrap().clock, m.manifest.host_memory), (Clock::Kernel, HostMemory::Pageable), "the defaults");
+        let by_call = MATMUL.replace("[perf]\n", "[perf]\nclock = \"call\"\n");
+        let m = parsed("54-matmul", &by_call).unwrap();
+        assert_eq!(m.manifest.perf.as_ref().unwrap().clock, Clock::Call);
+        let once = by_call.replace("repeat = 3", "repeat = 1");
+        let e = error(&once);
+        assert!(e.message.contains("fastest call after the first") && e.line == find_line(&once, "repeat = 1"), "{e}");
+        let e = error(&MATMUL.replace("\"dram-share\"", "\"launches\""));
+        assert!(e.message.contains("read from the call's timeline") && e.message.contains("launches"), "{e}");
+        parsed("54-matmul", &by_call.replace("\"dram-share\"", "\"copy-overlap\"")).unwrap();
+        let pinned = parsed("54-matmul", &format!("host_memory = \"pinned\"\n{MATMUL}")).unwrap();
+        assert_eq!(pinned.manifest.host_memory.harness_flag(), Some("--pinned"));
+        let e = error(&format!("host_memory = \"locked\"\n{MATMUL}"));
+        assert!(e.message.contains("locked") && e.line == Some(1), "{e}");
     }
 
     #[test]

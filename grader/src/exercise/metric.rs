@@ -43,6 +43,27 @@ pub enum Metric {
     Registers,
     /// Bytes of local memory (register spills, arrays indexed at run time) loaded and stored per run.
     LocalBytes,
+    /// Kernel launches (and graph launches) per call, from the call's timeline.
+    Launches,
+    /// Times the host waited for the GPU in a call (device and stream syncs), from the timeline.
+    Syncs,
+    /// The share of the whole call during which a kernel ran on the GPU (%), from the timeline.
+    KernelShare,
+    /// Bytes copied between host and device per call, both ways, from the timeline.
+    CopyBytes,
+    /// The share of the copies' time during which a kernel ran too (%), from the timeline.
+    CopyOverlap,
+}
+
+/// The keys under which a version's timeline figures join its counters (`Counters::raw`).
+pub mod timeline_keys {
+    pub const LAUNCHES: &str = "timeline:launches";
+    pub const SYNCS: &str = "timeline:syncs";
+    pub const CALL_NS: &str = "timeline:call-ns";
+    pub const KERNEL_NS: &str = "timeline:kernel-ns";
+    pub const COPY_BYTES: &str = "timeline:copy-bytes";
+    pub const COPY_NS: &str = "timeline:copy-ns";
+    pub const OVERLAP_NS: &str = "timeline:overlap-ns";
 }
 
 /// What a metric's value is computed from, per timed run of the bench.
@@ -63,7 +84,7 @@ pub struct Peaks {
 }
 
 impl Metric {
-    pub const ALL: [Metric; 12] = [
+    pub const ALL: [Metric; 17] = [
         Metric::LoadEfficiency,
         Metric::SectorsPerRequest,
         Metric::BankConflicts,
@@ -76,7 +97,17 @@ impl Metric {
         Metric::ShareOfBaseline,
         Metric::Registers,
         Metric::LocalBytes,
+        Metric::Launches,
+        Metric::Syncs,
+        Metric::KernelShare,
+        Metric::CopyBytes,
+        Metric::CopyOverlap,
     ];
+
+    /// Read from the harness's timeline of a call (`clock = "call"` exercises), not from ncu.
+    pub fn from_timeline(self) -> bool {
+        matches!(self, Metric::Launches | Metric::Syncs | Metric::KernelShare | Metric::CopyBytes | Metric::CopyOverlap)
+    }
 
     pub fn key(self) -> &'static str {
         match self {
@@ -92,6 +123,11 @@ impl Metric {
             Metric::ShareOfBaseline => "share-of-baseline",
             Metric::Registers => "registers",
             Metric::LocalBytes => "local-bytes",
+            Metric::Launches => "launches",
+            Metric::Syncs => "syncs",
+            Metric::KernelShare => "kernel-share",
+            Metric::CopyBytes => "copy-bytes",
+            Metric::CopyOverlap => "copy-overlap",
         }
     }
 
@@ -110,11 +146,16 @@ impl Metric {
             Metric::ShareOfBaseline => "speed, % of cuBLAS",
             Metric::Registers => "registers per thread",
             Metric::LocalBytes => "local-memory bytes (spills)",
+            Metric::Launches => "launches per call",
+            Metric::Syncs => "host waits per call",
+            Metric::KernelShare => "kernels' share of the call",
+            Metric::CopyBytes => "bytes copied per call",
+            Metric::CopyOverlap => "copy time overlapped by kernels",
         }
     }
 
     pub fn is_percent(self) -> bool {
-        matches!(self, Metric::LoadEfficiency | Metric::Occupancy | Metric::SmBusy | Metric::DramShare | Metric::Fp32Share | Metric::ShareOfBaseline)
+        matches!(self, Metric::LoadEfficiency | Metric::Occupancy | Metric::SmBusy | Metric::DramShare | Metric::Fp32Share | Metric::ShareOfBaseline | Metric::KernelShare | Metric::CopyOverlap)
     }
 
     /// The metric in plain words: what it counts and what good looks like.
@@ -132,12 +173,17 @@ impl Metric {
             Metric::ShareOfBaseline => "cuBLAS's time over this kernel's, both timed in this run: 100% is as fast as the library",
             Metric::Registers => "registers ptxas gave each thread (`nvcc -Xptxas -v` prints it too): more registers per thread leave room for fewer warps on an SM, and too few make the compiler spill values to local memory",
             Metric::LocalBytes => "bytes loaded from and stored to local memory per run: per-thread memory that lives in DRAM behind the L1, where spilled registers and arrays indexed at run time go; 0 when everything stays in registers",
+            Metric::Launches => "kernels (and CUDA graphs) launched in one call of the entry point, counted by the harness: each launch costs the host microseconds, and a sync after it a round trip to the GPU",
+            Metric::Syncs => "times the host stopped to wait for the GPU in one call (cudaDeviceSynchronize, cudaStreamSynchronize): each is a round trip, GPU idle while the sleeping host thread wakes and queues the next work",
+            Metric::KernelShare => "of the whole call's wall time, the share during which some kernel ran on the GPU: the rest is copies, launches, syncs and host work that ncu's kernel time never shows",
+            Metric::CopyBytes => "bytes copied between host and device in one call, both ways: what PCIe must carry, at this GPU's measured copy bandwidth",
+            Metric::CopyOverlap => "of the time copies ran, the share during which a kernel ran as well: 0% when copy, compute and copy back take turns; near 100% when the copy engines and the SMs work at once",
         }
     }
 
     /// Whether a larger value is better.
     pub fn higher_is_better(self) -> bool {
-        !matches!(self, Metric::SectorsPerRequest | Metric::BankConflicts | Metric::GlobalAtomics | Metric::Registers | Metric::LocalBytes)
+        !matches!(self, Metric::SectorsPerRequest | Metric::BankConflicts | Metric::GlobalAtomics | Metric::Registers | Metric::LocalBytes | Metric::Launches | Metric::Syncs | Metric::CopyBytes)
     }
 
     pub fn needs_baseline(self) -> bool {
@@ -161,7 +207,7 @@ impl Metric {
             Metric::GlobalAtomics => &["l1tex__t_requests_pipe_lsu_mem_global_op_red.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum"],
             Metric::Registers => &["launch__registers_per_thread"],
             Metric::LocalBytes => &["l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum", "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum"],
-            Metric::DramShare | Metric::Fp32Share | Metric::ShareOfBaseline => &[],
+            Metric::DramShare | Metric::Fp32Share | Metric::ShareOfBaseline | Metric::Launches | Metric::Syncs | Metric::KernelShare | Metric::CopyBytes | Metric::CopyOverlap => &[],
         }
     }
 
@@ -184,6 +230,11 @@ impl Metric {
             Metric::DramShare => ratio(dram_bytes(c)?, c.nanoseconds).map(|gbps| 100.0 * gbps / peaks.bandwidth_gbps),
             Metric::Fp32Share => ratio(flops(c)?, c.nanoseconds).map(|gflops| 100.0 * gflops / peaks.fp32_gflops),
             Metric::ShareOfBaseline => ratio(baseline_ns?, c.nanoseconds).map(|r| 100.0 * r),
+            Metric::Launches => raw(timeline_keys::LAUNCHES),
+            Metric::Syncs => raw(timeline_keys::SYNCS),
+            Metric::CopyBytes => raw(timeline_keys::COPY_BYTES),
+            Metric::KernelShare => ratio(raw(timeline_keys::KERNEL_NS)?, raw(timeline_keys::CALL_NS)?).map(|r| 100.0 * r),
+            Metric::CopyOverlap => ratio(raw(timeline_keys::OVERLAP_NS)?, raw(timeline_keys::COPY_NS)?).map(|r| 100.0 * r),
         }
     }
 
@@ -194,7 +245,7 @@ impl Metric {
             Some(v) if self.is_percent() => format!("{v:.1}%"),
             Some(v) if v >= 1e6 => format!("{:.2} M", v / 1e6),
             Some(v) if v >= 1e4 => format!("{:.1} k", v / 1e3),
-            Some(v) if matches!(self, Metric::GlobalAtomics | Metric::Registers | Metric::LocalBytes) => format!("{v:.0}"),
+            Some(v) if matches!(self, Metric::GlobalAtomics | Metric::Registers | Metric::LocalBytes | Metric::Launches | Metric::Syncs | Metric::CopyBytes) => format!("{v:.0}"),
             Some(v) => format!("{v:.2}"),
         }
     }

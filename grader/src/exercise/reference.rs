@@ -104,6 +104,10 @@ const REFERENCES: &[(&str, ReferenceFn)] = &[
     // Exercises 60-61
     ("prefix-sum", prefix_sum),
     ("conv3x3", conv3x3),
+    // Exercise 62
+    ("heat-steps", heat_steps),
+    // Exercise 63
+    ("cooling", cooling),
 ];
 
 /// What a reference reads and writes: buffers by name, dtype and length expression. A manifest that
@@ -161,6 +165,10 @@ const SIGNATURES: &[(&str, Signature)] = &[
             outputs: &[("y", DType::F32, "cout * height * width")],
         },
     ),
+    // Exercise 62
+    ("heat-steps", Signature { inputs: &[("u0", DType::F32, "rods * cells")], outputs: &[("u", DType::F32, "rods * cells")] }),
+    // Exercise 63
+    ("cooling", Signature { inputs: &[("x", DType::F32, "n")], outputs: &[("y", DType::F32, "n")] }),
 ];
 
 pub fn signature(name: &str) -> Option<&'static Signature> {
@@ -625,6 +633,77 @@ fn conv3x3(p: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
     out("y", Data::F32(y))
 }
 
+// Exercise 62
+
+/// `steps` explicit steps of heat diffusion along each rod of a row-major `rods x cells` matrix:
+/// each interior cell becomes `u + 0.25 * (left - 2 u + right)`, the two end cells of a rod held
+/// fixed. In f32 and in that order, as the GPU computes it: both products (by 2, by 1/4) are exact,
+/// so a fused multiply-add rounds the same and the answers agree to the bit.
+fn heat_steps(p: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
+    let (cells, steps) = (param(p, "cells"), param(p, "steps"));
+    let mut u = inputs[0].data.as_f32().to_vec();
+    if cells > 2 {
+        for rod in u.chunks_mut(cells) {
+            heat_rod(rod, steps);
+        }
+    }
+    out("u", Data::F32(u))
+}
+
+/// One rod after `steps` steps. A step is a fixed map on finitely many states, so the rod repeats
+/// itself from some step on (mostly it freezes: every change rounds to nothing). The state is saved
+/// at steps 1, 2, 4, 8, ... (Brent's cycle finding); once the rod is back at the saved state, the
+/// steps left are taken modulo the period. A manifest may ask for 2^31 steps: this costs what the
+/// rod takes to settle.
+fn heat_rod(rod: &mut [f32], steps: usize) {
+    let n = rod.len();
+    let (mut cur, mut next, mut saved) = (rod.to_vec(), rod.to_vec(), rod.to_vec());
+    let (mut t, mut saved_at, mut left) = (0usize, 0usize, steps);
+    while left > 0 {
+        for i in 1..n - 1 {
+            next[i] = cur[i] + 0.25 * (cur[i - 1] - 2.0 * cur[i] + cur[i + 1]);
+        }
+        std::mem::swap(&mut cur, &mut next);
+        (t, left) = (t + 1, left - 1);
+        if cur.iter().zip(&saved).all(|(a, b)| a.to_bits() == b.to_bits()) {
+            left %= t - saved_at;
+        } else if t.is_power_of_two() {
+            saved.copy_from_slice(&cur);
+            saved_at = t;
+        }
+    }
+    rod.copy_from_slice(&cur);
+}
+
+// Exercise 63
+
+/// The room's temperature and the share of a body's gap to it that one time step of `cooling`
+/// closes (the 63-transfers program's AMBIENT and RATE). Both are exact in f32, and so are
+/// 1 - RATE and RATE * AMBIENT.
+pub const COOLING_AMBIENT: f32 = 20.0;
+pub const COOLING_RATE: f32 = 1.0 / 1024.0;
+
+/// Newton's law of cooling: each body's temperature after `steps` explicit time steps of
+/// `t += RATE * (AMBIENT - t)`, each step the single-precision fused multiply-add
+/// `fma(t, 1 - RATE, RATE * AMBIENT)` the GPU does: the same bits as `fmaf`. A step that leaves `t`
+/// as it was leaves it so for good, so the loop stops there: a body between 0 and 100 degrees
+/// settles within 11,500 steps, and a case of 2^31 steps costs no more than that.
+fn cooling(p: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
+    let steps = param(p, "steps");
+    let (a, b) = (1.0 - COOLING_RATE, COOLING_RATE * COOLING_AMBIENT);
+    let settle = |mut t: f32| {
+        for _ in 0..steps {
+            let next = t.mul_add(a, b);
+            if next.to_bits() == t.to_bits() {
+                break;
+            }
+            t = next;
+        }
+        t
+    };
+    out("y", Data::F32(inputs[0].data.as_f32().iter().map(|&t| settle(t)).collect()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -802,6 +881,68 @@ mod tests {
         let y = conv3x3(&params(&[("cin", 2), ("cout", 2), ("height", 3), ("width", 3)]), &[f32s("x", x2), f32s("w", w2)]);
         let Data::F32(y) = &y[0].data else { panic!() };
         assert_eq!((y[0], y[4], y[8], &y[9..]), (2.0 * 12.0, 2.0 * 45.0, 2.0 * 28.0, &[0f32; 9][..]));
+    }
+
+    #[test]
+    fn exercise_62_reference() {
+        let heat = |rods: i64, cells: i64, steps: i64, u0: Vec<f32>| {
+            let Data::F32(u) = heat_steps(&params(&[("rods", rods), ("cells", cells), ("steps", steps)]), &[f32s("u0", u0)]).remove(0).data else { panic!() };
+            u
+        };
+        // A constant rod stays constant; rods of one or two cells are all ends; no steps, no change.
+        assert_eq!(heat(2, 5, 7, vec![0.75; 10]), vec![0.75; 10]);
+        assert_eq!(heat(3, 1, 9, vec![0.1, 0.2, 0.3]), vec![0.1, 0.2, 0.3]);
+        assert_eq!(heat(2, 2, 9, vec![0.1, 0.2, 0.3, 0.4]), vec![0.1, 0.2, 0.3, 0.4]);
+        assert_eq!(heat(1, 4, 0, vec![0.1, 0.9, 0.2, 0.8]), vec![0.1, 0.9, 0.2, 0.8]);
+        // Three cells, ends 0 and 0.5: each step halves the middle's distance to their mean, 0.25
+        // (1 + 0.25 (0 - 2 + 0.5) = 0.625, exact); the second rod is constant and stays so.
+        let rods = |steps| heat(2, 3, steps, vec![0.0, 1.0, 0.5, 0.3, 0.3, 0.3]);
+        assert_eq!(rods(1), vec![0.0, 0.625, 0.5, 0.3, 0.3, 0.3]);
+        assert_eq!(rods(3), vec![0.0, 0.25 + 0.75 / 8.0, 0.5, 0.3, 0.3, 0.3]);
+        // 2^31 steps: the middle settles at 0.25 exactly, and the shortcut makes that quick.
+        assert_eq!(rods(1 << 31), vec![0.0, 0.25, 0.5, 0.3, 0.3, 0.3]);
+        // The shortcut changes no bit: step by step until the rods stop changing, then 2^31 steps.
+        let u0: Vec<f32> = (0..48u32).map(|i| ((i * 7919) % 97) as f32 / 97.0).collect();
+        let (mut u, mut taken) = (u0.clone(), 0);
+        loop {
+            let before = u.clone();
+            for r in 0..3 {
+                for i in r * 16 + 1..r * 16 + 15 {
+                    u[i] = before[i] + 0.25 * (before[i - 1] - 2.0 * before[i] + before[i + 1]);
+                }
+            }
+            taken += 1;
+            if u == before {
+                break;
+            }
+            assert!(taken < 1_000_000, "16 cells settle long before a million steps");
+        }
+        assert_eq!(heat(3, 16, 37, u0.clone()), heat(3, 16, 36, heat(3, 16, 1, u0.clone())));
+        assert_eq!(heat(3, 16, taken, u0.clone()), u);
+        assert_eq!(heat(3, 16, 1 << 31, u0), u);
+    }
+
+    #[test]
+    fn exercise_63_reference() {
+        let cool = |x: Vec<f32>, steps: i64| {
+            let Data::F32(y) = cooling(&params(&[("n", x.len() as i64), ("steps", steps)]), &[f32s("x", x)]).remove(0).data else { panic!() };
+            y
+        };
+        let x = vec![0.0, 37.5, 100.0];
+        assert_eq!(cool(x.clone(), 0), x);
+        // One step from 100: (100 * 1023 + 20) / 1024, exact.
+        assert_eq!(cool(vec![100.0], 1), vec![99.921875]);
+        // The early stop changes no bit: 20,000 steps one by one give the same as the loop that may stop.
+        let naive = |t: f32, steps: usize| (0..steps).fold(t, |t, _| t.mul_add(1.0 - COOLING_RATE, COOLING_RATE * COOLING_AMBIENT));
+        assert_eq!(cool(x.clone(), 2048), x.iter().map(|&t| naive(t, 2048)).collect::<Vec<_>>());
+        assert_eq!(cool(x.clone(), 20_000), x.iter().map(|&t| naive(t, 20_000)).collect::<Vec<_>>());
+        // 2048 steps close 1 - (1023/1024)^2048, about 1 - e^-2, of the gap to the room; after 2^31
+        // every body sits within a rounding step of 20 degrees.
+        let left = (1.0 - 1.0 / 1024.0f64).powi(2048);
+        for (t, y) in x.iter().zip(cool(x.clone(), 2048)) {
+            assert!((y as f64 - (20.0 + (*t as f64 - 20.0) * left)).abs() < 1e-3, "{t} -> {y}");
+        }
+        assert!(cool(x, 1 << 31).iter().all(|y| (y - 20.0).abs() <= 1.0 / 1024.0));
     }
 
     #[test]

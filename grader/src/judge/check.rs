@@ -12,7 +12,7 @@ use crate::exercise::manifest::{Tool, Track};
 use crate::judge::context::Context;
 use crate::judge::perf;
 use crate::judge::speed;
-use crate::judge::plan::{Stage, StageKind, Submission};
+use crate::judge::plan::{self, Role, Stage, StageKind, Submission};
 use crate::judge::scheduler::{self, Results};
 use crate::judge::stages::Output;
 use crate::judge::verdict::{self, Finding, Outcome, Status, Step};
@@ -182,15 +182,15 @@ pub fn check(ctx: &Context, wb: &Workbook, ex: &Exercise, mut say: impl FnMut(&s
     report
 }
 
-/// The timed phase both tracks share: every version under ncu (one process each), then the
-/// learner's and the reference's whole calls alone on the GPU. A tool error where the embedded
-/// versions do not build or the profiler failed.
+/// The timed phase both tracks share: every version under ncu (one process each), then the whole
+/// calls (and timelines) alone on the GPU, as `plan::timed_kinds` says. A tool error where the
+/// embedded versions do not build or the profiler failed.
 fn run_timing(ctx: &Context, wb: &Workbook, subs: &[Submission], results: &mut Results, started: Instant) -> Result<(), Box<Step>> {
-    // A hang exercise's original never finishes: timing it would hold the profiler's lock for its
-    // whole limit, and there is no time to compare with.
-    let hangs = subs[ORIGINAL].hang_limit().is_some();
-    let mut timing: Vec<Stage> = (0..subs.len()).filter(|&i| !(i == ORIGINAL && hangs)).map(|i| Stage::new(i, StageKind::Timing)).collect();
-    timing.extend([Stage::new(LEARNER, StageKind::Call), Stage::new(REFERENCE, StageKind::Call)]);
+    let ex = subs[LEARNER].exercise().expect("check grades an exercise");
+    let timing: Vec<Stage> = [(LEARNER, Role::Learner), (ORIGINAL, Role::Original), (REFERENCE, Role::Reference)]
+        .into_iter()
+        .flat_map(|(i, role)| plan::timed_kinds(ex, role).into_iter().map(move |k| Stage::new(i, k)))
+        .collect();
     scheduler::execute(ctx, wb, subs, &timing, results, started);
     // The original and the reference come from this binary: built once, then kept until they change.
     for (i, sub) in subs.iter().enumerate().skip(1) {
@@ -251,14 +251,14 @@ fn time_and_judge(ctx: &Context, wb: &Workbook, subs: &[Submission], results: &m
     };
     let order = [(ORIGINAL, "original"), (REFERENCE, "reference"), (LEARNER, "learner")];
     let summary = match (perf_spec, &peak) {
-        (Some(_), Some(p)) => perf::summarize(ex, p, &order.map(|(i, name)| (name, results.get(i, StageKind::Timing))), baseline.as_ref()).ok(),
+        (Some(_), Some(p)) => perf::summarize(ex, p, &order.map(|(i, name)| perf::Runs::of(name, |k| results.get(i, k))), baseline.as_ref()).ok(),
         _ => None,
     };
     let inputs = speed::Inputs {
         ex,
         learner: speed::evidence(results.get(LEARNER, StageKind::Timing), results.get(LEARNER, StageKind::Call)),
         reference: speed::evidence(results.get(REFERENCE, StageKind::Timing), results.get(REFERENCE, StageKind::Call)),
-        original: speed::evidence(results.get(ORIGINAL, StageKind::Timing), None),
+        original: speed::evidence(results.get(ORIGINAL, StageKind::Timing), results.get(ORIGINAL, StageKind::Call)),
         peak: peak.as_ref(),
         perf: summary.as_ref(),
     };

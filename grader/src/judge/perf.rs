@@ -5,15 +5,18 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::exercise::manifest::{Baseline, Goal, Metric, Perf};
+use crate::exercise::manifest::{Baseline, Clock, Goal, Metric, Perf};
+use crate::exercise::metric::timeline_keys;
 use crate::exercise::workbook::{Exercise, Workbook};
 use crate::judge::context::{self, Context};
+use crate::judge::plan::StageKind;
 use crate::judge::stages::{self, Output};
 use crate::judge::verdict::{Status, Step};
 use crate::tools::counters::{self, Counters};
 use crate::tools::ncu::{self, Measured};
 use crate::tools::nvcc::{self, Flavor, Inputs, Reuse};
 use crate::tools::peak::{self, Peak, PeakError};
+use crate::tools::timeline;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MetricValue {
@@ -38,8 +41,15 @@ pub struct RooflinePoint {
 pub struct VersionPerf {
     /// "original", "reference", "learner", "cublas".
     pub version: String,
-    /// The timed kernels per run of the bench (the median of its repeats).
+    /// The time the exercise's clock judges: the timed kernels per run of the bench (the median of
+    /// its repeats), or with `clock = "call"` the whole call (the fastest after the first).
     pub nanoseconds: f64,
+    /// ncu's time of the timed kernels, where the clock is the call (shown beside it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_ns: Option<f64>,
+    /// The call the timeline recorded (`clock = "call"`): what the lessons draw.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<timeline::Call>,
     /// The original's time over this one's.
     pub speedup: f64,
     pub metrics: Vec<MetricValue>,
@@ -71,6 +81,9 @@ pub struct GoalResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PerfSummary {
     pub kernels: Vec<String>,
+    /// What `nanoseconds` and the speedups are measured with.
+    #[serde(default, skip_serializing_if = "is_kernel_clock")]
+    pub clock: Clock,
     pub target_speedup: f64,
     /// The metrics this exercise shows, in order.
     pub shown: Vec<Metric>,
@@ -78,6 +91,10 @@ pub struct PerfSummary {
     /// The original first, then the reference fix, the learner's version, a library baseline.
     pub versions: Vec<VersionPerf>,
     pub commands: Vec<String>,
+}
+
+fn is_kernel_clock(c: &Clock) -> bool {
+    *c == Clock::Kernel
 }
 
 impl PerfSummary {
@@ -101,6 +118,8 @@ fn version(name: &str, c: &Counters, repeat_spread: Option<f64>, shown: &[Metric
     VersionPerf {
         version: name.into(),
         nanoseconds: c.nanoseconds,
+        kernel_ns: None,
+        timeline: None,
         speedup: 1.0,
         metrics: shown.iter().map(|&m| MetricValue { metric: m, value: m.value(c, peak.peaks(), baseline_ns) }).collect(),
         roofline: roofline(c, peak),
@@ -120,20 +139,80 @@ fn measured(o: Option<&Output>) -> Result<(&Measured, &Counters), String> {
     }
 }
 
-/// The versions' summary from their timing outputs (`timed`: name and output, the original first)
-/// and the baseline's measurement. Err names the version ncu could not time.
-pub fn summarize(ex: &Exercise, peak: &Peak, timed: &[(&str, Option<&Output>)], baseline: Option<&Measured>) -> Result<PerfSummary, (String, String)> {
+/// What one version's timed stages left (`plan::timed_kinds`): ncu's measurement, the whole call
+/// and the timeline, where they ran.
+#[derive(Debug, Clone, Copy)]
+pub struct Runs<'a> {
+    pub name: &'a str,
+    pub ncu: Option<&'a Output>,
+    pub call: Option<&'a Output>,
+    pub timeline: Option<&'a Output>,
+}
+
+impl<'a> Runs<'a> {
+    /// A version's runs, read from a plan's results by stage kind.
+    pub fn of(name: &'a str, get: impl Fn(StageKind) -> Option<&'a Output>) -> Runs<'a> {
+        Runs { name, ncu: get(StageKind::Timing), call: get(StageKind::Call), timeline: get(StageKind::Timeline) }
+    }
+}
+
+/// The whole call the judge holds a version to, or why there is none.
+fn call_ns(o: Option<&Output>) -> Result<f64, String> {
+    match o {
+        Some(Output::Called { times: Some(t), .. }) => t.judged_ns().ok_or_else(|| "the harness timed no call".into()),
+        Some(Output::Called { failure, .. }) => Err(failure.clone().unwrap_or_else(|| "the harness wrote no call times".into())),
+        Some(Output::NotRun(b)) => Err(crate::judge::verdict::why_not_run(b)),
+        _ => Err("the whole call was not timed".into()),
+    }
+}
+
+/// The call a timeline stage recorded, with its figures added to the counters the metrics read.
+fn recorded(o: Option<&Output>, c: &mut Counters) -> Option<timeline::Call> {
+    let Some(Output::Called { timeline: Some(t), .. }) = o else { return None };
+    let call = t.shown()?.clone();
+    let s = call.stats();
+    for (k, v) in [
+        (timeline_keys::LAUNCHES, s.launches),
+        (timeline_keys::SYNCS, s.syncs),
+        (timeline_keys::CALL_NS, s.wall_ns),
+        (timeline_keys::KERNEL_NS, s.kernel_ns),
+        (timeline_keys::COPY_BYTES, s.copy_bytes),
+        (timeline_keys::COPY_NS, s.copy_ns),
+        (timeline_keys::OVERLAP_NS, s.overlap_ns),
+    ] {
+        c.raw.insert(k.to_string(), v);
+    }
+    Some(call)
+}
+
+/// The versions' summary from their timed runs (the original first) and the baseline's
+/// measurement. Err names the version that could not be timed.
+pub fn summarize(ex: &Exercise, peak: &Peak, timed: &[Runs], baseline: Option<&Measured>) -> Result<PerfSummary, (String, String)> {
     let m = &ex.manifest.manifest;
     let perf = m.perf.as_ref().expect("a performance exercise");
     let shown = perf.metrics.get_ref().clone();
     let baseline_ns = baseline.and_then(|b| b.counters.as_ref()).map(|c| c.nanoseconds);
     let mut versions = Vec::new();
     let mut commands = Vec::new();
-    for (name, output) in timed {
-        let (meas, c) = measured(*output).map_err(|why| (name.to_string(), why))?;
+    for runs in timed {
+        let name = runs.name;
+        let (meas, c) = measured(runs.ncu).map_err(|why| (name.to_string(), why))?;
         commands.push(meas.command.clone());
         let spread = ncu::repeat_spread(&meas.launches, &m.timing.kernels, m.bench.repeat);
-        versions.push(version(name, c, spread, &shown, peak, baseline_ns));
+        let mut counters = c.clone();
+        let timeline = recorded(runs.timeline, &mut counters);
+        let mut v = version(name, &counters, spread, &shown, peak, baseline_ns);
+        if perf.clock == Clock::Call {
+            v.nanoseconds = call_ns(runs.call).map_err(|why| (name.to_string(), format!("no whole-call time: {why}")))?;
+            v.kernel_ns = Some(c.nanoseconds);
+            v.timeline = timeline;
+            for o in [runs.call, runs.timeline].into_iter().flatten() {
+                if let Output::Called { command, .. } = o {
+                    commands.push(command.clone());
+                }
+            }
+        }
+        versions.push(v);
     }
     if let Some((b, c)) = baseline.and_then(|b| Some((b, b.counters.as_ref()?))) {
         commands.push(b.command.clone());
@@ -144,7 +223,7 @@ pub fn summarize(ex: &Exercise, peak: &Peak, timed: &[(&str, Option<&Output>)], 
     for v in &mut versions {
         v.speedup = original_ns / v.nanoseconds;
     }
-    Ok(PerfSummary { kernels: m.timing.kernels.clone(), target_speedup: *perf.speedup.get_ref(), shown, peak: peak.clone(), versions, commands })
+    Ok(PerfSummary { kernels: m.timing.kernels.clone(), clock: perf.clock, target_speedup: *perf.speedup.get_ref(), shown, peak: peak.clone(), versions, commands })
 }
 
 fn baseline_name(perf: &Perf) -> &'static str {
@@ -273,6 +352,8 @@ mod tests {
         VersionPerf {
             version: name.into(),
             nanoseconds: ns,
+            kernel_ns: None,
+            timeline: None,
             speedup: 1.0,
             metrics: metrics.iter().map(|&(metric, v)| MetricValue { metric, value: Some(v) }).collect(),
             roofline: None,

@@ -179,6 +179,10 @@ pub enum StageKind {
     /// The release build on the bench input alone on the GPU, each whole call of the entry point
     /// timed by the harness (host work and copies included), after the profiler stages.
     Call,
+    /// The call timing again, the harness recording each copy, launch and sync of every call
+    /// (`clock = "call"` exercises: their metrics and the lessons' pictures). Not the judged run:
+    /// the recording costs the host about 2 us an operation.
+    Timeline,
     /// A program's release build under ncu with the performance metrics (`sanitize --profile`).
     Profile,
 }
@@ -195,6 +199,7 @@ impl StageKind {
             StageKind::Fresh => "fresh".into(),
             StageKind::Timing => "timing".into(),
             StageKind::Call => "call".into(),
+            StageKind::Timeline => "timeline".into(),
             StageKind::Profile => "profile".into(),
         }
     }
@@ -204,7 +209,7 @@ impl StageKind {
         match self {
             StageKind::BuildDebug | StageKind::BuildRelease => None,
             StageKind::Sanitize(_) => Some(Flavor::Sanitize),
-            StageKind::Correctness | StageKind::Hidden | StageKind::Fresh | StageKind::Timing | StageKind::Call | StageKind::Profile => Some(Flavor::Timing),
+            StageKind::Correctness | StageKind::Hidden | StageKind::Fresh | StageKind::Timing | StageKind::Call | StageKind::Timeline | StageKind::Profile => Some(Flavor::Timing),
         }
     }
 
@@ -213,7 +218,7 @@ impl StageKind {
             StageKind::BuildDebug | StageKind::BuildRelease => Resource::Cpu,
             StageKind::Sanitize(_) | StageKind::Correctness | StageKind::Hidden | StageKind::Fresh => Resource::Gpu,
             StageKind::Timing | StageKind::Profile => Resource::Profiler,
-            StageKind::Call => Resource::Exclusive,
+            StageKind::Call | StageKind::Timeline => Resource::Exclusive,
         }
     }
 
@@ -223,6 +228,39 @@ impl StageKind {
             Flavor::Timing => StageKind::BuildRelease,
         }
     }
+}
+
+/// The part a version plays in a timed comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// A learner's version (`check`, `grade`).
+    Learner,
+    /// The reference fix it is compared with.
+    Reference,
+    /// The untouched exercise (a performance exercise's speedup is over it).
+    Original,
+    /// `verify`: the reference fix standing in for both (the judge must give it every point).
+    Solution,
+}
+
+/// The timed stages of one version, decided here for every plan. ncu for each version: the kernel
+/// time, the counters and the anti-cheat rules (not for an original that hangs: it would hold the
+/// profiler's lock for its whole limit). The whole call where the exercise's clock is the call, or
+/// where the judge holds a learner's host work to the reference's (`check` and `grade`; `verify`
+/// does not). The timeline where the clock is the call: its metrics and the lessons' pictures.
+pub fn timed_kinds(ex: &Exercise, role: Role) -> Vec<StageKind> {
+    let by_call = ex.manifest.manifest.perf.as_ref().is_some_and(|p| p.clock == crate::exercise::manifest::Clock::Call);
+    if role == Role::Original && ex.manifest.hang_timeout().is_some() {
+        return Vec::new();
+    }
+    let mut kinds = vec![StageKind::Timing];
+    if by_call || matches!(role, Role::Learner | Role::Reference) {
+        kinds.push(StageKind::Call);
+    }
+    if by_call {
+        kinds.push(StageKind::Timeline);
+    }
+    kinds
 }
 
 /// What a stage occupies while it runs.

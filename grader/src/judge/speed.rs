@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::exercise::compare::{self, Comparison};
 use crate::exercise::data;
+use crate::exercise::manifest::Clock;
 use crate::exercise::reference::Buffer;
 use crate::exercise::rubric::GradeStage;
 use crate::exercise::workbook::Exercise;
@@ -413,16 +414,19 @@ pub fn judge(i: &Inputs) -> Verdict {
             flag(Rule::Instructions, format!("{mine:.3e} warp instructions per run against the reference fix's {theirs:.3e}"));
         }
     }
+    // ncu's kernel time; the judged time is the exercise's clock's (`judged_ns`).
     let ns = i.learner.measured.and_then(|x| x.nanoseconds);
-    let reference_ns = i.reference.measured.and_then(|x| x.nanoseconds).unwrap_or(f64::NAN);
-    let original_ns = i.original.measured.and_then(|x| x.nanoseconds);
+    let by_call = m.perf.as_ref().is_some_and(|p| p.clock == Clock::Call);
+    let judged_ns = |t: &Timed| if by_call { t.call.and_then(CallTimes::judged_ns) } else { t.measured.and_then(|x| x.nanoseconds) };
+    let reference_ns = judged_ns(&i.reference).unwrap_or(f64::NAN);
+    let original_ns = judged_ns(&i.original);
     if let (Some(ns), Some(p)) = (ns, i.peak) {
         let floor_ns = needed / p.memcpy_gbps;
         if ns < 0.8 * floor_ns {
             flag(Rule::PhysicalFloor, format!("{:.1} us, under the {:.1} us it takes to read {} at this GPU's {:.0} GB/s", ns / 1e3, floor_ns / 1e3, mb(needed), p.memcpy_gbps));
         }
     }
-    if let Some(ns) = ns {
+    if let Some(ns) = judged_ns(&i.learner) {
         if reference_ns / ns > 10.0 {
             flag(Rule::TooFast, format!("{:.1}x faster than the reference fix ({:.1} us against {:.1} us)", reference_ns / ns, ns / 1e3, reference_ns / 1e3));
         }
@@ -433,12 +437,13 @@ pub fn judge(i: &Inputs) -> Verdict {
         flag(Rule::HostWork, format!("the call timing run failed ({why}): a program whose time depends on being profiled gets no speed credit"));
     }
     if let (Some(cl), Some(cr), Some(kl)) = (call_l, call_r, ns) {
-        let kr = if reference_ns.is_finite() { reference_ns } else { 0.0 };
+        let kr = i.reference.measured.and_then(|x| x.nanoseconds).unwrap_or(0.0);
         let extra = (cl - cr) - (kl - kr);
         let allowed = 0.3 * cr + 500_000.0;
         if cl < 0.5 * kl {
             flag(Rule::HostWork, format!("the harness reported calls of {:.1} us, shorter than the {:.1} us its kernels take under ncu: the call times were not measured by the harness", cl / 1e3, kl / 1e3));
-        } else if extra > allowed {
+        } else if extra > allowed && !by_call {
+            // Where the clock is the call, time outside the kernels is what is judged.
             flag(
                 Rule::HostWork,
                 format!(
@@ -481,10 +486,16 @@ pub fn judge(i: &Inputs) -> Verdict {
     flags.sort_by_key(|f| f.rule);
     flags.dedup_by_key(|f| f.rule);
 
-    let Some(ns) = ns else {
-        let why = i.learner.measured.map(Measured::why_untimed).unwrap_or_else(|| "not timed".into());
+    let kernel_ns = ns;
+    let Some(ns) = judged_ns(&i.learner) else {
+        let why = match (by_call, i.learner.measured) {
+            (true, _) => format!("the whole call was not timed ({})", i.learner.call_failure.unwrap_or("no call times")),
+            (false, Some(x)) => x.why_untimed(),
+            (false, None) => "not timed".into(),
+        };
         return Verdict { fraction: 0.0, status: Status::Failed, summary: format!("no time: {why}"), speed: None, flags };
     };
+    let clock = if by_call { " (whole call)" } else { "" };
     let ratio = ns / reference_ns;
     let (fraction, target, summary) = match (&m.perf, m.timing.max_ratio_to_reference.as_ref()) {
         (Some(p), _) => {
@@ -508,7 +519,7 @@ pub fn judge(i: &Inputs) -> Verdict {
                 f = f.min(0.5);
             }
             let goals = if missed.is_empty() { String::new() } else { format!("; goals missed: {}", missed.join(", ")) };
-            (f, format!(">= {goal:.1}x the original"), format!("{speedup:.2}x the original (target {goal:.1}x){goals}"))
+            (f, format!(">= {goal:.1}x the original{clock}"), format!("{speedup:.2}x the original{clock} (target {goal:.1}x){goals}"))
         }
         (None, Some(max)) => {
             let max = *max.get_ref();
@@ -519,8 +530,9 @@ pub fn judge(i: &Inputs) -> Verdict {
         (None, None) => (0.0, String::new(), "no speed target".into()),
     };
     let status = if fraction >= 1.0 { Status::Passed } else { Status::Failed };
-    let call = match (call_l, call_r) {
-        (Some(l), Some(r)) => format!("; whole call {:.2} ms (reference {:.2} ms)", l / 1e6, r / 1e6),
+    let call = match (by_call, call_l, call_r, kernel_ns) {
+        (true, _, _, Some(k)) => format!("; its kernels {:.1} us under ncu", k / 1e3),
+        (false, Some(l), Some(r), _) => format!("; whole call {:.2} ms (reference {:.2} ms)", l / 1e6, r / 1e6),
         _ => String::new(),
     };
     Verdict {
@@ -639,6 +651,30 @@ mod tests {
         // A harness without the CPU column judges nothing by it.
         let old = CallTimes::parse("9000000\n9000000\n").unwrap();
         assert!(!rules(&old, &old).contains(&Rule::HostCpu));
+    }
+
+    #[test]
+    fn where_the_clock_is_the_call_the_whole_call_is_judged_and_host_time_is_not_a_rule() {
+        let text = include_str!("../../../exercises/62-launches/exercise.toml");
+        let manifest = crate::exercise::manifest::parse("62-launches", Path::new("exercises/62-launches/exercise.toml"), text).unwrap();
+        let ex = Exercise { manifest, original: "", solution: "" };
+        // The H100's calls (book/gpu-runs/2026-11-24-perf3/): the original 0.426 ms, the fix 0.042 ms.
+        let judged = |learner: &CallTimes| {
+            let (original, reference) = (calls(0.426, 0.42), calls(0.042, 0.04));
+            let timed = |c| Timed { call: Some(c), ..Timed::default() };
+            judge(&Inputs { ex: &ex, learner: timed(learner), reference: timed(&reference), original: timed(&original), peak: None, perf: None })
+        };
+        // The fix: 10x the original's whole call, almost all of it outside any kernel ncu would time.
+        let fixed = judged(&calls(0.042, 0.04));
+        assert_eq!(fixed.fraction, 1.0, "{}", fixed.summary);
+        assert!(fixed.summary.contains("10.14x the original (whole call)"), "{}", fixed.summary);
+        assert!(!fixed.flags.iter().any(|f| f.rule == Rule::HostWork), "{:?}", fixed.flags);
+        // One launch per step instead of two (the half-fix, 0.282 ms): faster, short of the target.
+        let half = judged(&calls(0.282, 0.28));
+        assert!(half.fraction > 0.0 && half.fraction < 1.0, "{}", half.summary);
+        // No call times: no time at all, whatever ncu measured.
+        let none = judge(&Inputs { ex: &ex, learner: Timed { call_failure: Some("the program failed"), ..Timed::default() }, reference: Timed::default(), original: Timed::default(), peak: None, perf: None });
+        assert!(none.speed.is_none() && none.summary.contains("whole call was not timed (the program failed)"), "{}", none.summary);
     }
 
     #[test]

@@ -71,7 +71,15 @@ pub enum Output {
     Timed { target: ncu::Target, measured: Result<Measured, ncu::RunError>, output: PathBuf },
     /// The call timing: each whole call's time (None, with `failure`, where the run failed or wrote
     /// no times) and the outputs of the last call.
-    Called { command: String, run: Result<Finished, SpawnError>, times: Option<crate::judge::speed::CallTimes>, output: PathBuf, failure: Option<String> },
+    /// The timeline stage's is the same, with each call's operations.
+    Called {
+        command: String,
+        run: Result<Finished, SpawnError>,
+        times: Option<crate::judge::speed::CallTimes>,
+        timeline: Option<crate::tools::timeline::Timeline>,
+        output: PathBuf,
+        failure: Option<String>,
+    },
     /// `sanitize --profile`: every launch's metrics, or why there are none.
     Profiled { command: String, run: Result<Finished, SpawnError>, launches: Result<Vec<ncu::LaunchMetrics>, String> },
     NotRun(Blocked),
@@ -261,7 +269,7 @@ pub fn sanitize(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, b
     let tag = stage.id().replace(':', "-");
     let xml = sub.work.join("out").join(format!("{tag}.xml"));
     let args = match &sub.target {
-        Target::Exercise { cases, .. } => cases::harness_args(cases, |c| c.sanitize, false, &sub.work.join("out"), &tag).0,
+        Target::Exercise { cases, exercise } => cases::harness_args(cases, |c| c.sanitize, false, exercise.manifest.manifest.host_memory, &sub.work.join("out"), &tag).0,
         Target::Program(p) => p.args.clone(),
     };
     let bounds = Bounds { after_stall: after_stall.is_some(), ..Bounds::of(sub, after_stall.unwrap_or(ctx.config.timeouts.tool)) };
@@ -290,7 +298,8 @@ pub fn sanitize(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, b
 
 pub fn correctness(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: &Built, cases: &cases::Cases) -> Output {
     let tag = file_tag(stage);
-    let (args, outputs) = cases::harness_args(cases, |_| true, true, &sub.work.join("out"), &tag);
+    let memory = sub.exercise().map(|e| e.manifest.manifest.host_memory).unwrap_or_default();
+    let (args, outputs) = cases::harness_args(cases, |_| true, true, memory, &sub.work.join("out"), &tag);
     let bounds = Bounds::of(sub, ctx.config.timeouts.run);
     let mut job = Job::new(&built.binary, bounds.limit).args(args);
     job.outputs = outputs.clone();
@@ -342,6 +351,7 @@ fn bench_args(sub: &Submission, out: &Path) -> Vec<String> {
     let m = &sub.exercise().expect("an exercise").manifest.manifest;
     let cases = sub.cases();
     let mut args = vec!["--poison".to_string(), "--repeat".into(), m.bench.repeat.to_string()];
+    args.extend(m.host_memory.harness_flag().map(String::from));
     if !cases.vary.as_os_str().is_empty() {
         args.extend(["--vary".to_string(), cases.vary.display().to_string()]);
     }
@@ -350,29 +360,47 @@ fn bench_args(sub: &Submission, out: &Path) -> Vec<String> {
 }
 
 /// The call timing: the bench, alone on the GPU, each whole call of the entry point timed by the
-/// harness, the GPU memory in use sampled.
+/// harness, the GPU memory in use sampled; for the timeline stage, each call's operations recorded.
 pub fn call(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: &Built) -> Output {
     if sub.exercise().is_none() {
         return Output::NotRun(Blocked::NotApplicable("a program has no bench to time"));
     }
     let tag = file_tag(stage);
-    let (out, times_path) = (bench_output(sub, &tag), sub.work.join("out").join(format!("{tag}.times")));
-    let _ = std::fs::remove_file(&out);
-    let _ = std::fs::remove_file(&times_path);
+    let out_dir = sub.work.join("out");
+    let (out, times_path, timeline_path) = (bench_output(sub, &tag), out_dir.join(format!("{tag}.times")), out_dir.join(format!("{tag}.timeline")));
+    let recording = stage.kind == StageKind::Timeline;
+    for stale in [&out, &times_path, &timeline_path] {
+        let _ = std::fs::remove_file(stale);
+    }
     let mut args = vec!["--call-times".to_string(), times_path.display().to_string()];
+    let clock = sub.exercise().and_then(|e| e.manifest.manifest.perf.as_ref()).map(|p| p.clock).unwrap_or_default();
+    args.extend(clock.harness_flag().map(String::from));
+    if recording {
+        args.extend(["--timeline".to_string(), timeline_path.display().to_string()]);
+    }
     args.extend(bench_args(sub, &out));
     let mut job = Job::new(&built.binary, Bounds::of(sub, ctx.config.timeouts.run).limit).args(args);
     job.outputs = vec![out.clone(), times_path.clone()];
+    if recording {
+        job.outputs.push(timeline_path.clone());
+    }
     let job = confined(ctx, wb, sub, stage, job, None);
     let command = job.display();
     let run = ctx.launcher.launch(&job);
     let times = std::fs::read_to_string(&times_path).ok().and_then(|t| crate::judge::speed::CallTimes::parse(&t));
+    let timeline = recording.then(|| std::fs::read_to_string(&timeline_path).map_err(|e| e.to_string()).and_then(|t| crate::tools::timeline::Timeline::parse(&t)));
     let failure = match &run {
         Err(e) => Some(e.to_string()),
         Ok(f) if !f.success() => Some(format!("the program failed: {}", f.describe_exit())),
-        Ok(f) => f.left_running().or_else(|| times.is_none().then(|| "the harness wrote no call times".to_string())),
+        Ok(f) => f
+            .left_running()
+            .or_else(|| times.is_none().then(|| "the harness wrote no call times".to_string()))
+            .or_else(|| match &timeline {
+                Some(Err(why)) => Some(format!("the harness wrote no readable timeline ({why})")),
+                _ => None,
+            }),
     };
-    Output::Called { command, run, times, output: out, failure }
+    Output::Called { command, run, times, timeline: timeline.and_then(Result::ok), output: out, failure }
 }
 
 /// A program's release build under ncu with the performance metrics, every kernel.
@@ -409,7 +437,7 @@ pub fn run_within(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage,
             None => Output::NotRun(Blocked::NotApplicable("hidden and fresh cases belong to `grade`, which has the instructor's secret")),
         },
         (StageKind::Timing, Some(b)) => time(ctx, wb, sub, stage, b),
-        (StageKind::Call, Some(b)) => call(ctx, wb, sub, stage, b),
+        (StageKind::Call | StageKind::Timeline, Some(b)) => call(ctx, wb, sub, stage, b),
         (StageKind::Profile, Some(b)) => profile(ctx, wb, sub, stage, b),
     }
 }

@@ -17,7 +17,7 @@ use crate::exercise::regions;
 use crate::exercise::workbook::{Exercise, Workbook};
 use crate::judge::context::{self, Context};
 use crate::judge::perf::{self, PerfSummary};
-use crate::judge::plan::{Stage, StageKind, Submission};
+use crate::judge::plan::{self, Role, Stage, StageKind, Submission};
 use crate::judge::sanitize::ToolStatus;
 use crate::judge::scheduler::{self, Results};
 use crate::judge::speed;
@@ -551,10 +551,8 @@ fn timing_stages(w: &Work, (ex, sol): (usize, usize), opts: &VerifyOptions) -> V
     if !perf && !opts.survey {
         return Vec::new();
     }
-    let mut stages = vec![Stage::new(sol, StageKind::Timing)];
-    if w.ex.manifest.hang_timeout().is_none() {
-        stages.push(Stage::new(ex, StageKind::Timing));
-    }
+    let mut stages: Vec<Stage> = plan::timed_kinds(w.ex, Role::Solution).into_iter().map(|k| Stage::new(sol, k)).collect();
+    stages.extend(plan::timed_kinds(w.ex, Role::Original).into_iter().map(|k| Stage::new(ex, k)));
     if !perf {
         stages.push(Stage::again(sol, StageKind::Timing, 1));
     }
@@ -641,6 +639,7 @@ fn perf_steps(ctx: &Context, wb: &Workbook, w: &mut Work, results: &Results, (ex
         Err(e) => return vec![Step::new("baseline timing", Status::ToolError, e).stage("timing")],
     };
     let (original, reference) = (results.get(ex, StageKind::Timing), results.get(sol, StageKind::Timing));
+    let (original_runs, reference_runs) = (perf::Runs::of("original", |k| results.get(ex, k)), perf::Runs::of("reference", |k| results.get(sol, k)));
     for (o, name) in [(original, "original"), (reference, "reference")] {
         if let Some(m) = o.and_then(Output::measured) {
             if let Some(csv) = m.csv() {
@@ -648,26 +647,26 @@ fn perf_steps(ctx: &Context, wb: &Workbook, w: &mut Work, results: &Results, (ex
             }
         }
     }
-    let summary = match perf::summarize(w.ex, peak, &[("original", original), ("reference", reference)], baseline.as_ref()) {
+    let summary = match perf::summarize(w.ex, peak, &[original_runs, reference_runs], baseline.as_ref()) {
         Ok(s) => s,
         Err((who, why)) => return vec![Step::new("solution timing", Status::ToolError, format!("ncu could not time the {who} ({why})")).stage("timing")],
     };
     let (orig, target) = (&summary.versions[0], summary.target_speedup);
     // The speed judge of check and grade, once with the original and once with the solution in the
     // learner's place: the first must earn nothing, the second everything, with no rule raised.
-    let judge_as_learner = |learner: Option<&Output>| {
-        let versions = [("original", original), ("reference", reference), ("learner", learner)];
+    let judge_as_learner = |learner: perf::Runs| {
+        let versions = [original_runs, reference_runs, perf::Runs { name: "learner", ..learner }];
         let judged_summary = perf::summarize(w.ex, peak, &versions, baseline.as_ref()).ok();
         speed::judge(&speed::Inputs {
             ex: w.ex,
-            learner: speed::evidence(learner, None),
-            reference: speed::evidence(reference, None),
-            original: speed::evidence(original, None),
+            learner: speed::evidence(learner.ncu, learner.call),
+            reference: speed::evidence(reference_runs.ncu, reference_runs.call),
+            original: speed::evidence(original_runs.ncu, original_runs.call),
             peak: Some(peak),
             perf: judged_summary.as_ref(),
         })
     };
-    let (as_original, as_solution) = (judge_as_learner(original), judge_as_learner(reference));
+    let (as_original, as_solution) = (judge_as_learner(original_runs), judge_as_learner(reference_runs));
     let unmet: Vec<String> = perf::goals(perf_spec, orig, orig).iter().filter(|g| !g.met).map(|g| format!("{} {}", g.goal.metric.key(), g.goal.metric.show(g.value))).collect();
     let why = if unmet.is_empty() { String::new() } else { format!("; goals it misses: {}", unmet.join(", ")) };
     let mut steps = vec![Step::new(

@@ -160,12 +160,13 @@ pub fn check_text(report: &CheckReport, ex: &Exercise, source: &Path) -> String 
 pub fn perf_text(p: &crate::judge::perf::PerfSummary) -> String {
     let mut out = String::new();
     let peak = &p.peak;
-    let _ = writeln!(
-        out,
-        "\n  ncu over {} (base clocks, caches flushed; the median of the bench's repeats), on {}:",
-        p.kernels.join(", "),
-        peak.device
-    );
+    let clock = match p.clock {
+        crate::exercise::manifest::Clock::Kernel => format!("ncu over {} (base clocks, caches flushed; the median of the bench's repeats)", p.kernels.join(", ")),
+        crate::exercise::manifest::Clock::Call => {
+            format!("the whole call of cb_run (the harness's clock, the fastest call after the first, alone on the GPU), with ncu's time of {} beside it", p.kernels.join(", "))
+        }
+    };
+    let _ = writeln!(out, "\n  {clock}, on {}:", peak.device);
     let label_w = p.shown.iter().map(|m| m.label().len()).max().unwrap_or(0).max(20);
     let names: Vec<&str> = p.versions.iter().map(|v| if v.version == "learner" { "yours" } else { v.version.as_str() }).collect();
     let row = |out: &mut String, label: &str, cells: Vec<String>| {
@@ -173,6 +174,9 @@ pub fn perf_text(p: &crate::judge::perf::PerfSummary) -> String {
     };
     row(&mut out, "", names.iter().map(|n| n.to_string()).collect());
     row(&mut out, "time", p.versions.iter().map(|v| format!("{:.1} us", v.nanoseconds / 1e3)).collect());
+    if p.versions.iter().any(|v| v.kernel_ns.is_some()) {
+        row(&mut out, "kernels (ncu)", p.versions.iter().map(|v| v.kernel_ns.map_or("-".into(), |k| format!("{:.1} us", k / 1e3))).collect());
+    }
     row(&mut out, &format!("speedup (target {:.2}x)", p.target_speedup), p.versions.iter().map(|v| format!("{:.2}x", v.speedup)).collect());
     for &m in &p.shown {
         row(&mut out, m.label(), p.versions.iter().map(|v| if v.metrics.is_empty() { "-".into() } else { m.show(v.metric(m)) }).collect());
@@ -209,6 +213,12 @@ pub fn peak_text(p: &crate::tools::peak::Peak) -> String {
     let _ = writeln!(out, "    CUDA events                  {:>8.1} TFLOP/s", p.fma_gflops / 1e3);
     let _ = writeln!(out, "    under ncu                    {:>8.1} TFLOP/s <- 100% of `fp32-share` (ncu times at base clocks)", p.fma_ncu_gflops / 1e3);
     let _ = writeln!(out, "  ridge point: {:.1} FLOP per DRAM byte", p.ridge());
+    if let Some(c) = &p.pcie {
+        let _ = writeln!(out, "  host-device copies, 256 MiB (cudaMemcpy):");
+        let _ = writeln!(out, "    pinned   host to device      {:>8.1} GB/s   device to host {:>6.1} GB/s", c.h2d_pinned_gbps, c.d2h_pinned_gbps);
+        let _ = writeln!(out, "    pageable host to device      {:>8.1} GB/s   device to host {:>6.1} GB/s", c.h2d_pageable_gbps, c.d2h_pageable_gbps);
+        let _ = writeln!(out, "    pinned, both ways at once    {:>8.1} GB/s   (the two directions together)", c.both_pinned_gbps);
+    }
     out
 }
 

@@ -12,4 +12,5 @@ pub mod peak;
 pub mod runner;
 pub mod sandbox;
 pub mod sanitizer;
+pub mod timeline;
 pub mod toolchain;

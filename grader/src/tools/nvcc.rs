@@ -13,6 +13,29 @@ use crate::tools::launcher::Launcher;
 use crate::tools::runner::{self, Exit, Job};
 use crate::tools::toolchain::Nvcc;
 
+/// The CUDA runtime calls the harness's timeline sees (harness/timeline.cuh): a timing build of an
+/// exercise links with `--wrap` for each, so its calls reach the harness's recording wrappers.
+pub const TIMELINE_WRAPPED: &[&str] = &[
+    "__cudaLaunchKernel",
+    "__cudaGetKernel",
+    "cudaLaunchKernel",
+    "cudaLaunchCooperativeKernel",
+    "cudaGraphLaunch",
+    "cudaMemcpy",
+    "cudaMemcpyAsync",
+    "cudaMemset",
+    "cudaMemsetAsync",
+    "cudaDeviceSynchronize",
+    "cudaStreamSynchronize",
+    "cudaMalloc",
+    "cudaFree",
+];
+
+/// The linker option that wraps them.
+fn timeline_wrap() -> String {
+    TIMELINE_WRAPPED.iter().map(|s| format!("--wrap={s}")).collect::<Vec<_>>().join(",")
+}
+
 /// The harness object's build (the grader's own code, run once).
 pub const HARNESS_TIMEOUT: Duration = Duration::from_secs(180);
 
@@ -365,6 +388,9 @@ pub fn build(launcher: &dyn Launcher, recipe: &Recipe, flavor: Flavor, inputs: I
             // Named relative to the stage folder, nvcc's working folder: its messages say `reduce.cu(12)`.
             let compiled = if stage.is_some() { Path::new(source.file_name().unwrap_or_default()) } else { source };
             job = job.arg("-I").arg(&harness.include_dir).arg("-o").arg(&out).arg(compiled).arg(&harness.object);
+            if flavor == Flavor::Timing {
+                job = job.arg("-Xlinker").arg(timeline_wrap());
+            }
         }
         Inputs::Program { sources, flags } => {
             let mut dirs: Vec<&Path> = sources.iter().filter_map(|s| s.parent()).filter(|d| !d.as_os_str().is_empty()).collect();

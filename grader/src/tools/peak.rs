@@ -1,5 +1,5 @@
 //! What this GPU can do, measured once and cached: device-to-device memcpy bandwidth, a copy
-//! kernel's bandwidth and fp32 FMA throughput (`harness/peak.cu`), both plainly (CUDA events, the
+//! kernel's bandwidth, fp32 FMA throughput and host-device copies (`harness/peak.cu`), both plainly (CUDA events, the
 //! GPU's own clocks) and under ncu with the flags every timing uses (base clocks). "% of peak" in the
 //! performance track is always of these numbers, never of a datasheet.
 
@@ -35,9 +35,25 @@ pub struct Peak {
     pub copy_kernel_ncu_gbps: f64,
     /// The FMA kernel under ncu: the 100% of `fp32-share` (ncu's base clocks lower it).
     pub fma_ncu_gflops: f64,
+    /// Host-device copies over PCIe (None in a cache written before they were measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie: Option<Pcie>,
     /// When it was measured (RFC 3339).
     pub measured: String,
     pub commands: Vec<String>,
+}
+
+/// cudaMemcpy between host and device, 256 MiB, GB/s: from page-locked memory (cudaMallocHost) and
+/// from pageable memory (malloc; the driver stages it through a pinned buffer of its own), and
+/// both ways at once from pinned memory (two streams; the copy engines are full duplex).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Pcie {
+    pub h2d_pinned_gbps: f64,
+    pub d2h_pinned_gbps: f64,
+    pub h2d_pageable_gbps: f64,
+    pub d2h_pageable_gbps: f64,
+    /// Bytes moved both ways per second, copying both ways at once.
+    pub both_pinned_gbps: f64,
 }
 
 impl Peak {
@@ -83,6 +99,7 @@ pub struct Plain {
     pub memcpy_gbps: f64,
     pub copy_kernel_gbps: f64,
     pub fma_gflops: f64,
+    pub pcie: Option<Pcie>,
 }
 
 pub fn parse_plain(text: &str) -> Result<Plain, PeakError> {
@@ -101,6 +118,15 @@ pub fn parse_plain(text: &str) -> Result<Plain, PeakError> {
         memcpy_gbps: number("memcpy_gbps")?,
         copy_kernel_gbps: number("copy_kernel_gbps")?,
         fma_gflops: number("fma_gflops")?,
+        pcie: (|| {
+            Some(Pcie {
+                h2d_pinned_gbps: number("h2d_pinned_gbps").ok()?,
+                d2h_pinned_gbps: number("d2h_pinned_gbps").ok()?,
+                h2d_pageable_gbps: number("h2d_pageable_gbps").ok()?,
+                d2h_pageable_gbps: number("d2h_pageable_gbps").ok()?,
+                both_pinned_gbps: number("both_pinned_gbps").ok()?,
+            })
+        })(),
     })
 }
 
@@ -172,6 +198,7 @@ pub fn measure(setup: &Setup) -> Result<Peak, PeakError> {
         fma_gflops: plain.fma_gflops,
         copy_kernel_ncu_gbps: plain.copy_bytes / copy_ns,
         fma_ncu_gflops: plain.fma_flops / fma_ns,
+        pcie: plain.pcie,
         measured: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
         commands: vec![plain_job.display(), measured.command],
     })
@@ -183,6 +210,8 @@ mod tests {
 
     // What peak.cu printed on an H100 80GB HBM3 (driver 580.159.04), 2026-11-22.
     const H100: &str = "device NVIDIA H100 80GB HBM3\nsms 132\ncopy_bytes 2147483648\nfma_flops 35433480192\nmemcpy_gbps 2993.3\ncopy_kernel_gbps 2808.7\nfma_gflops 63455.4\n";
+    // The PCIe lines, as a probe of the same copies printed them on an H100 (2026-11-24).
+    const PCIE: &str = "h2d_pinned_gbps 52.3\nd2h_pinned_gbps 53.2\nh2d_pageable_gbps 6.4\nd2h_pageable_gbps 10.5\nboth_pinned_gbps 79.0\n";
 
     #[test]
     fn parses_what_the_peak_program_printed() {
@@ -190,6 +219,9 @@ mod tests {
         assert_eq!((p.device.as_str(), p.sms, p.memcpy_gbps, p.fma_flops), ("NVIDIA H100 80GB HBM3", 132, 2993.3, 35_433_480_192.0));
         let e = parse_plain("device X\nsms 1\n").unwrap_err();
         assert!(e.to_string().contains("copy_bytes"), "{e}");
+        assert_eq!(p.pcie, None, "a peak program from before the copies were measured");
+        let with = parse_plain(&format!("{H100}{PCIE}")).unwrap().pcie.unwrap();
+        assert_eq!((with.h2d_pinned_gbps, with.h2d_pageable_gbps, with.both_pinned_gbps), (52.3, 6.4, 79.0));
     }
 
     #[test]
@@ -203,6 +235,7 @@ mod tests {
             fma_gflops: 63_000.0,
             copy_kernel_ncu_gbps: 2850.0,
             fma_ncu_gflops: 51_000.0,
+            pcie: None,
             measured: String::new(),
             commands: Vec::new(),
         };

@@ -16,7 +16,7 @@ use crate::exercise::rubric::GradeStage;
 use crate::exercise::workbook::{Exercise, Workbook};
 use crate::judge::context::Context;
 use crate::judge::perf;
-use crate::judge::plan::{SecretCases, Stage, StageKind, Submission};
+use crate::judge::plan::{self, Role, SecretCases, Stage, StageKind, Submission};
 use crate::judge::scheduler::{self, Results};
 use crate::judge::speed;
 use crate::judge::stages::Output;
@@ -341,14 +341,13 @@ impl<'a> Worker<'a> {
             return Graded::Done(out, phases);
         }
         on_exclusive();
-        let mut timing: Vec<Stage> = correct.iter().map(|&i| Stage::new(i, StageKind::Timing)).collect();
-        timing.push(Stage::again(reference, StageKind::Timing, chunk.index));
+        // ncu first; the whole calls (and timelines) alone on the GPU after the profiler. The
+        // reference's and the original's are timed again in each chunk, beside its students.
+        let mut timing: Vec<Stage> = correct.iter().flat_map(|&i| plan::timed_kinds(ex, Role::Learner).into_iter().map(move |k| Stage::new(i, k))).collect();
+        timing.extend(plan::timed_kinds(ex, Role::Reference).into_iter().map(|k| Stage::again(reference, k, chunk.index)));
         if let Some(o) = original {
-            timing.push(Stage::again(o, StageKind::Timing, chunk.index));
+            timing.extend(plan::timed_kinds(ex, Role::Original).into_iter().map(|k| Stage::again(o, k, chunk.index)));
         }
-        // The whole calls, alone on the GPU after the profiler: the students' and the reference's.
-        timing.extend(correct.iter().map(|&i| Stage::new(i, StageKind::Call)));
-        timing.push(Stage::again(reference, StageKind::Call, chunk.index));
         let phase = Instant::now();
         let timeline = scheduler::execute(&self.ctx, wb, &subs, &timing, &mut results, started);
         phases.calls = timeline.exclusive.unwrap_or(0.0);
@@ -375,11 +374,12 @@ impl<'a> Worker<'a> {
             let why = verdict::measured_time(results.get_run(&reference_timing)).err().unwrap_or_default();
             return (self.failed_chunk(chunk, format!("ncu could not time the reference fix ({why})")), phases);
         }
-        let original_timing = original.map(|o| Stage::again(o, StageKind::Timing, chunk.index));
         let reference_outputs = speed::ReadOnce::default();
-        let mut reference_evidence = speed::evidence(results.get_run(&reference_timing), results.get_run(&Stage::again(reference, StageKind::Call, chunk.index)));
+        let reference_run = |k: StageKind| results.get_run(&Stage::again(reference, k, chunk.index));
+        let original_run = |k: StageKind| original.and_then(|o| results.get_run(&Stage::again(o, k, chunk.index)));
+        let mut reference_evidence = speed::evidence(reference_run(StageKind::Timing), reference_run(StageKind::Call));
         reference_evidence.read_once = Some(&reference_outputs);
-        let original_evidence = speed::evidence(original_timing.as_ref().and_then(|s| results.get_run(s)), None);
+        let original_evidence = speed::evidence(original_run(StageKind::Timing), original_run(StageKind::Call));
         // Each pair's judging reads and compares its timed outputs (two bench outputs of up to
         // 256 MiB): one pair per core.
         let phase = Instant::now();
@@ -391,7 +391,7 @@ impl<'a> Worker<'a> {
                 return;
             }
             let summary = if perf_track {
-                let timed_versions = [("original", original_timing.as_ref().and_then(|s| results.get_run(s))), ("reference", results.get_run(&reference_timing)), ("learner", results.get(i, StageKind::Timing))];
+                let timed_versions = [perf::Runs::of("original", original_run), perf::Runs::of("reference", reference_run), perf::Runs::of("learner", |k| results.get(i, k))];
                 peak.as_ref().and_then(|p| perf::summarize(ex, p, &timed_versions, baseline.as_ref()).ok())
             } else {
                 None

@@ -1,0 +1,312 @@
+// The harness's timeline of a call (`--timeline FILE`): every copy, memset, launch, sync and
+// allocation the exercise makes, with when the host made the call and, for work that runs on the
+// GPU, when its stream reached it and finished it (CUDA events recorded around it in its stream).
+// The GPU machines have neither nsys nor CUPTI; this is what draws the lessons' timelines and
+// gives the launch and copy metrics of the `clock = "call"` exercises.
+//
+// How it sees the exercise's calls: the timing build links with `-Xlinker --wrap=SYMBOL` for each
+// SYMBOL wrapped here (grader/src/tools/nvcc.rs, TIMELINE_WRAPPED), so the exercise's references
+// reach `__wrap_SYMBOL`, which records and forwards to `__real_SYMBOL`. The `__real_` references
+// are weak: the sanitizer builds are not wrapped, and nothing calls them there.
+//
+// The events are recorded beside the work, so an operation's GPU start is when its stream reached
+// it: a copy queued behind a busy copy engine shows from when it was queued. The run that records
+// a timeline is not the one that is judged: two event records per operation cost the host ~2 us.
+//
+// File format, one call after another:
+//   call INDEX WALL_NS
+//   op KIND STREAM HOST_START_NS HOST_END_NS GPU_START_NS GPU_END_NS BYTES NAME
+// KIND: kernel graph h2d d2h d2d h2h memset sync alloc free; STREAM: 0 the default stream, then
+// 1, 2, ... in the order the call used them; times from the start of the call (the host's clock
+// for HOST_, the GPU's for GPU_, both zero at the call's start), -1 where there is none.
+#pragma once
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <cxxabi.h>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+#include <cuda_runtime.h>
+
+namespace cb_timeline {
+
+struct Op {
+  const char* kind;
+  int stream;
+  long long host_start, host_end;
+  int ev_start = -1, ev_end = -1;  // indices into the event pool; -1: no GPU interval
+  size_t bytes;
+  std::string name;
+};
+
+struct State {
+  bool on = false;
+  std::mutex lock;
+  std::vector<cudaEvent_t> pool;
+  size_t used = 0;
+  cudaEvent_t base = nullptr;
+  std::chrono::steady_clock::time_point host_base;
+  std::vector<Op> ops;
+  std::vector<cudaStream_t> streams;  // index + 1 is a stream's number; 0 is the default stream
+  std::unordered_map<const void*, const void*> kernel_functions;  // cudaKernel_t -> host stub
+  std::string text;
+  size_t dropped = 0;
+};
+
+inline State& state() {
+  static State s;
+  return s;
+}
+
+inline long long host_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - state().host_base).count();
+}
+
+inline int stream_number(cudaStream_t s) {
+  if (s == nullptr || s == cudaStreamLegacy || s == cudaStreamPerThread) return 0;
+  State& st = state();
+  for (size_t i = 0; i < st.streams.size(); i++)
+    if (st.streams[i] == s) return static_cast<int>(i) + 1;
+  st.streams.push_back(s);
+  return static_cast<int>(st.streams.size());
+}
+
+// An event of the pool recorded in `s` now; -1 where the pool is spent.
+inline int mark(cudaStream_t s) {
+  State& st = state();
+  if (st.used >= st.pool.size()) {
+    st.dropped++;
+    return -1;
+  }
+  const int i = static_cast<int>(st.used++);
+  if (cudaEventRecord(st.pool[i], s) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return -1;
+  }
+  return i;
+}
+
+// The kernel's name as the source writes it: demangled, without its parameter list.
+inline std::string kernel_name(const void* function) {
+  const char* raw = nullptr;
+  if (function == nullptr || cudaFuncGetName(&raw, function) != cudaSuccess || raw == nullptr) {
+    (void)cudaGetLastError();
+    return "?";
+  }
+  int status = 0;
+  char* plain = abi::__cxa_demangle(raw, nullptr, nullptr, &status);
+  std::string name = status == 0 && plain ? plain : raw;
+  std::free(plain);
+  const size_t paren = name.find('(');
+  if (paren != std::string::npos) name.resize(paren);
+  for (char& c : name)
+    if (c == ' ') c = '_';
+  return name.empty() ? "?" : name;
+}
+
+// Work that runs in a stream: the host's call and the GPU's interval around it.
+// Work queued while its stream is captured into a graph does not run: it is not recorded (the
+// graph's launch is).
+inline bool capturing(cudaStream_t s) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(s, &status) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return status != cudaStreamCaptureStatusNone;
+}
+
+template <class F> cudaError_t gpu_op(const char* kind, cudaStream_t s, size_t bytes, std::string name, F call) {
+  State& st = state();
+  if (!st.on || capturing(s)) return call();
+  std::lock_guard<std::mutex> guard(st.lock);
+  Op op{kind, stream_number(s), host_ns(), 0, -1, -1, bytes, std::move(name)};
+  op.ev_start = mark(s);
+  const cudaError_t result = call();
+  op.ev_end = op.ev_start >= 0 ? mark(s) : -1;
+  op.host_end = host_ns();
+  st.ops.push_back(std::move(op));
+  return result;
+}
+
+// A call that only the host sees: a sync's wait, an allocation.
+template <class F> cudaError_t host_op(const char* kind, cudaStream_t s, F call) {
+  State& st = state();
+  if (!st.on) return call();
+  std::lock_guard<std::mutex> guard(st.lock);
+  Op op{kind, stream_number(s), host_ns(), 0, -1, -1, 0, "-"};
+  const cudaError_t result = call();
+  op.host_end = host_ns();
+  st.ops.push_back(std::move(op));
+  return result;
+}
+
+inline bool on_device(const void* p) {
+  cudaPointerAttributes a;
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+
+inline const char* copy_kind(void* dst, const void* src, cudaMemcpyKind kind) {
+  switch (kind) {
+    case cudaMemcpyHostToDevice: return "h2d";
+    case cudaMemcpyDeviceToHost: return "d2h";
+    case cudaMemcpyDeviceToDevice: return "d2d";
+    case cudaMemcpyHostToHost: return "h2h";
+    default: {
+      const bool d = on_device(dst), s = on_device(src);
+      return s ? (d ? "d2d" : "d2h") : (d ? "h2d" : "h2h");
+    }
+  }
+}
+
+// Before a call: the GPU is idle (the harness synchronised); time zero on both clocks.
+inline void begin() {
+  State& st = state();
+  if (st.pool.empty()) {
+    st.pool.resize(8192);
+    for (cudaEvent_t& e : st.pool)
+      if (cudaEventCreate(&e) != cudaSuccess) {
+        std::fprintf(stderr, "harness: cannot create the timeline's events\n");
+        std::exit(3);
+      }
+    if (cudaEventCreate(&st.base) != cudaSuccess) std::exit(3);
+  }
+  st.used = 0;
+  st.ops.clear();
+  st.streams.clear();
+  st.host_base = std::chrono::steady_clock::now();
+  if (cudaEventRecord(st.base, cudaStreamLegacy) != cudaSuccess) std::exit(3);
+  st.on = true;
+}
+
+// When the exercise's call returns: the harness's own sync after it is not the exercise's.
+inline void stop() { state().on = false; }
+
+// After the harness's sync: every event has completed; write the call's operations.
+inline void end(int call, long long wall_ns) {
+  State& st = state();
+  auto gpu = [&](int ev) -> long long {
+    float ms = 0;
+    if (ev < 0 || cudaEventElapsedTime(&ms, st.base, st.pool[ev]) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return -1;
+    }
+    return static_cast<long long>(ms * 1e6);
+  };
+  char line[512];
+  std::snprintf(line, sizeof line, "call %d %lld\n", call, wall_ns);
+  st.text += line;
+  for (const Op& op : st.ops) {
+    const long long g0 = gpu(op.ev_start), g1 = gpu(op.ev_end);
+    std::snprintf(line, sizeof line, "op %s %d %lld %lld %lld %lld %zu %s\n", op.kind, op.stream, op.host_start, op.host_end, g0 < 0 || g1 < 0 ? -1 : g0,
+                  g0 < 0 || g1 < 0 ? -1 : g1, op.bytes, op.name.c_str());
+    st.text += line;
+  }
+  if (st.dropped) {
+    std::snprintf(line, sizeof line, "dropped %zu\n", st.dropped);
+    st.text += line;
+    st.dropped = 0;
+  }
+}
+
+inline void write(const char* path) {
+  FILE* f = std::fopen(path, "w");
+  if (!f || std::fputs(state().text.c_str(), f) < 0 || std::fclose(f) != 0) {
+    std::fprintf(stderr, "harness: cannot write the timeline %s\n", path);
+    std::exit(2);
+  }
+}
+
+}  // namespace cb_timeline
+
+// The wrapped calls. Weak: only the timing build's --wrap makes them resolve.
+extern "C" {
+cudaError_t __real___cudaLaunchKernel(cudaKernel_t, dim3, dim3, void**, size_t, cudaStream_t) __attribute__((weak));
+cudaError_t __real___cudaGetKernel(cudaKernel_t*, const void*) __attribute__((weak));
+cudaError_t __real_cudaLaunchKernel(const void*, dim3, dim3, void**, size_t, cudaStream_t) __attribute__((weak));
+cudaError_t __real_cudaLaunchCooperativeKernel(const void*, dim3, dim3, void**, size_t, cudaStream_t) __attribute__((weak));
+cudaError_t __real_cudaGraphLaunch(cudaGraphExec_t, cudaStream_t) __attribute__((weak));
+cudaError_t __real_cudaMemcpy(void*, const void*, size_t, cudaMemcpyKind) __attribute__((weak));
+cudaError_t __real_cudaMemcpyAsync(void*, const void*, size_t, cudaMemcpyKind, cudaStream_t) __attribute__((weak));
+cudaError_t __real_cudaMemset(void*, int, size_t) __attribute__((weak));
+cudaError_t __real_cudaMemsetAsync(void*, int, size_t, cudaStream_t) __attribute__((weak));
+cudaError_t __real_cudaDeviceSynchronize(void) __attribute__((weak));
+cudaError_t __real_cudaStreamSynchronize(cudaStream_t) __attribute__((weak));
+cudaError_t __real_cudaMalloc(void**, size_t) __attribute__((weak));
+cudaError_t __real_cudaFree(void*) __attribute__((weak));
+
+cudaError_t __wrap___cudaGetKernel(cudaKernel_t* kernel, const void* function) {
+  const cudaError_t r = __real___cudaGetKernel(kernel, function);
+  if (r == cudaSuccess && kernel) {
+    cb_timeline::State& st = cb_timeline::state();
+    std::lock_guard<std::mutex> guard(st.lock);
+    st.kernel_functions[*kernel] = function;
+  }
+  return r;
+}
+
+cudaError_t __wrap___cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block, void** args, size_t shared, cudaStream_t stream) {
+  cb_timeline::State& st = cb_timeline::state();
+  std::string name = "?";
+  if (st.on) {
+    std::lock_guard<std::mutex> guard(st.lock);
+    auto f = st.kernel_functions.find(kernel);
+    if (f != st.kernel_functions.end()) name = cb_timeline::kernel_name(f->second);
+  }
+  return cb_timeline::gpu_op("kernel", stream, 0, name, [&] { return __real___cudaLaunchKernel(kernel, grid, block, args, shared, stream); });
+}
+
+cudaError_t __wrap_cudaLaunchKernel(const void* function, dim3 grid, dim3 block, void** args, size_t shared, cudaStream_t stream) {
+  const std::string name = cb_timeline::state().on ? cb_timeline::kernel_name(function) : "?";
+  return cb_timeline::gpu_op("kernel", stream, 0, name, [&] { return __real_cudaLaunchKernel(function, grid, block, args, shared, stream); });
+}
+
+cudaError_t __wrap_cudaLaunchCooperativeKernel(const void* function, dim3 grid, dim3 block, void** args, size_t shared, cudaStream_t stream) {
+  const std::string name = cb_timeline::state().on ? cb_timeline::kernel_name(function) : "?";
+  return cb_timeline::gpu_op("kernel", stream, 0, name, [&] { return __real_cudaLaunchCooperativeKernel(function, grid, block, args, shared, stream); });
+}
+
+cudaError_t __wrap_cudaGraphLaunch(cudaGraphExec_t graph, cudaStream_t stream) {
+  return cb_timeline::gpu_op("graph", stream, 0, "graph", [&] { return __real_cudaGraphLaunch(graph, stream); });
+}
+
+cudaError_t __wrap_cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+  const char* k = cb_timeline::state().on ? cb_timeline::copy_kind(dst, src, kind) : "h2d";
+  return cb_timeline::gpu_op(k, nullptr, bytes, "-", [&] { return __real_cudaMemcpy(dst, src, bytes, kind); });
+}
+
+cudaError_t __wrap_cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream) {
+  const char* k = cb_timeline::state().on ? cb_timeline::copy_kind(dst, src, kind) : "h2d";
+  return cb_timeline::gpu_op(k, stream, bytes, "-", [&] { return __real_cudaMemcpyAsync(dst, src, bytes, kind, stream); });
+}
+
+cudaError_t __wrap_cudaMemset(void* p, int value, size_t bytes) {
+  return cb_timeline::gpu_op("memset", nullptr, bytes, "-", [&] { return __real_cudaMemset(p, value, bytes); });
+}
+
+cudaError_t __wrap_cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t stream) {
+  return cb_timeline::gpu_op("memset", stream, bytes, "-", [&] { return __real_cudaMemsetAsync(p, value, bytes, stream); });
+}
+
+cudaError_t __wrap_cudaDeviceSynchronize(void) {
+  return cb_timeline::host_op("sync", nullptr, [&] { return __real_cudaDeviceSynchronize(); });
+}
+
+cudaError_t __wrap_cudaStreamSynchronize(cudaStream_t stream) {
+  return cb_timeline::host_op("sync", stream, [&] { return __real_cudaStreamSynchronize(stream); });
+}
+
+cudaError_t __wrap_cudaMalloc(void** p, size_t bytes) {
+  return cb_timeline::host_op("alloc", nullptr, [&] { return __real_cudaMalloc(p, bytes); });
+}
+
+cudaError_t __wrap_cudaFree(void* p) {
+  return cb_timeline::host_op("free", nullptr, [&] { return __real_cudaFree(p); });
+}
+}
