@@ -13,10 +13,13 @@
 //! - `{{#cudabugs-second-gpu FILE}}`: another GPU's record (`book/FILE`) beside the book's: the
 //!   verdicts that differ, and each exercise's times on both;
 //! - `{{#cudabugs-roofline ID}}`: a performance exercise's roofline (inline SVG, plotters) from the record;
+//! - `{{#cudabugs-timeline ID}}`: a call-clocked exercise's timeline, one call of the original and
+//!   one of the fix on the same scale (inline SVG), from the record;
 //! - `{{#cudabugs-tool-matrix}}`: which tool flagged which exercise's untouched file, how often a
 //!   plain run was right, and the bug classes no tool flagged, all from the record.
 
 mod roofline;
+mod timeline;
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -235,14 +238,16 @@ fn expand(chapter: &Chapter, record: &VerificationRecord, exercises: &[Exercise]
                 out.push_str(&render_tool_matrix(record, &"../".repeat(depth))?);
                 out.push_str(&unrecorded(record, exercises, &"../".repeat(depth)));
             }
-            "roofline" => {
+            // Charts from the record, inline so they travel with the page; one line, so Markdown
+            // leaves them whole.
+            "roofline" | "timeline" => {
                 let (Some(r), _) = exercise(id)? else {
                     out.push_str(&not_yet_run(id.unwrap_or_default()));
                     continue;
                 };
                 let perf = r.perf.as_ref().with_context(|| format!("{} has no performance record: run `verify` on a GPU", r.id))?;
-                // Inline, so the chart travels with the page; one line, so Markdown leaves it whole.
-                let svg = roofline::svg(perf).with_context(|| format!("the roofline of {}", r.id))?;
+                let svg = if what == "roofline" { roofline::svg(perf) } else { timeline::svg(perf) };
+                let svg = svg.with_context(|| format!("the {what} of {}", r.id))?;
                 out.push_str(&svg.replace('\n', " "));
                 out.push('\n');
             }

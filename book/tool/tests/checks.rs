@@ -31,6 +31,14 @@ impl Copy {
         std::fs::write(self.path(rel), text.replacen(from, to, 1)).unwrap();
     }
 
+    /// Change one exercise's entry in one of the copy's verification records.
+    fn edit_record(&self, file: &str, id: &str, change: impl FnOnce(&mut serde_json::Value)) {
+        let path = self.path(file);
+        let mut record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        change(record["exercises"].as_array_mut().unwrap().iter_mut().find(|e| e["id"] == id).unwrap());
+        std::fs::write(&path, serde_json::to_string(&record).unwrap()).unwrap();
+    }
+
     /// Remove a field from every exercise of the copy's verification record.
     fn drop_from_record(&self, field: &str) {
         let path = self.path("book/verification.json");
@@ -71,21 +79,38 @@ fn the_untouched_copy_builds() {
     assert!(lesson.contains("bank conflicts per shared access") && lesson.contains("the fix"), "the metrics table");
     // The H200's record beside the H100's: the same verdict for every exercise.
     let verification = std::fs::read_to_string(html.join("verification.html")).unwrap();
-    assert!(verification.contains("37 of 37 exercises got the same verdict on both GPUs"), "the second GPU's comparison");
+    assert!(verification.contains("43 of 43 exercises got the same verdict on both GPUs"), "the second GPU's comparison");
     assert!(!verification.contains("differs:"));
+    // A call-clocked lesson: the timeline of one call of the original and of the fix, as the
+    // harness recorded them on the GPU, one lane per stream.
+    let lesson = std::fs::read_to_string(html.join("lessons/63-transfers.html")).unwrap();
+    let chart = &lesson[lesson.find("<svg width=\"760\"").expect("the timeline chart")..];
+    let chart = &chart[..chart.find("</svg>").expect("a whole chart")];
+    for label in ["original: one call", "the fix: one call", "default stream", "stream 4", "copy to GPU"] {
+        assert!(chart.contains(label), "the timeline has no `{label}`");
+    }
+    assert!(lesson.contains("copy time overlapped by kernels"), "the timeline metrics");
+}
+
+#[test]
+fn a_timeline_lesson_needs_the_recorded_calls() {
+    let copy = Copy::new();
+    copy.edit_record("book/verification.json", "62-launches", |launches| {
+        for v in launches["perf"]["versions"].as_array_mut().unwrap() {
+            v.as_object_mut().unwrap().remove("timeline");
+        }
+    });
+    let error = copy.build_error();
+    assert!(error.contains("lessons/62-launches.md: the timeline of 62-launches"), "{error}");
 }
 
 #[test]
 fn a_verdict_that_differs_on_the_second_gpu_is_named() {
     let copy = Copy::new();
-    let path = copy.path("book/verification-h200.json");
-    let mut record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    let race = record["exercises"].as_array_mut().unwrap().iter_mut().find(|e| e["id"] == "03-race").unwrap();
-    race["finding"]["locations"][0]["line"] = 23.into();
-    std::fs::write(&path, serde_json::to_string(&record).unwrap()).unwrap();
+    copy.edit_record("book/verification-h200.json", "03-race", |race| race["finding"]["locations"][0]["line"] = 23.into());
     let html = cudabugs_book::build(&copy.path("book"), copy.dir.path(), Some(&copy.path("out"))).unwrap();
     let verification = std::fs::read_to_string(html.join("verification.html")).unwrap();
-    assert!(verification.contains("36 of 37 exercises got the same verdict"), "the count");
+    assert!(verification.contains("42 of 43 exercises got the same verdict"), "the count");
     let note = &verification[verification.find("03-race</strong> differs").expect("the exercise named")..];
     let line = &note[..note.find('\n').unwrap()];
     assert!(line.contains("H100: pass | shared-race at reduce.cu:22") && line.contains("H200: pass | shared-race at reduce.cu:23"), "both findings shown: {line}");
