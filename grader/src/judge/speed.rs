@@ -121,7 +121,7 @@ impl Rule {
             Rule::TimedOutputs => "the runs that are timed (under ncu, and the whole-call timing) are checked too, on inputs that change between calls: outputs that differ from the reference fix's on the same inputs were not computed by what was timed",
             Rule::FreshInputs => "after the timed runs the program ran again on inputs it had never seen; outputs that were right before and wrong now were remembered, not computed",
             Rule::HostWork => "speed is the whole call of the exercise's entry point (host work, copies and every kernel, to the end of the GPU work), not only the kernels: time spent outside the kernels beyond what the reference fix spends there (30% of its call plus 0.5 ms) is work the kernel time does not show",
-            Rule::HostCpu => "the harness clocks the CPU time of every thread of the program during each call (it waits for the GPU without spinning): a call that used more than 1.5x the reference fix's CPU time plus 2 ms did work on the host, even where threads hid it under the copies",
+            Rule::HostCpu => "the harness clocks the CPU time of every thread of the program during each call (it waits for the GPU without spinning): a call that used more than 1.5x the reference fix's CPU time plus 2 ms did work on the host, even where threads hid it under the copies; where the call is the clock (its waits spin), the CPU time beyond the wall time is held to the reference's",
             Rule::UnevenRepeats => "every timed call must run the timed kernels the same way: calls that launch fewer kernels or run much faster than the others skipped work that a single call would do",
             Rule::UnnamedKernels => "kernels the exercise does not name and the reference does not launch ran in the timed runs: their time is not counted, so speed is left to a person",
             Rule::Instructions => "the timed kernels executed under a tenth of the reference fix's warp instructions: a better algorithm, or work done elsewhere; speed is left to a person",
@@ -461,10 +461,17 @@ pub fn judge(i: &Inputs) -> Verdict {
     // CPU time, all threads: host work that runs beside the copies and kernels shows here even where
     // the wall clock does not (the H100: the 03 reference fix 9.3 ms a call, threaded-host 28.8 ms
     // over 16 threads in 9.8 ms of wall; scripts/gpu-calls-experiment.py).
+    // Where the call is the clock its waits spin (the harness's --spin): a thread's CPU time is its
+    // wall time whether it waits or works, and work on it lengthens the clock. What the clock cannot
+    // see is other threads: the CPU time beyond the wall time (a 63-transfers half-fix on an H100
+    // spun 17.2 ms in 17.0 ms of wall; the reference 7.8 ms in 7.6).
     let (cpu_l, cpu_r) = (i.learner.call.and_then(CallTimes::judged_cpu_ns), i.reference.call.and_then(CallTimes::judged_cpu_ns));
     if let (Some(l), Some(r)) = (cpu_l, cpu_r) {
-        if l > 1.5 * r + 2e6 {
-            flag(Rule::HostCpu, format!("each call used {:.2} ms of CPU time (all threads, in {:.2} ms of wall time) against the reference fix's {:.2} ms", l / 1e6, call_l.unwrap_or(f64::NAN) / 1e6, r / 1e6));
+        let beyond = |cpu: f64, wall: Option<f64>| (cpu - wall.unwrap_or(0.0)).max(0.0);
+        let (jl, jr) = if by_call { (beyond(l, call_l), beyond(r, call_r)) } else { (l, r) };
+        if jl > 1.5 * jr + 2e6 {
+            let what = if by_call { " beyond its wall time" } else { "" };
+            flag(Rule::HostCpu, format!("each call used {:.2} ms of CPU time (all threads, in {:.2} ms of wall time){what} against the reference fix's {:.2} ms", jl / 1e6, call_l.unwrap_or(f64::NAN) / 1e6, jr / 1e6));
         }
     }
     if let Some(c) = i.learner.call.filter(|c| c.calls_ns.len() != repeat.max(1) as usize) {
@@ -672,6 +679,11 @@ mod tests {
         // One launch per step instead of two (the half-fix, 0.282 ms): faster, short of the target.
         let half = judged(&calls(0.282, 0.28));
         assert!(half.fraction > 0.0 && half.fraction < 1.0, "{}", half.summary);
+        // Waiting spins here: a half-fix's 17 ms of spinning is no host work, 16 threads beside
+        // the copies are.
+        let rules = |learner: &CallTimes| judged(learner).flags.into_iter().map(|f| f.rule).collect::<Vec<_>>();
+        assert!(!rules(&calls(0.282, 0.285)).contains(&Rule::HostCpu));
+        assert!(rules(&calls(0.042, 2.6)).contains(&Rule::HostCpu), "2.56 ms of CPU beyond a 0.042 ms call");
         // No call times: no time at all, whatever ncu measured.
         let none = judge(&Inputs { ex: &ex, learner: Timed { call_failure: Some("the program failed"), ..Timed::default() }, reference: Timed::default(), original: Timed::default(), peak: None, perf: None });
         assert!(none.speed.is_none() && none.summary.contains("whole call was not timed (the program failed)"), "{}", none.summary);
