@@ -1,13 +1,14 @@
 // cudabugs peak: what this GPU can do, measured rather than read from a datasheet.
 //
-//   peak [BYTES]
+//   peak [--kernels] [BYTES]
 //
 // Prints `key value` lines: device-to-device cudaMemcpy bandwidth, a float4 grid-stride copy
 // kernel's bandwidth (both counting bytes read plus bytes written) and fp32 FMA throughput, each the
 // median of 10 timed runs after 2 warm-ups (CUDA events); then cudaMemcpy between host and device
 // from pinned and from pageable memory, and both ways at once. Under ncu the kernels `peak_copy` and
 // `peak_fma` are timed again at ncu's clocks; `copy_bytes` and `fma_flops` say what one launch moves
-// and computes. Exit status: 0 ok, 2 bad usage, 3 a CUDA error.
+// and computes; --kernels stops before the host-device copies (the run under ncu, which times
+// only the kernels). Exit status: 0 ok, 2 bad usage, 3 a CUDA error.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -63,11 +64,14 @@ template <class F> double median_ms(F launch) {
 
 int main(int argc, char** argv) {
   size_t bytes = size_t(1) << 30;
-  if (argc > 2) {
-    std::fprintf(stderr, "usage: peak [BYTES]\n");
+  // --kernels: the kernels only (the run under ncu, which times nothing else).
+  const bool kernels_only = argc > 1 && !std::strcmp(argv[1], "--kernels");
+  const int rest = kernels_only ? 2 : 1;
+  if (argc > rest + 1) {
+    std::fprintf(stderr, "usage: peak [--kernels] [BYTES]\n");
     return 2;
   }
-  if (argc == 2) bytes = std::strtoull(argv[1], nullptr, 10) / 16 * 16;
+  if (argc == rest + 1) bytes = std::strtoull(argv[rest], nullptr, 10) / 16 * 16;
   if (bytes == 0) {
     std::fprintf(stderr, "peak: BYTES must be at least 16\n");
     return 2;
@@ -96,6 +100,11 @@ int main(int argc, char** argv) {
   std::printf("memcpy_gbps %.1f\n", 2.0 * bytes / (memcpy_ms * 1e6));
   std::printf("copy_kernel_gbps %.1f\n", 2.0 * bytes / (copy_ms * 1e6));
   std::printf("fma_gflops %.1f\n", fma_flops / (fma_ms * 1e6));
+  if (kernels_only) {
+    CB_CHECK(cudaFree(in));
+    CB_CHECK(cudaFree(out));
+    return 0;
+  }
 
   // Host-device copies, 256 MiB (or BYTES where less): pinned, pageable, and both ways at once.
   const size_t host_bytes = std::min(bytes, size_t(256) << 20);

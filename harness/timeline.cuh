@@ -20,6 +20,7 @@
 // 1, 2, ... in the order the call used them; times from the start of the call (the host's clock
 // for HOST_, the GPU's for GPU_, both zero at the call's start), -1 where there is none.
 #pragma once
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -42,7 +43,7 @@ struct Op {
 };
 
 struct State {
-  bool on = false;
+  std::atomic<bool> on{false};  // read by every wrapped call, from any of the exercise's threads
   std::mutex lock;
   std::vector<cudaEvent_t> pool;
   size_t used = 0;
@@ -51,6 +52,7 @@ struct State {
   std::vector<Op> ops;
   std::vector<cudaStream_t> streams;  // index + 1 is a stream's number; 0 is the default stream
   std::unordered_map<const void*, const void*> kernel_functions;  // cudaKernel_t -> host stub
+  std::unordered_map<const void*, std::string> kernel_names;      // host stub -> name, made once
   std::string text;
   size_t dropped = 0;
 };
@@ -89,7 +91,7 @@ inline int mark(cudaStream_t s) {
 }
 
 // The kernel's name as the source writes it: demangled, without its parameter list.
-inline std::string kernel_name(const void* function) {
+inline std::string demangled_name(const void* function) {
   const char* raw = nullptr;
   if (function == nullptr || cudaFuncGetName(&raw, function) != cudaSuccess || raw == nullptr) {
     (void)cudaGetLastError();
@@ -106,7 +108,16 @@ inline std::string kernel_name(const void* function) {
   return name.empty() ? "?" : name;
 }
 
-// Work that runs in a stream: the host's call and the GPU's interval around it.
+// A kernel's name, by its host stub, worked out at its first recorded launch only (a launch costs
+// the host microseconds; demangling every one would add to what the timeline shows).
+inline std::string kernel_name(const void* function) {
+  State& st = state();
+  std::lock_guard<std::mutex> guard(st.lock);
+  auto known = st.kernel_names.find(function);
+  if (known == st.kernel_names.end()) known = st.kernel_names.emplace(function, demangled_name(function)).first;
+  return known->second;
+}
+
 // Work queued while its stream is captured into a graph does not run: it is not recorded (the
 // graph's launch is).
 inline bool capturing(cudaStream_t s) {
@@ -118,6 +129,7 @@ inline bool capturing(cudaStream_t s) {
   return status != cudaStreamCaptureStatusNone;
 }
 
+// Work that runs in a stream: the host's call and the GPU's interval around it.
 template <class F> cudaError_t gpu_op(const char* kind, cudaStream_t s, size_t bytes, std::string name, F call) {
   State& st = state();
   if (!st.on || capturing(s)) return call();
@@ -253,12 +265,13 @@ cudaError_t __wrap___cudaGetKernel(cudaKernel_t* kernel, const void* function) {
 
 cudaError_t __wrap___cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block, void** args, size_t shared, cudaStream_t stream) {
   cb_timeline::State& st = cb_timeline::state();
-  std::string name = "?";
+  const void* function = nullptr;
   if (st.on) {
     std::lock_guard<std::mutex> guard(st.lock);
     auto f = st.kernel_functions.find(kernel);
-    if (f != st.kernel_functions.end()) name = cb_timeline::kernel_name(f->second);
+    if (f != st.kernel_functions.end()) function = f->second;
   }
+  const std::string name = function ? cb_timeline::kernel_name(function) : "?";
   return cb_timeline::gpu_op("kernel", stream, 0, name, [&] { return __real___cudaLaunchKernel(kernel, grid, block, args, shared, stream); });
 }
 

@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use crate::exercise::data;
-use crate::exercise::manifest::{Case, HostMemory};
+use crate::exercise::manifest::Case;
 use crate::exercise::reference::{self, Buffer};
 use crate::exercise::workbook::Exercise;
 
@@ -112,11 +112,11 @@ pub fn output_path(out_dir: &Path, case: usize, tag: &str) -> PathBuf {
     out_dir.join(format!("case{case}.{tag}.out"))
 }
 
-/// Harness arguments for the cases `which` selects: `[--poison] [--pinned] IN OUT [IN OUT ...]`,
-/// and the output files in order.
-pub fn harness_args(cases: &Cases, which: impl Fn(&PreparedCase) -> bool, poison: bool, memory: HostMemory, out_dir: &Path, tag: &str) -> (Vec<OsString>, Vec<PathBuf>) {
+/// Harness arguments for the cases `which` selects: `[--poison] [FLAGS] IN OUT [IN OUT ...]` (the
+/// manifest's `harness_flags`), and the output files in order.
+pub fn harness_args(cases: &Cases, which: impl Fn(&PreparedCase) -> bool, poison: bool, flags: &[&str], out_dir: &Path, tag: &str) -> (Vec<OsString>, Vec<PathBuf>) {
     let mut args: Vec<OsString> = if poison { vec!["--poison".into()] } else { Vec::new() };
-    args.extend(memory.harness_flag().map(OsString::from));
+    args.extend(flags.iter().map(OsString::from));
     let mut outputs = Vec::new();
     for (i, c) in cases.cases.iter().enumerate().filter(|(_, c)| which(c)) {
         let out = output_path(out_dir, i, tag);

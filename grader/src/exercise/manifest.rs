@@ -66,6 +66,17 @@ impl Manifest {
     pub fn track(&self) -> Track {
         self.kind.as_ref().map(|k| *k.get_ref()).unwrap_or_default()
     }
+
+    /// The clock that judges the exercise's speed (the kernels' for the bug track).
+    pub fn clock(&self) -> Clock {
+        self.perf.as_ref().map(|p| p.clock).unwrap_or_default()
+    }
+
+    /// The harness options every run of the exercise's bench and cases gets: its host memory, and
+    /// spinning waits where the call is the clock (the harness spins only in timed calls).
+    pub fn harness_flags(&self) -> Vec<&'static str> {
+        self.host_memory.harness_flag().into_iter().chain(self.clock().harness_flag()).collect()
+    }
 }
 
 /// What shows that the untouched exercise has its bug: a sanitizer record of a given kind in a
@@ -289,7 +300,7 @@ impl Clock {
 
     /// The harness's option for the timed calls: where the call is the clock, waits spin, since a
     /// blocked thread's wake-up (20-60 us on an H100) is noise beside calls of 0.1 ms.
-    pub fn harness_flag(self) -> Option<&'static str> {
+    fn harness_flag(self) -> Option<&'static str> {
         match self {
             Clock::Kernel => None,
             Clock::Call => Some("--spin"),
@@ -308,7 +319,7 @@ pub enum HostMemory {
 
 impl HostMemory {
     /// The harness's option for it (harness/harness.cu).
-    pub fn harness_flag(self) -> Option<&'static str> {
+    fn harness_flag(self) -> Option<&'static str> {
         match self {
             HostMemory::Pageable => None,
             HostMemory::Pinned => Some("--pinned"),
@@ -1001,7 +1012,9 @@ mod tests {
         assert!(e.message.contains("read from the call's timeline") && e.message.contains("launches"), "{e}");
         parsed("54-matmul", &by_call.replace("\"dram-share\"", "\"copy-overlap\"")).unwrap();
         let pinned = parsed("54-matmul", &format!("host_memory = \"pinned\"\n{MATMUL}")).unwrap();
-        assert_eq!(pinned.manifest.host_memory.harness_flag(), Some("--pinned"));
+        assert_eq!(pinned.manifest.harness_flags(), ["--pinned"]);
+        let both = parsed("54-matmul", &format!("host_memory = \"pinned\"\n{by_call}")).unwrap();
+        assert_eq!((both.manifest.clock(), both.manifest.harness_flags()), (Clock::Call, vec!["--pinned", "--spin"]));
         let e = error(&format!("host_memory = \"locked\"\n{MATMUL}"));
         assert!(e.message.contains("locked") && e.line == Some(1), "{e}");
     }

@@ -174,7 +174,7 @@ fn recorded(o: Option<&Output>, c: &mut Counters) -> Option<timeline::Call> {
     for (k, v) in [
         (timeline_keys::LAUNCHES, s.launches),
         (timeline_keys::SYNCS, s.syncs),
-        (timeline_keys::CALL_NS, s.wall_ns),
+        (timeline_keys::CALL_NS, call.wall_ns),
         (timeline_keys::KERNEL_NS, s.kernel_ns),
         (timeline_keys::COPY_BYTES, s.copy_bytes),
         (timeline_keys::COPY_NS, s.copy_ns),
@@ -202,10 +202,10 @@ pub fn summarize(ex: &Exercise, peak: &Peak, timed: &[Runs], baseline: Option<&M
         let mut counters = c.clone();
         let timeline = recorded(runs.timeline, &mut counters);
         let mut v = version(name, &counters, spread, &shown, peak, baseline_ns);
+        v.timeline = timeline;
         if perf.clock == Clock::Call {
             v.nanoseconds = call_ns(runs.call).map_err(|why| (name.to_string(), format!("no whole-call time: {why}")))?;
             v.kernel_ns = Some(c.nanoseconds);
-            v.timeline = timeline;
             for o in [runs.call, runs.timeline].into_iter().flatten() {
                 if let Output::Called { command, .. } = o {
                     commands.push(command.clone());

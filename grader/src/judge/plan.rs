@@ -249,7 +249,7 @@ pub enum Role {
 /// where the judge holds a learner's host work to the reference's (`check` and `grade`; `verify`
 /// does not). The timeline where the clock is the call: its metrics and the lessons' pictures.
 pub fn timed_kinds(ex: &Exercise, role: Role) -> Vec<StageKind> {
-    let by_call = ex.manifest.manifest.perf.as_ref().is_some_and(|p| p.clock == crate::exercise::manifest::Clock::Call);
+    let by_call = ex.manifest.manifest.clock() == crate::exercise::manifest::Clock::Call;
     if role == Role::Original && ex.manifest.hang_timeout().is_some() {
         return Vec::new();
     }

@@ -416,7 +416,7 @@ pub fn judge(i: &Inputs) -> Verdict {
     }
     // ncu's kernel time; the judged time is the exercise's clock's (`judged_ns`).
     let ns = i.learner.measured.and_then(|x| x.nanoseconds);
-    let by_call = m.perf.as_ref().is_some_and(|p| p.clock == Clock::Call);
+    let by_call = m.clock() == Clock::Call;
     let judged_ns = |t: &Timed| if by_call { t.call.and_then(CallTimes::judged_ns) } else { t.measured.and_then(|x| x.nanoseconds) };
     let reference_ns = judged_ns(&i.reference).unwrap_or(f64::NAN);
     let original_ns = judged_ns(&i.original);

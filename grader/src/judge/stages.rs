@@ -269,7 +269,7 @@ pub fn sanitize(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, b
     let tag = stage.id().replace(':', "-");
     let xml = sub.work.join("out").join(format!("{tag}.xml"));
     let args = match &sub.target {
-        Target::Exercise { cases, exercise } => cases::harness_args(cases, |c| c.sanitize, false, exercise.manifest.manifest.host_memory, &sub.work.join("out"), &tag).0,
+        Target::Exercise { cases, exercise } => cases::harness_args(cases, |c| c.sanitize, false, &exercise.manifest.manifest.harness_flags(), &sub.work.join("out"), &tag).0,
         Target::Program(p) => p.args.clone(),
     };
     let bounds = Bounds { after_stall: after_stall.is_some(), ..Bounds::of(sub, after_stall.unwrap_or(ctx.config.timeouts.tool)) };
@@ -298,8 +298,8 @@ pub fn sanitize(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, b
 
 pub fn correctness(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: &Built, cases: &cases::Cases) -> Output {
     let tag = file_tag(stage);
-    let memory = sub.exercise().map(|e| e.manifest.manifest.host_memory).unwrap_or_default();
-    let (args, outputs) = cases::harness_args(cases, |_| true, true, memory, &sub.work.join("out"), &tag);
+    let flags = sub.exercise().map(|e| e.manifest.manifest.harness_flags()).unwrap_or_default();
+    let (args, outputs) = cases::harness_args(cases, |_| true, true, &flags, &sub.work.join("out"), &tag);
     let bounds = Bounds::of(sub, ctx.config.timeouts.run);
     let mut job = Job::new(&built.binary, bounds.limit).args(args);
     job.outputs = outputs.clone();
@@ -351,7 +351,7 @@ fn bench_args(sub: &Submission, out: &Path) -> Vec<String> {
     let m = &sub.exercise().expect("an exercise").manifest.manifest;
     let cases = sub.cases();
     let mut args = vec!["--poison".to_string(), "--repeat".into(), m.bench.repeat.to_string()];
-    args.extend(m.host_memory.harness_flag().map(String::from));
+    args.extend(m.harness_flags().into_iter().map(String::from));
     if !cases.vary.as_os_str().is_empty() {
         args.extend(["--vary".to_string(), cases.vary.display().to_string()]);
     }
@@ -373,8 +373,6 @@ pub fn call(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built
         let _ = std::fs::remove_file(stale);
     }
     let mut args = vec!["--call-times".to_string(), times_path.display().to_string()];
-    let clock = sub.exercise().and_then(|e| e.manifest.manifest.perf.as_ref()).map(|p| p.clock).unwrap_or_default();
-    args.extend(clock.harness_flag().map(String::from));
     if recording {
         args.extend(["--timeline".to_string(), timeline_path.display().to_string()]);
     }

@@ -638,9 +638,8 @@ fn perf_steps(ctx: &Context, wb: &Workbook, w: &mut Work, results: &Results, (ex
         Ok(m) => m,
         Err(e) => return vec![Step::new("baseline timing", Status::ToolError, e).stage("timing")],
     };
-    let (original, reference) = (results.get(ex, StageKind::Timing), results.get(sol, StageKind::Timing));
     let (original_runs, reference_runs) = (perf::Runs::of("original", |k| results.get(ex, k)), perf::Runs::of("reference", |k| results.get(sol, k)));
-    for (o, name) in [(original, "original"), (reference, "reference")] {
+    for (o, name) in [(original_runs.ncu, "original"), (reference_runs.ncu, "reference")] {
         if let Some(m) = o.and_then(Output::measured) {
             if let Some(csv) = m.csv() {
                 keep(opts, csv, &format!("ncu-{}-{name}.csv", w.ex.number()));

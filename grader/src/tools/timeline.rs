@@ -101,7 +101,6 @@ pub struct Call {
 pub struct Stats {
     pub launches: f64,
     pub syncs: f64,
-    pub wall_ns: f64,
     /// Time some kernel ran (the union of the kernels' intervals).
     pub kernel_ns: f64,
     /// Time some copy over PCIe ran.
@@ -153,7 +152,6 @@ impl Call {
         Stats {
             launches: self.ops.iter().filter(|o| o.kind.computes()).count() as f64,
             syncs: self.ops.iter().filter(|o| o.kind == OpKind::Sync).count() as f64,
-            wall_ns: self.wall_ns,
             kernel_ns: length(&kernels),
             copy_ns: length(&copies),
             overlap_ns: shared(&kernels, &copies),

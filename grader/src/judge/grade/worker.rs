@@ -369,13 +369,12 @@ impl<'a> Worker<'a> {
         scheduler::execute(&self.ctx, wb, &subs, &fresh, &mut results, started);
         phases.fresh = phase.elapsed().as_secs_f64();
 
-        let reference_timing = Stage::again(reference, StageKind::Timing, chunk.index);
-        if results.get_run(&reference_timing).and_then(Output::measured).and_then(|m| m.nanoseconds).is_none() {
-            let why = verdict::measured_time(results.get_run(&reference_timing)).err().unwrap_or_default();
+        let reference_run = |k: StageKind| results.get_run(&Stage::again(reference, k, chunk.index));
+        if reference_run(StageKind::Timing).and_then(Output::measured).and_then(|m| m.nanoseconds).is_none() {
+            let why = verdict::measured_time(reference_run(StageKind::Timing)).err().unwrap_or_default();
             return (self.failed_chunk(chunk, format!("ncu could not time the reference fix ({why})")), phases);
         }
         let reference_outputs = speed::ReadOnce::default();
-        let reference_run = |k: StageKind| results.get_run(&Stage::again(reference, k, chunk.index));
         let original_run = |k: StageKind| original.and_then(|o| results.get_run(&Stage::again(o, k, chunk.index)));
         let mut reference_evidence = speed::evidence(reference_run(StageKind::Timing), reference_run(StageKind::Call));
         reference_evidence.read_once = Some(&reference_outputs);
