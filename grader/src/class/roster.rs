@@ -39,9 +39,12 @@ impl Layout {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Student {
-    /// Unique, safe in a path and a CSV: the folder name, or the Gradescope submission id.
+    /// Unique, stable and safe in a path, a CSV cell and a recording key (`student_id`): the folder
+    /// name (less a GitHub Classroom prefix) or the Gradescope submission folder where that is
+    /// plain ASCII, else a readable spelling of it and a hash of the exact name.
     pub id: String,
-    /// For people: the submitters' names, or the id.
+    /// For people: the submitters' names, or the folder name (less a GitHub Classroom prefix),
+    /// exactly (any Unicode).
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sid: Option<String>,
@@ -65,6 +68,8 @@ pub enum RosterError {
     Metadata { path: PathBuf, message: String },
     #[error("{0}: no student folders in it")]
     Empty(PathBuf),
+    #[error("{first} and {second} have the same student id `{id}`: rename one of them")]
+    SameId { id: String, first: PathBuf, second: PathBuf },
 }
 
 pub const GRADESCOPE_METADATA: &str = "submission_metadata.yml";
@@ -84,11 +89,166 @@ fn name_of(p: &Path) -> String {
     p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
-/// A name safe in a path, a recording key and a CSV cell.
-pub fn slug(name: &str) -> String {
-    let s: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '_' }).collect();
-    let s = s.trim_start_matches('.').to_string();
-    if s.is_empty() { "_".into() } else { s }
+/// How many hex digits of the name's hash an id carries: 24 bits, so that two lossy names with
+/// the same readable part share an id by chance once in millions; `unique_ids` lengthens it then.
+const SHORT_HASH: usize = 6;
+/// The hash's length where the short one collided: 64 bits.
+const LONG_HASH: usize = 16;
+/// The most characters of a lossy name kept before its hash (the id is a file name).
+const MAX_READABLE: usize = 48;
+
+/// The variants the grade plan gives its own submissions beside the students' ones
+/// (`judge::grade::worker`): a student with one of these ids would share their work folder and
+/// recording keys, so such a name is treated as lossy (it gets a hash). Compared ignoring ASCII
+/// case, as a case-insensitive file system would.
+const RESERVED: [&str; 2] = ["reference", "original"];
+
+fn id_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')
+}
+
+/// Whether `name` is its own id: non-empty ASCII letters, digits, '-', '_' and '.', not starting
+/// with '.' and not reserved. Such a name keeps the id the grader always gave it.
+fn is_safe(name: &str) -> bool {
+    !name.is_empty() && !name.starts_with('.') && name.chars().all(id_char) && !RESERVED.iter().any(|r| r.eq_ignore_ascii_case(name))
+}
+
+/// The ASCII spelling of a Latin letter with a diacritic (or a ligature), for people to read.
+const LATIN: &[(&str, &str)] = &[
+    ("ÀÁÂÃÄÅĀĂĄǍ", "A"),
+    ("àáâãäåāăąǎ", "a"),
+    ("ÆǼ", "AE"),
+    ("æǽ", "ae"),
+    ("ÇĆĈĊČ", "C"),
+    ("çćĉċč", "c"),
+    ("ĎĐÐ", "D"),
+    ("ďđð", "d"),
+    ("ÈÉÊËĒĔĖĘĚ", "E"),
+    ("èéêëēĕėęě", "e"),
+    ("ĜĞĠĢ", "G"),
+    ("ĝğġģ", "g"),
+    ("ĤĦ", "H"),
+    ("ĥħ", "h"),
+    ("ÌÍÎÏĨĪĬĮİǏ", "I"),
+    ("ìíîïĩīĭįıǐ", "i"),
+    ("Ĳ", "IJ"),
+    ("ĳ", "ij"),
+    ("Ĵ", "J"),
+    ("ĵ", "j"),
+    ("Ķ", "K"),
+    ("ķĸ", "k"),
+    ("ĹĻĽĿŁ", "L"),
+    ("ĺļľŀł", "l"),
+    ("ÑŃŅŇŊ", "N"),
+    ("ñńņňŉŋ", "n"),
+    ("ÒÓÔÕÖØŌŎŐƠǑ", "O"),
+    ("òóôõöøōŏőơǒ", "o"),
+    ("Œ", "OE"),
+    ("œ", "oe"),
+    ("ŔŖŘ", "R"),
+    ("ŕŗř", "r"),
+    ("ŚŜŞŠȘ", "S"),
+    ("śŝşšșſ", "s"),
+    ("ẞ", "SS"),
+    ("ß", "ss"),
+    ("ŢŤŦȚ", "T"),
+    ("ţťŧț", "t"),
+    ("Þ", "TH"),
+    ("þ", "th"),
+    ("ÙÚÛÜŨŪŬŮŰŲƯǓ", "U"),
+    ("ùúûüũūŭůűųưǔ", "u"),
+    ("Ŵ", "W"),
+    ("ŵ", "w"),
+    ("ÝŶŸ", "Y"),
+    ("ýÿŷ", "y"),
+    ("ŹŻŽ", "Z"),
+    ("źżž", "z"),
+];
+
+/// The readable part of a lossy name's id: Latin letters with diacritics spelt in ASCII,
+/// combining marks (a decomposed "é") dropped, each run of anything else one '_', no '.' or '_'
+/// at the start and no '_' at the end, at most `MAX_READABLE` characters; "student" where
+/// nothing is left ("日本").
+fn readable(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars() {
+        if id_char(c) {
+            out.push(c);
+        } else if let Some((_, ascii)) = LATIN.iter().find(|(from, _)| from.contains(c)) {
+            out.push_str(ascii);
+        } else if ('\u{300}'..='\u{36f}').contains(&c) {
+            // A combining diacritical mark: the letter before it is already spelt.
+        } else if !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    let out: String = out.trim_start_matches(['.', '_']).trim_end_matches('_').chars().take(MAX_READABLE).collect();
+    if out.is_empty() {
+        "student".into()
+    } else {
+        out
+    }
+}
+
+/// The first `digits` hex digits of the BLAKE3 hash of `exact` (a name's exact bytes), under this
+/// use's own prefix: the same on every run, machine and platform (BLAKE3 is specified on bytes,
+/// and its hex is the bytes in order).
+fn name_hash(exact: &[u8], digits: usize) -> String {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(b"cudabugs student id\xff");
+    hasher.update(exact);
+    hasher.finalize().to_hex()[..digits].to_string()
+}
+
+/// The id of the student shown as `shown`, whose name's exact bytes are `exact` (the shown text's,
+/// or a folder name's own where it is not UTF-8 and the shown text lost them), with `digits` hex
+/// digits of hash where the name is not its own id.
+fn id_with(shown: &str, exact: &[u8], digits: usize) -> String {
+    if is_safe(shown) && shown.as_bytes() == exact {
+        shown.to_string()
+    } else {
+        format!("{}-{}", readable(shown), name_hash(exact, digits))
+    }
+}
+
+/// A student's id from their name: unique, stable and safe in a path, a CSV cell and a recording
+/// key (`[A-Za-z0-9._-]`, not starting with '.', never empty).
+///
+/// A safe name (`is_safe`: "alice", "a_b", "submission_1001") is its own id, as it always was, so
+/// journals and recordings of such classes keep their keys. Any other name is lossy: its id is a
+/// readable ASCII spelling and a hash of the exact name ("José" -> "Jose-<6 hex>", "a b" ->
+/// "a_b-<6 hex>", "日本" -> "student-<6 hex>"), whatever other students the class has, so that
+/// the id never changes when a classmate appears. Two different names thus share an id only if
+/// both are lossy with the same readable part and the same 24 bits of hash, or one is a safe
+/// name spelt exactly like another's hashed id (a folder named "Jose-3fa2c1" beside "José"): both
+/// are improbable, but not impossible (every id is itself a safe name, so no scheme that keeps
+/// safe names can be collision-free by construction), and `unique_ids` settles them.
+pub fn student_id(name: &str) -> String {
+    id_with(name, name.as_bytes(), SHORT_HASH)
+}
+
+/// Make the ids of `students` unique; `exact[i]` is the exact name of `students[i]`. Where ids
+/// collide, the lossy names among them take a 64-bit hash (a safe name keeps its id: at most one
+/// safe name has a given id, since a safe name is its own id). The result does not depend on the
+/// order of `students`. Should two ids still be equal (a 64-bit hash collision of two names with
+/// the same readable part), the roster is refused rather than two students merged.
+fn unique_ids(students: &mut [Student], exact: &[Vec<u8>]) -> Result<(), RosterError> {
+    let mut count: BTreeMap<String, usize> = BTreeMap::new();
+    for s in students.iter() {
+        *count.entry(s.id.clone()).or_default() += 1;
+    }
+    for (s, exact) in students.iter_mut().zip(exact) {
+        if count[&s.id] > 1 && s.id.as_bytes() != exact.as_slice() {
+            s.id = id_with(&s.name, exact, LONG_HASH);
+        }
+    }
+    let mut seen: BTreeMap<&str, &Student> = BTreeMap::new();
+    for s in students.iter() {
+        if let Some(other) = seen.insert(&s.id, s) {
+            return Err(RosterError::SameId { id: s.id.clone(), first: other.folder.clone(), second: s.folder.clone() });
+        }
+    }
+    Ok(())
 }
 
 /// Find the layout and the students of `dir`.
@@ -106,18 +266,23 @@ pub fn discover(dir: &Path) -> Result<Roster, RosterError> {
     let names: Vec<String> = folders.iter().map(|f| name_of(f)).collect();
     let prefix = classroom_prefix(&names);
     let clones = folders.iter().all(|f| f.join(".git").exists());
-    let (layout, strip) = match prefix {
-        Some(p) if clones => (Layout::GithubClassroom, p.len()),
-        _ => (Layout::FolderPerStudent, 0),
+    let (layout, prefix) = match prefix {
+        Some(p) if clones => (Layout::GithubClassroom, p),
+        _ => (Layout::FolderPerStudent, String::new()),
     };
-    let students = folders
-        .iter()
-        .zip(&names)
-        .map(|(folder, name)| {
-            let shown = name[strip..].to_string();
-            Student { id: slug(&shown), name: shown, sid: None, email: None, folder: folder.clone() }
-        })
-        .collect();
+    let mut students = Vec::new();
+    let mut exact = Vec::new();
+    for (folder, name) in folders.iter().zip(&names) {
+        // Every name starts with the prefix (it is their common start).
+        let shown = name.strip_prefix(prefix.as_str()).unwrap_or(name).to_string();
+        // A folder name that is not UTF-8 is hashed as its own bytes, which its shown text (with
+        // U+FFFD in it) has lost; two such folders still get two ids.
+        let raw = folder.file_name().filter(|n| n.to_str().is_none()).map(|n| n.as_encoded_bytes().to_vec());
+        let bytes = raw.unwrap_or_else(|| shown.as_bytes().to_vec());
+        students.push(Student { id: id_with(&shown, &bytes, SHORT_HASH), name: shown, sid: None, email: None, folder: folder.clone() });
+        exact.push(bytes);
+    }
+    unique_ids(&mut students, &exact)?;
     Ok(Roster { layout, students })
 }
 
@@ -129,8 +294,12 @@ fn classroom_prefix(names: &[String]) -> Option<String> {
     for n in names {
         len = len.min(first.bytes().zip(n.bytes()).take_while(|(a, b)| a == b).count());
     }
-    let prefix = &first[..len];
-    let cut = prefix.rfind('-')? + 1;
+    // The shared bytes may end inside a character ("lab3-é" and "lab3-è" share the first byte of
+    // their last one): back off to the character's start.
+    while !first.is_char_boundary(len) {
+        len -= 1;
+    }
+    let cut = first[..len].rfind('-')? + 1;
     let prefix = &first[..cut];
     names.iter().all(|n| n.len() > prefix.len()).then(|| prefix.to_string())
 }
@@ -154,6 +323,7 @@ fn gradescope(dir: &Path, path: &Path, text: &str) -> Result<Vec<Student>, Roste
         }
     };
     let mut students = Vec::new();
+    let mut exact = Vec::new();
     for (key, value) in &map {
         let Some(folder) = key.as_str() else { return Err(bad(format!("a key that is not a folder name: {key:?}"))) };
         let submitters = match &value[":submitters"] {
@@ -167,14 +337,16 @@ fn gradescope(dir: &Path, path: &Path, text: &str) -> Result<Vec<Student>, Roste
         let sids: Vec<String> = submitters.iter().filter_map(|s| field(s, "sid")).collect();
         let emails: Vec<String> = submitters.iter().filter_map(|s| field(s, "email")).collect();
         let joined = |v: &[String]| (!v.is_empty()).then(|| v.join(" & "));
+        exact.push(folder.as_bytes().to_vec());
         students.push(Student {
-            id: slug(folder),
+            id: student_id(folder),
             name: joined(&names).unwrap_or_else(|| folder.to_string()),
             sid: joined(&sids),
             email: joined(&emails),
             folder: dir.join(folder),
         });
     }
+    unique_ids(&mut students, &exact)?;
     students.sort_by(|a, b| a.id.cmp(&b.id));
     Ok(students)
 }
@@ -265,6 +437,133 @@ mod tests {
         assert_eq!(classroom_prefix(&names(&["lab3-alice", "lab3-bob", "lab3-bo-x"])), Some("lab3-".into()));
         assert_eq!(classroom_prefix(&names(&["alice", "bob"])), None);
         assert_eq!(classroom_prefix(&names(&["lab-", "lab-x"])), None, "nothing left after the prefix");
+    }
+
+    /// A folder per name, each a git clone where `git` is set.
+    fn class_of(names: &[&str], git: bool) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for n in names {
+            std::fs::create_dir_all(dir.path().join(n)).unwrap();
+            if git {
+                std::fs::create_dir_all(dir.path().join(n).join(".git")).unwrap();
+            }
+        }
+        dir
+    }
+
+    fn ids(roster: &Roster) -> BTreeMap<String, String> {
+        roster.students.iter().map(|s| (s.name.clone(), s.id.clone())).collect()
+    }
+
+    fn assert_safe(id: &str) {
+        assert!(!id.is_empty() && !id.starts_with('.') && id.chars().all(id_char), "`{id}` is not a safe id");
+    }
+
+    #[test]
+    fn any_folder_name_gets_its_own_readable_stable_and_safe_id() {
+        let names = ["Élise", "Ève", "José", "Josè", "alice", "a b", "a_b", "日本"];
+        let class = class_of(&names, false);
+        let roster = discover(class.path()).unwrap();
+        assert_eq!(roster.layout, Layout::FolderPerStudent);
+        let got = ids(&roster);
+        assert_eq!(got.len(), names.len());
+        let distinct: std::collections::BTreeSet<&String> = got.values().collect();
+        assert_eq!(distinct.len(), names.len(), "two students share an id: {got:?}");
+        for (name, id) in &got {
+            assert_safe(id);
+            assert_eq!(*id, student_id(name), "the id of `{name}` does not depend on its classmates");
+        }
+        // Safe names keep their old id; lossy ones are readable, with 6 hex digits of hash.
+        assert_eq!(got["alice"], "alice");
+        assert_eq!(got["a_b"], "a_b");
+        let lossy = |name: &str, readable: &str| {
+            let id = &got[name];
+            let (head, hash) = id.rsplit_once('-').unwrap();
+            assert_eq!(head, readable, "{name} -> {id}");
+            assert!(hash.len() == SHORT_HASH && hash.chars().all(|c| c.is_ascii_hexdigit()), "{name} -> {id}");
+        };
+        lossy("Élise", "Elise");
+        lossy("Ève", "Eve");
+        lossy("José", "Jose");
+        lossy("Josè", "Jose");
+        lossy("a b", "a_b");
+        lossy("日本", "student");
+        // The display name is the folder name, exactly.
+        assert!(roster.students.iter().any(|s| s.name == "José") && roster.students.iter().any(|s| s.name == "Josè"));
+        // Stable: the same ids on a second look, and in a class of one.
+        assert_eq!(ids(&discover(class.path()).unwrap()), got);
+        let alone = class_of(&["José"], false);
+        assert_eq!(discover(alone.path()).unwrap().students[0].id, got["José"]);
+        // And on every machine: the hash is BLAKE3 of the name's bytes, pinned here.
+        assert_eq!((got["José"].as_str(), got["Josè"].as_str(), got["a b"].as_str()), ("Jose-ac0b49", "Jose-60b061", "a_b-3d3546"));
+    }
+
+    #[test]
+    fn lossy_spellings_decomposed_marks_and_reserved_names_get_a_hash() {
+        assert_eq!(readable("Søren Kierkegaard"), "Soren_Kierkegaard");
+        assert_eq!(readable("Straße-Œuvre"), "Strasse-OEuvre");
+        assert_eq!(readable("Jose\u{301}"), "Jose", "a decomposed é loses its mark");
+        assert_ne!(student_id("Jose\u{301}"), student_id("José"), "but not its hash: they are two names");
+        assert_eq!(readable(".hidden"), "hidden");
+        assert_eq!(readable("  "), "student");
+        assert_eq!(readable(&"é".repeat(200)).len(), MAX_READABLE);
+        // The grade plan's own variants are never a student's id.
+        assert!(student_id("reference").starts_with("reference-") && student_id("Original").starts_with("Original-"));
+        assert_eq!(student_id("submission_1001"), "submission_1001");
+        for name in ["", ".", "..", "-", "a/b", "a\\b", "\"q\",x", "\u{feff}", "\n"] {
+            assert_safe(&student_id(name));
+        }
+    }
+
+    #[test]
+    fn a_safe_name_spelt_like_a_hashed_id_leaves_both_students_apart() {
+        // The one way two names meet: a folder named exactly like another's hashed id. The safe
+        // name keeps its id; the lossy one takes the long hash.
+        let taken = student_id("José");
+        let class = class_of(&["José", &taken], false);
+        let got = ids(&discover(class.path()).unwrap());
+        assert_eq!(got[&taken], taken);
+        assert_eq!(got["José"], format!("Jose-{}", name_hash("José".as_bytes(), LONG_HASH)));
+        // Two safe names cannot collide (each is its own id); two equal exact names are refused.
+        let student = |name: &str| Student { id: student_id(name), name: name.into(), sid: None, email: None, folder: PathBuf::from(name) };
+        let mut same = vec![student("日本"), student("日本")];
+        let err = unique_ids(&mut same, &[b"x".to_vec(), b"x".to_vec()]).unwrap_err();
+        assert!(matches!(err, RosterError::SameId { .. }), "{err}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn folder_names_that_are_not_utf8_get_two_ids() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        for raw in [&b"x\xff"[..], &b"x\xfe"[..]] {
+            std::fs::create_dir(dir.path().join(std::ffi::OsStr::from_bytes(raw))).unwrap();
+        }
+        let roster = discover(dir.path()).unwrap();
+        assert_eq!(roster.students[0].name, roster.students[1].name, "both are shown as x\u{fffd}");
+        assert_ne!(roster.students[0].id, roster.students[1].id);
+        roster.students.iter().for_each(|s| assert_safe(&s.id));
+    }
+
+    #[test]
+    fn classroom_clones_with_multibyte_names_lose_just_their_prefix() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(classroom_prefix(&names(&["lab3-é", "lab3-è"])), Some("lab3-".into()), "the shared bytes end inside a character");
+        assert_eq!(classroom_prefix(&names(&["éa", "éb"])), None);
+        // A multi-byte assignment and user names.
+        let class = class_of(&["été-josé", "été-josè", "été-bob"], true);
+        let roster = discover(class.path()).unwrap();
+        assert_eq!(roster.layout, Layout::GithubClassroom);
+        let got = ids(&roster);
+        assert_eq!(got.keys().map(String::as_str).collect::<Vec<_>>(), ["bob", "josè", "josé"]);
+        assert_eq!(got["bob"], "bob");
+        assert_eq!(got["josé"], student_id("josé"));
+        assert!(got["josé"].starts_with("jose-") && got["josè"].starts_with("jose-") && got["josé"] != got["josè"]);
+        // User names that share their first byte.
+        let class = class_of(&["lab3-é", "lab3-è"], true);
+        let got = ids(&discover(class.path()).unwrap());
+        assert_eq!(got.keys().map(String::as_str).collect::<Vec<_>>(), ["è", "é"]);
+        assert!(got["é"].starts_with("e-") && got["è"].starts_with("e-") && got["é"] != got["è"]);
     }
 
     #[test]

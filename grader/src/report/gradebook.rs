@@ -65,6 +65,13 @@ fn points(p: f64) -> String {
 
 /// `grades.csv`: Name, SID, Email (Gradescope's "upload scores" columns), a column per exercise and
 /// the total. An exercise not graded yet is empty, not 0.
+///
+/// `Student` is the id (`roster::student_id`: unique, plain ASCII, the journal's key, and the
+/// name of the student's feedback files), so no two rows merge whatever the names; `Name` is the
+/// name exactly as it was given (the submitters' names, or the folder name with any Unicode),
+/// quoted by the CSV writer where it holds a comma or a quote. An LMS matches on the columns it
+/// knows (Gradescope: `Name`, `SID`, `Email`), so the exact name, never a lossy spelling of it,
+/// is what it sees, and the id beside it tells the rows apart for the instructor.
 pub struct Csv;
 
 impl Exporter for Csv {
