@@ -1,7 +1,9 @@
 // cudabugs harness API. The workbook owns this file: exercises include it, learners do not edit it.
 //
 // The grader writes seeded inputs to a file, the harness (harness.cu) loads them, calls the exercise's
-// `cb_run`, and writes the outputs back for the grader to compare with its Rust reference.
+// `cb_run`, and writes the outputs back for the grader to compare with its Rust reference. For the
+// timed runs the grader instead shares memory with the harness and starts, clocks and checks every
+// call itself (`--serve`, harness.cu).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -53,7 +55,11 @@ struct Buffer {
   std::string name;
   DType dtype;
   size_t len;
-  Bytes bytes;
+  // Where the exercise reads and writes it: the harness's own memory (`storage`, for the cases) or
+  // the memory the grader shares for its timed calls (`--serve`).
+  unsigned char* data = nullptr;
+  Bytes storage;
+  size_t size() const { return len * (dtype == DType::F64 ? 8 : 4); }
 };
 
 // What one call of cb_run sees: the case's parameters, its input buffers and its output buffers
@@ -64,12 +70,12 @@ class Io {
   template <class T> const T* input(const char* name, size_t* len = nullptr) const {
     const Buffer& b = find(inputs_, name, dtype_of<T>::value, "input");
     if (len) *len = b.len;
-    return reinterpret_cast<const T*>(b.bytes.data());
+    return reinterpret_cast<const T*>(b.data);
   }
   template <class T> T* output(const char* name, size_t* len = nullptr) {
     Buffer& b = const_cast<Buffer&>(find(outputs_, name, dtype_of<T>::value, "output"));
     if (len) *len = b.len;
-    return reinterpret_cast<T*>(b.bytes.data());
+    return reinterpret_cast<T*>(b.data);
   }
 
   // Filled by the harness.

@@ -66,7 +66,7 @@ fn verify_reports_a_gated_exercise_as_not_applicable() {
     assert!(e["not_applicable"].as_str().unwrap().starts_with("needs compute capability 9.0"), "{e}");
     assert_eq!((&e["outcome"], &record["outcome"]), (&serde_json::json!("skipped"), &serde_json::json!("skipped")));
     let names: Vec<&str> = e["checks"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["manifest", "regions"], "its manifest is checked, nothing built");
+    assert_eq!(names, ["manifest", "regions", "tool-aware code"], "its manifest and texts are checked, nothing built");
     let text = copy.xtask().env("CUDABUGS_FAKE_GPU", A100).args(["--color", "never", "verify", &id]).assert().code(6).get_output().stdout.clone();
     let text = String::from_utf8(text).unwrap();
     assert!(text.contains(&format!("0 of 0 applicable exercise(s) passed; n/a on this GPU (not counted): {id}")), "{text}");

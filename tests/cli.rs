@@ -175,6 +175,7 @@ fn verify_without_a_gpu_checks_what_it_can_and_exits_6() {
         vec![
             ("manifest", "passed"),
             ("regions", "passed"),
+            ("tool-aware code", "passed"),
             ("exercise build -G", "passed"),
             ("exercise build -O3", "passed"),
             ("solution build -G", "passed"),

@@ -62,6 +62,7 @@ fn context_on_fake_a100() -> Context {
         build_cache: None,
         launcher,
         config,
+        counters: gpu::Counters::Unknown,
     }
 }
 

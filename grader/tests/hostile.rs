@@ -29,6 +29,10 @@ impl Fixture {
         std::fs::create_dir_all(p.join(".cudabugs/work/check/03-race/reference")).unwrap();
         std::fs::write(p.join(".cudabugs/work/check/03-race/reference/reduce.cu"), "SECRET-MATERIALISED-FIX").unwrap();
         std::fs::write(p.join("outside.txt"), "untouched").unwrap();
+        // An instructor's gradebook and secret, beside the workbook, hidden as `grade` hides them.
+        std::fs::create_dir_all(p.join("gradebook")).unwrap();
+        std::fs::write(p.join("gradebook/journal.jsonl"), "{\"student\":\"alice\",\"points\":55}\n").unwrap();
+        std::fs::write(p.join("secret.toml"), "seed = 1234567").unwrap();
         static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let token = format!("cbhostile{}x{}", std::process::id(), N.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
         Fixture { root, token }
@@ -40,7 +44,7 @@ impl Fixture {
 
     fn confinement(&self, limits: Limits) -> Confinement {
         let p = self.root.path();
-        Confinement { writable: vec![self.work()], hidden: vec![p.join("solutions"), p.join(".cudabugs/work")], limits }
+        Confinement { writable: vec![self.work()], handed_over: vec![self.work()], hidden: vec![p.join("solutions"), p.join(".cudabugs/work"), p.join("gradebook"), p.join("secret.toml")], limits, ..Confinement::default() }
     }
 
     /// Every file outside the work folder, with its size and time stamp.
@@ -308,4 +312,125 @@ fn the_subreaper_fallback_also_catches_a_daemon_and_shields_the_grader() {
     // Its parent was the subreaper, which the kill ended; the grader (this process) is untouched, and
     // what the program left running was still caught through the run's cgroup or the process group.
     assert!(fx.survivors().is_empty(), "{:?}", fx.survivors());
+}
+
+/// What the sandboxed program is, read from its own /proc/self/status.
+#[test]
+fn the_program_has_no_privilege_left_and_runs_under_the_filter() {
+    if !needs(Level::Subreaper, "the_program_has_no_privilege_left_and_runs_under_the_filter") {
+        return;
+    }
+    let fx = Fixture::new();
+    let f = fx.run("id -u; grep -E '^(CapPrm|CapEff|CapBnd|CapAmb|CapInh|NoNewPrivs|Seccomp):' /proc/self/status", Duration::from_secs(20), limits());
+    let out = f.stdout.text();
+    let field = |k: &str| out.lines().find_map(|l| l.strip_prefix(&format!("{k}:")).map(|v| v.trim().to_string())).unwrap_or_else(|| panic!("no {k} in {out}"));
+    for cap in ["CapPrm", "CapEff", "CapBnd", "CapAmb", "CapInh"] {
+        assert_eq!(field(cap), "0000000000000000", "{cap}: {out}");
+    }
+    assert_eq!(field("NoNewPrivs"), "1", "{out}");
+    assert_eq!(field("Seccomp"), "2", "a filter is installed: {out}");
+    // As root, the grader makes the program another user; otherwise it is the grader's own user,
+    // mapped to root of a user namespace with nothing left of that root.
+    if unsafe { libc::geteuid() } == 0 {
+        assert_eq!(out.lines().next().unwrap_or_default().trim(), "65534", "{out}");
+    }
+}
+
+/// The escape a class found with a program run as root: remount the root writable, unmount the
+/// folders hidden over the gradebook, leave through a new user namespace, reach another process.
+/// Every step is refused, the gradebook is not even visible, and nothing outside changed.
+#[test]
+fn a_program_cannot_remount_unshare_ptrace_or_see_the_gradebook() {
+    if !needs(Level::Namespaces, "a_program_cannot_remount_unshare_ptrace_or_see_the_gradebook") {
+        return;
+    }
+    let fx = Fixture::new();
+    let script = r#"exec python3 - <<'PY'
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+def attempt(name, call):
+    try:
+        r = call()
+        ok = r == 0 if isinstance(r, int) else True
+        print(name, "SUCCEEDED" if ok else "refused " + os.strerror(ctypes.get_errno()))
+    except OSError as e:
+        print(name, "refused", e.strerror)
+MS_REMOUNT, MS_BIND, MNT_DETACH = 32, 4096, 2
+root = os.environ["ROOT"]
+attempt("remount /", lambda: libc.mount(None, b"/", None, MS_REMOUNT | MS_BIND, None))
+attempt("remount the workbook", lambda: libc.mount(None, root.encode(), None, MS_REMOUNT | MS_BIND, None))
+for line in open("/proc/self/mountinfo"):
+    f = line.split()
+    if "tmpfs" in line and f[4] not in ("/dev/shm", "/proc"):
+        attempt("umount " + f[4], lambda t=f[4]: libc.umount2(t.encode(), MNT_DETACH))
+attempt("unshare user+mount", lambda: libc.unshare(0x10000000 | 0x20000))
+attempt("unshare mount", lambda: libc.unshare(0x20000))
+attempt("ptrace attach 1", lambda: libc.ptrace(16, 1, None, None))
+attempt("ptrace traceme", lambda: libc.ptrace(0, 0, None, None))
+attempt("setns mount of pid 1", lambda: libc.setns(os.open("/proc/1/ns/mnt", os.O_RDONLY), 0))
+attempt("chroot", lambda: libc.chroot(b"."))
+attempt("write beside the gradebook", lambda: open(os.path.join(root, "gradebook", "marker"), "w").write("x"))
+attempt("write in the workbook", lambda: open(os.path.join(root, "escape-marker"), "w").write("x"))
+print("gradebook holds", sorted(os.listdir(os.path.join(root, "gradebook"))))
+print("secret reads", repr(open(os.path.join(root, "secret.toml")).read()))
+PY"#;
+    let f = fx.run(script, Duration::from_secs(30), limits());
+    let out = f.stdout.text();
+    eprintln!("{out}");
+    assert!(f.success(), "{}", f.output());
+    assert!(!out.contains("SUCCEEDED"), "an escape step succeeded:\n{out}");
+    for step in ["remount /", "unshare user+mount", "ptrace attach 1", "setns", "chroot", "write beside the gradebook", "umount"] {
+        assert!(out.lines().any(|l| l.starts_with(step) && l.contains("refused")), "{step} was not tried and refused:\n{out}");
+    }
+    assert!(out.contains("gradebook holds []"), "{out}");
+    assert!(out.contains("secret reads ''"), "{out}");
+    assert!(!fx.root.path().join("gradebook/marker").exists());
+}
+
+/// The sandbox still builds CUDA: nvcc (the workbook's own where it is installed) compiles and
+/// links a kernel as the sandbox's user, inside it.
+#[test]
+fn nvcc_still_builds_inside_the_sandbox() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let Some(nvcc) = grader::tools::toolchain::Toolchain::discover(repo).nvcc else {
+        assert!(std::env::var_os("CUDABUGS_REQUIRE_NVCC").is_none(), "CUDABUGS_REQUIRE_NVCC is set but no nvcc was found");
+        eprintln!("SKIPPED nvcc_still_builds_inside_the_sandbox: no nvcc (cargo xtask toolkit install)");
+        return;
+    };
+    let fx = Fixture::new();
+    std::fs::write(fx.work().join("k.cu"), "__global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\nint main() { return 0; }\n").unwrap();
+    let toolkit = std::fs::canonicalize(&nvcc.path).unwrap().parent().unwrap().parent().unwrap().to_path_buf();
+    let launcher = Sandboxed::for_isolation(Isolation::Auto).unwrap();
+    let mut confine = fx.confinement(limits());
+    confine.limits.memory_bytes = None;
+    confine.readable.push(toolkit);
+    let mut job = Job::new(&nvcc.path, Duration::from_secs(120)).args(nvcc.extra_flags.iter().cloned()).args(["-arch=sm_90", "-o", "k", "k.cu"]).cwd(fx.work()).env("PATH", "/usr/local/bin:/usr/bin:/bin").env("TMPDIR", fx.work()).env("HOME", fx.work()).confine(confine);
+    job.clear_env = true;
+    let f = launcher.launch(&job).unwrap();
+    assert!(f.success(), "nvcc in the sandbox: {}", f.output());
+    assert!(fx.work().join("k").is_file());
+}
+
+/// A folder the run may write but the grader did not make for it (where `sanitize` starts a
+/// program of the user's own) keeps its owner: only the grader's own run folders are handed to the
+/// sandbox's user.
+#[test]
+fn a_folder_of_the_user_s_own_is_never_handed_over() {
+    use std::os::unix::fs::MetadataExt;
+    if !needs(Level::Subreaper, "a_folder_of_the_user_s_own_is_never_handed_over") {
+        return;
+    }
+    let fx = Fixture::new();
+    let mine = fx.root.path().join("my-project");
+    std::fs::create_dir_all(mine.join("src")).unwrap();
+    std::fs::write(mine.join("src/main.cu"), "// mine").unwrap();
+    let before: Vec<(u32, u32)> = [&mine, &mine.join("src"), &mine.join("src/main.cu")].iter().map(|p| std::fs::metadata(p).map(|m| (m.uid(), m.gid())).unwrap()).collect();
+    let mut confine = fx.confinement(limits());
+    confine.writable.push(mine.clone());
+    let mut job = Job::new("/bin/true", Duration::from_secs(10)).cwd(&mine).confine(confine);
+    job.clear_env = true;
+    let f = Sandboxed::for_isolation(Isolation::Auto).unwrap().launch(&job).unwrap();
+    assert!(f.success(), "{}", f.output());
+    let after: Vec<(u32, u32)> = [&mine, &mine.join("src"), &mine.join("src/main.cu")].iter().map(|p| std::fs::metadata(p).map(|m| (m.uid(), m.gid())).unwrap()).collect();
+    assert_eq!(after, before, "the user's folder changed owner");
 }

@@ -41,6 +41,7 @@ fn check_report(ex: &Exercise, file: &str, steps: Vec<Step>) -> CheckReport {
         timing: None,
         perf: None,
         solution_diff: None,
+        trust: String::new(),
     }
 }
 

@@ -3,6 +3,7 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 use crate::exercise::data;
 use crate::exercise::manifest::Case;
@@ -20,32 +21,47 @@ pub struct PreparedCase {
 #[derive(Debug, Clone, Default)]
 pub struct Cases {
     pub cases: Vec<PreparedCase>,
+    /// The bench's inputs, written for the harness (which reads only its layout when the grader
+    /// serves the timed calls).
     pub bench_input: PathBuf,
-    /// How the timed runs change the bench between their calls (the harness's `--vary`).
-    pub vary: PathBuf,
+    /// The secret the timed calls are drawn with (`tools::served`): every version timed with
+    /// these cases gets the same calls, and no program knows them beforehand.
+    pub call_secret: u64,
+    /// The bench's inputs in memory, read once from `bench_input` by the first timed run.
+    bench_data: Arc<OnceLock<Option<Arc<Vec<Buffer>>>>>,
+}
+
+impl Cases {
+    /// The cases `list`, timed (if ever) on another set's bench.
+    pub fn with_bench_of(list: Vec<PreparedCase>, bench: &Cases) -> Cases {
+        Cases { cases: list, ..bench.clone() }
+    }
+
+    /// The bench's inputs (None where they cannot be read).
+    pub fn bench_data(&self) -> Option<Arc<Vec<Buffer>>> {
+        self.bench_data.get_or_init(|| data::read_inputs(&self.bench_input).ok().map(Arc::new)).clone()
+    }
 }
 
 /// Generate every case's inputs, write them for the harness into `dir` and compute the expected
-/// outputs with the Rust reference. The bench is the manifest's, varied by its own seed (`verify`);
-/// `check` and `grade` then choose inputs the program cannot predict (`bench`).
+/// outputs with the Rust reference. The bench and its calls are the manifest's seed's (`verify`);
+/// `check` and `grade` then choose inputs the program cannot predict (`prepare_with`).
 pub fn prepare(ex: &Exercise, dir: &Path) -> std::io::Result<Cases> {
     let seed = ex.manifest.manifest.bench.seed;
     prepare_with(ex, dir, seed, seed)
 }
 
-/// The cases, with the bench drawn with `bench_seed` and its calls varied with `vary_seed`.
-pub fn prepare_with(ex: &Exercise, dir: &Path, bench_seed: u64, vary_seed: u64) -> std::io::Result<Cases> {
+/// The cases, with the bench drawn with `bench_seed` and its timed calls with `call_secret`.
+pub fn prepare_with(ex: &Exercise, dir: &Path, bench_seed: u64, call_secret: u64) -> std::io::Result<Cases> {
     let cases = prepare_list(ex, dir, "case", &ex.manifest.manifest.cases)?.cases;
-    let (bench_input, vary) = bench(ex, dir, bench_seed, vary_seed)?;
-    Ok(Cases { cases, bench_input, vary })
+    let bench_input = bench(ex, dir, bench_seed)?;
+    Ok(Cases { cases, bench_input, call_secret, bench_data: Arc::default() })
 }
 
-/// The timed runs' inputs: the bench drawn with `seed` (written once per content: 64 MB for 03-race,
-/// under a name that carries what it is made from) and the variation of its calls drawn with
-/// `vary_seed` (each call after the first scales every input towards its low end by a factor in
-/// [0.55, 0.95]: the answer of an earlier call is wrong for the next).
-fn bench(ex: &Exercise, dir: &Path, seed: u64, vary_seed: u64) -> std::io::Result<(PathBuf, PathBuf)> {
-    use rand::{Rng, SeedableRng};
+/// The timed runs' base inputs: the bench drawn with `seed`, written once per content (64 MB for
+/// 03-race) under a name that carries what it is made from. Each timed call changes them in ways
+/// of its own (`tools::served`).
+fn bench(ex: &Exercise, dir: &Path, seed: u64) -> std::io::Result<PathBuf> {
     std::fs::create_dir_all(dir)?;
     let m = &ex.manifest.manifest;
     let made_of = format!("{:?}{:?}{:?}{seed}", m.inputs, m.outputs, m.bench.params);
@@ -56,22 +72,7 @@ fn bench(ex: &Exercise, dir: &Path, seed: u64, vary_seed: u64) -> std::io::Resul
         data::write_case(&tmp, &m.bench.params, &inputs, &m.outputs)?;
         std::fs::rename(&tmp, &bench_input)?;
     }
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(vary_seed);
-    let mut text = String::new();
-    for spec in &m.inputs {
-        let lo = match spec.dist {
-            Some(crate::exercise::manifest::Dist::Uniform { lo, .. }) => lo,
-            Some(crate::exercise::manifest::Dist::Integers { lo, .. }) => lo as f64,
-            None => continue,
-        };
-        let factors: Vec<String> = (1..m.bench.repeat.max(1)).map(|_| format!("{:.6}", rng.random_range(0.55..0.95))).collect();
-        text.push_str(&format!("{} {lo} {}\n", spec.name, factors.join(" ")));
-    }
-    let vary = dir.join(format!("vary-{:016x}.txt", crate::class::secret::stable_hash(&[&text])));
-    if !vary.is_file() {
-        crate::exercise::workbook::write_atomically(&vary, &text)?;
-    }
-    Ok((bench_input, vary))
+    Ok(bench_input)
 }
 
 /// A seed nobody can predict: from the operating system's random source (the clock where there
@@ -104,7 +105,7 @@ pub fn prepare_list(ex: &Exercise, dir: &Path, prefix: &str, list: &[Case]) -> s
             Ok(PreparedCase { name: c.name.clone(), input, expected: reference(&c.params, &inputs), sanitize: c.sanitize })
         })
         .collect::<std::io::Result<Vec<_>>>()?;
-    Ok(Cases { cases, bench_input: PathBuf::new(), vary: PathBuf::new() })
+    Ok(Cases::with_bench_of(cases, &Cases::default()))
 }
 
 /// Where a run writes a case's outputs: in the submission's own folder.

@@ -18,22 +18,37 @@ pub fn generate(specs: &[BufferSpec], params: &Params, seed: u64) -> Vec<Buffer>
         .iter()
         .map(|spec| {
             let len = eval_len(spec.len.get_ref(), params).expect("validated manifest");
-            let data = match (spec.dtype, spec.dist.expect("validated manifest")) {
-                (DType::F32, Dist::Uniform { lo, hi }) => {
-                    Data::F32((0..len).map(|_| rng.random_range(lo as f32..hi as f32)).collect())
-                }
-                (DType::F64, Dist::Uniform { lo, hi }) => Data::F64((0..len).map(|_| rng.random_range(lo..hi)).collect()),
-                (DType::I32, Dist::Integers { lo, hi }) => {
-                    Data::I32((0..len).map(|_| rng.random_range(lo..=hi) as i32).collect())
-                }
-                (DType::U32, Dist::Integers { lo, hi }) => {
-                    Data::U32((0..len).map(|_| rng.random_range(lo..=hi) as u32).collect())
-                }
-                (dtype, dist) => unreachable!("validated manifest: {dtype:?} with {dist:?}"),
-            };
-            Buffer { name: spec.name.clone(), data }
+            Buffer { name: spec.name.clone(), data: draw(spec.dtype, spec.dist.expect("validated manifest"), len, &mut rng) }
         })
         .collect()
+}
+
+/// `len` values of `dtype` from `dist`.
+pub fn draw(dtype: DType, dist: Dist, len: usize, rng: &mut impl Rng) -> Data {
+    match (dtype, dist) {
+        (DType::F32, Dist::Uniform { lo, hi }) => Data::F32((0..len).map(|_| rng.random_range(lo as f32..hi as f32)).collect()),
+        (DType::F64, Dist::Uniform { lo, hi }) => Data::F64((0..len).map(|_| rng.random_range(lo..hi)).collect()),
+        (DType::I32, Dist::Integers { lo, hi }) => Data::I32((0..len).map(|_| rng.random_range(lo..=hi) as i32).collect()),
+        (DType::U32, Dist::Integers { lo, hi }) => Data::U32((0..len).map(|_| rng.random_range(lo..=hi) as u32).collect()),
+        (dtype, dist) => unreachable!("validated manifest: {dtype:?} with {dist:?}"),
+    }
+}
+
+/// The little-endian bytes of `data`, as the harness's files and shared memory hold them.
+pub fn to_bytes(data: &Data) -> Vec<u8> {
+    let mut out = Vec::with_capacity(data.len() * data.dtype().size());
+    put_data(&mut out, data).expect("writing to memory");
+    out
+}
+
+/// `data` read back from little-endian bytes.
+pub fn from_bytes(dtype: DType, bytes: &[u8]) -> Data {
+    match dtype {
+        DType::F32 => Data::F32(bytes.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()),
+        DType::F64 => Data::F64(bytes.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect()),
+        DType::I32 => Data::I32(bytes.chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().unwrap())).collect()),
+        DType::U32 => Data::U32(bytes.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect()),
+    }
 }
 
 fn put_name(w: &mut impl Write, name: &str) -> io::Result<()> {
@@ -82,17 +97,52 @@ pub fn write_case(path: &Path, params: &Params, inputs: &[Buffer], outputs: &[Bu
     w.flush()
 }
 
-/// Write outputs the way harness.cu does (tests stand in for a program's run with it).
-#[cfg(test)]
-pub(crate) fn write_outputs(path: &Path, outputs: &[Buffer]) -> io::Result<()> {
+/// Write outputs the way harness.cu does (the grader's copy of a served call's outputs; tests
+/// stand in for a program's run with it).
+pub fn write_outputs(path: &Path, outputs: &[Buffer]) -> io::Result<()> {
+    write_raw_outputs(path, &outputs.iter().map(|b| (b.name.as_str(), b.data.dtype(), to_bytes(&b.data))).collect::<Vec<_>>())
+}
+
+/// `write_outputs` from each buffer's raw little-endian bytes.
+pub fn write_raw_outputs(path: &Path, outputs: &[(&str, DType, Vec<u8>)]) -> io::Result<()> {
     let mut w = io::BufWriter::new(std::fs::File::create(path)?);
     w.write_all(b"CBOT")?;
     w.write_all(&1u32.to_le_bytes())?;
     w.write_all(&(outputs.len() as u32).to_le_bytes())?;
-    for b in outputs {
-        put_buffer(&mut w, b)?;
+    for (name, dtype, bytes) in outputs {
+        put_name(&mut w, name)?;
+        w.write_all(&[dtype.code()])?;
+        w.write_all(&((bytes.len() / dtype.size()) as u64).to_le_bytes())?;
+        w.write_all(bytes)?;
     }
     w.flush()
+}
+
+/// The input buffers of a case file (`write_case`'s).
+pub fn read_inputs(path: &Path) -> io::Result<Vec<Buffer>> {
+    let mut r = io::BufReader::new(std::fs::File::open(path)?);
+    if &take::<4>(&mut r)? != b"CBIN" || u32::from_le_bytes(take(&mut r)?) != 1 {
+        return Err(bad("not a cudabugs input file"));
+    }
+    for _ in 0..u32::from_le_bytes(take(&mut r)?) {
+        let name_len = u16::from_le_bytes(take(&mut r)?) as usize;
+        let mut name = vec![0u8; name_len];
+        r.read_exact(&mut name)?;
+        take::<8>(&mut r)?;
+    }
+    (0..u32::from_le_bytes(take(&mut r)?)).map(|_| read_buffer(&mut r)).collect()
+}
+
+/// One named buffer: name, dtype code, element count, data.
+fn read_buffer(r: &mut impl Read) -> io::Result<Buffer> {
+    let name_len = u16::from_le_bytes(take(r)?) as usize;
+    let mut name = vec![0u8; name_len];
+    r.read_exact(&mut name)?;
+    let dtype = DType::from_code(take::<1>(r)?[0]).ok_or_else(|| bad("unknown dtype"))?;
+    let len = u64::from_le_bytes(take(r)?) as usize;
+    let mut bytes = vec![0u8; len * dtype.size()];
+    r.read_exact(&mut bytes)?;
+    Ok(Buffer { name: String::from_utf8_lossy(&name).into_owned(), data: from_bytes(dtype, &bytes) })
 }
 
 fn take<const N: usize>(r: &mut impl Read) -> io::Result<[u8; N]> {
@@ -105,31 +155,14 @@ fn bad(msg: &str) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, msg.to_string())
 }
 
-/// Read the outputs the harness wrote.
+/// Read the outputs the harness wrote (in a run's folder: never through a link).
 pub fn read_outputs(path: &Path) -> io::Result<Vec<Buffer>> {
-    let mut r = io::BufReader::new(std::fs::File::open(path)?);
+    let mut r = io::BufReader::new(crate::tools::untrusted::open(path)?);
     if &take::<4>(&mut r)? != b"CBOT" || u32::from_le_bytes(take(&mut r)?) != 1 {
         return Err(bad("not a cudabugs output file"));
     }
     let count = u32::from_le_bytes(take(&mut r)?);
-    (0..count)
-        .map(|_| {
-            let name_len = u16::from_le_bytes(take(&mut r)?) as usize;
-            let mut name = vec![0u8; name_len];
-            r.read_exact(&mut name)?;
-            let dtype = DType::from_code(take::<1>(&mut r)?[0]).ok_or_else(|| bad("unknown dtype"))?;
-            let len = u64::from_le_bytes(take(&mut r)?) as usize;
-            let mut bytes = vec![0u8; len * dtype.size()];
-            r.read_exact(&mut bytes)?;
-            let data = match dtype {
-                DType::F32 => Data::F32(bytes.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()),
-                DType::F64 => Data::F64(bytes.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect()),
-                DType::I32 => Data::I32(bytes.chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().unwrap())).collect()),
-                DType::U32 => Data::U32(bytes.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect()),
-            };
-            Ok(Buffer { name: String::from_utf8_lossy(&name).into_owned(), data })
-        })
-        .collect()
+    (0..count).map(|_| read_buffer(&mut r)).collect()
 }
 
 #[cfg(test)]

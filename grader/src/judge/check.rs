@@ -60,6 +60,9 @@ pub struct CheckReport {
     /// After a pass (never before): the reference solution as a unified diff against the learner's file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub solution_diff: Option<String>,
+    /// Who the learner's code ran as, and whether ncu could read the counters as that user.
+    #[serde(default)]
+    pub trust: String,
     #[serde(flatten)]
     pub outcome: Outcome,
 }
@@ -81,12 +84,13 @@ pub fn check(ctx: &Context, wb: &Workbook, ex: &Exercise, mut say: impl FnMut(&s
         timing: None,
         perf: None,
         solution_diff: None,
+        trust: ctx.trust_line(),
         outcome: Outcome::Pass,
     };
     // An exercise for a newer GPU is skipped before anything is built: its -arch is not this GPU's.
     if let Some(why) = ctx.unsupported(&ex.manifest) {
         report.steps.push(Step::new("gpu", Status::Skipped, why));
-        return finish(report);
+        return finish(report, None);
     }
     // Read once: what is graded, built and diffed is this text, whatever happens to the file.
     let text = match std::fs::read_to_string(&learner) {
@@ -99,6 +103,9 @@ pub fn check(ctx: &Context, wb: &Workbook, ex: &Exercise, mut say: impl FnMut(&s
         }
     };
     let started = Instant::now();
+    // Code that can tell it is watched: named, and the check fails as grade holds its points.
+    let watched = crate::judge::tool_aware::flag(ex, &text);
+    let watched = watched.as_ref();
     let gpu_stages = ctx.no_gpu_reason().is_none() || ctx.launcher.replays();
     let cases = if gpu_stages { timed_cases(wb, ex) } else { Ok(Cases::default()) };
     let empty = Cases::default();
@@ -135,18 +142,18 @@ pub fn check(ctx: &Context, wb: &Workbook, ex: &Exercise, mut say: impl FnMut(&s
         report.steps.extend(verdict::build(&format!("build {}", flavor.flags()[0]), output, flavor, &ctx.arch));
     }
     if report.steps.iter().any(|s| s.status != Status::Passed) {
-        return finish(report);
+        return finish(report, watched);
     }
     // 2. Everything else needs a GPU.
     if let Some(reason) = (!gpu_stages).then(|| ctx.no_gpu_reason()).flatten() {
         report.steps.push(Step::new("gpu", Status::Skipped, reason));
-        return finish(report);
+        return finish(report, watched);
     }
     let cases = match &cases {
         Ok(c) => c,
         Err(e) => {
             report.steps.push(Step::new("inputs", Status::ToolError, format!("cannot write the inputs: {e}")));
-            return finish(report);
+            return finish(report, watched);
         }
     };
     // 3. The named tool and 4. correctness, even after a tool failure: "the output was right
@@ -166,7 +173,7 @@ pub fn check(ctx: &Context, wb: &Workbook, ex: &Exercise, mut say: impl FnMut(&s
         report.steps.extend(verdict::correctness("correctness", "correctness", o, cases, m.tolerance));
     }
     if report.steps.iter().any(|s| s.status != Status::Passed) {
-        return finish(report);
+        return finish(report, watched);
     }
 
     // 5. Timing against the original and the reference fix, in one ncu phase, then each whole
@@ -174,7 +181,7 @@ pub fn check(ctx: &Context, wb: &Workbook, ex: &Exercise, mut say: impl FnMut(&s
     say("timing with ncu: the original, the reference fix and yours; then each whole call");
     let steps = time_and_judge(ctx, wb, &subs, &mut results, &mut report, started, &mut say);
     report.steps.extend(steps);
-    let mut report = finish(report);
+    let mut report = finish(report, watched);
     if report.outcome == Outcome::Pass {
         // Against the text that was graded, read once at the start.
         report.solution_diff = Some(crate::learner::solution_diff(ex, &text));
@@ -305,7 +312,12 @@ fn timed_cases(wb: &Workbook, ex: &Exercise) -> std::io::Result<Cases> {
     cases::prepare_with(ex, &wb.work_dir().join("cases").join(ex.id()), bench_seed, cases::unpredictable_seed())
 }
 
-fn finish(mut report: CheckReport) -> CheckReport {
+/// The outcome from the steps, after the tool-aware rule's, where the learner's regions gave one.
+fn finish(mut report: CheckReport, watched: Option<&speed::Flag>) -> CheckReport {
+    if let Some(f) = watched {
+        report.steps.push(f.step().stage("regions"));
+        report.flags.push(f.clone());
+    }
     report.outcome = Outcome::from_steps(&report.steps);
     report
 }

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::tools::sandbox::{Isolation, Limits};
+use crate::tools::sandbox::{Isolation, Limits, SandboxUser};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timeouts {
@@ -44,6 +44,8 @@ pub struct Config {
     pub gpu: Option<String>,
     pub isolation: Isolation,
     pub limits: Limits,
+    /// Who learner code runs as when the grader is root (`CUDABUGS_SANDBOX_UID`, `..._GID`).
+    pub sandbox_user: SandboxUser,
     /// nvcc -arch (default: the GPU's, else sm_90).
     pub arch: Option<String>,
     /// Install the pinned nvcc wheels when no nvcc is found.
@@ -82,6 +84,7 @@ impl Default for Config {
             gpu: None,
             isolation: Isolation::Auto,
             limits: Limits { memory_bytes: Some(default_memory_limit()), ..Limits::default() },
+            sandbox_user: SandboxUser::default(),
             arch: None,
             install_toolkit: true,
             record_tools: None,
@@ -122,7 +125,7 @@ pub struct EnvError {
 impl Config {
     /// The defaults, with the environment's overrides: `CUDABUGS_TIMEOUT_SECS` (every per-run
     /// limit), `CUDABUGS_SANITIZER_JOBS`, `CUDABUGS_NCU_JOBS`, `CUDABUGS_ISOLATION`,
-    /// `CUDABUGS_MEMORY_MAX_MB`, `CUDABUGS_NO_INSTALL`.
+    /// `CUDABUGS_MEMORY_MAX_MB`, `CUDABUGS_SANDBOX_UID`, `CUDABUGS_SANDBOX_GID`, `CUDABUGS_NO_INSTALL`.
     pub fn from_env() -> Result<Config, EnvError> {
         let mut c = Config::default();
         fn get<T: std::str::FromStr>(var: &'static str) -> Result<Option<T>, EnvError> {
@@ -146,6 +149,15 @@ impl Config {
         }
         if let Ok(v) = std::env::var("CUDABUGS_ISOLATION") {
             c.isolation = v.parse().map_err(|why| EnvError { var: "CUDABUGS_ISOLATION", value: v.clone(), why })?;
+        }
+        if let Some(uid) = get::<u32>("CUDABUGS_SANDBOX_UID")? {
+            if uid == 0 {
+                return Err(EnvError { var: "CUDABUGS_SANDBOX_UID", value: "0".into(), why: "learner code never runs as root".into() });
+            }
+            c.sandbox_user = SandboxUser { uid, gid: uid };
+        }
+        if let Some(gid) = get::<u32>("CUDABUGS_SANDBOX_GID")? {
+            c.sandbox_user.gid = gid;
         }
         if let Some(mb) = get::<u64>("CUDABUGS_MEMORY_MAX_MB")? {
             c.limits.memory_bytes = Some(mb << 20);

@@ -19,6 +19,12 @@ pub const DEFAULT_ARCH: &str = "sm_90";
 /// The file in a recording that names the GPU it was made on.
 pub const RECORDED_GPU: &str = "gpu.json";
 
+/// The file in a recording that names how its timed runs were made: a recording of another kind
+/// cannot be replayed (its timed jobs wrote other files).
+pub const RECORDED_PROTOCOL: &str = "protocol";
+/// The timed runs served, clocked and checked by the grader (`tools::served`).
+pub const PROTOCOL: &str = "served-calls 1";
+
 #[derive(Debug, thiserror::Error)]
 pub enum ContextError {
     #[error("no nvcc found (looked at $CUDABUGS_NVCC, $CUDA_HOME/bin, PATH, /usr/local/cuda/bin and {local}).\n\
@@ -45,6 +51,8 @@ pub struct Context {
     pub build_cache: Option<nvcc::BuildCache>,
     /// How every job runs: sandboxed, recorded or replayed.
     pub launcher: Box<dyn Launcher>,
+    /// Whether the driver lets the sandbox's unprivileged ncu read the GPU's counters.
+    pub counters: gpu::Counters,
 }
 
 impl Context {
@@ -65,6 +73,10 @@ impl Context {
         let (launcher, gpu): (Box<dyn Launcher>, GpuStatus) = match (&config.replay_tools, &config.record_tools) {
             (Some(dir), _) => {
                 let bad = |e: String| ContextError::Recording(dir.clone(), e);
+                let protocol = std::fs::read_to_string(dir.join(RECORDED_PROTOCOL)).unwrap_or_default();
+                if protocol.trim() != PROTOCOL {
+                    return Err(bad(format!("made before the grader served the timed calls itself ({RECORDED_PROTOCOL}: {:?}, this grader: {PROTOCOL:?}): record it again on a GPU", protocol.trim())));
+                }
                 let text = std::fs::read_to_string(dir.join(RECORDED_GPU)).map_err(|e| bad(format!("{RECORDED_GPU}: {e}")))?;
                 let info: GpuInfo = serde_json::from_str(&text).map_err(|e| bad(format!("{RECORDED_GPU}: {e}")))?;
                 // The tools ran where the recording was made; here they are only names.
@@ -77,6 +89,7 @@ impl Context {
                 if let GpuStatus::Present(info) = &gpu {
                     let _ = std::fs::create_dir_all(dir);
                     let _ = std::fs::write(dir.join(RECORDED_GPU), serde_json::to_string_pretty(info).unwrap_or_default());
+                    let _ = std::fs::write(dir.join(RECORDED_PROTOCOL), format!("{PROTOCOL}\n"));
                 }
                 (Box::new(Recorder { inner: sandboxed, dir: dir.clone() }), gpu)
             }
@@ -91,7 +104,35 @@ impl Context {
         // Made now, so that every sandboxed run finds it there to hide.
         let _ = std::fs::create_dir_all(&build_cache.dir);
         let build_cache = Some(build_cache);
-        Ok(Context { config, tools, nvcc, gpu, arch, harness, build_cache, launcher })
+        let counters = if launcher.replays() { gpu::Counters::Open } else { gpu::counters() };
+        Ok(Context { config, tools, nvcc, gpu, arch, harness, build_cache, launcher, counters })
+    }
+
+    /// Why ncu cannot time learner code here, where it cannot: the driver keeps the counters for
+    /// administrators, and learner code (ncu around it included) never runs as one.
+    pub fn counters_refused(&self) -> Option<String> {
+        // SAFETY: geteuid cannot fail.
+        let unprivileged = self.isolation() > Level::ProcessGroup || unsafe { libc::geteuid() } != 0;
+        (self.counters == gpu::Counters::AdminOnly && unprivileged).then(|| {
+            "this machine's NVIDIA driver lets only administrators read the GPU's performance counters (RmProfilingAdminOnly: 1 in /proc/driver/nvidia/params), and learner code never runs as one: the timing cannot be graded here. An administrator can open the counters to every user with `options nvidia NVreg_RestrictProfilingToAdminUsers=0` in a file under /etc/modprobe.d/, then reloading the driver (NVIDIA's ERR_NVGPUCTRPERM page)".to_string()
+        })
+    }
+
+    /// Who learner code runs as here, and whether ncu can read the counters as that user: said at
+    /// the start of `check` and `grade`.
+    pub fn trust_line(&self) -> String {
+        // SAFETY: geteuid cannot fail.
+        let who = match (self.isolation(), unsafe { libc::geteuid() } == 0) {
+            (Level::ProcessGroup, _) => "as the grader's own user (--isolation none)".to_string(),
+            (_, true) => format!("as uid {} with no capability, no_new_privs and a system-call filter", self.config.sandbox_user.uid),
+            (_, false) => "as the grader's user mapped to a root with no capability, no_new_privs and a system-call filter".to_string(),
+        };
+        let counters = match (self.counters, self.counters_refused()) {
+            (_, Some(_)) => "the driver keeps the GPU's counters for administrators: timing cannot be graded here (NVreg_RestrictProfilingToAdminUsers=0 opens them)",
+            (gpu::Counters::Open, None) => "the driver lets every user read the GPU's counters",
+            _ => "the driver's counter setting is unknown",
+        };
+        format!("learner code runs {who}; {counters}")
     }
 
     /// How every nvcc build of this context is made: the compiler, -arch, harness and time limit.

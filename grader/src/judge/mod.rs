@@ -11,5 +11,6 @@ pub mod sanitize;
 pub mod speed;
 pub mod scheduler;
 pub mod stages;
+pub mod tool_aware;
 pub mod verdict;
 pub mod verify;

@@ -213,6 +213,12 @@ impl StageKind {
         }
     }
 
+    /// Whether the stage times the submission (ncu, or the clock of the whole call): it runs as
+    /// `check` runs it in every plan, with nothing but the GPU's own settings.
+    pub fn timed(self) -> bool {
+        matches!(self, StageKind::Timing | StageKind::Call | StageKind::Timeline)
+    }
+
     pub fn resource(self) -> Resource {
         match self {
             StageKind::BuildDebug | StageKind::BuildRelease => Resource::Cpu,

@@ -1,17 +1,18 @@
 //! The one speed judge. `check`, `verify` and `grade` hand it what the timed runs of a version (and
 //! of the reference fix and the original, timed in the same session) produced: ncu's kernel times
-//! and counters, the outputs of every timed process, the harness's whole-call times and GPU memory.
-//! It decides the speed credit and every anti-cheat rule, so that a file `check` fails for a named
-//! reason loses its points in `grade` for the same one.
+//! and counters, every timed call's outputs, the grader's clock of every call and the run's CPU
+//! time. It decides the speed credit and every anti-cheat rule, so that a file `check` fails for a
+//! named reason loses its points in `grade` for the same one.
 //!
-//! What it trusts: ncu runs outside the program and the outputs are compared by the grader, so the
-//! kernel time and "the timed runs' answers were right" cannot be faked from inside. The call times
-//! come from the harness, inside the program's process: code that targets the harness can forge
-//! them, which the judge catches only where the forgery is implausible (calls shorter than the
-//! kernels they contain).
+//! What it trusts: only what was measured outside the program. ncu runs outside it; the grader
+//! serves every timed call (`tools::served`): it writes inputs the program cannot know before the
+//! call, clocks the call itself, takes the outputs itself and compares every call's with the
+//! reference fix's of the same call; it reads the CPU time of the run's processes from outside.
+//! What the program reports of itself (the GPU memory it used, the timeline of its calls) only
+//! ever asks a person to look, or draws a picture.
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
@@ -40,7 +41,7 @@ pub enum Rule {
     /// Outputs were wrong on fresh inputs after the timed runs (answers cached or keyed to inputs).
     FreshInputs,
     /// The whole call took far longer than its kernels, beyond what the reference fix spends outside
-    /// its kernels: host work or copies of its own.
+    /// its kernels: host work or copies of its own (or far shorter: another run than the one timed).
     HostWork,
     /// The calls used far more CPU time (all threads) than the reference fix's: host work, however
     /// well it hides under the copies.
@@ -57,14 +58,17 @@ pub enum Rule {
     TooFast,
     /// Far more GPU memory than the reference fix takes.
     GpuMemory,
-    /// The call timing's process took far longer outside its reported calls than the reference's:
-    /// work before or after the calls, or call times that were not the harness's.
+    /// The call timing's process took far longer outside its calls than the reference's: work before
+    /// or after the calls.
     #[serde(rename = "unaccounted-time")]
     Unaccounted,
+    /// Code in the marked regions that can tell when a tool watches or forge what the grader reads
+    /// (`judge::tool_aware`): the tools' and the speed points are held for a person.
+    ToolAware,
 }
 
 impl Rule {
-    pub const ALL: [Rule; 13] = [
+    pub const ALL: [Rule; 14] = [
         Rule::NoKernel,
         Rule::ProofOfWork,
         Rule::TimedOutputs,
@@ -78,6 +82,7 @@ impl Rule {
         Rule::TooFast,
         Rule::GpuMemory,
         Rule::Unaccounted,
+        Rule::ToolAware,
     ];
 
     pub fn key(self) -> &'static str {
@@ -95,12 +100,14 @@ impl Rule {
             Rule::TooFast => "too-fast",
             Rule::GpuMemory => "gpu-memory",
             Rule::Unaccounted => "unaccounted-time",
+            Rule::ToolAware => "tool-aware",
         }
     }
 
-    /// Left to a person: the points it withholds (speed, or none) are for review, not a failure.
+    /// Left to a person: the points it withholds (speed, or none; a tool-aware program's tool points
+    /// too) are for review, not a failure.
     pub fn review(self) -> bool {
-        matches!(self, Rule::UnnamedKernels | Rule::Instructions | Rule::PhysicalFloor | Rule::TooFast | Rule::GpuMemory | Rule::Unaccounted)
+        matches!(self, Rule::UnnamedKernels | Rule::Instructions | Rule::PhysicalFloor | Rule::TooFast | Rule::GpuMemory | Rule::Unaccounted | Rule::ToolAware)
     }
 
     /// The points the rule takes away. Rules about faked answers take the correctness points too;
@@ -109,6 +116,8 @@ impl Rule {
         match self {
             Rule::NoKernel | Rule::ProofOfWork | Rule::TimedOutputs | Rule::FreshInputs => &[GradeStage::Public, GradeStage::Hidden, GradeStage::Speed],
             Rule::GpuMemory => &[],
+            // A program that can tell it is watched may have shown the tools and ncu something else.
+            Rule::ToolAware => &[GradeStage::NamedTool, GradeStage::OtherTools, GradeStage::Speed],
             _ => &[GradeStage::Speed],
         }
     }
@@ -118,17 +127,18 @@ impl Rule {
         match self {
             Rule::NoKernel => "the exercise's kernels must do the work: none of them was launched in the timed runs, so the outputs came from somewhere else (the host, or another kernel)",
             Rule::ProofOfWork => "a kernel that computes its outputs reads its inputs: ncu's dram__bytes_read.sum of the timed kernels must reach 80% of the inputs' bytes (or of what the reference fix reads, where that is less)",
-            Rule::TimedOutputs => "the runs that are timed (under ncu, and the whole-call timing) are checked too, on inputs that change between calls: outputs that differ from the reference fix's on the same inputs were not computed by what was timed",
+            Rule::TimedOutputs => "every timed call (under ncu, and on the grader's clock) is checked, on inputs the program could not know before the call: outputs that differ from the reference fix's of the same call, or that changed after the call said it was done, were not computed by what was timed",
             Rule::FreshInputs => "after the timed runs the program ran again on inputs it had never seen; outputs that were right before and wrong now were remembered, not computed",
             Rule::HostWork => "speed is the whole call of the exercise's entry point (host work, copies and every kernel, to the end of the GPU work), not only the kernels: time spent outside the kernels beyond what the reference fix spends there (30% of its call plus 0.5 ms) is work the kernel time does not show",
-            Rule::HostCpu => "the harness clocks the CPU time of every thread of the program during each call (it waits for the GPU without spinning): a call that used more than 1.5x the reference fix's CPU time plus 2 ms did work on the host, even where threads hid it under the copies; where the call is the clock (its waits spin), the CPU time beyond the wall time is held to the reference's",
+            Rule::HostCpu => "the grader reads the CPU time of every process of the run, from outside, over each call (the program waits for the GPU without spinning): a call that used more than 1.5x the reference fix's CPU time plus 2 ms did work on the host, even where threads or other processes hid it under the copies; where the call is the clock (its waits spin), the CPU time beyond the wall time is held to the reference's",
             Rule::UnevenRepeats => "every timed call must run the timed kernels the same way: calls that launch fewer kernels or run much faster than the others skipped work that a single call would do",
             Rule::UnnamedKernels => "kernels the exercise does not name and the reference does not launch ran in the timed runs: their time is not counted, so speed is left to a person",
             Rule::Instructions => "the timed kernels executed under a tenth of the reference fix's warp instructions: a better algorithm, or work done elsewhere; speed is left to a person",
             Rule::PhysicalFloor => "the time is under 80% of the physical floor (the inputs' bytes at this GPU's measured memcpy bandwidth): speed is left to a person",
             Rule::TooFast => "more than 10x faster than the reference fix: speed is left to a person",
             Rule::GpuMemory => "the timed calls held more than twice the reference fix's GPU memory plus 256 MiB: on a shared GPU that starves other programs; a person should look (no points are taken)",
-            Rule::Unaccounted => "the grader clocks the call timing's whole process from outside: time it spent outside the calls the harness reported, beyond the reference fix's by more than 0.5 s and half again, is work before or after the calls or call times that were rewritten; speed is left to a person",
+            Rule::ToolAware => "code in the marked regions reads a clock or timer, the environment or the command line, /proc or other files, starts processes, uses inline assembly the exercise does not, or looks up or replaces functions: a program can always tell when compute-sanitizer or ncu watches it, and what it did then need not be what it does otherwise, so the tools' and the speed points are held for a person, who reads the lines named",
+            Rule::Unaccounted => "the grader clocks the call timing's whole process: time it spent outside its calls, beyond the reference fix's by more than 0.5 s and half again, is work before or after the calls; speed is left to a person",
         }
     }
 }
@@ -179,69 +189,21 @@ pub struct SpeedResult {
     pub gpu_memory_bytes: Option<f64>,
 }
 
-/// What the harness's `--call-times` file says: each call's nanoseconds (wall and CPU) and the GPU
-/// memory peak.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct CallTimes {
-    pub calls_ns: Vec<f64>,
-    /// Each call's CPU time, all threads (None from a harness older than the column).
-    pub cpu_ns: Vec<Option<f64>>,
-    pub gpu_memory: Option<f64>,
-}
+/// What the grader's clock recorded of a timed process's calls (`tools::served`).
+pub use crate::tools::served::CallTimes;
 
-impl CallTimes {
-    /// `WALL_NS [CPU_NS]` per call, then `gpu-memory BYTES`. A file whose calls mix one column
-    /// and two was not written by one harness (a program rewrote it at exit: seen on the H100).
-    pub fn parse(text: &str) -> Option<CallTimes> {
-        let mut t = CallTimes::default();
-        for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
-            if let Some(b) = line.strip_prefix("gpu-memory ") {
-                t.gpu_memory = Some(b.trim().parse().ok()?);
-                continue;
-            }
-            let mut fields = line.split_whitespace();
-            t.calls_ns.push(fields.next()?.parse().ok()?);
-            t.cpu_ns.push(match fields.next() {
-                Some(c) => Some(c.parse().ok()?),
-                None => None,
-            });
-            if fields.next().is_some() {
-                return None;
-            }
-        }
-        let with_cpu = t.cpu_ns.iter().filter(|c| c.is_some()).count();
-        (!t.calls_ns.is_empty() && (with_cpu == 0 || with_cpu == t.cpu_ns.len())).then_some(t)
-    }
-
-    /// The least CPU time of a call after the first (the first loads the kernels).
-    pub fn judged_cpu_ns(&self) -> Option<f64> {
-        let rest = if self.cpu_ns.len() > 1 { &self.cpu_ns[1..] } else { &self.cpu_ns[..] };
-        rest.iter().copied().collect::<Option<Vec<f64>>>()?.into_iter().reduce(f64::min)
-    }
-
-    /// The call the judge holds a version to: the fastest after the first (which loads the
-    /// kernels). The inputs change between calls, so work cannot be done once and reused, and the
-    /// fastest call is the steadiest: on an H100 the calls of one 57-reduction process spread from
-    /// 32 to 67 ms, mostly in the workbook's copy of 268 MB to the GPU.
-    pub fn judged_ns(&self) -> Option<f64> {
-        let rest = if self.calls_ns.len() > 1 { &self.calls_ns[1..] } else { &self.calls_ns[..] };
-        rest.iter().copied().reduce(f64::min)
-    }
-
-    pub fn total_ns(&self) -> f64 {
-        self.calls_ns.iter().sum()
-    }
-}
-
-/// What the timed runs of one version left: ncu's measurement and its outputs, and the call timing.
+/// What the timed runs of one version left: ncu's measurement, the call timing, and each call's
+/// outputs as the grader took them.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Timed<'a> {
     pub measured: Option<&'a Measured>,
-    /// The outputs of the last call under ncu.
-    pub ncu_output: Option<&'a Path>,
-    /// The call timing's times (None where it did not run or failed) and its outputs.
+    /// What the grader saw of the calls under ncu (their outputs changed after they ended?).
+    pub ncu_calls: Option<&'a CallTimes>,
+    /// Each call's outputs under ncu.
+    pub ncu_outputs: &'a [PathBuf],
+    /// The call timing's times (None where it did not run or failed) and each call's outputs.
     pub call: Option<&'a CallTimes>,
-    pub call_output: Option<&'a Path>,
+    pub call_outputs: &'a [PathBuf],
     /// Why the call timing has no times, where it ran and failed.
     pub call_failure: Option<&'a str>,
     /// The call timing's whole process, as the grader clocked it from outside.
@@ -251,13 +213,13 @@ pub struct Timed<'a> {
     pub read_once: Option<&'a ReadOnce>,
 }
 
-/// A version's timed outputs, read at most once. A bench output is up to 256 MiB, and grade
+/// A version's timed outputs, read at most once. A bench output is up to 256 MiB a call, and grade
 /// compares the reference fix's with each learner's: read for every pair, 60 pairs of bug
 /// exercises spent 9-12 s of an H100 run reading them.
 #[derive(Debug, Default)]
 pub struct ReadOnce {
-    ncu: OnceLock<Option<Vec<Buffer>>>,
-    call: OnceLock<Option<Vec<Buffer>>>,
+    ncu: OnceLock<Option<Vec<Vec<Buffer>>>>,
+    call: OnceLock<Option<Vec<Vec<Buffer>>>>,
 }
 
 /// What ncu saw of one version's timed runs, for the anti-cheat rules.
@@ -275,7 +237,7 @@ pub struct Audit {
 
 pub fn audit(m: &Measured, named: &[String], repeat: u32) -> Audit {
     let kernels: BTreeSet<String> = m.launches.iter().map(|l| l.kernel.clone()).collect();
-    let text = m.csv().and_then(|p| std::fs::read_to_string(p).ok()).unwrap_or_default();
+    let text = m.csv().and_then(|p| crate::tools::untrusted::read_text(p).ok()).unwrap_or_default();
     let launches = ncu::parse_metrics(&text).unwrap_or_default();
     let mine: Vec<_> = launches.iter().filter(|l| named.contains(&l.kernel)).collect();
     let sum = |k: &str| -> Option<f64> {
@@ -339,10 +301,11 @@ fn mb(bytes: f64) -> String {
     }
 }
 
-/// Compare the outputs of one timed process with the reference fix's on the same inputs: None
-/// where they agree or cannot be compared (the reference's own are missing), else what differs.
-fn outputs_differ(mine: Option<&Path>, theirs: Option<&Path>, kept: Option<&OnceLock<Option<Vec<Buffer>>>>, ex: &Exercise, what: &str) -> Option<String> {
-    let read = || theirs.and_then(|p| data::read_outputs(p).ok());
+/// Compare each call's outputs of one timed process with the reference fix's of the same call (the
+/// same inputs): None where they agree or cannot be compared (the reference's own are missing),
+/// else the first difference.
+fn outputs_differ(mine: &[PathBuf], theirs: &[PathBuf], kept: Option<&OnceLock<Option<Vec<Vec<Buffer>>>>>, ex: &Exercise, what: &str) -> Option<String> {
+    let read = || theirs.iter().map(|p| data::read_outputs(p).ok()).collect::<Option<Vec<_>>>().filter(|v| !v.is_empty());
     let owned;
     let theirs = match kept {
         Some(k) => k.get_or_init(read).as_ref()?,
@@ -351,19 +314,33 @@ fn outputs_differ(mine: Option<&Path>, theirs: Option<&Path>, kept: Option<&Once
             &owned
         }
     };
-    let Some(mine) = mine else { return Some(format!("the {what} wrote no outputs")) };
-    let got = match data::read_outputs(mine) {
-        Ok(g) => g,
-        Err(e) => return Some(format!("the {what} left no readable outputs ({e})")),
-    };
-    match compare::compare(theirs, &got, ex.manifest.manifest.tolerance) {
-        Comparison::Equal { .. } => None,
-        Comparison::Shape(msg) => Some(format!("the {what}: {msg}")),
-        Comparison::Mismatch(m) => Some(format!(
-            "the {what}: {}[{}] = {} where the reference fix computed {} on the same inputs ({} of {} elements differ)",
-            m.buffer, m.index, m.got, m.expected, m.bad_count, m.len
-        )),
+    if mine.len() < theirs.len() {
+        return Some(format!("the {what} left the outputs of {} of its {} calls", mine.len(), theirs.len()));
     }
+    for (k, (mine, theirs)) in mine.iter().zip(theirs).enumerate() {
+        let call = k + 1;
+        let got = match data::read_outputs(mine) {
+            Ok(g) => g,
+            Err(e) => return Some(format!("call {call} of the {what} left no readable outputs ({e})")),
+        };
+        match compare::compare(theirs, &got, ex.manifest.manifest.tolerance) {
+            Comparison::Equal { .. } => {}
+            Comparison::Shape(msg) => return Some(format!("call {call} of the {what}: {msg}")),
+            Comparison::Mismatch(m) => {
+                return Some(format!(
+                    "call {call} of the {what}: {}[{}] = {} where the reference fix computed {} on the same inputs ({} of {} elements differ)",
+                    m.buffer, m.index, m.got, m.expected, m.bad_count, m.len
+                ))
+            }
+        }
+    }
+    None
+}
+
+/// The first call whose outputs changed after the program said it was done, in `what`.
+fn written_late(calls: Option<&CallTimes>, what: &str) -> Option<String> {
+    let k = calls?.changed.iter().position(|c| *c)? + 1;
+    Some(format!("call {k} of the {what} went on writing its outputs after it said it was done (what the grader read at the end of the call differs from what was there a moment later): work after the clock stopped"))
 }
 
 /// Judge one version's speed and the rules. A version with no kernel time gets no speed points
@@ -383,8 +360,11 @@ pub fn judge(i: &Inputs) -> Verdict {
         flag(Rule::NoKernel, format!("the timed runs launched {ran}; the exercise's kernels are {}", m.timing.kernels.join(", ")));
     }
     let kept = i.reference.read_once;
-    for (mine, theirs, kept, what) in [(i.learner.ncu_output, i.reference.ncu_output, kept.map(|k| &k.ncu), "run under ncu"), (i.learner.call_output, i.reference.call_output, kept.map(|k| &k.call), "call timing run")] {
-        if let Some(why) = outputs_differ(mine, theirs, kept, i.ex, what) {
+    for (mine, theirs, kept, calls, what) in [
+        (i.learner.ncu_outputs, i.reference.ncu_outputs, kept.map(|k| &k.ncu), i.learner.ncu_calls, "run under ncu"),
+        (i.learner.call_outputs, i.reference.call_outputs, kept.map(|k| &k.call), i.learner.call, "call timing run"),
+    ] {
+        if let Some(why) = outputs_differ(mine, theirs, kept, i.ex, what).or_else(|| written_late(calls, what)) {
             flag(Rule::TimedOutputs, why);
         }
     }
@@ -441,7 +421,7 @@ pub fn judge(i: &Inputs) -> Verdict {
         let extra = (cl - cr) - (kl - kr);
         let allowed = 0.3 * cr + 500_000.0;
         if cl < 0.5 * kl {
-            flag(Rule::HostWork, format!("the harness reported calls of {:.1} us, shorter than the {:.1} us its kernels take under ncu: the call times were not measured by the harness", cl / 1e3, kl / 1e3));
+            flag(Rule::HostWork, format!("the grader clocked calls of {:.1} us, shorter than the {:.1} us its kernels take under ncu: the run that was clocked did not run the kernels that were timed", cl / 1e3, kl / 1e3));
         } else if extra > allowed && !by_call {
             // Where the clock is the call, time outside the kernels is what is judged.
             flag(
@@ -473,9 +453,6 @@ pub fn judge(i: &Inputs) -> Verdict {
             let what = if by_call { " beyond its wall time" } else { "" };
             flag(Rule::HostCpu, format!("each call used {:.2} ms of CPU time (all threads, in {:.2} ms of wall time){what} against the reference fix's {:.2} ms", jl / 1e6, call_l.unwrap_or(f64::NAN) / 1e6, jr / 1e6));
         }
-    }
-    if let Some(c) = i.learner.call.filter(|c| c.calls_ns.len() != repeat.max(1) as usize) {
-        flag(Rule::Unaccounted, format!("the call-times file holds {} calls where the harness makes {}: something besides the harness wrote it", c.calls_ns.len(), repeat.max(1)));
     }
     // Outside the reported calls, clocked by the grader: what the harness's own numbers cannot hide.
     let outside = |t: &Timed| Some(t.call_wall_ns? - t.call?.total_ns());
@@ -573,13 +550,14 @@ pub fn flag_steps(flags: &[Flag]) -> Vec<crate::judge::verdict::Step> {
 pub fn evidence<'r>(timing: Option<&'r crate::judge::stages::Output>, call: Option<&'r crate::judge::stages::Output>) -> Timed<'r> {
     use crate::judge::stages::Output;
     let mut t = Timed::default();
-    if let Some(Output::Timed { measured: Ok(m), output, .. }) = timing {
+    if let Some(Output::Timed { measured: Ok(m), calls, outputs, .. }) = timing {
         t.measured = Some(m);
-        t.ncu_output = m.finished.success().then_some(output.as_path());
+        t.ncu_calls = calls.as_ref();
+        t.ncu_outputs = if m.finished.success() { outputs } else { &[] };
     }
-    if let Some(Output::Called { run, times, output, failure, .. }) = call {
+    if let Some(Output::Called { run, times, outputs, failure, .. }) = call {
         t.call = times.as_ref();
-        t.call_output = failure.is_none().then_some(output.as_path());
+        t.call_outputs = if failure.is_none() { outputs } else { &[] };
         t.call_failure = failure.as_deref();
         t.call_wall_ns = run.as_ref().ok().map(|f| f.wall.as_secs_f64() * 1e9);
     }
@@ -589,13 +567,15 @@ pub fn evidence<'r>(timing: Option<&'r crate::judge::stages::Output>, call: Opti
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     #[test]
     fn every_rule_says_why_and_review_rules_take_at_most_the_speed_points() {
         for rule in Rule::ALL {
             assert!(rule.why().len() > 60, "{rule:?}");
             if rule.review() {
-                assert!(rule.withholds().iter().all(|s| *s == GradeStage::Speed), "{rule:?}");
+                // A person decides; a review never takes the points of the builds or the cases.
+                assert!(rule.withholds().iter().all(|s| matches!(s, GradeStage::Speed | GradeStage::NamedTool | GradeStage::OtherTools)), "{rule:?}");
             }
         }
         let keys: BTreeSet<&str> = Rule::ALL.iter().map(|r| r.key()).collect();
@@ -605,34 +585,23 @@ mod tests {
         }
     }
 
-    #[test]
-    fn call_times_parse_and_the_judged_call_is_the_fastest_after_the_first() {
-        let t = CallTimes::parse("900000 880000\n120000 130000\n150000 110000\ngpu-memory 1048576\n").unwrap();
-        assert_eq!(t.calls_ns, [900000.0, 120000.0, 150000.0]);
-        assert_eq!(t.judged_cpu_ns(), Some(110000.0), "the least CPU time after the first call, whichever call it was");
-        assert_eq!(t.gpu_memory, Some(1048576.0));
-        assert_eq!(t.judged_ns(), Some(120000.0), "the first call loads the kernels: not held against anyone");
-        assert_eq!(t.total_ns(), 1170000.0);
-        assert_eq!(CallTimes::parse("42\n").unwrap().judged_ns(), Some(42.0), "one call is that call");
-        assert_eq!(CallTimes::parse("42\n43\n").unwrap().judged_cpu_ns(), None, "an older harness wrote no CPU column");
-        assert_eq!(CallTimes::parse("42 1 7\n"), None, "three columns are not call times");
-        // forge-times on the H100: its exit handler appended forged one-column lines to the file.
-        assert_eq!(CallTimes::parse("290440645 297296904\n314390807 320329232\ngpu-memory 937230336\n90000\n91373\n"), None);
-        assert_eq!(CallTimes::parse("gpu-memory 5\n"), None, "no call: no times");
-        assert_eq!(CallTimes::parse("12 ms\n"), None, "garbage is no times, not zero");
-    }
-
     fn race() -> Exercise {
         let text = include_str!("../../../exercises/03-race/exercise.toml");
         let manifest = crate::exercise::manifest::parse("03-race", Path::new("exercises/03-race/exercise.toml"), text).unwrap();
         Exercise { manifest, original: "", solution: "" }
     }
 
-    /// Call times as the harness writes them: a first call that loads the kernels, then two of
+    /// Calls as the grader's clock records them: a first call that loads the kernels, then two of
     /// `wall_ms`, `cpu_ms`.
     fn calls(wall_ms: f64, cpu_ms: f64) -> CallTimes {
-        let line = |w: f64, c: f64| format!("{:.0} {:.0}\n", w * 1e6, c * 1e6);
-        CallTimes::parse(&format!("{}{}{}gpu-memory 1\n", line(3.0 * wall_ms, 3.0 * cpu_ms), line(wall_ms, cpu_ms), line(wall_ms, cpu_ms))).unwrap()
+        let ns = |ms: f64| ms * 1e6;
+        CallTimes {
+            calls_ns: vec![ns(3.0 * wall_ms), ns(wall_ms), ns(wall_ms)],
+            cpu_ns: vec![Some(ns(3.0 * cpu_ms)), Some(ns(cpu_ms)), Some(ns(cpu_ms))],
+            changed: vec![false; 3],
+            gpu_memory: Some(1.0),
+            ..CallTimes::default()
+        }
     }
 
     #[test]
@@ -651,13 +620,9 @@ mod tests {
         // Timed while three other processes started up beside each (gate-4): slower, still told apart.
         assert!(!rules(&calls(17.33, 13.84), &calls(13.71, 12.32)).contains(&Rule::HostCpu));
         assert!(rules(&calls(20.28, 33.04), &calls(13.71, 12.32)).contains(&Rule::HostCpu));
-        // More calls than the bench makes: the file is not the harness's alone.
-        let eight = CallTimes::parse(&"9000000\n".repeat(8)).unwrap();
-        assert!(rules(&eight, &reference).contains(&Rule::Unaccounted));
-        assert!(!rules(&reference, &reference).contains(&Rule::Unaccounted), "the bench's {} calls", ex.manifest.manifest.bench.repeat);
-        // A harness without the CPU column judges nothing by it.
-        let old = CallTimes::parse("9000000\n9000000\n").unwrap();
-        assert!(!rules(&old, &old).contains(&Rule::HostCpu));
+        // A run without a cgroup has no CPU time: nothing is judged by it.
+        let unknown = CallTimes { cpu_ns: vec![None; 3], ..calls(9.0, 0.0) };
+        assert!(!rules(&unknown, &unknown).contains(&Rule::HostCpu));
     }
 
     #[test]
@@ -704,17 +669,29 @@ mod tests {
             assert!(matches!(&data::read_outputs(&path).unwrap()[0].data, Data::F32(v) if v == &[total]));
             path
         };
-        let (theirs, right, wrong) = (write("reference.out", 5000.0), write("right.out", 5000.0), write("wrong.out", 4000.0));
+        // Three calls each: the reference's, an honest learner's, and one that is wrong in its
+        // second call only (the judged one, had it been the fastest).
+        let theirs = vec![write("r1.out", 5000.0), write("r2.out", 4000.0), write("r3.out", 4500.0)];
+        let right = vec![write("a1.out", 5000.0), write("a2.out", 4000.0), write("a3.out", 4500.0)];
+        let lazy = vec![write("b1.out", 5000.0), write("b2.out", 5000.0), write("b3.out", 4500.0)];
         let kept = ReadOnce::default();
-        let rules = |mine: &Path, reference: &Path| {
-            let learner = Timed { ncu_output: Some(mine), ..Timed::default() };
-            let reference = Timed { ncu_output: Some(reference), read_once: Some(&kept), ..Timed::default() };
-            judge(&Inputs { ex: &ex, learner, reference, original: Timed::default(), peak: None, perf: None }).flags.into_iter().map(|f| f.rule).collect::<Vec<_>>()
+        let judged = |mine: &[PathBuf], reference: &[PathBuf], late: Option<&CallTimes>| {
+            let learner = Timed { ncu_outputs: mine, ncu_calls: late, ..Timed::default() };
+            let reference = Timed { ncu_outputs: reference, read_once: Some(&kept), ..Timed::default() };
+            judge(&Inputs { ex: &ex, learner, reference, original: Timed::default(), peak: None, perf: None }).flags
         };
-        assert!(!rules(&right, &theirs).contains(&Rule::TimedOutputs));
+        let timed_outputs = |flags: &[Flag]| flags.iter().find(|f| f.rule == Rule::TimedOutputs).map(|f| f.message.clone());
+        assert_eq!(timed_outputs(&judged(&right, &theirs, None)), None);
         // Read once: gone from the disk, the reference's outputs still judge the next learner.
-        std::fs::remove_file(&theirs).unwrap();
-        assert!(rules(&wrong, &theirs).contains(&Rule::TimedOutputs));
-        assert!(!rules(&right, &theirs).contains(&Rule::TimedOutputs));
+        for f in &theirs {
+            std::fs::remove_file(f).unwrap();
+        }
+        let why = timed_outputs(&judged(&lazy, &theirs, None)).expect("the lazy second call is caught");
+        assert!(why.starts_with("call 2 of the run under ncu: total[0] = 5000"), "{why}");
+        assert_eq!(timed_outputs(&judged(&right, &theirs, None)), None);
+        assert!(timed_outputs(&judged(&right[..2], &theirs, None)).is_some_and(|w| w.contains("2 of its 3 calls")), "a call's outputs missing");
+        // Right outputs, but written after the call said it was done.
+        let late = CallTimes { changed: vec![false, true, false], ..calls(1.0, 1.0) };
+        assert!(timed_outputs(&judged(&right, &theirs, Some(&late))).is_some_and(|w| w.contains("call 2 of the run under ncu went on writing")));
     }
 }

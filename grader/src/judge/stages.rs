@@ -16,6 +16,7 @@ use crate::tools::nvcc::{self, BuildError, Built, Flavor};
 use crate::tools::runner::{Finished, Job, SpawnError};
 use crate::tools::sandbox::Confinement;
 use crate::tools::sanitizer::{self, ToolRun};
+use crate::tools::served::{self, CallTimes, Served};
 
 /// Why a stage did not run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,6 +29,8 @@ pub enum Blocked {
     Missing(&'static str),
     /// The stage does not apply to this target (a plan asked for it by mistake): why.
     NotApplicable(&'static str),
+    /// The grader could not prepare what the stage needs (the timed calls' shared memory): why.
+    Setup(String),
 }
 
 /// What a run was held to, and what the exercise says a run that stopped means: its time limit,
@@ -67,17 +70,18 @@ pub enum Output {
     Built(Result<Built, BuildError>),
     Sanitized { tool: Tool, run: Result<ToolRun, sanitizer::RunError>, findings: Vec<Finding>, bounds: Bounds },
     Ran { command: String, run: Result<Finished, SpawnError>, outputs: Vec<PathBuf>, bounds: Bounds },
-    /// `output`: the outputs of the last timed call (compared with the reference fix's).
-    Timed { target: ncu::Target, measured: Result<Measured, ncu::RunError>, output: PathBuf },
-    /// The call timing: each whole call's time (None, with `failure`, where the run failed or wrote
-    /// no times) and the outputs of the last call.
-    /// The timeline stage's is the same, with each call's operations.
+    /// ncu's measurement of the served calls, what the grader saw of them (`calls`) and each
+    /// call's outputs as the grader took them (compared with the reference fix's, call by call).
+    Timed { target: ncu::Target, measured: Result<Measured, ncu::RunError>, calls: Option<CallTimes>, outputs: Vec<PathBuf> },
+    /// The call timing: each whole call on the grader's clock (None, with `failure`, where the run
+    /// failed or the grader recorded nothing) and each call's outputs.
+    /// The timeline stage's is the same, with each call's operations (and no outputs kept).
     Called {
         command: String,
         run: Result<Finished, SpawnError>,
-        times: Option<crate::judge::speed::CallTimes>,
+        times: Option<CallTimes>,
         timeline: Option<crate::tools::timeline::Timeline>,
-        output: PathBuf,
+        outputs: Vec<PathBuf>,
         failure: Option<String>,
     },
     /// `sanitize --profile`: every launch's metrics, or why there are none.
@@ -132,8 +136,12 @@ impl Output {
 // CUDA_LAUNCH_BLOCKING: the debugging switch 14-async-error teaches, `CUDA_LAUNCH_BLOCKING=1 cargo xtask check ...`.
 const PASSED_THROUGH: &[&str] = &["PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "CUDA_HOME", "CUDA_LAUNCH_BLOCKING"];
 
-/// The folder ncu's instances share for their lock file (`$TMPDIR/nsight-compute-lock`), which is
-/// what keeps the kernels of several ncu processes from being timed at once. Made if missing.
+/// The folder ncu's instances share as their TMPDIR for their lock (`nsight-compute-lock`), which
+/// is what keeps the kernels of several ncu processes from being profiled at once (each ncu job
+/// with a TMPDIR of its own, and its lock file bound in from here, found the profiler busy in 3 of
+/// 8 checks on an H100). Writable by every sandboxed ncu job, and so by the program under it: a
+/// program that removes the lock can make another's profiling fail as busy (tried again, then a
+/// tool error, graded again), not make it measure wrong (the counters serve one session at a time).
 pub fn ncu_lock_dir(ctx: &Context, wb: &Workbook) -> PathBuf {
     // One lock per GPU: kernels on different GPUs do not disturb each other's times. Per machine
     // too, where a cluster's nodes share the workbook's folder (`grade --shard` under Slurm).
@@ -142,6 +150,8 @@ pub fn ncu_lock_dir(ctx: &Context, wb: &Workbook) -> PathBuf {
         None => wb.work_dir().join("ncu-lock"),
     };
     let _ = std::fs::create_dir_all(&dir);
+    // Every sandbox user's, as /tmp is (sticky).
+    let _ = std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o1777));
     dir
 }
 
@@ -149,16 +159,54 @@ fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_else(|_| "localhost".into())
 }
 
-/// Where a submission's code may write and what it must not see.
-pub fn confinement(ctx: &Context, wb: &Workbook, sub: &Submission, extra_writable: &[PathBuf]) -> Confinement {
-    let mut writable = vec![sub.work.clone()];
-    writable.extend(extra_writable.iter().cloned());
+/// A stage's own folder: its HOME, its TMPDIR and the files it writes. Made afresh for each run,
+/// it is the only folder the submission's code may write in that run, so that no run of it can
+/// touch another run's outputs (stages run side by side) or its own binaries.
+pub fn run_dir(sub: &Submission, stage: &Stage) -> PathBuf {
+    sub.work.join("run").join(file_tag(stage))
+}
+
+/// `run_dir`, emptied and made again, with its `home` and `tmp`.
+fn fresh_run_dir(sub: &Submission, stage: &Stage) -> PathBuf {
+    let dir = run_dir(sub, stage);
+    // What an earlier run left (links included, never followed) goes first.
+    let _ = std::fs::remove_dir_all(&dir);
+    for d in ["home", "tmp"] {
+        let _ = std::fs::create_dir_all(dir.join(d));
+    }
+    dir
+}
+
+/// The installation folder of each tool a sandboxed job may run (`.../bin/ncu` -> `...`): it must
+/// be reachable by the sandbox's user.
+fn tool_roots(ctx: &Context) -> Vec<PathBuf> {
+    [Some(&ctx.nvcc.path), ctx.tools.sanitizer.as_ref(), ctx.tools.ncu.as_ref()]
+        .into_iter()
+        .flatten()
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .filter_map(|p| p.parent().and_then(Path::parent).map(Path::to_path_buf))
+        .filter(|p| p.components().count() > 2)
+        .collect()
+}
+
+/// Where a submission's code may write (`writable`: the stage's folder) and what it must see and
+/// must not.
+pub fn confinement(ctx: &Context, wb: &Workbook, sub: &Submission, writable: &Path) -> Confinement {
+    let handed_over = vec![writable.to_path_buf()];
+    let mut writable = vec![writable.to_path_buf()];
     if let Target::Program(p) = &sub.target {
         // A program of the user's own may write where it was started from.
         writable.push(p.cwd.clone());
     }
+    // The submission's folder (its text and binaries), below the hidden work folders; the
+    // workbook and the tools, where the sandbox's user could not otherwise reach them.
+    let mut readable: Vec<PathBuf> = vec![wb.root.clone(), sub.work.clone()];
+    readable.extend(tool_roots(ctx));
+    readable.retain(|p| p.is_dir());
     Confinement {
         writable,
+        handed_over,
+        readable,
         // The build cache is inside the work root (hidden with it: hiding it too fails, as it is
         // not there once the root is) unless CUDABUGS_BUILD_CACHE puts it elsewhere.
         hidden: [wb.root.join("solutions"), wb.root.join(crate::learner::BACKUP_DIR), crate::judge::plan::work_root(wb)]
@@ -166,80 +214,84 @@ pub fn confinement(ctx: &Context, wb: &Workbook, sub: &Submission, extra_writabl
             .chain(ctx.build_cache.iter().map(|c| c.dir.clone()).filter(|d| !d.starts_with(crate::judge::plan::work_root(wb))))
             .chain(ctx.config.hidden.iter().cloned())
             .collect(),
+        user: ctx.config.sandbox_user,
         limits: ctx.config.limits,
     }
 }
 
-/// The environment of a sandboxed job: HOME and TMPDIR inside its work folder (ncu fails when HOME
+/// The environment of a sandboxed job: HOME and TMPDIR inside its run folder (ncu fails when HOME
 /// is not writable), the GPU selection, and the few variables CUDA needs.
-pub fn sandbox_env(ctx: &Context, sub: &Submission, tmpdir: &Path) -> Vec<(String, String)> {
+pub fn sandbox_env(ctx: &Context, run: &Path, kind: StageKind) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = PASSED_THROUGH.iter().filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v))).collect();
     if !env.iter().any(|(k, _)| k == "PATH") {
         env.push(("PATH".into(), "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into()));
     }
-    for (k, v) in cuda_settings(&ctx.config) {
+    for (k, v) in cuda_settings(&ctx.config, kind) {
         env.retain(|(have, _)| *have != k);
         env.push((k.into(), v));
     }
-    env.push(("HOME".into(), sub.work.join("home").display().to_string()));
-    env.push(("TMPDIR".into(), tmpdir.display().to_string()));
+    env.push(("HOME".into(), run.join("home").display().to_string()));
+    env.push(("TMPDIR".into(), run.join("tmp").display().to_string()));
     env.push(("LANG".into(), "C.UTF-8".into()));
     env
 }
 
-/// What the configuration says to CUDA in every sandboxed job: the worker's GPU, one hardware
-/// queue per context.
-fn cuda_settings(config: &crate::judge::config::Config) -> Vec<(&'static str, String)> {
+/// What the configuration says to CUDA in a sandboxed job of `kind`: the worker's GPU, and one
+/// hardware queue per context where nothing is timed (a timed run keeps the queues its streams
+/// need to overlap: with one, 63-transfers' pipeline lost its overlap in `grade` but not in
+/// `check`, and the reference fix lost its speed points).
+fn cuda_settings(config: &crate::judge::config::Config, kind: StageKind) -> Vec<(&'static str, String)> {
     let mut set = Vec::new();
     if let Some(gpu) = &config.gpu {
         set.push(("CUDA_VISIBLE_DEVICES", gpu.clone()));
     }
-    if config.one_connection {
+    if config.one_connection && !kind.timed() {
         set.push(("CUDA_DEVICE_MAX_CONNECTIONS", "1".to_string()));
     }
     set
 }
 
-/// A TMPDIR of the job's own. Never one per submission: in PID namespaces every job's first
-/// process has the same pid, and nvcc names its intermediate files after its pid
-/// (`tmpxft_00000002_...`), so two builds sharing a TMPDIR overwrite each other's (seen on an H100).
-fn private_tmp(sub: &Submission, tag: &str) -> PathBuf {
-    let dir = sub.work.join("tmp").join(tag.replace([':', '#'], "-"));
-    let _ = std::fs::create_dir_all(&dir);
-    dir
-}
-
-/// A job that runs the submission's code, sandboxed: confined, a cleared environment, its own
-/// TMPDIR (`shared_tmp` instead where processes must meet: ncu's lock file).
-fn sandboxed(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, mut job: Job, shared_tmp: Option<&Path>) -> Job {
-    let tmp = shared_tmp.map(Path::to_path_buf).unwrap_or_else(|| private_tmp(sub, &stage.id()));
-    job.confine = Some(confinement(ctx, wb, sub, &shared_tmp.map(|t| vec![t.to_path_buf()]).unwrap_or_default()));
+/// A job that runs the submission's code, sandboxed: confined to a fresh run folder of its own
+/// (which is also its HOME and TMPDIR: in PID namespaces every job's first process has the same
+/// pid, and nvcc names its intermediate files after its pid, `tmpxft_00000002_...`, so two builds
+/// sharing a TMPDIR overwrite each other's, as seen on an H100), a cleared environment; for ncu,
+/// the TMPDIR its instances share for their lock (`ncu_lock_dir`).
+fn sandboxed(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, mut job: Job, ncu_lock: Option<&Path>) -> Job {
+    let run = fresh_run_dir(sub, stage);
+    let mut confine = confinement(ctx, wb, sub, &run);
+    confine.writable.extend(ncu_lock.map(Path::to_path_buf));
+    job.confine = Some(confine);
     job.clear_env = true;
-    job.env = sandbox_env(ctx, sub, &tmp).into_iter().map(|(k, v)| (k.into(), v.into())).collect();
+    job.env = sandbox_env(ctx, &run, stage.kind).into_iter().map(|(k, v)| (k.into(), v.into())).collect();
+    if let Some(lock) = ncu_lock {
+        job.env.retain(|(k, _)| k != "TMPDIR");
+        job.env.push(("TMPDIR".into(), lock.into()));
+    }
     job.cwd = Some(match &sub.target {
         Target::Program(p) => p.cwd.clone(),
-        Target::Exercise { .. } => sub.work.clone(),
+        Target::Exercise { .. } => run,
     });
     job
 }
 
 /// A sandboxed job with a recording key: a run of a tool or of the program, which a recording keeps
 /// and a replay serves (builds have no key, so that a replay builds for real).
-fn confined(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, job: Job, shared_tmp: Option<&Path>) -> Job {
-    let mut job = sandboxed(ctx, wb, sub, stage, job, shared_tmp);
+fn confined(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, job: Job, ncu_lock: Option<&Path>) -> Job {
+    let mut job = sandboxed(ctx, wb, sub, stage, job, ncu_lock);
     job.key = Some(format!("{}/{}/{}", sub.name, sub.variant, stage.id()));
     job
 }
 
-/// Write the submission's text (an exercise's) and make its folders (home, tmp, out).
+/// Write the submission's text (an exercise's) in its folder, which no run of it can write.
 pub fn materialise(sub: &Submission) -> std::io::Result<()> {
-    for dir in ["home", "tmp", "out"] {
-        std::fs::create_dir_all(sub.work.join(dir))?;
-    }
+    std::fs::create_dir_all(&sub.work)?;
     if let Target::Program(_) = sub.target {
         return Ok(());
     }
     let path = sub.source();
+    if std::fs::symlink_metadata(&path).is_ok_and(|m| !m.is_file()) {
+        std::fs::remove_file(&path)?;
+    }
     if std::fs::read_to_string(&path).ok().as_deref() != Some(sub.text.as_str()) {
         std::fs::write(&path, &sub.text)?;
     }
@@ -267,9 +319,9 @@ pub fn build(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, flav
 pub fn sanitize(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: &Built, tool: Tool, after_stall: Option<std::time::Duration>) -> Output {
     let Some(path) = ctx.tools.sanitizer.as_deref() else { return Output::NotRun(Blocked::Missing("compute-sanitizer")) };
     let tag = stage.id().replace(':', "-");
-    let xml = sub.work.join("out").join(format!("{tag}.xml"));
+    let xml = run_dir(sub, stage).join(format!("{tag}.xml"));
     let args = match &sub.target {
-        Target::Exercise { cases, exercise } => cases::harness_args(cases, |c| c.sanitize, false, &exercise.manifest.manifest.harness_flags(), &sub.work.join("out"), &tag).0,
+        Target::Exercise { cases, exercise } => cases::harness_args(cases, |c| c.sanitize, false, &exercise.manifest.manifest.harness_flags(), &run_dir(sub, stage), &tag).0,
         Target::Program(p) => p.args.clone(),
     };
     let bounds = Bounds { after_stall: after_stall.is_some(), ..Bounds::of(sub, after_stall.unwrap_or(ctx.config.timeouts.tool)) };
@@ -299,7 +351,7 @@ pub fn sanitize(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, b
 pub fn correctness(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: &Built, cases: &cases::Cases) -> Output {
     let tag = file_tag(stage);
     let flags = sub.exercise().map(|e| e.manifest.manifest.harness_flags()).unwrap_or_default();
-    let (args, outputs) = cases::harness_args(cases, |_| true, true, &flags, &sub.work.join("out"), &tag);
+    let (args, outputs) = cases::harness_args(cases, |_| true, true, &flags, &run_dir(sub, stage), &tag);
     let bounds = Bounds::of(sub, ctx.config.timeouts.run);
     let mut job = Job::new(&built.binary, bounds.limit).args(args);
     job.outputs = outputs.clone();
@@ -311,14 +363,20 @@ pub fn correctness(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage
 pub fn time(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: &Built) -> Output {
     let Some(path) = ctx.tools.ncu.as_deref() else { return Output::NotRun(Blocked::Missing("ncu")) };
     let Some(exercise) = sub.exercise() else { return Output::NotRun(Blocked::NotApplicable("a program has no bench to time: it is profiled with --profile")) };
+    if let Some(why) = ctx.counters_refused() {
+        return Output::NotRun(Blocked::Setup(why));
+    }
     let m = &exercise.manifest.manifest;
-    let tag = file_tag(stage);
-    let out = sub.work.join("out");
-    let bench_out = bench_output(sub, &tag);
+    let clock = fresh_clock_dir(sub, stage);
+    // Under ncu only the kernels' times count: the grader polls instead of spinning.
+    let served = match serve(sub, &clock, false, true) {
+        Ok(s) => s,
+        Err(why) => return Output::NotRun(Blocked::Setup(why)),
+    };
     let target = ncu::Target {
         name: sub.label(),
         program: built.binary.clone(),
-        args: bench_args(sub, &bench_out),
+        args: served_args(sub, &served, None),
         kernels: m.timing.kernels.clone(),
         // A performance exercise's metrics come from the same ncu pass as its time.
         counters: {
@@ -331,87 +389,124 @@ pub fn time(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built
         every_kernel: ctx.config.audit,
         repeat: m.bench.repeat,
     };
-    let csv = out.join(format!("{tag}.csv"));
+    let csv = run_dir(sub, stage).join(format!("{}.csv", file_tag(stage)));
     let lock = ncu_lock_dir(ctx, wb);
-    let _ = std::fs::remove_file(&bench_out);
-    let job = ncu::job(path, &target, &csv, Bounds::of(sub, ctx.config.timeouts.ncu).limit).output(&csv).output(&bench_out);
+    let files = served.files();
+    let mut job = ncu::job(path, &target, &csv, Bounds::of(sub, ctx.config.timeouts.ncu).limit).output(&csv);
+    job.outputs.extend(files.iter().cloned());
+    job.pass_fds = vec![served.fd()];
+    job.driver = Some(std::sync::Arc::new(served));
     let job = confined(ctx, wb, sub, stage, job, Some(&lock));
     let measured = ncu::measure(ctx.launcher.as_ref(), &job, &target, &csv);
-    Output::Timed { target, measured, output: bench_out }
+    let (calls, outputs) = clocked(&files);
+    Output::Timed { target, measured, calls, outputs }
 }
 
-/// Where a timed stage's last call writes its outputs (compared with the reference fix's).
-fn bench_output(sub: &Submission, tag: &str) -> PathBuf {
-    sub.work.join("out").join(format!("bench.{tag}.out"))
+/// The grader's own folder for a timed stage's clock and each call's outputs: no run of the
+/// submission can write there (it lies in the submission's folder, read-only to every run).
+fn fresh_clock_dir(sub: &Submission, stage: &Stage) -> PathBuf {
+    let dir = sub.work.join("clock").join(file_tag(stage));
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::create_dir_all(&dir);
+    dir
 }
 
-/// The harness's arguments for the timed bench: every call's outputs poisoned first, the inputs
-/// varied between calls, the last call's outputs written to `out`.
-fn bench_args(sub: &Submission, out: &Path) -> Vec<String> {
-    let m = &sub.exercise().expect("an exercise").manifest.manifest;
+/// The served calls of a submission's bench: its layout, the bench's inputs, the session's secret.
+/// `spin`: the grader spins while a call runs (the judged clock); `keep`: each call's outputs kept.
+fn serve(sub: &Submission, dir: &Path, spin: bool, keep: bool) -> Result<Served, String> {
+    let ex = sub.exercise().expect("an exercise");
+    let m = &ex.manifest.manifest;
     let cases = sub.cases();
-    let mut args = vec!["--poison".to_string(), "--repeat".into(), m.bench.repeat.to_string()];
+    let base = cases.bench_data().ok_or_else(|| format!("the bench's inputs could not be read from {}", cases.bench_input.display()))?;
+    let len = |spec: &crate::exercise::manifest::BufferSpec| crate::exercise::manifest::eval_len(spec.len.get_ref(), &m.bench.params).unwrap_or(0);
+    let layout = served::Layout::new(
+        &m.inputs.iter().map(|s| (s.name.clone(), s.dtype, len(s), s.dist)).collect::<Vec<_>>(),
+        &m.outputs.iter().map(|s| (s.name.clone(), s.dtype, len(s))).collect::<Vec<_>>(),
+    );
+    let calls = served::Calls { base, layout, count: m.bench.repeat.max(1), secret: cases.call_secret };
+    Served::new(calls, spin, dir, keep).map_err(|e| format!("the grader could not share memory for the timed calls: {e}"))
+}
+
+/// The harness's arguments for served calls: the shared memory's descriptor, the manifest's
+/// options, the timeline where one is recorded, the bench's input file (its layout).
+fn served_args(sub: &Submission, served: &Served, timeline: Option<&Path>) -> Vec<String> {
+    let m = &sub.exercise().expect("an exercise").manifest.manifest;
+    let mut args = vec!["--serve".to_string(), served.fd().to_string()];
     args.extend(m.harness_flags().into_iter().map(String::from));
-    if !cases.vary.as_os_str().is_empty() {
-        args.extend(["--vary".to_string(), cases.vary.display().to_string()]);
+    if let Some(t) = timeline {
+        args.extend(["--timeline".to_string(), t.display().to_string()]);
     }
-    args.extend([cases.bench_input.display().to_string(), out.display().to_string()]);
+    args.push(sub.cases().bench_input.display().to_string());
     args
 }
 
-/// The call timing: the bench, alone on the GPU, each whole call of the entry point timed by the
-/// harness, the GPU memory in use sampled; for the timeline stage, each call's operations recorded.
+/// What the driver left in `files` (`Served::files`): the clock's record and the calls' outputs
+/// it kept.
+fn clocked(files: &[PathBuf]) -> (Option<CallTimes>, Vec<PathBuf>) {
+    let times = files.first().and_then(|f| crate::tools::untrusted::read_text(f).ok()).and_then(|t| CallTimes::parse(&t));
+    let outputs = files.iter().skip(1).filter(|f| f.is_file()).cloned().collect();
+    (times, outputs)
+}
+
+/// The call timing: the bench, alone on the GPU, each whole call started, clocked and checked by
+/// the grader, the GPU memory in use sampled; for the timeline stage, each call's operations
+/// recorded (the program's own account: the lessons' pictures).
 pub fn call(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: &Built) -> Output {
     if sub.exercise().is_none() {
         return Output::NotRun(Blocked::NotApplicable("a program has no bench to time"));
     }
-    let tag = file_tag(stage);
-    let out_dir = sub.work.join("out");
-    let (out, times_path, timeline_path) = (bench_output(sub, &tag), out_dir.join(format!("{tag}.times")), out_dir.join(format!("{tag}.timeline")));
     let recording = stage.kind == StageKind::Timeline;
-    for stale in [&out, &times_path, &timeline_path] {
-        let _ = std::fs::remove_file(stale);
-    }
-    let mut args = vec!["--call-times".to_string(), times_path.display().to_string()];
-    if recording {
-        args.extend(["--timeline".to_string(), timeline_path.display().to_string()]);
-    }
-    args.extend(bench_args(sub, &out));
+    let clock = fresh_clock_dir(sub, stage);
+    let served = match serve(sub, &clock, true, !recording) {
+        Ok(s) => s,
+        Err(why) => return Output::NotRun(Blocked::Setup(why)),
+    };
+    let timeline_path = run_dir(sub, stage).join(format!("{}.timeline", file_tag(stage)));
+    let args = served_args(sub, &served, recording.then_some(timeline_path.as_path()));
+    let files = served.files();
     let mut job = Job::new(&built.binary, Bounds::of(sub, ctx.config.timeouts.run).limit).args(args);
-    job.outputs = vec![out.clone(), times_path.clone()];
+    job.outputs = files.clone();
     if recording {
         job.outputs.push(timeline_path.clone());
     }
+    job.pass_fds = vec![served.fd()];
+    job.driver = Some(std::sync::Arc::new(served));
     let job = confined(ctx, wb, sub, stage, job, None);
     let command = job.display();
     let run = ctx.launcher.launch(&job);
-    let times = std::fs::read_to_string(&times_path).ok().and_then(|t| crate::judge::speed::CallTimes::parse(&t));
-    let timeline = recording.then(|| std::fs::read_to_string(&timeline_path).map_err(|e| e.to_string()).and_then(|t| crate::tools::timeline::Timeline::parse(&t)));
+    let (times, outputs) = clocked(&files);
+    let timeline = recording.then(|| crate::tools::untrusted::read_text(&timeline_path).map_err(|e| e.to_string()).and_then(|t| crate::tools::timeline::Timeline::parse(&t)));
+    let repeat = sub.exercise().map_or(1, |e| e.manifest.manifest.bench.repeat.max(1)) as usize;
     let failure = match &run {
         Err(e) => Some(e.to_string()),
         Ok(f) if !f.success() => Some(format!("the program failed: {}", f.describe_exit())),
         Ok(f) => f
             .left_running()
-            .or_else(|| times.is_none().then(|| "the harness wrote no call times".to_string()))
+            .or_else(|| match &times {
+                None => Some("the grader's clock recorded nothing".to_string()),
+                Some(t) => t.failure.clone().map(|why| format!("the calls stopped: {why}")).or_else(|| (t.calls_ns.len() < repeat).then(|| format!("{} of the bench's {repeat} calls were made", t.calls_ns.len()))),
+            })
             .or_else(|| match &timeline {
                 Some(Err(why)) => Some(format!("the harness wrote no readable timeline ({why})")),
                 _ => None,
             }),
     };
-    Output::Called { command, run, times, timeline: timeline.and_then(Result::ok), output: out, failure }
+    Output::Called { command, run, times, timeline: timeline.and_then(Result::ok), outputs, failure }
 }
 
 /// A program's release build under ncu with the performance metrics, every kernel.
 pub fn profile(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: &Built) -> Output {
     let Some(path) = ctx.tools.ncu.as_deref() else { return Output::NotRun(Blocked::Missing("ncu")) };
     let Target::Program(p) = &sub.target else { return Output::NotRun(Blocked::NotApplicable("an exercise is timed on its bench, not profiled")) };
-    let csv = sub.work.join("out").join("profile.csv");
+    if let Some(why) = ctx.counters_refused() {
+        return Output::NotRun(Blocked::Setup(why));
+    }
+    let csv = run_dir(sub, stage).join("profile.csv");
     let lock = ncu_lock_dir(ctx, wb);
     let job = ncu::profile_job(path, &built.binary, &p.args, &csv, ctx.config.timeouts.ncu).output(&csv);
     let job = confined(ctx, wb, sub, stage, job, Some(&lock));
-    let _ = std::fs::remove_file(&csv);
     let run = ctx.launcher.launch(&job);
-    let text = std::fs::read_to_string(&csv).unwrap_or_default();
+    let text = crate::tools::untrusted::read_text(&csv).unwrap_or_default();
     let launches = ncu::parse_metrics(&text).map_err(|e| e.to_string());
     Output::Profiled { command: job.display(), run, launches }
 }
@@ -447,8 +542,12 @@ mod tests {
     #[test]
     fn a_grade_worker_tells_cuda_its_gpu_and_one_hardware_queue() {
         let mut config = crate::judge::config::Config::default();
-        assert!(cuda_settings(&config).is_empty(), "check and verify leave CUDA's defaults");
+        assert!(cuda_settings(&config, StageKind::Correctness).is_empty(), "check and verify leave CUDA's defaults");
         crate::judge::grade::configure_worker(&mut config, Some("1".into()), 2, &[]);
-        assert_eq!(cuda_settings(&config), [("CUDA_VISIBLE_DEVICES", "1".to_string()), ("CUDA_DEVICE_MAX_CONNECTIONS", "1".to_string())]);
+        assert_eq!(cuda_settings(&config, StageKind::Correctness), [("CUDA_VISIBLE_DEVICES", "1".to_string()), ("CUDA_DEVICE_MAX_CONNECTIONS", "1".to_string())]);
+        // A timed run keeps its hardware queues: 63-transfers' streams overlap in grade as in check.
+        for timed in [StageKind::Timing, StageKind::Call, StageKind::Timeline] {
+            assert_eq!(cuda_settings(&config, timed), [("CUDA_VISIBLE_DEVICES", "1".to_string())]);
+        }
     }
 }

@@ -237,6 +237,7 @@ pub fn not_run(name: &str, stage: &str, blocked: &Blocked) -> Option<Step> {
         Blocked::NoGpu(reason) => Some(Step::new("gpu", Status::Skipped, reason.clone())),
         Blocked::Missing(tool) => Some(Step::new(name, Status::ToolError, format!("{tool} not found (set CUDABUGS_{} or CUDA_HOME)", tool.to_uppercase().replace('-', "_"))).stage(stage)),
         Blocked::NotApplicable(why) => Some(Step::new(name, Status::ToolError, format!("not run: {why}")).stage(stage)),
+        Blocked::Setup(why) => Some(Step::new(name, Status::ToolError, format!("not run: {why}")).stage(stage)),
     }
 }
 
@@ -247,6 +248,7 @@ pub fn why_not_run(blocked: &Blocked) -> String {
         Blocked::NoGpu(r) => r.clone(),
         Blocked::BuildFailed => "its build failed".into(),
         Blocked::NotApplicable(why) => why.to_string(),
+        Blocked::Setup(why) => why.clone(),
     }
 }
 

@@ -273,6 +273,11 @@ fn disk_checks(wb: &Workbook, ex: &Exercise) -> (Vec<Step>, Option<(String, Stri
     };
     let sound = step.status == Status::Passed;
     checks.push(step);
+    // The workbook's own fix must never look like a program that watches for the tools.
+    checks.push(match crate::judge::tool_aware::workbook_clean(ex) {
+        Ok(()) => Step::new("tool-aware code", Status::Passed, "the solution's regions read no clock, environment or file and hook nothing"),
+        Err(why) => Step::new("tool-aware code", Status::Failed, why),
+    });
     (checks, sound.then_some((exercise, solution)))
 }
 

@@ -100,6 +100,9 @@ pub fn check_text(report: &CheckReport, ex: &Exercise, source: &Path) -> String 
         let _ = writeln!(out, "  GPU: {} (sm_{}{}, CUDA {})", g.name, g.compute_capability.0, g.compute_capability.1, g.driver_cuda_version);
     }
     let _ = writeln!(out, "  Sandbox: {}", report.isolation.describe());
+    if !report.trust.is_empty() {
+        let _ = writeln!(out, "  Trust: {}", report.trust);
+    }
     for s in &report.steps {
         step_line(&mut out, s);
     }

@@ -171,12 +171,59 @@ impl RunCgroup {
         }
     }
 
+    /// The CPU time the run's processes have used so far, read from outside them: each live
+    /// process's own clock (exact to the nanosecond, all its threads) and, where the run has a
+    /// cgroup v2, the cgroup's count (which keeps what exited processes used, but counts a running
+    /// one only up to its last scheduler tick).
+    pub fn cpu(&self) -> CpuSnapshot {
+        let per_process = self
+            .pids()
+            .into_iter()
+            .filter_map(|pid| {
+                let mut clock: libc::clockid_t = 0;
+                let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+                // SAFETY: both calls write only the locals given; a process that has gone gives an error.
+                let ok = unsafe { libc::clock_getcpuclockid(pid, &mut clock) == 0 && libc::clock_gettime(clock, &mut ts) == 0 };
+                ok.then(|| (pid, ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64))
+            })
+            .collect();
+        let usage_ns = self.v2.as_ref().and_then(|d| {
+            let text = std::fs::read_to_string(d.join("cpu.stat")).ok()?;
+            text.lines().find_map(|l| l.strip_prefix("usage_usec ")).and_then(|v| v.trim().parse::<u64>().ok()).map(|us| us * 1000)
+        });
+        CpuSnapshot { per_process, usage_ns }
+    }
+
     /// Whether the kernel's OOM killer ended a process of the run (the memory limit was hit).
     pub fn oom_killed(&self) -> bool {
         let count = |text: String, key: &str| text.lines().find_map(|l| l.strip_prefix(key).and_then(|v| v.trim().parse::<u64>().ok())).unwrap_or(0);
         let v2 = self.v2.as_ref().map(|d| count(std::fs::read_to_string(d.join("memory.events")).unwrap_or_default(), "oom_kill ")).unwrap_or(0);
         let v1 = self.v1.iter().map(|d| count(std::fs::read_to_string(d.join("memory.oom_control")).unwrap_or_default(), "oom_kill ")).sum::<u64>();
         v2 + v1 > 0
+    }
+}
+
+/// The run's CPU time at one moment (`RunCgroup::cpu`).
+#[derive(Debug, Clone, Default)]
+pub struct CpuSnapshot {
+    per_process: Vec<(i32, u64)>,
+    usage_ns: Option<u64>,
+}
+
+/// How far the cgroup's count may run ahead of the processes' own clocks before it, not they, is
+/// believed: a process that started and ended between the two readings (seen only by the cgroup),
+/// beyond the scheduler ticks by which the cgroup lags a running process.
+const EXITED_WORK_NS: u64 = 10_000_000;
+
+impl CpuSnapshot {
+    /// The CPU time used since `earlier`, in nanoseconds: the processes' own clocks (a process
+    /// born in between counts from zero), or the cgroup's count where that is clearly more.
+    pub fn since(&self, earlier: &CpuSnapshot) -> f64 {
+        let exact: u64 = self.per_process.iter().map(|(pid, now)| now.saturating_sub(earlier.per_process.iter().find(|(p, _)| p == pid).map_or(0, |(_, then)| *then))).sum();
+        match (self.usage_ns, earlier.usage_ns) {
+            (Some(now), Some(then)) if now.saturating_sub(then) > exact + EXITED_WORK_NS => now.saturating_sub(then) as f64,
+            _ => exact as f64,
+        }
     }
 }
 

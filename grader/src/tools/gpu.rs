@@ -33,6 +33,67 @@ impl GpuStatus {
     }
 }
 
+/// Who the driver lets read the GPU's performance counters (what ncu needs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counters {
+    /// Every user (`RmProfilingAdminOnly: 0`).
+    Open,
+    /// Administrators only (`RmProfilingAdminOnly: 1`, the driver's
+    /// `NVreg_RestrictProfilingToAdminUsers=1`, the default on many installs).
+    AdminOnly,
+    /// No driver, or it does not say.
+    Unknown,
+}
+
+/// The driver's counter setting, from `/proc/driver/nvidia/params`.
+pub fn counters() -> Counters {
+    let text = std::fs::read_to_string("/proc/driver/nvidia/params").unwrap_or_default();
+    match text.lines().find_map(|l| l.strip_prefix("RmProfilingAdminOnly:")).map(str::trim) {
+        Some("0") => Counters::Open,
+        Some(_) => Counters::AdminOnly,
+        None => Counters::Unknown,
+    }
+}
+
+/// The GPU's settings that decide how fast any kernel runs, which no grader changes and no
+/// submission may: read at the start of a batch and before each timed phase.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    pub compute_mode: String,
+    pub application_clocks: String,
+    pub persistence: String,
+}
+
+/// This machine's GPU `gpu` (CUDA_VISIBLE_DEVICES's index, none: the first) as nvidia-smi reads
+/// it; None where there is no nvidia-smi or it says nothing.
+pub fn settings(gpu: Option<&str>) -> Option<Settings> {
+    let smi = which::which("nvidia-smi").ok()?;
+    let job = crate::tools::runner::Job::new(smi, std::time::Duration::from_secs(30))
+        .args(["--query-gpu=compute_mode,clocks.applications.graphics,clocks.applications.memory,persistence_mode", "--format=csv,noheader", "-i", gpu.unwrap_or("0")]);
+    let done = crate::tools::runner::run(&job).ok().filter(|d| d.success())?;
+    let line = done.stdout.text().lines().next()?.to_string();
+    let f: Vec<&str> = line.split(',').map(str::trim).collect();
+    let [mode, graphics, memory, persistence] = f[..] else { return None };
+    Some(Settings { compute_mode: mode.into(), application_clocks: format!("{graphics} / {memory}"), persistence: persistence.into() })
+}
+
+impl Settings {
+    /// What differs from `before`, in words (None: nothing).
+    pub fn changed_since(&self, before: &Settings) -> Option<String> {
+        let mut what = Vec::new();
+        if self.compute_mode != before.compute_mode {
+            what.push(format!("compute mode {} -> {}", before.compute_mode, self.compute_mode));
+        }
+        if self.application_clocks != before.application_clocks {
+            what.push(format!("application clocks {} -> {}", before.application_clocks, self.application_clocks));
+        }
+        if self.persistence != before.persistence {
+            what.push(format!("persistence mode {} -> {}", before.persistence, self.persistence));
+        }
+        (!what.is_empty()).then(|| what.join(", "))
+    }
+}
+
 /// A test seam: `CUDABUGS_FAKE_GPU="NVIDIA A100;8.0"` makes `probe` report that GPU (and `count`
 /// one) without touching a driver, so that the capability gate can be tested on a machine with no
 /// GPU. Nothing that needs a real GPU works under it; it is for tests of what happens before.

@@ -17,7 +17,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::tools::runner::{self, Captured, Exit, Finished, Job, SpawnError};
-use crate::tools::sandbox::{Confinement, Isolation, Level, Limits};
+use crate::tools::sandbox::{Confinement, Isolation, Level};
 
 pub trait Launcher: Send + Sync {
     fn launch(&self, job: &Job) -> Result<Finished, SpawnError>;
@@ -61,7 +61,7 @@ impl Sandboxed {
                 let mut why = None;
                 for level in [Level::Namespaces, Level::Subreaper] {
                     let mut job = Job::new("/bin/true", Duration::from_secs(30)).cwd(dir.path());
-                    job.confine = Some(Confinement { writable: vec![dir.path().to_path_buf()], hidden: Vec::new(), limits: Limits::default() });
+                    job.confine = Some(Confinement { writable: vec![dir.path().to_path_buf()], handed_over: vec![dir.path().to_path_buf()], ..Confinement::default() });
                     job.level = Some(level);
                     match runner::run(&job) {
                         Ok(f) if f.success() => return (level, why),

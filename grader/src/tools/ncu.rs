@@ -195,7 +195,7 @@ pub fn measure(launcher: &dyn Launcher, job: &Job, target: &Target, csv: &Path) 
     let (finished, text) = loop {
         let _ = std::fs::remove_file(csv);
         let finished = launcher.launch(job)?;
-        let text = std::fs::read_to_string(csv).unwrap_or_default();
+        let text = crate::tools::untrusted::read_text(csv).unwrap_or_default();
         if attempt == ATTEMPTS || !profiler_was_busy(&text) {
             break (finished, text);
         }

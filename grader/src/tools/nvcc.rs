@@ -402,10 +402,16 @@ pub fn build(launcher: &dyn Launcher, recipe: &Recipe, flavor: Flavor, inputs: I
         }
     }
     let mut job = sandbox(job.args(nvcc.extra_flags.iter().cloned()));
+    if let (None, Some(confine), Some(dir)) = (&stage, job.confine.as_mut(), out.parent()) {
+        // No stage: nvcc writes the binary in place, in a folder only builds may write.
+        confine.writable.push(dir.to_path_buf());
+        confine.handed_over.push(dir.to_path_buf());
+    }
     if let Some(stage) = &stage {
         job.cwd = Some(stage.dir.clone());
         if let Some(confine) = job.confine.as_mut() {
             confine.writable.push(stage.dir.clone());
+            confine.handed_over.push(stage.dir.clone());
         }
         // nvcc names its intermediate files in the host debug information too
         // (`$TMPDIR/tmpxft_00000002_00000000-6_reduce.cudafe1.cpp`): a TMPDIR in the stage, not in

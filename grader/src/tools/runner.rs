@@ -44,6 +44,36 @@ pub struct Job {
     pub key: Option<String>,
     /// Files the job writes that the grader reads afterwards (a recording keeps them).
     pub outputs: Vec<PathBuf>,
+    /// Descriptors of the grader's the program keeps, under their own numbers (the memory the
+    /// grader shares for its timed calls). Every other descriptor is closed at exec.
+    pub pass_fds: Vec<std::os::fd::RawFd>,
+    /// What the grader does beside the job while it runs (the timed calls' driver), in a thread of
+    /// the runner's, from the spawn until the job ends.
+    pub driver: Option<Arc<dyn Driver>>,
+}
+
+/// Something the grader does with a job while it runs. Whatever it concludes it writes to the job's
+/// output files, so that a recording keeps it and a replay serves it without running it.
+pub trait Driver: Send + Sync + std::fmt::Debug {
+    /// Before the job starts (again: a job may be run more than once).
+    fn prepare(&self) {}
+    fn drive(&self, run: &Running);
+}
+
+/// A job in progress, as its driver sees it.
+pub struct Running<'a> {
+    alive: &'a std::sync::atomic::AtomicBool,
+    pub started: Instant,
+    pub deadline: Instant,
+    /// The run's cgroup, where it has one: its processes and their CPU time.
+    pub cgroup: Option<&'a RunCgroup>,
+}
+
+impl Running<'_> {
+    /// Whether the job's process is still running.
+    pub fn alive(&self) -> bool {
+        self.alive.load(std::sync::atomic::Ordering::Acquire)
+    }
 }
 
 impl Job {
@@ -60,6 +90,8 @@ impl Job {
             level: None,
             key: None,
             outputs: Vec::new(),
+            pass_fds: Vec::new(),
+            driver: None,
         }
     }
     pub fn arg(mut self, a: impl Into<OsString>) -> Job {
@@ -298,6 +330,7 @@ pub fn run(job: &Job) -> Result<Finished, SpawnError> {
     let mut cgroup = None;
     let mut report = None;
     if let (Some(confine), Some(level)) = (&job.confine, level.filter(|l| *l > Level::ProcessGroup)) {
+        Prepared::hand_over(confine, level).map_err(spawn_error)?;
         cgroup = RunCgroup::create(confine.limits.memory_bytes, confine.limits.pids);
         let procs = cgroup.as_ref().map(RunCgroup::procs_files).unwrap_or_default();
         let (read, write) = report_pipe().map_err(spawn_error)?;
@@ -307,6 +340,24 @@ pub fn run(job: &Job) -> Result<Finished, SpawnError> {
             cmd.pre_exec(move || prepared.enter());
         }
         report = Some((read, write));
+    }
+    if !job.pass_fds.is_empty() {
+        let fds = job.pass_fds.clone();
+        // SAFETY: fcntl is async-signal-safe. Registered after the sandbox's, this runs in the
+        // program only (the sandbox's monitor and init never return to it).
+        unsafe {
+            cmd.pre_exec(move || {
+                for &fd in &fds {
+                    if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
+        }
+    }
+    if let Some(d) = &job.driver {
+        d.prepare();
     }
     let start = Instant::now();
     let mut child = cmd.spawn().map_err(spawn_error)?;
@@ -321,22 +372,34 @@ pub fn run(job: &Job) -> Result<Finished, SpawnError> {
     let err = drain(child.stderr.take().expect("piped"), job.output_cap, pipes_done);
 
     let (tx, rx) = mpsc::channel();
-    let waiter = thread::spawn(move || {
-        let status = child.wait();
-        let _ = tx.send(());
-        status
-    });
-    let timed_out = match rx.recv_timeout(job.timeout) {
-        Ok(()) => false,
-        Err(_) => {
-            signal_group(pgid, libc::SIGTERM);
-            if rx.recv_timeout(KILL_GRACE).is_err() {
-                signal_group(pgid, libc::SIGKILL);
+    let alive = std::sync::atomic::AtomicBool::new(true);
+    let (timed_out, status) = thread::scope(|scope| {
+        let waiter = scope.spawn(|| {
+            let status = child.wait();
+            alive.store(false, std::sync::atomic::Ordering::Release);
+            let _ = tx.send(());
+            status
+        });
+        let driver = job.driver.as_ref().map(|d| {
+            let running = Running { alive: &alive, started: start, deadline: start + job.timeout, cgroup: cgroup.as_ref() };
+            scope.spawn(move || d.drive(&running))
+        });
+        let timed_out = match rx.recv_timeout(job.timeout) {
+            Ok(()) => false,
+            Err(_) => {
+                signal_group(pgid, libc::SIGTERM);
+                if rx.recv_timeout(KILL_GRACE).is_err() {
+                    signal_group(pgid, libc::SIGKILL);
+                }
+                true
             }
-            true
+        };
+        let status = waiter.join().expect("waiter thread").ok();
+        if let Some(d) = driver {
+            let _ = d.join();
         }
-    };
-    let status = waiter.join().expect("waiter thread").ok();
+        (timed_out, status)
+    });
     // Whatever is left in the group (the sandbox's init after a timeout, a child that stayed in the
     // group) goes too.
     signal_group(pgid, libc::SIGKILL);

@@ -93,14 +93,52 @@ impl Default for Limits {
     }
 }
 
-/// Where a confined run may write and what it must not see.
+/// Where a confined run may write, what it must see and what it must not.
 #[derive(Debug, Clone, Default)]
 pub struct Confinement {
-    /// Folders the run may write (its work folder). Everything else is read-only.
+    /// Folders the run may write (its own run folder). Everything else is read-only.
     pub writable: Vec<PathBuf>,
+    /// Of `writable`, the folders the grader made for this run: where the grader is root they
+    /// become the sandbox user's. Never a folder of anyone else's (a program's own folder, where
+    /// `sanitize` runs it, stays its owner's: the run can write there only if that user may).
+    pub handed_over: Vec<PathBuf>,
+    /// Folders it must see, read-only, even below a hidden folder (its binary's folder, below the
+    /// hidden work folders) or below a folder its user cannot enter (a workbook under `/root`).
+    pub readable: Vec<PathBuf>,
     /// Folders that look empty inside (reference solutions, other submissions' work folders).
     pub hidden: Vec<PathBuf>,
+    /// Who the program runs as when the grader is root.
+    pub user: SandboxUser,
     pub limits: Limits,
+}
+
+/// The user a confined program runs as when the grader runs as root: never root, never with a
+/// capability. (A grader that is not root maps itself to root in a user namespace instead, with
+/// every capability dropped before the program starts.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxUser {
+    pub uid: u32,
+    pub gid: u32,
+}
+
+impl Default for SandboxUser {
+    /// `nobody`: on the GPU machines it ran CUDA programs, compute-sanitizer and ncu (where the
+    /// driver lets every user read the counters).
+    fn default() -> SandboxUser {
+        SandboxUser { uid: 65534, gid: 65534 }
+    }
+}
+
+/// Who a confined program is, decided once per run in the parent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Identity {
+    /// As the grader (process-group isolation: the behaviour before the sandbox).
+    Unchanged,
+    /// The grader is root: the program becomes this user, with no capability.
+    Become(SandboxUser),
+    /// The grader is not root: root of a user namespace, or itself outside namespaces, either way
+    /// with no capability left.
+    NoCapabilities,
 }
 
 /// How the monitor ended, as the grader reads it from the report pipe.
@@ -134,12 +172,14 @@ pub enum SetupStep {
     Bind,
     Proc,
     Chdir,
+    Privileges,
+    Seccomp,
 }
 
 impl SetupStep {
     fn from_u32(v: u32) -> Option<SetupStep> {
         use SetupStep::*;
-        [Cgroup, Rlimit, Unshare, UserMap, Fork, MountPrivate, OpenWritable, ReadOnlyRoot, Hide, Bind, Proc, Chdir].into_iter().find(|s| *s as u32 == v)
+        [Cgroup, Rlimit, Unshare, UserMap, Fork, MountPrivate, OpenWritable, ReadOnlyRoot, Hide, Bind, Proc, Chdir, Privileges, Seccomp].into_iter().find(|s| *s as u32 == v)
     }
     pub fn name(self) -> &'static str {
         match self {
@@ -149,12 +189,14 @@ impl SetupStep {
             SetupStep::UserMap => "mapping the user namespace",
             SetupStep::Fork => "forking the sandbox's init",
             SetupStep::MountPrivate => "making mounts private",
-            SetupStep::OpenWritable => "opening a writable folder",
+            SetupStep::OpenWritable => "opening a folder to bind",
             SetupStep::ReadOnlyRoot => "making the root read-only",
             SetupStep::Hide => "hiding a folder",
             SetupStep::Bind => "binding a writable folder",
             SetupStep::Proc => "mounting /proc",
             SetupStep::Chdir => "entering the working folder",
+            SetupStep::Privileges => "dropping the program's user and capabilities",
+            SetupStep::Seccomp => "installing the system-call filter",
         }
     }
 }
@@ -192,30 +234,91 @@ pub struct Prepared {
     user_ns: bool,
     uid_map: CString,
     gid_map: CString,
+    identity: Identity,
+    /// The highest capability number this kernel knows (its bounding set is dropped up to it).
+    cap_last: u32,
+    filters: &'static [seccompiler::BpfProgram],
     cgroup_procs: Vec<CString>,
     rlimits: Vec<(libc::__rlimit_resource_t, u64)>,
     writable: Vec<CString>,
+    /// Shown read-only where a hidden folder or a cover would hide them, parents first.
+    readable: Vec<CString>,
     hidden: Vec<CString>,
+    /// Folders above what the run needs that its user cannot enter (`/root`, mode 0700): an empty
+    /// tmpfs each, with only the needed folders bound back in. Hidden after `hidden`.
+    covers: Vec<CString>,
     /// Hidden files (an instructor's secret file): /dev/null bound over each.
     hidden_files: Vec<CString>,
     /// Folders to create inside a hidden folder's empty tmpfs, so that a writable folder below it
-    /// can be bound back in.
+    /// can be bound back in; then the same inside the covers.
     mkdirs: Vec<CString>,
+    cover_mkdirs: Vec<CString>,
     cwd: Option<CString>,
     dev_null: CString,
     grace_ns: u64,
     pub report_fd: RawFd,
 }
 
+/// Most folders a run binds (readable and writable together): the child keeps their handles in a
+/// fixed array.
+const MAX_BINDS: usize = 48;
+
 fn cstr(p: &Path) -> CString {
     CString::new(p.as_os_str().as_bytes()).unwrap_or_else(|_| CString::new("/nonexistent").unwrap())
 }
 
+/// Whether `user` may pass through the folder `dir` (search permission), by its mode bits.
+fn enterable(dir: &Path, user: SandboxUser) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(m) = std::fs::metadata(dir) else { return true };
+    let mode = m.mode();
+    mode & 0o001 != 0 || (m.uid() == user.uid && mode & 0o100 != 0) || (m.gid() == user.gid && mode & 0o010 != 0)
+}
+
+/// The highest folders above `needed` that `user` cannot enter: each gets an empty tmpfs with the
+/// needed folders bound back, so that a workbook under `/root` is reachable and nothing else there.
+fn covers_for(needed: &[PathBuf], user: SandboxUser) -> Vec<PathBuf> {
+    let mut covers: Vec<PathBuf> = Vec::new();
+    for path in needed {
+        let mut ancestors: Vec<&Path> = path.ancestors().skip(1).collect();
+        ancestors.reverse();
+        if let Some(top) = ancestors.into_iter().find(|a| !enterable(a, user)) {
+            if !covers.iter().any(|c| top.starts_with(c)) {
+                covers.retain(|c| !c.starts_with(top));
+                covers.push(top.to_path_buf());
+            }
+        }
+    }
+    covers
+}
+
+/// The folders to make inside each of `over` (empty tmpfs) so that every one of `targets` below it
+/// can be bound in: the path from just below the tmpfs down to the target, parents first.
+fn paths_inside(targets: &[&PathBuf], over: &[PathBuf]) -> Vec<PathBuf> {
+    let mut made = Vec::new();
+    for t in targets {
+        for h in over.iter().filter(|h| t.starts_with(h) && *t != *h) {
+            let below: Vec<&Path> = t.ancestors().take_while(|a| a != h).collect();
+            for p in below.into_iter().rev() {
+                if !made.iter().any(|m: &PathBuf| m == p) {
+                    made.push(p.to_path_buf());
+                }
+            }
+        }
+    }
+    made
+}
+
 impl Prepared {
     pub fn new(level: Level, confine: &Confinement, cwd: Option<&Path>, cgroup_procs: &[PathBuf], report_fd: RawFd) -> Prepared {
-        // SAFETY: getuid/getgid cannot fail.
-        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-        let user_ns = level == Level::Namespaces && unsafe { libc::geteuid() } != 0;
+        // SAFETY: getuid/getgid/geteuid cannot fail.
+        let (uid, gid, root) = unsafe { (libc::getuid(), libc::getgid(), libc::geteuid() == 0) };
+        let user_ns = level == Level::Namespaces && !root;
+        let identity = match (level, root) {
+            (Level::ProcessGroup, _) => Identity::Unchanged,
+            (_, true) => Identity::Become(confine.user),
+            (_, false) => Identity::NoCapabilities,
+        };
         let mut rlimits = vec![(libc::RLIMIT_CORE, 0)];
         if let Some(b) = confine.limits.file_bytes {
             rlimits.push((libc::RLIMIT_FSIZE, b));
@@ -225,31 +328,56 @@ impl Prepared {
         if let (Some(p), false) = (confine.limits.pids, uid == 0 || !cgroup_procs.is_empty()) {
             rlimits.push((libc::RLIMIT_NPROC, p));
         }
-        let mut mkdirs = Vec::new();
-        if level == Level::Namespaces {
-            for w in &confine.writable {
-                for h in confine.hidden.iter().filter(|h| w.starts_with(h) && w != *h) {
-                    let below: Vec<&Path> = w.ancestors().take_while(|a| a != h).collect();
-                    mkdirs.extend(below.into_iter().rev().map(cstr));
-                }
-            }
-        }
+        let namespaces = level == Level::Namespaces;
+        let mut readable: Vec<PathBuf> = if namespaces { confine.readable.clone() } else { Vec::new() };
+        readable.sort_by_key(|p| p.components().count());
+        let writable = &confine.writable;
+        let needed: Vec<&PathBuf> = readable.iter().chain(writable).collect();
+        let hidden_dirs: Vec<PathBuf> = confine.hidden.iter().filter(|h| h.is_dir()).cloned().collect();
+        let covers = match identity {
+            Identity::Become(user) if namespaces => covers_for(&needed.iter().map(|p| p.to_path_buf()).collect::<Vec<_>>(), user),
+            _ => Vec::new(),
+        };
+        let (mkdirs, cover_mkdirs) = if namespaces { (paths_inside(&needed, &confine.hidden), paths_inside(&needed, &covers)) } else { (Vec::new(), Vec::new()) };
+        assert!(readable.len() + writable.len() <= MAX_BINDS, "a run binds at most {MAX_BINDS} folders");
+        let cap_last = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap").ok().and_then(|s| s.trim().parse().ok()).unwrap_or(40);
         Prepared {
             level,
             user_ns,
             uid_map: CString::new(format!("0 {uid} 1")).unwrap(),
             gid_map: CString::new(format!("0 {gid} 1")).unwrap(),
+            identity,
+            cap_last,
+            filters: crate::tools::seccomp::filters(),
             cgroup_procs: cgroup_procs.iter().map(|p| cstr(p)).collect(),
             rlimits,
-            writable: confine.writable.iter().map(|p| cstr(p)).collect(),
-            hidden: confine.hidden.iter().filter(|h| h.is_dir()).map(|p| cstr(p)).collect(),
+            writable: writable.iter().map(|p| cstr(p)).collect(),
+            readable: readable.iter().map(|p| cstr(p)).collect(),
+            hidden: hidden_dirs.iter().map(|p| cstr(p)).collect(),
+            covers: covers.iter().map(|p| cstr(p)).collect(),
             hidden_files: confine.hidden.iter().filter(|h| h.is_file()).map(|p| cstr(p)).collect(),
-            mkdirs,
+            mkdirs: mkdirs.iter().map(|p| cstr(p)).collect(),
+            cover_mkdirs: cover_mkdirs.iter().map(|p| cstr(p)).collect(),
             cwd: cwd.map(cstr),
             dev_null: CString::new("/dev/null").unwrap(),
             grace_ns: confine.limits.grace.as_nanos() as u64,
             report_fd,
         }
+    }
+
+    /// Before the fork, in the grader: where the grader is root, the folders it made for the run
+    /// (and what is in them, never through a link) handed to the sandbox user, so that it can write
+    /// there and nowhere else.
+    pub fn hand_over(confine: &Confinement, level: Level) -> std::io::Result<()> {
+        // SAFETY: geteuid cannot fail.
+        if level == Level::ProcessGroup || unsafe { libc::geteuid() } != 0 {
+            return Ok(());
+        }
+        let SandboxUser { uid, gid } = confine.user;
+        for dir in confine.handed_over.iter().filter(|d| confine.writable.contains(d)) {
+            own_tree(dir, uid, gid)?;
+        }
+        Ok(())
     }
 
     /// Runs in the forked child, before `exec`. Returns only in the process that goes on to exec
@@ -334,6 +462,10 @@ impl Prepared {
             if self.level == Level::Namespaces {
                 libc::setsid();
             }
+            if let Err(step) = self.drop_privileges() {
+                self.report(KIND_SETUP_FAILED, step as u32, *libc::__errno_location() as u32);
+                libc::_exit(127);
+            }
             return Ok(());
         }
         self.quiet_fds();
@@ -410,17 +542,75 @@ impl Prepared {
         }
     }
 
+    /// In the program, just before `exec`: no user of the grader's, no capability and no way to
+    /// gain one (the bounding set empty, securebits locked so that root gets none at exec), then
+    /// `no_new_privs` and the system-call filter.
+    unsafe fn drop_privileges(&self) -> Result<(), SetupStep> {
+        const SECBIT_NOROOT: libc::c_ulong = 1 << 0;
+        const SECBIT_NOROOT_LOCKED: libc::c_ulong = 1 << 1;
+        const SECBIT_KEEP_CAPS_LOCKED: libc::c_ulong = 1 << 5;
+        const SECBIT_NO_CAP_AMBIENT_RAISE: libc::c_ulong = 1 << 6;
+        const SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED: libc::c_ulong = 1 << 7;
+        #[repr(C)]
+        struct CapHeader {
+            version: u32,
+            pid: libc::c_int,
+        }
+        #[repr(C)]
+        #[derive(Clone, Copy)]
+        struct CapData {
+            effective: u32,
+            permitted: u32,
+            inheritable: u32,
+        }
+        if self.identity == Identity::Unchanged {
+            return Ok(());
+        }
+        // Root, or root of a user namespace: it holds the capabilities these calls need.
+        if matches!(self.identity, Identity::Become(_)) || self.user_ns {
+            for cap in 0..=self.cap_last {
+                if libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0) != 0 && *libc::__errno_location() != libc::EINVAL {
+                    return Err(SetupStep::Privileges);
+                }
+            }
+            let bits = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
+            if libc::prctl(libc::PR_SET_SECUREBITS, bits, 0, 0, 0) != 0 {
+                return Err(SetupStep::Privileges);
+            }
+        }
+        if let Identity::Become(user) = self.identity {
+            // Every user id leaves 0 at once: the kernel clears the permitted and effective sets.
+            if libc::setgroups(0, std::ptr::null()) != 0 || libc::setresgid(user.gid, user.gid, user.gid) != 0 || libc::setresuid(user.uid, user.uid, user.uid) != 0 {
+                return Err(SetupStep::Privileges);
+            }
+        }
+        libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong, 0, 0, 0);
+        let header = CapHeader { version: 0x2008_0522, pid: 0 };
+        let none = [CapData { effective: 0, permitted: 0, inheritable: 0 }; 2];
+        if libc::syscall(libc::SYS_capset, &header as *const CapHeader, none.as_ptr()) != 0 {
+            return Err(SetupStep::Privileges);
+        }
+        crate::tools::seccomp::install(self.filters).map_err(|errno| {
+            *libc::__errno_location() = errno;
+            SetupStep::Seccomp
+        })
+    }
+
     /// The filesystem the program sees. Runs in the init, inside the new namespaces.
     unsafe fn mount_view(&self) -> Result<(), SetupStep> {
         let null = std::ptr::null::<libc::c_char>();
+        let bind = |source: &[u8; 32], target: &CString, flags: libc::c_ulong| libc::mount(source.as_ptr().cast(), target.as_ptr(), null, libc::MS_BIND | flags, std::ptr::null()) == 0;
+        let read_only = libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV;
+        let tmpfs = |at: &CString| libc::mount(c"tmpfs".as_ptr(), at.as_ptr(), c"tmpfs".as_ptr(), libc::MS_NOSUID | libc::MS_NODEV, c"size=64k,mode=755".as_ptr().cast()) == 0;
         // Nothing mounted here may propagate back to the machine.
         if libc::mount(null, c"/".as_ptr(), null, libc::MS_REC | libc::MS_PRIVATE, std::ptr::null()) != 0 {
             return Err(SetupStep::MountPrivate);
         }
-        // Handles on the writable folders before anything hides them.
-        let mut fds = [-1; 16];
-        for (i, w) in self.writable.iter().take(fds.len()).enumerate() {
-            fds[i] = libc::open(w.as_ptr(), libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC);
+        // Handles on everything to bind back, before anything hides it: the readable folders, then
+        // the writable ones.
+        let mut fds = [-1; MAX_BINDS];
+        for (i, p) in self.readable.iter().chain(&self.writable).take(MAX_BINDS).enumerate() {
+            fds[i] = libc::open(p.as_ptr(), libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC);
             if fds[i] < 0 {
                 return Err(SetupStep::OpenWritable);
             }
@@ -440,10 +630,10 @@ impl Prepared {
         if r != 0 && libc::mount(null, c"/".as_ptr(), null, libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY, std::ptr::null()) != 0 {
             return Err(SetupStep::ReadOnlyRoot);
         }
-        // Hidden folders: an empty tmpfs each, with the path to any writable folder below made
-        // inside it, then read-only.
+        // Hidden folders: an empty tmpfs each, with the path to any folder below that must be
+        // seen made inside it, then read-only.
         for h in &self.hidden {
-            if libc::mount(c"tmpfs".as_ptr(), h.as_ptr(), c"tmpfs".as_ptr(), libc::MS_NOSUID | libc::MS_NODEV, c"size=64k,mode=755".as_ptr().cast()) != 0 {
+            if !tmpfs(h) {
                 return Err(SetupStep::Hide);
             }
         }
@@ -456,22 +646,45 @@ impl Prepared {
             libc::mkdir(d.as_ptr(), 0o755);
         }
         for h in &self.hidden {
-            let flags = libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV;
-            if libc::mount(null, h.as_ptr(), null, flags, std::ptr::null()) != 0 {
+            if libc::mount(null, h.as_ptr(), null, read_only, std::ptr::null()) != 0 {
                 return Err(SetupStep::Hide);
             }
         }
-        // The writable folders, bound back over themselves from the handles. A bind copies the
-        // source mount's flags, read-only by now: remount it writable.
-        for (i, w) in self.writable.iter().take(fds.len()).enumerate() {
-            let mut path = [0u8; 32];
+        // Covers over what the sandbox user cannot enter, after the hidden folders (which may lie
+        // below a cover: the readable folder bound back brings them along).
+        for c in &self.covers {
+            if !tmpfs(c) {
+                return Err(SetupStep::Hide);
+            }
+        }
+        for d in &self.cover_mkdirs {
+            libc::mkdir(d.as_ptr(), 0o755);
+        }
+        for c in &self.covers {
+            if libc::mount(null, c.as_ptr(), null, read_only, std::ptr::null()) != 0 {
+                return Err(SetupStep::Hide);
+            }
+        }
+        // The readable folders, parents first, with what is mounted below them (the hidden
+        // folders' tmpfs): read-only, as their source is by now.
+        let mut path = [0u8; 32];
+        for (i, r) in self.readable.iter().enumerate() {
             fd_path(fds[i], &mut path);
-            if libc::mount(path.as_ptr().cast(), w.as_ptr(), null, libc::MS_BIND, std::ptr::null()) != 0
-                || libc::mount(null, w.as_ptr(), null, libc::MS_REMOUNT | libc::MS_BIND | libc::MS_NOSUID | libc::MS_NODEV, std::ptr::null()) != 0
-            {
+            if !bind(&path, r, libc::MS_REC) {
                 return Err(SetupStep::Bind);
             }
-            libc::close(fds[i]);
+        }
+        // The writable folders, bound back over themselves. A bind copies the source mount's
+        // flags, read-only by now: remount it writable.
+        let writable_at = self.readable.len();
+        for (i, w) in self.writable.iter().enumerate() {
+            fd_path(fds[writable_at + i], &mut path);
+            if !bind(&path, w, 0) || libc::mount(null, w.as_ptr(), null, libc::MS_REMOUNT | libc::MS_BIND | libc::MS_NOSUID | libc::MS_NODEV, std::ptr::null()) != 0 {
+                return Err(SetupStep::Bind);
+            }
+        }
+        for fd in fds.iter().filter(|fd| **fd >= 0) {
+            libc::close(*fd);
         }
         // A private /dev/shm (CUDA and the tools may use it) and a /proc of this namespace only.
         libc::mount(c"tmpfs".as_ptr(), c"/dev/shm".as_ptr(), c"tmpfs".as_ptr(), libc::MS_NOSUID | libc::MS_NODEV, c"size=256m,mode=1777".as_ptr().cast());
@@ -494,6 +707,25 @@ impl Prepared {
         }
         libc::write(self.report_fd, buf.as_ptr().cast(), buf.len());
     }
+}
+
+/// `dir` and everything below it become `uid`'s, links themselves (never what they point to) and
+/// nothing through a link: a program that left a link behind in its folder cannot make the grader
+/// hand it a file elsewhere.
+fn own_tree(dir: &Path, uid: u32, gid: u32) -> std::io::Result<()> {
+    let meta = std::fs::symlink_metadata(dir)?;
+    std::os::unix::fs::lchown(dir, Some(uid), Some(gid))?;
+    if meta.is_dir() {
+        for entry in std::fs::read_dir(dir)? {
+            let path = entry?.path();
+            if std::fs::symlink_metadata(&path)?.is_dir() {
+                own_tree(&path, uid, gid)?;
+            } else {
+                std::os::unix::fs::lchown(&path, Some(uid), Some(gid))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 // ---- Async-signal-safe helpers for the child.
@@ -646,6 +878,7 @@ mod tests {
             writable: vec!["/w/.cudabugs/work/check/03-race/learner".into()],
             hidden: vec!["/w/.cudabugs/work".into(), "/w/solutions".into()],
             limits: Limits::default(),
+            ..Confinement::default()
         };
         let p = Prepared::new(Level::Namespaces, &confine, None, &[], 9);
         let made: Vec<_> = p.mkdirs.iter().map(|c| c.to_str().unwrap().to_string()).collect();

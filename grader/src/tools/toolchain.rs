@@ -13,6 +13,10 @@ pub const PINNED_WHEELS: &[&str] = &[
     "nvidia-cuda-runtime==13.0.88",
     "nvidia-cuda-cccl==13.0.85",
     "nvidia-nvvm==13.0.88",
+    // cuobjdump, for the SASS check of judge::tool_aware, and the nvdisasm it runs for `-sass`: the
+    // oldest on PyPI are 13.2 (no 13.0 wheel); they read nvcc 13.0's binaries.
+    "nvidia-cuda-cuobjdump==13.2.51",
+    "nvidia-cuda-nvdisasm==13.2.51",
 ];
 
 /// Where `toolkit install` puts the wheels, relative to the workbook root.
@@ -23,6 +27,7 @@ pub enum ToolName {
     Nvcc,
     ComputeSanitizer,
     Ncu,
+    Cuobjdump,
 }
 
 impl ToolName {
@@ -31,6 +36,7 @@ impl ToolName {
             ToolName::Nvcc => "nvcc",
             ToolName::ComputeSanitizer => "compute-sanitizer",
             ToolName::Ncu => "ncu",
+            ToolName::Cuobjdump => "cuobjdump",
         }
     }
     /// The environment variable that overrides the search.
@@ -39,6 +45,7 @@ impl ToolName {
             ToolName::Nvcc => "CUDABUGS_NVCC",
             ToolName::ComputeSanitizer => "CUDABUGS_COMPUTE_SANITIZER",
             ToolName::Ncu => "CUDABUGS_NCU",
+            ToolName::Cuobjdump => "CUDABUGS_CUOBJDUMP",
         }
     }
 }
@@ -74,6 +81,7 @@ fn candidates(tool: ToolName, root: &Path) -> Vec<PathBuf> {
     list.push(PathBuf::from("/usr/local/cuda/bin").join(bin));
     match tool {
         ToolName::Nvcc => list.push(root.join(LOCAL_TOOLKIT).join("nvidia/cu13/bin/nvcc")),
+        ToolName::Cuobjdump => list.push(root.join(LOCAL_TOOLKIT).join("nvidia/cu13/bin/cuobjdump")),
         ToolName::Ncu => {
             // ncu also ships outside the toolkit's bin folder.
             if let Ok(dirs) = std::fs::read_dir("/opt/nvidia/nsight-compute") {

@@ -142,6 +142,9 @@ pub fn grade_class(wb: &Workbook, workers: Vec<Context>, job: &ClassJob, on_even
         already_graded: already,
         workers: workers.iter().map(|c| c.config.gpu.clone().unwrap_or_else(|| "default".into())).collect(),
     });
+    if let Some(first) = workers.first() {
+        on_event(Event::Note { message: first.trust_line() });
+    }
     let journal = Mutex::new(journal);
     let done = std::sync::atomic::AtomicUsize::new(already);
     let record = |r: PairResult| -> Result<(), GradeError> {

@@ -159,7 +159,12 @@ impl PairResult {
         }
     }
 
+    /// The points, with every flag's stages withheld (a stage scored after its flag was raised too).
     fn total(&mut self) {
+        let rules: Vec<Rule> = self.flags.iter().map(|f| f.rule).collect();
+        for rule in rules {
+            self.withhold(rule);
+        }
         self.points = (self.stages.iter().map(|s| s.points).sum::<f64>() * 100.0).round() / 100.0;
     }
 }

@@ -201,8 +201,8 @@ mod tests {
         let text: &'static str = Box::leak(std::fs::read_to_string(root.join("exercise.toml")).unwrap().into_boxed_str());
         let manifest = crate::exercise::manifest::parse("03-race", &root.join("exercise.toml"), text).unwrap();
         let ex = Exercise { manifest, original: "", solution: "" };
-        let public = Cases { cases: vec![case("p0", 1), case("p1", 2)], bench_input: PathBuf::new(), vary: PathBuf::new() };
-        let secret = SecretCases { hidden: Cases { cases: vec![case("h0", 3), case("h1", 4)], bench_input: PathBuf::new(), vary: PathBuf::new() }, fresh: Cases::default() };
+        let public = Cases::with_bench_of(vec![case("p0", 1), case("p1", 2)], &Cases::default());
+        let secret = SecretCases { hidden: Cases::with_bench_of(vec![case("h0", 3), case("h1", 4)], &Cases::default()), fresh: Cases::default() };
         let both = ExerciseCases::new(public.clone(), SecretCases { hidden: secret.hidden.clone(), fresh: Cases::default() });
         assert_eq!(both.graded.cases.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["p0", "p1", "h0", "h1"]);
 

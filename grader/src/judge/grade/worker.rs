@@ -56,7 +56,7 @@ pub struct ExerciseCases {
 
 impl ExerciseCases {
     pub(super) fn new(public: Cases, secret: SecretCases) -> ExerciseCases {
-        let graded = Cases { cases: public.cases.iter().chain(&secret.hidden.cases).cloned().collect(), bench_input: public.bench_input.clone(), vary: public.vary.clone() };
+        let graded = Cases::with_bench_of(public.cases.iter().chain(&secret.hidden.cases).cloned().collect(), &public);
         ExerciseCases { public, graded, secret }
     }
 }
@@ -73,6 +73,10 @@ pub struct Worker<'a> {
     /// Exercises whose hidden cases the reference fix passed on this worker (checked once).
     fair: Mutex<BTreeSet<String>>,
     peak: Mutex<Option<Option<Peak>>>,
+    /// The GPU's settings when the batch started (compute mode, application clocks), and why the
+    /// batch stopped, once they changed.
+    settings: Option<crate::tools::gpu::Settings>,
+    stopped: Mutex<Option<String>>,
 }
 
 /// Where `grade_until_timed` left a chunk.
@@ -153,7 +157,22 @@ impl<'a> Worker<'a> {
         if let Some(g) = &ctx.config.gpu {
             plan.push_str(&format!("-gpu{g}"));
         }
-        Worker { ctx, secret, plan, cases: Mutex::new(BTreeMap::new()), fair: Mutex::new(BTreeSet::new()), peak: Mutex::new(None) }
+        let settings = (ctx.gpu_info().is_some() && !ctx.launcher.replays()).then(|| crate::tools::gpu::settings(ctx.config.gpu.as_deref())).flatten();
+        Worker { ctx, secret, plan, cases: Mutex::new(BTreeMap::new()), fair: Mutex::new(BTreeSet::new()), peak: Mutex::new(None), settings, stopped: Mutex::new(None) }
+    }
+
+    /// Why this GPU's timings can no longer be trusted, if they cannot: its compute mode, clocks or
+    /// persistence changed since the batch started (the grader never changes them; nothing it runs
+    /// may). Checked before every timed phase; once changed, the batch stops on this GPU.
+    fn settings_changed(&self) -> Option<String> {
+        let mut stopped = self.stopped.lock().unwrap();
+        if stopped.is_none() {
+            let now = self.settings.as_ref().and_then(|_| crate::tools::gpu::settings(self.ctx.config.gpu.as_deref()));
+            if let Some(what) = self.settings.as_ref().zip(now.as_ref()).and_then(|(before, now)| now.changed_since(before)) {
+                *stopped = Some(format!("the GPU's settings changed during the batch ({what}): its timings cannot be compared any more, so grading stopped on it; set them back and run grade again (the journal keeps what was graded)"));
+            }
+        }
+        stopped.clone()
     }
 
     pub(super) fn device(&self) -> Option<String> {
@@ -296,6 +315,12 @@ impl<'a> Worker<'a> {
         let phase = Instant::now();
         for (i, r) in out.iter_mut().enumerate() {
             score_builds(&self.ctx, &results, i, r);
+            // Code that can tell it is watched holds the tools' and the speed points for a person,
+            // whatever those stages find (withheld when the pair is totalled).
+            if let Some(f) = crate::judge::tool_aware::flag(ex, &chunk.pairs[i].text) {
+                r.steps.push(f.step());
+                r.flags.push(f);
+            }
         }
         if !gpu_stages {
             let reason = self.ctx.no_gpu_reason().unwrap_or_default();
@@ -339,6 +364,9 @@ impl<'a> Worker<'a> {
             }
             let (out, phases) = self.finish(out, started, phases);
             return Graded::Done(out, phases);
+        }
+        if let Some(why) = self.settings_changed() {
+            return Graded::Done(self.failed_chunk(chunk, why), phases);
         }
         on_exclusive();
         // ncu first; the whole calls (and timelines) alone on the GPU after the profiler. The

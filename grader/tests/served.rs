@@ -1,0 +1,242 @@
+//! The grader's clock and checks of the timed calls (`tools::served`), driven against real
+//! processes that speak the harness's side of the protocol: a C program (built here with the
+//! machine's C compiler) that copies each call's input to its output, honestly or in one of the
+//! ways a class tried to beat the judged call. No GPU: what is tested is what the grader sees of a
+//! process it cannot trust, which is the same with or without CUDA (harness.cu's CUDA side ran on
+//! an H100: book/gpu-runs/2026-11-25-trust/).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use grader::exercise::data;
+use grader::exercise::dtype::DType;
+use grader::exercise::manifest::Dist;
+use grader::exercise::reference::{Buffer, Data};
+use grader::tools::launcher::{Launcher, Sandboxed};
+use grader::tools::runner::{Exit, Job};
+use grader::tools::sandbox::{Confinement, Isolation};
+use grader::tools::served::{CallTimes, Calls, Layout, Served};
+
+/// The harness's loop in C, with a `mode`: `honest` copies the input to the output, then says
+/// done; `early` takes its input, says done, and writes the answer 300 ms later; `die` exits
+/// during its second call;
+/// `second` copies a stale input (the first call's) in its second call.
+const FAKE_HARNESS: &str = r#"
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+static uint64_t ld(unsigned char* r, size_t at) { return __atomic_load_n((uint64_t*)(r + at), __ATOMIC_ACQUIRE); }
+static void st(unsigned char* r, size_t at, uint64_t v) { __atomic_store_n((uint64_t*)(r + at), v, __ATOMIC_RELEASE); }
+int main(int argc, char** argv) {
+  int fd = atoi(argv[1]); size_t in = atol(argv[2]), out = atol(argv[3]), bytes = atol(argv[4]); const char* mode = argv[5];
+  struct stat s; fstat(fd, &s);
+  unsigned char* r = mmap(0, s.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  unsigned char* first = malloc(bytes);
+  st(r, 192, 1);
+  for (uint64_t last = 0;;) {
+    uint64_t k;
+    while ((k = ld(r, 64)) == last) {}
+    if (k == ~0ull) return 0;
+    last = k;
+    if (k == 1) memcpy(first, r + in, bytes);
+    if (!strcmp(mode, "die") && k == 2) _exit(9);
+    if (!strcmp(mode, "early")) { memcpy(first, r + in, bytes); st(r, 128, k); usleep(300000); memcpy(r + out, first, bytes); continue; }
+    memcpy(r + out, !strcmp(mode, "second") && k == 2 ? first : r + in, bytes);
+    st(r, 128, k);
+  }
+}
+"#;
+
+fn fake_harness(dir: &Path) -> Option<PathBuf> {
+    let src = dir.join("fake.c");
+    let bin = dir.join("fake");
+    std::fs::write(&src, FAKE_HARNESS).unwrap();
+    let cc = ["cc", "gcc", "clang"].into_iter().find(|c| {
+        std::process::Command::new(c)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })?;
+    let ok = std::process::Command::new(cc)
+        .args(["-O2", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "the fake harness builds");
+    Some(bin)
+}
+
+const N: usize = 1 << 20; // 4 MiB of f32: a large input (perturbed), a large output (sampled)
+
+fn calls(secret: u64) -> Calls {
+    let dist = Some(Dist::Uniform { lo: 0.0, hi: 1.0 });
+    let layout = Layout::new(
+        &[("x".into(), DType::F32, N, dist)],
+        &[("y".into(), DType::F32, N)],
+    );
+    let base: Vec<f32> = (0..N).map(|i| (i % 1000) as f32 / 1000.0).collect();
+    Calls {
+        base: Arc::new(vec![Buffer {
+            name: "x".into(),
+            data: Data::F32(base),
+        }]),
+        layout,
+        count: 3,
+        secret,
+    }
+}
+
+/// Run the fake harness in `mode` under the sandbox with the grader serving its calls; the
+/// grader's record and each call's outputs.
+fn serve(mode: &str, secret: u64) -> Option<(Exit, CallTimes, Vec<Vec<f32>>)> {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = fake_harness(dir.path())?;
+    let clock = dir.path().join("clock");
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&clock).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    let c = calls(secret);
+    let (input, output) = (c.layout.inputs[0].offset, c.layout.outputs[0].offset);
+    let served = Served::new(c, true, &clock, true).unwrap();
+    let files = served.files();
+    let mut job = Job::new(&bin, Duration::from_secs(30))
+        .args([
+            served.fd().to_string(),
+            input.to_string(),
+            output.to_string(),
+            (N * 4).to_string(),
+            mode.to_string(),
+        ])
+        .cwd(&work);
+    job.confine = Some(Confinement {
+        writable: vec![work.clone()],
+        handed_over: vec![work.clone()],
+        readable: vec![dir.path().to_path_buf()],
+        ..Confinement::default()
+    });
+    job.pass_fds = vec![served.fd()];
+    job.driver = Some(Arc::new(served));
+    let f = Sandboxed::for_isolation(Isolation::Auto)
+        .unwrap()
+        .launch(&job)
+        .unwrap();
+    let times = CallTimes::parse(&std::fs::read_to_string(&files[0]).unwrap())
+        .expect("the grader's record");
+    let outputs = files[1..]
+        .iter()
+        .filter(|p| p.is_file())
+        .map(|p| match &data::read_outputs(p).unwrap()[0].data {
+            Data::F32(v) => v.clone(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    Some((f.exit, times, outputs))
+}
+
+fn skipped() -> Option<(Exit, CallTimes, Vec<Vec<f32>>)> {
+    eprintln!("SKIPPED: no C compiler on this machine");
+    None
+}
+
+#[test]
+fn every_call_gets_inputs_of_its_own_and_its_outputs_are_kept() {
+    let Some((exit, times, outputs)) = serve("honest", 7).or_else(skipped) else {
+        return;
+    };
+    assert_eq!(exit, Exit::Code(0));
+    assert_eq!(
+        (
+            times.calls_ns.len(),
+            outputs.len(),
+            times.failure.as_deref()
+        ),
+        (3, 3, None)
+    );
+    assert!(
+        times.calls_ns.iter().all(|ns| *ns > 0.0 && *ns < 1e9),
+        "{times:?}"
+    );
+    assert!(
+        times.changed.iter().all(|c| !c),
+        "an honest call's outputs hold"
+    );
+    // Each call's inputs differ from the others' and from the bench's: its output (a copy of its
+    // input) is unlike every other call's.
+    let base: Vec<f32> = (0..N).map(|i| (i % 1000) as f32 / 1000.0).collect();
+    for (k, out) in outputs.iter().enumerate() {
+        let unlike_base = out.iter().zip(&base).filter(|(a, b)| a != b).count();
+        assert!(
+            unlike_base > 0,
+            "call {} saw the bench's inputs unchanged",
+            k + 1
+        );
+        assert!(
+            out.iter().all(|v| (0.0..1.0).contains(v)),
+            "call {}'s inputs stay in the distribution",
+            k + 1
+        );
+    }
+    assert_ne!(outputs[1], outputs[2]);
+    // The same session's secret gives the same calls (every version gets the same inputs); another
+    // gives others.
+    let (_, _, again) = serve("honest", 7).unwrap();
+    assert_eq!(again, outputs);
+    let (_, _, other) = serve("honest", 8).unwrap();
+    assert_ne!(other[1], outputs[1]);
+}
+
+#[test]
+fn a_stale_answer_in_the_judged_call_is_in_its_outputs() {
+    let Some((_, _, honest)) = serve("honest", 11).or_else(skipped) else {
+        return;
+    };
+    let (exit, times, stale) = serve("second", 11).unwrap();
+    assert_eq!((exit, times.calls_ns.len()), (Exit::Code(0), 3));
+    // The second call copied the first call's inputs: what the grader kept of it is not what the
+    // reference would compute on that call's inputs (here: its inputs).
+    assert_eq!(stale[0], honest[0]);
+    assert_ne!(
+        stale[1], honest[1],
+        "the stale second call is caught by its own outputs"
+    );
+    assert_eq!(stale[2], honest[2]);
+}
+
+#[test]
+fn a_call_that_says_it_is_done_before_its_work_is_caught() {
+    let Some((_, _, honest)) = serve("honest", 13).or_else(skipped) else {
+        return;
+    };
+    let (_, times, outputs) = serve("early", 13).unwrap();
+    // Each call's answer is right but written after the call said it was done: what the grader
+    // kept of every call is the poison (NaN) or an earlier call's late answer, never its own.
+    for (k, out) in outputs.iter().enumerate() {
+        assert!(
+            times.changed[k] || *out != honest[k],
+            "call {}: an answer written after the call's end was taken as the call's",
+            k + 1
+        );
+    }
+}
+
+#[test]
+fn a_program_that_ends_mid_call_leaves_the_calls_it_made_and_why_the_rest_are_missing() {
+    let Some((exit, times, outputs)) = serve("die", 17).or_else(skipped) else {
+        return;
+    };
+    assert_eq!(exit, Exit::Code(9));
+    assert_eq!((times.calls_ns.len(), outputs.len()), (1, 1));
+    assert!(
+        times
+            .failure
+            .as_deref()
+            .is_some_and(|f| f.contains("during call 2")),
+        "{times:?}"
+    );
+}

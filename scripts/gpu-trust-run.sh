@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# The trust boundary on a GPU, with a release bundle built elsewhere ($B). PART (comma-separated):
+#   smoke   check of the fixed 03, 57, 62 (twice) and 63 (twice), and of two adversarial files; a
+#           grade of 62 and 63's reference fixes beside the lazy 63: the served calls end to end
+#   mini    check of the fixed 57 and 63 (ncu's shared lock: no busy profiler)
+#   record  the check recordings CI replays (03 fixed, 57 untouched and fixed, 03 verify) and the
+#           fixture class graded with its tool runs recorded
+#   class   the adversarial class: 03, 57 and 62 graded with their tool runs recorded (CI replays
+#           them), 63 graded apart (its calls' outputs are 256 MiB: not recorded); what the class
+#           left behind
+#   alone   the honest students graded alone (their points must not depend on the class)
+#   check   `check` of the adversarial files of 03 and 57, and of CHECK_62_63 (student/exercise
+#           pairs), for the check-against-grade table
+#   bench   grade's throughput on a class of bug exercises
+# Logs, gradebooks and recordings go to $OUT (tarred); a table is printed last.
+set -uo pipefail
+B=${B:-.gpu/xtask}
+OUT=${OUT:-/tmp/trust-run}
+PART=${PART:-smoke}
+L="$OUT/logs"; mkdir -p "$L"
+export CUDABUGS_NO_INSTALL=1 PATH="$PATH:/usr/local/cuda/bin"
+ADV=tests/fixtures/adversarial
+table=()
+has() { case ",$PART," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
+now() { date +%s.%N; }
+secs() { python3 -c "print(round($2 - $1, 1))"; }
+run() { # run NAME CMD...: output to logs/NAME.txt, exit and seconds to the table
+  local name=$1; shift
+  local s; s=$(now)
+  "$@" > "$L/$name.txt" 2>&1
+  local code=$?
+  table+=("$name: exit $code, $(secs "$s" "$(now)") s")
+}
+with() { # with FILE DEST CMD...: DEST replaced by FILE for one command
+  local file=$1 dest=$2; shift 2
+  cp "$dest" /tmp/with-backup; cp "$file" "$dest"
+  "$@"; local code=$?
+  cp /tmp/with-backup "$dest"
+  return $code
+}
+source_of() { case $1 in 03-race) echo reduce.cu ;; 57-reduction) echo sum.cu ;; 62-launches) echo heat.cu ;; 63-transfers) echo cool.cu ;; esac; }
+# check_json NAME EXERCISE FILE: `check --format json` of FILE as EXERCISE, one line of the table.
+check_json() {
+  local name=$1 ex=$2 file=$3 s; s=$(now)
+  with "$file" "exercises/$ex/$(source_of "$ex")" $B --format json check "$ex" > "$L/$name.json" 2> "$L/$name.err"
+  local code=$?
+  table+=("$name: exit $code, $(secs "$s" "$(now)") s; $(python3 -c "
+import json,sys
+try: r=json.load(open('$L/$name.json'))
+except Exception as e: print('unreadable', e); sys.exit()
+bad=[s['name']+': '+s['summary'][:160] for s in r.get('steps',[]) if s['status']!='passed']
+t=[s['summary'][:200] for s in r.get('steps',[]) if s['name']=='timing']
+print(r.get('outcome'), '|', t[0] if t else '-', '|', '; '.join(bad)[:400] or '-')")")
+}
+nvidia-smi --query-gpu=name,driver_version,compute_mode,clocks.applications.graphics --format=csv > "$L/gpu.txt" 2>&1
+$B toolkit show > "$L/toolkit.txt" 2>&1
+
+if has smoke; then
+  check_json smoke-03-fixed 03-race solutions/03-race/reduce.cu
+  check_json smoke-57-fixed 57-reduction solutions/57-reduction/sum.cu
+  check_json smoke-62-fixed-a 62-launches solutions/62-launches/heat.cu
+  check_json smoke-62-fixed-b 62-launches solutions/62-launches/heat.cu
+  check_json smoke-63-fixed-a 63-transfers solutions/63-transfers/cool.cu
+  check_json smoke-63-fixed-b 63-transfers solutions/63-transfers/cool.cu
+  check_json smoke-03-escape 03-race $ADV/escape/reduce.cu
+  check_json smoke-62-lazy 62-launches $ADV/lazy-call-62/heat.cu
+  rm -rf cls grades-smoke; mkdir -p cls/honest cls/lazy
+  cp solutions/62-launches/heat.cu solutions/63-transfers/cool.cu cls/honest/; cp $ADV/lazy-call/cool.cu cls/lazy/
+  run smoke-grade $B grade cls --exercises 62-launches,63-transfers --secret-seed 7 --out grades-smoke
+  table+=("smoke grades: $(tr '\n' ';' < grades-smoke/grades.csv)")
+  cp -r grades-smoke "$L/"
+  # What the sandbox left: who owns the run folders, the clock's records.
+  { find .cudabugs/work/check/63-transfers -maxdepth 4 -printf '%u %m %s %p\n' | head -60; for c in .cudabugs/work/check/6*/*/clock/*/clock; do echo "== $c"; cat "$c"; done; } > "$L/smoke-files.txt" 2>&1
+fi
+
+if has mini; then
+  check_json mini-57-fixed 57-reduction solutions/57-reduction/sum.cu
+  check_json mini-63-fixed 63-transfers solutions/63-transfers/cool.cu
+fi
+
+if has record; then
+  SECRET_DIR=$(mktemp -d); cp tests/fixtures/class-secret.toml "$SECRET_DIR/secret.toml"
+  rm -rf rec-*
+  check_json rec-check-03-fixed 03-race solutions/03-race/reduce.cu
+  run rec-check-solution with solutions/03-race/reduce.cu exercises/03-race/reduce.cu $B --format json --record-tools rec-check-solution check race
+  run rec-check-57-untouched $B --format json --record-tools rec-check-57-untouched check 57
+  run rec-check-57-solution with solutions/57-reduction/sum.cu exercises/57-reduction/sum.cu $B --format json --record-tools rec-check-57-solution check 57
+  run rec-verify-03 $B --format json --record-tools rec-verify-03-race verify 03-race
+  run rec-fixture $B --record-tools rec-grade-fixture grade tests/fixtures/class --exercises 03-race,57-reduction --secret "$SECRET_DIR/secret.toml" --out grades-fixture
+  table+=("fixture grades: $(tr '\n' ';' < grades-fixture/grades.csv)")
+  tar czf "$OUT/recordings-checks.tgz" rec-check-* rec-verify-* rec-grade-fixture
+  cp -r grades-fixture "$L/"
+fi
+
+if has class; then
+  SECRET_DIR=$(mktemp -d); cp tests/fixtures/class-secret.toml "$SECRET_DIR/secret.toml"
+  rm -rf rec-grade-adversarial grades-adversarial* grades-honest-alone* honest-alone
+  rm -f /var/tmp/cudabugs-escape-marker /tmp/cudabugs-escape-marker
+  run class-recorded $B --record-tools rec-grade-adversarial grade $ADV --exercises 03-race,57-reduction,62-launches --secret "$SECRET_DIR/secret.toml" --out grades-adversarial
+  run class-63 $B grade $ADV --exercises 63-transfers --secret "$SECRET_DIR/secret.toml" --out grades-adversarial-63
+  # What the class left: escape markers anywhere outside the work folders, processes, big files.
+  { ls -la /var/tmp/cudabugs-escape-marker /tmp/cudabugs-escape-marker 2>&1; find / -xdev -name 'cudabugs-escape-marker' -not -path '*/.cudabugs/work/*' 2>/dev/null; find grades-* -name '*marker*' 2>/dev/null; } > "$L/escape-markers.txt"
+  table+=("escape markers outside work folders: $(grep -c marker "$L/escape-markers.txt") ($(tr '\n' ' ' < "$L/escape-markers.txt" | cut -c1-300))")
+  ps -eo pid,ppid,etimes,user,cmd | grep -v -E "ps -eo|grep|gpu-trust" | grep -E "sleep|xtask|ncu|sanitizer|learner|heat|cool|reduce|sum" > "$L/left-running.txt"
+  table+=("processes left after the classes: $(wc -l < "$L/left-running.txt")")
+  for g in grades-adversarial grades-adversarial-63; do
+    table+=("$g:" "$(python3 -c "
+import csv
+rows = list(csv.DictReader(open('$g/grades.csv')))
+keys = [k for k in rows[0] if k[:2].isdigit()] if rows else []
+for r in rows: print('  ', r.get('Student'), ' '.join(r.get(k, '') for k in keys))
+" 2>&1)")
+    cp -r "$g" "$L/"
+  done
+  tar czf "$OUT/recordings-class.tgz" rec-grade-adversarial
+fi
+
+if has alone; then
+  SECRET_DIR=$(mktemp -d); cp tests/fixtures/class-secret.toml "$SECRET_DIR/secret.toml"
+  rm -rf honest-alone grades-honest-alone; mkdir -p honest-alone; cp -r $ADV/honest-ref $ADV/honest-alt $ADV/half-fix honest-alone/
+  run honest-alone $B grade honest-alone --exercises 03-race,57-reduction,62-launches,63-transfers --secret "$SECRET_DIR/secret.toml" --out grades-honest-alone
+  table+=("grades-honest-alone:" "$(python3 -c "
+import csv
+rows = list(csv.DictReader(open('grades-honest-alone/grades.csv')))
+keys = [k for k in rows[0] if k[:2].isdigit()] if rows else []
+for r in rows: print('  ', r.get('Student'), ' '.join(r.get(k, '') for k in keys))
+" 2>&1)")
+  cp -r grades-honest-alone "$L/"
+fi
+
+if has check; then
+  for ex in 03-race 57-reduction; do
+    for dir in $ADV/*/; do
+      st=$(basename "$dir"); f="$dir$(source_of "$ex")"
+      [ -e "$f" ] || continue
+      check_json "check-$st-$ex" "$ex" "$f"
+    done
+  done
+  for pair in ${CHECK_62_63:-honest-ref/62-launches forge-clock-sym/62-launches post-done/62-launches lazy-call/63-transfers}; do
+    st=${pair%/*}; ex=${pair#*/}
+    check_json "check-$st-$ex" "$ex" "$ADV/$st/$(source_of "$ex")"
+  done
+fi
+
+if has bench; then
+  rm -rf bench-class grades-bench
+  python3 scripts/grade-bench-class.py bench-class 1 01-index
+  run bench-warm-up $B grade bench-class --exercises 01-index --secret-seed 7 --out grades-bench
+  rm -rf bench-class .cudabugs/work grades-bench
+  n=${BENCH_STUDENTS:-5}
+  python3 scripts/grade-bench-class.py bench-class "$n" 01-index 02-bounds 03-race 05-memset 06-misaligned 10-shared-bounds
+  s=$(now)
+  $B grade bench-class --exercises 01-index,02-bounds,03-race,05-memset,06-misaligned,10-shared-bounds --secret-seed 7 --out grades-bench --format json > "$L/bench-bug.jsonl" 2> "$L/bench-bug.err"
+  code=$?; t=$(secs "$s" "$(now)")
+  table+=("throughput bug: $((n * 6)) pairs in $t s = $(python3 -c "print(round($n * 6 * 60 / $t, 1))") per minute (exit $code)")
+  cp grades-bench/grades.csv "$L/bench-bug-grades.csv"
+fi
+tar czf "$OUT/logs.tgz" -C "$OUT" logs && rm -rf "$L"
+printf '%s\n' "${table[@]}" | tee "$OUT/table.txt"
