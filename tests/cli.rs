@@ -159,7 +159,8 @@ fn check_keeps_the_binaries_of_an_unchanged_file_and_rebuilds_an_edited_one() {
     assert_eq!(kept(&undone), 2, "edit undone: {undone:?}");
     let entries: Vec<String> = copy.path(".cudabugs/work/build-cache").read_dir().unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     let count = |ext: &str| entries.iter().filter(|n| n.ends_with(ext)).count();
-    assert_eq!((count(".bin"), count(".deps")), (4, 4), "two texts, two builds each, a binary and a manifest each: {entries:?}");
+    // And the reference fix's timing build, whose device code the learner's clock reads are held to.
+    assert_eq!((count(".bin"), count(".deps")), (5, 5), "two texts, two builds each, the reference's timing build, a binary and a manifest each: {entries:?}");
 }
 
 #[test]
@@ -233,4 +234,25 @@ fn toolkit_show_names_every_tool_and_the_gpu() {
         assert!(shown.get(key).is_some(), "`{key}` missing from {shown}");
     }
     assert!(shown["gpu"].as_str().is_some());
+}
+
+/// A file whose region times a shared-memory access with `clock64()` (the racecheck cheat) fails
+/// `check` for the tool-aware rule, named at its line and in its compiled kernels, before any GPU
+/// step: the text and the device code are read on the CPU.
+#[test]
+fn check_names_tool_aware_code_by_its_line_and_its_compiled_clock_reads() {
+    if !cpu_only_or_skip("check_names_tool_aware_code_by_its_line_and_its_compiled_clock_reads") {
+        return;
+    }
+    let copy = common::Copy::new();
+    std::fs::copy(common::repo().join("tests/fixtures/adversarial/tool-aware/reduce.cu"), copy.path("exercises/03-race/reduce.cu")).unwrap();
+    let out = copy.xtask().args(["--format", "json", "check", "race"]).assert().code(1).get_output().stdout.clone();
+    let report: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let flag = report["flags"].as_array().unwrap().iter().find(|f| f["rule"] == "tool-aware").unwrap_or_else(|| panic!("{report}"));
+    let message = flag["message"].as_str().unwrap();
+    assert!(message.contains("reads a clock or timer (`clock64`)"), "{message}");
+    if grader::tools::toolchain::find(grader::tools::toolchain::ToolName::Cuobjdump, copy.root()).is_some() {
+        assert!(message.contains("its compiled kernel") && message.contains("SR_CLOCKLO"), "{message}");
+    }
+    assert!(report["trust"].as_str().unwrap().contains("no capability"), "{report}");
 }

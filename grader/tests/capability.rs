@@ -55,7 +55,7 @@ fn context_on_fake_a100() -> Context {
     let missing = PathBuf::from("/nonexistent/nvcc");
     Context {
         arch: "sm_80".into(),
-        tools: grader::tools::toolchain::Toolchain { nvcc: None, sanitizer: None, ncu: None },
+        tools: grader::tools::toolchain::Toolchain { nvcc: None, sanitizer: None, ncu: None, cuobjdump: None },
         nvcc: grader::tools::toolchain::Nvcc { path: missing.clone(), extra_flags: Vec::new() },
         gpu,
         harness: grader::tools::nvcc::Harness { include_dir: missing.clone(), object: missing },

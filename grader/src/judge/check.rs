@@ -103,9 +103,6 @@ pub fn check(ctx: &Context, wb: &Workbook, ex: &Exercise, mut say: impl FnMut(&s
         }
     };
     let started = Instant::now();
-    // Code that can tell it is watched: named, and the check fails as grade holds its points.
-    let watched = crate::judge::tool_aware::flag(ex, &text);
-    let watched = watched.as_ref();
     let gpu_stages = ctx.no_gpu_reason().is_none() || ctx.launcher.replays();
     let cases = if gpu_stages { timed_cases(wb, ex) } else { Ok(Cases::default()) };
     let empty = Cases::default();
@@ -123,7 +120,8 @@ pub fn check(ctx: &Context, wb: &Workbook, ex: &Exercise, mut say: impl FnMut(&s
 
     // 1. Both builds of the learner's file and, on a GPU, its named tool and the cases, each run
     //    starting as soon as its build is there. A file saved unchanged is not rebuilt.
-    let mut stages = vec![Stage::new(LEARNER, StageKind::BuildDebug), Stage::new(LEARNER, StageKind::BuildRelease)];
+    // The device code of the learner's build and the reference's, for clock reads (no GPU needed).
+    let mut stages = vec![Stage::new(LEARNER, StageKind::BuildDebug), Stage::new(LEARNER, StageKind::BuildRelease), Stage::new(LEARNER, StageKind::Sass), Stage::new(REFERENCE, StageKind::Sass)];
     if gpu_stages && cases.is_ok() {
         stages.extend(tools.iter().map(|&t| Stage::new(LEARNER, StageKind::Sanitize(t))));
         stages.push(Stage::new(LEARNER, StageKind::Correctness));
@@ -137,6 +135,10 @@ pub fn check(ctx: &Context, wb: &Workbook, ex: &Exercise, mut say: impl FnMut(&s
     }
     let mut results = Results::default();
     scheduler::execute(ctx, wb, &subs, &stages, &mut results, started);
+    // Code that can tell it is watched, in its text or its compiled kernels: named, and the check
+    // fails as grade holds its points.
+    let watched = crate::judge::tool_aware::flag_with(ex, &text, &compiled_clock_reads(&results, LEARNER, &Stage::new(REFERENCE, StageKind::Sass)));
+    let watched = watched.as_ref();
     for flavor in Flavor::BOTH {
         let output = results.get(LEARNER, StageKind::build(flavor)).expect("built");
         report.steps.extend(verdict::build(&format!("build {}", flavor.flags()[0]), output, flavor, &ctx.arch));
@@ -312,10 +314,22 @@ fn timed_cases(wb: &Workbook, ex: &Exercise) -> std::io::Result<Cases> {
     cases::prepare_with(ex, &wb.work_dir().join("cases").join(ex.id()), bench_seed, cases::unpredictable_seed())
 }
 
+/// The clock reads of `subject`'s compiled kernels that the reference's (its `reference` stage)
+/// does not make; none where either could not be read (no cuobjdump).
+pub fn compiled_clock_reads(results: &Results, subject: usize, reference: &Stage) -> Vec<crate::judge::tool_aware::SassClockRead> {
+    match (results.get(subject, StageKind::Sass), results.get_run(reference)) {
+        (Some(Output::Sass { reads: Ok(mine) }), Some(Output::Sass { reads: Ok(theirs) })) => crate::judge::tool_aware::clock_reads_beyond(mine, theirs),
+        _ => Vec::new(),
+    }
+}
+
 /// The outcome from the steps, after the tool-aware rule's, where the learner's regions gave one.
 fn finish(mut report: CheckReport, watched: Option<&speed::Flag>) -> CheckReport {
     if let Some(f) = watched {
-        report.steps.push(f.step().stage("regions"));
+        // Right after the builds: it needs no GPU, and what the text and the device code show
+        // stands whatever the GPU steps find (or skip).
+        let at = report.steps.iter().take_while(|s| s.stage.as_deref().is_some_and(|st| st.starts_with("build"))).count();
+        report.steps.insert(at, f.step().stage("regions"));
         report.flags.push(f.clone());
     }
     report.outcome = Outcome::from_steps(&report.steps);

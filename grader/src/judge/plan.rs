@@ -185,6 +185,9 @@ pub enum StageKind {
     Timeline,
     /// A program's release build under ncu with the performance metrics (`sanitize --profile`).
     Profile,
+    /// The release build's device code read for clock reads (`cuobjdump -sass`): what a program
+    /// that can tell it is watched compiles to, whatever its text hides.
+    Sass,
 }
 
 impl StageKind {
@@ -201,6 +204,7 @@ impl StageKind {
             StageKind::Call => "call".into(),
             StageKind::Timeline => "timeline".into(),
             StageKind::Profile => "profile".into(),
+            StageKind::Sass => "sass".into(),
         }
     }
 
@@ -209,7 +213,7 @@ impl StageKind {
         match self {
             StageKind::BuildDebug | StageKind::BuildRelease => None,
             StageKind::Sanitize(_) => Some(Flavor::Sanitize),
-            StageKind::Correctness | StageKind::Hidden | StageKind::Fresh | StageKind::Timing | StageKind::Call | StageKind::Timeline | StageKind::Profile => Some(Flavor::Timing),
+            StageKind::Correctness | StageKind::Hidden | StageKind::Fresh | StageKind::Timing | StageKind::Call | StageKind::Timeline | StageKind::Profile | StageKind::Sass => Some(Flavor::Timing),
         }
     }
 
@@ -219,9 +223,16 @@ impl StageKind {
         matches!(self, StageKind::Timing | StageKind::Call | StageKind::Timeline)
     }
 
+    /// Whether the stage needs a GPU (every stage that runs the submission's code does).
+    pub fn needs_gpu(self) -> bool {
+        !matches!(self, StageKind::BuildDebug | StageKind::BuildRelease | StageKind::Sass)
+    }
+
     pub fn resource(self) -> Resource {
         match self {
             StageKind::BuildDebug | StageKind::BuildRelease => Resource::Cpu,
+            // Beside the GPU stages, as soon as its build is there; it needs no GPU (`needs_gpu`).
+            StageKind::Sass => Resource::Gpu,
             StageKind::Sanitize(_) | StageKind::Correctness | StageKind::Hidden | StageKind::Fresh => Resource::Gpu,
             StageKind::Timing | StageKind::Profile => Resource::Profiler,
             StageKind::Call | StageKind::Timeline => Resource::Exclusive,

@@ -127,8 +127,8 @@ pub fn execute(ctx: &Context, wb: &Workbook, subs: &[Submission], stages: &[Stag
         let built = binaries.wait(slot_of(s.subject, flavor));
         match (&blocked, built) {
             (_, None) => Output::NotRun(Blocked::BuildFailed),
-            (Some(b), Some(_)) => Output::NotRun(b.clone()),
-            (None, Some(b)) => stages::run_within(ctx, wb, &subs[s.subject], s, Some(&b), tool_limit),
+            (Some(b), Some(_)) if s.kind.needs_gpu() => Output::NotRun(b.clone()),
+            (_, Some(b)) => stages::run_within(ctx, wb, &subs[s.subject], s, Some(&b), tool_limit),
         }
     };
     let run_on_build = |s: &Stage| run_within(s, None);

@@ -86,6 +86,8 @@ pub enum Output {
     },
     /// `sanitize --profile`: every launch's metrics, or why there are none.
     Profiled { command: String, run: Result<Finished, SpawnError>, launches: Result<Vec<ncu::LaunchMetrics>, String> },
+    /// The release build's clock reads, or why they could not be read.
+    Sass { reads: Result<Vec<crate::judge::tool_aware::SassClockRead>, String> },
     NotRun(Blocked),
 }
 
@@ -180,7 +182,7 @@ fn fresh_run_dir(sub: &Submission, stage: &Stage) -> PathBuf {
 /// The installation folder of each tool a sandboxed job may run (`.../bin/ncu` -> `...`): it must
 /// be reachable by the sandbox's user.
 fn tool_roots(ctx: &Context) -> Vec<PathBuf> {
-    [Some(&ctx.nvcc.path), ctx.tools.sanitizer.as_ref(), ctx.tools.ncu.as_ref()]
+    [Some(&ctx.nvcc.path), ctx.tools.sanitizer.as_ref(), ctx.tools.ncu.as_ref(), ctx.tools.cuobjdump.as_ref()]
         .into_iter()
         .flatten()
         .filter_map(|p| std::fs::canonicalize(p).ok())
@@ -511,6 +513,19 @@ pub fn profile(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, bu
     Output::Profiled { command: job.display(), run, launches }
 }
 
+/// The release build's device code, read for clock reads. cuobjdump reads a file the submission's
+/// code shaped, so it runs in the submission's sandbox; with no key, a replay runs it for real.
+pub fn sass(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: &Built) -> Output {
+    let Some(cuobjdump) = ctx.tools.cuobjdump.as_deref() else { return Output::NotRun(Blocked::Missing("cuobjdump")) };
+    let job = sandboxed(ctx, wb, sub, stage, crate::judge::tool_aware::sass_job(cuobjdump, &built.binary, ctx.config.timeouts.build), None);
+    let reads = match ctx.launcher.launch(&job) {
+        Ok(f) if f.success() => Ok(crate::judge::tool_aware::clock_reads_in_sass(&f.stdout.text())),
+        Ok(f) => Err(format!("cuobjdump failed: {}", f.describe_exit())),
+        Err(e) => Err(e.to_string()),
+    };
+    Output::Sass { reads }
+}
+
 /// Run one stage whose build (if it needs one) is `built`.
 pub fn run(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: Option<&Built>) -> Output {
     run_within(ctx, wb, sub, stage, built, None)
@@ -532,6 +547,7 @@ pub fn run_within(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage,
         (StageKind::Timing, Some(b)) => time(ctx, wb, sub, stage, b),
         (StageKind::Call | StageKind::Timeline, Some(b)) => call(ctx, wb, sub, stage, b),
         (StageKind::Profile, Some(b)) => profile(ctx, wb, sub, stage, b),
+        (StageKind::Sass, Some(b)) => sass(ctx, wb, sub, stage, b),
     }
 }
 

@@ -132,18 +132,25 @@ pub fn scan_regions(source: &str) -> Vec<Suspect> {
 /// The findings of `submitted` as one flag of the tool-aware rule (None where there are none):
 /// each rule with its line, the first few of them.
 pub fn flag(ex: &Exercise, submitted: &str) -> Option<crate::judge::speed::Flag> {
+    flag_with(ex, submitted, &[])
+}
+
+/// The flag of the text and of the clock reads its compiled kernels have beyond the reference's
+/// (`clock_reads_beyond`): reads the text scan could not see (a name built from pieces, a timer
+/// reached through a library) show in the device code.
+pub fn flag_with(ex: &Exercise, submitted: &str, compiled: &[SassClockRead]) -> Option<crate::judge::speed::Flag> {
     let found = scan(ex, submitted);
-    found.first()?;
-    let shown: Vec<String> = found
+    if found.is_empty() && compiled.is_empty() {
+        return None;
+    }
+    let mut shown: Vec<String> = found
         .iter()
         .take(4)
         .map(|s| format!("line {}: {} (`{}`)", s.line, s.kind.describe(), s.token))
         .collect();
-    let more = if found.len() > shown.len() {
-        format!("; and {} more", found.len() - shown.len())
-    } else {
-        String::new()
-    };
+    shown.extend(compiled.iter().take(2).map(|r| format!("its compiled kernel `{}` reads the GPU's clock {} (`{}`), which the reference fix's does not", r.function, r.register(), r.instruction)));
+    let hidden = found.len().saturating_sub(4) + compiled.len().saturating_sub(2);
+    let more = if hidden > 0 { format!("; and {hidden} more") } else { String::new() };
     Some(crate::judge::speed::Flag::new(
         crate::judge::speed::Rule::ToolAware,
         format!("{}{more}", shown.join("; ")),
@@ -923,6 +930,7 @@ const KEYWORDS: &[&str] = &[
 
 /// The harness's options, read from the command line (`/proc/self/cmdline` or a saved `argv`).
 const HARNESS_OPTIONS: &[&str] = &[
+    "--serve",
     "--call-times",
     "--repeat",
     "--vary",

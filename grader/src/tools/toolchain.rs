@@ -62,6 +62,8 @@ pub struct Toolchain {
     pub nvcc: Option<Nvcc>,
     pub sanitizer: Option<PathBuf>,
     pub ncu: Option<PathBuf>,
+    /// For the compiled kernels' clock reads (`judge::tool_aware`).
+    pub cuobjdump: Option<PathBuf>,
 }
 
 fn candidates(tool: ToolName, root: &Path) -> Vec<PathBuf> {
@@ -112,7 +114,7 @@ impl Toolchain {
             };
             Nvcc { path, extra_flags }
         });
-        Toolchain { nvcc, sanitizer: find(ToolName::ComputeSanitizer, root), ncu: find(ToolName::Ncu, root) }
+        Toolchain { nvcc, sanitizer: find(ToolName::ComputeSanitizer, root), ncu: find(ToolName::Ncu, root), cuobjdump: find(ToolName::Cuobjdump, root) }
     }
 }
 

@@ -278,9 +278,13 @@ impl<'a> Worker<'a> {
         // 1. Builds, the four tools, the public and the hidden cases in one run (the reference's
         //    hidden run, once per exercise, proves the instructor's cases are fair).
         let mut stages: Vec<Stage> = Vec::new();
+        // Every build's device code, and the reference's, for clock reads (no GPU needed).
+        let reference_sass = Stage::again(reference, StageKind::Sass, chunk.index);
+        stages.push(reference_sass.clone());
         for i in 0..students {
             stages.push(Stage::new(i, StageKind::BuildDebug));
             stages.push(Stage::new(i, StageKind::BuildRelease));
+            stages.push(Stage::new(i, StageKind::Sass));
             if gpu_stages {
                 stages.extend(Tool::ALL.iter().map(|&t| Stage::new(i, StageKind::Sanitize(t))));
                 stages.push(Stage::new(i, StageKind::Correctness));
@@ -315,9 +319,11 @@ impl<'a> Worker<'a> {
         let phase = Instant::now();
         for (i, r) in out.iter_mut().enumerate() {
             score_builds(&self.ctx, &results, i, r);
-            // Code that can tell it is watched holds the tools' and the speed points for a person,
-            // whatever those stages find (withheld when the pair is totalled).
-            if let Some(f) = crate::judge::tool_aware::flag(ex, &chunk.pairs[i].text) {
+            // Code that can tell it is watched (its text, or its kernels' clock reads beyond the
+            // reference's) holds the tools' and the speed points for a person, whatever those
+            // stages find (withheld when the pair is totalled).
+            let compiled = crate::judge::check::compiled_clock_reads(&results, i, &reference_sass);
+            if let Some(f) = crate::judge::tool_aware::flag_with(ex, &chunk.pairs[i].text, &compiled) {
                 r.steps.push(f.step());
                 r.flags.push(f);
             }
