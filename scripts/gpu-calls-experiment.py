@@ -1,4 +1,7 @@
 #!/usr/bin/env python3
+# NOTE (2026-11-25): this experiment drives the harness with --repeat/--vary/--call-times/--gate, which the
+# harness no longer has (the grader now serves, clocks and checks the timed calls: grader/src/tools/served.rs);
+# it ran against the bundles of its date, and reruns need one of those.
 """Can whole-call timings share the GPU's time with other programs' start-up? The question behind
 grade's exclusive phase: each call-timing process spends ~0.3 s making its CUDA context (and more
 loading and saving a bench of 64-256 MB) for a few milliseconds of timed calls. With `--gate`, the

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# NOTE (2026-11-25): it times the harness with --repeat/--vary, which the harness no longer has (the grader
+# serves the timed calls: grader/src/tools/served.rs); it ran against the bundles of its date.
 # What a set of ncu timing runs costs side by side (verify's timing phase is ncu processes, 4 at a
 # time, and did not get faster with 8): for each exercise, `check` with its solution gives the
 # exact ncu command of its timed run; that command then runs alone, 4 copies at once, two programs

@@ -1,4 +1,7 @@
 #!/usr/bin/env python3
+# NOTE (2026-11-25): this experiment drives the harness with --repeat/--vary/--call-times/--gate, which the
+# harness no longer has (the grader now serves, clocks and checks the timed calls: grader/src/tools/served.rs);
+# it ran against the bundles of its date, and reruns need one of those.
 """What one CUDA process costs on this machine, alone and many at once: the question behind grade's
 throughput. Runs after a `grade` of the bench class (it takes a graded submission's binaries and the
 exercise's cases from the work folder) and prints a table; JSON to OUT_JSON.
