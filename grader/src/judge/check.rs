@@ -182,6 +182,9 @@ pub fn check(ctx: &Context, wb: &Workbook, ex: &Exercise, mut say: impl FnMut(&s
     //    call alone on the GPU; the one speed judge decides, with the rules `grade` applies.
     say("timing with ncu: the original, the reference fix and yours; then each whole call");
     let steps = time_and_judge(ctx, wb, &subs, &mut results, &mut report, started, &mut say);
+    for sub in &subs {
+        crate::judge::stages::forget_calls(sub);
+    }
     report.steps.extend(steps);
     let mut report = finish(report, watched);
     if report.outcome == Outcome::Pass {

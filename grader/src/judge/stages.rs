@@ -413,6 +413,12 @@ fn fresh_clock_dir(sub: &Submission, stage: &Stage) -> PathBuf {
     dir
 }
 
+/// Remove what the timed stages kept of a submission's calls, once they are judged: each call's
+/// outputs (63-transfers' are 256 MiB a call, 4.6 GB for a `check`'s three versions).
+pub fn forget_calls(sub: &Submission) {
+    let _ = std::fs::remove_dir_all(sub.work.join("clock"));
+}
+
 /// The served calls of a submission's bench: its layout, the bench's inputs, the session's secret.
 /// `spin`: the grader spins while a call runs (the judged clock); `keep`: each call's outputs kept.
 fn serve(sub: &Submission, dir: &Path, spin: bool, keep: bool) -> Result<Served, String> {
