@@ -7,27 +7,48 @@ use predicates::prelude::*;
 
 #[test]
 fn an_unknown_id_lists_the_exercises() {
-    xtask()
-        .args(["check", "nope"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("no exercise matches `nope`").and(predicate::str::contains("03-race")));
+    xtask().args(["check", "nope"]).assert().code(2).stderr(
+        predicate::str::contains("no exercise matches `nope`")
+            .and(predicate::str::contains("03-race")),
+    );
 }
 
 #[test]
 fn in_json_an_error_is_a_json_object_too() {
-    let out = xtask().args(["--format", "json", "hint", "0"]).assert().code(2).get_output().stdout.clone();
+    let out = xtask()
+        .args(["--format", "json", "hint", "0"])
+        .assert()
+        .code(2)
+        .get_output()
+        .stdout
+        .clone();
     let error: serde_json::Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(error["exit_code"], 2);
-    assert!(error["error"].as_str().unwrap().contains("`0` matches several exercises"), "{error}");
+    assert!(
+        error["error"]
+            .as_str()
+            .unwrap()
+            .contains("`0` matches several exercises"),
+        "{error}"
+    );
 }
 
 #[test]
 fn bundle_makes_a_folder_that_runs_without_the_repository() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("b");
-    xtask().args(["bundle", "--out"]).arg(&out).assert().success().stdout(predicate::str::contains("bundle ready"));
-    for file in ["cudabugs", "exercises/03-race/reduce.cu", "exercises/03-race/exercise.toml", "solutions/03-race/reduce.cu"] {
+    xtask()
+        .args(["bundle", "--out"])
+        .arg(&out)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("bundle ready"));
+    for file in [
+        "cudabugs",
+        "exercises/03-race/reduce.cu",
+        "exercises/03-race/exercise.toml",
+        "solutions/03-race/reduce.cu",
+    ] {
         assert!(out.join(file).is_file(), "{file} missing from the bundle");
     }
     // The bundled binary finds its workbook from inside the bundle.
@@ -43,7 +64,12 @@ fn bundle_makes_a_folder_that_runs_without_the_repository() {
 #[test]
 fn outside_a_workbook_says_so() {
     let dir = tempfile::tempdir().unwrap();
-    xtask().current_dir(dir.path()).args(["check", "3"]).assert().code(2).stderr(predicate::str::contains("not inside a cudabugs workbook"));
+    xtask()
+        .current_dir(dir.path())
+        .args(["check", "3"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("not inside a cudabugs workbook"));
 }
 
 #[test]
@@ -67,7 +93,10 @@ fn without_nvcc_check_says_how_to_get_one() {
         .assert()
         // A missing toolkit is a tool error (3), not a usage error (2).
         .code(3)
-        .stderr(predicate::str::contains("no nvcc found").and(predicate::str::contains("cargo xtask toolkit install")));
+        .stderr(
+            predicate::str::contains("no nvcc found")
+                .and(predicate::str::contains("cargo xtask toolkit install")),
+        );
 }
 
 /// Whether this machine has nvcc and no GPU, as the CPU-only tests need; if not, the test says so.
@@ -87,14 +116,29 @@ fn peak_on_a_cpu_only_machine_is_skipped_with_exit_6() {
     if !cpu_only_or_skip("peak_on_a_cpu_only_machine_is_skipped_with_exit_6") {
         return;
     }
-    let out = xtask().args(["peak"]).assert().code(6).get_output().stderr.clone();
+    let out = xtask()
+        .args(["peak"])
+        .assert()
+        .code(6)
+        .get_output()
+        .stderr
+        .clone();
     let text = String::from_utf8_lossy(&out);
-    assert!(text.starts_with("SKIPPED: the peak is measured on a GPU") && text.contains("no NVIDIA driver"), "{text}");
+    assert!(
+        text.starts_with("SKIPPED: the peak is measured on a GPU")
+            && text.contains("no NVIDIA driver"),
+        "{text}"
+    );
 }
 
 /// (name, status) of each step in a JSON array of steps.
 fn statuses(steps: &serde_json::Value) -> Vec<(&str, &str)> {
-    steps.as_array().unwrap().iter().map(|s| (s["name"].as_str().unwrap(), s["status"].as_str().unwrap())).collect()
+    steps
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["name"].as_str().unwrap(), s["status"].as_str().unwrap()))
+        .collect()
 }
 
 #[test]
@@ -102,11 +146,24 @@ fn check_on_a_cpu_only_machine_builds_both_variants_and_skips_with_exit_6() {
     if !cpu_only_or_skip("check_on_a_cpu_only_machine_builds_both_variants_and_skips_with_exit_6") {
         return;
     }
-    let out = xtask().args(["--format", "json", "check", "3"]).assert().code(6).get_output().stdout.clone();
+    let out = xtask()
+        .args(["--format", "json", "check", "3"])
+        .assert()
+        .code(6)
+        .get_output()
+        .stdout
+        .clone();
     let report: serde_json::Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(report["outcome"], "skipped");
     let steps = statuses(&report["steps"]);
-    assert_eq!(steps, vec![("build -G", "passed"), ("build -O3", "passed"), ("gpu", "skipped")]);
+    assert_eq!(
+        steps,
+        vec![
+            ("build -G", "passed"),
+            ("build -O3", "passed"),
+            ("gpu", "skipped")
+        ]
+    );
 }
 
 #[test]
@@ -116,12 +173,19 @@ fn a_learner_file_that_does_not_compile_fails_at_the_build_step() {
     }
     // A workbook copy whose 03-race file has a syntax error.
     let copy = common::Copy::new();
-    std::fs::write(copy.path("exercises/03-race/reduce.cu"), "this is not CUDA\n").unwrap();
+    std::fs::write(
+        copy.path("exercises/03-race/reduce.cu"),
+        "this is not CUDA\n",
+    )
+    .unwrap();
     copy.xtask()
         .args(["check", "race"])
         .assert()
         .code(1)
-        .stdout(predicate::str::contains("does not compile").and(predicate::str::contains("FAIL at step `build -G`")));
+        .stdout(
+            predicate::str::contains("does not compile")
+                .and(predicate::str::contains("FAIL at step `build -G`")),
+        );
 }
 
 #[test]
@@ -133,7 +197,12 @@ fn check_keeps_the_binaries_of_an_unchanged_file_and_rebuilds_an_edited_one() {
     // The summaries of the learner's two build steps (the exit code depends on whether there is a GPU).
     let build_summaries = || -> Vec<String> {
         // The copy's own build cache, empty at first (the shared one may hold these builds).
-        let out = copy.xtask().env_remove(grader::tools::nvcc::BUILD_CACHE_VAR).args(["--format", "json", "check", "race"]).output().unwrap();
+        let out = copy
+            .xtask()
+            .env_remove(grader::tools::nvcc::BUILD_CACHE_VAR)
+            .args(["--format", "json", "check", "race"])
+            .output()
+            .unwrap();
         let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         report["steps"]
             .as_array()
@@ -143,21 +212,37 @@ fn check_keeps_the_binaries_of_an_unchanged_file_and_rebuilds_an_edited_one() {
             .map(|s| s["summary"].as_str().unwrap().to_string())
             .collect()
     };
-    let kept = |summaries: &[String]| summaries.iter().filter(|s| s.contains("binary kept")).count();
+    let kept = |summaries: &[String]| {
+        summaries
+            .iter()
+            .filter(|s| s.contains("binary kept"))
+            .count()
+    };
     let first = build_summaries();
     assert_eq!((first.len(), kept(&first)), (2, 0), "{first:?}");
     let again = build_summaries();
     assert_eq!(kept(&again), 2, "saved unchanged: {again:?}");
     let file = copy.path("exercises/03-race/reduce.cu");
-    std::fs::write(&file, std::fs::read_to_string(&file).unwrap() + "// an edit\n").unwrap();
+    std::fs::write(
+        &file,
+        std::fs::read_to_string(&file).unwrap() + "// an edit\n",
+    )
+    .unwrap();
     let edited = build_summaries();
     assert_eq!(kept(&edited), 0, "edited: {edited:?}");
     // The edit undone: the binaries of the first build come back from the workbook's build cache.
-    let original = std::fs::read_to_string(&file).unwrap().replace("// an edit\n", "");
+    let original = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("// an edit\n", "");
     std::fs::write(&file, original).unwrap();
     let undone = build_summaries();
     assert_eq!(kept(&undone), 2, "edit undone: {undone:?}");
-    let entries: Vec<String> = copy.path(".cudabugs/work/build-cache").read_dir().unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let entries: Vec<String> = copy
+        .path(".cudabugs/work/build-cache")
+        .read_dir()
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
     let count = |ext: &str| entries.iter().filter(|n| n.ends_with(ext)).count();
     // And the reference fix's timing build, whose device code the learner's clock reads are held to.
     assert_eq!((count(".bin"), count(".deps")), (5, 5), "two texts, two builds each, the reference's timing build, a binary and a manifest each: {entries:?}");
@@ -168,7 +253,13 @@ fn verify_without_a_gpu_checks_what_it_can_and_exits_6() {
     if !cpu_only_or_skip("verify_without_a_gpu_checks_what_it_can_and_exits_6") {
         return;
     }
-    let out = xtask().args(["--format", "json", "verify", "sync"]).assert().code(6).get_output().stdout.clone();
+    let out = xtask()
+        .args(["--format", "json", "verify", "sync"])
+        .assert()
+        .code(6)
+        .get_output()
+        .stdout
+        .clone();
     let record: serde_json::Value = serde_json::from_slice(&out).unwrap();
     let steps = statuses(&record["exercises"][0]["checks"]);
     assert_eq!(
@@ -186,20 +277,44 @@ fn verify_without_a_gpu_checks_what_it_can_and_exits_6() {
     );
     assert_eq!(record["outcome"], "skipped");
     // Several exercises by name, in the catalog's order; a name that matches none stops it.
-    let out = xtask().args(["--format", "json", "verify", "race", "sync"]).assert().code(6).get_output().stdout.clone();
+    let out = xtask()
+        .args(["--format", "json", "verify", "race", "sync"])
+        .assert()
+        .code(6)
+        .get_output()
+        .stdout
+        .clone();
     let record: serde_json::Value = serde_json::from_slice(&out).unwrap();
-    let ids: Vec<&str> = record["exercises"].as_array().unwrap().iter().map(|e| e["id"].as_str().unwrap()).collect();
+    let ids: Vec<&str> = record["exercises"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_str().unwrap())
+        .collect();
     assert_eq!(ids, ["03-race", "04-sync"]);
-    xtask().args(["verify", "race", "no-such-exercise"]).assert().code(2);
+    xtask()
+        .args(["verify", "race", "no-such-exercise"])
+        .assert()
+        .code(2);
 }
 
 #[test]
 fn book_builds_into_the_folder_it_is_given() {
     let dir = tempfile::tempdir().unwrap();
-    let out = xtask().args(["--format", "json", "book", "--out"]).arg(dir.path()).assert().success().get_output().stdout.clone();
+    let out = xtask()
+        .args(["--format", "json", "book", "--out"])
+        .arg(dir.path())
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
     let built: serde_json::Value = serde_json::from_slice(&out).unwrap();
     let html = std::path::PathBuf::from(built["book"].as_str().unwrap());
-    assert!(html.starts_with(dir.path()) && html.join("lessons/03-race.html").is_file(), "{built}");
+    assert!(
+        html.starts_with(dir.path()) && html.join("lessons/03-race.html").is_file(),
+        "{built}"
+    );
 }
 
 /// `cargo xtask check` builds the cudabugs package alone, `cargo xtask book` the book tool beside it,
@@ -208,18 +323,36 @@ fn book_builds_into_the_folder_it_is_given() {
 /// again. `cargo test` built everything already, so the other two find every library fresh.
 #[test]
 fn check_and_book_reuse_every_library_cargo_test_compiled() {
-    for (selection, bin) in [(&["--package", "cudabugs"][..], "xtask"), (&["--package", "cudabugs", "--package", "cudabugs-book"][..], "cudabugs-book")] {
+    for (selection, bin) in [
+        (&["--package", "cudabugs"][..], "xtask"),
+        (
+            &["--package", "cudabugs", "--package", "cudabugs-book"][..],
+            "cudabugs-book",
+        ),
+    ] {
         let mut cargo = std::process::Command::new(env!("CARGO"));
-        cargo.current_dir(common::repo()).arg("build").args(selection).args(["--bin", bin, "--message-format", "json"]);
+        cargo
+            .current_dir(common::repo())
+            .arg("build")
+            .args(selection)
+            .args(["--bin", bin, "--message-format", "json"]);
         if !cfg!(debug_assertions) {
             cargo.arg("--release");
         }
         let out = cargo.output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let compiled: Vec<String> = String::from_utf8_lossy(&out.stdout)
             .lines()
             .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .filter(|m| m["reason"] == "compiler-artifact" && m["fresh"] == false && m["target"]["kind"][0] != "bin")
+            .filter(|m| {
+                m["reason"] == "compiler-artifact"
+                    && m["fresh"] == false
+                    && m["target"]["kind"][0] != "bin"
+            })
             .map(|m| m["package_id"].as_str().unwrap_or_default().to_string())
             .collect();
         assert!(compiled.is_empty(), "building {bin} as `cargo xtask` does compiled again what `cargo test` had built (a feature differs; see the workspace-hack dependencies in Cargo.toml): {compiled:?}");
@@ -228,7 +361,13 @@ fn check_and_book_reuse_every_library_cargo_test_compiled() {
 
 #[test]
 fn toolkit_show_names_every_tool_and_the_gpu() {
-    let out = xtask().args(["--format", "json", "toolkit", "show"]).assert().success().get_output().stdout.clone();
+    let out = xtask()
+        .args(["--format", "json", "toolkit", "show"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
     let shown: serde_json::Value = serde_json::from_slice(&out).unwrap();
     for key in ["nvcc", "compute_sanitizer", "ncu", "gpu"] {
         assert!(shown.get(key).is_some(), "`{key}` missing from {shown}");
@@ -245,14 +384,41 @@ fn check_names_tool_aware_code_by_its_line_and_its_compiled_clock_reads() {
         return;
     }
     let copy = common::Copy::new();
-    std::fs::copy(common::repo().join("tests/fixtures/adversarial/tool-aware/reduce.cu"), copy.path("exercises/03-race/reduce.cu")).unwrap();
-    let out = copy.xtask().args(["--format", "json", "check", "race"]).assert().code(1).get_output().stdout.clone();
+    std::fs::copy(
+        common::repo().join("tests/fixtures/adversarial/tool-aware/reduce.cu"),
+        copy.path("exercises/03-race/reduce.cu"),
+    )
+    .unwrap();
+    let out = copy
+        .xtask()
+        .args(["--format", "json", "check", "race"])
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
     let report: serde_json::Value = serde_json::from_slice(&out).unwrap();
-    let flag = report["flags"].as_array().unwrap().iter().find(|f| f["rule"] == "tool-aware").unwrap_or_else(|| panic!("{report}"));
+    let flag = report["flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == "tool-aware")
+        .unwrap_or_else(|| panic!("{report}"));
     let message = flag["message"].as_str().unwrap();
-    assert!(message.contains("reads a clock or timer (`clock64`)"), "{message}");
-    if grader::tools::toolchain::find(grader::tools::toolchain::ToolName::Cuobjdump, copy.root()).is_some() {
-        assert!(message.contains("its compiled kernel") && message.contains("SR_CLOCKLO"), "{message}");
+    assert!(
+        message.contains("reads a clock or timer (`clock64`)"),
+        "{message}"
+    );
+    if grader::tools::toolchain::find(grader::tools::toolchain::ToolName::Cuobjdump, copy.root())
+        .is_some()
+    {
+        assert!(
+            message.contains("its compiled kernel") && message.contains("SR_CLOCKLO"),
+            "{message}"
+        );
     }
-    assert!(report["trust"].as_str().unwrap().contains("no capability"), "{report}");
+    assert!(
+        report["trust"].as_str().unwrap().contains("no capability"),
+        "{report}"
+    );
 }

@@ -26,27 +26,62 @@ fn secret() -> (tempfile::TempDir, PathBuf) {
 fn grades(path: &Path) -> BTreeMap<String, BTreeMap<String, String>> {
     let mut r = csv::Reader::from_path(path).unwrap();
     let header: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
-    r.records().map(|row| {
-        let row = row.unwrap();
-        (row[0].to_string(), header.iter().cloned().zip(row.iter().map(String::from)).collect())
-    }).collect()
+    r.records()
+        .map(|row| {
+            let row = row.unwrap();
+            (
+                row[0].to_string(),
+                header
+                    .iter()
+                    .cloned()
+                    .zip(row.iter().map(String::from))
+                    .collect(),
+            )
+        })
+        .collect()
 }
 
 fn journal(path: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(path).unwrap().lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect()
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
-fn pair<'a>(lines: &'a [serde_json::Value], student: &str, exercise: &str) -> &'a serde_json::Value {
-    lines.iter().find(|l| l["student"] == student && l["exercise"] == exercise).unwrap_or_else(|| panic!("{student}/{exercise} not in the journal"))
+fn pair<'a>(
+    lines: &'a [serde_json::Value],
+    student: &str,
+    exercise: &str,
+) -> &'a serde_json::Value {
+    lines
+        .iter()
+        .find(|l| l["student"] == student && l["exercise"] == exercise)
+        .unwrap_or_else(|| panic!("{student}/{exercise} not in the journal"))
 }
 
 fn stage(result: &serde_json::Value, key: &str) -> (f64, f64, Option<String>) {
-    let s = result["stages"].as_array().unwrap().iter().find(|s| s["stage"] == key).unwrap_or_else(|| panic!("no stage {key}"));
-    (s["points"].as_f64().unwrap(), s["max"].as_f64().unwrap(), s["withheld_by"].as_str().map(String::from))
+    let s = result["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["stage"] == key)
+        .unwrap_or_else(|| panic!("no stage {key}"));
+    (
+        s["points"].as_f64().unwrap(),
+        s["max"].as_f64().unwrap(),
+        s["withheld_by"].as_str().map(String::from),
+    )
 }
 
 fn rules(result: &serde_json::Value) -> Vec<String> {
-    result["flags"].as_array().unwrap().iter().map(|f| f["rule"].as_str().unwrap().to_string()).collect()
+    result["flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["rule"].as_str().unwrap().to_string())
+        .collect()
 }
 
 #[test]
@@ -58,11 +93,22 @@ fn the_fixture_class_replayed_gets_the_grades_of_its_h100_run() {
     let (_keep, secret) = secret();
     let out = copy.path("grades");
     let rec = repo().join("grader/tests/recordings/grade-fixture");
-    copy.xtask().arg("--replay-tools").arg(&rec).arg("grade").arg(repo().join(CLASS)).args(["--exercises", BOTH, "--secret"]).arg(&secret).arg("--out").arg(&out).assert().code(0);
+    copy.xtask()
+        .arg("--replay-tools")
+        .arg(&rec)
+        .arg("grade")
+        .arg(repo().join(CLASS))
+        .args(["--exercises", BOTH, "--secret"])
+        .arg(&secret)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .code(0);
     // The whole gradebook of the GPU run (an H100, the grader serving the timed calls and the
     // sandbox's programs running as nobody; the same grades as on 2026-11-22), reproduced from its
     // tool runs.
-    let committed = grades(&repo().join("book/gpu-runs/2026-11-25-trust/grades-fixture/grades.csv"));
+    let committed =
+        grades(&repo().join("book/gpu-runs/2026-11-25-trust/grades-fixture/grades.csv"));
     assert_eq!(grades(&out.join("grades.csv")), committed);
     let lines = journal(&out.join("journal.jsonl"));
     assert_eq!(lines.len(), 22, "11 students x 2 exercises, each once");
@@ -77,13 +123,25 @@ fn the_fixture_class_replayed_gets_the_grades_of_its_h100_run() {
     assert_eq!(stage(carol, "named-tool").0, 0.0);
     assert_eq!(stage(carol, "public").0, stage(carol, "public").1);
     assert_eq!(stage(carol, "speed").0, 0.0);
-    assert!(carol["findings"].as_array().unwrap().iter().any(|f| f["kind"] == "shared-race"));
+    assert!(carol["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["kind"] == "shared-race"));
     // The host-compute cheat and the kernel-less version: no correctness or speed credit, the rule named.
     let frank = pair(&lines, "frank", "57-reduction");
-    assert!(rules(frank).contains(&"proof-of-work".to_string()), "{:?}", rules(frank));
+    assert!(
+        rules(frank).contains(&"proof-of-work".to_string()),
+        "{:?}",
+        rules(frank)
+    );
     for key in ["public", "hidden", "speed"] {
         assert_eq!(stage(frank, key).0, 0.0, "frank {key}");
-        assert_eq!(stage(frank, key).2.as_deref(), Some("proof-of-work"), "frank {key}");
+        assert_eq!(
+            stage(frank, key).2.as_deref(),
+            Some("proof-of-work"),
+            "frank {key}"
+        );
     }
     let grace = pair(&lines, "grace", "57-reduction");
     // Its host sum shows in the CPU time the grader reads from outside too.
@@ -93,8 +151,16 @@ fn the_fixture_class_replayed_gets_the_grades_of_its_h100_run() {
     }
     // A fix that adds a leak loses the other tools' share for memcheck only.
     let ivan = pair(&lines, "ivan", "57-reduction");
-    assert!(ivan["points"].as_f64().unwrap() < 100.0 && ivan["points"].as_f64().unwrap() > 90.0, "{}", ivan["points"]);
-    assert!(ivan["findings"].as_array().unwrap().iter().any(|f| f["tool"] == "memcheck"));
+    assert!(
+        ivan["points"].as_f64().unwrap() < 100.0 && ivan["points"].as_f64().unwrap() > 90.0,
+        "{}",
+        ivan["points"]
+    );
+    assert!(ivan["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["tool"] == "memcheck"));
     // Hostile: a daemon left running and an endless loop: the build's points only.
     for ex in ["03-race", "57-reduction"] {
         assert_eq!(pair(&lines, "heidi", ex)["points"], 10.0, "heidi {ex}");
@@ -103,15 +169,33 @@ fn the_fixture_class_replayed_gets_the_grades_of_its_h100_run() {
     assert_eq!(pair(&lines, "judy", "03-race")["state"], "not-submitted");
     // The student's feedback names the rule and withholds the hidden cases' details.
     let md = std::fs::read_to_string(out.join("feedback/frank.md")).unwrap();
-    assert!(md.contains("rule `proof-of-work` failed") && md.contains("dram__bytes_read.sum"), "{md}");
-    assert!(!md.contains("hidden 1") && md.contains("hidden cases match the reference"), "{md}");
+    assert!(
+        md.contains("rule `proof-of-work` failed") && md.contains("dram__bytes_read.sum"),
+        "{md}"
+    );
+    assert!(
+        !md.contains("hidden 1") && md.contains("hidden cases match the reference"),
+        "{md}"
+    );
     // Gradescope's results.json and the class summary with its plot.
-    let results: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("gradescope/alice/results.json")).unwrap()).unwrap();
+    let results: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("gradescope/alice/results.json")).unwrap(),
+    )
+    .unwrap();
     assert_eq!(results["score"], 200.0);
-    assert!(results["tests"].as_array().unwrap().iter().all(|t| t["max_score"].as_f64().is_some() && t["visibility"] == "visible"));
+    assert!(results["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|t| t["max_score"].as_f64().is_some() && t["visibility"] == "visible"));
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
-    assert!(summary.contains("| 57-reduction |") && summary.contains("proof-of-work (1)"), "{summary}");
-    assert!(std::fs::read_to_string(out.join("speed.svg")).unwrap().contains("<svg"));
+    assert!(
+        summary.contains("| 57-reduction |") && summary.contains("proof-of-work (1)"),
+        "{summary}"
+    );
+    assert!(std::fs::read_to_string(out.join("speed.svg"))
+        .unwrap()
+        .contains("<svg"));
 }
 
 #[test]
@@ -124,31 +208,68 @@ fn on_the_cpu_the_class_builds_tamper_is_refused_and_a_killed_batch_resumes_with
     let out = copy.path("grades");
     let grade = || {
         let mut cmd = copy.xtask();
-        cmd.arg("grade").arg(repo().join(CLASS)).args(["--exercises", "03-race", "--chunk", "2", "--secret"]).arg(&secret).arg("--out").arg(&out);
+        cmd.arg("grade")
+            .arg(repo().join(CLASS))
+            .args(["--exercises", "03-race", "--chunk", "2", "--secret"])
+            .arg(&secret)
+            .arg("--out")
+            .arg(&out);
         cmd
     };
     // Killed once the first pairs are journaled, as a node lost mid-batch would be. Its builds are
     // real (a cache of its own, empty): served from the shared cache, the batch could end first.
     let own_cache = tempfile::tempdir().unwrap();
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("xtask"));
-    child.current_dir(repo()).envs(common::env()).env(grader::tools::nvcc::BUILD_CACHE_VAR, own_cache.path()).env("CUDABUGS_ROOT", copy.root()).arg("grade").arg(repo().join(CLASS));
-    child.args(["--exercises", "03-race", "--chunk", "2", "--format", "json", "--secret"]).arg(&secret).arg("--out").arg(&out);
-    let mut child = child.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null()).spawn().unwrap();
+    child
+        .current_dir(repo())
+        .envs(common::env())
+        .env(grader::tools::nvcc::BUILD_CACHE_VAR, own_cache.path())
+        .env("CUDABUGS_ROOT", copy.root())
+        .arg("grade")
+        .arg(repo().join(CLASS));
+    child
+        .args([
+            "--exercises",
+            "03-race",
+            "--chunk",
+            "2",
+            "--format",
+            "json",
+            "--secret",
+        ])
+        .arg(&secret)
+        .arg("--out")
+        .arg(&out);
+    let mut child = child
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
     let journal_file = out.join("journal.jsonl");
     // Each `graded` event comes after its pair's journal line: wait for the fourth (reading the
     // events, not polling the file: a busy loop took one of CI's two cores from the builds).
     let events = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
-    let graded = events.map_while(Result::ok).filter(|l| l.contains(r#""event":"graded""#)).take(4).count();
+    let graded = events
+        .map_while(Result::ok)
+        .filter(|l| l.contains(r#""event":"graded""#))
+        .take(4)
+        .count();
     assert_eq!(graded, 4, "grade ended before it was killed");
     // SAFETY: a plain signal to our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
     child.wait().unwrap();
     let before = journal(&journal_file).len();
-    assert!((4..11).contains(&before), "{before} pairs journaled before the kill");
+    assert!(
+        (4..11).contains(&before),
+        "{before} pairs journaled before the kill"
+    );
     // The same command again: exit 6 (no GPU), every pair exactly once.
     grade().assert().code(6);
     let lines = journal(&journal_file);
-    let mut keys: Vec<String> = lines.iter().map(|l| l["student"].as_str().unwrap().to_string()).collect();
+    let mut keys: Vec<String> = lines
+        .iter()
+        .map(|l| l["student"].as_str().unwrap().to_string())
+        .collect();
     keys.sort();
     let mut unique = keys.clone();
     unique.dedup();
@@ -156,7 +277,13 @@ fn on_the_cpu_the_class_builds_tamper_is_refused_and_a_killed_batch_resumes_with
     assert_eq!(keys.len(), 11);
     // A third run grades nothing again.
     let again = grade().args(["--format", "json"]).output().unwrap();
-    let started: serde_json::Value = serde_json::from_str(String::from_utf8_lossy(&again.stdout).lines().next().unwrap()).unwrap();
+    let started: serde_json::Value = serde_json::from_str(
+        String::from_utf8_lossy(&again.stdout)
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
     assert_eq!(started["already_graded"], 11);
     // The CPU tier's verdicts: builds real, the tamper check, the missing file, the broken build.
     let lines = journal(&journal_file);
@@ -164,7 +291,14 @@ fn on_the_cpu_the_class_builds_tamper_is_refused_and_a_killed_batch_resumes_with
     assert_eq!(stage(pair(&lines, "alice", "03-race"), "builds").0, 10.0);
     let erin = pair(&lines, "erin", "03-race");
     assert_eq!(erin["state"], "not-gradable");
-    assert!(erin["reason"].as_str().unwrap().contains("outside the marked regions"), "{}", erin["reason"]);
+    assert!(
+        erin["reason"]
+            .as_str()
+            .unwrap()
+            .contains("outside the marked regions"),
+        "{}",
+        erin["reason"]
+    );
     assert!(erin["diff"].as_str().unwrap().contains("// fixed"));
     assert_eq!(pair(&lines, "judy", "03-race")["state"], "not-submitted");
     let kim = pair(&lines, "kim", "03-race");
@@ -185,11 +319,17 @@ fn shards_merge_into_the_gradebook_of_one_run_and_a_missing_shard_is_named() {
     // A small class: three students.
     let class = copy.path("class");
     for who in ["alice", "bob", "carol"] {
-        grader::exercise::workbook::copy_tree(&repo().join(CLASS).join(who), &class.join(who)).unwrap();
+        grader::exercise::workbook::copy_tree(&repo().join(CLASS).join(who), &class.join(who))
+            .unwrap();
     }
     let run = |out: &Path, shard: Option<&str>| {
         let mut cmd = copy.xtask();
-        cmd.arg("grade").arg(&class).args(["--exercises", "03-race", "--secret"]).arg(&secret).arg("--out").arg(out);
+        cmd.arg("grade")
+            .arg(&class)
+            .args(["--exercises", "03-race", "--secret"])
+            .arg(&secret)
+            .arg("--out")
+            .arg(out);
         if let Some(s) = shard {
             cmd.args(["--shard", s]);
         }
@@ -198,13 +338,28 @@ fn shards_merge_into_the_gradebook_of_one_run_and_a_missing_shard_is_named() {
     let (whole, sharded) = (copy.path("whole"), copy.path("sharded"));
     run(&whole, None);
     run(&sharded, Some("2/2"));
-    let merge = copy.xtask().args(["grade", "merge"]).arg(&sharded).output().unwrap();
+    let merge = copy
+        .xtask()
+        .args(["grade", "merge"])
+        .arg(&sharded)
+        .output()
+        .unwrap();
     assert_eq!(merge.status.code(), Some(1), "a shard is missing");
     assert!(String::from_utf8_lossy(&merge.stdout).contains("not graded yet"));
     run(&sharded, Some("1/2"));
-    copy.xtask().args(["grade", "merge"]).arg(&sharded).assert().code(6);
-    assert_eq!(grades(&sharded.join("grades.csv")), grades(&whole.join("grades.csv")));
-    copy.xtask().args(["grade", "x", "--shard", "3/2"]).assert().code(2);
+    copy.xtask()
+        .args(["grade", "merge"])
+        .arg(&sharded)
+        .assert()
+        .code(6);
+    assert_eq!(
+        grades(&sharded.join("grades.csv")),
+        grades(&whole.join("grades.csv"))
+    );
+    copy.xtask()
+        .args(["grade", "x", "--shard", "3/2"])
+        .assert()
+        .code(2);
 }
 
 #[test]
@@ -216,7 +371,15 @@ fn gradescope_exports_and_classroom_clones_name_their_students() {
     let (_keep, secret) = secret();
     let export = repo().join("tests/fixtures/gradescope-export");
     let out = copy.path("gs");
-    copy.xtask().arg("grade").arg(&export).args(["--exercises", "03-race", "--secret"]).arg(&secret).arg("--out").arg(&out).assert().code(6);
+    copy.xtask()
+        .arg("grade")
+        .arg(&export)
+        .args(["--exercises", "03-race", "--secret"])
+        .arg(&secret)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .code(6);
     let g = grades(&out.join("grades.csv"));
     assert_eq!(g["submission_1001"]["Name"], "Ada Lovelace");
     assert_eq!(g["submission_1001"]["SID"], "1815");
@@ -224,18 +387,39 @@ fn gradescope_exports_and_classroom_clones_name_their_students() {
     // GitHub Classroom: `<assignment>-<username>` clones.
     let clones = copy.path("lab3-submissions");
     for (user, from) in [("lab3-octocat", "alice"), ("lab3-hubot", "carol")] {
-        grader::exercise::workbook::copy_tree(&repo().join(CLASS).join(from), &clones.join(user)).unwrap();
+        grader::exercise::workbook::copy_tree(&repo().join(CLASS).join(from), &clones.join(user))
+            .unwrap();
         std::fs::create_dir_all(clones.join(user).join(".git")).unwrap();
     }
     let out = copy.path("cl");
-    let run = copy.xtask().arg("grade").arg(&clones).args(["--exercises", "03-race", "--secret"]).arg(&secret).arg("--out").arg(&out).output().unwrap();
-    assert!(String::from_utf8_lossy(&run.stderr).contains("GitHub Classroom"), "{}", String::from_utf8_lossy(&run.stderr));
+    let run = copy
+        .xtask()
+        .arg("grade")
+        .arg(&clones)
+        .args(["--exercises", "03-race", "--secret"])
+        .arg(&secret)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&run.stderr).contains("GitHub Classroom"),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
     let g = grades(&out.join("grades.csv"));
     assert_eq!(g.keys().cloned().collect::<Vec<_>>(), ["hubot", "octocat"]);
     // A secret file inside the workbook is refused.
     let inside = copy.path("secret.toml");
     std::fs::copy(&secret, &inside).unwrap();
-    let refused = copy.xtask().arg("grade").arg(&clones).args(["--exercises", "03-race", "--secret"]).arg(&inside).output().unwrap();
+    let refused = copy
+        .xtask()
+        .arg("grade")
+        .arg(&clones)
+        .args(["--exercises", "03-race", "--secret"])
+        .arg(&inside)
+        .output()
+        .unwrap();
     assert_eq!(refused.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("keep it outside"));
 }
@@ -246,7 +430,9 @@ fn gradescope_exports_and_classroom_clones_name_their_students() {
 /// host-work rule, is caught by its CPU time.
 #[test]
 fn the_adversarial_class_replayed_loses_the_faked_points_and_the_honest_keep_theirs() {
-    if !nvcc_or_skip("the_adversarial_class_replayed_loses_the_faked_points_and_the_honest_keep_theirs") {
+    if !nvcc_or_skip(
+        "the_adversarial_class_replayed_loses_the_faked_points_and_the_honest_keep_theirs",
+    ) {
         return;
     }
     let rec = repo().join("grader/tests/recordings/grade-adversarial");
@@ -254,7 +440,8 @@ fn the_adversarial_class_replayed_loses_the_faked_points_and_the_honest_keep_the
     // timed jobs wrote the harness's own clock, which this grader no longer reads. Its GPU run
     // ran out of device time on 2026-11-25 (book/gpu-runs/2026-11-25-trust/): until the class is
     // recorded again (`PART=class scripts/gpu-trust-run.sh`), say so.
-    let protocol = std::fs::read_to_string(rec.join(grader::judge::context::RECORDED_PROTOCOL)).unwrap_or_default();
+    let protocol = std::fs::read_to_string(rec.join(grader::judge::context::RECORDED_PROTOCOL))
+        .unwrap_or_default();
     if protocol.trim() != grader::judge::context::PROTOCOL {
         eprintln!("SKIPPED the_adversarial_class_replayed_loses_the_faked_points_and_the_honest_keep_theirs: its recording predates the grader's served calls; record it again on a GPU (PART=class scripts/gpu-trust-run.sh)");
         return;
@@ -262,10 +449,24 @@ fn the_adversarial_class_replayed_loses_the_faked_points_and_the_honest_keep_the
     let copy = Copy::new();
     let (_keep, secret) = secret();
     let out = copy.path("grades");
-    copy.xtask().arg("--replay-tools").arg(&rec).arg("grade").arg(repo().join("tests/fixtures/adversarial")).args(["--exercises", BOTH, "--secret"]).arg(&secret).arg("--out").arg(&out).assert().code(0);
-    assert_eq!(grades(&out.join("grades.csv")), grades(&repo().join("book/gpu-runs/2026-11-24-adversarial/grades-adversarial/grades.csv")));
+    copy.xtask()
+        .arg("--replay-tools")
+        .arg(&rec)
+        .arg("grade")
+        .arg(repo().join("tests/fixtures/adversarial"))
+        .args(["--exercises", BOTH, "--secret"])
+        .arg(&secret)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .code(0);
+    assert_eq!(
+        grades(&out.join("grades.csv")),
+        grades(&repo().join("book/gpu-runs/2026-11-24-adversarial/grades-adversarial/grades.csv"))
+    );
     // The honest students graded alone on the same GPU got the same points.
-    let alone = grades(&repo().join("book/gpu-runs/2026-11-24-adversarial/grades-honest-alone/grades.csv"));
+    let alone =
+        grades(&repo().join("book/gpu-runs/2026-11-24-adversarial/grades-honest-alone/grades.csv"));
     let class = grades(&out.join("grades.csv"));
     for who in ["honest-ref", "honest-alt", "half-fix"] {
         for ex in ["03-race", "57-reduction"] {
@@ -275,7 +476,11 @@ fn the_adversarial_class_replayed_loses_the_faked_points_and_the_honest_keep_the
     let lines = journal(&out.join("journal.jsonl"));
     let speed_withheld_by = |who: &str, ex: &str, rule: &str| {
         let p = pair(&lines, who, ex);
-        assert!(rules(p).contains(&rule.to_string()), "{who} {ex}: {:?}", rules(p));
+        assert!(
+            rules(p).contains(&rule.to_string()),
+            "{who} {ex}: {:?}",
+            rules(p)
+        );
         assert_eq!(stage(p, "speed").0, 0.0, "{who} {ex}");
     };
     speed_withheld_by("decoy-host", "03-race", "host-work");
@@ -284,21 +489,35 @@ fn the_adversarial_class_replayed_loses_the_faked_points_and_the_honest_keep_the
     speed_withheld_by("forge-times", "57-reduction", "host-work");
     speed_withheld_by("hog", "03-race", "unaccounted-time");
     // Faked answers under the profiler, or a guess at the bench: no correctness credit either.
-    for (who, ex) in [("profiler-aware", "03-race"), ("profiler-aware", "57-reduction"), ("hardcode", "57-reduction")] {
+    for (who, ex) in [
+        ("profiler-aware", "03-race"),
+        ("profiler-aware", "57-reduction"),
+        ("hardcode", "57-reduction"),
+    ] {
         let p = pair(&lines, who, ex);
-        assert!(rules(p).contains(&"timed-outputs".to_string()), "{who} {ex}: {:?}", rules(p));
+        assert!(
+            rules(p).contains(&"timed-outputs".to_string()),
+            "{who} {ex}: {:?}",
+            rules(p)
+        );
         for key in ["public", "hidden", "speed"] {
             assert_eq!(stage(p, key).0, 0.0, "{who} {ex} {key}");
         }
     }
     // Answers kept across processes are wrong on the hidden cases.
-    assert!(stage(pair(&lines, "cache", "57-reduction"), "hidden").0 < stage(pair(&lines, "cache", "57-reduction"), "hidden").1);
+    assert!(
+        stage(pair(&lines, "cache", "57-reduction"), "hidden").0
+            < stage(pair(&lines, "cache", "57-reduction"), "hidden").1
+    );
     // A daemon or a process storm is killed and counts against the program that left it.
     for who in ["leftover", "storm"] {
         assert_eq!(pair(&lines, who, "03-race")["points"], 10.0, "{who}");
     }
     // No file outlives its pair: the work folders are gone, their size is in the journal.
-    assert!(lines.iter().filter(|l| l["state"] == "graded").all(|l| l["disk_bytes"].as_u64().is_some()));
+    assert!(lines
+        .iter()
+        .filter(|l| l["state"] == "graded")
+        .all(|l| l["disk_bytes"].as_u64().is_some()));
     // Host work on 16 threads, hidden under the input's copy: the wall clock misses it, the CPU
     // time does not.
     speed_withheld_by("threaded-host", "03-race", "host-cpu");
@@ -310,7 +529,22 @@ fn the_adversarial_class_replayed_loses_the_faked_points_and_the_honest_keep_the
     // Spinning only under compute-sanitizer: no tool credit, and one stalled tool waited for again
     // alone (within a limit the other students' runs set), not all four.
     let stall = pair(&lines, "sanitizer-stall", "03-race");
-    assert_eq!((stage(stall, "named-tool").0, stage(stall, "other-tools").0, stall["points"].as_f64()), (0.0, 0.0, Some(35.0)));
-    let other = stall["stages"].as_array().unwrap().iter().find(|s| s["stage"] == "other-tools").unwrap()["summary"].as_str().unwrap().to_string();
+    assert_eq!(
+        (
+            stage(stall, "named-tool").0,
+            stage(stall, "other-tools").0,
+            stall["points"].as_f64()
+        ),
+        (0.0, 0.0, Some(35.0))
+    );
+    let other = stall["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["stage"] == "other-tools")
+        .unwrap()["summary"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert_eq!(other.matches("nor alone within 30 s").count(), 1, "{other}");
 }

@@ -17,7 +17,10 @@ const ID: &str = "07-leak";
 const WHY: &str = "needs compute capability 9.0 (Hopper); this GPU, NVIDIA A100, is 8.0";
 
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 fn leak(s: String) -> &'static str {
@@ -27,10 +30,14 @@ fn leak(s: String) -> &'static str {
 /// A workbook of one exercise, 07-leak with `requires = "9.0"`, embedded as the binary would be.
 fn gated_workbook(root: &Path) -> Workbook {
     for dir in ["exercises", "solutions"] {
-        grader::exercise::workbook::copy_tree(&repo().join(dir).join(ID), &root.join(dir).join(ID)).unwrap();
+        grader::exercise::workbook::copy_tree(&repo().join(dir).join(ID), &root.join(dir).join(ID))
+            .unwrap();
     }
     let manifest = root.join("exercises").join(ID).join(catalog::MANIFEST_FILE);
-    let text = format!("requires = \"9.0\"\n{}", std::fs::read_to_string(&manifest).unwrap());
+    let text = format!(
+        "requires = \"9.0\"\n{}",
+        std::fs::read_to_string(&manifest).unwrap()
+    );
     std::fs::write(&manifest, &text).unwrap();
     let on_disk = catalog::load(root, ID).unwrap();
     let embedded: &'static [Embedded] = Box::leak(Box::new([Embedded {
@@ -49,16 +56,30 @@ fn context_on_fake_a100() -> Context {
     // Every test of this file sets the same value: the seam is read by `gpu::probe`, as the CLI reads it.
     std::env::set_var(gpu::FAKE_GPU_VAR, "NVIDIA A100;8.0");
     let gpu = gpu::probe();
-    assert!(matches!(&gpu, GpuStatus::Present(info) if info.compute_capability == (8, 0)), "{gpu:?}");
+    assert!(
+        matches!(&gpu, GpuStatus::Present(info) if info.compute_capability == (8, 0)),
+        "{gpu:?}"
+    );
     let config = Config::default();
     let launcher = grader::tools::launcher::Sandboxed::for_isolation(config.isolation).unwrap();
     let missing = PathBuf::from("/nonexistent/nvcc");
     Context {
         arch: "sm_80".into(),
-        tools: grader::tools::toolchain::Toolchain { nvcc: None, sanitizer: None, ncu: None, cuobjdump: None },
-        nvcc: grader::tools::toolchain::Nvcc { path: missing.clone(), extra_flags: Vec::new() },
+        tools: grader::tools::toolchain::Toolchain {
+            nvcc: None,
+            sanitizer: None,
+            ncu: None,
+            cuobjdump: None,
+        },
+        nvcc: grader::tools::toolchain::Nvcc {
+            path: missing.clone(),
+            extra_flags: Vec::new(),
+        },
         gpu,
-        harness: grader::tools::nvcc::Harness { include_dir: missing.clone(), object: missing },
+        harness: grader::tools::nvcc::Harness {
+            include_dir: missing.clone(),
+            object: missing,
+        },
         build_cache: None,
         launcher,
         config,
@@ -75,10 +96,21 @@ fn check_skips_a_gated_exercise_before_building_and_says_why() {
     let report = grader::judge::check::check(&ctx, &wb, ex, |_| {});
     assert_eq!(report.outcome, Outcome::Skipped { reason: WHY.into() });
     assert_eq!(report.outcome.exit_code(), 6);
-    assert_eq!((report.steps.len(), report.steps[0].status), (1, Status::Skipped), "{:#?}", report.steps);
-    assert!(!wb.work_dir().join("work").exists(), "nothing was built or run");
+    assert_eq!(
+        (report.steps.len(), report.steps[0].status),
+        (1, Status::Skipped),
+        "{:#?}",
+        report.steps
+    );
+    assert!(
+        !wb.work_dir().join("work").exists(),
+        "nothing was built or run"
+    );
     let text = grader::report::check_text(&report, ex, &wb.learner_path(ex));
-    assert!(text.contains("SKIPPED") && text.contains(&format!("(exit 6): {WHY}")), "{text}");
+    assert!(
+        text.contains("SKIPPED") && text.contains(&format!("(exit 6): {WHY}")),
+        "{text}"
+    );
 }
 
 #[test]
@@ -86,10 +118,20 @@ fn list_tags_a_gated_exercise() {
     let dir = tempfile::tempdir().unwrap();
     let wb = gated_workbook(dir.path());
     let entries = grader::learner::list(&wb, &Default::default());
-    assert_eq!(entries[0].requires.map(|c| c.to_string()), Some("9.0".to_string()));
-    assert_eq!(serde_json::to_value(&entries[0]).unwrap()["requires"], "9.0");
+    assert_eq!(
+        entries[0].requires.map(|c| c.to_string()),
+        Some("9.0".to_string())
+    );
+    assert_eq!(
+        serde_json::to_value(&entries[0]).unwrap()["requires"],
+        "9.0"
+    );
     let text = grader::report::list_text(&entries);
-    assert!(text.lines().any(|l| l.contains(ID) && l.contains("[sm_90+]")), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.contains(ID) && l.contains("[sm_90+]")),
+        "{text}"
+    );
 }
 
 #[test]
@@ -102,13 +144,39 @@ fn verify_reports_a_gated_exercise_as_not_applicable_never_as_a_failure() {
     let e = &record.exercises[0];
     assert_eq!((e.not_applicable.as_deref(), e.label()), (Some(WHY), "n/a"));
     // Its manifest was still checked; nothing was built.
-    assert!(e.checks.iter().all(|s| s.status == Status::Passed) && e.checks.iter().all(|s| !s.name.contains("build")), "{:#?}", e.checks);
+    assert!(
+        e.checks.iter().all(|s| s.status == Status::Passed)
+            && e.checks.iter().all(|s| !s.name.contains("build")),
+        "{:#?}",
+        e.checks
+    );
     // Nothing applicable ran: skipped (exit 6), not failed.
     assert_eq!(record.outcome.exit_code(), 6, "{:?}", record.outcome);
     let text = grader::report::verify_text(&record);
-    assert!(text.contains("[n/a ] not applicable on this GPU: needs compute capability 9.0") && text.contains("0 of 0 applicable exercise(s) passed; n/a on this GPU (not counted): 07-leak"), "{text}");
+    assert!(
+        text.contains("[n/a ] not applicable on this GPU: needs compute capability 9.0")
+            && text.contains(
+                "0 of 0 applicable exercise(s) passed; n/a on this GPU (not counted): 07-leak"
+            ),
+        "{text}"
+    );
     // A broken manifest is a failure on any GPU.
-    std::fs::write(dir.path().join("solutions").join(ID).join(catalog::ORIGINAL_REGIONS), "no regions").unwrap();
+    std::fs::write(
+        dir.path()
+            .join("solutions")
+            .join(ID)
+            .join(catalog::ORIGINAL_REGIONS),
+        "no regions",
+    )
+    .unwrap();
     let record = grader::judge::verify::verify(&ctx, &wb, &[ex], &Default::default(), |_| {});
-    assert_eq!((record.exercises[0].not_applicable.as_deref(), record.outcome.exit_code()), (None, 1), "{:#?}", record.exercises[0].checks);
+    assert_eq!(
+        (
+            record.exercises[0].not_applicable.as_deref(),
+            record.outcome.exit_code()
+        ),
+        (None, 1),
+        "{:#?}",
+        record.exercises[0].checks
+    );
 }

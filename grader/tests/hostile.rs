@@ -24,27 +24,56 @@ impl Fixture {
         let root = tempfile::tempdir().unwrap();
         let p = root.path();
         std::fs::create_dir_all(p.join("solutions/03-race")).unwrap();
-        std::fs::write(p.join("solutions/03-race/reduce.cu"), "SECRET-REFERENCE-FIX").unwrap();
+        std::fs::write(
+            p.join("solutions/03-race/reduce.cu"),
+            "SECRET-REFERENCE-FIX",
+        )
+        .unwrap();
         std::fs::create_dir_all(p.join(".cudabugs/work/check/03-race/learner")).unwrap();
         std::fs::create_dir_all(p.join(".cudabugs/work/check/03-race/reference")).unwrap();
-        std::fs::write(p.join(".cudabugs/work/check/03-race/reference/reduce.cu"), "SECRET-MATERIALISED-FIX").unwrap();
+        std::fs::write(
+            p.join(".cudabugs/work/check/03-race/reference/reduce.cu"),
+            "SECRET-MATERIALISED-FIX",
+        )
+        .unwrap();
         std::fs::write(p.join("outside.txt"), "untouched").unwrap();
         // An instructor's gradebook and secret, beside the workbook, hidden as `grade` hides them.
         std::fs::create_dir_all(p.join("gradebook")).unwrap();
-        std::fs::write(p.join("gradebook/journal.jsonl"), "{\"student\":\"alice\",\"points\":55}\n").unwrap();
+        std::fs::write(
+            p.join("gradebook/journal.jsonl"),
+            "{\"student\":\"alice\",\"points\":55}\n",
+        )
+        .unwrap();
         std::fs::write(p.join("secret.toml"), "seed = 1234567").unwrap();
         static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let token = format!("cbhostile{}x{}", std::process::id(), N.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        let token = format!(
+            "cbhostile{}x{}",
+            std::process::id(),
+            N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
         Fixture { root, token }
     }
 
     fn work(&self) -> PathBuf {
-        self.root.path().join(".cudabugs/work/check/03-race/learner")
+        self.root
+            .path()
+            .join(".cudabugs/work/check/03-race/learner")
     }
 
     fn confinement(&self, limits: Limits) -> Confinement {
         let p = self.root.path();
-        Confinement { writable: vec![self.work()], handed_over: vec![self.work()], hidden: vec![p.join("solutions"), p.join(".cudabugs/work"), p.join("gradebook"), p.join("secret.toml")], limits, ..Confinement::default() }
+        Confinement {
+            writable: vec![self.work()],
+            handed_over: vec![self.work()],
+            hidden: vec![
+                p.join("solutions"),
+                p.join(".cudabugs/work"),
+                p.join("gradebook"),
+                p.join("secret.toml"),
+            ],
+            limits,
+            ..Confinement::default()
+        }
     }
 
     /// Every file outside the work folder, with its size and time stamp.
@@ -79,9 +108,15 @@ impl Fixture {
                 .filter_map(|e| {
                     let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
                     let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
-                    let zombie = stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z');
+                    let zombie = stat
+                        .rsplit(')')
+                        .next()
+                        .unwrap_or("")
+                        .trim_start()
+                        .starts_with('Z');
                     let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-                    (cmd.contains(&self.token) && !zombie).then(|| format!("{}: {cmd}", e.file_name().to_string_lossy()))
+                    (cmd.contains(&self.token) && !zombie)
+                        .then(|| format!("{}: {cmd}", e.file_name().to_string_lossy()))
                 })
                 .collect();
             if found.is_empty() || Instant::now() > deadline {
@@ -109,10 +144,22 @@ impl Fixture {
         let started = Instant::now();
         let f = launcher.launch(&job).expect("the sandbox starts");
         let limit = timeout + KILL_GRACE + limits.grace + Duration::from_secs(3);
-        assert!(started.elapsed() < limit, "took {:?}, more than the timeout plus the graces ({limit:?})", started.elapsed());
+        assert!(
+            started.elapsed() < limit,
+            "took {:?}, more than the timeout plus the graces ({limit:?})",
+            started.elapsed()
+        );
         assert_eq!(f.isolation, Some(launcher.isolation()));
-        assert!(self.survivors().is_empty(), "processes of the run survived: {:?}", self.survivors());
-        assert_eq!(self.outside(), before, "something outside the work folder changed");
+        assert!(
+            self.survivors().is_empty(),
+            "processes of the run survived: {:?}",
+            self.survivors()
+        );
+        assert_eq!(
+            self.outside(),
+            before,
+            "something outside the work folder changed"
+        );
         f
     }
 }
@@ -131,14 +178,22 @@ fn needs(level_needed: Level, test: &str) -> bool {
             "{test}: CUDABUGS_REQUIRE_NAMESPACES is set but this machine permits only {got:?} ({})",
             why.as_deref().unwrap_or_default()
         );
-        eprintln!("SKIPPED {test}: needs {level_needed:?}, this machine permits {got:?} ({})", why.unwrap_or_default());
+        eprintln!(
+            "SKIPPED {test}: needs {level_needed:?}, this machine permits {got:?} ({})",
+            why.unwrap_or_default()
+        );
         return false;
     }
     true
 }
 
 fn limits() -> Limits {
-    Limits { memory_bytes: Some(512 << 20), pids: Some(256), file_bytes: Some(64 << 20), grace: Duration::from_millis(300) }
+    Limits {
+        memory_bytes: Some(512 << 20),
+        pids: Some(256),
+        file_bytes: Some(64 << 20),
+        grace: Duration::from_millis(300),
+    }
 }
 
 #[test]
@@ -152,62 +207,110 @@ fn an_infinite_loop_times_out() {
 #[test]
 fn a_gigabyte_on_stdout_is_capped_and_counted() {
     let fx = Fixture::new();
-    let f = fx.run("head -c 1073741824 /dev/zero", Duration::from_secs(60), limits());
+    let f = fx.run(
+        "head -c 1073741824 /dev/zero",
+        Duration::from_secs(60),
+        limits(),
+    );
     assert_eq!(f.exit, Exit::Code(0));
     assert_eq!(f.stdout.bytes.len() + f.stdout.dropped, 1 << 30);
-    assert_eq!(f.stdout.bytes.len(), grader::tools::runner::DEFAULT_OUTPUT_CAP);
+    assert_eq!(
+        f.stdout.bytes.len(),
+        grader::tools::runner::DEFAULT_OUTPUT_CAP
+    );
 }
 
 #[test]
 fn a_fork_bomb_is_contained_and_ends_with_the_run() {
     let fx = Fixture::new();
-    let f = fx.run("bomb() { bomb | bomb & }; bomb; sleep 2", Duration::from_secs(4), limits());
+    let f = fx.run(
+        "bomb() { bomb | bomb & }; bomb; sleep 2",
+        Duration::from_secs(4),
+        limits(),
+    );
     // Under the process limit the bomb may still be forking at the timeout, be killed as left
     // running, or have died out on failed forks: every way, `run` checked that it ended in time and
     // that nothing survived. And the machine can still start processes.
     eprintln!("fork bomb: {}", f.describe_exit());
-    assert!(std::process::Command::new("/bin/true").status().unwrap().success());
+    assert!(std::process::Command::new("/bin/true")
+        .status()
+        .unwrap()
+        .success());
 }
 
 #[test]
 fn a_daemon_that_holds_stdout_is_killed_and_reported() {
     let fx = Fixture::new();
     let started = Instant::now();
-    let f = fx.run("setsid sleep 300 &\necho started", Duration::from_secs(60), limits());
+    let f = fx.run(
+        "setsid sleep 300 &\necho started",
+        Duration::from_secs(60),
+        limits(),
+    );
     assert_eq!(f.exit, Exit::Code(0));
     assert_eq!(f.stdout.text(), "started\n");
     assert!(f.leftovers >= 1, "the daemon was not counted");
-    assert!(f.describe_exit().contains("left a process running after it exited (killed)"), "{}", f.describe_exit());
-    assert!(started.elapsed() < Duration::from_secs(10), "waited {:?} for a daemon", started.elapsed());
+    assert!(
+        f.describe_exit()
+            .contains("left a process running after it exited (killed)"),
+        "{}",
+        f.describe_exit()
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "waited {:?} for a daemon",
+        started.elapsed()
+    );
 }
 
 #[test]
 fn a_signal_to_the_parent_reaches_nothing_outside() {
-    if !needs(Level::Subreaper, "a_signal_to_the_parent_reaches_nothing_outside") {
+    if !needs(
+        Level::Subreaper,
+        "a_signal_to_the_parent_reaches_nothing_outside",
+    ) {
         return;
     }
     let fx = Fixture::new();
-    let f = fx.run("echo parent=$PPID; kill -KILL $PPID; kill -TERM $PPID; echo alive", Duration::from_secs(20), limits());
+    let f = fx.run(
+        "echo parent=$PPID; kill -KILL $PPID; kill -TERM $PPID; echo alive",
+        Duration::from_secs(20),
+        limits(),
+    );
     // This test process is the grader: it is still here to assert.
     assert!(f.stdout.text().contains("alive"), "{}", f.output());
     if level() == Level::Namespaces {
-        assert!(f.stdout.text().contains("parent=1\n"), "the program's parent is the sandbox's init: {}", f.output());
+        assert!(
+            f.stdout.text().contains("parent=1\n"),
+            "the program's parent is the sandbox's init: {}",
+            f.output()
+        );
     }
 }
 
 #[test]
 fn a_signal_to_every_process_it_can_see_reaches_only_the_sandbox() {
-    if !needs(Level::Namespaces, "a_signal_to_every_process_it_can_see_reaches_only_the_sandbox") {
+    if !needs(
+        Level::Namespaces,
+        "a_signal_to_every_process_it_can_see_reaches_only_the_sandbox",
+    ) {
         return;
     }
     let fx = Fixture::new();
-    let f = fx.run("kill -KILL -1; echo survived", Duration::from_secs(20), limits());
+    let f = fx.run(
+        "kill -KILL -1; echo survived",
+        Duration::from_secs(20),
+        limits(),
+    );
     assert!(f.stdout.text().contains("survived"), "{}", f.output());
 }
 
 #[test]
 fn writes_outside_the_work_folder_fail_and_inside_succeed() {
-    if !needs(Level::Namespaces, "writes_outside_the_work_folder_fail_and_inside_succeed") {
+    if !needs(
+        Level::Namespaces,
+        "writes_outside_the_work_folder_fail_and_inside_succeed",
+    ) {
         return;
     }
     let fx = Fixture::new();
@@ -217,14 +320,24 @@ fn writes_outside_the_work_folder_fail_and_inside_succeed() {
         tmp_marker.display()
     );
     let f = fx.run(&script, Duration::from_secs(20), limits());
-    assert!(f.stderr.text().contains("Read-only file system"), "{}", f.output());
+    assert!(
+        f.stderr.text().contains("Read-only file system"),
+        "{}",
+        f.output()
+    );
     assert!(!tmp_marker.exists(), "wrote to {}", tmp_marker.display());
-    assert_eq!(std::fs::read_to_string(fx.work().join("inside.txt")).unwrap(), "ok\n");
+    assert_eq!(
+        std::fs::read_to_string(fx.work().join("inside.txt")).unwrap(),
+        "ok\n"
+    );
 }
 
 #[test]
 fn the_reference_solutions_and_other_submissions_are_unreachable() {
-    if !needs(Level::Namespaces, "the_reference_solutions_and_other_submissions_are_unreachable") {
+    if !needs(
+        Level::Namespaces,
+        "the_reference_solutions_and_other_submissions_are_unreachable",
+    ) {
         return;
     }
     let fx = Fixture::new();
@@ -251,13 +364,20 @@ fn there_is_no_network() {
     );
     let f = fx.run(&script, Duration::from_secs(20), limits());
     assert!(f.stdout.text().starts_with("refused"), "{}", f.output());
-    assert!(listener.accept().is_err(), "the sandboxed program reached a listener on the host");
+    assert!(
+        listener.accept().is_err(),
+        "the sandboxed program reached a listener on the host"
+    );
 }
 
 #[test]
 fn a_huge_file_stops_at_the_size_limit() {
     let fx = Fixture::new();
-    let f = fx.run("exec head -c 209715200 /dev/zero > $WORK/big", Duration::from_secs(30), limits());
+    let f = fx.run(
+        "exec head -c 209715200 /dev/zero > $WORK/big",
+        Duration::from_secs(30),
+        limits(),
+    );
     assert_eq!(f.exit, Exit::Signal(libc::SIGXFSZ), "{}", f.describe_exit());
     assert!(f.describe_exit().contains("over the size limit"));
     assert!(std::fs::metadata(fx.work().join("big")).unwrap().len() <= 64 << 20);
@@ -265,15 +385,28 @@ fn a_huge_file_stops_at_the_size_limit() {
 
 #[test]
 fn a_host_memory_hog_is_killed_at_its_limit() {
-    if grader::tools::cgroup::RunCgroup::create(Some(1 << 30), None).is_none_or(|c| !c.mechanisms.memory_limit) {
+    if grader::tools::cgroup::RunCgroup::create(Some(1 << 30), None)
+        .is_none_or(|c| !c.mechanisms.memory_limit)
+    {
         eprintln!("SKIPPED a_host_memory_hog_is_killed_at_its_limit: no cgroup with a memory limit on this machine");
         return;
     }
     let fx = Fixture::new();
-    let f = fx.run("exec python3 -c \"b = bytearray(2 << 30); print(len(b))\"", Duration::from_secs(60), limits());
+    let f = fx.run(
+        "exec python3 -c \"b = bytearray(2 << 30); print(len(b))\"",
+        Duration::from_secs(60),
+        limits(),
+    );
     assert_eq!(f.exit, Exit::Signal(libc::SIGKILL), "{}", f.output());
-    assert!(f.oom_killed, "the kill was not put down to the memory limit");
-    assert!(f.describe_exit().contains("host-memory limit"), "{}", f.describe_exit());
+    assert!(
+        f.oom_killed,
+        "the kill was not put down to the memory limit"
+    );
+    assert!(
+        f.describe_exit().contains("host-memory limit"),
+        "{}",
+        f.describe_exit()
+    );
 }
 
 #[test]
@@ -286,11 +419,21 @@ fn without_a_sandbox_a_daemon_holding_stdout_is_detected_not_waited_for() {
     let job = Job::new("/bin/sh", Duration::from_secs(30)).arg("-c").arg(format!("# {}\nsetsid sh -c 'echo $$ > {m}; exec sleep 30' &\nwhile [ ! -s {m} ]; do sleep 0.05; done\necho started", fx.token, m = marker.display())).confine(fx.confinement(limits()));
     let started = Instant::now();
     let f = launcher.launch(&job).unwrap();
-    assert!(started.elapsed() < Duration::from_secs(5), "waited {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "waited {:?}",
+        started.elapsed()
+    );
     assert!(f.escaped, "the held pipe was not noticed");
-    assert!(f.describe_exit().contains("could not be killed (no sandbox)"));
+    assert!(f
+        .describe_exit()
+        .contains("could not be killed (no sandbox)"));
     // Clean up what isolation `none` could not.
-    if let Ok(pid) = std::fs::read_to_string(&marker).unwrap_or_default().trim().parse::<i32>() {
+    if let Ok(pid) = std::fs::read_to_string(&marker)
+        .unwrap_or_default()
+        .trim()
+        .parse::<i32>()
+    {
         unsafe { libc::kill(pid, libc::SIGKILL) };
     }
     let _ = Path::new("");
@@ -302,7 +445,10 @@ fn the_subreaper_fallback_also_catches_a_daemon_and_shields_the_grader() {
     let fx = Fixture::new();
     let mut job = Job::new("/bin/sh", Duration::from_secs(30))
         .arg("-c")
-        .arg(format!("# {}\nsetsid sleep 300 &\nkill -KILL $PPID\necho survived", fx.token))
+        .arg(format!(
+            "# {}\nsetsid sleep 300 &\nkill -KILL $PPID\necho survived",
+            fx.token
+        ))
         .confine(fx.confinement(limits()));
     job.level = Some(Level::Subreaper);
     let started = Instant::now();
@@ -317,13 +463,23 @@ fn the_subreaper_fallback_also_catches_a_daemon_and_shields_the_grader() {
 /// What the sandboxed program is, read from its own /proc/self/status.
 #[test]
 fn the_program_has_no_privilege_left_and_runs_under_the_filter() {
-    if !needs(Level::Subreaper, "the_program_has_no_privilege_left_and_runs_under_the_filter") {
+    if !needs(
+        Level::Subreaper,
+        "the_program_has_no_privilege_left_and_runs_under_the_filter",
+    ) {
         return;
     }
     let fx = Fixture::new();
     let f = fx.run("id -u; grep -E '^(CapPrm|CapEff|CapBnd|CapAmb|CapInh|NoNewPrivs|Seccomp):' /proc/self/status", Duration::from_secs(20), limits());
     let out = f.stdout.text();
-    let field = |k: &str| out.lines().find_map(|l| l.strip_prefix(&format!("{k}:")).map(|v| v.trim().to_string())).unwrap_or_else(|| panic!("no {k} in {out}"));
+    let field = |k: &str| {
+        out.lines()
+            .find_map(|l| {
+                l.strip_prefix(&format!("{k}:"))
+                    .map(|v| v.trim().to_string())
+            })
+            .unwrap_or_else(|| panic!("no {k} in {out}"))
+    };
     for cap in ["CapPrm", "CapEff", "CapBnd", "CapAmb", "CapInh"] {
         assert_eq!(field(cap), "0000000000000000", "{cap}: {out}");
     }
@@ -332,7 +488,11 @@ fn the_program_has_no_privilege_left_and_runs_under_the_filter() {
     // As root, the grader makes the program another user; otherwise it is the grader's own user,
     // mapped to root of a user namespace with nothing left of that root.
     if unsafe { libc::geteuid() } == 0 {
-        assert_eq!(out.lines().next().unwrap_or_default().trim(), "65534", "{out}");
+        assert_eq!(
+            out.lines().next().unwrap_or_default().trim(),
+            "65534",
+            "{out}"
+        );
     }
 }
 
@@ -341,7 +501,10 @@ fn the_program_has_no_privilege_left_and_runs_under_the_filter() {
 /// Every step is refused, the gradebook is not even visible, and nothing outside changed.
 #[test]
 fn a_program_cannot_remount_unshare_ptrace_or_see_the_gradebook() {
-    if !needs(Level::Namespaces, "a_program_cannot_remount_unshare_ptrace_or_see_the_gradebook") {
+    if !needs(
+        Level::Namespaces,
+        "a_program_cannot_remount_unshare_ptrace_or_see_the_gradebook",
+    ) {
         return;
     }
     let fx = Fixture::new();
@@ -378,9 +541,24 @@ PY"#;
     let out = f.stdout.text();
     eprintln!("{out}");
     assert!(f.success(), "{}", f.output());
-    assert!(!out.contains("SUCCEEDED"), "an escape step succeeded:\n{out}");
-    for step in ["remount /", "unshare user+mount", "ptrace attach 1", "setns", "chroot", "write beside the gradebook", "umount"] {
-        assert!(out.lines().any(|l| l.starts_with(step) && l.contains("refused")), "{step} was not tried and refused:\n{out}");
+    assert!(
+        !out.contains("SUCCEEDED"),
+        "an escape step succeeded:\n{out}"
+    );
+    for step in [
+        "remount /",
+        "unshare user+mount",
+        "ptrace attach 1",
+        "setns",
+        "chroot",
+        "write beside the gradebook",
+        "umount",
+    ] {
+        assert!(
+            out.lines()
+                .any(|l| l.starts_with(step) && l.contains("refused")),
+            "{step} was not tried and refused:\n{out}"
+        );
     }
     assert!(out.contains("gradebook holds []"), "{out}");
     assert!(out.contains("secret reads ''"), "{out}");
@@ -393,18 +571,40 @@ PY"#;
 fn nvcc_still_builds_inside_the_sandbox() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let Some(nvcc) = grader::tools::toolchain::Toolchain::discover(repo).nvcc else {
-        assert!(std::env::var_os("CUDABUGS_REQUIRE_NVCC").is_none(), "CUDABUGS_REQUIRE_NVCC is set but no nvcc was found");
-        eprintln!("SKIPPED nvcc_still_builds_inside_the_sandbox: no nvcc (cargo xtask toolkit install)");
+        assert!(
+            std::env::var_os("CUDABUGS_REQUIRE_NVCC").is_none(),
+            "CUDABUGS_REQUIRE_NVCC is set but no nvcc was found"
+        );
+        eprintln!(
+            "SKIPPED nvcc_still_builds_inside_the_sandbox: no nvcc (cargo xtask toolkit install)"
+        );
         return;
     };
     let fx = Fixture::new();
-    std::fs::write(fx.work().join("k.cu"), "__global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\nint main() { return 0; }\n").unwrap();
-    let toolkit = std::fs::canonicalize(&nvcc.path).unwrap().parent().unwrap().parent().unwrap().to_path_buf();
+    std::fs::write(
+        fx.work().join("k.cu"),
+        "__global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\nint main() { return 0; }\n",
+    )
+    .unwrap();
+    let toolkit = std::fs::canonicalize(&nvcc.path)
+        .unwrap()
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf();
     let launcher = Sandboxed::for_isolation(Isolation::Auto).unwrap();
     let mut confine = fx.confinement(limits());
     confine.limits.memory_bytes = None;
     confine.readable.push(toolkit);
-    let mut job = Job::new(&nvcc.path, Duration::from_secs(120)).args(nvcc.extra_flags.iter().cloned()).args(["-arch=sm_90", "-o", "k", "k.cu"]).cwd(fx.work()).env("PATH", "/usr/local/bin:/usr/bin:/bin").env("TMPDIR", fx.work()).env("HOME", fx.work()).confine(confine);
+    let mut job = Job::new(&nvcc.path, Duration::from_secs(120))
+        .args(nvcc.extra_flags.iter().cloned())
+        .args(["-arch=sm_90", "-o", "k", "k.cu"])
+        .cwd(fx.work())
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("TMPDIR", fx.work())
+        .env("HOME", fx.work())
+        .confine(confine);
     job.clear_env = true;
     let f = launcher.launch(&job).unwrap();
     assert!(f.success(), "nvcc in the sandbox: {}", f.output());
@@ -417,20 +617,34 @@ fn nvcc_still_builds_inside_the_sandbox() {
 #[test]
 fn a_folder_of_the_user_s_own_is_never_handed_over() {
     use std::os::unix::fs::MetadataExt;
-    if !needs(Level::Subreaper, "a_folder_of_the_user_s_own_is_never_handed_over") {
+    if !needs(
+        Level::Subreaper,
+        "a_folder_of_the_user_s_own_is_never_handed_over",
+    ) {
         return;
     }
     let fx = Fixture::new();
     let mine = fx.root.path().join("my-project");
     std::fs::create_dir_all(mine.join("src")).unwrap();
     std::fs::write(mine.join("src/main.cu"), "// mine").unwrap();
-    let before: Vec<(u32, u32)> = [&mine, &mine.join("src"), &mine.join("src/main.cu")].iter().map(|p| std::fs::metadata(p).map(|m| (m.uid(), m.gid())).unwrap()).collect();
+    let before: Vec<(u32, u32)> = [&mine, &mine.join("src"), &mine.join("src/main.cu")]
+        .iter()
+        .map(|p| std::fs::metadata(p).map(|m| (m.uid(), m.gid())).unwrap())
+        .collect();
     let mut confine = fx.confinement(limits());
     confine.writable.push(mine.clone());
-    let mut job = Job::new("/bin/true", Duration::from_secs(10)).cwd(&mine).confine(confine);
+    let mut job = Job::new("/bin/true", Duration::from_secs(10))
+        .cwd(&mine)
+        .confine(confine);
     job.clear_env = true;
-    let f = Sandboxed::for_isolation(Isolation::Auto).unwrap().launch(&job).unwrap();
+    let f = Sandboxed::for_isolation(Isolation::Auto)
+        .unwrap()
+        .launch(&job)
+        .unwrap();
     assert!(f.success(), "{}", f.output());
-    let after: Vec<(u32, u32)> = [&mine, &mine.join("src"), &mine.join("src/main.cu")].iter().map(|p| std::fs::metadata(p).map(|m| (m.uid(), m.gid())).unwrap()).collect();
+    let after: Vec<(u32, u32)> = [&mine, &mine.join("src"), &mine.join("src/main.cu")]
+        .iter()
+        .map(|p| std::fs::metadata(p).map(|m| (m.uid(), m.gid())).unwrap())
+        .collect();
     assert_eq!(after, before, "the user's folder changed owner");
 }

@@ -437,22 +437,55 @@ fn the_sass_of_a_clocked_kernel_shows_its_reads_and_a_plain_one_none() {
 /// The device code of `text` (an exercise's file), compiled as the timing build compiles it, and
 /// the clock reads `cuobjdump -sass` finds in it. None where there is no toolkit with cuobjdump
 /// (the test then says SKIPPED, or fails where CUDABUGS_REQUIRE_NVCC is set).
-fn compiled_reads(ex: &Exercise, text: &str, dir: &Path, name: &str) -> Option<Vec<tool_aware::SassClockRead>> {
+fn compiled_reads(
+    ex: &Exercise,
+    text: &str,
+    dir: &Path,
+    name: &str,
+) -> Option<Vec<tool_aware::SassClockRead>> {
     let tools = grader::tools::toolchain::Toolchain::discover(&repo());
     let (Some(nvcc), Some(cuobjdump)) = (tools.nvcc, tools.cuobjdump) else {
-        assert!(std::env::var_os("CUDABUGS_REQUIRE_NVCC").is_none(), "CUDABUGS_REQUIRE_NVCC is set but no nvcc with cuobjdump was found");
+        assert!(
+            std::env::var_os("CUDABUGS_REQUIRE_NVCC").is_none(),
+            "CUDABUGS_REQUIRE_NVCC is set but no nvcc with cuobjdump was found"
+        );
         return None;
     };
     let source = dir.join(format!("{name}.cu"));
     std::fs::write(&source, text).unwrap();
     let cubin = dir.join(format!("{name}.cubin"));
     // sm_90a where the exercise needs Hopper's instructions, as the grader builds it there.
-    let arch = if ex.manifest.requires().is_some() { "-arch=sm_90a" } else { "-arch=sm_90" };
-    let built = std::process::Command::new(&nvcc.path).args(["-std=c++17", arch, "-O3", "-cubin", "-I"]).arg(repo().join("harness")).arg("-o").arg(&cubin).arg(&source).output().unwrap();
-    assert!(built.status.success(), "{name}: {}", String::from_utf8_lossy(&built.stderr));
-    let sass = std::process::Command::new(cuobjdump).arg("-sass").arg(&cubin).output().unwrap();
-    assert!(sass.status.success(), "cuobjdump {name}: {}", String::from_utf8_lossy(&sass.stderr));
-    Some(tool_aware::clock_reads_in_sass(&String::from_utf8_lossy(&sass.stdout)))
+    let arch = if ex.manifest.requires().is_some() {
+        "-arch=sm_90a"
+    } else {
+        "-arch=sm_90"
+    };
+    let built = std::process::Command::new(&nvcc.path)
+        .args(["-std=c++17", arch, "-O3", "-cubin", "-I"])
+        .arg(repo().join("harness"))
+        .arg("-o")
+        .arg(&cubin)
+        .arg(&source)
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{name}: {}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let sass = std::process::Command::new(cuobjdump)
+        .arg("-sass")
+        .arg(&cubin)
+        .output()
+        .unwrap();
+    assert!(
+        sass.status.success(),
+        "cuobjdump {name}: {}",
+        String::from_utf8_lossy(&sass.stderr)
+    );
+    Some(tool_aware::clock_reads_in_sass(&String::from_utf8_lossy(
+        &sass.stdout,
+    )))
 }
 
 /// What the grader reads of the compiled kernels (`tool_aware::flag_with`): no alternative or half
@@ -467,35 +500,92 @@ fn no_fix_s_kernels_read_a_clock_the_reference_s_do_not_and_the_cheat_s_do() {
         eprintln!("SKIPPED no_fix_s_kernels_read_a_clock_the_reference_s_do_not_and_the_cheat_s_do: no nvcc with cuobjdump (cargo xtask toolkit install)");
         return;
     };
-    let cheat = std::fs::read_to_string(repo().join("tests/fixtures/adversarial/tool-aware/reduce.cu")).unwrap();
-    let beyond = tool_aware::clock_reads_beyond(&compiled_reads(ex03, &cheat, dir.path(), "03-tool-aware").unwrap(), &reference03);
-    assert!(beyond.iter().any(|r| r.register() == "SR_CLOCKLO"), "{beyond:?}");
+    let cheat =
+        std::fs::read_to_string(repo().join("tests/fixtures/adversarial/tool-aware/reduce.cu"))
+            .unwrap();
+    let beyond = tool_aware::clock_reads_beyond(
+        &compiled_reads(ex03, &cheat, dir.path(), "03-tool-aware").unwrap(),
+        &reference03,
+    );
+    assert!(
+        beyond.iter().any(|r| r.register() == "SR_CLOCKLO"),
+        "{beyond:?}"
+    );
     let flag = tool_aware::flag_with(ex03, &cheat, &beyond).unwrap();
-    assert!(flag.message.contains("its compiled kernel") && flag.message.contains("SR_CLOCKLO"), "{}", flag.message);
+    assert!(
+        flag.message.contains("its compiled kernel") && flag.message.contains("SR_CLOCKLO"),
+        "{}",
+        flag.message
+    );
     let fixes: Vec<(String, &Exercise, String)> = cu_files(&repo().join("scripts/alt-fixes"))
         .into_iter()
         .map(|path| {
-            let name = path.file_stem().unwrap().to_str().unwrap().trim_end_matches(".region").to_string();
-            let ex = all.iter().find(|e| name.starts_with(&format!("{}-", e.id()))).unwrap();
+            let name = path
+                .file_stem()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .trim_end_matches(".region")
+                .to_string();
+            let ex = all
+                .iter()
+                .find(|e| name.starts_with(&format!("{}-", e.id())))
+                .unwrap();
             let spliced = splice_region(ex.solution, &std::fs::read_to_string(&path).unwrap());
             (name, ex, spliced)
         })
         .collect();
-    assert!(fixes.len() >= 50, "only {} alternative fixes found", fixes.len());
+    assert!(
+        fixes.len() >= 50,
+        "only {} alternative fixes found",
+        fixes.len()
+    );
     // Each exercise's reference and its fixes, compiled on every core.
-    let ids: Vec<&str> = fixes.iter().map(|(_, ex, _)| ex.id()).collect::<BTreeSet<_>>().into_iter().collect();
+    let ids: Vec<&str> = fixes
+        .iter()
+        .map(|(_, ex, _)| ex.id())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let references: std::collections::BTreeMap<&str, Vec<tool_aware::SassClockRead>> = std::thread::scope(|s| {
-        let handles: Vec<_> = ids.chunks(ids.len().div_ceil(cores)).map(|part| s.spawn(|| part.iter().map(|id| (*id, compiled_reads(exercise(&all, id), exercise(&all, id).solution, dir.path(), &format!("{id}-reference")).unwrap())).collect::<Vec<_>>())).collect();
-        handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
-    });
+    let references: std::collections::BTreeMap<&str, Vec<tool_aware::SassClockRead>> =
+        std::thread::scope(|s| {
+            let handles: Vec<_> = ids
+                .chunks(ids.len().div_ceil(cores))
+                .map(|part| {
+                    s.spawn(|| {
+                        part.iter()
+                            .map(|id| {
+                                (
+                                    *id,
+                                    compiled_reads(
+                                        exercise(&all, id),
+                                        exercise(&all, id).solution,
+                                        dir.path(),
+                                        &format!("{id}-reference"),
+                                    )
+                                    .unwrap(),
+                                )
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap())
+                .collect()
+        });
     std::thread::scope(|s| {
         for part in fixes.chunks(fixes.len().div_ceil(cores)) {
             let (references, dir) = (&references, dir.path());
             s.spawn(move || {
                 for (name, ex, spliced) in part {
                     let mine = compiled_reads(ex, spliced, dir, name).unwrap();
-                    assert!(tool_aware::clock_reads_beyond(&mine, &references[ex.id()]).is_empty(), "{name} reads a clock its reference does not: {mine:?}");
+                    assert!(
+                        tool_aware::clock_reads_beyond(&mine, &references[ex.id()]).is_empty(),
+                        "{name} reads a clock its reference does not: {mine:?}"
+                    );
                 }
             });
         }

@@ -69,7 +69,11 @@ pub enum RosterError {
     #[error("{0}: no student folders in it")]
     Empty(PathBuf),
     #[error("{first} and {second} have the same student id `{id}`: rename one of them")]
-    SameId { id: String, first: PathBuf, second: PathBuf },
+    SameId {
+        id: String,
+        first: PathBuf,
+        second: PathBuf,
+    },
 }
 
 pub const GRADESCOPE_METADATA: &str = "submission_metadata.yml";
@@ -79,14 +83,22 @@ fn subfolders(dir: &Path) -> Result<Vec<PathBuf>, RosterError> {
         .map_err(|e| RosterError::Io(dir.to_path_buf(), e))?
         .filter_map(Result::ok)
         .map(|e| e.path())
-        .filter(|p| p.is_dir() && !p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.')))
+        .filter(|p| {
+            p.is_dir()
+                && !p
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with('.'))
+        })
         .collect();
     out.sort();
     Ok(out)
 }
 
 fn name_of(p: &Path) -> String {
-    p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 /// How many hex digits of the name's hash an id carries: 24 bits, so that two lossy names with
@@ -110,7 +122,10 @@ fn id_char(c: char) -> bool {
 /// Whether `name` is its own id: non-empty ASCII letters, digits, '-', '_' and '.', not starting
 /// with '.' and not reserved. Such a name keeps the id the grader always gave it.
 fn is_safe(name: &str) -> bool {
-    !name.is_empty() && !name.starts_with('.') && name.chars().all(id_char) && !RESERVED.iter().any(|r| r.eq_ignore_ascii_case(name))
+    !name.is_empty()
+        && !name.starts_with('.')
+        && name.chars().all(id_char)
+        && !RESERVED.iter().any(|r| r.eq_ignore_ascii_case(name))
 }
 
 /// The ASCII spelling of a Latin letter with a diacritic (or a ligature), for people to read.
@@ -182,7 +197,12 @@ fn readable(name: &str) -> String {
             out.push('_');
         }
     }
-    let out: String = out.trim_start_matches(['.', '_']).trim_end_matches('_').chars().take(MAX_READABLE).collect();
+    let out: String = out
+        .trim_start_matches(['.', '_'])
+        .trim_end_matches('_')
+        .chars()
+        .take(MAX_READABLE)
+        .collect();
     if out.is_empty() {
         "student".into()
     } else {
@@ -245,7 +265,11 @@ fn unique_ids(students: &mut [Student], exact: &[Vec<u8>]) -> Result<(), RosterE
     let mut seen: BTreeMap<&str, &Student> = BTreeMap::new();
     for s in students.iter() {
         if let Some(other) = seen.insert(&s.id, s) {
-            return Err(RosterError::SameId { id: s.id.clone(), first: other.folder.clone(), second: s.folder.clone() });
+            return Err(RosterError::SameId {
+                id: s.id.clone(),
+                first: other.folder.clone(),
+                second: s.folder.clone(),
+            });
         }
     }
     Ok(())
@@ -255,9 +279,13 @@ fn unique_ids(students: &mut [Student], exact: &[Vec<u8>]) -> Result<(), RosterE
 pub fn discover(dir: &Path) -> Result<Roster, RosterError> {
     let metadata = dir.join(GRADESCOPE_METADATA);
     if metadata.is_file() {
-        let text = std::fs::read_to_string(&metadata).map_err(|e| RosterError::Io(metadata.clone(), e))?;
+        let text =
+            std::fs::read_to_string(&metadata).map_err(|e| RosterError::Io(metadata.clone(), e))?;
         let students = gradescope(dir, &metadata, &text)?;
-        return Ok(Roster { layout: Layout::Gradescope, students });
+        return Ok(Roster {
+            layout: Layout::Gradescope,
+            students,
+        });
     }
     let folders = subfolders(dir)?;
     if folders.is_empty() {
@@ -274,12 +302,24 @@ pub fn discover(dir: &Path) -> Result<Roster, RosterError> {
     let mut exact = Vec::new();
     for (folder, name) in folders.iter().zip(&names) {
         // Every name starts with the prefix (it is their common start).
-        let shown = name.strip_prefix(prefix.as_str()).unwrap_or(name).to_string();
+        let shown = name
+            .strip_prefix(prefix.as_str())
+            .unwrap_or(name)
+            .to_string();
         // A folder name that is not UTF-8 is hashed as its own bytes, which its shown text (with
         // U+FFFD in it) has lost; two such folders still get two ids.
-        let raw = folder.file_name().filter(|n| n.to_str().is_none()).map(|n| n.as_encoded_bytes().to_vec());
+        let raw = folder
+            .file_name()
+            .filter(|n| n.to_str().is_none())
+            .map(|n| n.as_encoded_bytes().to_vec());
         let bytes = raw.unwrap_or_else(|| shown.as_bytes().to_vec());
-        students.push(Student { id: id_with(&shown, &bytes, SHORT_HASH), name: shown, sid: None, email: None, folder: folder.clone() });
+        students.push(Student {
+            id: id_with(&shown, &bytes, SHORT_HASH),
+            name: shown,
+            sid: None,
+            email: None,
+            folder: folder.clone(),
+        });
         exact.push(bytes);
     }
     unique_ids(&mut students, &exact)?;
@@ -292,7 +332,13 @@ fn classroom_prefix(names: &[String]) -> Option<String> {
     let first = names.first()?;
     let mut len = first.len();
     for n in names {
-        len = len.min(first.bytes().zip(n.bytes()).take_while(|(a, b)| a == b).count());
+        len = len.min(
+            first
+                .bytes()
+                .zip(n.bytes())
+                .take_while(|(a, b)| a == b)
+                .count(),
+        );
     }
     // The shared bytes may end inside a character ("lab3-é" and "lab3-è" share the first byte of
     // their last one): back off to the character's start.
@@ -301,16 +347,25 @@ fn classroom_prefix(names: &[String]) -> Option<String> {
     }
     let cut = first[..len].rfind('-')? + 1;
     let prefix = &first[..cut];
-    names.iter().all(|n| n.len() > prefix.len()).then(|| prefix.to_string())
+    names
+        .iter()
+        .all(|n| n.len() > prefix.len())
+        .then(|| prefix.to_string())
 }
 
 /// Students from Gradescope's `submission_metadata.yml`: a map from each submission folder to its
 /// `:submitters:` (`:name:`, `:sid:`, `:email:`); a group's names are joined with " & ".
 fn gradescope(dir: &Path, path: &Path, text: &str) -> Result<Vec<Student>, RosterError> {
     use yaml_rust2::{Yaml, YamlLoader};
-    let bad = |message: String| RosterError::Metadata { path: path.to_path_buf(), message };
-    let docs = YamlLoader::load_from_str(text).map_err(|e| bad(format!("line {}: {}", e.marker().line(), e.info())))?;
-    let Some(Yaml::Hash(map)) = docs.into_iter().next() else { return Err(bad("expected a map of submission folders".into())) };
+    let bad = |message: String| RosterError::Metadata {
+        path: path.to_path_buf(),
+        message,
+    };
+    let docs = YamlLoader::load_from_str(text)
+        .map_err(|e| bad(format!("line {}: {}", e.marker().line(), e.info())))?;
+    let Some(Yaml::Hash(map)) = docs.into_iter().next() else {
+        return Err(bad("expected a map of submission folders".into()));
+    };
     let field = |h: &Yaml, k: &str| -> Option<String> {
         match &h[format!(":{k}").as_str()] {
             Yaml::String(s) => Some(s.clone()),
@@ -325,7 +380,9 @@ fn gradescope(dir: &Path, path: &Path, text: &str) -> Result<Vec<Student>, Roste
     let mut students = Vec::new();
     let mut exact = Vec::new();
     for (key, value) in &map {
-        let Some(folder) = key.as_str() else { return Err(bad(format!("a key that is not a folder name: {key:?}"))) };
+        let Some(folder) = key.as_str() else {
+            return Err(bad(format!("a key that is not a folder name: {key:?}")));
+        };
         let submitters = match &value[":submitters"] {
             Yaml::Array(a) => a.clone(),
             _ => match &value["submitters"] {
@@ -335,7 +392,10 @@ fn gradescope(dir: &Path, path: &Path, text: &str) -> Result<Vec<Student>, Roste
         };
         let names: Vec<String> = submitters.iter().filter_map(|s| field(s, "name")).collect();
         let sids: Vec<String> = submitters.iter().filter_map(|s| field(s, "sid")).collect();
-        let emails: Vec<String> = submitters.iter().filter_map(|s| field(s, "email")).collect();
+        let emails: Vec<String> = submitters
+            .iter()
+            .filter_map(|s| field(s, "email"))
+            .collect();
         let joined = |v: &[String]| (!v.is_empty()).then(|| v.join(" & "));
         exact.push(folder.as_bytes().to_vec());
         students.push(Student {
@@ -353,9 +413,13 @@ fn gradescope(dir: &Path, path: &Path, text: &str) -> Result<Vec<Student>, Roste
 
 /// Where a student's files are: the folder, or the one folder inside it (an unpacked archive).
 fn content_root(folder: &Path) -> PathBuf {
-    let has_files = std::fs::read_dir(folder).map(|rd| rd.filter_map(Result::ok).any(|e| e.path().is_file())).unwrap_or(false);
+    let has_files = std::fs::read_dir(folder)
+        .map(|rd| rd.filter_map(Result::ok).any(|e| e.path().is_file()))
+        .unwrap_or(false);
     match subfolders(folder) {
-        Ok(sub) if sub.len() == 1 && !has_files && !folder.join("exercises").is_dir() => sub.into_iter().next().unwrap(),
+        Ok(sub) if sub.len() == 1 && !has_files && !folder.join("exercises").is_dir() => {
+            sub.into_iter().next().unwrap()
+        }
         _ => folder.to_path_buf(),
     }
 }
@@ -366,7 +430,11 @@ fn content_root(folder: &Path) -> PathBuf {
 pub fn find_file(student: &Student, ex: &Exercise, wb: &Workbook) -> Option<PathBuf> {
     let root = content_root(&student.folder);
     let source = ex.manifest.source_name();
-    let specific = [root.join("exercises").join(ex.id()).join(source), root.join(ex.id()).join(source), root.join(format!("{}.cu", ex.id()))];
+    let specific = [
+        root.join("exercises").join(ex.id()).join(source),
+        root.join(ex.id()).join(source),
+        root.join(format!("{}.cu", ex.id())),
+    ];
     if let Some(found) = specific.into_iter().find(|p| p.is_file()) {
         return Some(found);
     }
@@ -374,21 +442,40 @@ pub fn find_file(student: &Student, ex: &Exercise, wb: &Workbook) -> Option<Path
     if !bare.is_file() {
         return None;
     }
-    let sharing: Vec<&Exercise> = wb.exercises.iter().filter(|e| e.manifest.source_name() == source).collect();
+    let sharing: Vec<&Exercise> = wb
+        .exercises
+        .iter()
+        .filter(|e| e.manifest.source_name() == source)
+        .collect();
     if sharing.len() == 1 {
         return Some(bare);
     }
     let text = std::fs::read_to_string(&bare).ok()?;
-    let fits = |e: &Exercise| matches!(crate::exercise::regions::differ_only_inside(e.original, &text), Ok(None));
+    let fits = |e: &Exercise| {
+        matches!(
+            crate::exercise::regions::differ_only_inside(e.original, &text),
+            Ok(None)
+        )
+    };
     let header = |e: &Exercise| text.lines().next() == e.original.lines().next();
-    let owner = sharing.iter().find(|e| fits(e)).or_else(|| sharing.iter().find(|e| header(e)))?;
+    let owner = sharing
+        .iter()
+        .find(|e| fits(e))
+        .or_else(|| sharing.iter().find(|e| header(e)))?;
     (owner.id() == ex.id()).then_some(bare)
 }
 
 /// Every (student, exercise) pair of the roster in a fixed order (student, then exercise), which
 /// `--shard K/N` splits: pair i goes to shard i mod N.
-pub fn pairs<'a>(roster: &'a Roster, exercises: &[&'a Exercise]) -> Vec<(&'a Student, &'a Exercise)> {
-    roster.students.iter().flat_map(|s| exercises.iter().map(move |e| (s, *e))).collect()
+pub fn pairs<'a>(
+    roster: &'a Roster,
+    exercises: &[&'a Exercise],
+) -> Vec<(&'a Student, &'a Exercise)> {
+    roster
+        .students
+        .iter()
+        .flat_map(|s| exercises.iter().map(move |e| (s, *e)))
+        .collect()
 }
 
 /// `K/N`: the K-th of N shards, 1-based.
@@ -401,10 +488,21 @@ pub struct Shard {
 impl std::str::FromStr for Shard {
     type Err = String;
     fn from_str(s: &str) -> Result<Shard, String> {
-        let (k, n) = s.split_once('/').ok_or_else(|| format!("`{s}`: give the shard as K/N, e.g. 2/4"))?;
-        let (k, n): (usize, usize) = (k.trim().parse().map_err(|_| format!("`{s}`: K is not a number"))?, n.trim().parse().map_err(|_| format!("`{s}`: N is not a number"))?);
+        let (k, n) = s
+            .split_once('/')
+            .ok_or_else(|| format!("`{s}`: give the shard as K/N, e.g. 2/4"))?;
+        let (k, n): (usize, usize) = (
+            k.trim()
+                .parse()
+                .map_err(|_| format!("`{s}`: K is not a number"))?,
+            n.trim()
+                .parse()
+                .map_err(|_| format!("`{s}`: N is not a number"))?,
+        );
         if n == 0 || k == 0 || k > n {
-            return Err(format!("`{s}`: K must be between 1 and N (shards are numbered from 1)"));
+            return Err(format!(
+                "`{s}`: K must be between 1 and N (shards are numbered from 1)"
+            ));
         }
         Ok(Shard { index: k, count: n })
     }
@@ -434,9 +532,16 @@ mod tests {
     #[test]
     fn a_classroom_prefix_is_the_shared_part_up_to_a_dash() {
         let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert_eq!(classroom_prefix(&names(&["lab3-alice", "lab3-bob", "lab3-bo-x"])), Some("lab3-".into()));
+        assert_eq!(
+            classroom_prefix(&names(&["lab3-alice", "lab3-bob", "lab3-bo-x"])),
+            Some("lab3-".into())
+        );
         assert_eq!(classroom_prefix(&names(&["alice", "bob"])), None);
-        assert_eq!(classroom_prefix(&names(&["lab-", "lab-x"])), None, "nothing left after the prefix");
+        assert_eq!(
+            classroom_prefix(&names(&["lab-", "lab-x"])),
+            None,
+            "nothing left after the prefix"
+        );
     }
 
     /// A folder per name, each a git clone where `git` is set.
@@ -452,26 +557,43 @@ mod tests {
     }
 
     fn ids(roster: &Roster) -> BTreeMap<String, String> {
-        roster.students.iter().map(|s| (s.name.clone(), s.id.clone())).collect()
+        roster
+            .students
+            .iter()
+            .map(|s| (s.name.clone(), s.id.clone()))
+            .collect()
     }
 
     fn assert_safe(id: &str) {
-        assert!(!id.is_empty() && !id.starts_with('.') && id.chars().all(id_char), "`{id}` is not a safe id");
+        assert!(
+            !id.is_empty() && !id.starts_with('.') && id.chars().all(id_char),
+            "`{id}` is not a safe id"
+        );
     }
 
     #[test]
     fn any_folder_name_gets_its_own_readable_stable_and_safe_id() {
-        let names = ["Élise", "Ève", "José", "Josè", "alice", "a b", "a_b", "日本"];
+        let names = [
+            "Élise", "Ève", "José", "Josè", "alice", "a b", "a_b", "日本",
+        ];
         let class = class_of(&names, false);
         let roster = discover(class.path()).unwrap();
         assert_eq!(roster.layout, Layout::FolderPerStudent);
         let got = ids(&roster);
         assert_eq!(got.len(), names.len());
         let distinct: std::collections::BTreeSet<&String> = got.values().collect();
-        assert_eq!(distinct.len(), names.len(), "two students share an id: {got:?}");
+        assert_eq!(
+            distinct.len(),
+            names.len(),
+            "two students share an id: {got:?}"
+        );
         for (name, id) in &got {
             assert_safe(id);
-            assert_eq!(*id, student_id(name), "the id of `{name}` does not depend on its classmates");
+            assert_eq!(
+                *id,
+                student_id(name),
+                "the id of `{name}` does not depend on its classmates"
+            );
         }
         // Safe names keep their old id; lossy ones are readable, with 6 hex digits of hash.
         assert_eq!(got["alice"], "alice");
@@ -480,7 +602,10 @@ mod tests {
             let id = &got[name];
             let (head, hash) = id.rsplit_once('-').unwrap();
             assert_eq!(head, readable, "{name} -> {id}");
-            assert!(hash.len() == SHORT_HASH && hash.chars().all(|c| c.is_ascii_hexdigit()), "{name} -> {id}");
+            assert!(
+                hash.len() == SHORT_HASH && hash.chars().all(|c| c.is_ascii_hexdigit()),
+                "{name} -> {id}"
+            );
         };
         lossy("Élise", "Elise");
         lossy("Ève", "Eve");
@@ -489,28 +614,51 @@ mod tests {
         lossy("a b", "a_b");
         lossy("日本", "student");
         // The display name is the folder name, exactly.
-        assert!(roster.students.iter().any(|s| s.name == "José") && roster.students.iter().any(|s| s.name == "Josè"));
+        assert!(
+            roster.students.iter().any(|s| s.name == "José")
+                && roster.students.iter().any(|s| s.name == "Josè")
+        );
         // Stable: the same ids on a second look, and in a class of one.
         assert_eq!(ids(&discover(class.path()).unwrap()), got);
         let alone = class_of(&["José"], false);
         assert_eq!(discover(alone.path()).unwrap().students[0].id, got["José"]);
         // And on every machine: the hash is BLAKE3 of the name's bytes, pinned here.
-        assert_eq!((got["José"].as_str(), got["Josè"].as_str(), got["a b"].as_str()), ("Jose-ac0b49", "Jose-60b061", "a_b-3d3546"));
+        assert_eq!(
+            (
+                got["José"].as_str(),
+                got["Josè"].as_str(),
+                got["a b"].as_str()
+            ),
+            ("Jose-ac0b49", "Jose-60b061", "a_b-3d3546")
+        );
     }
 
     #[test]
     fn lossy_spellings_decomposed_marks_and_reserved_names_get_a_hash() {
         assert_eq!(readable("Søren Kierkegaard"), "Soren_Kierkegaard");
         assert_eq!(readable("Straße-Œuvre"), "Strasse-OEuvre");
-        assert_eq!(readable("Jose\u{301}"), "Jose", "a decomposed é loses its mark");
-        assert_ne!(student_id("Jose\u{301}"), student_id("José"), "but not its hash: they are two names");
+        assert_eq!(
+            readable("Jose\u{301}"),
+            "Jose",
+            "a decomposed é loses its mark"
+        );
+        assert_ne!(
+            student_id("Jose\u{301}"),
+            student_id("José"),
+            "but not its hash: they are two names"
+        );
         assert_eq!(readable(".hidden"), "hidden");
         assert_eq!(readable("  "), "student");
         assert_eq!(readable(&"é".repeat(200)).len(), MAX_READABLE);
         // The grade plan's own variants are never a student's id.
-        assert!(student_id("reference").starts_with("reference-") && student_id("Original").starts_with("Original-"));
+        assert!(
+            student_id("reference").starts_with("reference-")
+                && student_id("Original").starts_with("Original-")
+        );
         assert_eq!(student_id("submission_1001"), "submission_1001");
-        for name in ["", ".", "..", "-", "a/b", "a\\b", "\"q\",x", "\u{feff}", "\n"] {
+        for name in [
+            "", ".", "..", "-", "a/b", "a\\b", "\"q\",x", "\u{feff}", "\n",
+        ] {
             assert_safe(&student_id(name));
         }
     }
@@ -523,9 +671,18 @@ mod tests {
         let class = class_of(&["José", &taken], false);
         let got = ids(&discover(class.path()).unwrap());
         assert_eq!(got[&taken], taken);
-        assert_eq!(got["José"], format!("Jose-{}", name_hash("José".as_bytes(), LONG_HASH)));
+        assert_eq!(
+            got["José"],
+            format!("Jose-{}", name_hash("José".as_bytes(), LONG_HASH))
+        );
         // Two safe names cannot collide (each is its own id); two equal exact names are refused.
-        let student = |name: &str| Student { id: student_id(name), name: name.into(), sid: None, email: None, folder: PathBuf::from(name) };
+        let student = |name: &str| Student {
+            id: student_id(name),
+            name: name.into(),
+            sid: None,
+            email: None,
+            folder: PathBuf::from(name),
+        };
         let mut same = vec![student("日本"), student("日本")];
         let err = unique_ids(&mut same, &[b"x".to_vec(), b"x".to_vec()]).unwrap_err();
         assert!(matches!(err, RosterError::SameId { .. }), "{err}");
@@ -540,7 +697,10 @@ mod tests {
             std::fs::create_dir(dir.path().join(std::ffi::OsStr::from_bytes(raw))).unwrap();
         }
         let roster = discover(dir.path()).unwrap();
-        assert_eq!(roster.students[0].name, roster.students[1].name, "both are shown as x\u{fffd}");
+        assert_eq!(
+            roster.students[0].name, roster.students[1].name,
+            "both are shown as x\u{fffd}"
+        );
         assert_ne!(roster.students[0].id, roster.students[1].id);
         roster.students.iter().for_each(|s| assert_safe(&s.id));
     }
@@ -548,21 +708,35 @@ mod tests {
     #[test]
     fn classroom_clones_with_multibyte_names_lose_just_their_prefix() {
         let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert_eq!(classroom_prefix(&names(&["lab3-é", "lab3-è"])), Some("lab3-".into()), "the shared bytes end inside a character");
+        assert_eq!(
+            classroom_prefix(&names(&["lab3-é", "lab3-è"])),
+            Some("lab3-".into()),
+            "the shared bytes end inside a character"
+        );
         assert_eq!(classroom_prefix(&names(&["éa", "éb"])), None);
         // A multi-byte assignment and user names.
         let class = class_of(&["été-josé", "été-josè", "été-bob"], true);
         let roster = discover(class.path()).unwrap();
         assert_eq!(roster.layout, Layout::GithubClassroom);
         let got = ids(&roster);
-        assert_eq!(got.keys().map(String::as_str).collect::<Vec<_>>(), ["bob", "josè", "josé"]);
+        assert_eq!(
+            got.keys().map(String::as_str).collect::<Vec<_>>(),
+            ["bob", "josè", "josé"]
+        );
         assert_eq!(got["bob"], "bob");
         assert_eq!(got["josé"], student_id("josé"));
-        assert!(got["josé"].starts_with("jose-") && got["josè"].starts_with("jose-") && got["josé"] != got["josè"]);
+        assert!(
+            got["josé"].starts_with("jose-")
+                && got["josè"].starts_with("jose-")
+                && got["josé"] != got["josè"]
+        );
         // User names that share their first byte.
         let class = class_of(&["lab3-é", "lab3-è"], true);
         let got = ids(&discover(class.path()).unwrap());
-        assert_eq!(got.keys().map(String::as_str).collect::<Vec<_>>(), ["è", "é"]);
+        assert_eq!(
+            got.keys().map(String::as_str).collect::<Vec<_>>(),
+            ["è", "é"]
+        );
         assert!(got["é"].starts_with("e-") && got["è"].starts_with("e-") && got["é"] != got["è"]);
     }
 
@@ -572,7 +746,11 @@ mod tests {
         for i in 0..20 {
             assert_eq!(shards.iter().filter(|s| s.takes(i)).count(), 1);
         }
-        assert!("0/3".parse::<Shard>().is_err() && "4/3".parse::<Shard>().is_err() && "x".parse::<Shard>().is_err());
+        assert!(
+            "0/3".parse::<Shard>().is_err()
+                && "4/3".parse::<Shard>().is_err()
+                && "x".parse::<Shard>().is_err()
+        );
     }
 
     #[test]
@@ -583,7 +761,15 @@ mod tests {
         assert_eq!(s[0].sid.as_deref(), Some("1815"));
         assert_eq!(s[0].folder, Path::new("/x/submission_101"));
         assert_eq!(s[1].name, "A & B");
-        let e = gradescope(Path::new("/x"), Path::new("/x/m.yml"), "submission_1:\n  :created_at: 1\n").unwrap_err();
-        assert!(e.to_string().contains("submission_1") && e.to_string().contains(":submitters:"), "{e}");
+        let e = gradescope(
+            Path::new("/x"),
+            Path::new("/x/m.yml"),
+            "submission_1:\n  :created_at: 1\n",
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("submission_1") && e.to_string().contains(":submitters:"),
+            "{e}"
+        );
     }
 }

@@ -34,12 +34,17 @@ pub struct Cases {
 impl Cases {
     /// The cases `list`, timed (if ever) on another set's bench.
     pub fn with_bench_of(list: Vec<PreparedCase>, bench: &Cases) -> Cases {
-        Cases { cases: list, ..bench.clone() }
+        Cases {
+            cases: list,
+            ..bench.clone()
+        }
     }
 
     /// The bench's inputs (None where they cannot be read).
     pub fn bench_data(&self) -> Option<Arc<Vec<Buffer>>> {
-        self.bench_data.get_or_init(|| data::read_inputs(&self.bench_input).ok().map(Arc::new)).clone()
+        self.bench_data
+            .get_or_init(|| data::read_inputs(&self.bench_input).ok().map(Arc::new))
+            .clone()
     }
 }
 
@@ -52,10 +57,20 @@ pub fn prepare(ex: &Exercise, dir: &Path) -> std::io::Result<Cases> {
 }
 
 /// The cases, with the bench drawn with `bench_seed` and its timed calls with `call_secret`.
-pub fn prepare_with(ex: &Exercise, dir: &Path, bench_seed: u64, call_secret: u64) -> std::io::Result<Cases> {
+pub fn prepare_with(
+    ex: &Exercise,
+    dir: &Path,
+    bench_seed: u64,
+    call_secret: u64,
+) -> std::io::Result<Cases> {
     let cases = prepare_list(ex, dir, "case", &ex.manifest.manifest.cases)?.cases;
     let bench_input = bench(ex, dir, bench_seed)?;
-    Ok(Cases { cases, bench_input, call_secret, bench_data: Arc::default() })
+    Ok(Cases {
+        cases,
+        bench_input,
+        call_secret,
+        bench_data: Arc::default(),
+    })
 }
 
 /// The timed runs' base inputs: the bench drawn with `seed`, written once per content (64 MB for
@@ -65,10 +80,20 @@ fn bench(ex: &Exercise, dir: &Path, seed: u64) -> std::io::Result<PathBuf> {
     std::fs::create_dir_all(dir)?;
     let m = &ex.manifest.manifest;
     let made_of = format!("{:?}{:?}{:?}{seed}", m.inputs, m.outputs, m.bench.params);
-    let bench_input = dir.join(format!("bench-{:016x}.in", crate::class::secret::stable_hash(&[&made_of])));
+    let bench_input = dir.join(format!(
+        "bench-{:016x}.in",
+        crate::class::secret::stable_hash(&[&made_of])
+    ));
     if !bench_input.is_file() {
         let inputs = data::generate(&m.inputs, &m.bench.params, seed);
-        let tmp = bench_input.with_extension(format!("in.{}.{:?}.tmp", std::process::id(), std::thread::current().id()).replace(['(', ')'], ""));
+        let tmp = bench_input.with_extension(
+            format!(
+                "in.{}.{:?}.tmp",
+                std::process::id(),
+                std::thread::current().id()
+            )
+            .replace(['(', ')'], ""),
+        );
         data::write_case(&tmp, &m.bench.params, &inputs, &m.outputs)?;
         std::fs::rename(&tmp, &bench_input)?;
     }
@@ -82,13 +107,24 @@ pub fn unpredictable_seed() -> u64 {
     let mut bytes = [0u8; 8];
     match std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)) {
         Ok(()) => u64::from_le_bytes(bytes),
-        Err(_) => std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0) ^ std::process::id() as u64,
+        Err(_) => {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(0)
+                ^ std::process::id() as u64
+        }
     }
 }
 
 /// Write the inputs of `list` (files `<prefix><i>.in` in `dir`) and compute their expected outputs.
 /// No bench input: `grade`'s hidden and fresh cases are only run for correctness.
-pub fn prepare_list(ex: &Exercise, dir: &Path, prefix: &str, list: &[Case]) -> std::io::Result<Cases> {
+pub fn prepare_list(
+    ex: &Exercise,
+    dir: &Path,
+    prefix: &str,
+    list: &[Case],
+) -> std::io::Result<Cases> {
     std::fs::create_dir_all(dir)?;
     let m = &ex.manifest.manifest;
     let reference = reference::lookup(m.reference.get_ref()).expect("validated manifest");
@@ -99,10 +135,22 @@ pub fn prepare_list(ex: &Exercise, dir: &Path, prefix: &str, list: &[Case]) -> s
             let inputs = data::generate(&m.inputs, &c.params, c.seed);
             let input = dir.join(format!("{prefix}{i}.in"));
             // Written aside and renamed: another worker (grade's, one per GPU) may be reading it.
-            let tmp = dir.join(format!("{prefix}{i}.in.{}.{:?}.tmp", std::process::id(), std::thread::current().id()).replace(['(', ')'], ""));
+            let tmp = dir.join(
+                format!(
+                    "{prefix}{i}.in.{}.{:?}.tmp",
+                    std::process::id(),
+                    std::thread::current().id()
+                )
+                .replace(['(', ')'], ""),
+            );
             data::write_case(&tmp, &c.params, &inputs, &m.outputs)?;
             std::fs::rename(&tmp, &input)?;
-            Ok(PreparedCase { name: c.name.clone(), input, expected: reference(&c.params, &inputs), sanitize: c.sanitize })
+            Ok(PreparedCase {
+                name: c.name.clone(),
+                input,
+                expected: reference(&c.params, &inputs),
+                sanitize: c.sanitize,
+            })
         })
         .collect::<std::io::Result<Vec<_>>>()?;
     Ok(Cases::with_bench_of(cases, &Cases::default()))
@@ -115,8 +163,19 @@ pub fn output_path(out_dir: &Path, case: usize, tag: &str) -> PathBuf {
 
 /// Harness arguments for the cases `which` selects: `[--poison] [FLAGS] IN OUT [IN OUT ...]` (the
 /// manifest's `harness_flags`), and the output files in order.
-pub fn harness_args(cases: &Cases, which: impl Fn(&PreparedCase) -> bool, poison: bool, flags: &[&str], out_dir: &Path, tag: &str) -> (Vec<OsString>, Vec<PathBuf>) {
-    let mut args: Vec<OsString> = if poison { vec!["--poison".into()] } else { Vec::new() };
+pub fn harness_args(
+    cases: &Cases,
+    which: impl Fn(&PreparedCase) -> bool,
+    poison: bool,
+    flags: &[&str],
+    out_dir: &Path,
+    tag: &str,
+) -> (Vec<OsString>, Vec<PathBuf>) {
+    let mut args: Vec<OsString> = if poison {
+        vec!["--poison".into()]
+    } else {
+        Vec::new()
+    };
     args.extend(flags.iter().map(OsString::from));
     let mut outputs = Vec::new();
     for (i, c) in cases.cases.iter().enumerate().filter(|(_, c)| which(c)) {

@@ -18,7 +18,15 @@ pub fn generate(specs: &[BufferSpec], params: &Params, seed: u64) -> Vec<Buffer>
         .iter()
         .map(|spec| {
             let len = eval_len(spec.len.get_ref(), params).expect("validated manifest");
-            Buffer { name: spec.name.clone(), data: draw(spec.dtype, spec.dist.expect("validated manifest"), len, &mut rng) }
+            Buffer {
+                name: spec.name.clone(),
+                data: draw(
+                    spec.dtype,
+                    spec.dist.expect("validated manifest"),
+                    len,
+                    &mut rng,
+                ),
+            }
         })
         .collect()
 }
@@ -26,10 +34,20 @@ pub fn generate(specs: &[BufferSpec], params: &Params, seed: u64) -> Vec<Buffer>
 /// `len` values of `dtype` from `dist`.
 pub fn draw(dtype: DType, dist: Dist, len: usize, rng: &mut impl Rng) -> Data {
     match (dtype, dist) {
-        (DType::F32, Dist::Uniform { lo, hi }) => Data::F32((0..len).map(|_| rng.random_range(lo as f32..hi as f32)).collect()),
-        (DType::F64, Dist::Uniform { lo, hi }) => Data::F64((0..len).map(|_| rng.random_range(lo..hi)).collect()),
-        (DType::I32, Dist::Integers { lo, hi }) => Data::I32((0..len).map(|_| rng.random_range(lo..=hi) as i32).collect()),
-        (DType::U32, Dist::Integers { lo, hi }) => Data::U32((0..len).map(|_| rng.random_range(lo..=hi) as u32).collect()),
+        (DType::F32, Dist::Uniform { lo, hi }) => Data::F32(
+            (0..len)
+                .map(|_| rng.random_range(lo as f32..hi as f32))
+                .collect(),
+        ),
+        (DType::F64, Dist::Uniform { lo, hi }) => {
+            Data::F64((0..len).map(|_| rng.random_range(lo..hi)).collect())
+        }
+        (DType::I32, Dist::Integers { lo, hi }) => {
+            Data::I32((0..len).map(|_| rng.random_range(lo..=hi) as i32).collect())
+        }
+        (DType::U32, Dist::Integers { lo, hi }) => {
+            Data::U32((0..len).map(|_| rng.random_range(lo..=hi) as u32).collect())
+        }
         (dtype, dist) => unreachable!("validated manifest: {dtype:?} with {dist:?}"),
     }
 }
@@ -44,10 +62,30 @@ pub fn to_bytes(data: &Data) -> Vec<u8> {
 /// `data` read back from little-endian bytes.
 pub fn from_bytes(dtype: DType, bytes: &[u8]) -> Data {
     match dtype {
-        DType::F32 => Data::F32(bytes.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()),
-        DType::F64 => Data::F64(bytes.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect()),
-        DType::I32 => Data::I32(bytes.chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().unwrap())).collect()),
-        DType::U32 => Data::U32(bytes.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect()),
+        DType::F32 => Data::F32(
+            bytes
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+                .collect(),
+        ),
+        DType::F64 => Data::F64(
+            bytes
+                .chunks_exact(8)
+                .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+                .collect(),
+        ),
+        DType::I32 => Data::I32(
+            bytes
+                .chunks_exact(4)
+                .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
+                .collect(),
+        ),
+        DType::U32 => Data::U32(
+            bytes
+                .chunks_exact(4)
+                .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+                .collect(),
+        ),
     }
 }
 
@@ -74,7 +112,12 @@ fn put_buffer(w: &mut impl Write, b: &Buffer) -> io::Result<()> {
 }
 
 /// Write one case for the harness: parameters, inputs, and the outputs it must produce.
-pub fn write_case(path: &Path, params: &Params, inputs: &[Buffer], outputs: &[BufferSpec]) -> io::Result<()> {
+pub fn write_case(
+    path: &Path,
+    params: &Params,
+    inputs: &[Buffer],
+    outputs: &[BufferSpec],
+) -> io::Result<()> {
     let mut w = io::BufWriter::new(std::fs::File::create(path)?);
     w.write_all(b"CBIN")?;
     w.write_all(&1u32.to_le_bytes())?;
@@ -100,7 +143,13 @@ pub fn write_case(path: &Path, params: &Params, inputs: &[Buffer], outputs: &[Bu
 /// Write outputs the way harness.cu does (the grader's copy of a served call's outputs; tests
 /// stand in for a program's run with it).
 pub fn write_outputs(path: &Path, outputs: &[Buffer]) -> io::Result<()> {
-    write_raw_outputs(path, &outputs.iter().map(|b| (b.name.as_str(), b.data.dtype(), to_bytes(&b.data))).collect::<Vec<_>>())
+    write_raw_outputs(
+        path,
+        &outputs
+            .iter()
+            .map(|b| (b.name.as_str(), b.data.dtype(), to_bytes(&b.data)))
+            .collect::<Vec<_>>(),
+    )
 }
 
 /// `write_outputs` from each buffer's raw little-endian bytes.
@@ -130,7 +179,9 @@ pub fn read_inputs(path: &Path) -> io::Result<Vec<Buffer>> {
         r.read_exact(&mut name)?;
         take::<8>(&mut r)?;
     }
-    (0..u32::from_le_bytes(take(&mut r)?)).map(|_| read_buffer(&mut r)).collect()
+    (0..u32::from_le_bytes(take(&mut r)?))
+        .map(|_| read_buffer(&mut r))
+        .collect()
 }
 
 /// One named buffer: name, dtype code, element count, data.
@@ -142,7 +193,10 @@ fn read_buffer(r: &mut impl Read) -> io::Result<Buffer> {
     let len = u64::from_le_bytes(take(r)?) as usize;
     let mut bytes = vec![0u8; len * dtype.size()];
     r.read_exact(&mut bytes)?;
-    Ok(Buffer { name: String::from_utf8_lossy(&name).into_owned(), data: from_bytes(dtype, &bytes) })
+    Ok(Buffer {
+        name: String::from_utf8_lossy(&name).into_owned(),
+        data: from_bytes(dtype, &bytes),
+    })
 }
 
 fn take<const N: usize>(r: &mut impl Read) -> io::Result<[u8; N]> {
@@ -179,7 +233,8 @@ mod tests {
 
     #[test]
     fn the_same_seed_gives_the_same_data_and_respects_the_range() {
-        let specs = spec("[[b]]\nname='v'\ndtype='u32'\nlen='n'\ndist={kind='integers',lo=3,hi=5}\n");
+        let specs =
+            spec("[[b]]\nname='v'\ndtype='u32'\nlen='n'\ndist={kind='integers',lo=3,hi=5}\n");
         let params: Params = [("n".to_string(), 1000)].into();
         let (a, b) = (generate(&specs, &params, 7), generate(&specs, &params, 7));
         assert_eq!(a, b);
@@ -206,7 +261,11 @@ mod tests {
         let out = read_outputs(&path).unwrap();
         let again = dir.path().join("again.bin");
         write_outputs(&again, &out).unwrap();
-        assert_eq!(std::fs::read(&again).unwrap(), bytes, "the tests' writer writes what harness.cu does");
+        assert_eq!(
+            std::fs::read(&again).unwrap(),
+            bytes,
+            "the tests' writer writes what harness.cu does"
+        );
         let Data::F32(v) = &out[0].data else { panic!() };
         assert_eq!((out[0].name.as_str(), v[0]), ("y", 1.5));
         assert!(v[1].is_nan());

@@ -7,13 +7,13 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::exercise::cases::{self, Cases};
-use crate::exercise::workbook::{Exercise, Workbook};
 use crate::exercise::manifest::{Tool, Track};
+use crate::exercise::workbook::{Exercise, Workbook};
 use crate::judge::context::Context;
 use crate::judge::perf;
-use crate::judge::speed;
 use crate::judge::plan::{self, Role, Stage, StageKind, Submission};
 use crate::judge::scheduler::{self, Results};
+use crate::judge::speed;
 use crate::judge::stages::Output;
 use crate::judge::verdict::{self, Finding, Outcome, Status, Step};
 use crate::tools::gpu::GpuInfo;
@@ -68,7 +68,12 @@ pub struct CheckReport {
 }
 
 /// Check the learner's version of one exercise. `say` receives progress lines.
-pub fn check(ctx: &Context, wb: &Workbook, ex: &Exercise, mut say: impl FnMut(&str)) -> CheckReport {
+pub fn check(
+    ctx: &Context,
+    wb: &Workbook,
+    ex: &Exercise,
+    mut say: impl FnMut(&str),
+) -> CheckReport {
     let m = &ex.manifest.manifest;
     let learner = wb.learner_path(ex);
     let mut report = CheckReport {
@@ -97,33 +102,82 @@ pub fn check(ctx: &Context, wb: &Workbook, ex: &Exercise, mut say: impl FnMut(&s
         Ok(t) => t,
         Err(e) => {
             report.outcome = Outcome::NotGradable {
-                reason: format!("cannot read {}: {e}; `cargo xtask reset {}` restores the original", report.source, ex.id()),
+                reason: format!(
+                    "cannot read {}: {e}; `cargo xtask reset {}` restores the original",
+                    report.source,
+                    ex.id()
+                ),
             };
             return report;
         }
     };
     let started = Instant::now();
     let gpu_stages = ctx.no_gpu_reason().is_none() || ctx.launcher.replays();
-    let cases = if gpu_stages { timed_cases(wb, ex) } else { Ok(Cases::default()) };
+    let cases = if gpu_stages {
+        timed_cases(wb, ex)
+    } else {
+        Ok(Cases::default())
+    };
     let empty = Cases::default();
     let subs = [
-        Submission::new(wb, "check", ex, "learner", learner.clone(), text.clone(), Reuse::IfUnchanged, cases.as_ref().unwrap_or(&empty)),
-        Submission::new(wb, "check", ex, "original", wb.learner_path(ex), ex.original.to_string(), Reuse::IfUnchanged, cases.as_ref().unwrap_or(&empty)),
-        Submission::new(wb, "check", ex, "reference", wb.solution_path(ex), ex.solution.to_string(), Reuse::IfUnchanged, cases.as_ref().unwrap_or(&empty)),
+        Submission::new(
+            wb,
+            "check",
+            ex,
+            "learner",
+            learner.clone(),
+            text.clone(),
+            Reuse::IfUnchanged,
+            cases.as_ref().unwrap_or(&empty),
+        ),
+        Submission::new(
+            wb,
+            "check",
+            ex,
+            "original",
+            wb.learner_path(ex),
+            ex.original.to_string(),
+            Reuse::IfUnchanged,
+            cases.as_ref().unwrap_or(&empty),
+        ),
+        Submission::new(
+            wb,
+            "check",
+            ex,
+            "reference",
+            wb.solution_path(ex),
+            ex.solution.to_string(),
+            Reuse::IfUnchanged,
+            cases.as_ref().unwrap_or(&empty),
+        ),
     ];
     // The tool that flags this bug class; none where no tool does and the cases are the check. A
     // performance exercise's fix must leave all four clean: a faster kernel with a race is no fix.
     let tools: Vec<Tool> = match ex.manifest.track() {
-        Track::Bug => ex.manifest.expected_finding().map(|(tool, _)| tool).into_iter().collect(),
+        Track::Bug => ex
+            .manifest
+            .expected_finding()
+            .map(|(tool, _)| tool)
+            .into_iter()
+            .collect(),
         Track::Perf => Tool::ALL.to_vec(),
     };
 
     // 1. Both builds of the learner's file and, on a GPU, its named tool and the cases, each run
     //    starting as soon as its build is there. A file saved unchanged is not rebuilt.
     // The device code of the learner's build and the reference's, for clock reads (no GPU needed).
-    let mut stages = vec![Stage::new(LEARNER, StageKind::BuildDebug), Stage::new(LEARNER, StageKind::BuildRelease), Stage::new(LEARNER, StageKind::Sass), Stage::new(REFERENCE, StageKind::Sass)];
+    let mut stages = vec![
+        Stage::new(LEARNER, StageKind::BuildDebug),
+        Stage::new(LEARNER, StageKind::BuildRelease),
+        Stage::new(LEARNER, StageKind::Sass),
+        Stage::new(REFERENCE, StageKind::Sass),
+    ];
     if gpu_stages && cases.is_ok() {
-        stages.extend(tools.iter().map(|&t| Stage::new(LEARNER, StageKind::Sanitize(t))));
+        stages.extend(
+            tools
+                .iter()
+                .map(|&t| Stage::new(LEARNER, StageKind::Sanitize(t))),
+        );
         stages.push(Stage::new(LEARNER, StageKind::Correctness));
         match tools.as_slice() {
             [] => say(&format!("building {} (-G and -O3 -lineinfo), then the cases (no sanitizer sees this bug class)", report.source)),
@@ -131,17 +185,31 @@ pub fn check(ctx: &Context, wb: &Workbook, ex: &Exercise, mut say: impl FnMut(&s
             _ => say(&format!("building {} (-G and -O3 -lineinfo), then the four compute-sanitizer tools and the cases", report.source)),
         }
     } else {
-        say(&format!("building {} (-G and -O3 -lineinfo)", report.source));
+        say(&format!(
+            "building {} (-G and -O3 -lineinfo)",
+            report.source
+        ));
     }
     let mut results = Results::default();
     scheduler::execute(ctx, wb, &subs, &stages, &mut results, started);
     // Code that can tell it is watched, in its text or its compiled kernels: named, and the check
     // fails as grade holds its points.
-    let watched = crate::judge::tool_aware::flag_with(ex, &text, &compiled_clock_reads(&results, LEARNER, &Stage::new(REFERENCE, StageKind::Sass)));
+    let watched = crate::judge::tool_aware::flag_with(
+        ex,
+        &text,
+        &compiled_clock_reads(&results, LEARNER, &Stage::new(REFERENCE, StageKind::Sass)),
+    );
     let watched = watched.as_ref();
     for flavor in Flavor::BOTH {
-        let output = results.get(LEARNER, StageKind::build(flavor)).expect("built");
-        report.steps.extend(verdict::build(&format!("build {}", flavor.flags()[0]), output, flavor, &ctx.arch));
+        let output = results
+            .get(LEARNER, StageKind::build(flavor))
+            .expect("built");
+        report.steps.extend(verdict::build(
+            &format!("build {}", flavor.flags()[0]),
+            output,
+            flavor,
+            &ctx.arch,
+        ));
     }
     if report.steps.iter().any(|s| s.status != Status::Passed) {
         return finish(report, watched);
@@ -154,7 +222,11 @@ pub fn check(ctx: &Context, wb: &Workbook, ex: &Exercise, mut say: impl FnMut(&s
     let cases = match &cases {
         Ok(c) => c,
         Err(e) => {
-            report.steps.push(Step::new("inputs", Status::ToolError, format!("cannot write the inputs: {e}")));
+            report.steps.push(Step::new(
+                "inputs",
+                Status::ToolError,
+                format!("cannot write the inputs: {e}"),
+            ));
             return finish(report, watched);
         }
     };
@@ -163,16 +235,28 @@ pub fn check(ctx: &Context, wb: &Workbook, ex: &Exercise, mut say: impl FnMut(&s
     for &tool in &tools {
         let sanitized = Stage::new(LEARNER, StageKind::Sanitize(tool));
         match results.get_run(&sanitized) {
-            Some(Output::NotRun(b)) => report.steps.extend(verdict::not_run(tool.name(), &sanitized.id(), b)),
+            Some(Output::NotRun(b)) => {
+                report
+                    .steps
+                    .extend(verdict::not_run(tool.name(), &sanitized.id(), b))
+            }
             Some(o @ Output::Sanitized { findings, .. }) => {
                 report.findings.extend(findings.iter().cloned());
-                report.steps.extend(verdict::tool(tool.name(), &sanitized.id(), o));
+                report
+                    .steps
+                    .extend(verdict::tool(tool.name(), &sanitized.id(), o));
             }
             _ => {}
         }
     }
     if let Some(o) = results.get(LEARNER, StageKind::Correctness) {
-        report.steps.extend(verdict::correctness("correctness", "correctness", o, cases, m.tolerance));
+        report.steps.extend(verdict::correctness(
+            "correctness",
+            "correctness",
+            o,
+            cases,
+            m.tolerance,
+        ));
     }
     if report.steps.iter().any(|s| s.status != Status::Passed) {
         return finish(report, watched);
@@ -197,21 +281,46 @@ pub fn check(ctx: &Context, wb: &Workbook, ex: &Exercise, mut say: impl FnMut(&s
 /// The timed phase both tracks share: every version under ncu (one process each), then the whole
 /// calls (and timelines) alone on the GPU, as `plan::timed_kinds` says. A tool error where the
 /// embedded versions do not build or the profiler failed.
-fn run_timing(ctx: &Context, wb: &Workbook, subs: &[Submission], results: &mut Results, started: Instant) -> Result<(), Box<Step>> {
+fn run_timing(
+    ctx: &Context,
+    wb: &Workbook,
+    subs: &[Submission],
+    results: &mut Results,
+    started: Instant,
+) -> Result<(), Box<Step>> {
     let ex = subs[LEARNER].exercise().expect("check grades an exercise");
-    let timing: Vec<Stage> = [(LEARNER, Role::Learner), (ORIGINAL, Role::Original), (REFERENCE, Role::Reference)]
-        .into_iter()
-        .flat_map(|(i, role)| plan::timed_kinds(ex, role).into_iter().map(move |k| Stage::new(i, k)))
-        .collect();
+    let timing: Vec<Stage> = [
+        (LEARNER, Role::Learner),
+        (ORIGINAL, Role::Original),
+        (REFERENCE, Role::Reference),
+    ]
+    .into_iter()
+    .flat_map(|(i, role)| {
+        plan::timed_kinds(ex, role)
+            .into_iter()
+            .map(move |k| Stage::new(i, k))
+    })
+    .collect();
     scheduler::execute(ctx, wb, subs, &timing, results, started);
     // The original and the reference come from this binary: built once, then kept until they change.
     for (i, sub) in subs.iter().enumerate().skip(1) {
         if let Some(Output::Built(Err(e))) = results.get(i, StageKind::BuildRelease) {
-            return Err(Box::new(Step::new("timing", Status::ToolError, format!("the embedded {} does not build: {e}", sub.variant)).stage("timing")));
+            return Err(Box::new(
+                Step::new(
+                    "timing",
+                    Status::ToolError,
+                    format!("the embedded {} does not build: {e}", sub.variant),
+                )
+                .stage("timing"),
+            ));
         }
     }
-    match verdict::profiler_failure((0..subs.len()).filter_map(|i| results.get(i, StageKind::Timing))) {
-        Some(failure) => Err(Box::new(Step::new("timing", Status::ToolError, failure).stage("timing"))),
+    match verdict::profiler_failure(
+        (0..subs.len()).filter_map(|i| results.get(i, StageKind::Timing)),
+    ) {
+        Some(failure) => Err(Box::new(
+            Step::new("timing", Status::ToolError, failure).stage("timing"),
+        )),
         None => Ok(()),
     }
 }
@@ -222,37 +331,86 @@ const REFERENCE: usize = 2;
 
 /// Time the three versions and judge the learner's with the one speed judge: the speed step, a
 /// performance exercise's goals, and a failed step for every rule that fired.
-fn time_and_judge(ctx: &Context, wb: &Workbook, subs: &[Submission], results: &mut Results, report: &mut CheckReport, started: Instant, say: &mut dyn FnMut(&str)) -> Vec<Step> {
+fn time_and_judge(
+    ctx: &Context,
+    wb: &Workbook,
+    subs: &[Submission],
+    results: &mut Results,
+    report: &mut CheckReport,
+    started: Instant,
+    say: &mut dyn FnMut(&str),
+) -> Vec<Step> {
     let phase = Instant::now();
     let ex = subs[LEARNER].exercise().expect("check grades an exercise");
     let m = &ex.manifest.manifest;
     let perf_spec = m.perf.as_ref();
     let peak = match perf::peak(ctx, wb, false) {
         Ok(p) => Some(p),
-        Err(e) if perf_spec.is_some() => return vec![Step::new("timing", Status::ToolError, format!("cannot measure this GPU's peak: {e}")).stage("timing")],
+        Err(e) if perf_spec.is_some() => {
+            return vec![Step::new(
+                "timing",
+                Status::ToolError,
+                format!("cannot measure this GPU's peak: {e}"),
+            )
+            .stage("timing")]
+        }
         Err(_) => None,
     };
     if let Err(step) = run_timing(ctx, wb, subs, results, started) {
         return vec![(*step).wall(phase.elapsed())];
     }
     let commands = (0..subs.len())
-        .filter_map(|i| results.get(i, StageKind::Timing).and_then(Output::measured).map(|m| m.command.clone()))
+        .filter_map(|i| {
+            results
+                .get(i, StageKind::Timing)
+                .and_then(Output::measured)
+                .map(|m| m.command.clone())
+        })
         .collect::<Vec<_>>()
         .join("\n");
     let time_of = |i: usize| verdict::measured_time(results.get(i, StageKind::Timing));
-    let output_of = |i: usize| results.get(i, StageKind::Timing).and_then(Output::measured).map(|m| m.finished.output()).unwrap_or_default();
+    let output_of = |i: usize| {
+        results
+            .get(i, StageKind::Timing)
+            .and_then(Output::measured)
+            .map(|m| m.finished.output())
+            .unwrap_or_default()
+    };
     if let Err(why) = time_of(REFERENCE) {
-        return vec![Step::new("timing", Status::ToolError, format!("ncu could not time the reference version ({why})")).detail(output_of(REFERENCE)).command(commands).stage("timing").wall(phase.elapsed())];
+        return vec![Step::new(
+            "timing",
+            Status::ToolError,
+            format!("ncu could not time the reference version ({why})"),
+        )
+        .detail(output_of(REFERENCE))
+        .command(commands)
+        .stage("timing")
+        .wall(phase.elapsed())];
     }
     // The learner's program failing under ncu is the learner's failure, not the tool's.
-    if let Some(mm) = results.get(LEARNER, StageKind::Timing).and_then(Output::measured) {
+    if let Some(mm) = results
+        .get(LEARNER, StageKind::Timing)
+        .and_then(Output::measured)
+    {
         if !mm.finished.success() || mm.finished.left_running().is_some() {
             let why = time_of(LEARNER).err().unwrap_or_default();
-            return vec![Step::new("timing", Status::Failed, format!("your version failed under ncu ({why})")).detail(output_of(LEARNER)).command(commands).stage("timing").wall(phase.elapsed())];
+            return vec![Step::new(
+                "timing",
+                Status::Failed,
+                format!("your version failed under ncu ({why})"),
+            )
+            .detail(output_of(LEARNER))
+            .command(commands)
+            .stage("timing")
+            .wall(phase.elapsed())];
         }
     }
     let baseline = match perf_spec.map(|_| perf::time_baseline(ctx, wb, ex)) {
-        Some(Err(e)) => return vec![Step::new("timing", Status::ToolError, e).stage("timing").wall(phase.elapsed())],
+        Some(Err(e)) => {
+            return vec![Step::new("timing", Status::ToolError, e)
+                .stage("timing")
+                .wall(phase.elapsed())]
+        }
         Some(Ok(b)) => {
             if b.is_some() {
                 say("timed the library baseline (cuBLAS) at the same size");
@@ -261,21 +419,42 @@ fn time_and_judge(ctx: &Context, wb: &Workbook, subs: &[Submission], results: &m
         }
         None => None,
     };
-    let order = [(ORIGINAL, "original"), (REFERENCE, "reference"), (LEARNER, "learner")];
+    let order = [
+        (ORIGINAL, "original"),
+        (REFERENCE, "reference"),
+        (LEARNER, "learner"),
+    ];
     let summary = match (perf_spec, &peak) {
-        (Some(_), Some(p)) => perf::summarize(ex, p, &order.map(|(i, name)| perf::Runs::of(name, |k| results.get(i, k))), baseline.as_ref()).ok(),
+        (Some(_), Some(p)) => perf::summarize(
+            ex,
+            p,
+            &order.map(|(i, name)| perf::Runs::of(name, |k| results.get(i, k))),
+            baseline.as_ref(),
+        )
+        .ok(),
         _ => None,
     };
     let inputs = speed::Inputs {
         ex,
-        learner: speed::evidence(results.get(LEARNER, StageKind::Timing), results.get(LEARNER, StageKind::Call)),
-        reference: speed::evidence(results.get(REFERENCE, StageKind::Timing), results.get(REFERENCE, StageKind::Call)),
-        original: speed::evidence(results.get(ORIGINAL, StageKind::Timing), results.get(ORIGINAL, StageKind::Call)),
+        learner: speed::evidence(
+            results.get(LEARNER, StageKind::Timing),
+            results.get(LEARNER, StageKind::Call),
+        ),
+        reference: speed::evidence(
+            results.get(REFERENCE, StageKind::Timing),
+            results.get(REFERENCE, StageKind::Call),
+        ),
+        original: speed::evidence(
+            results.get(ORIGINAL, StageKind::Timing),
+            results.get(ORIGINAL, StageKind::Call),
+        ),
         peak: peak.as_ref(),
         perf: summary.as_ref(),
     };
     let judged = speed::judge(&inputs);
-    let mut steps = vec![Step::new("timing", judged.status, judged.summary.clone()).command(commands.clone()).stage("timing")];
+    let mut steps = vec![Step::new("timing", judged.status, judged.summary.clone())
+        .command(commands.clone())
+        .stage("timing")];
     if let (Some(sp), None) = (&judged.speed, perf_spec) {
         report.timing = Some(TimingSummary {
             kernels: m.timing.kernels.clone(),
@@ -284,7 +463,12 @@ fn time_and_judge(ctx: &Context, wb: &Workbook, subs: &[Submission], results: &m
             original_ns: time_of(ORIGINAL).ok(),
             speedup_over_original: sp.speedup_over_original,
             ratio_to_reference: sp.ratio_to_reference,
-            max_ratio_to_reference: m.timing.max_ratio_to_reference.as_ref().map(|r| *r.get_ref()).unwrap_or(f64::NAN),
+            max_ratio_to_reference: m
+                .timing
+                .max_ratio_to_reference
+                .as_ref()
+                .map(|r| *r.get_ref())
+                .unwrap_or(f64::NAN),
             command: commands.clone(),
             learner_call_ns: sp.learner_call_ns,
             reference_call_ns: sp.reference_call_ns,
@@ -305,7 +489,10 @@ fn time_and_judge(ctx: &Context, wb: &Workbook, subs: &[Submission], results: &m
 /// new variation of the calls every check.
 fn timed_cases(wb: &Workbook, ex: &Exercise) -> std::io::Result<Cases> {
     let seed_file = wb.work_dir().join("bench-seed");
-    let seed = match std::fs::read_to_string(&seed_file).ok().and_then(|t| t.trim().parse::<u64>().ok()) {
+    let seed = match std::fs::read_to_string(&seed_file)
+        .ok()
+        .and_then(|t| t.trim().parse::<u64>().ok())
+    {
         Some(s) => s,
         None => {
             let s = cases::unpredictable_seed();
@@ -314,14 +501,28 @@ fn timed_cases(wb: &Workbook, ex: &Exercise) -> std::io::Result<Cases> {
         }
     };
     let bench_seed = crate::class::secret::stable_hash(&[&seed.to_string(), ex.id()]);
-    cases::prepare_with(ex, &wb.work_dir().join("cases").join(ex.id()), bench_seed, cases::unpredictable_seed())
+    cases::prepare_with(
+        ex,
+        &wb.work_dir().join("cases").join(ex.id()),
+        bench_seed,
+        cases::unpredictable_seed(),
+    )
 }
 
 /// The clock reads of `subject`'s compiled kernels that the reference's (its `reference` stage)
 /// does not make; none where either could not be read (no cuobjdump).
-pub fn compiled_clock_reads(results: &Results, subject: usize, reference: &Stage) -> Vec<crate::judge::tool_aware::SassClockRead> {
-    match (results.get(subject, StageKind::Sass), results.get_run(reference)) {
-        (Some(Output::Sass { reads: Ok(mine) }), Some(Output::Sass { reads: Ok(theirs) })) => crate::judge::tool_aware::clock_reads_beyond(mine, theirs),
+pub fn compiled_clock_reads(
+    results: &Results,
+    subject: usize,
+    reference: &Stage,
+) -> Vec<crate::judge::tool_aware::SassClockRead> {
+    match (
+        results.get(subject, StageKind::Sass),
+        results.get_run(reference),
+    ) {
+        (Some(Output::Sass { reads: Ok(mine) }), Some(Output::Sass { reads: Ok(theirs) })) => {
+            crate::judge::tool_aware::clock_reads_beyond(mine, theirs)
+        }
         _ => Vec::new(),
     }
 }
@@ -331,7 +532,11 @@ fn finish(mut report: CheckReport, watched: Option<&speed::Flag>) -> CheckReport
     if let Some(f) = watched {
         // Right after the builds: it needs no GPU, and what the text and the device code show
         // stands whatever the GPU steps find (or skip).
-        let at = report.steps.iter().take_while(|s| s.stage.as_deref().is_some_and(|st| st.starts_with("build"))).count();
+        let at = report
+            .steps
+            .iter()
+            .take_while(|s| s.stage.as_deref().is_some_and(|st| st.starts_with("build")))
+            .count();
         report.steps.insert(at, f.step().stage("regions"));
         report.flags.push(f.clone());
     }

@@ -21,7 +21,12 @@ pub struct Timeouts {
 
 impl Default for Timeouts {
     fn default() -> Timeouts {
-        Timeouts { build: Duration::from_secs(180), tool: Duration::from_secs(180), run: Duration::from_secs(60), ncu: Duration::from_secs(400) }
+        Timeouts {
+            build: Duration::from_secs(180),
+            tool: Duration::from_secs(180),
+            run: Duration::from_secs(60),
+            ncu: Duration::from_secs(400),
+        }
     }
 }
 
@@ -75,7 +80,9 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Config {
-        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2);
         Config {
             timeouts: Timeouts::default(),
             cpu_jobs: cores,
@@ -83,7 +90,10 @@ impl Default for Config {
             ncu_jobs: 4,
             gpu: None,
             isolation: Isolation::Auto,
-            limits: Limits { memory_bytes: Some(default_memory_limit()), ..Limits::default() },
+            limits: Limits {
+                memory_bytes: Some(default_memory_limit()),
+                ..Limits::default()
+            },
             sandbox_user: SandboxUser::default(),
             arch: None,
             install_toolkit: true,
@@ -101,7 +111,12 @@ impl Default for Config {
 fn default_memory_limit() -> u64 {
     let total = std::fs::read_to_string("/proc/meminfo")
         .ok()
-        .and_then(|m| m.lines().find_map(|l| l.strip_prefix("MemTotal:").and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())))
+        .and_then(|m| {
+            m.lines().find_map(|l| {
+                l.strip_prefix("MemTotal:")
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            })
+        })
         .map(|kb| kb * 1024)
         .unwrap_or(16 << 30);
     (total / 4).clamp(2 << 30, 32 << 30)
@@ -131,7 +146,11 @@ impl Config {
         fn get<T: std::str::FromStr>(var: &'static str) -> Result<Option<T>, EnvError> {
             match std::env::var(var) {
                 Err(_) => Ok(None),
-                Ok(v) => v.trim().parse().map(Some).map_err(|_| EnvError { var, value: v.clone(), why: "not a valid value".into() }),
+                Ok(v) => v.trim().parse().map(Some).map_err(|_| EnvError {
+                    var,
+                    value: v.clone(),
+                    why: "not a valid value".into(),
+                }),
             }
         }
         if let Some(secs) = get::<u64>("CUDABUGS_TIMEOUT_SECS")? {
@@ -148,11 +167,19 @@ impl Config {
             c.ncu_jobs = n.clamp(1, 16);
         }
         if let Ok(v) = std::env::var("CUDABUGS_ISOLATION") {
-            c.isolation = v.parse().map_err(|why| EnvError { var: "CUDABUGS_ISOLATION", value: v.clone(), why })?;
+            c.isolation = v.parse().map_err(|why| EnvError {
+                var: "CUDABUGS_ISOLATION",
+                value: v.clone(),
+                why,
+            })?;
         }
         if let Some(uid) = get::<u32>("CUDABUGS_SANDBOX_UID")? {
             if uid == 0 {
-                return Err(EnvError { var: "CUDABUGS_SANDBOX_UID", value: "0".into(), why: "learner code never runs as root".into() });
+                return Err(EnvError {
+                    var: "CUDABUGS_SANDBOX_UID",
+                    value: "0".into(),
+                    why: "learner code never runs as root".into(),
+                });
             }
             c.sandbox_user = SandboxUser { uid, gid: uid };
         }

@@ -3,15 +3,15 @@
 
 use std::path::PathBuf;
 
+use crate::exercise::manifest::{Capability, LoadedManifest};
+use crate::exercise::workbook::Workbook;
 use crate::judge::config::Config;
 use crate::tools::gpu::{self, GpuInfo, GpuStatus};
 use crate::tools::launcher::{Launcher, Recorder, Replay, Sandboxed, StrictUnavailable};
-use crate::tools::sandbox::Level;
 use crate::tools::nvcc::{self, Harness};
 use crate::tools::runner::{self, Job};
+use crate::tools::sandbox::Level;
 use crate::tools::toolchain::{self, Toolchain};
-use crate::exercise::manifest::{Capability, LoadedManifest};
-use crate::exercise::workbook::Workbook;
 
 /// The -arch used when no GPU tells us better (H100/H200).
 pub const DEFAULT_ARCH: &str = "sm_90";
@@ -56,7 +56,11 @@ pub struct Context {
 }
 
 impl Context {
-    pub fn new(wb: &Workbook, config: Config, mut say: impl FnMut(&str)) -> Result<Context, ContextError> {
+    pub fn new(
+        wb: &Workbook,
+        config: Config,
+        mut say: impl FnMut(&str),
+    ) -> Result<Context, ContextError> {
         let mut tools = Toolchain::discover(&wb.root);
         if tools.nvcc.is_none() && config.install_toolkit {
             say(&format!(
@@ -70,28 +74,48 @@ impl Context {
             local: wb.root.join(toolchain::LOCAL_TOOLKIT).display().to_string(),
         })?;
         let sandboxed = Sandboxed::for_isolation(config.isolation)?;
-        let (launcher, gpu): (Box<dyn Launcher>, GpuStatus) = match (&config.replay_tools, &config.record_tools) {
+        let (launcher, gpu): (Box<dyn Launcher>, GpuStatus) = match (
+            &config.replay_tools,
+            &config.record_tools,
+        ) {
             (Some(dir), _) => {
                 let bad = |e: String| ContextError::Recording(dir.clone(), e);
-                let protocol = std::fs::read_to_string(dir.join(RECORDED_PROTOCOL)).unwrap_or_default();
+                let protocol =
+                    std::fs::read_to_string(dir.join(RECORDED_PROTOCOL)).unwrap_or_default();
                 if protocol.trim() != PROTOCOL {
                     return Err(bad(format!("made before the grader served the timed calls itself ({RECORDED_PROTOCOL}: {:?}, this grader: {PROTOCOL:?}): record it again on a GPU", protocol.trim())));
                 }
-                let text = std::fs::read_to_string(dir.join(RECORDED_GPU)).map_err(|e| bad(format!("{RECORDED_GPU}: {e}")))?;
-                let info: GpuInfo = serde_json::from_str(&text).map_err(|e| bad(format!("{RECORDED_GPU}: {e}")))?;
+                let text = std::fs::read_to_string(dir.join(RECORDED_GPU))
+                    .map_err(|e| bad(format!("{RECORDED_GPU}: {e}")))?;
+                let info: GpuInfo =
+                    serde_json::from_str(&text).map_err(|e| bad(format!("{RECORDED_GPU}: {e}")))?;
                 // The tools ran where the recording was made; here they are only names.
-                tools.sanitizer.get_or_insert_with(|| "compute-sanitizer".into());
+                tools
+                    .sanitizer
+                    .get_or_insert_with(|| "compute-sanitizer".into());
                 tools.ncu.get_or_insert_with(|| "ncu".into());
-                (Box::new(Replay::open(dir, sandboxed).map_err(|e| bad(e.to_string()))?), GpuStatus::Present(info))
+                (
+                    Box::new(Replay::open(dir, sandboxed).map_err(|e| bad(e.to_string()))?),
+                    GpuStatus::Present(info),
+                )
             }
             (None, Some(dir)) => {
                 let gpu = gpu::probe();
                 if let GpuStatus::Present(info) = &gpu {
                     let _ = std::fs::create_dir_all(dir);
-                    let _ = std::fs::write(dir.join(RECORDED_GPU), serde_json::to_string_pretty(info).unwrap_or_default());
+                    let _ = std::fs::write(
+                        dir.join(RECORDED_GPU),
+                        serde_json::to_string_pretty(info).unwrap_or_default(),
+                    );
                     let _ = std::fs::write(dir.join(RECORDED_PROTOCOL), format!("{PROTOCOL}\n"));
                 }
-                (Box::new(Recorder { inner: sandboxed, dir: dir.clone() }), gpu)
+                (
+                    Box::new(Recorder {
+                        inner: sandboxed,
+                        dir: dir.clone(),
+                    }),
+                    gpu,
+                )
             }
             (None, None) => (Box::new(sandboxed), gpu::probe()),
         };
@@ -104,15 +128,30 @@ impl Context {
         // Made now, so that every sandboxed run finds it there to hide.
         let _ = std::fs::create_dir_all(&build_cache.dir);
         let build_cache = Some(build_cache);
-        let counters = if launcher.replays() { gpu::Counters::Open } else { gpu::counters() };
-        Ok(Context { config, tools, nvcc, gpu, arch, harness, build_cache, launcher, counters })
+        let counters = if launcher.replays() {
+            gpu::Counters::Open
+        } else {
+            gpu::counters()
+        };
+        Ok(Context {
+            config,
+            tools,
+            nvcc,
+            gpu,
+            arch,
+            harness,
+            build_cache,
+            launcher,
+            counters,
+        })
     }
 
     /// Why ncu cannot time learner code here, where it cannot: the driver keeps the counters for
     /// administrators, and learner code (ncu around it included) never runs as one.
     pub fn counters_refused(&self) -> Option<String> {
         // SAFETY: geteuid cannot fail.
-        let unprivileged = self.isolation() > Level::ProcessGroup || unsafe { libc::geteuid() } != 0;
+        let unprivileged =
+            self.isolation() > Level::ProcessGroup || unsafe { libc::geteuid() } != 0;
         (self.counters == gpu::Counters::AdminOnly && unprivileged).then(|| {
             "this machine's NVIDIA driver lets only administrators read the GPU's performance counters (RmProfilingAdminOnly: 1 in /proc/driver/nvidia/params), and learner code never runs as one: the timing cannot be graded here. An administrator can open the counters to every user with `options nvidia NVreg_RestrictProfilingToAdminUsers=0` in a file under /etc/modprobe.d/, then reloading the driver (NVIDIA's ERR_NVGPUCTRPERM page)".to_string()
         })
@@ -137,7 +176,13 @@ impl Context {
 
     /// How every nvcc build of this context is made: the compiler, -arch, harness and time limit.
     pub fn recipe(&self) -> crate::tools::nvcc::Recipe<'_> {
-        crate::tools::nvcc::Recipe { nvcc: &self.nvcc, arch: &self.arch, harness: &self.harness, timeout: self.config.timeouts.build, cache: self.build_cache.as_ref() }
+        crate::tools::nvcc::Recipe {
+            nvcc: &self.nvcc,
+            arch: &self.arch,
+            harness: &self.harness,
+            timeout: self.config.timeouts.build,
+            cache: self.build_cache.as_ref(),
+        }
     }
 
     /// What the sandbox gives learner code here, in words.
@@ -172,16 +217,32 @@ impl Context {
 /// where there is no GPU at all: then it builds like any other (the default -arch is sm_90) and
 /// its GPU steps are skipped for want of a GPU.
 pub fn below_requirement(gpu: &GpuStatus, m: &LoadedManifest) -> Option<String> {
-    let (needed, GpuStatus::Present(info)) = (m.requires()?, gpu) else { return None };
+    let (needed, GpuStatus::Present(info)) = (m.requires()?, gpu) else {
+        return None;
+    };
     let (major, minor) = info.compute_capability;
-    let here = Capability { major: major.max(0) as u32, minor: minor.max(0) as u32 };
-    (here < needed).then(|| format!("needs compute capability {needed} ({}); this GPU, {}, is {here}", needed.family(), info.name))
+    let here = Capability {
+        major: major.max(0) as u32,
+        minor: minor.max(0) as u32,
+    };
+    (here < needed).then(|| {
+        format!(
+            "needs compute capability {needed} ({}); this GPU, {}, is {here}",
+            needed.family(),
+            info.name
+        )
+    })
 }
 
 /// The NVIDIA driver's version string (e.g. "580.159.04"), from nvidia-smi where it exists.
 pub fn driver_version() -> Option<String> {
     let smi = which::which("nvidia-smi").ok()?;
-    let job = Job::new(smi, std::time::Duration::from_secs(30)).args(["--query-gpu=driver_version", "--format=csv,noheader"]);
+    let job = Job::new(smi, std::time::Duration::from_secs(30))
+        .args(["--query-gpu=driver_version", "--format=csv,noheader"]);
     let done = runner::run(&job).ok().filter(|d| d.success())?;
-    done.stdout.text().lines().next().map(|l| l.trim().to_string())
+    done.stdout
+        .text()
+        .lines()
+        .next()
+        .map(|l| l.trim().to_string())
 }

@@ -30,7 +30,10 @@ pub struct Program {
 #[derive(Debug)]
 pub enum Target<'a> {
     /// An exercise's file: built with the harness, run on the exercise's seeded cases.
-    Exercise { exercise: &'a Exercise, cases: &'a Cases },
+    Exercise {
+        exercise: &'a Exercise,
+        cases: &'a Cases,
+    },
     /// Any CUDA program.
     Program(Program),
 }
@@ -65,7 +68,16 @@ pub struct SecretCases {
 }
 
 impl<'a> Submission<'a> {
-    pub fn new(wb: &Workbook, plan: &str, exercise: &'a Exercise, variant: &str, origin: PathBuf, text: String, reuse: Reuse, cases: &'a Cases) -> Submission<'a> {
+    pub fn new(
+        wb: &Workbook,
+        plan: &str,
+        exercise: &'a Exercise,
+        variant: &str,
+        origin: PathBuf,
+        text: String,
+        reuse: Reuse,
+        cases: &'a Cases,
+    ) -> Submission<'a> {
         let regions = crate::exercise::regions::parse(&text).unwrap_or_default();
         Submission {
             name: exercise.id().to_string(),
@@ -82,8 +94,25 @@ impl<'a> Submission<'a> {
 
     /// Any program, named after its first source (or binary).
     pub fn program(wb: &Workbook, plan: &str, program: Program) -> Submission<'a> {
-        let first = program.prebuilt.as_ref().or(program.sources.first()).cloned().unwrap_or_default();
-        let name: String = first.file_stem().unwrap_or_default().to_string_lossy().chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
+        let first = program
+            .prebuilt
+            .as_ref()
+            .or(program.sources.first())
+            .cloned()
+            .unwrap_or_default();
+        let name: String = first
+            .file_stem()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
         Submission {
             work: work_root(wb).join(plan).join(&name).join("program"),
             name,
@@ -116,7 +145,9 @@ impl<'a> Submission<'a> {
     /// The files the program's source locations refer to: the copy nvcc compiled, or the sources.
     pub fn sources(&self) -> Vec<PathBuf> {
         match &self.target {
-            Target::Exercise { exercise, .. } => vec![self.work.join(exercise.manifest.source_name())],
+            Target::Exercise { exercise, .. } => {
+                vec![self.work.join(exercise.manifest.source_name())]
+            }
             Target::Program(p) => p.sources.clone(),
         }
     }
@@ -126,14 +157,28 @@ impl<'a> Submission<'a> {
     /// general limits; every other text keeps those limits (a fix may be slower than the hang's limit).
     pub fn hang_limit(&self) -> Option<std::time::Duration> {
         let ex = self.exercise()?;
-        ex.manifest.hang_timeout().filter(|_| self.text == ex.original)
+        ex.manifest
+            .hang_timeout()
+            .filter(|_| self.text == ex.original)
     }
 
     /// "region `wait` (sum.cu:12-30)": the exercise's own region as this text has it.
     pub fn region_text(&self) -> Option<String> {
         let ex = self.exercise()?;
         let name = ex.manifest.region().get_ref();
-        let at = self.regions.iter().find(|r| &r.name == name).map(|r| format!(" ({}:{}-{})", ex.manifest.source_name(), r.begin_line, r.end_line)).unwrap_or_default();
+        let at = self
+            .regions
+            .iter()
+            .find(|r| &r.name == name)
+            .map(|r| {
+                format!(
+                    " ({}:{}-{})",
+                    ex.manifest.source_name(),
+                    r.begin_line,
+                    r.end_line
+                )
+            })
+            .unwrap_or_default();
         Some(format!("region `{name}`{at}"))
     }
 
@@ -213,19 +258,32 @@ impl StageKind {
         match self {
             StageKind::BuildDebug | StageKind::BuildRelease => None,
             StageKind::Sanitize(_) => Some(Flavor::Sanitize),
-            StageKind::Correctness | StageKind::Hidden | StageKind::Fresh | StageKind::Timing | StageKind::Call | StageKind::Timeline | StageKind::Profile | StageKind::Sass => Some(Flavor::Timing),
+            StageKind::Correctness
+            | StageKind::Hidden
+            | StageKind::Fresh
+            | StageKind::Timing
+            | StageKind::Call
+            | StageKind::Timeline
+            | StageKind::Profile
+            | StageKind::Sass => Some(Flavor::Timing),
         }
     }
 
     /// Whether the stage times the submission (ncu, or the clock of the whole call): it runs as
     /// `check` runs it in every plan, with nothing but the GPU's own settings.
     pub fn timed(self) -> bool {
-        matches!(self, StageKind::Timing | StageKind::Call | StageKind::Timeline)
+        matches!(
+            self,
+            StageKind::Timing | StageKind::Call | StageKind::Timeline
+        )
     }
 
     /// Whether the stage needs a GPU (every stage that runs the submission's code does).
     pub fn needs_gpu(self) -> bool {
-        !matches!(self, StageKind::BuildDebug | StageKind::BuildRelease | StageKind::Sass)
+        !matches!(
+            self,
+            StageKind::BuildDebug | StageKind::BuildRelease | StageKind::Sass
+        )
     }
 
     pub fn resource(self) -> Resource {
@@ -233,7 +291,10 @@ impl StageKind {
             StageKind::BuildDebug | StageKind::BuildRelease => Resource::Cpu,
             // Beside the GPU stages, as soon as its build is there; it needs no GPU (`needs_gpu`).
             StageKind::Sass => Resource::Gpu,
-            StageKind::Sanitize(_) | StageKind::Correctness | StageKind::Hidden | StageKind::Fresh => Resource::Gpu,
+            StageKind::Sanitize(_)
+            | StageKind::Correctness
+            | StageKind::Hidden
+            | StageKind::Fresh => Resource::Gpu,
             StageKind::Timing | StageKind::Profile => Resource::Profiler,
             StageKind::Call | StageKind::Timeline => Resource::Exclusive,
         }
@@ -305,7 +366,11 @@ pub struct Stage {
 
 impl Stage {
     pub fn new(subject: usize, kind: StageKind) -> Stage {
-        Stage { subject, kind, run: 0 }
+        Stage {
+            subject,
+            kind,
+            run: 0,
+        }
     }
     pub fn again(subject: usize, kind: StageKind, run: u32) -> Stage {
         Stage { subject, kind, run }
@@ -327,13 +392,24 @@ mod tests {
 
     /// 07-leak's manifest with its `[expect]` made a hang's, and its texts as given.
     fn exercise(expect: &str, original: &'static str) -> Exercise {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .unwrap();
         let text = std::fs::read_to_string(root.join("exercises/07-leak/exercise.toml")).unwrap();
         let start = text.find("[expect]").unwrap();
         let end = start + text[start..].find("\n\n").unwrap();
         let text = format!("{}{expect}{}", &text[..start], &text[end..]);
-        let manifest = crate::exercise::manifest::parse("07-leak", std::path::Path::new("exercise.toml"), &text).unwrap();
-        Exercise { manifest, original, solution: "// the fix\n" }
+        let manifest = crate::exercise::manifest::parse(
+            "07-leak",
+            std::path::Path::new("exercise.toml"),
+            &text,
+        )
+        .unwrap();
+        Exercise {
+            manifest,
+            original,
+            solution: "// the fix\n",
+        }
     }
 
     #[test]
@@ -341,15 +417,59 @@ mod tests {
         let wb = Workbook::new(std::env::temp_dir(), &[], &[]).unwrap();
         let cases = Cases::default();
         let original = "// ANCHOR: alloc\nwhile (true) {}\n// ANCHOR_END: alloc\n";
-        let hang = exercise("[expect]\ndetector = \"hang\"\nregion = \"alloc\"\ntimeout_s = 2", original);
-        let sub = |ex: &'static Exercise, text: &str| Submission::new(&wb, "check", ex, "learner", PathBuf::from("leak.cu"), text.to_string(), Reuse::Never, &cases);
+        let hang = exercise(
+            "[expect]\ndetector = \"hang\"\nregion = \"alloc\"\ntimeout_s = 2",
+            original,
+        );
+        let sub = |ex: &'static Exercise, text: &str| {
+            Submission::new(
+                &wb,
+                "check",
+                ex,
+                "learner",
+                PathBuf::from("leak.cu"),
+                text.to_string(),
+                Reuse::Never,
+                &cases,
+            )
+        };
         let hang: &'static Exercise = Box::leak(Box::new(hang));
-        assert_eq!(sub(hang, original).hang_limit(), Some(std::time::Duration::from_secs(2)));
-        assert_eq!(sub(hang, "// edited\n").hang_limit(), None, "an edited file keeps the general limits");
-        let bounds = crate::judge::stages::Bounds::of(&sub(hang, original), std::time::Duration::from_secs(60));
-        assert_eq!((bounds.limit, bounds.region.as_deref()), (std::time::Duration::from_secs(2), Some("region `alloc` (center.cu:1-3)")));
-        let leak: &'static Exercise = Box::leak(Box::new(exercise("[expect]\ntool = \"memcheck\"\nkind = \"leak\"\nregion = \"alloc\"", original)));
-        assert_eq!(sub(leak, original).hang_limit(), None, "not a hang exercise");
-        assert_eq!(crate::judge::stages::Bounds::of(&sub(leak, original), std::time::Duration::from_secs(60)).limit, std::time::Duration::from_secs(60));
+        assert_eq!(
+            sub(hang, original).hang_limit(),
+            Some(std::time::Duration::from_secs(2))
+        );
+        assert_eq!(
+            sub(hang, "// edited\n").hang_limit(),
+            None,
+            "an edited file keeps the general limits"
+        );
+        let bounds = crate::judge::stages::Bounds::of(
+            &sub(hang, original),
+            std::time::Duration::from_secs(60),
+        );
+        assert_eq!(
+            (bounds.limit, bounds.region.as_deref()),
+            (
+                std::time::Duration::from_secs(2),
+                Some("region `alloc` (center.cu:1-3)")
+            )
+        );
+        let leak: &'static Exercise = Box::leak(Box::new(exercise(
+            "[expect]\ntool = \"memcheck\"\nkind = \"leak\"\nregion = \"alloc\"",
+            original,
+        )));
+        assert_eq!(
+            sub(leak, original).hang_limit(),
+            None,
+            "not a hang exercise"
+        );
+        assert_eq!(
+            crate::judge::stages::Bounds::of(
+                &sub(leak, original),
+                std::time::Duration::from_secs(60)
+            )
+            .limit,
+            std::time::Duration::from_secs(60)
+        );
     }
 }

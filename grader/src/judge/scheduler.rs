@@ -26,7 +26,8 @@ impl Results {
         self.outputs.get(stage)
     }
     pub fn built(&self, subject: usize, flavor: Flavor) -> Option<&Built> {
-        self.get(subject, StageKind::build(flavor)).and_then(Output::built)
+        self.get(subject, StageKind::build(flavor))
+            .and_then(Output::built)
     }
 }
 
@@ -62,7 +63,14 @@ const RESOURCE_FAILURES: &[&str] = &[
 /// Whether a GPU stage's run failed on a shared resource (and so may not be the program's fault).
 pub fn failed_on_resource(o: &Output) -> bool {
     // The runs that share the GPU with other programs: the tools, the plain runs and the timings.
-    let Some(finished) = o.finished().filter(|_| matches!(o, Output::Ran { .. } | Output::Sanitized { .. } | Output::Timed { .. })) else { return false };
+    let Some(finished) = o.finished().filter(|_| {
+        matches!(
+            o,
+            Output::Ran { .. } | Output::Sanitized { .. } | Output::Timed { .. }
+        )
+    }) else {
+        return false;
+    };
     if finished.success() || finished.exit == crate::tools::runner::Exit::TimedOut {
         return false;
     }
@@ -92,10 +100,24 @@ fn gpu_blocked(ctx: &Context) -> Option<Blocked> {
 }
 
 /// Run `stages` (and the builds they need) over `subs`, adding every output to `results`.
-pub fn execute(ctx: &Context, wb: &Workbook, subs: &[Submission], stages: &[Stage], results: &mut Results, start: Instant) -> Timeline {
+pub fn execute(
+    ctx: &Context,
+    wb: &Workbook,
+    subs: &[Submission],
+    stages: &[Stage],
+    results: &mut Results,
+    start: Instant,
+) -> Timeline {
     // A submission whose folder cannot be made fails its builds, which say why.
-    let unprepared: Vec<Option<std::io::Error>> = subs.iter().map(|sub| stages::materialise(sub).err()).collect();
-    let mut builds: Vec<Stage> = stages.iter().filter(|s| s.kind.resource() == Resource::Cpu && !results.outputs.contains_key(s)).cloned().collect();
+    let unprepared: Vec<Option<std::io::Error>> = subs
+        .iter()
+        .map(|sub| stages::materialise(sub).err())
+        .collect();
+    let mut builds: Vec<Stage> = stages
+        .iter()
+        .filter(|s| s.kind.resource() == Resource::Cpu && !results.outputs.contains_key(s))
+        .cloned()
+        .collect();
     for s in stages {
         if let Some(flavor) = s.kind.needs() {
             let b = Stage::new(s.subject, StageKind::build(flavor));
@@ -106,14 +128,25 @@ pub fn execute(ctx: &Context, wb: &Workbook, subs: &[Submission], stages: &[Stag
     }
     builds.sort_by_key(|s| (s.kind != StageKind::BuildDebug, s.subject));
     builds.dedup();
-    let of = |r: Resource| stages.iter().filter(|s| s.kind.resource() == r && !results.outputs.contains_key(s)).cloned().collect::<Vec<_>>();
-    let (mut gpu, profiler, exclusive) = (of(Resource::Gpu), of(Resource::Profiler), of(Resource::Exclusive));
+    let of = |r: Resource| {
+        stages
+            .iter()
+            .filter(|s| s.kind.resource() == r && !results.outputs.contains_key(s))
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    let (mut gpu, profiler, exclusive) = (
+        of(Resource::Gpu),
+        of(Resource::Profiler),
+        of(Resource::Exclusive),
+    );
     // The slowest kinds of run start first, so that none starts last and holds up the phase.
     gpu.sort_by_key(|s| longest_first(s.kind));
     let blocked = gpu_blocked(ctx);
 
     // Each build's binary, by (subject, flavor), as soon as it exists; those built earlier are there.
-    let slot_of = |subject: usize, flavor: Flavor| subject * 2 + usize::from(flavor == Flavor::Timing);
+    let slot_of =
+        |subject: usize, flavor: Flavor| subject * 2 + usize::from(flavor == Flavor::Timing);
     let binaries: Slots<Option<Built>> = Slots::new(subs.len() * 2);
     for (i, _) in subs.iter().enumerate() {
         for flavor in Flavor::BOTH {
@@ -134,17 +167,34 @@ pub fn execute(ctx: &Context, wb: &Workbook, subs: &[Submission], stages: &[Stag
     let run_on_build = |s: &Stage| run_within(s, None);
     let mut timeline = Timeline::default();
     let share = gpu_share(ctx.config.gpu.as_deref());
-    let shared = (!gpu.is_empty()).then(|| share.read().unwrap_or_else(std::sync::PoisonError::into_inner));
+    let shared = (!gpu.is_empty()).then(|| {
+        share
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    });
     let (built, ran) = std::thread::scope(|scope| {
         let runs = scope.spawn(|| parallel(&gpu, ctx.config.gpu_jobs, run_on_build));
         let built = parallel(&builds, ctx.config.cpu_jobs, |s| {
             // A build that panicked must still release the stages waiting for it.
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &unprepared[s.subject] {
-                Some(e) => Output::Built(Err(BuildError::Io(subs[s.subject].work.clone(), std::io::Error::new(e.kind(), e.to_string())))),
-                None => stages::run(ctx, wb, &subs[s.subject], s, None),
-            }));
-            let flavor = if s.kind == StageKind::BuildDebug { Flavor::Sanitize } else { Flavor::Timing };
-            binaries.put(slot_of(s.subject, flavor), result.as_ref().ok().and_then(Output::built).cloned());
+            let result =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    match &unprepared[s.subject] {
+                        Some(e) => Output::Built(Err(BuildError::Io(
+                            subs[s.subject].work.clone(),
+                            std::io::Error::new(e.kind(), e.to_string()),
+                        ))),
+                        None => stages::run(ctx, wb, &subs[s.subject], s, None),
+                    }
+                }));
+            let flavor = if s.kind == StageKind::BuildDebug {
+                Flavor::Sanitize
+            } else {
+                Flavor::Timing
+            };
+            binaries.put(
+                slot_of(s.subject, flavor),
+                result.as_ref().ok().and_then(Output::built).cloned(),
+            );
             result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
         });
         timeline.builds_done_at = start.elapsed().as_secs_f64();
@@ -155,8 +205,18 @@ pub fn execute(ctx: &Context, wb: &Workbook, subs: &[Submission], stages: &[Stag
     // other GPU stage has ended: one program holding all the memory must not fail another.
     let mut ran = ran;
     drop(shared);
-    let again: Vec<Again> = gpu.iter().zip(&ran).map(|(s, o)| run_again(s, o, &gpu, &ran, ctx.config.timeouts.tool)).collect();
-    let _alone = (again.iter().any(|a| *a != Again::No) || !profiler.is_empty() || !exclusive.is_empty()).then(|| share.write().unwrap_or_else(std::sync::PoisonError::into_inner));
+    let again: Vec<Again> = gpu
+        .iter()
+        .zip(&ran)
+        .map(|(s, o)| run_again(s, o, &gpu, &ran, ctx.config.timeouts.tool))
+        .collect();
+    let _alone =
+        (again.iter().any(|a| *a != Again::No) || !profiler.is_empty() || !exclusive.is_empty())
+            .then(|| {
+                share
+                    .write()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+            });
     timeline.rerun_alone += rerun_alone(&gpu, &mut ran, &again, &run_within);
     if blocked.is_none() && !gpu.is_empty() {
         timeline.runs_done_at = Some(start.elapsed().as_secs_f64());
@@ -164,7 +224,16 @@ pub fn execute(ctx: &Context, wb: &Workbook, subs: &[Submission], stages: &[Stag
     let phase = Instant::now();
     let mut timed = parallel(&profiler, ctx.config.ncu_jobs, run_on_build);
     // Likewise a profiled run (a program starting beside it may have taken the memory).
-    let again: Vec<Again> = timed.iter().map(|o| if failed_on_resource(o) { Again::Full } else { Again::No }).collect();
+    let again: Vec<Again> = timed
+        .iter()
+        .map(|o| {
+            if failed_on_resource(o) {
+                Again::Full
+            } else {
+                Again::No
+            }
+        })
+        .collect();
     timeline.rerun_alone += rerun_alone(&profiler, &mut timed, &again, &run_within);
     if !profiler.is_empty() && blocked.is_none() {
         timeline.profiler = Some(phase.elapsed().as_secs_f64());
@@ -175,7 +244,13 @@ pub fn execute(ctx: &Context, wb: &Workbook, subs: &[Submission], stages: &[Stag
     if !exclusive.is_empty() && blocked.is_none() {
         timeline.exclusive = Some(phase.elapsed().as_secs_f64());
     }
-    for (s, o) in builds.into_iter().zip(built).chain(gpu.into_iter().zip(ran)).chain(profiler.into_iter().zip(timed)).chain(exclusive.into_iter().zip(alone)) {
+    for (s, o) in builds
+        .into_iter()
+        .zip(built)
+        .chain(gpu.into_iter().zip(ran))
+        .chain(profiler.into_iter().zip(timed))
+        .chain(exclusive.into_iter().zip(alone))
+    {
         results.outputs.insert(s, o);
     }
     timeline
@@ -187,7 +262,10 @@ pub fn execute(ctx: &Context, wb: &Workbook, subs: &[Submission], stages: &[Stag
 fn gpu_share(gpu: Option<&str>) -> std::sync::Arc<std::sync::RwLock<()>> {
     type Shares = std::sync::Mutex<BTreeMap<Option<String>, std::sync::Arc<std::sync::RwLock<()>>>>;
     static SHARES: std::sync::OnceLock<Shares> = std::sync::OnceLock::new();
-    let mut shares = SHARES.get_or_init(Default::default).lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut shares = SHARES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     shares.entry(gpu.map(str::to_string)).or_default().clone()
 }
 
@@ -211,23 +289,47 @@ const STALL_PLAIN_FACTOR: u32 = 50;
 const STALL_FLOOR: std::time::Duration = std::time::Duration::from_secs(30);
 
 fn timed_out(o: &Output) -> bool {
-    o.finished().is_some_and(|f| f.exit == crate::tools::runner::Exit::TimedOut)
+    o.finished()
+        .is_some_and(|f| f.exit == crate::tools::runner::Exit::TimedOut)
 }
 
 /// How `stage` runs again, if it does: a failure on a shared resource with its full limit; a tool
 /// that stalled (see `stalled`) within a limit derived from its peers, so that a program that
 /// stalls only under a tool (it can tell) costs one short wait alone, not a second full one.
-fn run_again(stage: &Stage, output: &Output, stages: &[Stage], outputs: &[Output], limit: std::time::Duration) -> Again {
+fn run_again(
+    stage: &Stage,
+    output: &Output,
+    stages: &[Stage],
+    outputs: &[Output],
+    limit: std::time::Duration,
+) -> Again {
     if failed_on_resource(output) {
         return Again::Full;
     }
     if !stalled(stage, output, stages, outputs) {
         return Again::No;
     }
-    let walls = |same: &dyn Fn(&Stage) -> bool| stages.iter().zip(outputs).filter(|(s, o)| same(s) && !timed_out(o)).filter_map(|(_, o)| o.wall()).max();
+    let walls = |same: &dyn Fn(&Stage) -> bool| {
+        stages
+            .iter()
+            .zip(outputs)
+            .filter(|(s, o)| same(s) && !timed_out(o))
+            .filter_map(|(_, o)| o.wall())
+            .max()
+    };
     let slowest_peer = walls(&|s| s.kind == stage.kind).map(|w| w * STALL_FACTOR);
-    let own_plain = || walls(&|s| s.subject == stage.subject && matches!(s.kind, StageKind::Correctness | StageKind::Hidden)).map(|w| w * STALL_PLAIN_FACTOR);
-    Again::Stalled(slowest_peer.or_else(own_plain).map_or(limit, |w| w.max(STALL_FLOOR).min(limit)))
+    let own_plain = || {
+        walls(&|s| {
+            s.subject == stage.subject
+                && matches!(s.kind, StageKind::Correctness | StageKind::Hidden)
+        })
+        .map(|w| w * STALL_PLAIN_FACTOR)
+    };
+    Again::Stalled(
+        slowest_peer
+            .or_else(own_plain)
+            .map_or(limit, |w| w.max(STALL_FLOOR).min(limit)),
+    )
 }
 
 /// Whether a tool run ran out of time beside other runs while the same program, run plainly in
@@ -237,14 +339,24 @@ fn run_again(stage: &Stage, output: &Output, stages: &[Stage], outputs: &[Output
 fn stalled(stage: &Stage, output: &Output, stages: &[Stage], outputs: &[Output]) -> bool {
     matches!(stage.kind, StageKind::Sanitize(_))
         && timed_out(output)
-        && stages.iter().zip(outputs).any(|(s, o)| s.subject == stage.subject && matches!(s.kind, StageKind::Correctness | StageKind::Hidden) && matches!(o, Output::Ran { run: Ok(_), .. }) && !timed_out(o))
+        && stages.iter().zip(outputs).any(|(s, o)| {
+            s.subject == stage.subject
+                && matches!(s.kind, StageKind::Correctness | StageKind::Hidden)
+                && matches!(o, Output::Ran { run: Ok(_), .. })
+                && !timed_out(o)
+        })
 }
 
 /// Run again, one at a time, each of `stages` that `again` marks; how many ran again. Even one
 /// stage alone in its run may have shared the GPU with another run (grade ends one chunk beside the
 /// next chunk's tools). A program whose stalled tool stalls again alone has shown the stall is its
 /// own: its other stalled tools keep their time-out rather than each waiting again.
-fn rerun_alone(stages: &[Stage], outputs: &mut [Output], again: &[Again], run: &dyn Fn(&Stage, Option<std::time::Duration>) -> Output) -> usize {
+fn rerun_alone(
+    stages: &[Stage],
+    outputs: &mut [Output],
+    again: &[Again],
+    run: &dyn Fn(&Stage, Option<std::time::Duration>) -> Output,
+) -> usize {
     let mut count = 0;
     let mut stalls_alone = std::collections::BTreeSet::new();
     for ((s, o), a) in stages.iter().zip(outputs.iter_mut()).zip(again) {
@@ -271,7 +383,10 @@ pub struct Slots<T> {
 
 impl<T: Clone> Slots<T> {
     pub fn new(len: usize) -> Slots<T> {
-        Slots { values: std::sync::Mutex::new((0..len).map(|_| None).collect()), filled: std::sync::Condvar::new() }
+        Slots {
+            values: std::sync::Mutex::new((0..len).map(|_| None).collect()),
+            filled: std::sync::Condvar::new(),
+        }
     }
 
     pub fn put(&self, index: usize, value: T) {
@@ -292,9 +407,14 @@ impl<T: Clone> Slots<T> {
 }
 
 /// Run a closure over items on `workers` threads, keeping the order of the results.
-pub fn parallel<T: Sync, R: Send>(items: &[T], workers: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+pub fn parallel<T: Sync, R: Send>(
+    items: &[T],
+    workers: usize,
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<std::sync::Mutex<Option<R>>> = items.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    let results: Vec<std::sync::Mutex<Option<R>>> =
+        items.iter().map(|_| std::sync::Mutex::new(None)).collect();
     std::thread::scope(|s| {
         for _ in 0..workers.clamp(1, items.len().max(1)) {
             s.spawn(|| loop {
@@ -304,7 +424,10 @@ pub fn parallel<T: Sync, R: Send>(items: &[T], workers: usize, f: impl Fn(&T) ->
             });
         }
     });
-    results.into_iter().map(|m| m.into_inner().unwrap().expect("every item ran")).collect()
+    results
+        .into_iter()
+        .map(|m| m.into_inner().unwrap().expect("every item ran"))
+        .collect()
 }
 
 #[cfg(test)]
@@ -325,9 +448,26 @@ mod tests {
 
     fn ran(code: i32, text: &str) -> Output {
         use crate::tools::runner::{Captured, Exit, Finished};
-        let stdout = Captured { bytes: text.as_bytes().to_vec(), dropped: 0 };
-        let finished = Finished { exit: Exit::Code(code), stdout, stderr: Captured::default(), wall: Default::default(), leftovers: 0, escaped: false, oom_killed: false, isolation: None };
-        Output::Ran { command: String::new(), run: Ok(finished), outputs: Vec::new(), bounds: crate::judge::stages::Bounds::plain(Default::default()) }
+        let stdout = Captured {
+            bytes: text.as_bytes().to_vec(),
+            dropped: 0,
+        };
+        let finished = Finished {
+            exit: Exit::Code(code),
+            stdout,
+            stderr: Captured::default(),
+            wall: Default::default(),
+            leftovers: 0,
+            escaped: false,
+            oom_killed: false,
+            isolation: None,
+        };
+        Output::Ran {
+            command: String::new(),
+            run: Ok(finished),
+            outputs: Vec::new(),
+            bounds: crate::judge::stages::Bounds::plain(Default::default()),
+        }
     }
 
     #[test]
@@ -335,16 +475,32 @@ mod tests {
         // racecheck of the 03-race reference fix on an H100 while the `hog` student held the memory.
         let hogged = "========= COMPUTE-SANITIZER\n========= Error: Device not supported. Please refer to the \"Supported Devices\" section of the sanitizer documentation\n========= Target application returned an error\n";
         assert!(failed_on_resource(&ran(86, hogged)));
-        assert!(failed_on_resource(&ran(3, "CUDA error at reduce.cu:51: out of memory (cudaMalloc(&d_in, n * sizeof(float)))")));
-        assert!(!failed_on_resource(&ran(3, "CUDA error at softmax.cu:60: invalid configuration argument")), "a launch of its own making");
-        assert!(!failed_on_resource(&ran(0, "out of memory")), "a run that succeeded is not run again");
+        assert!(failed_on_resource(&ran(
+            3,
+            "CUDA error at reduce.cu:51: out of memory (cudaMalloc(&d_in, n * sizeof(float)))"
+        )));
+        assert!(
+            !failed_on_resource(&ran(
+                3,
+                "CUDA error at softmax.cu:60: invalid configuration argument"
+            )),
+            "a launch of its own making"
+        );
+        assert!(
+            !failed_on_resource(&ran(0, "out of memory")),
+            "a run that succeeded is not run again"
+        );
     }
 
     #[test]
     fn parallel_keeps_the_order_of_the_items() {
         let items: Vec<u32> = (0..50).collect();
         for workers in [0, 1, 7, 64] {
-            assert_eq!(parallel(&items, workers, |&i| i * 2), items.iter().map(|i| i * 2).collect::<Vec<_>>(), "{workers} workers");
+            assert_eq!(
+                parallel(&items, workers, |&i| i * 2),
+                items.iter().map(|i| i * 2).collect::<Vec<_>>(),
+                "{workers} workers"
+            );
         }
     }
 
@@ -361,26 +517,54 @@ mod tests {
         };
         let sanitized = |f| Output::Sanitized {
             tool: Tool::Initcheck,
-            run: Ok(crate::tools::sanitizer::ToolRun { tool: Tool::Initcheck, command: String::new(), records: Vec::new(), xml_path: Default::default(), finished: f }),
+            run: Ok(crate::tools::sanitizer::ToolRun {
+                tool: Tool::Initcheck,
+                command: String::new(),
+                records: Vec::new(),
+                xml_path: Default::default(),
+                finished: f,
+            }),
             findings: Vec::new(),
             bounds: crate::judge::stages::Bounds::plain(Default::default()),
         };
-        let plain = |f| Output::Ran { command: String::new(), run: Ok(f), outputs: Vec::new(), bounds: crate::judge::stages::Bounds::plain(Default::default()) };
+        let plain = |f| Output::Ran {
+            command: String::new(),
+            run: Ok(f),
+            outputs: Vec::new(),
+            bounds: crate::judge::stages::Bounds::plain(Default::default()),
+        };
         let tool = Stage::new(0, StageKind::Sanitize(Tool::Initcheck));
         let stages = [tool.clone(), Stage::new(0, StageKind::Correctness)];
         let finished = [sanitized(timed_out(ran(0, ""))), ran(0, "")];
-        assert!(stalled(&tool, &finished[0], &stages, &finished), "the program finished: the tool stalled");
-        let hung = [sanitized(timed_out(ran(0, ""))), plain(timed_out(ran(0, "")))];
-        assert!(!stalled(&tool, &hung[0], &stages, &hung), "the program hangs too: no second wait");
-        let in_time = [sanitized(match ran(0, "") {
-            Output::Ran { run: Ok(f), .. } => f,
-            _ => unreachable!(),
-        }), ran(0, "")];
+        assert!(
+            stalled(&tool, &finished[0], &stages, &finished),
+            "the program finished: the tool stalled"
+        );
+        let hung = [
+            sanitized(timed_out(ran(0, ""))),
+            plain(timed_out(ran(0, ""))),
+        ];
+        assert!(
+            !stalled(&tool, &hung[0], &stages, &hung),
+            "the program hangs too: no second wait"
+        );
+        let in_time = [
+            sanitized(match ran(0, "") {
+                Output::Ran { run: Ok(f), .. } => f,
+                _ => unreachable!(),
+            }),
+            ran(0, ""),
+        ];
         assert!(!stalled(&tool, &in_time[0], &stages, &in_time));
         let mut outputs = finished;
         let again = [Again::Full, Again::No];
-        assert_eq!(rerun_alone(&stages, &mut outputs, &again, &|_, _| ran(0, "alone")), 1);
-        assert!(matches!(&outputs[0], Output::Ran { run: Ok(f), .. } if f.output().contains("alone")));
+        assert_eq!(
+            rerun_alone(&stages, &mut outputs, &again, &|_, _| ran(0, "alone")),
+            1
+        );
+        assert!(
+            matches!(&outputs[0], Output::Ran { run: Ok(f), .. } if f.output().contains("alone"))
+        );
     }
 
     #[test]
@@ -388,14 +572,34 @@ mod tests {
         use crate::exercise::manifest::Tool;
         use crate::tools::runner::{Captured, Exit, Finished};
         use std::time::Duration;
-        let finished = |exit, secs| Finished { exit, stdout: Captured::default(), stderr: Captured::default(), wall: Duration::from_secs(secs), leftovers: 0, escaped: false, oom_killed: false, isolation: None };
+        let finished = |exit, secs| Finished {
+            exit,
+            stdout: Captured::default(),
+            stderr: Captured::default(),
+            wall: Duration::from_secs(secs),
+            leftovers: 0,
+            escaped: false,
+            oom_killed: false,
+            isolation: None,
+        };
         let tool = |tool, exit, secs| Output::Sanitized {
             tool,
-            run: Ok(crate::tools::sanitizer::ToolRun { tool, command: String::new(), records: Vec::new(), xml_path: Default::default(), finished: finished(exit, secs) }),
+            run: Ok(crate::tools::sanitizer::ToolRun {
+                tool,
+                command: String::new(),
+                records: Vec::new(),
+                xml_path: Default::default(),
+                finished: finished(exit, secs),
+            }),
             findings: Vec::new(),
             bounds: crate::judge::stages::Bounds::plain(Default::default()),
         };
-        let plain = |secs| Output::Ran { command: String::new(), run: Ok(finished(Exit::Code(0), secs)), outputs: Vec::new(), bounds: crate::judge::stages::Bounds::plain(Default::default()) };
+        let plain = |secs| Output::Ran {
+            command: String::new(),
+            run: Ok(finished(Exit::Code(0), secs)),
+            outputs: Vec::new(),
+            bounds: crate::judge::stages::Bounds::plain(Default::default()),
+        };
         // Subject 0 stalls under both tools (its plain run finished); subject 1's initcheck took 12 s.
         let stages = [
             Stage::new(0, StageKind::Sanitize(Tool::Initcheck)),
@@ -404,23 +608,71 @@ mod tests {
             Stage::new(1, StageKind::Sanitize(Tool::Initcheck)),
             Stage::new(1, StageKind::Correctness),
         ];
-        let outputs = [tool(Tool::Initcheck, Exit::TimedOut, 90), tool(Tool::Racecheck, Exit::TimedOut, 90), plain(1), tool(Tool::Initcheck, Exit::Code(0), 12), plain(1)];
+        let outputs = [
+            tool(Tool::Initcheck, Exit::TimedOut, 90),
+            tool(Tool::Racecheck, Exit::TimedOut, 90),
+            plain(1),
+            tool(Tool::Initcheck, Exit::Code(0), 12),
+            plain(1),
+        ];
         let limit = Duration::from_secs(90);
-        let again: Vec<Again> = stages.iter().zip(&outputs).map(|(s, o)| run_again(s, o, &stages, &outputs, limit)).collect();
-        assert_eq!(again[0], Again::Stalled(Duration::from_secs(48)), "4 x the 12 s of the finished initcheck");
-        assert_eq!(again[1], Again::Stalled(Duration::from_secs(50)), "no other racecheck finished: 50x the program's own plain run");
+        let again: Vec<Again> = stages
+            .iter()
+            .zip(&outputs)
+            .map(|(s, o)| run_again(s, o, &stages, &outputs, limit))
+            .collect();
+        assert_eq!(
+            again[0],
+            Again::Stalled(Duration::from_secs(48)),
+            "4 x the 12 s of the finished initcheck"
+        );
+        assert_eq!(
+            again[1],
+            Again::Stalled(Duration::from_secs(50)),
+            "no other racecheck finished: 50x the program's own plain run"
+        );
         assert_eq!(&again[2..], [Again::No; 3]);
         let limits = std::sync::Mutex::new(Vec::new());
         let mut rerun = outputs;
         let count = rerun_alone(&stages, &mut rerun, &again, &|s, l| {
             limits.lock().unwrap().push(l);
-            tool(if s.kind == StageKind::Sanitize(Tool::Racecheck) { Tool::Racecheck } else { Tool::Initcheck }, Exit::TimedOut, l.unwrap().as_secs())
+            tool(
+                if s.kind == StageKind::Sanitize(Tool::Racecheck) {
+                    Tool::Racecheck
+                } else {
+                    Tool::Initcheck
+                },
+                Exit::TimedOut,
+                l.unwrap().as_secs(),
+            )
         });
-        assert_eq!((count, limits.into_inner().unwrap()), (1, vec![Some(Duration::from_secs(48))]), "stalled alone too: racecheck is not waited for again");
+        assert_eq!(
+            (count, limits.into_inner().unwrap()),
+            (1, vec![Some(Duration::from_secs(48))]),
+            "stalled alone too: racecheck is not waited for again"
+        );
         let slow = [tool(Tool::Racecheck, Exit::TimedOut, 90), plain(70)];
-        assert_eq!(run_again(&stages[1], &slow[0], &stages[1..3], &slow, limit), Again::Stalled(limit), "never above the configured limit");
-        let quick = [tool(Tool::Initcheck, Exit::TimedOut, 90), plain(1), tool(Tool::Initcheck, Exit::Code(0), 2), plain(1)];
-        let quick_stages = [stages[0].clone(), stages[2].clone(), stages[3].clone(), stages[4].clone()];
-        assert_eq!(run_again(&quick_stages[0], &quick[0], &quick_stages, &quick, limit), Again::Stalled(STALL_FLOOR), "never below the floor");
+        assert_eq!(
+            run_again(&stages[1], &slow[0], &stages[1..3], &slow, limit),
+            Again::Stalled(limit),
+            "never above the configured limit"
+        );
+        let quick = [
+            tool(Tool::Initcheck, Exit::TimedOut, 90),
+            plain(1),
+            tool(Tool::Initcheck, Exit::Code(0), 2),
+            plain(1),
+        ];
+        let quick_stages = [
+            stages[0].clone(),
+            stages[2].clone(),
+            stages[3].clone(),
+            stages[4].clone(),
+        ];
+        assert_eq!(
+            run_again(&quick_stages[0], &quick[0], &quick_stages, &quick, limit),
+            Again::Stalled(STALL_FLOOR),
+            "never below the floor"
+        );
     }
 }

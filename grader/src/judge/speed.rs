@@ -107,17 +107,32 @@ impl Rule {
     /// Left to a person: the points it withholds (speed, or none; a tool-aware program's tool points
     /// too) are for review, not a failure.
     pub fn review(self) -> bool {
-        matches!(self, Rule::UnnamedKernels | Rule::Instructions | Rule::PhysicalFloor | Rule::TooFast | Rule::GpuMemory | Rule::Unaccounted | Rule::ToolAware)
+        matches!(
+            self,
+            Rule::UnnamedKernels
+                | Rule::Instructions
+                | Rule::PhysicalFloor
+                | Rule::TooFast
+                | Rule::GpuMemory
+                | Rule::Unaccounted
+                | Rule::ToolAware
+        )
     }
 
     /// The points the rule takes away. Rules about faked answers take the correctness points too;
     /// rules about how the time was made take the speed points; GPU memory only asks for a look.
     pub fn withholds(self) -> &'static [GradeStage] {
         match self {
-            Rule::NoKernel | Rule::ProofOfWork | Rule::TimedOutputs | Rule::FreshInputs => &[GradeStage::Public, GradeStage::Hidden, GradeStage::Speed],
+            Rule::NoKernel | Rule::ProofOfWork | Rule::TimedOutputs | Rule::FreshInputs => {
+                &[GradeStage::Public, GradeStage::Hidden, GradeStage::Speed]
+            }
             Rule::GpuMemory => &[],
             // A program that can tell it is watched may have shown the tools and ncu something else.
-            Rule::ToolAware => &[GradeStage::NamedTool, GradeStage::OtherTools, GradeStage::Speed],
+            Rule::ToolAware => &[
+                GradeStage::NamedTool,
+                GradeStage::OtherTools,
+                GradeStage::Speed,
+            ],
             _ => &[GradeStage::Speed],
         }
     }
@@ -153,12 +168,21 @@ pub struct Flag {
 
 impl Flag {
     pub fn new(rule: Rule, message: String) -> Flag {
-        Flag { rule, message, review: rule.review() }
+        Flag {
+            rule,
+            message,
+            review: rule.review(),
+        }
     }
 
     /// A failed step named after the rule, with what was measured and the rule's reason.
     pub fn step(&self) -> crate::judge::verdict::Step {
-        crate::judge::verdict::Step::new(format!("rule {}", self.rule.key()), Status::Failed, self.message.clone()).detail(self.rule.why())
+        crate::judge::verdict::Step::new(
+            format!("rule {}", self.rule.key()),
+            Status::Failed,
+            self.message.clone(),
+        )
+        .detail(self.rule.why())
     }
 }
 
@@ -237,11 +261,20 @@ pub struct Audit {
 
 pub fn audit(m: &Measured, named: &[String], repeat: u32) -> Audit {
     let kernels: BTreeSet<String> = m.launches.iter().map(|l| l.kernel.clone()).collect();
-    let text = m.csv().and_then(|p| crate::tools::untrusted::read_text(p).ok()).unwrap_or_default();
+    let text = m
+        .csv()
+        .and_then(|p| crate::tools::untrusted::read_text(p).ok())
+        .unwrap_or_default();
     let launches = ncu::parse_metrics(&text).unwrap_or_default();
-    let mine: Vec<_> = launches.iter().filter(|l| named.contains(&l.kernel)).collect();
+    let mine: Vec<_> = launches
+        .iter()
+        .filter(|l| named.contains(&l.kernel))
+        .collect();
     let sum = |k: &str| -> Option<f64> {
-        let v: Vec<f64> = mine.iter().filter_map(|l| l.metrics.get(k).copied()).collect();
+        let v: Vec<f64> = mine
+            .iter()
+            .filter_map(|l| l.metrics.get(k).copied())
+            .collect();
         (!v.is_empty()).then(|| v.iter().sum::<f64>() / repeat.max(1) as f64)
     };
     Audit {
@@ -256,7 +289,14 @@ pub fn audit(m: &Measured, named: &[String], repeat: u32) -> Audit {
 /// The bytes the bench's inputs hold: what any kernel that computes the outputs must read.
 pub fn compulsory_bytes(ex: &Exercise) -> f64 {
     let m = &ex.manifest.manifest;
-    m.inputs.iter().map(|b| crate::exercise::manifest::eval_len(b.len.get_ref(), &m.bench.params).unwrap_or(0) as f64 * b.dtype.size() as f64).sum()
+    m.inputs
+        .iter()
+        .map(|b| {
+            crate::exercise::manifest::eval_len(b.len.get_ref(), &m.bench.params).unwrap_or(0)
+                as f64
+                * b.dtype.size() as f64
+        })
+        .sum()
 }
 
 /// Where speed credit starts: ncu at base clocks repeats a kernel's time within about 1%, and two
@@ -289,7 +329,9 @@ pub struct Verdict {
 impl Verdict {
     /// Whether a flag takes the speed points (or every point).
     pub fn withheld(&self) -> bool {
-        self.flags.iter().any(|f| f.rule.withholds().contains(&GradeStage::Speed))
+        self.flags
+            .iter()
+            .any(|f| f.rule.withholds().contains(&GradeStage::Speed))
     }
 }
 
@@ -304,8 +346,20 @@ fn mb(bytes: f64) -> String {
 /// Compare each call's outputs of one timed process with the reference fix's of the same call (the
 /// same inputs): None where they agree or cannot be compared (the reference's own are missing),
 /// else the first difference.
-fn outputs_differ(mine: &[PathBuf], theirs: &[PathBuf], kept: Option<&OnceLock<Option<Vec<Vec<Buffer>>>>>, ex: &Exercise, what: &str) -> Option<String> {
-    let read = || theirs.iter().map(|p| data::read_outputs(p).ok()).collect::<Option<Vec<_>>>().filter(|v| !v.is_empty());
+fn outputs_differ(
+    mine: &[PathBuf],
+    theirs: &[PathBuf],
+    kept: Option<&OnceLock<Option<Vec<Vec<Buffer>>>>>,
+    ex: &Exercise,
+    what: &str,
+) -> Option<String> {
+    let read = || {
+        theirs
+            .iter()
+            .map(|p| data::read_outputs(p).ok())
+            .collect::<Option<Vec<_>>>()
+            .filter(|v| !v.is_empty())
+    };
     let owned;
     let theirs = match kept {
         Some(k) => k.get_or_init(read).as_ref()?,
@@ -315,13 +369,21 @@ fn outputs_differ(mine: &[PathBuf], theirs: &[PathBuf], kept: Option<&OnceLock<O
         }
     };
     if mine.len() < theirs.len() {
-        return Some(format!("the {what} left the outputs of {} of its {} calls", mine.len(), theirs.len()));
+        return Some(format!(
+            "the {what} left the outputs of {} of its {} calls",
+            mine.len(),
+            theirs.len()
+        ));
     }
     for (k, (mine, theirs)) in mine.iter().zip(theirs).enumerate() {
         let call = k + 1;
         let got = match data::read_outputs(mine) {
             Ok(g) => g,
-            Err(e) => return Some(format!("call {call} of the {what} left no readable outputs ({e})")),
+            Err(e) => {
+                return Some(format!(
+                    "call {call} of the {what} left no readable outputs ({e})"
+                ))
+            }
         };
         match compare::compare(theirs, &got, ex.manifest.manifest.tolerance) {
             Comparison::Equal { .. } => {}
@@ -349,27 +411,70 @@ fn written_late(calls: Option<&CallTimes>, what: &str) -> Option<String> {
 pub fn judge(i: &Inputs) -> Verdict {
     let m = &i.ex.manifest.manifest;
     let repeat = m.bench.repeat;
-    let learner = i.learner.measured.map(|x| audit(x, &m.timing.kernels, repeat)).unwrap_or_default();
-    let reference = i.reference.measured.map(|x| audit(x, &m.timing.kernels, repeat)).unwrap_or_default();
-    let original = i.original.measured.map(|x| audit(x, &m.timing.kernels, repeat)).unwrap_or_default();
+    let learner = i
+        .learner
+        .measured
+        .map(|x| audit(x, &m.timing.kernels, repeat))
+        .unwrap_or_default();
+    let reference = i
+        .reference
+        .measured
+        .map(|x| audit(x, &m.timing.kernels, repeat))
+        .unwrap_or_default();
+    let original = i
+        .original
+        .measured
+        .map(|x| audit(x, &m.timing.kernels, repeat))
+        .unwrap_or_default();
     let mut flags: Vec<Flag> = Vec::new();
     let mut flag = |rule: Rule, message: String| flags.push(Flag::new(rule, message));
 
     if !learner.named_launched {
-        let ran = if learner.kernels.is_empty() { "no kernel at all".to_string() } else { learner.kernels.iter().cloned().collect::<Vec<_>>().join(", ") };
-        flag(Rule::NoKernel, format!("the timed runs launched {ran}; the exercise's kernels are {}", m.timing.kernels.join(", ")));
+        let ran = if learner.kernels.is_empty() {
+            "no kernel at all".to_string()
+        } else {
+            learner
+                .kernels
+                .iter()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        flag(
+            Rule::NoKernel,
+            format!(
+                "the timed runs launched {ran}; the exercise's kernels are {}",
+                m.timing.kernels.join(", ")
+            ),
+        );
     }
     let kept = i.reference.read_once;
     for (mine, theirs, kept, calls, what) in [
-        (i.learner.ncu_outputs, i.reference.ncu_outputs, kept.map(|k| &k.ncu), i.learner.ncu_calls, "run under ncu"),
-        (i.learner.call_outputs, i.reference.call_outputs, kept.map(|k| &k.call), i.learner.call, "call timing run"),
+        (
+            i.learner.ncu_outputs,
+            i.reference.ncu_outputs,
+            kept.map(|k| &k.ncu),
+            i.learner.ncu_calls,
+            "run under ncu",
+        ),
+        (
+            i.learner.call_outputs,
+            i.reference.call_outputs,
+            kept.map(|k| &k.call),
+            i.learner.call,
+            "call timing run",
+        ),
     ] {
-        if let Some(why) = outputs_differ(mine, theirs, kept, i.ex, what).or_else(|| written_late(calls, what)) {
+        if let Some(why) =
+            outputs_differ(mine, theirs, kept, i.ex, what).or_else(|| written_late(calls, what))
+        {
             flag(Rule::TimedOutputs, why);
         }
     }
     let compulsory = compulsory_bytes(i.ex);
-    let needed = reference.dram_read.map_or(compulsory, |r| r.min(compulsory));
+    let needed = reference
+        .dram_read
+        .map_or(compulsory, |r| r.min(compulsory));
     if let Some(read) = learner.dram_read.filter(|_| learner.named_launched) {
         if read < 0.8 * needed {
             flag(Rule::ProofOfWork, format!("the timed kernels read {} from DRAM per run; the inputs are {} and the reference fix reads {}", mb(read), mb(compulsory), reference.dram_read.map_or("?".into(), mb)));
@@ -384,40 +489,95 @@ pub fn judge(i: &Inputs) -> Verdict {
             _ => {}
         }
     }
-    let known: BTreeSet<&String> = m.timing.kernels.iter().chain(&reference.kernels).chain(&original.kernels).collect();
-    let unknown: Vec<&String> = learner.kernels.iter().filter(|k| !known.contains(k)).collect();
+    let known: BTreeSet<&String> = m
+        .timing
+        .kernels
+        .iter()
+        .chain(&reference.kernels)
+        .chain(&original.kernels)
+        .collect();
+    let unknown: Vec<&String> = learner
+        .kernels
+        .iter()
+        .filter(|k| !known.contains(k))
+        .collect();
     if !unknown.is_empty() && learner.named_launched {
-        flag(Rule::UnnamedKernels, format!("kernels not named by the exercise ran: {}", unknown.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")));
+        flag(
+            Rule::UnnamedKernels,
+            format!(
+                "kernels not named by the exercise ran: {}",
+                unknown
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        );
     }
     if let (Some(mine), Some(theirs)) = (learner.instructions, reference.instructions) {
         if mine < 0.1 * theirs {
-            flag(Rule::Instructions, format!("{mine:.3e} warp instructions per run against the reference fix's {theirs:.3e}"));
+            flag(
+                Rule::Instructions,
+                format!(
+                    "{mine:.3e} warp instructions per run against the reference fix's {theirs:.3e}"
+                ),
+            );
         }
     }
     // ncu's kernel time; the judged time is the exercise's clock's (`judged_ns`).
     let ns = i.learner.measured.and_then(|x| x.nanoseconds);
     let by_call = m.clock() == Clock::Call;
-    let judged_ns = |t: &Timed| if by_call { t.call.and_then(CallTimes::judged_ns) } else { t.measured.and_then(|x| x.nanoseconds) };
+    let judged_ns = |t: &Timed| {
+        if by_call {
+            t.call.and_then(CallTimes::judged_ns)
+        } else {
+            t.measured.and_then(|x| x.nanoseconds)
+        }
+    };
     let reference_ns = judged_ns(&i.reference).unwrap_or(f64::NAN);
     let original_ns = judged_ns(&i.original);
     if let (Some(ns), Some(p)) = (ns, i.peak) {
         let floor_ns = needed / p.memcpy_gbps;
         if ns < 0.8 * floor_ns {
-            flag(Rule::PhysicalFloor, format!("{:.1} us, under the {:.1} us it takes to read {} at this GPU's {:.0} GB/s", ns / 1e3, floor_ns / 1e3, mb(needed), p.memcpy_gbps));
+            flag(
+                Rule::PhysicalFloor,
+                format!(
+                    "{:.1} us, under the {:.1} us it takes to read {} at this GPU's {:.0} GB/s",
+                    ns / 1e3,
+                    floor_ns / 1e3,
+                    mb(needed),
+                    p.memcpy_gbps
+                ),
+            );
         }
     }
     if let Some(ns) = judged_ns(&i.learner) {
         if reference_ns / ns > 10.0 {
-            flag(Rule::TooFast, format!("{:.1}x faster than the reference fix ({:.1} us against {:.1} us)", reference_ns / ns, ns / 1e3, reference_ns / 1e3));
+            flag(
+                Rule::TooFast,
+                format!(
+                    "{:.1}x faster than the reference fix ({:.1} us against {:.1} us)",
+                    reference_ns / ns,
+                    ns / 1e3,
+                    reference_ns / 1e3
+                ),
+            );
         }
     }
     // The whole call against the kernels: what each version spends outside its kernels.
-    let (call_l, call_r) = (i.learner.call.and_then(CallTimes::judged_ns), i.reference.call.and_then(CallTimes::judged_ns));
+    let (call_l, call_r) = (
+        i.learner.call.and_then(CallTimes::judged_ns),
+        i.reference.call.and_then(CallTimes::judged_ns),
+    );
     if let Some(why) = i.learner.call_failure.filter(|_| learner.named_launched) {
         flag(Rule::HostWork, format!("the call timing run failed ({why}): a program whose time depends on being profiled gets no speed credit"));
     }
     if let (Some(cl), Some(cr), Some(kl)) = (call_l, call_r, ns) {
-        let kr = i.reference.measured.and_then(|x| x.nanoseconds).unwrap_or(0.0);
+        let kr = i
+            .reference
+            .measured
+            .and_then(|x| x.nanoseconds)
+            .unwrap_or(0.0);
         let extra = (cl - cr) - (kl - kr);
         let allowed = 0.3 * cr + 500_000.0;
         if cl < 0.5 * kl {
@@ -445,10 +605,17 @@ pub fn judge(i: &Inputs) -> Verdict {
     // wall time whether it waits or works, and work on it lengthens the clock. What the clock cannot
     // see is other threads: the CPU time beyond the wall time (a 63-transfers half-fix on an H100
     // spun 17.2 ms in 17.0 ms of wall; the reference 7.8 ms in 7.6).
-    let (cpu_l, cpu_r) = (i.learner.call.and_then(CallTimes::judged_cpu_ns), i.reference.call.and_then(CallTimes::judged_cpu_ns));
+    let (cpu_l, cpu_r) = (
+        i.learner.call.and_then(CallTimes::judged_cpu_ns),
+        i.reference.call.and_then(CallTimes::judged_cpu_ns),
+    );
     if let (Some(l), Some(r)) = (cpu_l, cpu_r) {
         let beyond = |cpu: f64, wall: Option<f64>| (cpu - wall.unwrap_or(0.0)).max(0.0);
-        let (jl, jr) = if by_call { (beyond(l, call_l), beyond(r, call_r)) } else { (l, r) };
+        let (jl, jr) = if by_call {
+            (beyond(l, call_l), beyond(r, call_r))
+        } else {
+            (l, r)
+        };
         if jl > 1.5 * jr + 2e6 {
             let what = if by_call { " beyond its wall time" } else { "" };
             flag(Rule::HostCpu, format!("each call used {:.2} ms of CPU time (all threads, in {:.2} ms of wall time){what} against the reference fix's {:.2} ms", jl / 1e6, call_l.unwrap_or(f64::NAN) / 1e6, jr / 1e6));
@@ -461,7 +628,10 @@ pub fn judge(i: &Inputs) -> Verdict {
             flag(Rule::Unaccounted, format!("the call timing's process spent {:.2} s outside the calls it reported, the reference fix's {:.2} s", ol / 1e9, or / 1e9));
         }
     }
-    let (mem_l, mem_r) = (i.learner.call.and_then(|c| c.gpu_memory), i.reference.call.and_then(|c| c.gpu_memory));
+    let (mem_l, mem_r) = (
+        i.learner.call.and_then(|c| c.gpu_memory),
+        i.reference.call.and_then(|c| c.gpu_memory),
+    );
     if let (Some(ml), Some(mr)) = (mem_l, mem_r) {
         if ml > 2.0 * mr + 256.0 * 1024.0 * 1024.0 {
             flag(Rule::GpuMemory, format!("{:.0} MiB of GPU memory in use during the timed calls, against the reference fix's {:.0} MiB", ml / 1048576.0, mr / 1048576.0));
@@ -473,11 +643,20 @@ pub fn judge(i: &Inputs) -> Verdict {
     let kernel_ns = ns;
     let Some(ns) = judged_ns(&i.learner) else {
         let why = match (by_call, i.learner.measured) {
-            (true, _) => format!("the whole call was not timed ({})", i.learner.call_failure.unwrap_or("no call times")),
+            (true, _) => format!(
+                "the whole call was not timed ({})",
+                i.learner.call_failure.unwrap_or("no call times")
+            ),
             (false, Some(x)) => x.why_untimed(),
             (false, None) => "not timed".into(),
         };
-        return Verdict { fraction: 0.0, status: Status::Failed, summary: format!("no time: {why}"), speed: None, flags };
+        return Verdict {
+            fraction: 0.0,
+            status: Status::Failed,
+            summary: format!("no time: {why}"),
+            speed: None,
+            flags,
+        };
     };
     let clock = if by_call { " (whole call)" } else { "" };
     let ratio = ns / reference_ns;
@@ -486,14 +665,22 @@ pub fn judge(i: &Inputs) -> Verdict {
             let goal = *p.speedup.get_ref();
             let speedup = original_ns.map(|o| o / ns).unwrap_or(f64::NAN);
             // Credit from the edge of the noise band: the untouched file earns nothing.
-            let band = NOISE_BAND.max(original.spread.unwrap_or(1.0)).min(goal.sqrt());
+            let band = NOISE_BAND
+                .max(original.spread.unwrap_or(1.0))
+                .min(goal.sqrt());
             let mut f = ((speedup / band).ln() / (goal / band).ln()).clamp(0.0, 1.0);
             if speedup >= goal {
                 f = 1.0;
             }
             let missed: Vec<String> = i
                 .perf
-                .and_then(|s| Some(perf::goals(p, s.version("learner")?, s.version("original")?)))
+                .and_then(|s| {
+                    Some(perf::goals(
+                        p,
+                        s.version("learner")?,
+                        s.version("original")?,
+                    ))
+                })
                 .unwrap_or_default()
                 .iter()
                 .filter(|g| !g.met)
@@ -502,21 +689,45 @@ pub fn judge(i: &Inputs) -> Verdict {
             if !missed.is_empty() {
                 f = f.min(0.5);
             }
-            let goals = if missed.is_empty() { String::new() } else { format!("; goals missed: {}", missed.join(", ")) };
-            (f, format!(">= {goal:.1}x the original{clock}"), format!("{speedup:.2}x the original{clock} (target {goal:.1}x){goals}"))
+            let goals = if missed.is_empty() {
+                String::new()
+            } else {
+                format!("; goals missed: {}", missed.join(", "))
+            };
+            (
+                f,
+                format!(">= {goal:.1}x the original{clock}"),
+                format!("{speedup:.2}x the original{clock} (target {goal:.1}x){goals}"),
+            )
         }
         (None, Some(max)) => {
             let max = *max.get_ref();
             // Full points within the target, none at twice it, a straight line between.
-            let f = if ratio <= max { 1.0 } else { (2.0 - ratio / max).clamp(0.0, 1.0) };
-            (f, format!("<= {max:.2}x the reference fix"), format!("{ratio:.2}x the reference fix (target {max:.2}x)"))
+            let f = if ratio <= max {
+                1.0
+            } else {
+                (2.0 - ratio / max).clamp(0.0, 1.0)
+            };
+            (
+                f,
+                format!("<= {max:.2}x the reference fix"),
+                format!("{ratio:.2}x the reference fix (target {max:.2}x)"),
+            )
         }
         (None, None) => (0.0, String::new(), "no speed target".into()),
     };
-    let status = if fraction >= 1.0 { Status::Passed } else { Status::Failed };
+    let status = if fraction >= 1.0 {
+        Status::Passed
+    } else {
+        Status::Failed
+    };
     let call = match (by_call, call_l, call_r, kernel_ns) {
         (true, _, _, Some(k)) => format!("; its kernels {:.1} us under ncu", k / 1e3),
-        (false, Some(l), Some(r), _) => format!("; whole call {:.2} ms (reference {:.2} ms)", l / 1e6, r / 1e6),
+        (false, Some(l), Some(r), _) => format!(
+            "; whole call {:.2} ms (reference {:.2} ms)",
+            l / 1e6,
+            r / 1e6
+        ),
         _ => String::new(),
     };
     Verdict {
@@ -547,15 +758,31 @@ pub fn flag_steps(flags: &[Flag]) -> Vec<crate::judge::verdict::Step> {
 
 /// The timed evidence of one version from a plan's results: its timing stage (ncu) and its call
 /// stage. `calls` holds the parsed call times, owned by the caller.
-pub fn evidence<'r>(timing: Option<&'r crate::judge::stages::Output>, call: Option<&'r crate::judge::stages::Output>) -> Timed<'r> {
+pub fn evidence<'r>(
+    timing: Option<&'r crate::judge::stages::Output>,
+    call: Option<&'r crate::judge::stages::Output>,
+) -> Timed<'r> {
     use crate::judge::stages::Output;
     let mut t = Timed::default();
-    if let Some(Output::Timed { measured: Ok(m), calls, outputs, .. }) = timing {
+    if let Some(Output::Timed {
+        measured: Ok(m),
+        calls,
+        outputs,
+        ..
+    }) = timing
+    {
         t.measured = Some(m);
         t.ncu_calls = calls.as_ref();
         t.ncu_outputs = if m.finished.success() { outputs } else { &[] };
     }
-    if let Some(Output::Called { run, times, outputs, failure, .. }) = call {
+    if let Some(Output::Called {
+        run,
+        times,
+        outputs,
+        failure,
+        ..
+    }) = call
+    {
         t.call = times.as_ref();
         t.call_outputs = if failure.is_none() { outputs } else { &[] };
         t.call_failure = failure.as_deref();
@@ -575,20 +802,39 @@ mod tests {
             assert!(rule.why().len() > 60, "{rule:?}");
             if rule.review() {
                 // A person decides; a review never takes the points of the builds or the cases.
-                assert!(rule.withholds().iter().all(|s| matches!(s, GradeStage::Speed | GradeStage::NamedTool | GradeStage::OtherTools)), "{rule:?}");
+                assert!(
+                    rule.withholds().iter().all(|s| matches!(
+                        s,
+                        GradeStage::Speed | GradeStage::NamedTool | GradeStage::OtherTools
+                    )),
+                    "{rule:?}"
+                );
             }
         }
         let keys: BTreeSet<&str> = Rule::ALL.iter().map(|r| r.key()).collect();
         assert_eq!(keys.len(), Rule::ALL.len(), "keys are unique");
         for rule in Rule::ALL {
-            assert_eq!(serde_json::to_value(rule).unwrap(), rule.key(), "reports and the journal name a rule by its key");
+            assert_eq!(
+                serde_json::to_value(rule).unwrap(),
+                rule.key(),
+                "reports and the journal name a rule by its key"
+            );
         }
     }
 
     fn race() -> Exercise {
         let text = include_str!("../../../exercises/03-race/exercise.toml");
-        let manifest = crate::exercise::manifest::parse("03-race", Path::new("exercises/03-race/exercise.toml"), text).unwrap();
-        Exercise { manifest, original: "", solution: "" }
+        let manifest = crate::exercise::manifest::parse(
+            "03-race",
+            Path::new("exercises/03-race/exercise.toml"),
+            text,
+        )
+        .unwrap();
+        Exercise {
+            manifest,
+            original: "",
+            solution: "",
+        }
     }
 
     /// Calls as the grader's clock records them: a first call that loads the kernels, then two of
@@ -608,50 +854,133 @@ mod tests {
     fn host_threads_hidden_under_the_copy_show_in_the_cpu_time() {
         let ex = race();
         let rules = |learner: &CallTimes, reference: &CallTimes| {
-            let timed = |c| Timed { call: Some(c), ..Timed::default() };
-            let inputs = Inputs { ex: &ex, learner: timed(learner), reference: timed(reference), original: Timed::default(), peak: None, perf: None };
-            judge(&inputs).flags.into_iter().map(|f| f.rule).collect::<Vec<_>>()
+            let timed = |c| Timed {
+                call: Some(c),
+                ..Timed::default()
+            };
+            let inputs = Inputs {
+                ex: &ex,
+                learner: timed(learner),
+                reference: timed(reference),
+                original: Timed::default(),
+                peak: None,
+                perf: None,
+            };
+            judge(&inputs)
+                .flags
+                .into_iter()
+                .map(|f| f.rule)
+                .collect::<Vec<_>>()
         };
         // Medians of six processes each on an H100 (scripts/gpu-calls-experiment.py, alone).
         let reference = calls(9.18, 9.30);
-        assert!(rules(&calls(9.84, 28.80), &reference).contains(&Rule::HostCpu), "threaded-host: 16 threads under the copy");
-        assert!(rules(&calls(22.31, 22.65), &reference).contains(&Rule::HostCpu), "decoy-host: the sum on one thread");
-        assert!(!rules(&calls(8.58, 8.72), &reference).contains(&Rule::HostCpu), "honest-alt");
+        assert!(
+            rules(&calls(9.84, 28.80), &reference).contains(&Rule::HostCpu),
+            "threaded-host: 16 threads under the copy"
+        );
+        assert!(
+            rules(&calls(22.31, 22.65), &reference).contains(&Rule::HostCpu),
+            "decoy-host: the sum on one thread"
+        );
+        assert!(
+            !rules(&calls(8.58, 8.72), &reference).contains(&Rule::HostCpu),
+            "honest-alt"
+        );
         // Timed while three other processes started up beside each (gate-4): slower, still told apart.
         assert!(!rules(&calls(17.33, 13.84), &calls(13.71, 12.32)).contains(&Rule::HostCpu));
         assert!(rules(&calls(20.28, 33.04), &calls(13.71, 12.32)).contains(&Rule::HostCpu));
         // A run without a cgroup has no CPU time: nothing is judged by it.
-        let unknown = CallTimes { cpu_ns: vec![None; 3], ..calls(9.0, 0.0) };
+        let unknown = CallTimes {
+            cpu_ns: vec![None; 3],
+            ..calls(9.0, 0.0)
+        };
         assert!(!rules(&unknown, &unknown).contains(&Rule::HostCpu));
     }
 
     #[test]
     fn where_the_clock_is_the_call_the_whole_call_is_judged_and_host_time_is_not_a_rule() {
         let text = include_str!("../../../exercises/62-launches/exercise.toml");
-        let manifest = crate::exercise::manifest::parse("62-launches", Path::new("exercises/62-launches/exercise.toml"), text).unwrap();
-        let ex = Exercise { manifest, original: "", solution: "" };
+        let manifest = crate::exercise::manifest::parse(
+            "62-launches",
+            Path::new("exercises/62-launches/exercise.toml"),
+            text,
+        )
+        .unwrap();
+        let ex = Exercise {
+            manifest,
+            original: "",
+            solution: "",
+        };
         // The H100's calls (book/gpu-runs/2026-11-24-perf3/): the original 0.426 ms, the fix 0.042 ms.
         let judged = |learner: &CallTimes| {
             let (original, reference) = (calls(0.426, 0.42), calls(0.042, 0.04));
-            let timed = |c| Timed { call: Some(c), ..Timed::default() };
-            judge(&Inputs { ex: &ex, learner: timed(learner), reference: timed(&reference), original: timed(&original), peak: None, perf: None })
+            let timed = |c| Timed {
+                call: Some(c),
+                ..Timed::default()
+            };
+            judge(&Inputs {
+                ex: &ex,
+                learner: timed(learner),
+                reference: timed(&reference),
+                original: timed(&original),
+                peak: None,
+                perf: None,
+            })
         };
         // The fix: 10x the original's whole call, almost all of it outside any kernel ncu would time.
         let fixed = judged(&calls(0.042, 0.04));
         assert_eq!(fixed.fraction, 1.0, "{}", fixed.summary);
-        assert!(fixed.summary.contains("10.14x the original (whole call)"), "{}", fixed.summary);
-        assert!(!fixed.flags.iter().any(|f| f.rule == Rule::HostWork), "{:?}", fixed.flags);
+        assert!(
+            fixed.summary.contains("10.14x the original (whole call)"),
+            "{}",
+            fixed.summary
+        );
+        assert!(
+            !fixed.flags.iter().any(|f| f.rule == Rule::HostWork),
+            "{:?}",
+            fixed.flags
+        );
         // One launch per step instead of two (the half-fix, 0.282 ms): faster, short of the target.
         let half = judged(&calls(0.282, 0.28));
-        assert!(half.fraction > 0.0 && half.fraction < 1.0, "{}", half.summary);
+        assert!(
+            half.fraction > 0.0 && half.fraction < 1.0,
+            "{}",
+            half.summary
+        );
         // Waiting spins here: a half-fix's 17 ms of spinning is no host work, 16 threads beside
         // the copies are.
-        let rules = |learner: &CallTimes| judged(learner).flags.into_iter().map(|f| f.rule).collect::<Vec<_>>();
+        let rules = |learner: &CallTimes| {
+            judged(learner)
+                .flags
+                .into_iter()
+                .map(|f| f.rule)
+                .collect::<Vec<_>>()
+        };
         assert!(!rules(&calls(0.282, 0.285)).contains(&Rule::HostCpu));
-        assert!(rules(&calls(0.042, 2.6)).contains(&Rule::HostCpu), "2.56 ms of CPU beyond a 0.042 ms call");
+        assert!(
+            rules(&calls(0.042, 2.6)).contains(&Rule::HostCpu),
+            "2.56 ms of CPU beyond a 0.042 ms call"
+        );
         // No call times: no time at all, whatever ncu measured.
-        let none = judge(&Inputs { ex: &ex, learner: Timed { call_failure: Some("the program failed"), ..Timed::default() }, reference: Timed::default(), original: Timed::default(), peak: None, perf: None });
-        assert!(none.speed.is_none() && none.summary.contains("whole call was not timed (the program failed)"), "{}", none.summary);
+        let none = judge(&Inputs {
+            ex: &ex,
+            learner: Timed {
+                call_failure: Some("the program failed"),
+                ..Timed::default()
+            },
+            reference: Timed::default(),
+            original: Timed::default(),
+            peak: None,
+            perf: None,
+        });
+        assert!(
+            none.speed.is_none()
+                && none
+                    .summary
+                    .contains("whole call was not timed (the program failed)"),
+            "{}",
+            none.summary
+        );
     }
 
     #[test]
@@ -663,35 +992,94 @@ mod tests {
         let write = |name: &str, total: f32| {
             let path = dir.path().join(name);
             let mut bytes = b"CBOT".to_vec();
-            bytes.extend(1u32.to_le_bytes().into_iter().chain(1u32.to_le_bytes()).chain(5u16.to_le_bytes()));
-            bytes.extend(b"total".iter().copied().chain([crate::exercise::dtype::DType::F32.code()]).chain(1u64.to_le_bytes()).chain(total.to_le_bytes()));
+            bytes.extend(
+                1u32.to_le_bytes()
+                    .into_iter()
+                    .chain(1u32.to_le_bytes())
+                    .chain(5u16.to_le_bytes()),
+            );
+            bytes.extend(
+                b"total"
+                    .iter()
+                    .copied()
+                    .chain([crate::exercise::dtype::DType::F32.code()])
+                    .chain(1u64.to_le_bytes())
+                    .chain(total.to_le_bytes()),
+            );
             std::fs::write(&path, bytes).unwrap();
-            assert!(matches!(&data::read_outputs(&path).unwrap()[0].data, Data::F32(v) if v == &[total]));
+            assert!(
+                matches!(&data::read_outputs(&path).unwrap()[0].data, Data::F32(v) if v == &[total])
+            );
             path
         };
         // Three calls each: the reference's, an honest learner's, and one that is wrong in its
         // second call only (the judged one, had it been the fastest).
-        let theirs = vec![write("r1.out", 5000.0), write("r2.out", 4000.0), write("r3.out", 4500.0)];
-        let right = vec![write("a1.out", 5000.0), write("a2.out", 4000.0), write("a3.out", 4500.0)];
-        let lazy = vec![write("b1.out", 5000.0), write("b2.out", 5000.0), write("b3.out", 4500.0)];
+        let theirs = vec![
+            write("r1.out", 5000.0),
+            write("r2.out", 4000.0),
+            write("r3.out", 4500.0),
+        ];
+        let right = vec![
+            write("a1.out", 5000.0),
+            write("a2.out", 4000.0),
+            write("a3.out", 4500.0),
+        ];
+        let lazy = vec![
+            write("b1.out", 5000.0),
+            write("b2.out", 5000.0),
+            write("b3.out", 4500.0),
+        ];
         let kept = ReadOnce::default();
         let judged = |mine: &[PathBuf], reference: &[PathBuf], late: Option<&CallTimes>| {
-            let learner = Timed { ncu_outputs: mine, ncu_calls: late, ..Timed::default() };
-            let reference = Timed { ncu_outputs: reference, read_once: Some(&kept), ..Timed::default() };
-            judge(&Inputs { ex: &ex, learner, reference, original: Timed::default(), peak: None, perf: None }).flags
+            let learner = Timed {
+                ncu_outputs: mine,
+                ncu_calls: late,
+                ..Timed::default()
+            };
+            let reference = Timed {
+                ncu_outputs: reference,
+                read_once: Some(&kept),
+                ..Timed::default()
+            };
+            judge(&Inputs {
+                ex: &ex,
+                learner,
+                reference,
+                original: Timed::default(),
+                peak: None,
+                perf: None,
+            })
+            .flags
         };
-        let timed_outputs = |flags: &[Flag]| flags.iter().find(|f| f.rule == Rule::TimedOutputs).map(|f| f.message.clone());
+        let timed_outputs = |flags: &[Flag]| {
+            flags
+                .iter()
+                .find(|f| f.rule == Rule::TimedOutputs)
+                .map(|f| f.message.clone())
+        };
         assert_eq!(timed_outputs(&judged(&right, &theirs, None)), None);
         // Read once: gone from the disk, the reference's outputs still judge the next learner.
         for f in &theirs {
             std::fs::remove_file(f).unwrap();
         }
-        let why = timed_outputs(&judged(&lazy, &theirs, None)).expect("the lazy second call is caught");
-        assert!(why.starts_with("call 2 of the run under ncu: total[0] = 5000"), "{why}");
+        let why =
+            timed_outputs(&judged(&lazy, &theirs, None)).expect("the lazy second call is caught");
+        assert!(
+            why.starts_with("call 2 of the run under ncu: total[0] = 5000"),
+            "{why}"
+        );
         assert_eq!(timed_outputs(&judged(&right, &theirs, None)), None);
-        assert!(timed_outputs(&judged(&right[..2], &theirs, None)).is_some_and(|w| w.contains("2 of its 3 calls")), "a call's outputs missing");
+        assert!(
+            timed_outputs(&judged(&right[..2], &theirs, None))
+                .is_some_and(|w| w.contains("2 of its 3 calls")),
+            "a call's outputs missing"
+        );
         // Right outputs, but written after the call said it was done.
-        let late = CallTimes { changed: vec![false, true, false], ..calls(1.0, 1.0) };
-        assert!(timed_outputs(&judged(&right, &theirs, Some(&late))).is_some_and(|w| w.contains("call 2 of the run under ncu went on writing")));
+        let late = CallTimes {
+            changed: vec![false, true, false],
+            ..calls(1.0, 1.0)
+        };
+        assert!(timed_outputs(&judged(&right, &theirs, Some(&late)))
+            .is_some_and(|w| w.contains("call 2 of the run under ncu went on writing")));
     }
 }

@@ -49,7 +49,12 @@ pub struct Bounds {
 impl Bounds {
     /// A run with nothing expected of it but to finish within `limit`.
     pub fn plain(limit: std::time::Duration) -> Bounds {
-        Bounds { limit, detector: Detector::Sanitizer, region: None, after_stall: false }
+        Bounds {
+            limit,
+            detector: Detector::Sanitizer,
+            region: None,
+            after_stall: false,
+        }
     }
 
     /// A submission's run: the general `limit`, or the hang's own where the text is the untouched
@@ -57,7 +62,10 @@ impl Bounds {
     pub fn of(sub: &Submission, limit: std::time::Duration) -> Bounds {
         Bounds {
             limit: sub.hang_limit().map_or(limit, |h| h.min(limit)),
-            detector: sub.exercise().map(|e| e.manifest.detector()).unwrap_or_default(),
+            detector: sub
+                .exercise()
+                .map(|e| e.manifest.detector())
+                .unwrap_or_default(),
             region: sub.region_text(),
             after_stall: false,
         }
@@ -68,11 +76,26 @@ impl Bounds {
 #[derive(Debug)]
 pub enum Output {
     Built(Result<Built, BuildError>),
-    Sanitized { tool: Tool, run: Result<ToolRun, sanitizer::RunError>, findings: Vec<Finding>, bounds: Bounds },
-    Ran { command: String, run: Result<Finished, SpawnError>, outputs: Vec<PathBuf>, bounds: Bounds },
+    Sanitized {
+        tool: Tool,
+        run: Result<ToolRun, sanitizer::RunError>,
+        findings: Vec<Finding>,
+        bounds: Bounds,
+    },
+    Ran {
+        command: String,
+        run: Result<Finished, SpawnError>,
+        outputs: Vec<PathBuf>,
+        bounds: Bounds,
+    },
     /// ncu's measurement of the served calls, what the grader saw of them (`calls`) and each
     /// call's outputs as the grader took them (compared with the reference fix's, call by call).
-    Timed { target: ncu::Target, measured: Result<Measured, ncu::RunError>, calls: Option<CallTimes>, outputs: Vec<PathBuf> },
+    Timed {
+        target: ncu::Target,
+        measured: Result<Measured, ncu::RunError>,
+        calls: Option<CallTimes>,
+        outputs: Vec<PathBuf>,
+    },
     /// The call timing: each whole call on the grader's clock (None, with `failure`, where the run
     /// failed or the grader recorded nothing) and each call's outputs.
     /// The timeline stage's is the same, with each call's operations (and no outputs kept).
@@ -85,9 +108,15 @@ pub enum Output {
         failure: Option<String>,
     },
     /// `sanitize --profile`: every launch's metrics, or why there are none.
-    Profiled { command: String, run: Result<Finished, SpawnError>, launches: Result<Vec<ncu::LaunchMetrics>, String> },
+    Profiled {
+        command: String,
+        run: Result<Finished, SpawnError>,
+        launches: Result<Vec<ncu::LaunchMetrics>, String>,
+    },
     /// The release build's clock reads, or why they could not be read.
-    Sass { reads: Result<Vec<crate::judge::tool_aware::SassClockRead>, String> },
+    Sass {
+        reads: Result<Vec<crate::judge::tool_aware::SassClockRead>, String>,
+    },
     NotRun(Blocked),
 }
 
@@ -95,7 +124,9 @@ impl Output {
     /// What ncu measured, where the timing ran (whether or not it timed anything).
     pub fn measured(&self) -> Option<&Measured> {
         match self {
-            Output::Timed { measured: Ok(m), .. } => Some(m),
+            Output::Timed {
+                measured: Ok(m), ..
+            } => Some(m),
             _ => None,
         }
     }
@@ -120,8 +151,12 @@ impl Output {
     pub fn finished(&self) -> Option<&Finished> {
         match self {
             Output::Sanitized { run: Ok(r), .. } => Some(&r.finished),
-            Output::Ran { run: Ok(f), .. } | Output::Called { run: Ok(f), .. } | Output::Profiled { run: Ok(f), .. } => Some(f),
-            Output::Timed { measured: Ok(m), .. } => Some(&m.finished),
+            Output::Ran { run: Ok(f), .. }
+            | Output::Called { run: Ok(f), .. }
+            | Output::Profiled { run: Ok(f), .. } => Some(f),
+            Output::Timed {
+                measured: Ok(m), ..
+            } => Some(&m.finished),
             _ => None,
         }
     }
@@ -136,7 +171,16 @@ impl Output {
 
 /// Variables a sandboxed job keeps from the grader's environment; everything else is cleared.
 // CUDA_LAUNCH_BLOCKING: the debugging switch 14-async-error teaches, `CUDA_LAUNCH_BLOCKING=1 cargo xtask check ...`.
-const PASSED_THROUGH: &[&str] = &["PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "CUDA_HOME", "CUDA_LAUNCH_BLOCKING"];
+const PASSED_THROUGH: &[&str] = &[
+    "PATH",
+    "LD_LIBRARY_PATH",
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "NVIDIA_VISIBLE_DEVICES",
+    "NVIDIA_DRIVER_CAPABILITIES",
+    "CUDA_HOME",
+    "CUDA_LAUNCH_BLOCKING",
+];
 
 /// The folder ncu's instances share as their TMPDIR for their lock (`nsight-compute-lock`), which
 /// is what keeps the kernels of several ncu processes from being profiled at once (each ncu job
@@ -148,7 +192,11 @@ pub fn ncu_lock_dir(ctx: &Context, wb: &Workbook) -> PathBuf {
     // One lock per GPU: kernels on different GPUs do not disturb each other's times. Per machine
     // too, where a cluster's nodes share the workbook's folder (`grade --shard` under Slurm).
     let dir = match &ctx.config.gpu {
-        Some(gpu) => wb.work_dir().join("ncu-lock").join(hostname()).join(format!("gpu{gpu}")),
+        Some(gpu) => wb
+            .work_dir()
+            .join("ncu-lock")
+            .join(hostname())
+            .join(format!("gpu{gpu}")),
         None => wb.work_dir().join("ncu-lock"),
     };
     let _ = std::fs::create_dir_all(&dir);
@@ -158,7 +206,9 @@ pub fn ncu_lock_dir(ctx: &Context, wb: &Workbook) -> PathBuf {
 }
 
 fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_else(|_| "localhost".into())
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into())
 }
 
 /// A stage's own folder: its HOME, its TMPDIR and the files it writes. Made afresh for each run,
@@ -182,13 +232,18 @@ fn fresh_run_dir(sub: &Submission, stage: &Stage) -> PathBuf {
 /// The installation folder of each tool a sandboxed job may run (`.../bin/ncu` -> `...`): it must
 /// be reachable by the sandbox's user.
 fn tool_roots(ctx: &Context) -> Vec<PathBuf> {
-    [Some(&ctx.nvcc.path), ctx.tools.sanitizer.as_ref(), ctx.tools.ncu.as_ref(), ctx.tools.cuobjdump.as_ref()]
-        .into_iter()
-        .flatten()
-        .filter_map(|p| std::fs::canonicalize(p).ok())
-        .filter_map(|p| p.parent().and_then(Path::parent).map(Path::to_path_buf))
-        .filter(|p| p.components().count() > 2)
-        .collect()
+    [
+        Some(&ctx.nvcc.path),
+        ctx.tools.sanitizer.as_ref(),
+        ctx.tools.ncu.as_ref(),
+        ctx.tools.cuobjdump.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
+    .filter_map(|p| std::fs::canonicalize(p).ok())
+    .filter_map(|p| p.parent().and_then(Path::parent).map(Path::to_path_buf))
+    .filter(|p| p.components().count() > 2)
+    .collect()
 }
 
 /// Where a submission's code may write (`writable`: the stage's folder) and what it must see and
@@ -211,11 +266,20 @@ pub fn confinement(ctx: &Context, wb: &Workbook, sub: &Submission, writable: &Pa
         readable,
         // The build cache is inside the work root (hidden with it: hiding it too fails, as it is
         // not there once the root is) unless CUDABUGS_BUILD_CACHE puts it elsewhere.
-        hidden: [wb.root.join("solutions"), wb.root.join(crate::learner::BACKUP_DIR), crate::judge::plan::work_root(wb)]
-            .into_iter()
-            .chain(ctx.build_cache.iter().map(|c| c.dir.clone()).filter(|d| !d.starts_with(crate::judge::plan::work_root(wb))))
-            .chain(ctx.config.hidden.iter().cloned())
-            .collect(),
+        hidden: [
+            wb.root.join("solutions"),
+            wb.root.join(crate::learner::BACKUP_DIR),
+            crate::judge::plan::work_root(wb),
+        ]
+        .into_iter()
+        .chain(
+            ctx.build_cache
+                .iter()
+                .map(|c| c.dir.clone())
+                .filter(|d| !d.starts_with(crate::judge::plan::work_root(wb))),
+        )
+        .chain(ctx.config.hidden.iter().cloned())
+        .collect(),
         user: ctx.config.sandbox_user,
         limits: ctx.config.limits,
     }
@@ -224,9 +288,15 @@ pub fn confinement(ctx: &Context, wb: &Workbook, sub: &Submission, writable: &Pa
 /// The environment of a sandboxed job: HOME and TMPDIR inside its run folder (ncu fails when HOME
 /// is not writable), the GPU selection, and the few variables CUDA needs.
 pub fn sandbox_env(ctx: &Context, run: &Path, kind: StageKind) -> Vec<(String, String)> {
-    let mut env: Vec<(String, String)> = PASSED_THROUGH.iter().filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v))).collect();
+    let mut env: Vec<(String, String)> = PASSED_THROUGH
+        .iter()
+        .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+        .collect();
     if !env.iter().any(|(k, _)| k == "PATH") {
-        env.push(("PATH".into(), "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into()));
+        env.push((
+            "PATH".into(),
+            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into(),
+        ));
     }
     for (k, v) in cuda_settings(&ctx.config, kind) {
         env.retain(|(have, _)| *have != k);
@@ -242,7 +312,10 @@ pub fn sandbox_env(ctx: &Context, run: &Path, kind: StageKind) -> Vec<(String, S
 /// hardware queue per context where nothing is timed (a timed run keeps the queues its streams
 /// need to overlap: with one, 63-transfers' pipeline lost its overlap in `grade` but not in
 /// `check`, and the reference fix lost its speed points).
-fn cuda_settings(config: &crate::judge::config::Config, kind: StageKind) -> Vec<(&'static str, String)> {
+fn cuda_settings(
+    config: &crate::judge::config::Config,
+    kind: StageKind,
+) -> Vec<(&'static str, String)> {
     let mut set = Vec::new();
     if let Some(gpu) = &config.gpu {
         set.push(("CUDA_VISIBLE_DEVICES", gpu.clone()));
@@ -258,13 +331,23 @@ fn cuda_settings(config: &crate::judge::config::Config, kind: StageKind) -> Vec<
 /// pid, and nvcc names its intermediate files after its pid, `tmpxft_00000002_...`, so two builds
 /// sharing a TMPDIR overwrite each other's, as seen on an H100), a cleared environment; for ncu,
 /// the TMPDIR its instances share for their lock (`ncu_lock_dir`).
-fn sandboxed(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, mut job: Job, ncu_lock: Option<&Path>) -> Job {
+fn sandboxed(
+    ctx: &Context,
+    wb: &Workbook,
+    sub: &Submission,
+    stage: &Stage,
+    mut job: Job,
+    ncu_lock: Option<&Path>,
+) -> Job {
     let run = fresh_run_dir(sub, stage);
     let mut confine = confinement(ctx, wb, sub, &run);
     confine.writable.extend(ncu_lock.map(Path::to_path_buf));
     job.confine = Some(confine);
     job.clear_env = true;
-    job.env = sandbox_env(ctx, &run, stage.kind).into_iter().map(|(k, v)| (k.into(), v.into())).collect();
+    job.env = sandbox_env(ctx, &run, stage.kind)
+        .into_iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect();
     if let Some(lock) = ncu_lock {
         job.env.retain(|(k, _)| k != "TMPDIR");
         job.env.push(("TMPDIR".into(), lock.into()));
@@ -278,7 +361,14 @@ fn sandboxed(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, mut 
 
 /// A sandboxed job with a recording key: a run of a tool or of the program, which a recording keeps
 /// and a replay serves (builds have no key, so that a replay builds for real).
-fn confined(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, job: Job, ncu_lock: Option<&Path>) -> Job {
+fn confined(
+    ctx: &Context,
+    wb: &Workbook,
+    sub: &Submission,
+    stage: &Stage,
+    job: Job,
+    ncu_lock: Option<&Path>,
+) -> Job {
     let mut job = sandboxed(ctx, wb, sub, stage, job, ncu_lock);
     job.key = Some(format!("{}/{}/{}", sub.name, sub.variant, stage.id()));
     job
@@ -300,7 +390,13 @@ pub fn materialise(sub: &Submission) -> std::io::Result<()> {
     Ok(())
 }
 
-pub fn build(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, flavor: Flavor) -> Output {
+pub fn build(
+    ctx: &Context,
+    wb: &Workbook,
+    sub: &Submission,
+    stage: &Stage,
+    flavor: Flavor,
+) -> Output {
     let recipe = ctx.recipe();
     let source = sub.source();
     let inputs = match &sub.target {
@@ -308,63 +404,155 @@ pub fn build(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, flav
         Target::Program(p) => {
             if let Some(bin) = &p.prebuilt {
                 let command = format!("(built elsewhere: {})", bin.display());
-                return Output::Built(Ok(Built { binary: bin.clone(), source: bin.clone(), flavor, command, wall: std::time::Duration::ZERO, reused: true }));
+                return Output::Built(Ok(Built {
+                    binary: bin.clone(),
+                    source: bin.clone(),
+                    flavor,
+                    command,
+                    wall: std::time::Duration::ZERO,
+                    reused: true,
+                }));
             }
-            nvcc::Inputs::Program { sources: &p.sources, flags: &p.nvcc_flags }
+            nvcc::Inputs::Program {
+                sources: &p.sources,
+                flags: &p.nvcc_flags,
+            }
         }
     };
     let sandbox = |job| sandboxed(ctx, wb, sub, stage, job, None);
-    Output::Built(nvcc::build(ctx.launcher.as_ref(), &recipe, flavor, inputs, &sub.binary(flavor), sub.reuse, &sandbox))
+    Output::Built(nvcc::build(
+        ctx.launcher.as_ref(),
+        &recipe,
+        flavor,
+        inputs,
+        &sub.binary(flavor),
+        sub.reuse,
+        &sandbox,
+    ))
 }
 
 /// `after_stall`: the limit of a stalled run again alone (none: the configured one).
-pub fn sanitize(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: &Built, tool: Tool, after_stall: Option<std::time::Duration>) -> Output {
-    let Some(path) = ctx.tools.sanitizer.as_deref() else { return Output::NotRun(Blocked::Missing("compute-sanitizer")) };
+pub fn sanitize(
+    ctx: &Context,
+    wb: &Workbook,
+    sub: &Submission,
+    stage: &Stage,
+    built: &Built,
+    tool: Tool,
+    after_stall: Option<std::time::Duration>,
+) -> Output {
+    let Some(path) = ctx.tools.sanitizer.as_deref() else {
+        return Output::NotRun(Blocked::Missing("compute-sanitizer"));
+    };
     let tag = stage.id().replace(':', "-");
     let xml = run_dir(sub, stage).join(format!("{tag}.xml"));
     let args = match &sub.target {
-        Target::Exercise { cases, exercise } => cases::harness_args(cases, |c| c.sanitize, false, &exercise.manifest.manifest.harness_flags(), &run_dir(sub, stage), &tag).0,
+        Target::Exercise { cases, exercise } => {
+            cases::harness_args(
+                cases,
+                |c| c.sanitize,
+                false,
+                &exercise.manifest.manifest.harness_flags(),
+                &run_dir(sub, stage),
+                &tag,
+            )
+            .0
+        }
         Target::Program(p) => p.args.clone(),
     };
-    let bounds = Bounds { after_stall: after_stall.is_some(), ..Bounds::of(sub, after_stall.unwrap_or(ctx.config.timeouts.tool)) };
+    let bounds = Bounds {
+        after_stall: after_stall.is_some(),
+        ..Bounds::of(sub, after_stall.unwrap_or(ctx.config.timeouts.tool))
+    };
     // The manifest's options for its tool, on every version of the exercise (the solution must be
     // clean under them too).
-    let options = sub.exercise().map(|e| e.manifest.tool_options(tool)).unwrap_or_default();
-    let job = sanitizer::job(path, tool, &xml, &built.binary, &args, options, bounds.limit).output(&xml);
+    let options = sub
+        .exercise()
+        .map(|e| e.manifest.tool_options(tool))
+        .unwrap_or_default();
+    let job = sanitizer::job(
+        path,
+        tool,
+        &xml,
+        &built.binary,
+        &args,
+        options,
+        bounds.limit,
+    )
+    .output(&xml);
     let job = confined(ctx, wb, sub, stage, job, None);
     let run = sanitizer::run(ctx.launcher.as_ref(), tool, &job, &xml);
     let sources = sub.sources();
-    let mut found = run.as_ref().map(|r| findings_in(&r.records, &sources, &sub.regions)).unwrap_or_default();
+    let mut found = run
+        .as_ref()
+        .map(|r| findings_in(&r.records, &sources, &sub.regions))
+        .unwrap_or_default();
     // Findings point at the files as this machine has them: an exercise's at the file it came from
     // (not the copy that was built), a program's at its sources, matched as `findings` matches (by
     // path, or by file name where the tool ran elsewhere, as in a replayed recording).
     for l in found.iter_mut().flat_map(|f| f.locations.iter_mut()) {
         let here = Path::new(&l.path);
-        if let Some(s) = sources.iter().find(|s| here == s.as_path() || here.file_name() == s.file_name()) {
+        if let Some(s) = sources
+            .iter()
+            .find(|s| here == s.as_path() || here.file_name() == s.file_name())
+        {
             l.path = match sub.target {
                 Target::Exercise { .. } => sub.origin.display().to_string(),
                 Target::Program(_) => s.display().to_string(),
             };
         }
     }
-    Output::Sanitized { tool, run, findings: found, bounds }
+    Output::Sanitized {
+        tool,
+        run,
+        findings: found,
+        bounds,
+    }
 }
 
-pub fn correctness(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: &Built, cases: &cases::Cases) -> Output {
+pub fn correctness(
+    ctx: &Context,
+    wb: &Workbook,
+    sub: &Submission,
+    stage: &Stage,
+    built: &Built,
+    cases: &cases::Cases,
+) -> Output {
     let tag = file_tag(stage);
-    let flags = sub.exercise().map(|e| e.manifest.manifest.harness_flags()).unwrap_or_default();
-    let (args, outputs) = cases::harness_args(cases, |_| true, true, &flags, &run_dir(sub, stage), &tag);
+    let flags = sub
+        .exercise()
+        .map(|e| e.manifest.manifest.harness_flags())
+        .unwrap_or_default();
+    let (args, outputs) =
+        cases::harness_args(cases, |_| true, true, &flags, &run_dir(sub, stage), &tag);
     let bounds = Bounds::of(sub, ctx.config.timeouts.run);
     let mut job = Job::new(&built.binary, bounds.limit).args(args);
     job.outputs = outputs.clone();
     let job = confined(ctx, wb, sub, stage, job, None);
     let command = job.display();
-    Output::Ran { command, run: ctx.launcher.launch(&job), outputs, bounds }
+    Output::Ran {
+        command,
+        run: ctx.launcher.launch(&job),
+        outputs,
+        bounds,
+    }
 }
 
-pub fn time(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: &Built) -> Output {
-    let Some(path) = ctx.tools.ncu.as_deref() else { return Output::NotRun(Blocked::Missing("ncu")) };
-    let Some(exercise) = sub.exercise() else { return Output::NotRun(Blocked::NotApplicable("a program has no bench to time: it is profiled with --profile")) };
+pub fn time(
+    ctx: &Context,
+    wb: &Workbook,
+    sub: &Submission,
+    stage: &Stage,
+    built: &Built,
+) -> Output {
+    let Some(path) = ctx.tools.ncu.as_deref() else {
+        return Output::NotRun(Blocked::Missing("ncu"));
+    };
+    let Some(exercise) = sub.exercise() else {
+        return Output::NotRun(Blocked::NotApplicable(
+            "a program has no bench to time: it is profiled with --profile",
+        ));
+    };
     if let Some(why) = ctx.counters_refused() {
         return Output::NotRun(Blocked::Setup(why));
     }
@@ -382,9 +570,19 @@ pub fn time(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built
         kernels: m.timing.kernels.clone(),
         // A performance exercise's metrics come from the same ncu pass as its time.
         counters: {
-            let mut c = m.perf.as_ref().map(|p| crate::tools::counters::needed(p.metrics.get_ref())).unwrap_or_default();
+            let mut c = m
+                .perf
+                .as_ref()
+                .map(|p| crate::tools::counters::needed(p.metrics.get_ref()))
+                .unwrap_or_default();
             if ctx.config.audit {
-                c.extend(ncu::AUDIT_COUNTERS.iter().filter(|a| !c.iter().any(|n| n == *a)).map(|a| a.to_string()).collect::<Vec<_>>());
+                c.extend(
+                    ncu::AUDIT_COUNTERS
+                        .iter()
+                        .filter(|a| !c.iter().any(|n| n == *a))
+                        .map(|a| a.to_string())
+                        .collect::<Vec<_>>(),
+                );
             }
             c
         },
@@ -394,14 +592,25 @@ pub fn time(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built
     let csv = run_dir(sub, stage).join(format!("{}.csv", file_tag(stage)));
     let lock = ncu_lock_dir(ctx, wb);
     let files = served.files();
-    let mut job = ncu::job(path, &target, &csv, Bounds::of(sub, ctx.config.timeouts.ncu).limit).output(&csv);
+    let mut job = ncu::job(
+        path,
+        &target,
+        &csv,
+        Bounds::of(sub, ctx.config.timeouts.ncu).limit,
+    )
+    .output(&csv);
     job.outputs.extend(files.iter().cloned());
     job.pass_fds = vec![served.fd()];
     job.driver = Some(std::sync::Arc::new(served));
     let job = confined(ctx, wb, sub, stage, job, Some(&lock));
     let measured = ncu::measure(ctx.launcher.as_ref(), &job, &target, &csv);
     let (calls, outputs) = clocked(&files);
-    Output::Timed { target, measured, calls, outputs }
+    Output::Timed {
+        target,
+        measured,
+        calls,
+        outputs,
+    }
 }
 
 /// The grader's own folder for a timed stage's clock and each call's outputs: no run of the
@@ -425,14 +634,33 @@ fn serve(sub: &Submission, dir: &Path, spin: bool, keep: bool) -> Result<Served,
     let ex = sub.exercise().expect("an exercise");
     let m = &ex.manifest.manifest;
     let cases = sub.cases();
-    let base = cases.bench_data().ok_or_else(|| format!("the bench's inputs could not be read from {}", cases.bench_input.display()))?;
-    let len = |spec: &crate::exercise::manifest::BufferSpec| crate::exercise::manifest::eval_len(spec.len.get_ref(), &m.bench.params).unwrap_or(0);
+    let base = cases.bench_data().ok_or_else(|| {
+        format!(
+            "the bench's inputs could not be read from {}",
+            cases.bench_input.display()
+        )
+    })?;
+    let len = |spec: &crate::exercise::manifest::BufferSpec| {
+        crate::exercise::manifest::eval_len(spec.len.get_ref(), &m.bench.params).unwrap_or(0)
+    };
     let layout = served::Layout::new(
-        &m.inputs.iter().map(|s| (s.name.clone(), s.dtype, len(s), s.dist)).collect::<Vec<_>>(),
-        &m.outputs.iter().map(|s| (s.name.clone(), s.dtype, len(s))).collect::<Vec<_>>(),
+        &m.inputs
+            .iter()
+            .map(|s| (s.name.clone(), s.dtype, len(s), s.dist))
+            .collect::<Vec<_>>(),
+        &m.outputs
+            .iter()
+            .map(|s| (s.name.clone(), s.dtype, len(s)))
+            .collect::<Vec<_>>(),
     );
-    let calls = served::Calls { base, layout, count: m.bench.repeat.max(1), secret: cases.call_secret };
-    Served::new(calls, spin, dir, keep).map_err(|e| format!("the grader could not share memory for the timed calls: {e}"))
+    let calls = served::Calls {
+        base,
+        layout,
+        count: m.bench.repeat.max(1),
+        secret: cases.call_secret,
+    };
+    Served::new(calls, spin, dir, keep)
+        .map_err(|e| format!("the grader could not share memory for the timed calls: {e}"))
 }
 
 /// The harness's arguments for served calls: the shared memory's descriptor, the manifest's
@@ -451,15 +679,29 @@ fn served_args(sub: &Submission, served: &Served, timeline: Option<&Path>) -> Ve
 /// What the driver left in `files` (`Served::files`): the clock's record and the calls' outputs
 /// it kept.
 fn clocked(files: &[PathBuf]) -> (Option<CallTimes>, Vec<PathBuf>) {
-    let times = files.first().and_then(|f| crate::tools::untrusted::read_text(f).ok()).and_then(|t| CallTimes::parse(&t));
-    let outputs = files.iter().skip(1).filter(|f| f.is_file()).cloned().collect();
+    let times = files
+        .first()
+        .and_then(|f| crate::tools::untrusted::read_text(f).ok())
+        .and_then(|t| CallTimes::parse(&t));
+    let outputs = files
+        .iter()
+        .skip(1)
+        .filter(|f| f.is_file())
+        .cloned()
+        .collect();
     (times, outputs)
 }
 
 /// The call timing: the bench, alone on the GPU, each whole call started, clocked and checked by
 /// the grader, the GPU memory in use sampled; for the timeline stage, each call's operations
 /// recorded (the program's own account: the lessons' pictures).
-pub fn call(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: &Built) -> Output {
+pub fn call(
+    ctx: &Context,
+    wb: &Workbook,
+    sub: &Submission,
+    stage: &Stage,
+    built: &Built,
+) -> Output {
     if sub.exercise().is_none() {
         return Output::NotRun(Blocked::NotApplicable("a program has no bench to time"));
     }
@@ -472,7 +714,11 @@ pub fn call(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built
     let timeline_path = run_dir(sub, stage).join(format!("{}.timeline", file_tag(stage)));
     let args = served_args(sub, &served, recording.then_some(timeline_path.as_path()));
     let files = served.files();
-    let mut job = Job::new(&built.binary, Bounds::of(sub, ctx.config.timeouts.run).limit).args(args);
+    let mut job = Job::new(
+        &built.binary,
+        Bounds::of(sub, ctx.config.timeouts.run).limit,
+    )
+    .args(args);
     job.outputs = files.clone();
     if recording {
         job.outputs.push(timeline_path.clone());
@@ -483,8 +729,14 @@ pub fn call(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built
     let command = job.display();
     let run = ctx.launcher.launch(&job);
     let (times, outputs) = clocked(&files);
-    let timeline = recording.then(|| crate::tools::untrusted::read_text(&timeline_path).map_err(|e| e.to_string()).and_then(|t| crate::tools::timeline::Timeline::parse(&t)));
-    let repeat = sub.exercise().map_or(1, |e| e.manifest.manifest.bench.repeat.max(1)) as usize;
+    let timeline = recording.then(|| {
+        crate::tools::untrusted::read_text(&timeline_path)
+            .map_err(|e| e.to_string())
+            .and_then(|t| crate::tools::timeline::Timeline::parse(&t))
+    });
+    let repeat = sub
+        .exercise()
+        .map_or(1, |e| e.manifest.manifest.bench.repeat.max(1)) as usize;
     let failure = match &run {
         Err(e) => Some(e.to_string()),
         Ok(f) if !f.success() => Some(format!("the program failed: {}", f.describe_exit())),
@@ -492,40 +744,92 @@ pub fn call(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built
             .left_running()
             .or_else(|| match &times {
                 None => Some("the grader's clock recorded nothing".to_string()),
-                Some(t) => t.failure.clone().map(|why| format!("the calls stopped: {why}")).or_else(|| (t.calls_ns.len() < repeat).then(|| format!("{} of the bench's {repeat} calls were made", t.calls_ns.len()))),
+                Some(t) => t
+                    .failure
+                    .clone()
+                    .map(|why| format!("the calls stopped: {why}"))
+                    .or_else(|| {
+                        (t.calls_ns.len() < repeat).then(|| {
+                            format!(
+                                "{} of the bench's {repeat} calls were made",
+                                t.calls_ns.len()
+                            )
+                        })
+                    }),
             })
             .or_else(|| match &timeline {
                 Some(Err(why)) => Some(format!("the harness wrote no readable timeline ({why})")),
                 _ => None,
             }),
     };
-    Output::Called { command, run, times, timeline: timeline.and_then(Result::ok), outputs, failure }
+    Output::Called {
+        command,
+        run,
+        times,
+        timeline: timeline.and_then(Result::ok),
+        outputs,
+        failure,
+    }
 }
 
 /// A program's release build under ncu with the performance metrics, every kernel.
-pub fn profile(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: &Built) -> Output {
-    let Some(path) = ctx.tools.ncu.as_deref() else { return Output::NotRun(Blocked::Missing("ncu")) };
-    let Target::Program(p) = &sub.target else { return Output::NotRun(Blocked::NotApplicable("an exercise is timed on its bench, not profiled")) };
+pub fn profile(
+    ctx: &Context,
+    wb: &Workbook,
+    sub: &Submission,
+    stage: &Stage,
+    built: &Built,
+) -> Output {
+    let Some(path) = ctx.tools.ncu.as_deref() else {
+        return Output::NotRun(Blocked::Missing("ncu"));
+    };
+    let Target::Program(p) = &sub.target else {
+        return Output::NotRun(Blocked::NotApplicable(
+            "an exercise is timed on its bench, not profiled",
+        ));
+    };
     if let Some(why) = ctx.counters_refused() {
         return Output::NotRun(Blocked::Setup(why));
     }
     let csv = run_dir(sub, stage).join("profile.csv");
     let lock = ncu_lock_dir(ctx, wb);
-    let job = ncu::profile_job(path, &built.binary, &p.args, &csv, ctx.config.timeouts.ncu).output(&csv);
+    let job =
+        ncu::profile_job(path, &built.binary, &p.args, &csv, ctx.config.timeouts.ncu).output(&csv);
     let job = confined(ctx, wb, sub, stage, job, Some(&lock));
     let run = ctx.launcher.launch(&job);
     let text = crate::tools::untrusted::read_text(&csv).unwrap_or_default();
     let launches = ncu::parse_metrics(&text).map_err(|e| e.to_string());
-    Output::Profiled { command: job.display(), run, launches }
+    Output::Profiled {
+        command: job.display(),
+        run,
+        launches,
+    }
 }
 
 /// The release build's device code, read for clock reads. cuobjdump reads a file the submission's
 /// code shaped, so it runs in the submission's sandbox; with no key, a replay runs it for real.
-pub fn sass(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: &Built) -> Output {
-    let Some(cuobjdump) = ctx.tools.cuobjdump.as_deref() else { return Output::NotRun(Blocked::Missing("cuobjdump")) };
-    let job = sandboxed(ctx, wb, sub, stage, crate::judge::tool_aware::sass_job(cuobjdump, &built.binary, ctx.config.timeouts.build), None);
+pub fn sass(
+    ctx: &Context,
+    wb: &Workbook,
+    sub: &Submission,
+    stage: &Stage,
+    built: &Built,
+) -> Output {
+    let Some(cuobjdump) = ctx.tools.cuobjdump.as_deref() else {
+        return Output::NotRun(Blocked::Missing("cuobjdump"));
+    };
+    let job = sandboxed(
+        ctx,
+        wb,
+        sub,
+        stage,
+        crate::judge::tool_aware::sass_job(cuobjdump, &built.binary, ctx.config.timeouts.build),
+        None,
+    );
     let reads = match ctx.launcher.launch(&job) {
-        Ok(f) if f.success() => Ok(crate::judge::tool_aware::clock_reads_in_sass(&f.stdout.text())),
+        Ok(f) if f.success() => Ok(crate::judge::tool_aware::clock_reads_in_sass(
+            &f.stdout.text(),
+        )),
         Ok(f) => Err(format!("cuobjdump failed: {}", f.describe_exit())),
         Err(e) => Err(e.to_string()),
     };
@@ -533,13 +837,26 @@ pub fn sass(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built
 }
 
 /// Run one stage whose build (if it needs one) is `built`.
-pub fn run(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: Option<&Built>) -> Output {
+pub fn run(
+    ctx: &Context,
+    wb: &Workbook,
+    sub: &Submission,
+    stage: &Stage,
+    built: Option<&Built>,
+) -> Output {
     run_within(ctx, wb, sub, stage, built, None)
 }
 
 /// `run`, with a sanitizer tool held to `tool_limit` instead of the configured one (a stalled tool
 /// run again alone: see the scheduler).
-pub fn run_within(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage, built: Option<&Built>, tool_limit: Option<std::time::Duration>) -> Output {
+pub fn run_within(
+    ctx: &Context,
+    wb: &Workbook,
+    sub: &Submission,
+    stage: &Stage,
+    built: Option<&Built>,
+    tool_limit: Option<std::time::Duration>,
+) -> Output {
     match (stage.kind, built) {
         (StageKind::BuildDebug, _) => build(ctx, wb, sub, stage, Flavor::Sanitize),
         (StageKind::BuildRelease, _) => build(ctx, wb, sub, stage, Flavor::Timing),
@@ -547,8 +864,21 @@ pub fn run_within(ctx: &Context, wb: &Workbook, sub: &Submission, stage: &Stage,
         (StageKind::Sanitize(tool), Some(b)) => sanitize(ctx, wb, sub, stage, b, tool, tool_limit),
         (StageKind::Correctness, Some(b)) => correctness(ctx, wb, sub, stage, b, sub.cases()),
         (StageKind::Hidden | StageKind::Fresh, Some(b)) => match sub.secret {
-            Some(secret) => correctness(ctx, wb, sub, stage, b, if stage.kind == StageKind::Hidden { &secret.hidden } else { &secret.fresh }),
-            None => Output::NotRun(Blocked::NotApplicable("hidden and fresh cases belong to `grade`, which has the instructor's secret")),
+            Some(secret) => correctness(
+                ctx,
+                wb,
+                sub,
+                stage,
+                b,
+                if stage.kind == StageKind::Hidden {
+                    &secret.hidden
+                } else {
+                    &secret.fresh
+                },
+            ),
+            None => Output::NotRun(Blocked::NotApplicable(
+                "hidden and fresh cases belong to `grade`, which has the instructor's secret",
+            )),
         },
         (StageKind::Timing, Some(b)) => time(ctx, wb, sub, stage, b),
         (StageKind::Call | StageKind::Timeline, Some(b)) => call(ctx, wb, sub, stage, b),
@@ -564,12 +894,24 @@ mod tests {
     #[test]
     fn a_grade_worker_tells_cuda_its_gpu_and_one_hardware_queue() {
         let mut config = crate::judge::config::Config::default();
-        assert!(cuda_settings(&config, StageKind::Correctness).is_empty(), "check and verify leave CUDA's defaults");
+        assert!(
+            cuda_settings(&config, StageKind::Correctness).is_empty(),
+            "check and verify leave CUDA's defaults"
+        );
         crate::judge::grade::configure_worker(&mut config, Some("1".into()), 2, &[]);
-        assert_eq!(cuda_settings(&config, StageKind::Correctness), [("CUDA_VISIBLE_DEVICES", "1".to_string()), ("CUDA_DEVICE_MAX_CONNECTIONS", "1".to_string())]);
+        assert_eq!(
+            cuda_settings(&config, StageKind::Correctness),
+            [
+                ("CUDA_VISIBLE_DEVICES", "1".to_string()),
+                ("CUDA_DEVICE_MAX_CONNECTIONS", "1".to_string())
+            ]
+        );
         // A timed run keeps its hardware queues: 63-transfers' streams overlap in grade as in check.
         for timed in [StageKind::Timing, StageKind::Call, StageKind::Timeline] {
-            assert_eq!(cuda_settings(&config, timed), [("CUDA_VISIBLE_DEVICES", "1".to_string())]);
+            assert_eq!(
+                cuda_settings(&config, timed),
+                [("CUDA_VISIBLE_DEVICES", "1".to_string())]
+            );
         }
     }
 }

@@ -138,7 +138,11 @@ pub fn flag(ex: &Exercise, submitted: &str) -> Option<crate::judge::speed::Flag>
 /// The flag of the text and of the clock reads its compiled kernels have beyond the reference's
 /// (`clock_reads_beyond`): reads the text scan could not see (a name built from pieces, a timer
 /// reached through a library) show in the device code.
-pub fn flag_with(ex: &Exercise, submitted: &str, compiled: &[SassClockRead]) -> Option<crate::judge::speed::Flag> {
+pub fn flag_with(
+    ex: &Exercise,
+    submitted: &str,
+    compiled: &[SassClockRead],
+) -> Option<crate::judge::speed::Flag> {
     let found = scan(ex, submitted);
     if found.is_empty() && compiled.is_empty() {
         return None;
@@ -150,7 +154,11 @@ pub fn flag_with(ex: &Exercise, submitted: &str, compiled: &[SassClockRead]) -> 
         .collect();
     shown.extend(compiled.iter().take(2).map(|r| format!("its compiled kernel `{}` reads the GPU's clock {} (`{}`), which the reference fix's does not", r.function, r.register(), r.instruction)));
     let hidden = found.len().saturating_sub(4) + compiled.len().saturating_sub(2);
-    let more = if hidden > 0 { format!("; and {hidden} more") } else { String::new() };
+    let more = if hidden > 0 {
+        format!("; and {hidden} more")
+    } else {
+        String::new()
+    };
     Some(crate::judge::speed::Flag::new(
         crate::judge::speed::Rule::ToolAware,
         format!("{}{more}", shown.join("; ")),

@@ -4,14 +4,14 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::exercise::manifest::{FindingKind, Tool};
-use crate::exercise::regions::Region;
 use crate::exercise::cases::Cases;
 use crate::exercise::compare::{self, Comparison};
 use crate::exercise::data;
-use crate::exercise::manifest::Tolerance;
-use crate::judge::stages::{Blocked, Bounds, Output};
 use crate::exercise::manifest::Detector;
+use crate::exercise::manifest::Tolerance;
+use crate::exercise::manifest::{FindingKind, Tool};
+use crate::exercise::regions::Region;
+use crate::judge::stages::{Blocked, Bounds, Output};
 use crate::tools::nvcc::{self, Flavor};
 use crate::tools::runner::{Exit, Finished};
 use crate::tools::sanitizer::{self, Record, SourceLocation};
@@ -48,7 +48,15 @@ pub struct Step {
 
 impl Step {
     pub fn new(name: impl Into<String>, status: Status, summary: impl Into<String>) -> Step {
-        Step { name: name.into(), stage: None, status, summary: summary.into(), detail: None, command: None, wall_ms: 0 }
+        Step {
+            name: name.into(),
+            stage: None,
+            status,
+            summary: summary.into(),
+            detail: None,
+            command: None,
+            wall_ms: 0,
+        }
     }
     pub fn detail(mut self, d: impl Into<String>) -> Step {
         let d = d.into();
@@ -75,13 +83,27 @@ impl Step {
 #[serde(tag = "outcome", rename_all = "kebab-case")]
 pub enum Outcome {
     Pass,
-    Fail { step: String },
-    ToolError { step: String, message: String },
-    Timeout { step: String },
+    Fail {
+        step: String,
+    },
+    ToolError {
+        step: String,
+        message: String,
+    },
+    Timeout {
+        step: String,
+    },
     /// The threads of a hang exercise never got past their wait: `message` says where.
-    Hung { step: String, message: String },
-    NotGradable { reason: String },
-    Skipped { reason: String },
+    Hung {
+        step: String,
+        message: String,
+    },
+    NotGradable {
+        reason: String,
+    },
+    Skipped {
+        reason: String,
+    },
 }
 
 impl Outcome {
@@ -101,11 +123,23 @@ impl Outcome {
         match steps.iter().find(|s| s.status != Status::Passed) {
             None => Outcome::Pass,
             Some(s) => match s.status {
-                Status::Failed => Outcome::Fail { step: s.name.clone() },
-                Status::TimedOut => Outcome::Timeout { step: s.name.clone() },
-                Status::Hung => Outcome::Hung { step: s.name.clone(), message: s.summary.clone() },
-                Status::ToolError => Outcome::ToolError { step: s.name.clone(), message: s.summary.clone() },
-                Status::Skipped => Outcome::Skipped { reason: s.summary.clone() },
+                Status::Failed => Outcome::Fail {
+                    step: s.name.clone(),
+                },
+                Status::TimedOut => Outcome::Timeout {
+                    step: s.name.clone(),
+                },
+                Status::Hung => Outcome::Hung {
+                    step: s.name.clone(),
+                    message: s.summary.clone(),
+                },
+                Status::ToolError => Outcome::ToolError {
+                    step: s.name.clone(),
+                    message: s.summary.clone(),
+                },
+                Status::Skipped => Outcome::Skipped {
+                    reason: s.summary.clone(),
+                },
                 Status::Passed => unreachable!(),
             },
         }
@@ -126,7 +160,11 @@ impl Outcome {
 
     /// The worst of several outcomes (a pass where there are none).
     pub fn worst<'a>(outcomes: impl IntoIterator<Item = &'a Outcome>) -> Outcome {
-        outcomes.into_iter().min_by_key(|o| o.rank()).cloned().unwrap_or(Outcome::Pass)
+        outcomes
+            .into_iter()
+            .min_by_key(|o| o.rank())
+            .cloned()
+            .unwrap_or(Outcome::Pass)
     }
 
     pub fn label(&self) -> &'static str {
@@ -177,7 +215,9 @@ pub struct Finding {
 pub fn in_region(f: &Finding, region: &str) -> bool {
     f.region.as_deref() == Some(region)
         || (!f.kind.has_location() && f.locations.is_empty())
-        || (f.kind == FindingKind::Deadlock && f.region.is_none() && f.locations.iter().all(|l| !l.path.ends_with(".cu")))
+        || (f.kind == FindingKind::Deadlock
+            && f.region.is_none()
+            && f.locations.iter().all(|l| !l.path.ends_with(".cu")))
 }
 
 /// Fold records into findings, keeping only locations in `source` where there are any.
@@ -188,25 +228,46 @@ pub fn findings(records: &[Record], source: &std::path::Path, regions: &[Region]
 /// Fold records into findings, keeping only locations in the user's `sources` where there are any:
 /// a record inside a system header (sm_30_intrinsics.hpp, say) is told at the first frame of the
 /// user's own code. Each finding counts the distinct threads and blocks it was seen in.
-pub fn findings_in(records: &[Record], sources: &[std::path::PathBuf], regions: &[Region]) -> Vec<Finding> {
+pub fn findings_in(
+    records: &[Record],
+    sources: &[std::path::PathBuf],
+    regions: &[Region],
+) -> Vec<Finding> {
     let mut out: Vec<Finding> = Vec::new();
     let mut seen: Vec<std::collections::BTreeSet<([u32; 3], [u32; 3])>> = Vec::new();
     for r in records {
         // Host frames (the launch of a faulting kernel, the call behind a leak or a failed API
         // call) come after the device locations.
-        let mine: Vec<SourceLocation> = sources.iter().flat_map(|s| r.locations_in(s).cloned().collect::<Vec<_>>()).collect();
-        let locations = if mine.is_empty() { r.locations.clone() } else { mine.clone() };
+        let mine: Vec<SourceLocation> = sources
+            .iter()
+            .flat_map(|s| r.locations_in(s).cloned().collect::<Vec<_>>())
+            .collect();
+        let locations = if mine.is_empty() {
+            r.locations.clone()
+        } else {
+            mine.clone()
+        };
         // A record is placed by its device locations where it has any, by its host frames where
         // it has none.
         let on_device = mine.iter().any(|l| l.role != "host");
-        let region = mine.iter().filter(|l| !on_device || l.role != "host").find_map(|l| regions.iter().find(|g| g.contains(l.line as usize))).map(|g| g.name.clone());
+        let region = mine
+            .iter()
+            .filter(|l| !on_device || l.role != "host")
+            .find_map(|l| regions.iter().find(|g| g.contains(l.line as usize)))
+            .map(|g| g.name.clone());
         let key_line = locations.first().map(|l| l.line);
         let who = (r.thread.unwrap_or_default(), r.block.unwrap_or_default());
-        if let Some(i) = out.iter().position(|f| f.kind == r.kind && f.text == r.text && f.locations.first().map(|l| l.line) == key_line) {
+        if let Some(i) = out.iter().position(|f| {
+            f.kind == r.kind && f.text == r.text && f.locations.first().map(|l| l.line) == key_line
+        }) {
             out[i].records += 1;
             seen[i].insert(who);
             out[i].threads = seen[i].len();
-            out[i].blocks = seen[i].iter().map(|(_, b)| *b).collect::<std::collections::BTreeSet<_>>().len();
+            out[i].blocks = seen[i]
+                .iter()
+                .map(|(_, b)| *b)
+                .collect::<std::collections::BTreeSet<_>>()
+                .len();
             continue;
         }
         seen.push([who].into());
@@ -235,9 +296,23 @@ pub fn not_run(name: &str, stage: &str, blocked: &Blocked) -> Option<Step> {
     match blocked {
         Blocked::BuildFailed => None,
         Blocked::NoGpu(reason) => Some(Step::new("gpu", Status::Skipped, reason.clone())),
-        Blocked::Missing(tool) => Some(Step::new(name, Status::ToolError, format!("{tool} not found (set CUDABUGS_{} or CUDA_HOME)", tool.to_uppercase().replace('-', "_"))).stage(stage)),
-        Blocked::NotApplicable(why) => Some(Step::new(name, Status::ToolError, format!("not run: {why}")).stage(stage)),
-        Blocked::Setup(why) => Some(Step::new(name, Status::ToolError, format!("not run: {why}")).stage(stage)),
+        Blocked::Missing(tool) => Some(
+            Step::new(
+                name,
+                Status::ToolError,
+                format!(
+                    "{tool} not found (set CUDABUGS_{} or CUDA_HOME)",
+                    tool.to_uppercase().replace('-', "_")
+                ),
+            )
+            .stage(stage),
+        ),
+        Blocked::NotApplicable(why) => {
+            Some(Step::new(name, Status::ToolError, format!("not run: {why}")).stage(stage))
+        }
+        Blocked::Setup(why) => {
+            Some(Step::new(name, Status::ToolError, format!("not run: {why}")).stage(stage))
+        }
     }
 }
 
@@ -255,17 +330,39 @@ pub fn why_not_run(blocked: &Blocked) -> String {
 /// A build: passed (perhaps kept from an earlier one), failed to compile, timed out, or nvcc broke.
 pub fn build(name: &str, output: &Output, flavor: Flavor, arch: &str) -> Option<Step> {
     let stage = crate::judge::plan::StageKind::build(flavor).id();
-    let Output::Built(result) = output else { return None };
+    let Output::Built(result) = output else {
+        return None;
+    };
     Some(
         match result {
             Ok(b) => {
-                let kept = if b.reused { "; unchanged since the last build, binary kept" } else { "" };
-                Step::new(name, Status::Passed, format!("nvcc {} ({arch}){kept}", flavor.flags().join(" "))).command(b.command.clone()).wall(b.wall)
+                let kept = if b.reused {
+                    "; unchanged since the last build, binary kept"
+                } else {
+                    ""
+                };
+                Step::new(
+                    name,
+                    Status::Passed,
+                    format!("nvcc {} ({arch}){kept}", flavor.flags().join(" ")),
+                )
+                .command(b.command.clone())
+                .wall(b.wall)
             }
-            Err(nvcc::BuildError::Compile { output, exit, .. }) => {
-                Step::new(name, Status::Failed, format!("nvcc {}: the file does not compile ({exit})", flavor.flags().join(" "))).detail(output.clone())
-            }
-            Err(nvcc::BuildError::TimedOut(d)) => Step::new(name, Status::TimedOut, format!("nvcc took longer than {d:?}")),
+            Err(nvcc::BuildError::Compile { output, exit, .. }) => Step::new(
+                name,
+                Status::Failed,
+                format!(
+                    "nvcc {}: the file does not compile ({exit})",
+                    flavor.flags().join(" ")
+                ),
+            )
+            .detail(output.clone()),
+            Err(nvcc::BuildError::TimedOut(d)) => Step::new(
+                name,
+                Status::TimedOut,
+                format!("nvcc took longer than {d:?}"),
+            ),
             Err(e) => Step::new(name, Status::ToolError, e.to_string()),
         }
         .stage(stage),
@@ -282,11 +379,23 @@ fn left_running(f: &Finished) -> Option<String> {
 /// (status Hung, naming where the threads wait and the tool's deadlock record where it gave one),
 /// a crash exercise's crash (naming the signal and the region), or a plain timeout, which names the
 /// deadlock record where a tool gave one. None where the run ended by itself without a signal.
-pub fn stopped(f: &Finished, bounds: &Bounds, found: &[Finding], what: &str) -> Option<(Status, String)> {
-    let deadlock = found.iter().find(|x| x.kind == FindingKind::Deadlock).map(|x| {
-        let at = x.locations.first().map(|l| l.short()).unwrap_or_else(|| "an unknown line".into());
-        format!("; {} reports a deadlock at {at}", x.tool)
-    });
+pub fn stopped(
+    f: &Finished,
+    bounds: &Bounds,
+    found: &[Finding],
+    what: &str,
+) -> Option<(Status, String)> {
+    let deadlock = found
+        .iter()
+        .find(|x| x.kind == FindingKind::Deadlock)
+        .map(|x| {
+            let at = x
+                .locations
+                .first()
+                .map(|l| l.short())
+                .unwrap_or_else(|| "an unknown line".into());
+            format!("; {} reports a deadlock at {at}", x.tool)
+        });
     let limit = bounds.limit.as_secs_f64();
     match f.exit {
         Exit::TimedOut if bounds.detector == Detector::Hang => {
@@ -316,7 +425,9 @@ pub fn stopped(f: &Finished, bounds: &Bounds, found: &[Finding], what: &str) -> 
 /// "SIGSEGV (segmentation fault)".
 pub fn signal_name(sig: i32) -> String {
     match sig {
-        libc::SIGSEGV => "SIGSEGV (segmentation fault: a bad address dereferenced on the host)".into(),
+        libc::SIGSEGV => {
+            "SIGSEGV (segmentation fault: a bad address dereferenced on the host)".into()
+        }
         libc::SIGBUS => "SIGBUS (bus error: an address the host cannot access)".into(),
         libc::SIGABRT => "SIGABRT (abort)".into(),
         libc::SIGFPE => "SIGFPE (arithmetic error)".into(),
@@ -334,7 +445,15 @@ pub fn is_host_fault(f: &Finished) -> bool {
 
 /// A sanitizer run passes when the tool reports nothing and the program exits cleanly.
 pub fn tool(name: &str, stage: &str, output: &Output) -> Option<Step> {
-    let Output::Sanitized { tool, run, findings: found, bounds } = output else { return None };
+    let Output::Sanitized {
+        tool,
+        run,
+        findings: found,
+        bounds,
+    } = output
+    else {
+        return None;
+    };
     let run = match run {
         Ok(r) => r,
         Err(e) => return Some(Step::new(name, Status::ToolError, e.to_string()).stage(stage)),
@@ -342,14 +461,38 @@ pub fn tool(name: &str, stage: &str, output: &Output) -> Option<Step> {
     let f = &run.finished;
     let step = match (f.exit, found.is_empty()) {
         (Exit::TimedOut, _) => {
-            let (status, why) = stopped(f, bounds, found, &format!("the program under {tool}")).expect("a timed-out run is stopped");
+            let (status, why) = stopped(f, bounds, found, &format!("the program under {tool}"))
+                .expect("a timed-out run is stopped");
             Step::new(name, status, why)
         }
-        (_, false) => Step::new(name, Status::Failed, format!("{tool} reported {} of {} kind(s)", sanitizer::records_text(run.records.len()), found.len())),
-        _ if left_running(f).is_some() => Step::new(name, Status::Failed, left_running(f).unwrap_or_default()).detail(f.output()),
-        _ if run.tool_failed() => Step::new(name, Status::ToolError, format!("{tool} failed ({})", f.describe_exit())).detail(f.output()),
+        (_, false) => Step::new(
+            name,
+            Status::Failed,
+            format!(
+                "{tool} reported {} of {} kind(s)",
+                sanitizer::records_text(run.records.len()),
+                found.len()
+            ),
+        ),
+        _ if left_running(f).is_some() => {
+            Step::new(name, Status::Failed, left_running(f).unwrap_or_default()).detail(f.output())
+        }
+        _ if run.tool_failed() => Step::new(
+            name,
+            Status::ToolError,
+            format!("{tool} failed ({})", f.describe_exit()),
+        )
+        .detail(f.output()),
         (Exit::Code(0), true) => Step::new(name, Status::Passed, format!("{tool}: no errors")),
-        (_, true) => Step::new(name, Status::Failed, format!("the program failed under {tool} ({}) with no {tool} record", f.describe_exit())).detail(f.stderr.text()),
+        (_, true) => Step::new(
+            name,
+            Status::Failed,
+            format!(
+                "the program failed under {tool} ({}) with no {tool} record",
+                f.describe_exit()
+            ),
+        )
+        .detail(f.stderr.text()),
     };
     Some(step.command(run.command.clone()).wall(f.wall).stage(stage))
 }
@@ -357,18 +500,43 @@ pub fn tool(name: &str, stage: &str, output: &Output) -> Option<Step> {
 /// A plain run on every case: it must exit cleanly, leave nothing running, and every output must
 /// match the Rust reference within the tolerance (an element still holding the poison was never
 /// written).
-pub fn correctness(name: &str, stage: &str, output: &Output, cases: &Cases, tol: Tolerance) -> Option<Step> {
-    let Output::Ran { command, run, outputs, bounds } = output else { return None };
+pub fn correctness(
+    name: &str,
+    stage: &str,
+    output: &Output,
+    cases: &Cases,
+    tol: Tolerance,
+) -> Option<Step> {
+    let Output::Ran {
+        command,
+        run,
+        outputs,
+        bounds,
+    } = output
+    else {
+        return None;
+    };
     let finished = match run {
         Ok(f) => f,
         Err(e) => return Some(Step::new(name, Status::ToolError, e.to_string()).stage(stage)),
     };
-    let step = |status, summary: String| Step::new(name, status, summary).command(command.clone()).wall(finished.wall).stage(stage);
+    let step = |status, summary: String| {
+        Step::new(name, status, summary)
+            .command(command.clone())
+            .wall(finished.wall)
+            .stage(stage)
+    };
     if let Some((status, why)) = stopped(finished, bounds, &[], "the program") {
         return Some(step(status, why).detail(finished.output()));
     }
     if finished.exit != Exit::Code(0) {
-        return Some(step(Status::Failed, format!("the program failed ({})", finished.describe_exit())).detail(finished.output()));
+        return Some(
+            step(
+                Status::Failed,
+                format!("the program failed ({})", finished.describe_exit()),
+            )
+            .detail(finished.output()),
+        );
     }
     if let Some(left) = left_running(finished) {
         return Some(step(Status::Failed, left));
@@ -380,19 +548,37 @@ pub fn correctness(name: &str, stage: &str, output: &Output, cases: &Cases, tol:
             Err(why) => return Some(step(Status::Failed, why)),
         }
     }
-    Some(step(Status::Passed, format!("{} cases match the reference (max abs error {worst:.2e})", cases.cases.len())))
+    Some(step(
+        Status::Passed,
+        format!(
+            "{} cases match the reference (max abs error {worst:.2e})",
+            cases.cases.len()
+        ),
+    ))
 }
 
 /// One case's outputs against the reference: the largest error, or what is wrong in words
 /// ("case `...`: ..."; an element still holding the poison was never written).
-pub fn case_outputs(c: &crate::exercise::cases::PreparedCase, path: &std::path::Path, tol: Tolerance) -> Result<f64, String> {
-    let got = data::read_outputs(path).map_err(|e| format!("case `{}`: cannot read the outputs: {e}", c.name))?;
+pub fn case_outputs(
+    c: &crate::exercise::cases::PreparedCase,
+    path: &std::path::Path,
+    tol: Tolerance,
+) -> Result<f64, String> {
+    let got = data::read_outputs(path)
+        .map_err(|e| format!("case `{}`: cannot read the outputs: {e}", c.name))?;
     match compare::compare(&c.expected, &got, tol) {
         Comparison::Equal { max_abs_error } => Ok(max_abs_error),
         Comparison::Shape(msg) => Err(format!("case `{}`: {msg}", c.name)),
         Comparison::Mismatch(m) => {
-            let poisoned = got.iter().find(|b| b.name == m.buffer).is_some_and(|b| compare::is_poison(&b.data, m.index));
-            let why = if poisoned { " (never written: still the poison pattern)" } else { "" };
+            let poisoned = got
+                .iter()
+                .find(|b| b.name == m.buffer)
+                .is_some_and(|b| compare::is_poison(&b.data, m.index));
+            let why = if poisoned {
+                " (never written: still the poison pattern)"
+            } else {
+                ""
+            };
             Err(format!(
                 "case `{}`: {}[{}] = {} but the reference says {}{why}; {} of {} elements wrong, max error {:.3e}",
                 c.name, m.buffer, m.index, m.got, m.expected, m.bad_count, m.len, m.max_abs_error
@@ -415,7 +601,9 @@ pub fn run_shows(detector: Detector, step: &Step) -> bool {
 /// Whether a correctness step failed on wrong outputs (a "case `...`: ..." mismatch), rather than a
 /// crash, a timeout or unreadable outputs.
 pub fn is_wrong_output(step: &Step) -> bool {
-    step.status == Status::Failed && step.summary.starts_with("case `") && !step.summary.contains(": cannot read the outputs")
+    step.status == Status::Failed
+        && step.summary.starts_with("case `")
+        && !step.summary.contains(": cannot read the outputs")
 }
 
 /// A time and the ratio target it is held to.
@@ -430,12 +618,16 @@ pub fn within_target(ratio: f64, max: f64) -> Status {
 /// The time of a timing stage's output, or why there is none.
 pub fn measured_time(output: Option<&Output>) -> Result<f64, String> {
     match output {
-        Some(Output::Timed { measured: Ok(m), .. }) => match (m.nanoseconds, left_running(&m.finished)) {
+        Some(Output::Timed {
+            measured: Ok(m), ..
+        }) => match (m.nanoseconds, left_running(&m.finished)) {
             (_, Some(left)) => Err(left),
             (Some(ns), None) => Ok(ns),
             (None, None) => Err(m.why_untimed()),
         },
-        Some(Output::Timed { measured: Err(e), .. }) => Err(e.to_string()),
+        Some(Output::Timed {
+            measured: Err(e), ..
+        }) => Err(e.to_string()),
         Some(Output::NotRun(b)) => Err(why_not_run(b)),
         _ => Err("not timed".into()),
     }
@@ -447,8 +639,16 @@ pub fn profiler_failure<'a>(outputs: impl IntoIterator<Item = &'a Output>) -> Op
     let mut first = None;
     for o in outputs {
         match o {
-            Output::Timed { measured: Ok(m), .. } => match &m.tool_failure {
-                Some(log) => first = first.or(Some(format!("ncu {}: {log}\n{}", m.finished.describe_exit(), m.finished.output()))),
+            Output::Timed {
+                measured: Ok(m), ..
+            } => match &m.tool_failure {
+                Some(log) => {
+                    first = first.or(Some(format!(
+                        "ncu {}: {log}\n{}",
+                        m.finished.describe_exit(),
+                        m.finished.output()
+                    )))
+                }
                 None => return None,
             },
             _ => return None,
@@ -463,40 +663,125 @@ mod tests {
     use crate::tools::runner::Captured;
 
     fn finished(exit: Exit) -> Finished {
-        Finished { exit, stdout: Captured::default(), stderr: Captured::default(), wall: Default::default(), leftovers: 0, escaped: false, oom_killed: false, isolation: None }
+        Finished {
+            exit,
+            stdout: Captured::default(),
+            stderr: Captured::default(),
+            wall: Default::default(),
+            leftovers: 0,
+            escaped: false,
+            oom_killed: false,
+            isolation: None,
+        }
     }
 
     fn ran(exit: Exit, detector: Detector) -> Output {
-        let bounds = Bounds { limit: std::time::Duration::from_secs(3), detector, region: Some("region `wait` (barrier.cu:20-31)".into()), after_stall: false };
-        Output::Ran { command: "prog".into(), run: Ok(finished(exit)), outputs: Vec::new(), bounds }
+        let bounds = Bounds {
+            limit: std::time::Duration::from_secs(3),
+            detector,
+            region: Some("region `wait` (barrier.cu:20-31)".into()),
+            after_stall: false,
+        };
+        Output::Ran {
+            command: "prog".into(),
+            run: Ok(finished(exit)),
+            outputs: Vec::new(),
+            bounds,
+        }
     }
 
     fn deadlock() -> Finding {
-        let at = SourceLocation { path: "/w/barrier.cu".into(), line: 27, function: None, role: "access".into() };
-        Finding { tool: Tool::Racecheck, kind: FindingKind::Deadlock, text: "Deadlock detected".into(), level: None, records: 1, hazards: None, thread: None, block: None, locations: vec![at], region: Some("wait".into()), threads: 1, blocks: 1 }
+        let at = SourceLocation {
+            path: "/w/barrier.cu".into(),
+            line: 27,
+            function: None,
+            role: "access".into(),
+        };
+        Finding {
+            tool: Tool::Racecheck,
+            kind: FindingKind::Deadlock,
+            text: "Deadlock detected".into(),
+            level: None,
+            records: 1,
+            hazards: None,
+            thread: None,
+            block: None,
+            locations: vec![at],
+            region: Some("wait".into()),
+            threads: 1,
+            blocks: 1,
+        }
     }
 
     #[test]
     fn a_hang_exercise_that_times_out_is_hung_and_says_where_the_threads_wait() {
-        let step = correctness("correctness", "correctness", &ran(Exit::TimedOut, Detector::Hang), &Cases::default(), Tolerance { atol: 0.0, rtol: 0.0 }).unwrap();
+        let step = correctness(
+            "correctness",
+            "correctness",
+            &ran(Exit::TimedOut, Detector::Hang),
+            &Cases::default(),
+            Tolerance {
+                atol: 0.0,
+                rtol: 0.0,
+            },
+        )
+        .unwrap();
         assert_eq!(step.status, Status::Hung);
         assert_eq!(step.summary, "hung: the threads wait in region `wait` (barrier.cu:20-31); the program was killed after 3.0 s");
-        assert_eq!(Outcome::from_steps(std::slice::from_ref(&step)), Outcome::Hung { step: "correctness".into(), message: step.summary.clone() });
-        assert_eq!(Outcome::from_steps(&[step]).exit_code(), 4, "a hang is still the documented timeout exit");
+        assert_eq!(
+            Outcome::from_steps(std::slice::from_ref(&step)),
+            Outcome::Hung {
+                step: "correctness".into(),
+                message: step.summary.clone()
+            }
+        );
+        assert_eq!(
+            Outcome::from_steps(&[step]).exit_code(),
+            4,
+            "a hang is still the documented timeout exit"
+        );
         // The tool's deadlock record is named with it.
         let f = finished(Exit::TimedOut);
-        let bounds = Bounds { limit: std::time::Duration::from_secs(3), detector: Detector::Hang, region: Some("region `wait`".into()), after_stall: false };
+        let bounds = Bounds {
+            limit: std::time::Duration::from_secs(3),
+            detector: Detector::Hang,
+            region: Some("region `wait`".into()),
+            after_stall: false,
+        };
         let (_, why) = stopped(&f, &bounds, &[deadlock()], "the program under racecheck").unwrap();
-        assert!(why.ends_with("; racecheck reports a deadlock at barrier.cu:27"), "{why}");
+        assert!(
+            why.ends_with("; racecheck reports a deadlock at barrier.cu:27"),
+            "{why}"
+        );
         // Elsewhere a timeout stays a timeout, naming the deadlock record where there is one.
-        let (status, why) = stopped(&f, &Bounds { detector: Detector::Sanitizer, ..bounds }, &[deadlock()], "the program").unwrap();
+        let (status, why) = stopped(
+            &f,
+            &Bounds {
+                detector: Detector::Sanitizer,
+                ..bounds
+            },
+            &[deadlock()],
+            "the program",
+        )
+        .unwrap();
         assert_eq!(status, Status::TimedOut);
-        assert!(why.contains("it hangs; racecheck reports a deadlock at barrier.cu:27"), "{why}");
+        assert!(
+            why.contains("it hangs; racecheck reports a deadlock at barrier.cu:27"),
+            "{why}"
+        );
         // A tool that stalled beside others and again alone, where the plain run finished.
-        let stalled = Bounds { detector: Detector::Sanitizer, region: None, after_stall: true, ..bounds };
+        let stalled = Bounds {
+            detector: Detector::Sanitizer,
+            region: None,
+            after_stall: true,
+            ..bounds
+        };
         let (status, why) = stopped(&f, &stalled, &[], "the program under initcheck").unwrap();
         assert_eq!(status, Status::TimedOut);
-        assert!(why.contains("nor alone within 3 s") && why.contains("hangs only under the tool"), "{why}");
+        assert!(
+            why.contains("nor alone within 3 s") && why.contains("hangs only under the tool"),
+            "{why}"
+        );
     }
 
     #[test]
@@ -505,20 +790,57 @@ mod tests {
         assert!(in_region(&f, "wait") && !in_region(&f, "bug"));
         f.kind = FindingKind::HeapLeak;
         f.region = None;
-        assert!(!in_region(&f, "bug"), "a leak record with a line outside the region is not in it");
+        assert!(
+            !in_region(&f, "bug"),
+            "a leak record with a line outside the region is not in it"
+        );
         f.locations.clear();
-        assert!(in_region(&f, "bug"), "the tool names no line for a device-heap leak");
+        assert!(
+            in_region(&f, "bug"),
+            "the tool names no line for a device-heap leak"
+        );
         f.kind = FindingKind::Leak;
-        assert!(!in_region(&f, "bug"), "a cudaMalloc leak names its allocation's line");
+        assert!(
+            !in_region(&f, "bug"),
+            "a cudaMalloc leak names its allocation's line"
+        );
     }
 
     #[test]
     fn a_crash_names_the_signal_and_for_a_crash_exercise_the_region() {
-        let step = correctness("correctness", "correctness", &ran(Exit::Signal(libc::SIGSEGV), Detector::Crash), &Cases::default(), Tolerance { atol: 0.0, rtol: 0.0 }).unwrap();
+        let step = correctness(
+            "correctness",
+            "correctness",
+            &ran(Exit::Signal(libc::SIGSEGV), Detector::Crash),
+            &Cases::default(),
+            Tolerance {
+                atol: 0.0,
+                rtol: 0.0,
+            },
+        )
+        .unwrap();
         assert_eq!(step.status, Status::Failed);
-        assert!(step.summary.starts_with("crashed: the program was killed by SIGSEGV") && step.summary.ends_with("; the bug is in region `wait` (barrier.cu:20-31)"), "{}", step.summary);
-        assert!(is_host_fault(&finished(Exit::Signal(libc::SIGBUS))) && !is_host_fault(&finished(Exit::Signal(libc::SIGABRT))) && !is_host_fault(&finished(Exit::Code(1))));
+        assert!(
+            step.summary
+                .starts_with("crashed: the program was killed by SIGSEGV")
+                && step
+                    .summary
+                    .ends_with("; the bug is in region `wait` (barrier.cu:20-31)"),
+            "{}",
+            step.summary
+        );
+        assert!(
+            is_host_fault(&finished(Exit::Signal(libc::SIGBUS)))
+                && !is_host_fault(&finished(Exit::Signal(libc::SIGABRT)))
+                && !is_host_fault(&finished(Exit::Code(1)))
+        );
         // A program that ran to its end is not stopped, whatever its exit status.
-        assert!(stopped(&finished(Exit::Code(3)), &Bounds::plain(std::time::Duration::from_secs(1)), &[], "it").is_none());
+        assert!(stopped(
+            &finished(Exit::Code(3)),
+            &Bounds::plain(std::time::Duration::from_secs(1)),
+            &[],
+            "it"
+        )
+        .is_none());
     }
 }

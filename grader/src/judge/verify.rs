@@ -119,12 +119,18 @@ impl ExerciseRecord {
 
     /// The untouched exercise's ncu time, from either track's timing.
     pub fn original_ns(&self) -> Option<f64> {
-        self.timing.as_ref().and_then(|t| t.original_ns).or_else(|| self.perf_version("original").map(|v| v.nanoseconds))
+        self.timing
+            .as_ref()
+            .and_then(|t| t.original_ns)
+            .or_else(|| self.perf_version("original").map(|v| v.nanoseconds))
     }
 
     /// The solution's ncu time, from either track's timing.
     pub fn reference_ns(&self) -> Option<f64> {
-        self.timing.as_ref().map(|t| t.reference_ns).or_else(|| self.perf_version("reference").map(|v| v.nanoseconds))
+        self.timing
+            .as_ref()
+            .map(|t| t.reference_ns)
+            .or_else(|| self.perf_version("reference").map(|v| v.nanoseconds))
     }
 
     /// What showed the exercise's problem, in a few words for tables: the tool's record at its
@@ -137,15 +143,26 @@ impl ExerciseRecord {
             };
         }
         if let Some(r) = self.perf_version("reference") {
-            let target = self.perf.as_ref().map(|p| format!(" (>= {:.2}x)", p.target_speedup)).unwrap_or_default();
+            let target = self
+                .perf
+                .as_ref()
+                .map(|p| format!(" (>= {:.2}x)", p.target_speedup))
+                .unwrap_or_default();
             return format!("slow: the fix is {:.2}x{target}", r.speedup);
         }
         // The plain runs' own check says it: "5 of 5 plain runs hung: ...".
-        let stopped = |name: &str| self.checks.iter().find(|c| c.name == name && c.status == Status::Passed).is_some();
+        let stopped = |name: &str| {
+            self.checks
+                .iter()
+                .find(|c| c.name == name && c.status == Status::Passed)
+                .is_some()
+        };
         match self.detector {
             Detector::WrongOutput => "wrong output (no tool sees it)".into(),
             Detector::Hang if stopped("exercise hangs") => format!("hangs in `{}`", self.region),
-            Detector::Crash if stopped("exercise crashes") => format!("crashes in `{}`", self.region),
+            Detector::Crash if stopped("exercise crashes") => {
+                format!("crashes in `{}`", self.region)
+            }
             _ => "-".into(),
         }
     }
@@ -245,9 +262,21 @@ fn disk_checks(wb: &Workbook, ex: &Exercise) -> (Vec<Step>, Option<(String, Stri
     let t = Instant::now();
     let loaded = match catalog::load(&wb.root, ex.id()) {
         Ok(d) => d,
-        Err(e) => return (vec![Step::new("manifest", Status::Failed, e.to_string())], None),
+        Err(e) => {
+            return (
+                vec![Step::new("manifest", Status::Failed, e.to_string())],
+                None,
+            )
+        }
     };
-    checks.push(Step::new("manifest", Status::Passed, format!("{} is valid", loaded.manifest.path.display())).wall(t.elapsed()));
+    checks.push(
+        Step::new(
+            "manifest",
+            Status::Passed,
+            format!("{} is valid", loaded.manifest.path.display()),
+        )
+        .wall(t.elapsed()),
+    );
     let (exercise, solution) = (loaded.original, loaded.solution);
     let expected = ex.manifest.region().get_ref();
     let regions_file = format!("solutions/{}/{}", ex.id(), catalog::ORIGINAL_REGIONS);
@@ -275,62 +304,81 @@ fn disk_checks(wb: &Workbook, ex: &Exercise) -> (Vec<Step>, Option<(String, Stri
     checks.push(step);
     // The workbook's own fix must never look like a program that watches for the tools.
     checks.push(match crate::judge::tool_aware::workbook_clean(ex) {
-        Ok(()) => Step::new("tool-aware code", Status::Passed, "the solution's regions read no clock, environment or file and hook nothing"),
+        Ok(()) => Step::new(
+            "tool-aware code",
+            Status::Passed,
+            "the solution's regions read no clock, environment or file and hook nothing",
+        ),
         Err(why) => Step::new("tool-aware code", Status::Failed, why),
     });
     (checks, sound.then_some((exercise, solution)))
 }
 
 /// Verify `exercises`. `say` gets progress lines.
-pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &VerifyOptions, mut say: impl FnMut(&str) + Send) -> VerificationRecord {
+pub fn verify(
+    ctx: &Context,
+    wb: &Workbook,
+    exercises: &[&Exercise],
+    opts: &VerifyOptions,
+    mut say: impl FnMut(&str) + Send,
+) -> VerificationRecord {
     let started = Instant::now();
     let cores = ctx.config.cpu_jobs;
-    let gpu_stages = (ctx.no_gpu_reason().is_none() || ctx.launcher.replays()) && ctx.tools.sanitizer.is_some();
+    let gpu_stages =
+        (ctx.no_gpu_reason().is_none() || ctx.launcher.replays()) && ctx.tools.sanitizer.is_some();
     let plain_runs = if opts.survey { PLAIN_RUNS } else { 1 };
 
     // Phase 1 (CPU): manifests, regions and inputs of every exercise, in parallel.
-    say(&format!("checking {} manifest(s) and writing the inputs", exercises.len()));
-    let (mut work, case_sets): (Vec<Work>, Vec<Option<Cases>>) = scheduler::parallel(exercises, cores, |ex| {
-        let m = &ex.manifest.manifest;
-        let (checks, texts) = disk_checks(wb, ex);
-        // A sound exercise this GPU is too old for is not applicable: no builds, no runs.
-        let not_applicable = texts.as_ref().and_then(|_| ctx.unsupported(&ex.manifest));
-        let cases = match (&texts, gpu_stages) {
-            _ if not_applicable.is_some() => None,
-            (None, _) => None,
-            (Some(_), true) => cases::prepare(ex, &wb.work_dir().join("cases").join(ex.id())).ok(),
-            (Some(_), false) => Some(Cases::default()),
-        };
-        let w = Work {
-            ex,
-            record: ExerciseRecord {
-                id: ex.id().to_string(),
-                title: m.title.clone(),
-                bug_class: m.bug_class.clone(),
-                tool: ex.manifest.expected_finding().map(|(t, _)| t),
-                expected_kind: ex.manifest.expected_finding().map(|(_, k)| k),
-                detector: ex.manifest.detector(),
-                region: ex.manifest.region().get_ref().clone(),
-                checks,
-                finding: None,
-                tool_output: None,
-                plain_run: None,
-                plain_run_correct: None,
-                plain_runs: None,
-                original_under_tools: Vec::new(),
-                timing: None,
-                track: ex.manifest.track(),
-                perf: None,
-                not_applicable,
-                outcome: Outcome::Pass,
-            },
-            texts,
-        };
-        (w, cases)
-    })
-    .into_iter()
-    .unzip();
-    let with_cases: Vec<usize> = (0..work.len()).filter(|&k| case_sets[k].is_some()).collect();
+    say(&format!(
+        "checking {} manifest(s) and writing the inputs",
+        exercises.len()
+    ));
+    let (mut work, case_sets): (Vec<Work>, Vec<Option<Cases>>) =
+        scheduler::parallel(exercises, cores, |ex| {
+            let m = &ex.manifest.manifest;
+            let (checks, texts) = disk_checks(wb, ex);
+            // A sound exercise this GPU is too old for is not applicable: no builds, no runs.
+            let not_applicable = texts.as_ref().and_then(|_| ctx.unsupported(&ex.manifest));
+            let cases = match (&texts, gpu_stages) {
+                _ if not_applicable.is_some() => None,
+                (None, _) => None,
+                (Some(_), true) => {
+                    cases::prepare(ex, &wb.work_dir().join("cases").join(ex.id())).ok()
+                }
+                (Some(_), false) => Some(Cases::default()),
+            };
+            let w = Work {
+                ex,
+                record: ExerciseRecord {
+                    id: ex.id().to_string(),
+                    title: m.title.clone(),
+                    bug_class: m.bug_class.clone(),
+                    tool: ex.manifest.expected_finding().map(|(t, _)| t),
+                    expected_kind: ex.manifest.expected_finding().map(|(_, k)| k),
+                    detector: ex.manifest.detector(),
+                    region: ex.manifest.region().get_ref().clone(),
+                    checks,
+                    finding: None,
+                    tool_output: None,
+                    plain_run: None,
+                    plain_run_correct: None,
+                    plain_runs: None,
+                    original_under_tools: Vec::new(),
+                    timing: None,
+                    track: ex.manifest.track(),
+                    perf: None,
+                    not_applicable,
+                    outcome: Outcome::Pass,
+                },
+                texts,
+            };
+            (w, cases)
+        })
+        .into_iter()
+        .unzip();
+    let with_cases: Vec<usize> = (0..work.len())
+        .filter(|&k| case_sets[k].is_some())
+        .collect();
     let empty = Cases::default();
     let subs: Vec<Submission> = work
         .iter()
@@ -339,8 +387,26 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
             let (exercise, solution) = w.texts.clone().unwrap_or_default();
             let cases = cases.as_ref().unwrap_or(&empty);
             [
-                Submission::new(wb, "verify", w.ex, "original", wb.learner_path(w.ex), exercise, Reuse::Never, cases),
-                Submission::new(wb, "verify", w.ex, "reference", wb.solution_path(w.ex), solution, Reuse::Never, cases),
+                Submission::new(
+                    wb,
+                    "verify",
+                    w.ex,
+                    "original",
+                    wb.learner_path(w.ex),
+                    exercise,
+                    Reuse::Never,
+                    cases,
+                ),
+                Submission::new(
+                    wb,
+                    "verify",
+                    w.ex,
+                    "reference",
+                    wb.solution_path(w.ex),
+                    solution,
+                    Reuse::Never,
+                    cases,
+                ),
             ]
         })
         .collect();
@@ -353,14 +419,26 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
     let mut stages = Vec::new();
     for &k in &with_cases {
         let (ex, sol) = pair(k);
-        stages.extend([StageKind::BuildDebug, StageKind::BuildRelease].into_iter().flat_map(|b| [Stage::new(ex, b), Stage::new(sol, b)]));
+        stages.extend(
+            [StageKind::BuildDebug, StageKind::BuildRelease]
+                .into_iter()
+                .flat_map(|b| [Stage::new(ex, b), Stage::new(sol, b)]),
+        );
     }
     if gpu_stages {
         for &k in &with_cases {
             // A performance exercise's original must be clean under every tool: it is correct, only slow.
             let all = opts.survey || work[k].record.track == Track::Perf;
-            let tools: Vec<Tool> = if all { Tool::ALL.to_vec() } else { work[k].record.tool.into_iter().collect() };
-            stages.extend(tools.into_iter().map(|t| Stage::new(pair(k).0, StageKind::Sanitize(t))));
+            let tools: Vec<Tool> = if all {
+                Tool::ALL.to_vec()
+            } else {
+                work[k].record.tool.into_iter().collect()
+            };
+            stages.extend(
+                tools
+                    .into_iter()
+                    .map(|t| Stage::new(pair(k).0, StageKind::Sanitize(t))),
+            );
         }
         for &k in &with_cases {
             let (ex, sol) = pair(k);
@@ -379,39 +457,71 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
             ctx.isolation().describe()
         ));
     } else {
-        say(&format!("building {} exercise(s) x 4 on {cores} cores", with_cases.len()));
+        say(&format!(
+            "building {} exercise(s) x 4 on {cores} cores",
+            with_cases.len()
+        ));
     }
     let mut results = Results::default();
     let timeline = scheduler::execute(ctx, wb, &subs, &stages, &mut results, started);
-    let mut phases = Phases { builds_done_at: timeline.builds_done_at, runs_done_at: timeline.runs_done_at, timing: None };
+    let mut phases = Phases {
+        builds_done_at: timeline.builds_done_at,
+        runs_done_at: timeline.runs_done_at,
+        timing: None,
+    };
 
     for &k in &with_cases {
         let (ex, sol) = pair(k);
         let w = &mut work[k];
         for (i, who) in [(ex, "exercise"), (sol, "solution")] {
             for flavor in Flavor::BOTH {
-                let output = results.get(i, StageKind::build(flavor)).expect("every build ran");
-                w.record.checks.extend(verdict::build(&format!("{who} build {}", flavor.flags()[0]), output, flavor, &ctx.arch));
+                let output = results
+                    .get(i, StageKind::build(flavor))
+                    .expect("every build ran");
+                w.record.checks.extend(verdict::build(
+                    &format!("{who} build {}", flavor.flags()[0]),
+                    output,
+                    flavor,
+                    &ctx.arch,
+                ));
             }
         }
     }
     for &k in &with_cases {
         let (ex, sol) = pair(k);
-        let (w, m) = (&mut work[k], &subs[ex].exercise().expect("verify grades exercises").manifest.manifest);
+        let (w, m) = (
+            &mut work[k],
+            &subs[ex]
+                .exercise()
+                .expect("verify grades exercises")
+                .manifest
+                .manifest,
+        );
         let cases = subs[ex].cases();
         let all_built = w.record.checks.iter().all(|s| s.status == Status::Passed);
         if !all_built {
             continue;
         }
         if !gpu_stages {
-            let reason = ctx.no_gpu_reason().map(|r| (Status::Skipped, "gpu", r)).unwrap_or((Status::ToolError, "tools", "compute-sanitizer not found".into()));
-            w.record.checks.push(Step::new(reason.1, reason.0, reason.2));
+            let reason = ctx
+                .no_gpu_reason()
+                .map(|r| (Status::Skipped, "gpu", r))
+                .unwrap_or((
+                    Status::ToolError,
+                    "tools",
+                    "compute-sanitizer not found".into(),
+                ));
+            w.record
+                .checks
+                .push(Step::new(reason.1, reason.0, reason.2));
             continue;
         }
         let bug_region = w.record.region.clone();
         for t in Tool::ALL {
             let stage = Stage::new(ex, StageKind::Sanitize(t));
-            let Some(o @ Output::Sanitized { run, findings, .. }) = results.get_run(&stage) else { continue };
+            let Some(o @ Output::Sanitized { run, findings, .. }) = results.get_run(&stage) else {
+                continue;
+            };
             // The XML the parser refused is kept too: it is what the parser must learn to read.
             let xml = match run {
                 Ok(r) => Some(&r.xml_path),
@@ -423,10 +533,14 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
             }
             let tool_step = verdict::tool("exercise", &stage.id(), o).expect("a sanitizer output");
             if opts.survey {
-                w.record.original_under_tools.push(sighting(t, &tool_step, findings, &bug_region));
+                w.record
+                    .original_under_tools
+                    .push(sighting(t, &tool_step, findings, &bug_region));
             }
             if w.record.track == Track::Perf {
-                w.record.checks.extend(verdict::tool(&format!("exercise {t}"), &stage.id(), o));
+                w.record
+                    .checks
+                    .extend(verdict::tool(&format!("exercise {t}"), &stage.id(), o));
             }
             if w.record.tool == Some(t) {
                 if let Ok(r) = run {
@@ -440,31 +554,67 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
         for t in Tool::ALL {
             let s = Stage::new(sol, StageKind::Sanitize(t));
             if let Some(o) = results.get_run(&s) {
-                w.record.checks.extend(verdict::tool(&format!("solution {t}"), &s.id(), o));
+                w.record
+                    .checks
+                    .extend(verdict::tool(&format!("solution {t}"), &s.id(), o));
             }
         }
-        let plain_outputs: Vec<&Output> = (0..plain_runs).filter_map(|r| results.get_run(&Stage::again(ex, StageKind::Correctness, r))).collect();
-        let plain: Vec<Step> = plain_outputs.iter().filter_map(|o| verdict::correctness("exercise plain run", "correctness", o, cases, m.tolerance)).collect();
+        let plain_outputs: Vec<&Output> = (0..plain_runs)
+            .filter_map(|r| results.get_run(&Stage::again(ex, StageKind::Correctness, r)))
+            .collect();
+        let plain: Vec<Step> = plain_outputs
+            .iter()
+            .filter_map(|o| {
+                verdict::correctness("exercise plain run", "correctness", o, cases, m.tolerance)
+            })
+            .collect();
         if let Some(first) = plain.first() {
             w.record.plain_run_correct = Some(first.status == Status::Passed);
             // The first wrong run tells most: its first wrong element.
-            w.record.plain_run = Some(plain.iter().find(|s| s.status != Status::Passed).unwrap_or(first).summary.clone());
+            w.record.plain_run = Some(
+                plain
+                    .iter()
+                    .find(|s| s.status != Status::Passed)
+                    .unwrap_or(first)
+                    .summary
+                    .clone(),
+            );
             let runs = PlainRuns {
                 runs: plain.len() as u32,
                 correct: plain.iter().filter(|s| s.status == Status::Passed).count() as u32,
-                failed: plain.iter().filter(|s| s.status != Status::Passed && !verdict::is_wrong_output(s)).count() as u32,
+                failed: plain
+                    .iter()
+                    .filter(|s| s.status != Status::Passed && !verdict::is_wrong_output(s))
+                    .count() as u32,
             };
             w.record.plain_runs = Some(runs);
             match w.record.detector {
-                Detector::WrongOutput => w.record.checks.push(wrong_output_step(&w.record.region, runs, plain.iter().find(|s| verdict::is_wrong_output(s)))),
+                Detector::WrongOutput => w.record.checks.push(wrong_output_step(
+                    &w.record.region,
+                    runs,
+                    plain.iter().find(|s| verdict::is_wrong_output(s)),
+                )),
                 // Correct but slow: every plain run of the original must be right.
-                Detector::Speed => w.record.checks.extend(plain.iter().map(|s| Step { name: "exercise correctness".into(), ..s.clone() })),
-                Detector::Hang | Detector::Crash => w.record.checks.push(stop_step(w.record.detector, &plain_outputs, &plain)),
+                Detector::Speed => w.record.checks.extend(plain.iter().map(|s| Step {
+                    name: "exercise correctness".into(),
+                    ..s.clone()
+                })),
+                Detector::Hang | Detector::Crash => {
+                    w.record
+                        .checks
+                        .push(stop_step(w.record.detector, &plain_outputs, &plain))
+                }
                 Detector::Sanitizer => {}
             }
         }
         if let Some(o) = results.get(sol, StageKind::Correctness) {
-            w.record.checks.extend(verdict::correctness("solution correctness", "correctness", o, cases, m.tolerance));
+            w.record.checks.extend(verdict::correctness(
+                "solution correctness",
+                "correctness",
+                o,
+                cases,
+                m.tolerance,
+            ));
         }
     }
 
@@ -473,32 +623,73 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
     let timed: Vec<usize> = with_cases
         .iter()
         .copied()
-        .filter(|&k| gpu_stages && !timing_stages(&work[k], pair(k), opts).is_empty() && work[k].record.checks.iter().all(|s| s.status == Status::Passed))
+        .filter(|&k| {
+            gpu_stages
+                && !timing_stages(&work[k], pair(k), opts).is_empty()
+                && work[k]
+                    .record
+                    .checks
+                    .iter()
+                    .all(|s| s.status == Status::Passed)
+        })
         .collect();
-    let stages: Vec<Stage> = timed.iter().flat_map(|&k| timing_stages(&work[k], pair(k), opts)).collect();
+    let stages: Vec<Stage> = timed
+        .iter()
+        .flat_map(|&k| timing_stages(&work[k], pair(k), opts))
+        .collect();
     if !stages.is_empty() {
-        let which = if opts.survey { "original, solution, solution again" } else { "performance exercises: original and solution" };
-        say(&format!("timing {} exercise(s) with ncu ({which}; {} ncu processes at a time)", timed.len(), ctx.config.ncu_jobs));
+        let which = if opts.survey {
+            "original, solution, solution again"
+        } else {
+            "performance exercises: original and solution"
+        };
+        say(&format!(
+            "timing {} exercise(s) with ncu ({which}; {} ncu processes at a time)",
+            timed.len(),
+            ctx.config.ncu_jobs
+        ));
         let timeline = scheduler::execute(ctx, wb, &subs, &stages, &mut results, started);
         phases.timing = timeline.profiler;
         let outputs: Vec<&Output> = stages.iter().filter_map(|s| results.get_run(s)).collect();
         let tool_failure = verdict::profiler_failure(outputs.iter().copied());
         let wall = std::time::Duration::from_secs_f64(phases.timing.unwrap_or(0.0));
-        let peak = timed.iter().any(|&k| work[k].record.track == Track::Perf).then(|| perf::peak(ctx, wb, false));
+        let peak = timed
+            .iter()
+            .any(|&k| work[k].record.track == Track::Perf)
+            .then(|| perf::peak(ctx, wb, false));
         for &k in &timed {
             let steps = match (&tool_failure, work[k].record.track, &peak) {
-                (Some(f), _, _) => vec![Step::new("solution timing", Status::ToolError, f.clone()).stage("timing")],
+                (Some(f), _, _) => {
+                    vec![Step::new("solution timing", Status::ToolError, f.clone()).stage("timing")]
+                }
                 (None, Track::Bug, _) => timing_steps(&mut work[k], &results, pair(k), opts),
-                (None, Track::Perf, Some(Err(e))) => vec![Step::new("solution timing", Status::ToolError, format!("cannot measure this GPU's peak: {e}")).stage("timing")],
+                (None, Track::Perf, Some(Err(e))) => vec![Step::new(
+                    "solution timing",
+                    Status::ToolError,
+                    format!("cannot measure this GPU's peak: {e}"),
+                )
+                .stage("timing")],
                 (None, Track::Perf, Some(Ok(peak))) => {
-                    if work[k].ex.manifest.manifest.perf.as_ref().is_some_and(|p| p.baseline.is_some()) {
+                    if work[k]
+                        .ex
+                        .manifest
+                        .manifest
+                        .perf
+                        .as_ref()
+                        .is_some_and(|p| p.baseline.is_some())
+                    {
                         say(&format!("{}: timing the library baseline", work[k].ex.id()));
                     }
                     perf_steps(ctx, wb, &mut work[k], &results, pair(k), peak, opts)
                 }
-                (None, Track::Perf, None) => unreachable!("the peak is measured where a performance exercise is timed"),
+                (None, Track::Perf, None) => {
+                    unreachable!("the peak is measured where a performance exercise is timed")
+                }
             };
-            work[k].record.checks.extend(steps.into_iter().map(|s| s.wall(wall)));
+            work[k]
+                .record
+                .checks
+                .extend(steps.into_iter().map(|s| s.wall(wall)));
         }
         for sub in &subs {
             crate::judge::stages::forget_calls(sub);
@@ -509,7 +700,9 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
         .into_iter()
         .map(|mut w| {
             w.record.outcome = match &w.record.not_applicable {
-                Some(why) => Outcome::Skipped { reason: why.clone() },
+                Some(why) => Outcome::Skipped {
+                    reason: why.clone(),
+                },
                 None => Outcome::from_steps(&w.record.checks),
             };
             w.record
@@ -539,9 +732,17 @@ pub fn verify(ctx: &Context, wb: &Workbook, exercises: &[&Exercise], opts: &Veri
 /// The outcome of a verification: the worst of the exercises this GPU can run (one it cannot is
 /// n/a, never a failure); skipped where it can run none of them.
 pub fn overall(exercises: &[ExerciseRecord]) -> Outcome {
-    let applicable: Vec<&ExerciseRecord> = exercises.iter().filter(|e| e.not_applicable.is_none()).collect();
+    let applicable: Vec<&ExerciseRecord> = exercises
+        .iter()
+        .filter(|e| e.not_applicable.is_none())
+        .collect();
     match (applicable.is_empty(), exercises.first()) {
-        (true, Some(first)) => Outcome::Skipped { reason: format!("no exercise applies to this GPU: {}", first.not_applicable.clone().unwrap_or_default()) },
+        (true, Some(first)) => Outcome::Skipped {
+            reason: format!(
+                "no exercise applies to this GPU: {}",
+                first.not_applicable.clone().unwrap_or_default()
+            ),
+        },
         _ => Outcome::worst(applicable.iter().map(|e| &e.outcome)),
     }
 }
@@ -559,8 +760,15 @@ fn timing_stages(w: &Work, (ex, sol): (usize, usize), opts: &VerifyOptions) -> V
     if !perf && !opts.survey {
         return Vec::new();
     }
-    let mut stages: Vec<Stage> = plan::timed_kinds(w.ex, Role::Solution).into_iter().map(|k| Stage::new(sol, k)).collect();
-    stages.extend(plan::timed_kinds(w.ex, Role::Original).into_iter().map(|k| Stage::new(ex, k)));
+    let mut stages: Vec<Stage> = plan::timed_kinds(w.ex, Role::Solution)
+        .into_iter()
+        .map(|k| Stage::new(sol, k))
+        .collect();
+    stages.extend(
+        plan::timed_kinds(w.ex, Role::Original)
+            .into_iter()
+            .map(|k| Stage::new(ex, k)),
+    );
     if !perf {
         stages.push(Stage::again(sol, StageKind::Timing, 1));
     }
@@ -571,13 +779,22 @@ fn timing_stages(w: &Work, (ex, sol): (usize, usize), opts: &VerifyOptions) -> V
 /// original's, against the manifest's target: the speed judge of check and grade holds the second
 /// run (a learner who submitted the reference fix) to the first, every anti-cheat rule included,
 /// and the noise between them must fit the target.
-fn timing_steps(w: &mut Work, results: &Results, (ex, sol): (usize, usize), opts: &VerifyOptions) -> Vec<Step> {
+fn timing_steps(
+    w: &mut Work,
+    results: &Results,
+    (ex, sol): (usize, usize),
+    opts: &VerifyOptions,
+) -> Vec<Step> {
     let m = &w.ex.manifest.manifest;
     let n = w.ex.number();
     let reference = Stage::new(sol, StageKind::Timing);
     let rerun = Stage::again(sol, StageKind::Timing, 1);
     let original = Stage::new(ex, StageKind::Timing);
-    for (s, name) in [(&original, "original"), (&reference, "reference"), (&rerun, "rerun")] {
+    for (s, name) in [
+        (&original, "original"),
+        (&reference, "reference"),
+        (&rerun, "rerun"),
+    ] {
         if let Some(m) = results.get_run(s).and_then(Output::measured) {
             if let Some(csv) = m.csv() {
                 keep(opts, csv, &format!("ncu-{n}-{name}.csv"));
@@ -588,14 +805,34 @@ fn timing_steps(w: &mut Work, results: &Results, (ex, sol): (usize, usize), opts
     let (reference_ns, rerun_ns) = match (time(&reference), time(&rerun)) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(why), _) | (_, Err(why)) => {
-            let detail = results.get_run(&reference).and_then(Output::measured).map(|m| m.finished.output()).unwrap_or_default();
-            return vec![Step::new("solution timing", Status::ToolError, format!("ncu timed no launch of the solution's timed kernels ({why})")).detail(detail).stage("timing")];
+            let detail = results
+                .get_run(&reference)
+                .and_then(Output::measured)
+                .map(|m| m.finished.output())
+                .unwrap_or_default();
+            return vec![Step::new(
+                "solution timing",
+                Status::ToolError,
+                format!("ncu timed no launch of the solution's timed kernels ({why})"),
+            )
+            .detail(detail)
+            .stage("timing")];
         }
     };
     let original_ns = time(&original).ok();
-    let max = m.timing.max_ratio_to_reference.as_ref().map(|r| *r.get_ref()).expect("a bug exercise has a ratio target");
+    let max = m
+        .timing
+        .max_ratio_to_reference
+        .as_ref()
+        .map(|r| *r.get_ref())
+        .expect("a bug exercise has a ratio target");
     let rerun_ratio = rerun_ns / reference_ns;
-    let repeat_spread = results.get_run(&reference).and_then(Output::measured).and_then(|measured| crate::tools::ncu::repeat_spread(&measured.launches, &m.timing.kernels, m.bench.repeat));
+    let repeat_spread = results
+        .get_run(&reference)
+        .and_then(Output::measured)
+        .and_then(|measured| {
+            crate::tools::ncu::repeat_spread(&measured.launches, &m.timing.kernels, m.bench.repeat)
+        });
     w.record.timing = Some(VerifyTiming {
         kernels: m.timing.kernels.clone(),
         original_ns,
@@ -611,15 +848,28 @@ fn timing_steps(w: &mut Work, results: &Results, (ex, sol): (usize, usize), opts
     let noise = format!("a second run {rerun_ratio:.3}x");
     let retried = [&original, &reference, &rerun]
         .iter()
-        .filter(|s| results.get_run(s).and_then(Output::measured).is_some_and(|m| m.attempts > 1))
+        .filter(|s| {
+            results
+                .get_run(s)
+                .and_then(Output::measured)
+                .is_some_and(|m| m.attempts > 1)
+        })
         .count();
-    let retried = if retried > 0 { format!("; {retried} ncu run(s) repeated: the profiler was busy") } else { String::new() };
+    let retried = if retried > 0 {
+        format!("; {retried} ncu run(s) repeated: the profiler was busy")
+    } else {
+        String::new()
+    };
     let original_text = match time(&original) {
         _ if w.ex.manifest.hang_timeout().is_some() => "; original not timed: it hangs".into(),
         Ok(o) => format!("; original {:.1} us", o / 1e3),
         Err(why) => format!("; original not timed ({why})"),
     };
-    let command = results.get_run(&reference).and_then(Output::measured).map(|m| m.command.clone()).unwrap_or_default();
+    let command = results
+        .get_run(&reference)
+        .and_then(Output::measured)
+        .map(|m| m.command.clone())
+        .unwrap_or_default();
     let evidence = |s: &Stage| speed::evidence(results.get_run(s), None);
     let judged = speed::judge(&speed::Inputs {
         ex: w.ex,
@@ -633,36 +883,83 @@ fn timing_steps(w: &mut Work, results: &Results, (ex, sol): (usize, usize), opts
         Status::Passed => judged.status,
         other => other,
     };
-    let mut steps = vec![Step::new("solution timing", status, format!("{:.1} us; {noise} (target {max:.2}x){original_text}{retried}", reference_ns / 1e3)).command(command).stage("timing")];
+    let mut steps = vec![Step::new(
+        "solution timing",
+        status,
+        format!(
+            "{:.1} us; {noise} (target {max:.2}x){original_text}{retried}",
+            reference_ns / 1e3
+        ),
+    )
+    .command(command)
+    .stage("timing")];
     steps.extend(speed::flag_steps(&judged.flags));
     steps
 }
 
 /// A performance exercise: the original and the solution (and the library baseline, timed now, after
 /// them) summarised; the original must miss its target, the solution reach it and its goals.
-fn perf_steps(ctx: &Context, wb: &Workbook, w: &mut Work, results: &Results, (ex, sol): (usize, usize), peak: &crate::tools::peak::Peak, opts: &VerifyOptions) -> Vec<Step> {
-    let perf_spec = w.ex.manifest.manifest.perf.as_ref().expect("a performance exercise");
+fn perf_steps(
+    ctx: &Context,
+    wb: &Workbook,
+    w: &mut Work,
+    results: &Results,
+    (ex, sol): (usize, usize),
+    peak: &crate::tools::peak::Peak,
+    opts: &VerifyOptions,
+) -> Vec<Step> {
+    let perf_spec =
+        w.ex.manifest
+            .manifest
+            .perf
+            .as_ref()
+            .expect("a performance exercise");
     let baseline = match perf::time_baseline(ctx, wb, w.ex) {
         Ok(m) => m,
         Err(e) => return vec![Step::new("baseline timing", Status::ToolError, e).stage("timing")],
     };
-    let (original_runs, reference_runs) = (perf::Runs::of("original", |k| results.get(ex, k)), perf::Runs::of("reference", |k| results.get(sol, k)));
-    for (o, name) in [(original_runs.ncu, "original"), (reference_runs.ncu, "reference")] {
+    let (original_runs, reference_runs) = (
+        perf::Runs::of("original", |k| results.get(ex, k)),
+        perf::Runs::of("reference", |k| results.get(sol, k)),
+    );
+    for (o, name) in [
+        (original_runs.ncu, "original"),
+        (reference_runs.ncu, "reference"),
+    ] {
         if let Some(m) = o.and_then(Output::measured) {
             if let Some(csv) = m.csv() {
                 keep(opts, csv, &format!("ncu-{}-{name}.csv", w.ex.number()));
             }
         }
     }
-    let summary = match perf::summarize(w.ex, peak, &[original_runs, reference_runs], baseline.as_ref()) {
+    let summary = match perf::summarize(
+        w.ex,
+        peak,
+        &[original_runs, reference_runs],
+        baseline.as_ref(),
+    ) {
         Ok(s) => s,
-        Err((who, why)) => return vec![Step::new("solution timing", Status::ToolError, format!("ncu could not time the {who} ({why})")).stage("timing")],
+        Err((who, why)) => {
+            return vec![Step::new(
+                "solution timing",
+                Status::ToolError,
+                format!("ncu could not time the {who} ({why})"),
+            )
+            .stage("timing")]
+        }
     };
     let (orig, target) = (&summary.versions[0], summary.target_speedup);
     // The speed judge of check and grade, once with the original and once with the solution in the
     // learner's place: the first must earn nothing, the second everything, with no rule raised.
     let judge_as_learner = |learner: perf::Runs| {
-        let versions = [original_runs, reference_runs, perf::Runs { name: "learner", ..learner }];
+        let versions = [
+            original_runs,
+            reference_runs,
+            perf::Runs {
+                name: "learner",
+                ..learner
+            },
+        ];
         let judged_summary = perf::summarize(w.ex, peak, &versions, baseline.as_ref()).ok();
         speed::judge(&speed::Inputs {
             ex: w.ex,
@@ -673,18 +970,41 @@ fn perf_steps(ctx: &Context, wb: &Workbook, w: &mut Work, results: &Results, (ex
             perf: judged_summary.as_ref(),
         })
     };
-    let (as_original, as_solution) = (judge_as_learner(original_runs), judge_as_learner(reference_runs));
-    let unmet: Vec<String> = perf::goals(perf_spec, orig, orig).iter().filter(|g| !g.met).map(|g| format!("{} {}", g.goal.metric.key(), g.goal.metric.show(g.value))).collect();
-    let why = if unmet.is_empty() { String::new() } else { format!("; goals it misses: {}", unmet.join(", ")) };
+    let (as_original, as_solution) = (
+        judge_as_learner(original_runs),
+        judge_as_learner(reference_runs),
+    );
+    let unmet: Vec<String> = perf::goals(perf_spec, orig, orig)
+        .iter()
+        .filter(|g| !g.met)
+        .map(|g| format!("{} {}", g.goal.metric.key(), g.goal.metric.show(g.value)))
+        .collect();
+    let why = if unmet.is_empty() {
+        String::new()
+    } else {
+        format!("; goals it misses: {}", unmet.join(", "))
+    };
     let mut steps = vec![Step::new(
         "exercise is slow",
         if as_original.fraction < 1.0 { Status::Passed } else { Status::Failed },
         format!("{:.1} us: 1.00x, below the {target:.2}x target{why}; the judge gives it {:.0}% of the speed points", orig.nanoseconds / 1e3, 100.0 * as_original.fraction),
     )
     .stage("timing")];
-    steps.push(Step::new("solution speed", as_solution.status, as_solution.summary.clone()).command(summary.commands.join("\n")).stage("timing"));
+    steps.push(
+        Step::new(
+            "solution speed",
+            as_solution.status,
+            as_solution.summary.clone(),
+        )
+        .command(summary.commands.join("\n"))
+        .stage("timing"),
+    );
     // The goals' steps (the speed step is the judge's, above).
-    steps.extend(perf::judge("solution", perf_spec, &summary, "reference").into_iter().skip(1));
+    steps.extend(
+        perf::judge("solution", perf_spec, &summary, "reference")
+            .into_iter()
+            .skip(1),
+    );
     steps.extend(speed::flag_steps(&as_solution.flags));
     w.record.perf = Some(summary);
     steps
@@ -693,12 +1013,20 @@ fn perf_steps(ctx: &Context, wb: &Workbook, w: &mut Work, results: &Results, (ex
 /// One tool's verdict on the untouched exercise, for the record.
 fn sighting(tool: Tool, step: &Step, found: &[Finding], bug_region: &str) -> ToolSighting {
     let mut kinds: Vec<String> = Vec::new();
-    for k in found.iter().map(|f| format!("{} in {}", f.kind, f.region.as_deref().unwrap_or("-"))) {
+    for k in found
+        .iter()
+        .map(|f| format!("{} in {}", f.kind, f.region.as_deref().unwrap_or("-")))
+    {
         if !kinds.contains(&k) {
             kinds.push(k);
         }
     }
-    ToolSighting { tool, status: ToolStatus::of(step, found), kinds, in_bug_region: found.iter().any(|f| verdict::in_region(f, bug_region)) }
+    ToolSighting {
+        tool,
+        status: ToolStatus::of(step, found),
+        kinds,
+        in_bug_region: found.iter().any(|f| verdict::in_region(f, bug_region)),
+    }
 }
 
 /// For a bug no tool sees: every plain run must give wrong outputs (not crash), or a learner's
@@ -706,9 +1034,23 @@ fn sighting(tool: Tool, step: &Step, found: &[Finding], bug_region: &str) -> Too
 fn wrong_output_step(region: &str, runs: PlainRuns, wrong: Option<&Step>) -> Step {
     let name = "exercise gives wrong output";
     let wrong_runs = runs.runs - runs.correct - runs.failed;
-    let status = if wrong_runs == runs.runs { Status::Passed } else { Status::Failed };
-    let example = wrong.map(|s| format!(": {}", s.summary)).unwrap_or_default();
-    Step::new(name, status, format!("{wrong_runs} of {} plain runs wrong (bug in region `{region}`){example}", runs.runs)).stage("correctness")
+    let status = if wrong_runs == runs.runs {
+        Status::Passed
+    } else {
+        Status::Failed
+    };
+    let example = wrong
+        .map(|s| format!(": {}", s.summary))
+        .unwrap_or_default();
+    Step::new(
+        name,
+        status,
+        format!(
+            "{wrong_runs} of {} plain runs wrong (bug in region `{region}`){example}",
+            runs.runs
+        ),
+    )
+    .stage("correctness")
 }
 
 /// For a bug that hangs or crashes: every plain run of the untouched exercise must have hung (been
@@ -719,7 +1061,8 @@ fn stop_step(detector: Detector, outputs: &[&Output], steps: &[Step]) -> Step {
         Detector::Hang => ("exercise hangs", "correctness"),
         _ => ("exercise crashes", "correctness"),
     };
-    let finished: Vec<&crate::tools::runner::Finished> = outputs.iter().filter_map(|o| o.finished()).collect();
+    let finished: Vec<&crate::tools::runner::Finished> =
+        outputs.iter().filter_map(|o| o.finished()).collect();
     let stopped = finished
         .iter()
         .filter(|f| match detector {
@@ -727,38 +1070,98 @@ fn stop_step(detector: Detector, outputs: &[&Output], steps: &[Step]) -> Step {
             _ => verdict::is_host_fault(f),
         })
         .count();
-    let status = if stopped == outputs.len() && stopped > 0 { Status::Passed } else { Status::Failed };
+    let status = if stopped == outputs.len() && stopped > 0 {
+        Status::Passed
+    } else {
+        Status::Failed
+    };
     // The first run that did what the bug does tells where; else the first that did not.
-    let example = steps.iter().find(|s| verdict::run_shows(detector, s)).or(steps.first()).map(|s| s.summary.clone()).unwrap_or_default();
-    let what = if detector == Detector::Hang { "hung" } else { "crashed" };
-    Step::new(name, status, format!("{stopped} of {} plain runs {what}: {example}", outputs.len())).stage(stage)
+    let example = steps
+        .iter()
+        .find(|s| verdict::run_shows(detector, s))
+        .or(steps.first())
+        .map(|s| s.summary.clone())
+        .unwrap_or_default();
+    let what = if detector == Detector::Hang {
+        "hung"
+    } else {
+        "crashed"
+    };
+    Step::new(
+        name,
+        status,
+        format!(
+            "{stopped} of {} plain runs {what}: {example}",
+            outputs.len()
+        ),
+    )
+    .stage(stage)
 }
 
 /// The exercise step passes when its tool reported the expected kind inside the expected region;
 /// that finding comes back with it.
-fn intended_reason(record: &ExerciseRecord, tool_step: Step, found: &[Finding]) -> (Step, Option<Finding>) {
-    let (Some(tool), Some(kind)) = (record.tool, record.expected_kind) else { unreachable!("only called for the expected tool") };
+fn intended_reason(
+    record: &ExerciseRecord,
+    tool_step: Step,
+    found: &[Finding],
+) -> (Step, Option<Finding>) {
+    let (Some(tool), Some(kind)) = (record.tool, record.expected_kind) else {
+        unreachable!("only called for the expected tool")
+    };
     let name = format!("exercise fails under {tool}");
-    let hit = found.iter().find(|f| f.kind == kind && verdict::in_region(f, &record.region));
+    let hit = found
+        .iter()
+        .find(|f| f.kind == kind && verdict::in_region(f, &record.region));
     let mut step = match (hit, tool_step.status) {
         (Some(f), _) if f.locations.is_empty() => Step::new(
             name,
             Status::Passed,
-            format!("{tool} {} ({}; the tool names no line for this kind; the bug is in region `{}`)", f.kind, crate::tools::sanitizer::records_text(f.records), record.region),
+            format!(
+                "{tool} {} ({}; the tool names no line for this kind; the bug is in region `{}`)",
+                f.kind,
+                crate::tools::sanitizer::records_text(f.records),
+                record.region
+            ),
         ),
         (Some(f), _) => {
             let at = f.locations.first().map(|l| l.short()).unwrap_or_default();
-            Step::new(name, Status::Passed, format!("{tool} {} at {at}, in region `{}` ({})", f.kind, record.region, crate::tools::sanitizer::records_text(f.records)))
+            Step::new(
+                name,
+                Status::Passed,
+                format!(
+                    "{tool} {} at {at}, in region `{}` ({})",
+                    f.kind,
+                    record.region,
+                    crate::tools::sanitizer::records_text(f.records)
+                ),
+            )
         }
-        (None, Status::TimedOut | Status::ToolError) => Step { name, ..tool_step.clone() },
+        (None, Status::TimedOut | Status::ToolError) => Step {
+            name,
+            ..tool_step.clone()
+        },
         // The hang without the tool's record of it: the tool did not show it.
-        (None, Status::Hung) => Step::new(name, Status::Failed, format!("expected {tool} {kind} in region `{}`, the tool gave none ({})", record.region, tool_step.summary)),
+        (None, Status::Hung) => Step::new(
+            name,
+            Status::Failed,
+            format!(
+                "expected {tool} {kind} in region `{}`, the tool gave none ({})",
+                record.region, tool_step.summary
+            ),
+        ),
         (None, _) => {
-            let seen: Vec<String> = found.iter().map(|f| format!("{} {:?}", f.kind, f.region)).collect();
+            let seen: Vec<String> = found
+                .iter()
+                .map(|f| format!("{} {:?}", f.kind, f.region))
+                .collect();
             Step::new(
                 name,
                 Status::Failed,
-                format!("expected {tool} {kind} in region `{}`, the tool reported: [{}]", record.region, seen.join(", ")),
+                format!(
+                    "expected {tool} {kind} in region `{}`, the tool reported: [{}]",
+                    record.region,
+                    seen.join(", ")
+                ),
             )
         }
     };
@@ -780,17 +1183,61 @@ mod tests {
 
     #[test]
     fn a_bug_no_tool_sees_must_give_wrong_output_in_every_plain_run() {
-        let wrong = Step::new("exercise plain run", Status::Failed, "case `a`: y[3] = 1 but the reference says 2; 1 of 9 elements wrong, max error 1e0");
+        let wrong = Step::new(
+            "exercise plain run",
+            Status::Failed,
+            "case `a`: y[3] = 1 but the reference says 2; 1 of 9 elements wrong, max error 1e0",
+        );
         assert!(verdict::is_wrong_output(&wrong));
-        let all = wrong_output_step("bug", PlainRuns { runs: 5, correct: 0, failed: 0 }, Some(&wrong));
+        let all = wrong_output_step(
+            "bug",
+            PlainRuns {
+                runs: 5,
+                correct: 0,
+                failed: 0,
+            },
+            Some(&wrong),
+        );
         assert_eq!(all.status, Status::Passed, "{}", all.summary);
-        assert!(all.summary.starts_with("5 of 5 plain runs wrong") && all.summary.contains("y[3] = 1"), "{}", all.summary);
+        assert!(
+            all.summary.starts_with("5 of 5 plain runs wrong") && all.summary.contains("y[3] = 1"),
+            "{}",
+            all.summary
+        );
         // Right once: a learner's check could pass the untouched file.
-        assert_eq!(wrong_output_step("bug", PlainRuns { runs: 5, correct: 1, failed: 0 }, Some(&wrong)).status, Status::Failed);
+        assert_eq!(
+            wrong_output_step(
+                "bug",
+                PlainRuns {
+                    runs: 5,
+                    correct: 1,
+                    failed: 0
+                },
+                Some(&wrong)
+            )
+            .status,
+            Status::Failed
+        );
         // A crash is not the intended reason either.
-        let crashed = Step::new("exercise plain run", Status::Failed, "the program failed (exit status 3)");
+        let crashed = Step::new(
+            "exercise plain run",
+            Status::Failed,
+            "the program failed (exit status 3)",
+        );
         assert!(!verdict::is_wrong_output(&crashed));
-        assert_eq!(wrong_output_step("bug", PlainRuns { runs: 5, correct: 0, failed: 5 }, None).status, Status::Failed);
+        assert_eq!(
+            wrong_output_step(
+                "bug",
+                PlainRuns {
+                    runs: 5,
+                    correct: 0,
+                    failed: 5
+                },
+                None
+            )
+            .status,
+            Status::Failed
+        );
     }
 
     #[test]
@@ -798,25 +1245,79 @@ mod tests {
         use crate::judge::stages::Bounds;
         use crate::tools::runner::{Exit, Finished};
         let ran = |exit: Exit, detector: Detector| {
-            let finished = Finished { exit, stdout: Default::default(), stderr: Default::default(), wall: Default::default(), leftovers: 0, escaped: false, oom_killed: false, isolation: None };
-            let bounds = Bounds { limit: std::time::Duration::from_secs(3), detector, region: Some("region `wait` (b.cu:5-9)".into()), after_stall: false };
-            Output::Ran { command: String::new(), run: Ok(finished), outputs: Vec::new(), bounds }
+            let finished = Finished {
+                exit,
+                stdout: Default::default(),
+                stderr: Default::default(),
+                wall: Default::default(),
+                leftovers: 0,
+                escaped: false,
+                oom_killed: false,
+                isolation: None,
+            };
+            let bounds = Bounds {
+                limit: std::time::Duration::from_secs(3),
+                detector,
+                region: Some("region `wait` (b.cu:5-9)".into()),
+                after_stall: false,
+            };
+            Output::Ran {
+                command: String::new(),
+                run: Ok(finished),
+                outputs: Vec::new(),
+                bounds,
+            }
         };
         let judge = |detector: Detector, exits: &[Exit]| {
             let outputs: Vec<Output> = exits.iter().map(|e| ran(*e, detector)).collect();
             let refs: Vec<&Output> = outputs.iter().collect();
-            let steps: Vec<Step> = refs.iter().filter_map(|o| verdict::correctness("exercise plain run", "correctness", o, &Cases::default(), crate::exercise::manifest::Tolerance { atol: 0.0, rtol: 0.0 })).collect();
+            let steps: Vec<Step> = refs
+                .iter()
+                .filter_map(|o| {
+                    verdict::correctness(
+                        "exercise plain run",
+                        "correctness",
+                        o,
+                        &Cases::default(),
+                        crate::exercise::manifest::Tolerance {
+                            atol: 0.0,
+                            rtol: 0.0,
+                        },
+                    )
+                })
+                .collect();
             stop_step(detector, &refs, &steps)
         };
         let hung = judge(Detector::Hang, &[Exit::TimedOut, Exit::TimedOut]);
         assert_eq!(hung.status, Status::Passed, "{}", hung.summary);
-        assert!(hung.summary.starts_with("2 of 2 plain runs hung: hung: the threads wait in region `wait` (b.cu:5-9)"), "{}", hung.summary);
+        assert!(
+            hung.summary.starts_with(
+                "2 of 2 plain runs hung: hung: the threads wait in region `wait` (b.cu:5-9)"
+            ),
+            "{}",
+            hung.summary
+        );
         // One run that finished: a learner's check could pass the untouched file.
-        assert_eq!(judge(Detector::Hang, &[Exit::TimedOut, Exit::Code(0)]).status, Status::Failed);
+        assert_eq!(
+            judge(Detector::Hang, &[Exit::TimedOut, Exit::Code(0)]).status,
+            Status::Failed
+        );
         let crashed = judge(Detector::Crash, &[Exit::Signal(libc::SIGSEGV)]);
-        assert!(crashed.status == Status::Passed && crashed.summary.contains("SIGSEGV") && crashed.summary.contains("region `wait`"), "{}", crashed.summary);
+        assert!(
+            crashed.status == Status::Passed
+                && crashed.summary.contains("SIGSEGV")
+                && crashed.summary.contains("region `wait`"),
+            "{}",
+            crashed.summary
+        );
         // A crash of another kind, or a hang, is not the intended crash.
-        assert_eq!(judge(Detector::Crash, &[Exit::Signal(libc::SIGABRT)]).status, Status::Failed);
-        assert_eq!(judge(Detector::Crash, &[Exit::TimedOut]).status, Status::Failed);
+        assert_eq!(
+            judge(Detector::Crash, &[Exit::Signal(libc::SIGABRT)]).status,
+            Status::Failed
+        );
+        assert_eq!(
+            judge(Detector::Crash, &[Exit::TimedOut]).status,
+            Status::Failed
+        );
     }
 }

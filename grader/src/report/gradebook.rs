@@ -27,7 +27,13 @@ pub struct Gradebook<'a> {
 
 impl<'a> Gradebook<'a> {
     pub fn new(info: &'a ClassInfo, results: &'a [PairResult]) -> Gradebook<'a> {
-        Gradebook { info, results: results.iter().map(|r| ((r.student.as_str(), r.exercise.as_str()), r)).collect() }
+        Gradebook {
+            info,
+            results: results
+                .iter()
+                .map(|r| ((r.student.as_str(), r.exercise.as_str()), r))
+                .collect(),
+        }
     }
 
     fn get(&self, student: &str, exercise: &str) -> Option<&'a PairResult> {
@@ -40,7 +46,11 @@ impl<'a> Gradebook<'a> {
 
     /// A student's total and the most they could have had (exercises not yet graded count 0 of 0).
     pub fn total(&self, student: &str) -> (f64, f64) {
-        self.info.exercises.iter().filter_map(|e| self.get(student, e)).fold((0.0, 0.0), |(p, m), r| (p + r.points, m + r.max))
+        self.info
+            .exercises
+            .iter()
+            .filter_map(|e| self.get(student, e))
+            .fold((0.0, 0.0), |(p, m), r| (p + r.points, m + r.max))
     }
 }
 
@@ -77,24 +87,46 @@ pub struct Csv;
 impl Exporter for Csv {
     fn export(&self, book: &Gradebook, out: &Path) -> std::io::Result<Vec<PathBuf>> {
         let mut w = csv::Writer::from_writer(Vec::new());
-        let mut header = vec!["Student".to_string(), "Name".into(), "SID".into(), "Email".into()];
+        let mut header = vec![
+            "Student".to_string(),
+            "Name".into(),
+            "SID".into(),
+            "Email".into(),
+        ];
         header.extend(book.info.exercises.iter().cloned());
         header.extend(["Total".to_string(), "Max".into()]);
         w.write_record(&header)?;
         for s in &book.roster().students {
-            let mut row = vec![s.id.clone(), s.name.clone(), s.sid.clone().unwrap_or_default(), s.email.clone().unwrap_or_default()];
-            row.extend(book.info.exercises.iter().map(|e| match book.get(&s.id, e) {
-                // Not gradable on the grading GPU: no score, rather than a zero.
-                Some(r) if matches!(r.state, PairState::Unsupported { .. }) => "n/a".to_string(),
-                Some(r) => points(r.points),
-                None => String::new(),
-            }));
+            let mut row = vec![
+                s.id.clone(),
+                s.name.clone(),
+                s.sid.clone().unwrap_or_default(),
+                s.email.clone().unwrap_or_default(),
+            ];
+            row.extend(
+                book.info
+                    .exercises
+                    .iter()
+                    .map(|e| match book.get(&s.id, e) {
+                        // Not gradable on the grading GPU: no score, rather than a zero.
+                        Some(r) if matches!(r.state, PairState::Unsupported { .. }) => {
+                            "n/a".to_string()
+                        }
+                        Some(r) => points(r.points),
+                        None => String::new(),
+                    }),
+            );
             let (total, max) = book.total(&s.id);
             row.extend([points(total), points(max)]);
             w.write_record(&row)?;
         }
-        let bytes = w.into_inner().map_err(|e| std::io::Error::other(e.to_string()))?;
-        Ok(vec![write(out.join("grades.csv"), &String::from_utf8_lossy(&bytes))?])
+        let bytes = w
+            .into_inner()
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        Ok(vec![write(
+            out.join("grades.csv"),
+            &String::from_utf8_lossy(&bytes),
+        )?])
     }
 }
 
@@ -114,20 +146,49 @@ impl Exporter for StudentFeedback {
     fn export(&self, book: &Gradebook, out: &Path) -> std::io::Result<Vec<PathBuf>> {
         let mut written = Vec::new();
         for s in &book.roster().students {
-            let results: Vec<&PairResult> = book.info.exercises.iter().filter_map(|e| book.get(&s.id, e)).collect();
+            let results: Vec<&PairResult> = book
+                .info
+                .exercises
+                .iter()
+                .filter_map(|e| book.get(&s.id, e))
+                .collect();
             let (total, max) = book.total(&s.id);
-            let json = serde_json::to_string_pretty(&Feedback { student: s, total, max, exercises: results.clone() }).expect("serialisable");
-            written.push(write(out.join("feedback").join(format!("{}.json", s.id)), &(json + "\n"))?);
-            written.push(write(out.join("feedback").join(format!("{}.md", s.id)), &feedback_markdown(s, &results, total, max))?);
+            let json = serde_json::to_string_pretty(&Feedback {
+                student: s,
+                total,
+                max,
+                exercises: results.clone(),
+            })
+            .expect("serialisable");
+            written.push(write(
+                out.join("feedback").join(format!("{}.json", s.id)),
+                &(json + "\n"),
+            )?);
+            written.push(write(
+                out.join("feedback").join(format!("{}.md", s.id)),
+                &feedback_markdown(s, &results, total, max),
+            )?);
         }
         Ok(written)
     }
 }
 
 pub fn feedback_markdown(s: &Student, results: &[&PairResult], total: f64, max: f64) -> String {
-    let mut md = format!("# {}: {} / {} points\n\n", s.name, points(total), points(max));
+    let mut md = format!(
+        "# {}: {} / {} points\n\n",
+        s.name,
+        points(total),
+        points(max)
+    );
     for r in results {
-        let _ = writeln!(md, "## {}: {} / {} ({})\n", r.exercise, points(r.points), points(r.max), state_label(&r.state));
+        let _ = writeln!(
+            md,
+            "## {}: {} / {} ({})\n",
+            r.exercise,
+            points(r.points),
+            points(r.max),
+            state_label(&r.state)
+        );
         match &r.state {
             PairState::NotGradable { reason, diff } => {
                 let _ = writeln!(md, "Not gradable: {reason}\n");
@@ -149,14 +210,35 @@ pub fn feedback_markdown(s: &Student, results: &[&PairResult], total: f64, max: 
         if !r.stages.is_empty() {
             md.push_str("| stage | points | |\n| --- | --- | --- |\n");
             for st in &r.stages {
-                let why = st.withheld_by.map(|rule| format!(" (withheld: rule `{}`)", rule.key())).unwrap_or_default();
-                let _ = writeln!(md, "| {} | {} / {} | {}{} |", st.stage.label(), points(st.points), points(st.max), st.summary.replace('|', "\\|"), why);
+                let why = st
+                    .withheld_by
+                    .map(|rule| format!(" (withheld: rule `{}`)", rule.key()))
+                    .unwrap_or_default();
+                let _ = writeln!(
+                    md,
+                    "| {} | {} / {} | {}{} |",
+                    st.stage.label(),
+                    points(st.points),
+                    points(st.max),
+                    st.summary.replace('|', "\\|"),
+                    why
+                );
             }
             md.push('\n');
         }
         for f in &r.flags {
-            let kind = if f.review { "flagged for review" } else { "failed" };
-            let _ = writeln!(md, "- **rule `{}` {kind}**: {}. Why this rule: {}.", f.rule.key(), f.message, f.rule.why());
+            let kind = if f.review {
+                "flagged for review"
+            } else {
+                "failed"
+            };
+            let _ = writeln!(
+                md,
+                "- **rule `{}` {kind}**: {}. Why this rule: {}.",
+                f.rule.key(),
+                f.message,
+                f.rule.why()
+            );
         }
         if !r.flags.is_empty() {
             md.push('\n');
@@ -165,14 +247,39 @@ pub fn feedback_markdown(s: &Student, results: &[&PairResult], total: f64, max: 
         if findings.peek().is_some() {
             md.push_str("What the tools reported:\n\n");
             for f in findings {
-                let at = f.locations.first().map(|l| format!(" at {}:{}", Path::new(&l.path).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), l.line)).unwrap_or_default();
+                let at = f
+                    .locations
+                    .first()
+                    .map(|l| {
+                        format!(
+                            " at {}:{}",
+                            Path::new(&l.path)
+                                .file_name()
+                                .map(|n| n.to_string_lossy().into_owned())
+                                .unwrap_or_default(),
+                            l.line
+                        )
+                    })
+                    .unwrap_or_default();
                 let _ = writeln!(md, "- {} `{}`{at}: {}", f.tool, f.kind.name(), f.text);
             }
             md.push('\n');
         }
-        let details: Vec<_> = r.steps.iter().filter(|s| s.status != Status::Passed && s.detail.is_some() && !s.name.starts_with("rule ")).collect();
+        let details: Vec<_> = r
+            .steps
+            .iter()
+            .filter(|s| {
+                s.status != Status::Passed && s.detail.is_some() && !s.name.starts_with("rule ")
+            })
+            .collect();
         for s in details {
-            let _ = writeln!(md, "<details><summary>{}: {}</summary>\n\n```\n{}\n```\n</details>\n", s.name, s.summary, s.detail.as_deref().unwrap_or_default().trim_end());
+            let _ = writeln!(
+                md,
+                "<details><summary>{}: {}</summary>\n\n```\n{}\n```\n</details>\n",
+                s.name,
+                s.summary,
+                s.detail.as_deref().unwrap_or_default().trim_end()
+            );
         }
     }
     md
@@ -188,12 +295,21 @@ impl Exporter for GradescopeResults {
         for s in &book.roster().students {
             let mut tests = Vec::new();
             let mut leaderboard = Vec::new();
-            let graded: Vec<&PairResult> = book.info.exercises.iter().filter_map(|e| book.get(&s.id, e)).collect();
+            let graded: Vec<&PairResult> = book
+                .info
+                .exercises
+                .iter()
+                .filter_map(|e| book.get(&s.id, e))
+                .collect();
             for r in &graded {
                 for st in &r.stages {
                     let mut output = st.summary.clone();
                     if let Some(rule) = st.withheld_by {
-                        output.push_str(&format!(" (withheld by rule `{}`: {})", rule.key(), rule.why()));
+                        output.push_str(&format!(
+                            " (withheld by rule `{}`: {})",
+                            rule.key(),
+                            rule.why()
+                        ));
                     }
                     if st.stage == GradeStage::Builds {
                         if let PairState::NotGradable { reason, .. } = &r.state {
@@ -219,7 +335,10 @@ impl Exporter for GradescopeResults {
                 "tests": tests,
                 "leaderboard": leaderboard,
             });
-            written.push(write(out.join("gradescope").join(&s.id).join("results.json"), &(serde_json::to_string_pretty(&results).expect("serialisable") + "\n"))?);
+            written.push(write(
+                out.join("gradescope").join(&s.id).join("results.json"),
+                &(serde_json::to_string_pretty(&results).expect("serialisable") + "\n"),
+            )?);
         }
         Ok(written)
     }
@@ -250,22 +369,43 @@ pub fn summarize(book: &Gradebook) -> Vec<ExerciseSummary> {
         .exercises
         .iter()
         .map(|e| {
-            let rs: Vec<&PairResult> = book.roster().students.iter().filter_map(|s| book.get(&s.id, e)).collect();
-            let graded: Vec<&&PairResult> = rs.iter().filter(|r| r.state == PairState::Graded).collect();
+            let rs: Vec<&PairResult> = book
+                .roster()
+                .students
+                .iter()
+                .filter_map(|s| book.get(&s.id, e))
+                .collect();
+            let graded: Vec<&&PairResult> =
+                rs.iter().filter(|r| r.state == PairState::Graded).collect();
             let mut full_points = BTreeMap::new();
             for stage in GradeStage::ALL {
                 let with: Vec<_> = graded.iter().filter_map(|r| r.stage(stage)).collect();
                 if !with.is_empty() {
-                    full_points.insert(stage.key().to_string(), with.iter().filter(|s| s.max > 0.0 && s.points >= s.max - 1e-9).count() as f64 / with.len() as f64);
+                    full_points.insert(
+                        stage.key().to_string(),
+                        with.iter()
+                            .filter(|s| s.max > 0.0 && s.points >= s.max - 1e-9)
+                            .count() as f64
+                            / with.len() as f64,
+                    );
                 }
             }
             let mut failures: BTreeMap<String, usize> = BTreeMap::new();
             let mut flags: BTreeMap<String, usize> = BTreeMap::new();
             for r in &graded {
-                let mut reasons: Vec<String> = r.findings.iter().map(|f| format!("{} {}", f.tool, f.kind.name())).collect();
+                let mut reasons: Vec<String> = r
+                    .findings
+                    .iter()
+                    .map(|f| format!("{} {}", f.tool, f.kind.name()))
+                    .collect();
                 reasons.extend(r.flags.iter().map(|f| format!("rule {}", f.rule.key())));
                 if reasons.is_empty() {
-                    reasons.extend(r.stages.iter().filter(|s| s.points < s.max - 1e-9 && s.status != Status::Skipped).map(|s| format!("{} not full", s.stage.key())));
+                    reasons.extend(
+                        r.stages
+                            .iter()
+                            .filter(|s| s.points < s.max - 1e-9 && s.status != Status::Skipped)
+                            .map(|s| format!("{} not full", s.stage.key())),
+                    );
                 }
                 reasons.sort();
                 reasons.dedup();
@@ -276,20 +416,45 @@ pub fn summarize(book: &Gradebook) -> Vec<ExerciseSummary> {
                     *flags.entry(f.rule.key().to_string()).or_default() += 1;
                 }
             }
-            let most_common_failure = failures.into_iter().max_by_key(|(reason, n)| (*n, std::cmp::Reverse(reason.clone())));
+            let most_common_failure = failures
+                .into_iter()
+                .max_by_key(|(reason, n)| (*n, std::cmp::Reverse(reason.clone())));
             let max = rs.first().map(|r| r.max).unwrap_or(0.0);
             ExerciseSummary {
                 exercise: e.clone(),
                 graded: graded.len(),
-                not_submitted: rs.iter().filter(|r| r.state == PairState::NotSubmitted).count(),
-                not_gradable: rs.iter().filter(|r| matches!(r.state, PairState::NotGradable { .. })).count(),
-                pending: book.roster().students.len() - rs.iter().filter(|r| matches!(r.state, PairState::Graded | PairState::NotSubmitted | PairState::NotGradable { .. })).count(),
+                not_submitted: rs
+                    .iter()
+                    .filter(|r| r.state == PairState::NotSubmitted)
+                    .count(),
+                not_gradable: rs
+                    .iter()
+                    .filter(|r| matches!(r.state, PairState::NotGradable { .. }))
+                    .count(),
+                pending: book.roster().students.len()
+                    - rs.iter()
+                        .filter(|r| {
+                            matches!(
+                                r.state,
+                                PairState::Graded
+                                    | PairState::NotSubmitted
+                                    | PairState::NotGradable { .. }
+                            )
+                        })
+                        .count(),
                 full_points,
-                mean_points: if graded.is_empty() { 0.0 } else { graded.iter().map(|r| r.points).sum::<f64>() / graded.len() as f64 },
+                mean_points: if graded.is_empty() {
+                    0.0
+                } else {
+                    graded.iter().map(|r| r.points).sum::<f64>() / graded.len() as f64
+                },
                 max,
                 most_common_failure,
                 flags,
-                ratios: graded.iter().filter_map(|r| r.speed.as_ref().map(|s| s.ratio_to_reference)).collect(),
+                ratios: graded
+                    .iter()
+                    .filter_map(|r| r.speed.as_ref().map(|s| s.ratio_to_reference))
+                    .collect(),
             }
         })
         .collect()
@@ -301,32 +466,93 @@ pub struct ClassSummary;
 impl Exporter for ClassSummary {
     fn export(&self, book: &Gradebook, out: &Path) -> std::io::Result<Vec<PathBuf>> {
         let summary = summarize(book);
-        let mut md = format!("# Class summary\n\n{} students ({}), {} exercises.\n\n", book.roster().students.len(), book.roster().layout.describe(), book.info.exercises.len());
+        let mut md = format!(
+            "# Class summary\n\n{} students ({}), {} exercises.\n\n",
+            book.roster().students.len(),
+            book.roster().layout.describe(),
+            book.info.exercises.len()
+        );
         md.push_str("Share of graded submissions with full points at each stage:\n\n| exercise | graded | mean | ");
-        md.push_str(&GradeStage::ALL.iter().map(|s| s.key()).collect::<Vec<_>>().join(" | "));
+        md.push_str(
+            &GradeStage::ALL
+                .iter()
+                .map(|s| s.key())
+                .collect::<Vec<_>>()
+                .join(" | "),
+        );
         md.push_str(" | most common failure | flags |\n|---|---|---|");
         md.push_str(&"---|".repeat(GradeStage::ALL.len() + 2));
         md.push('\n');
         for s in &summary {
-            let stages: Vec<String> = GradeStage::ALL.iter().map(|g| s.full_points.get(g.key()).map(|v| format!("{:.0}%", v * 100.0)).unwrap_or_else(|| "-".into())).collect();
-            let failure = s.most_common_failure.as_ref().map(|(r, n)| format!("{r} ({n})")).unwrap_or_else(|| "-".into());
-            let flags = if s.flags.is_empty() { "-".into() } else { s.flags.iter().map(|(k, n)| format!("{k} ({n})")).collect::<Vec<_>>().join(", ") };
-            let _ = writeln!(md, "| {} | {} | {} / {} | {} | {} | {} |", s.exercise, s.graded, points(s.mean_points), points(s.max), stages.join(" | "), failure, flags);
+            let stages: Vec<String> = GradeStage::ALL
+                .iter()
+                .map(|g| {
+                    s.full_points
+                        .get(g.key())
+                        .map(|v| format!("{:.0}%", v * 100.0))
+                        .unwrap_or_else(|| "-".into())
+                })
+                .collect();
+            let failure = s
+                .most_common_failure
+                .as_ref()
+                .map(|(r, n)| format!("{r} ({n})"))
+                .unwrap_or_else(|| "-".into());
+            let flags = if s.flags.is_empty() {
+                "-".into()
+            } else {
+                s.flags
+                    .iter()
+                    .map(|(k, n)| format!("{k} ({n})"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} / {} | {} | {} | {} |",
+                s.exercise,
+                s.graded,
+                points(s.mean_points),
+                points(s.max),
+                stages.join(" | "),
+                failure,
+                flags
+            );
         }
-        let other: usize = summary.iter().map(|s| s.not_submitted + s.not_gradable + s.pending).sum();
+        let other: usize = summary
+            .iter()
+            .map(|s| s.not_submitted + s.not_gradable + s.pending)
+            .sum();
         if other > 0 {
             md.push_str("\nNot graded: ");
-            md.push_str(&summary.iter().map(|s| format!("{} ({} not submitted, {} not gradable, {} pending)", s.exercise, s.not_submitted, s.not_gradable, s.pending)).collect::<Vec<_>>().join("; "));
+            md.push_str(
+                &summary
+                    .iter()
+                    .map(|s| {
+                        format!(
+                            "{} ({} not submitted, {} not gradable, {} pending)",
+                            s.exercise, s.not_submitted, s.not_gradable, s.pending
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            );
             md.push_str(".\n");
         }
         md.push_str("\nThe rules that can withhold points:\n\n");
         for rule in Rule::ALL {
             let _ = writeln!(md, "- `{}`: {}.", rule.key(), rule.why());
         }
-        let mut written = vec![write(out.join("summary.json"), &(serde_json::to_string_pretty(&summary).expect("serialisable") + "\n"))?];
+        let mut written = vec![write(
+            out.join("summary.json"),
+            &(serde_json::to_string_pretty(&summary).expect("serialisable") + "\n"),
+        )?];
         if summary.iter().any(|s| !s.ratios.is_empty()) {
             md.push_str("\n![time against the reference fix](speed.svg)\n");
-            written.push(write(out.join("speed.svg"), &speed_svg(&summary).map_err(std::io::Error::other)?)?);
+            written.push(write(
+                out.join("speed.svg"),
+                &speed_svg(&summary).map_err(std::io::Error::other)?,
+            )?);
         }
         written.insert(0, write(out.join("summary.md"), &md)?);
         Ok(written)
@@ -337,17 +563,25 @@ impl Exporter for ClassSummary {
 /// scale: 1 is the reference's speed, below it faster.
 pub fn speed_svg(summary: &[ExerciseSummary]) -> Result<String, String> {
     use plotters::prelude::*;
-    let all: Vec<f64> = summary.iter().flat_map(|s| s.ratios.iter().copied()).filter(|r| r.is_finite() && *r > 0.0).collect();
+    let all: Vec<f64> = summary
+        .iter()
+        .flat_map(|s| s.ratios.iter().copied())
+        .filter(|r| r.is_finite() && *r > 0.0)
+        .collect();
     let lo = all.iter().copied().fold(1.0f64, f64::min) / 1.5;
     let hi = all.iter().copied().fold(1.0f64, f64::max) * 1.5;
     let n = summary.len();
     let mut out = String::new();
     {
-        let root = SVGBackend::with_string(&mut out, (160 + 110 * n as u32, 420)).into_drawing_area();
+        let root =
+            SVGBackend::with_string(&mut out, (160 + 110 * n as u32, 420)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| e.to_string())?;
         let names: Vec<String> = summary.iter().map(|s| s.exercise.clone()).collect();
         let mut chart = ChartBuilder::on(&root)
-            .caption("Time of each graded submission / the reference fix's", ("sans-serif", 16))
+            .caption(
+                "Time of each graded submission / the reference fix's",
+                ("sans-serif", 16),
+            )
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(60)
@@ -356,13 +590,24 @@ pub fn speed_svg(summary: &[ExerciseSummary]) -> Result<String, String> {
         chart
             .configure_mesh()
             .x_labels(n.max(1))
-            .x_label_formatter(&|x| names.get(x.round() as usize).filter(|_| (x - x.round()).abs() < 0.01).cloned().unwrap_or_default())
+            .x_label_formatter(&|x| {
+                names
+                    .get(x.round() as usize)
+                    .filter(|_| (x - x.round()).abs() < 0.01)
+                    .cloned()
+                    .unwrap_or_default()
+            })
             .y_desc("time / reference (log)")
             .y_label_formatter(&|y| format!("{y:.2}"))
             .light_line_style(WHITE)
             .draw()
             .map_err(|e| e.to_string())?;
-        chart.draw_series(LineSeries::new([(-0.5, 1.0), (n as f64 - 0.5, 1.0)], BLUE.stroke_width(1))).map_err(|e| e.to_string())?;
+        chart
+            .draw_series(LineSeries::new(
+                [(-0.5, 1.0), (n as f64 - 0.5, 1.0)],
+                BLUE.stroke_width(1),
+            ))
+            .map_err(|e| e.to_string())?;
         for (i, s) in summary.iter().enumerate() {
             let count = s.ratios.len().max(1) as f64;
             chart
@@ -380,11 +625,20 @@ pub fn speed_svg(summary: &[ExerciseSummary]) -> Result<String, String> {
 
 /// Every exporter, in the order they are written.
 pub fn exporters() -> Vec<Box<dyn Exporter>> {
-    vec![Box::new(Csv), Box::new(StudentFeedback), Box::new(GradescopeResults), Box::new(ClassSummary)]
+    vec![
+        Box::new(Csv),
+        Box::new(StudentFeedback),
+        Box::new(GradescopeResults),
+        Box::new(ClassSummary),
+    ]
 }
 
 /// Write the whole gradebook into `out`.
-pub fn write_all(info: &ClassInfo, results: &[PairResult], out: &Path) -> std::io::Result<Vec<PathBuf>> {
+pub fn write_all(
+    info: &ClassInfo,
+    results: &[PairResult],
+    out: &Path,
+) -> std::io::Result<Vec<PathBuf>> {
     let book = Gradebook::new(info, results);
     let mut written = Vec::new();
     for e in exporters() {
@@ -400,12 +654,19 @@ const SIMILARITY_END: &str = "<!-- /similarity -->";
 /// `summary` with its similarity section replaced by `section` (appended where it has none).
 pub fn with_similarity_section(summary: &str, section: &str) -> String {
     let kept = match (summary.find(SIMILARITY_BEGIN), summary.find(SIMILARITY_END)) {
-        (Some(b), Some(e)) if e > b => format!("{}{}", &summary[..b], summary[e + SIMILARITY_END.len()..].trim_start_matches('\n')),
+        (Some(b), Some(e)) if e > b => format!(
+            "{}{}",
+            &summary[..b],
+            summary[e + SIMILARITY_END.len()..].trim_start_matches('\n')
+        ),
         _ => summary.to_string(),
     };
     let kept = kept.trim_end();
     let gap = if kept.is_empty() { "" } else { "\n\n" };
-    format!("{kept}{gap}{SIMILARITY_BEGIN}\n{}{SIMILARITY_END}\n", section.trim_end().to_string() + "\n")
+    format!(
+        "{kept}{gap}{SIMILARITY_BEGIN}\n{}{SIMILARITY_END}\n",
+        section.trim_end().to_string() + "\n"
+    )
 }
 
 /// The similarity report of the class: `similarity.csv` (every compared pair, most similar first),
@@ -413,12 +674,24 @@ pub fn with_similarity_section(summary: &str, section: &str) -> String {
 /// and a section of `summary.md` linking them with the number of flagged pairs. It reads each
 /// student's file for each exercise again (`roster::find_file`), so call it after `write_all`,
 /// which writes `summary.md`. Flags for a person; no grade changes.
-pub fn write_similarity(out: &Path, info: &ClassInfo, wb: &Workbook) -> std::io::Result<Vec<PathBuf>> {
-    let report = similarity::class_report(&info.roster, &info.exercises, wb, &similarity::Config::default());
+pub fn write_similarity(
+    out: &Path,
+    info: &ClassInfo,
+    wb: &Workbook,
+) -> std::io::Result<Vec<PathBuf>> {
+    let report = similarity::class_report(
+        &info.roster,
+        &info.exercises,
+        wb,
+        &similarity::Config::default(),
+    );
     let mut written = vec![
         write(out.join("similarity.md"), &similarity::to_markdown(&report))?,
         write(out.join("similarity.csv"), &similarity::to_csv(&report))?,
-        write(out.join("similarity.svg"), &similarity::heatmap_svg(&report).map_err(std::io::Error::other)?)?,
+        write(
+            out.join("similarity.svg"),
+            &similarity::heatmap_svg(&report).map_err(std::io::Error::other)?,
+        )?,
     ];
     let summary_path = out.join("summary.md");
     let summary = match std::fs::read_to_string(&summary_path) {
@@ -426,6 +699,9 @@ pub fn write_similarity(out: &Path, info: &ClassInfo, wb: &Workbook) -> std::io:
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(e),
     };
-    written.push(write(summary_path, &with_similarity_section(&summary, &similarity::summary_section(&report)))?);
+    written.push(write(
+        summary_path,
+        &with_similarity_section(&summary, &similarity::summary_section(&report)),
+    )?);
     Ok(written)
 }

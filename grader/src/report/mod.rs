@@ -8,15 +8,15 @@ use std::path::Path;
 use anstyle::{AnsiColor, Style};
 
 pub mod gradebook;
-pub mod similarity;
 pub mod sarif;
+pub mod similarity;
 
+use crate::exercise::workbook::Exercise;
 use crate::judge::check::CheckReport;
 use crate::judge::sanitize::{SanitizeReport, ToolStatus};
-use crate::learner::Progress;
 use crate::judge::verdict::{self, Finding, Outcome, Status, Step};
 use crate::judge::verify::VerificationRecord;
-use crate::exercise::workbook::Exercise;
+use crate::learner::Progress;
 
 const GOOD: Style = AnsiColor::Green.on_default();
 const BAD: Style = AnsiColor::Red.on_default().bold();
@@ -41,7 +41,18 @@ fn mark(status: Status) -> String {
 
 fn step_line(out: &mut String, s: &Step) {
     let secs = s.wall_ms as f64 / 1000.0;
-    let _ = writeln!(out, "  [{}] {:<28} {}{}", mark(s.status), s.name, s.summary, if s.wall_ms > 0 { format!("  ({secs:.1}s)") } else { String::new() });
+    let _ = writeln!(
+        out,
+        "  [{}] {:<28} {}{}",
+        mark(s.status),
+        s.name,
+        s.summary,
+        if s.wall_ms > 0 {
+            format!("  ({secs:.1}s)")
+        } else {
+            String::new()
+        }
+    );
 }
 
 /// A few lines of `path` around `line`, the line itself marked.
@@ -50,12 +61,21 @@ pub fn excerpt(text: &str, line: usize, context: usize) -> Option<String> {
     if line == 0 || line > lines.len() {
         return None;
     }
-    let (from, to) = (line.saturating_sub(context + 1), (line + context).min(lines.len()));
+    let (from, to) = (
+        line.saturating_sub(context + 1),
+        (line + context).min(lines.len()),
+    );
     let mut out = String::new();
     for (i, l) in lines[from..to].iter().enumerate() {
         let n = from + i + 1;
         if n == line {
-            let _ = writeln!(out, "    {} {} | {}", paint(BAD, ">"), paint(BOLD, format!("{n:>4}")), paint(BOLD, l));
+            let _ = writeln!(
+                out,
+                "    {} {} | {}",
+                paint(BAD, ">"),
+                paint(BOLD, format!("{n:>4}")),
+                paint(BOLD, l)
+            );
         } else {
             let _ = writeln!(out, "      {n:>4} | {l}");
         }
@@ -66,24 +86,50 @@ pub fn excerpt(text: &str, line: usize, context: usize) -> Option<String> {
 /// The column of the first non-blank character of a line (1-based): the tools give lines, editors
 /// want `path:line:col`.
 pub(crate) fn first_column(text: &str, line: usize) -> usize {
-    text.lines().nth(line.wrapping_sub(1)).map(|l| l.chars().take_while(|c| c.is_whitespace()).count() + 1).unwrap_or(1)
+    text.lines()
+        .nth(line.wrapping_sub(1))
+        .map(|l| l.chars().take_while(|c| c.is_whitespace()).count() + 1)
+        .unwrap_or(1)
 }
 
 fn dim3(d: Option<[u32; 3]>) -> String {
-    d.map(|[x, y, z]| format!("({x},{y},{z})")).unwrap_or_else(|| "?".into())
+    d.map(|[x, y, z]| format!("({x},{y},{z})"))
+        .unwrap_or_else(|| "?".into())
 }
 
 /// One finding; `text` is the learner's file (when it could be read), for columns and excerpts.
 fn finding(out: &mut String, f: &Finding, source: &Path, text: Option<&str>, shown_as: &str) {
-    let hazards = f.hazards.map(|h| format!(", {h} hazards")).unwrap_or_default();
-    let _ = writeln!(out, "\n  {}: {} ({}{hazards})", paint(BOLD, format!("{} {}", f.tool, f.kind)), f.text, crate::tools::sanitizer::records_text(f.records));
+    let hazards = f
+        .hazards
+        .map(|h| format!(", {h} hazards"))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "\n  {}: {} ({}{hazards})",
+        paint(BOLD, format!("{} {}", f.tool, f.kind)),
+        f.text,
+        crate::tools::sanitizer::records_text(f.records)
+    );
     if f.thread.is_some() || f.block.is_some() {
-        let _ = writeln!(out, "    first seen in thread {} of block {}", dim3(f.thread), dim3(f.block));
+        let _ = writeln!(
+            out,
+            "    first seen in thread {} of block {}",
+            dim3(f.thread),
+            dim3(f.block)
+        );
     }
     for l in &f.locations {
         let here = Path::new(&l.path).file_name() == source.file_name();
-        let shown = if here { shown_as.to_string() } else { l.path.clone() };
-        let func = l.function.as_deref().map(|f| format!(" in {f}")).unwrap_or_default();
+        let shown = if here {
+            shown_as.to_string()
+        } else {
+            l.path.clone()
+        };
+        let func = l
+            .function
+            .as_deref()
+            .map(|f| format!(" in {f}"))
+            .unwrap_or_default();
         let mine = text.filter(|_| here);
         let column = mine.map(|t| first_column(t, l.line as usize)).unwrap_or(1);
         let _ = writeln!(out, "  --> {shown}:{}:{column} ({}{func})", l.line, l.role);
@@ -97,7 +143,11 @@ pub fn check_text(report: &CheckReport, ex: &Exercise, source: &Path) -> String 
     let mut out = String::new();
     let _ = writeln!(out, "{} - {}", report.exercise, report.title);
     if let Some(g) = &report.gpu {
-        let _ = writeln!(out, "  GPU: {} (sm_{}{}, CUDA {})", g.name, g.compute_capability.0, g.compute_capability.1, g.driver_cuda_version);
+        let _ = writeln!(
+            out,
+            "  GPU: {} (sm_{}{}, CUDA {})",
+            g.name, g.compute_capability.0, g.compute_capability.1, g.driver_cuda_version
+        );
     }
     let _ = writeln!(out, "  Sandbox: {}", report.isolation.describe());
     if !report.trust.is_empty() {
@@ -108,7 +158,11 @@ pub fn check_text(report: &CheckReport, ex: &Exercise, source: &Path) -> String 
     }
     let m = &ex.manifest.manifest;
     // The learner's file, read once for every finding's columns and excerpts.
-    let text = if report.findings.is_empty() { None } else { std::fs::read_to_string(source).ok() };
+    let text = if report.findings.is_empty() {
+        None
+    } else {
+        std::fs::read_to_string(source).ok()
+    };
     for f in &report.findings {
         finding(&mut out, f, source, text.as_deref(), &report.source);
     }
@@ -121,20 +175,48 @@ pub fn check_text(report: &CheckReport, ex: &Exercise, source: &Path) -> String 
         match correctness {
             _ if report.findings.is_empty() => {}
             Some(c) if c.status == Status::Passed => {
-                let _ = writeln!(out, "  {} {}", paint(BOLD, "Yet the outputs were right:"), m.explain.silent);
+                let _ = writeln!(
+                    out,
+                    "  {} {}",
+                    paint(BOLD, "Yet the outputs were right:"),
+                    m.explain.silent
+                );
             }
             Some(c) => {
-                let _ = writeln!(out, "  {} {}", paint(BOLD, "And the plain run was wrong too:"), c.summary);
+                let _ = writeln!(
+                    out,
+                    "  {} {}",
+                    paint(BOLD, "And the plain run was wrong too:"),
+                    c.summary
+                );
             }
             None => {}
         }
-        let _ = writeln!(out, "  {} book/src/{} (`cargo xtask book --serve` to read it)", paint(BOLD, "Lesson:"), m.chapter);
+        let _ = writeln!(
+            out,
+            "  {} book/src/{} (`cargo xtask book --serve` to read it)",
+            paint(BOLD, "Lesson:"),
+            m.chapter
+        );
     }
-    for s in report.steps.iter().filter(|s| s.status != Status::Passed && s.detail.is_some()) {
-        let _ = writeln!(out, "\n  {}:\n{}", s.name, indent(s.detail.as_deref().unwrap_or(""), 4, 40));
+    for s in report
+        .steps
+        .iter()
+        .filter(|s| s.status != Status::Passed && s.detail.is_some())
+    {
+        let _ = writeln!(
+            out,
+            "\n  {}:\n{}",
+            s.name,
+            indent(s.detail.as_deref().unwrap_or(""), 4, 40)
+        );
     }
     if let Some(t) = &report.timing {
-        let _ = writeln!(out, "\n  ncu gpu__time_duration.sum over {} (base clocks, per call):", t.kernels.join(", "));
+        let _ = writeln!(
+            out,
+            "\n  ncu gpu__time_duration.sum over {} (base clocks, per call):",
+            t.kernels.join(", ")
+        );
         if let Some(o) = t.original_ns {
             let _ = writeln!(out, "    original   {:>10.1} us", o / 1e3);
         }
@@ -143,15 +225,27 @@ pub fn check_text(report: &CheckReport, ex: &Exercise, source: &Path) -> String 
         if let Some(s) = t.speedup_over_original {
             let _ = writeln!(out, "    speedup over the original: {s:.2}x");
         }
-        let _ = writeln!(out, "    ratio to the reference fix: {:.2}x (target <= {:.2}x)", t.ratio_to_reference, t.max_ratio_to_reference);
+        let _ = writeln!(
+            out,
+            "    ratio to the reference fix: {:.2}x (target <= {:.2}x)",
+            t.ratio_to_reference, t.max_ratio_to_reference
+        );
     }
     if let Some(p) = &report.perf {
         out.push_str(&perf_text(p));
         let _ = writeln!(out, "\n  What it means: {}", m.explain.finding);
-        let _ = writeln!(out, "  {} book/src/{} (`cargo xtask book --serve` to read it)", paint(BOLD, "Lesson:"), m.chapter);
+        let _ = writeln!(
+            out,
+            "  {} book/src/{} (`cargo xtask book --serve` to read it)",
+            paint(BOLD, "Lesson:"),
+            m.chapter
+        );
     }
     if let Some(diff) = &report.solution_diff {
-        let _ = writeln!(out, "\n  The reference solution, as a diff against your file:");
+        let _ = writeln!(
+            out,
+            "\n  The reference solution, as a diff against your file:"
+        );
         out.push_str(&diff_text(diff));
     }
     let _ = writeln!(out, "\n{}", verdict(&report.outcome));
@@ -164,25 +258,85 @@ pub fn perf_text(p: &crate::judge::perf::PerfSummary) -> String {
     let mut out = String::new();
     let peak = &p.peak;
     let clock = match p.clock {
-        crate::exercise::manifest::Clock::Kernel => format!("ncu over {} (base clocks, caches flushed; the median of the bench's repeats)", p.kernels.join(", ")),
+        crate::exercise::manifest::Clock::Kernel => format!(
+            "ncu over {} (base clocks, caches flushed; the median of the bench's repeats)",
+            p.kernels.join(", ")
+        ),
         crate::exercise::manifest::Clock::Call => {
             format!("the whole call of cb_run (the harness's clock, the fastest call after the first, alone on the GPU), with ncu's time of {} beside it", p.kernels.join(", "))
         }
     };
     let _ = writeln!(out, "\n  {clock}, on {}:", peak.device);
-    let label_w = p.shown.iter().map(|m| m.label().len()).max().unwrap_or(0).max(20);
-    let names: Vec<&str> = p.versions.iter().map(|v| if v.version == "learner" { "yours" } else { v.version.as_str() }).collect();
+    let label_w = p
+        .shown
+        .iter()
+        .map(|m| m.label().len())
+        .max()
+        .unwrap_or(0)
+        .max(20);
+    let names: Vec<&str> = p
+        .versions
+        .iter()
+        .map(|v| {
+            if v.version == "learner" {
+                "yours"
+            } else {
+                v.version.as_str()
+            }
+        })
+        .collect();
     let row = |out: &mut String, label: &str, cells: Vec<String>| {
-        let _ = writeln!(out, "    {label:<label_w$} {}", cells.iter().map(|c| format!("{c:>12}")).collect::<String>());
+        let _ = writeln!(
+            out,
+            "    {label:<label_w$} {}",
+            cells.iter().map(|c| format!("{c:>12}")).collect::<String>()
+        );
     };
     row(&mut out, "", names.iter().map(|n| n.to_string()).collect());
-    row(&mut out, "time", p.versions.iter().map(|v| format!("{:.1} us", v.nanoseconds / 1e3)).collect());
+    row(
+        &mut out,
+        "time",
+        p.versions
+            .iter()
+            .map(|v| format!("{:.1} us", v.nanoseconds / 1e3))
+            .collect(),
+    );
     if p.versions.iter().any(|v| v.kernel_ns.is_some()) {
-        row(&mut out, "kernels (ncu)", p.versions.iter().map(|v| v.kernel_ns.map_or("-".into(), |k| format!("{:.1} us", k / 1e3))).collect());
+        row(
+            &mut out,
+            "kernels (ncu)",
+            p.versions
+                .iter()
+                .map(|v| {
+                    v.kernel_ns
+                        .map_or("-".into(), |k| format!("{:.1} us", k / 1e3))
+                })
+                .collect(),
+        );
     }
-    row(&mut out, &format!("speedup (target {:.2}x)", p.target_speedup), p.versions.iter().map(|v| format!("{:.2}x", v.speedup)).collect());
+    row(
+        &mut out,
+        &format!("speedup (target {:.2}x)", p.target_speedup),
+        p.versions
+            .iter()
+            .map(|v| format!("{:.2}x", v.speedup))
+            .collect(),
+    );
     for &m in &p.shown {
-        row(&mut out, m.label(), p.versions.iter().map(|v| if v.metrics.is_empty() { "-".into() } else { m.show(v.metric(m)) }).collect());
+        row(
+            &mut out,
+            m.label(),
+            p.versions
+                .iter()
+                .map(|v| {
+                    if v.metrics.is_empty() {
+                        "-".into()
+                    } else {
+                        m.show(v.metric(m))
+                    }
+                })
+                .collect(),
+        );
     }
     let _ = writeln!(
         out,
@@ -193,7 +347,11 @@ pub fn perf_text(p: &crate::judge::perf::PerfSummary) -> String {
     );
     for (v, name) in p.versions.iter().zip(&names) {
         if let Some(r) = &v.roofline {
-            let bound = if r.intensity < peak.ridge() { "memory-bound side" } else { "compute-bound side" };
+            let bound = if r.intensity < peak.ridge() {
+                "memory-bound side"
+            } else {
+                "compute-bound side"
+            };
             let _ = writeln!(out, "    {name:<10} {:>8.3} FLOP/byte {:>10.1} GFLOP/s = {:>5.1}% of the roof ({bound})", r.intensity, r.gflops, 100.0 * r.gflops / r.roof_gflops);
         }
     }
@@ -207,20 +365,59 @@ pub fn perf_text(p: &crate::judge::perf::PerfSummary) -> String {
 /// `peak`: what this GPU measured.
 pub fn peak_text(p: &crate::tools::peak::Peak) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "{} ({} SMs; driver {}), measured {}", p.device, p.sms, p.driver.as_deref().unwrap_or("?"), p.measured);
-    let _ = writeln!(out, "  memory bandwidth, read + write (CUDA events, the GPU's own clocks):");
-    let _ = writeln!(out, "    cudaMemcpy device to device  {:>8.1} GB/s   <- 100% of `dram-share`", p.memcpy_gbps);
-    let _ = writeln!(out, "    float4 copy kernel           {:>8.1} GB/s   ({:.1}% of memcpy)", p.copy_kernel_gbps, 100.0 * p.copy_kernel_gbps / p.memcpy_gbps);
-    let _ = writeln!(out, "    the copy kernel under ncu    {:>8.1} GB/s   (base clocks, as every timing)", p.copy_kernel_ncu_gbps);
+    let _ = writeln!(
+        out,
+        "{} ({} SMs; driver {}), measured {}",
+        p.device,
+        p.sms,
+        p.driver.as_deref().unwrap_or("?"),
+        p.measured
+    );
+    let _ = writeln!(
+        out,
+        "  memory bandwidth, read + write (CUDA events, the GPU's own clocks):"
+    );
+    let _ = writeln!(
+        out,
+        "    cudaMemcpy device to device  {:>8.1} GB/s   <- 100% of `dram-share`",
+        p.memcpy_gbps
+    );
+    let _ = writeln!(
+        out,
+        "    float4 copy kernel           {:>8.1} GB/s   ({:.1}% of memcpy)",
+        p.copy_kernel_gbps,
+        100.0 * p.copy_kernel_gbps / p.memcpy_gbps
+    );
+    let _ = writeln!(
+        out,
+        "    the copy kernel under ncu    {:>8.1} GB/s   (base clocks, as every timing)",
+        p.copy_kernel_ncu_gbps
+    );
     let _ = writeln!(out, "  fp32 FMA throughput:");
-    let _ = writeln!(out, "    CUDA events                  {:>8.1} TFLOP/s", p.fma_gflops / 1e3);
+    let _ = writeln!(
+        out,
+        "    CUDA events                  {:>8.1} TFLOP/s",
+        p.fma_gflops / 1e3
+    );
     let _ = writeln!(out, "    under ncu                    {:>8.1} TFLOP/s <- 100% of `fp32-share` (ncu times at base clocks)", p.fma_ncu_gflops / 1e3);
     let _ = writeln!(out, "  ridge point: {:.1} FLOP per DRAM byte", p.ridge());
     if let Some(c) = &p.pcie {
         let _ = writeln!(out, "  host-device copies, 256 MiB (cudaMemcpy):");
-        let _ = writeln!(out, "    pinned   host to device      {:>8.1} GB/s   device to host {:>6.1} GB/s", c.h2d_pinned_gbps, c.d2h_pinned_gbps);
-        let _ = writeln!(out, "    pageable host to device      {:>8.1} GB/s   device to host {:>6.1} GB/s", c.h2d_pageable_gbps, c.d2h_pageable_gbps);
-        let _ = writeln!(out, "    pinned, both ways at once    {:>8.1} GB/s   (the two directions together)", c.both_pinned_gbps);
+        let _ = writeln!(
+            out,
+            "    pinned   host to device      {:>8.1} GB/s   device to host {:>6.1} GB/s",
+            c.h2d_pinned_gbps, c.d2h_pinned_gbps
+        );
+        let _ = writeln!(
+            out,
+            "    pageable host to device      {:>8.1} GB/s   device to host {:>6.1} GB/s",
+            c.h2d_pageable_gbps, c.d2h_pageable_gbps
+        );
+        let _ = writeln!(
+            out,
+            "    pinned, both ways at once    {:>8.1} GB/s   (the two directions together)",
+            c.both_pinned_gbps
+        );
     }
     out
 }
@@ -247,31 +444,83 @@ pub fn verdict(outcome: &Outcome) -> String {
     match outcome {
         Outcome::Pass => paint(GOOD.bold(), "PASS"),
         Outcome::Fail { step } => format!("{} at step `{step}`", paint(BAD, "FAIL")),
-        Outcome::ToolError { step, message } => format!("{} at step `{step}`: {message}", paint(WARN.bold(), "TOOL ERROR")),
-        Outcome::Timeout { step } => format!("{} at step `{step}`: the process group was killed", paint(BAD, "TIMEOUT")),
-        Outcome::Hung { step, message } => format!("{} at step `{step}`: {message}", paint(BAD, "HUNG")),
-        Outcome::NotGradable { reason } => format!("{}: {reason}", paint(WARN.bold(), "NOT GRADABLE")),
-        Outcome::Skipped { reason } => format!("{} (exit {}): {reason}", paint(WARN.bold(), "SKIPPED"), outcome.exit_code()),
+        Outcome::ToolError { step, message } => format!(
+            "{} at step `{step}`: {message}",
+            paint(WARN.bold(), "TOOL ERROR")
+        ),
+        Outcome::Timeout { step } => format!(
+            "{} at step `{step}`: the process group was killed",
+            paint(BAD, "TIMEOUT")
+        ),
+        Outcome::Hung { step, message } => {
+            format!("{} at step `{step}`: {message}", paint(BAD, "HUNG"))
+        }
+        Outcome::NotGradable { reason } => {
+            format!("{}: {reason}", paint(WARN.bold(), "NOT GRADABLE"))
+        }
+        Outcome::Skipped { reason } => format!(
+            "{} (exit {}): {reason}",
+            paint(WARN.bold(), "SKIPPED"),
+            outcome.exit_code()
+        ),
     }
 }
 
 /// `list`: every exercise, its status, bug class and tool; the next one to do marked.
 pub fn list_text(entries: &[crate::learner::ListEntry]) -> String {
     let mut out = String::new();
-    let done = entries.iter().filter(|e| e.status == Progress::Done).count();
-    let _ = writeln!(out, "{}", paint(BOLD, format!("{done} of {} exercises done", entries.len())));
+    let done = entries
+        .iter()
+        .filter(|e| e.status == Progress::Done)
+        .count();
+    let _ = writeln!(
+        out,
+        "{}",
+        paint(BOLD, format!("{done} of {} exercises done", entries.len()))
+    );
     // Columns as wide as their longest entry.
     let id_w = entries.iter().map(|e| e.id.len()).max().unwrap_or(0).max(2);
-    let class_w = entries.iter().map(|e| e.bug_class.len()).max().unwrap_or(0).max(9);
-    let _ = writeln!(out, "\n     {:<id_w$} {:<8} {:<5} {:<class_w$} {:<10} {:<6} title", "id", "status", "track", "what is wrong", "shown by", "hints");
+    let class_w = entries
+        .iter()
+        .map(|e| e.bug_class.len())
+        .max()
+        .unwrap_or(0)
+        .max(9);
+    let _ = writeln!(
+        out,
+        "\n     {:<id_w$} {:<8} {:<5} {:<class_w$} {:<10} {:<6} title",
+        "id", "status", "track", "what is wrong", "shown by", "hints"
+    );
     for e in entries {
-        let pointer = if e.next { paint(WARN.bold(), "->") } else { "  ".into() };
-        let status = if e.status == Progress::Done { paint(GOOD, format!("{:<8}", "done")) } else { format!("{:<8}", if e.edited { "started" } else { "pending" }) };
-        let id = if e.next { paint(WARN.bold(), format!("{:<id_w$}", e.id)) } else { format!("{:<id_w$}", e.id) };
+        let pointer = if e.next {
+            paint(WARN.bold(), "->")
+        } else {
+            "  ".into()
+        };
+        let status = if e.status == Progress::Done {
+            paint(GOOD, format!("{:<8}", "done"))
+        } else {
+            format!("{:<8}", if e.edited { "started" } else { "pending" })
+        };
+        let id = if e.next {
+            paint(WARN.bold(), format!("{:<id_w$}", e.id))
+        } else {
+            format!("{:<id_w$}", e.id)
+        };
         let tool = crate::exercise::manifest::shown_by(e.tool, e.detector);
         // An exercise for a newer GPU says which: "sm_90+" after its title.
-        let gated = e.requires.map(|c| format!(" {}", paint(WARN, format!("[{}]", c.tag())))).unwrap_or_default();
-        let _ = writeln!(out, "  {pointer} {id} {status} {:<5} {:<class_w$} {tool:<10} {:<6} {}{gated}", e.track.name(), e.bug_class, format!("{}/{}", e.hints_shown, e.hints_total), e.title);
+        let gated = e
+            .requires
+            .map(|c| format!(" {}", paint(WARN, format!("[{}]", c.tag()))))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  {pointer} {id} {status} {:<5} {:<class_w$} {tool:<10} {:<6} {}{gated}",
+            e.track.name(),
+            e.bug_class,
+            format!("{}/{}", e.hints_shown, e.hints_total),
+            e.title
+        );
     }
     match entries.iter().find(|e| e.next) {
         Some(e) => {
@@ -290,14 +539,30 @@ pub fn hints_text(h: &crate::learner::Hints) -> String {
     for (i, text) in h.hints.iter().enumerate() {
         let newest = i + 1 == h.shown && h.revealed_new;
         let label = format!("Hint {} of {}", i + 1, h.total);
-        let label = if newest { paint(WARN.bold(), label) } else { paint(DIM, label) };
+        let label = if newest {
+            paint(WARN.bold(), label)
+        } else {
+            paint(DIM, label)
+        };
         let _ = writeln!(out, "{label}: {text}\n");
     }
     let _ = match (h.remaining, h.revealed_new) {
         (0, true) => writeln!(out, "That was the last hint for {}.", h.exercise),
-        (0, false) => writeln!(out, "Every hint for {} is shown above; there are no more.", h.exercise),
-        (1, _) => writeln!(out, "1 more hint remains: `cargo xtask hint {}`.", h.exercise),
-        (n, _) => writeln!(out, "{n} more hints remain: `cargo xtask hint {}`.", h.exercise),
+        (0, false) => writeln!(
+            out,
+            "Every hint for {} is shown above; there are no more.",
+            h.exercise
+        ),
+        (1, _) => writeln!(
+            out,
+            "1 more hint remains: `cargo xtask hint {}`.",
+            h.exercise
+        ),
+        (n, _) => writeln!(
+            out,
+            "{n} more hints remain: `cargo xtask hint {}`.",
+            h.exercise
+        ),
     };
     out
 }
@@ -306,16 +571,28 @@ pub fn hints_text(h: &crate::learner::Hints) -> String {
 pub fn reset_text(r: &crate::learner::Reset) -> String {
     match (&r.backup, r.restored) {
         (_, false) => format!("{} is already the original; nothing to do.\n", r.path),
-        (Some(b), true) => format!("Saved your version as {b}\nRestored the original {}.\n", r.path),
+        (Some(b), true) => format!(
+            "Saved your version as {b}\nRestored the original {}.\n",
+            r.path
+        ),
         (None, true) => format!("Restored the original {} (it was missing).\n", r.path),
     }
 }
 
 fn indent(text: &str, by: usize, max_lines: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
-    let mut out: String = lines.iter().take(max_lines).map(|l| format!("{}{l}\n", " ".repeat(by))).collect();
+    let mut out: String = lines
+        .iter()
+        .take(max_lines)
+        .map(|l| format!("{}{l}\n", " ".repeat(by)))
+        .collect();
     if lines.len() > max_lines {
-        let _ = writeln!(out, "{}[... {} more lines]", " ".repeat(by), lines.len() - max_lines);
+        let _ = writeln!(
+            out,
+            "{}[... {} more lines]",
+            " ".repeat(by),
+            lines.len() - max_lines
+        );
     }
     out
 }
@@ -324,10 +601,20 @@ pub fn verify_text(record: &VerificationRecord) -> String {
     let mut out = String::new();
     match &record.gpu {
         Some(g) => {
-            let _ = writeln!(out, "GPU: {} ({}), driver {}", g.name, record.arch, record.driver_version.as_deref().unwrap_or("?"));
+            let _ = writeln!(
+                out,
+                "GPU: {} ({}), driver {}",
+                g.name,
+                record.arch,
+                record.driver_version.as_deref().unwrap_or("?")
+            );
         }
         None => {
-            let _ = writeln!(out, "No GPU: checking manifests, regions and builds ({})", record.arch);
+            let _ = writeln!(
+                out,
+                "No GPU: checking manifests, regions and builds ({})",
+                record.arch
+            );
         }
     }
     for e in &record.exercises {
@@ -341,15 +628,35 @@ pub fn verify_text(record: &VerificationRecord) -> String {
         if let Some(p) = &e.plain_run {
             let _ = writeln!(out, "  [info] plain run of the exercise:    {p}");
         }
-        for s in e.checks.iter().filter(|s| s.status != Status::Passed && s.status != Status::Skipped && s.detail.is_some()) {
-            let _ = writeln!(out, "    {}:\n{}", s.name, indent(s.detail.as_deref().unwrap_or(""), 6, 20));
+        for s in e.checks.iter().filter(|s| {
+            s.status != Status::Passed && s.status != Status::Skipped && s.detail.is_some()
+        }) {
+            let _ = writeln!(
+                out,
+                "    {}:\n{}",
+                s.name,
+                indent(s.detail.as_deref().unwrap_or(""), 6, 20)
+            );
         }
     }
-    let id_w = record.exercises.iter().map(|e| e.id.len()).max().unwrap_or(0).max(8);
-    let _ = writeln!(out, "\n{:<id_w$} {:<10} {:<36} {:<9} {:>11} {:>11} {:>7}  outcome", "exercise", "tool", "intended finding", "plain run", "original", "solution", "noise");
+    let id_w = record
+        .exercises
+        .iter()
+        .map(|e| e.id.len())
+        .max()
+        .unwrap_or(0)
+        .max(8);
+    let _ = writeln!(
+        out,
+        "\n{:<id_w$} {:<10} {:<36} {:<9} {:>11} {:>11} {:>7}  outcome",
+        "exercise", "tool", "intended finding", "plain run", "original", "solution", "noise"
+    );
     for e in &record.exercises {
         let found = e.evidence();
-        let us = |v: Option<f64>| v.map(|v| format!("{:.1} us", v / 1e3)).unwrap_or_else(|| "-".into());
+        let us = |v: Option<f64>| {
+            v.map(|v| format!("{:.1} us", v / 1e3))
+                .unwrap_or_else(|| "-".into())
+        };
         // Right in how many of the plain runs.
         let plain = match (e.plain_runs, e.plain_run_correct) {
             (Some(p), _) => format!("{}/{} right", p.correct, p.runs),
@@ -376,14 +683,32 @@ pub fn verify_text(record: &VerificationRecord) -> String {
         );
     }
     // Exercises this GPU cannot run are neither passes nor failures: said once, with the count.
-    let na: Vec<&str> = record.exercises.iter().filter(|e| e.not_applicable.is_some()).map(|e| e.id.as_str()).collect();
+    let na: Vec<&str> = record
+        .exercises
+        .iter()
+        .filter(|e| e.not_applicable.is_some())
+        .map(|e| e.id.as_str())
+        .collect();
     if !na.is_empty() {
         let applicable = record.exercises.len() - na.len();
-        let passed = record.exercises.iter().filter(|e| e.not_applicable.is_none() && e.outcome == Outcome::Pass).count();
+        let passed = record
+            .exercises
+            .iter()
+            .filter(|e| e.not_applicable.is_none() && e.outcome == Outcome::Pass)
+            .count();
         let _ = writeln!(out, "\n{passed} of {applicable} applicable exercise(s) passed; n/a on this GPU (not counted): {}", na.join(", "));
     }
-    let phases = record.phases.as_ref().map(|p| format!(" ({})", phases_text(p))).unwrap_or_default();
-    let _ = writeln!(out, "\nverify took {:.1} s{phases}; {}", record.wall_seconds, verdict(&record.outcome));
+    let phases = record
+        .phases
+        .as_ref()
+        .map(|p| format!(" ({})", phases_text(p)))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "\nverify took {:.1} s{phases}; {}",
+        record.wall_seconds,
+        verdict(&record.outcome)
+    );
     if let Some(level) = record.isolation {
         let _ = writeln!(out, "Sandbox: {}", level.describe());
     }
@@ -392,14 +717,23 @@ pub fn verify_text(record: &VerificationRecord) -> String {
 
 /// "builds done at 3.7 s, sanitizer runs at 13.1 s, then ncu 14.5 s"
 pub fn phases_text(p: &crate::judge::verify::Phases) -> String {
-    let runs = p.runs_done_at.map(|t| format!(", sanitizer runs at {t:.1} s")).unwrap_or_default();
-    let ncu = p.timing.map(|t| format!(", then ncu {t:.1} s")).unwrap_or_default();
+    let runs = p
+        .runs_done_at
+        .map(|t| format!(", sanitizer runs at {t:.1} s"))
+        .unwrap_or_default();
+    let ncu = p
+        .timing
+        .map(|t| format!(", then ncu {t:.1} s"))
+        .unwrap_or_default();
     format!("builds done at {:.1} s{runs}{ncu}", p.builds_done_at)
 }
 
 /// A path as the user would type it: relative to `cwd` where it lies below it.
 pub(crate) fn shown_path(path: &str, cwd: &Path) -> String {
-    Path::new(path).strip_prefix(cwd).map(|p| p.display().to_string()).unwrap_or_else(|_| path.to_string())
+    Path::new(path)
+        .strip_prefix(cwd)
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| path.to_string())
 }
 
 /// `sanitize`'s report: a line per tool, then every finding with its source, what it means, and
@@ -407,9 +741,21 @@ pub(crate) fn shown_path(path: &str, cwd: &Path) -> String {
 pub fn sanitize_text(r: &SanitizeReport, cwd: &Path) -> String {
     let mut out = String::new();
     let program = r.program.replace(&format!("{}/", cwd.display()), "");
-    let _ = writeln!(out, "sanitize {program}{}", if r.args.is_empty() { String::new() } else { format!(" -- {}", r.args.join(" ")) });
+    let _ = writeln!(
+        out,
+        "sanitize {program}{}",
+        if r.args.is_empty() {
+            String::new()
+        } else {
+            format!(" -- {}", r.args.join(" "))
+        }
+    );
     if let Some(g) = &r.gpu {
-        let _ = writeln!(out, "  GPU: {} (sm_{}{}, CUDA {})", g.name, g.compute_capability.0, g.compute_capability.1, g.driver_cuda_version);
+        let _ = writeln!(
+            out,
+            "  GPU: {} (sm_{}{}, CUDA {})",
+            g.name, g.compute_capability.0, g.compute_capability.1, g.driver_cuda_version
+        );
     }
     let _ = writeln!(out, "  Sandbox: {}", r.isolation.describe());
     for s in &r.steps {
@@ -424,29 +770,57 @@ pub fn sanitize_text(r: &SanitizeReport, cwd: &Path) -> String {
             ToolStatus::ToolError => paint(WARN, "tool error"),
             ToolStatus::NotRun => String::new(),
         };
-        let wall = if t.wall_ms > 0 { format!("  ({:.1}s)", t.wall_ms as f64 / 1e3) } else { String::new() };
-        let _ = writeln!(out, "  {:<10} {status:<12} {}{wall}", t.tool.name(), t.summary);
+        let wall = if t.wall_ms > 0 {
+            format!("  ({:.1}s)", t.wall_ms as f64 / 1e3)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            out,
+            "  {:<10} {status:<12} {}{wall}",
+            t.tool.name(),
+            t.summary
+        );
     }
-    let mut texts: std::collections::BTreeMap<String, Option<String>> = std::collections::BTreeMap::new();
+    let mut texts: std::collections::BTreeMap<String, Option<String>> =
+        std::collections::BTreeMap::new();
     let mut explained = std::collections::BTreeSet::new();
     for (i, m) in r.findings.iter().enumerate() {
         let f = &m.finding;
         let mut one = String::new();
         match f.locations.first() {
             Some(first) => {
-                let text = texts.entry(first.path.clone()).or_insert_with(|| std::fs::read_to_string(&first.path).ok()).clone();
-                finding(&mut one, f, Path::new(&first.path), text.as_deref(), &shown_path(&first.path, cwd));
+                let text = texts
+                    .entry(first.path.clone())
+                    .or_insert_with(|| std::fs::read_to_string(&first.path).ok())
+                    .clone();
+                finding(
+                    &mut one,
+                    f,
+                    Path::new(&first.path),
+                    text.as_deref(),
+                    &shown_path(&first.path, cwd),
+                );
             }
             None => finding(&mut one, f, Path::new(""), None, ""),
         }
         // The finding's number on its first line: "[2] memcheck api-error: ...".
         out.push_str(&one.replacen("\n  ", &format!("\n  [{}] ", i + 1), 1));
         if f.threads > 1 || f.blocks > 1 {
-            let _ = writeln!(out, "    seen in {} thread(s) of {} block(s)", f.threads, f.blocks);
+            let _ = writeln!(
+                out,
+                "    seen in {} thread(s) of {} block(s)",
+                f.threads, f.blocks
+            );
         }
         match m.follow_on_of {
             Some(k) => {
-                let _ = writeln!(out, "    {} [{}]: fix that one first", paint(BOLD, "Follows from"), k + 1);
+                let _ = writeln!(
+                    out,
+                    "    {} [{}]: fix that one first",
+                    paint(BOLD, "Follows from"),
+                    k + 1
+                );
             }
             None if explained.insert(f.kind) => {
                 let _ = writeln!(out, "    What it means: {}", m.explanation);
@@ -454,8 +828,17 @@ pub fn sanitize_text(r: &SanitizeReport, cwd: &Path) -> String {
             None => {}
         }
     }
-    for s in r.steps.iter().filter(|s| s.status != Status::Passed && s.detail.is_some()) {
-        let _ = writeln!(out, "\n  {}:\n{}", s.name, indent(s.detail.as_deref().unwrap_or(""), 4, 40));
+    for s in r
+        .steps
+        .iter()
+        .filter(|s| s.status != Status::Passed && s.detail.is_some())
+    {
+        let _ = writeln!(
+            out,
+            "\n  {}:\n{}",
+            s.name,
+            indent(s.detail.as_deref().unwrap_or(""), 4, 40)
+        );
     }
     if let Some(c) = &r.caveat {
         let _ = writeln!(out, "\n  Note: {c}");
@@ -467,7 +850,18 @@ pub fn sanitize_text(r: &SanitizeReport, cwd: &Path) -> String {
         }
         let pct = |v: Option<f64>| v.map(|v| format!("{v:.0}%")).unwrap_or_else(|| "-".into());
         if !p.kernels.is_empty() {
-            let _ = writeln!(out, "    {:<24} {:>8} {:>11} {:>9} {:>9} {:>8} {:>9} {:>7}", "kernel", "launches", "time", "sect/req", "conflicts", "thr/inst", "occupancy", "dram");
+            let _ = writeln!(
+                out,
+                "    {:<24} {:>8} {:>11} {:>9} {:>9} {:>8} {:>9} {:>7}",
+                "kernel",
+                "launches",
+                "time",
+                "sect/req",
+                "conflicts",
+                "thr/inst",
+                "occupancy",
+                "dram"
+            );
         }
         for k in &p.kernels {
             let _ = writeln!(
@@ -476,9 +870,15 @@ pub fn sanitize_text(r: &SanitizeReport, cwd: &Path) -> String {
                 k.kernel,
                 k.launches,
                 k.time_ns / 1e3,
-                k.sectors_per_request.map(|s| format!("{s:.1}")).unwrap_or_else(|| "-".into()),
-                k.bank_conflicts.map(|c| format!("{c:.0}")).unwrap_or_else(|| "-".into()),
-                k.threads_per_instruction.map(|t| format!("{t:.1}")).unwrap_or_else(|| "-".into()),
+                k.sectors_per_request
+                    .map(|s| format!("{s:.1}"))
+                    .unwrap_or_else(|| "-".into()),
+                k.bank_conflicts
+                    .map(|c| format!("{c:.0}"))
+                    .unwrap_or_else(|| "-".into()),
+                k.threads_per_instruction
+                    .map(|t| format!("{t:.1}"))
+                    .unwrap_or_else(|| "-".into()),
                 pct(k.occupancy_pct),
                 pct(k.dram_pct_of_peak)
             );
@@ -489,8 +889,21 @@ pub fn sanitize_text(r: &SanitizeReport, cwd: &Path) -> String {
             }
         }
     }
-    let kinds = r.findings.iter().filter(|m| m.follow_on_of.is_none()).count();
-    let _ = writeln!(out, "\n{}{}", verdict(&r.outcome), if kinds > 0 { format!(": {kinds} finding(s) to fix") } else { String::new() });
+    let kinds = r
+        .findings
+        .iter()
+        .filter(|m| m.follow_on_of.is_none())
+        .count();
+    let _ = writeln!(
+        out,
+        "\n{}{}",
+        verdict(&r.outcome),
+        if kinds > 0 {
+            format!(": {kinds} finding(s) to fix")
+        } else {
+            String::new()
+        }
+    );
     out
 }
 

@@ -43,7 +43,14 @@ fn discover() -> Bases {
         }
         let (point, fstype, opts) = (Path::new(f[1]), f[2], f[3]);
         // /proc/self/cgroup: "0::/path" for v2, "4:memory:/path" for v1.
-        let own_path = |key: &str| own.lines().find_map(|l| l.split_once(':').and_then(|(_, rest)| rest.split_once(':')).filter(|(k, _)| *k == key).map(|(_, p)| p.to_string()));
+        let own_path = |key: &str| {
+            own.lines().find_map(|l| {
+                l.split_once(':')
+                    .and_then(|(_, rest)| rest.split_once(':'))
+                    .filter(|(k, _)| *k == key)
+                    .map(|(_, p)| p.to_string())
+            })
+        };
         let under = |p: String| point.join(p.trim_start_matches('/'));
         match fstype {
             "cgroup2" => {
@@ -51,15 +58,24 @@ fn discover() -> Bases {
                     b.v2 = Some(under(p));
                 }
             }
-            "cgroup" if opts.split(',').any(|o| o == "memory") => b.v1_memory = own_path("memory").map(under),
-            "cgroup" if opts.split(',').any(|o| o == "pids") => b.v1_pids = own_path("pids").map(under),
+            "cgroup" if opts.split(',').any(|o| o == "memory") => {
+                b.v1_memory = own_path("memory").map(under)
+            }
+            "cgroup" if opts.split(',').any(|o| o == "pids") => {
+                b.v1_pids = own_path("pids").map(under)
+            }
             _ => {}
         }
     }
     if let Some(v2) = &b.v2 {
         // Children of our cgroup get a controller only if our subtree_control names it; asking for
         // it works in the root cgroup and in a delegated one that holds no process.
-        let enabled = |c: &str| std::fs::read_to_string(v2.join("cgroup.subtree_control")).unwrap_or_default().split_whitespace().any(|x| x == c);
+        let enabled = |c: &str| {
+            std::fs::read_to_string(v2.join("cgroup.subtree_control"))
+                .unwrap_or_default()
+                .split_whitespace()
+                .any(|x| x == c)
+        };
         let available = std::fs::read_to_string(v2.join("cgroup.controllers")).unwrap_or_default();
         for c in ["memory", "pids"] {
             if available.split_whitespace().any(|x| x == c) && !enabled(c) {
@@ -97,27 +113,40 @@ impl RunCgroup {
     /// Make the run's cgroup(s) with these limits; None where no hierarchy lets us.
     pub fn create(memory_bytes: Option<u64>, pids: Option<u64>) -> Option<RunCgroup> {
         let b = bases();
-        let name = format!("cudabugs-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
-        let mut cg = RunCgroup { v2: None, v1: Vec::new(), mechanisms: Mechanisms::default() };
+        let name = format!(
+            "cudabugs-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let mut cg = RunCgroup {
+            v2: None,
+            v1: Vec::new(),
+            mechanisms: Mechanisms::default(),
+        };
         if let Some(base) = &b.v2 {
             let dir = base.join(&name);
             if std::fs::create_dir(&dir).is_ok() {
                 cg.mechanisms.kill = dir.join("cgroup.kill").is_file();
                 if let (Some(m), true) = (memory_bytes, b.v2_memory) {
                     // No swap either, or the limit only moves the memory to disk.
-                    cg.mechanisms.memory_limit = std::fs::write(dir.join("memory.max"), m.to_string()).is_ok();
+                    cg.mechanisms.memory_limit =
+                        std::fs::write(dir.join("memory.max"), m.to_string()).is_ok();
                     let _ = std::fs::write(dir.join("memory.swap.max"), "0");
                 }
                 if let (Some(p), true) = (pids, b.v2_pids) {
-                    cg.mechanisms.pids_limit = std::fs::write(dir.join("pids.max"), p.to_string()).is_ok();
+                    cg.mechanisms.pids_limit =
+                        std::fs::write(dir.join("pids.max"), p.to_string()).is_ok();
                 }
                 cg.v2 = Some(dir);
             }
         }
-        if let (Some(m), Some(base), false) = (memory_bytes, &b.v1_memory, cg.mechanisms.memory_limit) {
+        if let (Some(m), Some(base), false) =
+            (memory_bytes, &b.v1_memory, cg.mechanisms.memory_limit)
+        {
             let dir = base.join(&name);
             if std::fs::create_dir(&dir).is_ok() {
-                cg.mechanisms.memory_limit = std::fs::write(dir.join("memory.limit_in_bytes"), m.to_string()).is_ok();
+                cg.mechanisms.memory_limit =
+                    std::fs::write(dir.join("memory.limit_in_bytes"), m.to_string()).is_ok();
                 let _ = std::fs::write(dir.join("memory.memsw.limit_in_bytes"), m.to_string());
                 cg.v1.push(dir);
             }
@@ -125,7 +154,8 @@ impl RunCgroup {
         if let (Some(p), Some(base), false) = (pids, &b.v1_pids, cg.mechanisms.pids_limit) {
             let dir = base.join(&name);
             if std::fs::create_dir(&dir).is_ok() {
-                cg.mechanisms.pids_limit = std::fs::write(dir.join("pids.max"), p.to_string()).is_ok();
+                cg.mechanisms.pids_limit =
+                    std::fs::write(dir.join("pids.max"), p.to_string()).is_ok();
                 cg.v1.push(dir);
             }
         }
@@ -134,7 +164,11 @@ impl RunCgroup {
 
     /// The `cgroup.procs` files the child writes itself into before anything else.
     pub fn procs_files(&self) -> Vec<PathBuf> {
-        self.v2.iter().chain(&self.v1).map(|d| d.join("cgroup.procs")).collect()
+        self.v2
+            .iter()
+            .chain(&self.v1)
+            .map(|d| d.join("cgroup.procs"))
+            .collect()
     }
 
     /// Every process still in the run.
@@ -143,7 +177,13 @@ impl RunCgroup {
             .v2
             .iter()
             .chain(&self.v1)
-            .flat_map(|d| std::fs::read_to_string(d.join("cgroup.procs")).unwrap_or_default().lines().filter_map(|l| l.trim().parse().ok()).collect::<Vec<i32>>())
+            .flat_map(|d| {
+                std::fs::read_to_string(d.join("cgroup.procs"))
+                    .unwrap_or_default()
+                    .lines()
+                    .filter_map(|l| l.trim().parse().ok())
+                    .collect::<Vec<i32>>()
+            })
             .collect();
         all.sort_unstable();
         all.dedup();
@@ -160,7 +200,9 @@ impl RunCgroup {
             if pids.is_empty() || Instant::now() > deadline {
                 return found;
             }
-            let killed_by_cgroup = self.v2.as_ref().is_some_and(|d| self.mechanisms.kill && std::fs::write(d.join("cgroup.kill"), "1").is_ok());
+            let killed_by_cgroup = self.v2.as_ref().is_some_and(|d| {
+                self.mechanisms.kill && std::fs::write(d.join("cgroup.kill"), "1").is_ok()
+            });
             if !killed_by_cgroup {
                 for pid in pids {
                     // SAFETY: kill only sends a signal; a pid that is gone gives ESRCH.
@@ -181,24 +223,61 @@ impl RunCgroup {
             .into_iter()
             .filter_map(|pid| {
                 let mut clock: libc::clockid_t = 0;
-                let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+                let mut ts = libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: 0,
+                };
                 // SAFETY: both calls write only the locals given; a process that has gone gives an error.
-                let ok = unsafe { libc::clock_getcpuclockid(pid, &mut clock) == 0 && libc::clock_gettime(clock, &mut ts) == 0 };
+                let ok = unsafe {
+                    libc::clock_getcpuclockid(pid, &mut clock) == 0
+                        && libc::clock_gettime(clock, &mut ts) == 0
+                };
                 ok.then(|| (pid, ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64))
             })
             .collect();
         let usage_ns = self.v2.as_ref().and_then(|d| {
             let text = std::fs::read_to_string(d.join("cpu.stat")).ok()?;
-            text.lines().find_map(|l| l.strip_prefix("usage_usec ")).and_then(|v| v.trim().parse::<u64>().ok()).map(|us| us * 1000)
+            text.lines()
+                .find_map(|l| l.strip_prefix("usage_usec "))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .map(|us| us * 1000)
         });
-        CpuSnapshot { per_process, usage_ns }
+        CpuSnapshot {
+            per_process,
+            usage_ns,
+        }
     }
 
     /// Whether the kernel's OOM killer ended a process of the run (the memory limit was hit).
     pub fn oom_killed(&self) -> bool {
-        let count = |text: String, key: &str| text.lines().find_map(|l| l.strip_prefix(key).and_then(|v| v.trim().parse::<u64>().ok())).unwrap_or(0);
-        let v2 = self.v2.as_ref().map(|d| count(std::fs::read_to_string(d.join("memory.events")).unwrap_or_default(), "oom_kill ")).unwrap_or(0);
-        let v1 = self.v1.iter().map(|d| count(std::fs::read_to_string(d.join("memory.oom_control")).unwrap_or_default(), "oom_kill ")).sum::<u64>();
+        let count = |text: String, key: &str| {
+            text.lines()
+                .find_map(|l| {
+                    l.strip_prefix(key)
+                        .and_then(|v| v.trim().parse::<u64>().ok())
+                })
+                .unwrap_or(0)
+        };
+        let v2 = self
+            .v2
+            .as_ref()
+            .map(|d| {
+                count(
+                    std::fs::read_to_string(d.join("memory.events")).unwrap_or_default(),
+                    "oom_kill ",
+                )
+            })
+            .unwrap_or(0);
+        let v1 = self
+            .v1
+            .iter()
+            .map(|d| {
+                count(
+                    std::fs::read_to_string(d.join("memory.oom_control")).unwrap_or_default(),
+                    "oom_kill ",
+                )
+            })
+            .sum::<u64>();
         v2 + v1 > 0
     }
 }
@@ -219,9 +298,23 @@ impl CpuSnapshot {
     /// The CPU time used since `earlier`, in nanoseconds: the processes' own clocks (a process
     /// born in between counts from zero), or the cgroup's count where that is clearly more.
     pub fn since(&self, earlier: &CpuSnapshot) -> f64 {
-        let exact: u64 = self.per_process.iter().map(|(pid, now)| now.saturating_sub(earlier.per_process.iter().find(|(p, _)| p == pid).map_or(0, |(_, then)| *then))).sum();
+        let exact: u64 = self
+            .per_process
+            .iter()
+            .map(|(pid, now)| {
+                now.saturating_sub(
+                    earlier
+                        .per_process
+                        .iter()
+                        .find(|(p, _)| p == pid)
+                        .map_or(0, |(_, then)| *then),
+                )
+            })
+            .sum();
         match (self.usage_ns, earlier.usage_ns) {
-            (Some(now), Some(then)) if now.saturating_sub(then) > exact + EXITED_WORK_NS => now.saturating_sub(then) as f64,
+            (Some(now), Some(then)) if now.saturating_sub(then) > exact + EXITED_WORK_NS => {
+                now.saturating_sub(then) as f64
+            }
             _ => exact as f64,
         }
     }

@@ -14,7 +14,10 @@ pub struct GpuInfo {
 impl GpuInfo {
     /// The `-arch` for nvcc: `sm_90` for an H100/H200.
     pub fn arch(&self) -> String {
-        format!("sm_{}{}", self.compute_capability.0, self.compute_capability.1)
+        format!(
+            "sm_{}{}",
+            self.compute_capability.0, self.compute_capability.1
+        )
     }
 }
 
@@ -48,7 +51,11 @@ pub enum Counters {
 /// The driver's counter setting, from `/proc/driver/nvidia/params`.
 pub fn counters() -> Counters {
     let text = std::fs::read_to_string("/proc/driver/nvidia/params").unwrap_or_default();
-    match text.lines().find_map(|l| l.strip_prefix("RmProfilingAdminOnly:")).map(str::trim) {
+    match text
+        .lines()
+        .find_map(|l| l.strip_prefix("RmProfilingAdminOnly:"))
+        .map(str::trim)
+    {
         Some("0") => Counters::Open,
         Some(_) => Counters::AdminOnly,
         None => Counters::Unknown,
@@ -70,11 +77,19 @@ pub fn settings(gpu: Option<&str>) -> Option<Settings> {
     let smi = which::which("nvidia-smi").ok()?;
     let job = crate::tools::runner::Job::new(smi, std::time::Duration::from_secs(30))
         .args(["--query-gpu=compute_mode,clocks.applications.graphics,clocks.applications.memory,persistence_mode", "--format=csv,noheader", "-i", gpu.unwrap_or("0")]);
-    let done = crate::tools::runner::run(&job).ok().filter(|d| d.success())?;
+    let done = crate::tools::runner::run(&job)
+        .ok()
+        .filter(|d| d.success())?;
     let line = done.stdout.text().lines().next()?.to_string();
     let f: Vec<&str> = line.split(',').map(str::trim).collect();
-    let [mode, graphics, memory, persistence] = f[..] else { return None };
-    Some(Settings { compute_mode: mode.into(), application_clocks: format!("{graphics} / {memory}"), persistence: persistence.into() })
+    let [mode, graphics, memory, persistence] = f[..] else {
+        return None;
+    };
+    Some(Settings {
+        compute_mode: mode.into(),
+        application_clocks: format!("{graphics} / {memory}"),
+        persistence: persistence.into(),
+    })
 }
 
 impl Settings {
@@ -82,13 +97,22 @@ impl Settings {
     pub fn changed_since(&self, before: &Settings) -> Option<String> {
         let mut what = Vec::new();
         if self.compute_mode != before.compute_mode {
-            what.push(format!("compute mode {} -> {}", before.compute_mode, self.compute_mode));
+            what.push(format!(
+                "compute mode {} -> {}",
+                before.compute_mode, self.compute_mode
+            ));
         }
         if self.application_clocks != before.application_clocks {
-            what.push(format!("application clocks {} -> {}", before.application_clocks, self.application_clocks));
+            what.push(format!(
+                "application clocks {} -> {}",
+                before.application_clocks, self.application_clocks
+            ));
         }
         if self.persistence != before.persistence {
-            what.push(format!("persistence mode {} -> {}", before.persistence, self.persistence));
+            what.push(format!(
+                "persistence mode {} -> {}",
+                before.persistence, self.persistence
+            ));
         }
         (!what.is_empty()).then(|| what.join(", "))
     }
@@ -114,7 +138,11 @@ fn parse_fake(text: &str) -> Result<GpuInfo, String> {
             driver_cuda_version: "fake".into(),
         })
     });
-    parsed.ok_or_else(|| format!("{FAKE_GPU_VAR}={text:?}: write it as \"NAME;MAJOR.MINOR\", e.g. \"NVIDIA A100;8.0\""))
+    parsed.ok_or_else(|| {
+        format!(
+            "{FAKE_GPU_VAR}={text:?}: write it as \"NAME;MAJOR.MINOR\", e.g. \"NVIDIA A100;8.0\""
+        )
+    })
 }
 
 /// Query device 0. cudarc panics when libcuda is missing, so ask first whether it is present. Only
@@ -143,14 +171,18 @@ pub fn probe() -> GpuStatus {
                 sys::cuDeviceGetAttribute(&mut v, a, dev).result()?;
                 Ok(v)
             };
-            let major = attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
-            let minor = attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
+            let major =
+                attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
+            let minor =
+                attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
             let mut memory: usize = 0;
             sys::cuDeviceTotalMem_v2(&mut memory, dev).result()?;
             let mut version: std::ffi::c_int = 0;
             sys::cuDriverGetVersion(&mut version).result()?;
             Ok(GpuInfo {
-                name: std::ffi::CStr::from_ptr(name.as_ptr()).to_string_lossy().into_owned(),
+                name: std::ffi::CStr::from_ptr(name.as_ptr())
+                    .to_string_lossy()
+                    .into_owned(),
                 compute_capability: (major, minor),
                 memory_bytes: memory,
                 driver_cuda_version: format!("{}.{}", version / 1000, (version % 1000) / 10),
@@ -198,7 +230,10 @@ mod tests {
     fn the_fake_gpu_seam_reports_the_named_gpu_or_says_how_to_write_it() {
         // The variable itself is exercised by the CLI tests (a process of their own each).
         let info = parse_fake("NVIDIA A100;8.0").unwrap();
-        assert_eq!((info.name.as_str(), info.compute_capability, info.arch()), ("NVIDIA A100", (8, 0), "sm_80".to_string()));
+        assert_eq!(
+            (info.name.as_str(), info.compute_capability, info.arch()),
+            ("NVIDIA A100", (8, 0), "sm_80".to_string())
+        );
         assert!(parse_fake("A100").unwrap_err().contains("NAME;MAJOR.MINOR"));
         assert!(parse_fake("A100;eight").is_err());
     }

@@ -57,15 +57,23 @@ impl Sandboxed {
         static PROBED: OnceLock<(Level, Option<String>)> = OnceLock::new();
         PROBED
             .get_or_init(|| {
-                let Ok(dir) = tempfile::tempdir() else { return (Level::ProcessGroup, Some("no temporary folder".into())) };
+                let Ok(dir) = tempfile::tempdir() else {
+                    return (Level::ProcessGroup, Some("no temporary folder".into()));
+                };
                 let mut why = None;
                 for level in [Level::Namespaces, Level::Subreaper] {
                     let mut job = Job::new("/bin/true", Duration::from_secs(30)).cwd(dir.path());
-                    job.confine = Some(Confinement { writable: vec![dir.path().to_path_buf()], handed_over: vec![dir.path().to_path_buf()], ..Confinement::default() });
+                    job.confine = Some(Confinement {
+                        writable: vec![dir.path().to_path_buf()],
+                        handed_over: vec![dir.path().to_path_buf()],
+                        ..Confinement::default()
+                    });
                     job.level = Some(level);
                     match runner::run(&job) {
                         Ok(f) if f.success() => return (level, why),
-                        Ok(f) => why = why.or(Some(format!("`true` ended with {}", f.describe_exit()))),
+                        Ok(f) => {
+                            why = why.or(Some(format!("`true` ended with {}", f.describe_exit())))
+                        }
                         Err(e) => why = why.or(Some(e.source.to_string())),
                     }
                 }
@@ -82,7 +90,9 @@ impl Sandboxed {
         }
         let (level, why) = Sandboxed::probe();
         if isolation == Isolation::Strict && level < Level::Namespaces {
-            return Err(StrictUnavailable(why.unwrap_or_else(|| "no reason given".into())));
+            return Err(StrictUnavailable(
+                why.unwrap_or_else(|| "no reason given".into()),
+            ));
         }
         Ok(Box::new(Sandboxed { level }))
     }
@@ -146,7 +156,15 @@ fn parse_exit(s: &str) -> Exit {
 
 /// A key as a file name: "03-race/learner/racecheck" -> "03-race.learner.racecheck".
 fn file_stem(key: &str) -> String {
-    key.chars().map(|c| if c.is_ascii_alphanumeric() || "-_".contains(c) { c } else { '.' }).collect()
+    key.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_".contains(c) {
+                c
+            } else {
+                '.'
+            }
+        })
+        .collect()
 }
 
 /// Keeps every keyed job's result in `dir` (one JSON and its output files per key) while `inner`
@@ -180,7 +198,10 @@ impl<L: Launcher> Launcher for Recorder<L> {
                 leftovers: finished.leftovers,
                 outputs,
             };
-            let _ = std::fs::write(self.dir.join(format!("{stem}.json")), serde_json::to_string_pretty(&rec).unwrap_or_default());
+            let _ = std::fs::write(
+                self.dir.join(format!("{stem}.json")),
+                serde_json::to_string_pretty(&rec).unwrap_or_default(),
+            );
         }
         Ok(finished)
     }
@@ -204,28 +225,55 @@ impl<L: Launcher> Replay<L> {
         for entry in std::fs::read_dir(dir)? {
             let path = entry?.path();
             // gpu.json names the GPU the recording was made on; every other JSON is a job.
-            if path.extension().is_some_and(|e| e == "json") && path.file_name().is_some_and(|n| n != "gpu.json") {
+            if path.extension().is_some_and(|e| e == "json")
+                && path.file_name().is_some_and(|n| n != "gpu.json")
+            {
                 let text = std::fs::read_to_string(&path)?;
-                let rec: Recorded = serde_json::from_str(&text).map_err(|e| std::io::Error::other(format!("{}: {e}", path.display())))?;
-                recorded.insert(path.file_stem().unwrap_or_default().to_string_lossy().into_owned(), rec);
+                let rec: Recorded = serde_json::from_str(&text)
+                    .map_err(|e| std::io::Error::other(format!("{}: {e}", path.display())))?;
+                recorded.insert(
+                    path.file_stem()
+                        .unwrap_or_default()
+                        .to_string_lossy()
+                        .into_owned(),
+                    rec,
+                );
             }
         }
-        Ok(Replay { dir: dir.to_path_buf(), builds, recorded })
+        Ok(Replay {
+            dir: dir.to_path_buf(),
+            builds,
+            recorded,
+        })
     }
 }
 
 impl<L: Launcher> Launcher for Replay<L> {
     fn launch(&self, job: &Job) -> Result<Finished, SpawnError> {
-        let Some(key) = &job.key else { return self.builds.launch(job) };
-        let missing = |what: String| SpawnError { program: job.program.display().to_string(), source: std::io::Error::new(std::io::ErrorKind::NotFound, what) };
-        let rec = self.recorded.get(&file_stem(key)).ok_or_else(|| missing(format!("the recording in {} has no job `{key}`", self.dir.display())))?;
+        let Some(key) = &job.key else {
+            return self.builds.launch(job);
+        };
+        let missing = |what: String| SpawnError {
+            program: job.program.display().to_string(),
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, what),
+        };
+        let rec = self.recorded.get(&file_stem(key)).ok_or_else(|| {
+            missing(format!(
+                "the recording in {} has no job `{key}`",
+                self.dir.display()
+            ))
+        })?;
         for (to, from) in job.outputs.iter().zip(&rec.outputs) {
             let _ = std::fs::remove_file(to);
             if let Some(name) = from {
-                std::fs::copy(self.dir.join(name), to).map_err(|e| missing(format!("{name}: {e}")))?;
+                std::fs::copy(self.dir.join(name), to)
+                    .map_err(|e| missing(format!("{name}: {e}")))?;
             }
         }
-        let captured = |s: &str| Captured { bytes: s.as_bytes().to_vec(), dropped: 0 };
+        let captured = |s: &str| Captured {
+            bytes: s.as_bytes().to_vec(),
+            dropped: 0,
+        };
         Ok(Finished {
             exit: parse_exit(&rec.exit),
             stdout: captured(&rec.stdout),
@@ -259,7 +307,10 @@ mod tests {
             .arg(format!("echo hi; echo data > {}; exit 3", out.display()))
             .key("03-race/learner/correctness")
             .output(&out);
-        let recorder = Recorder { inner: Local, dir: rec_dir.path().to_path_buf() };
+        let recorder = Recorder {
+            inner: Local,
+            dir: rec_dir.path().to_path_buf(),
+        };
         let real = recorder.launch(&job).unwrap();
         assert_eq!(real.exit, Exit::Code(3));
 
@@ -273,6 +324,10 @@ mod tests {
         assert_eq!(std::fs::read_to_string(elsewhere).unwrap(), "data\n");
 
         let unknown = Job::new("/bin/true", Duration::from_secs(1)).key("01-index/x");
-        assert!(replay.launch(&unknown).unwrap_err().to_string().contains("no job `01-index/x`"));
+        assert!(replay
+            .launch(&unknown)
+            .unwrap_err()
+            .to_string()
+            .contains("no job `01-index/x`"));
     }
 }

@@ -36,14 +36,26 @@ pub enum ParseError {
 /// Parse ncu's `--csv --print-units base` output. Lines before the header (`==PROF==` lines, the
 /// program's own output) are skipped; values carry thousands separators ("3,303,104").
 pub fn parse(text: &str) -> Result<Vec<Launch>, ParseError> {
-    let start = text
-        .find("\"ID\",")
-        .ok_or_else(|| ParseError::NoHeader(text.lines().take(5).collect::<Vec<_>>().join(" | ")))?;
-    let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(&text.as_bytes()[start..]);
+    let start = text.find("\"ID\",").ok_or_else(|| {
+        ParseError::NoHeader(text.lines().take(5).collect::<Vec<_>>().join(" | "))
+    })?;
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_reader(&text.as_bytes()[start..]);
     let headers = reader.headers()?.clone();
-    let column = |name: &'static str| headers.iter().position(|h| h == name).ok_or(ParseError::MissingColumn(name));
-    let (process, kernel, metric, unit, value) =
-        (column("Process Name")?, column("Kernel Name")?, column("Metric Name")?, column("Metric Unit")?, column("Metric Value")?);
+    let column = |name: &'static str| {
+        headers
+            .iter()
+            .position(|h| h == name)
+            .ok_or(ParseError::MissingColumn(name))
+    };
+    let (process, kernel, metric, unit, value) = (
+        column("Process Name")?,
+        column("Kernel Name")?,
+        column("Metric Name")?,
+        column("Metric Unit")?,
+        column("Metric Value")?,
+    );
     let mut launches = Vec::new();
     for row in reader.records() {
         let row = row?;
@@ -56,7 +68,10 @@ pub fn parse(text: &str) -> Result<Vec<Launch>, ParseError> {
         if raw == "nan" || raw == "n/a" {
             continue;
         }
-        let mut ns: f64 = raw.replace(',', "").parse().map_err(|_| ParseError::BadNumber(raw.to_string()))?;
+        let mut ns: f64 = raw
+            .replace(',', "")
+            .parse()
+            .map_err(|_| ParseError::BadNumber(raw.to_string()))?;
         ns *= match row.get(unit).unwrap_or("ns") {
             "us" | "usecond" => 1e3,
             "ms" | "msecond" => 1e6,
@@ -77,18 +92,27 @@ pub fn parse(text: &str) -> Result<Vec<Launch>, ParseError> {
 /// saw them (each repeat launches the same kernels); None for one repeat, or where the launches do
 /// not split evenly into the repeats.
 pub fn repeat_spread(launches: &[Launch], kernels: &[String], repeat: u32) -> Option<f64> {
-    let mine: Vec<&Launch> = launches.iter().filter(|l| kernels.contains(&l.kernel)).collect();
+    let mine: Vec<&Launch> = launches
+        .iter()
+        .filter(|l| kernels.contains(&l.kernel))
+        .collect();
     let repeat = repeat as usize;
     if repeat < 2 || mine.is_empty() || !mine.len().is_multiple_of(repeat) {
         return None;
     }
     let repeats: Vec<&[&Launch]> = mine.chunks(mine.len() / repeat).collect();
-    let same_kernels = |a: &[&Launch], b: &[&Launch]| a.iter().zip(b).all(|(x, y)| x.kernel == y.kernel);
+    let same_kernels =
+        |a: &[&Launch], b: &[&Launch]| a.iter().zip(b).all(|(x, y)| x.kernel == y.kernel);
     if repeats.iter().any(|r| !same_kernels(r, repeats[0])) {
         return None;
     }
-    let per: Vec<f64> = repeats.iter().map(|r| r.iter().map(|l| l.nanoseconds).sum()).collect();
-    let (lo, hi) = per.iter().fold((f64::INFINITY, 0f64), |(lo, hi), &t| (lo.min(t), hi.max(t)));
+    let per: Vec<f64> = repeats
+        .iter()
+        .map(|r| r.iter().map(|l| l.nanoseconds).sum())
+        .collect();
+    let (lo, hi) = per
+        .iter()
+        .fold((f64::INFINITY, 0f64), |(lo, hi), &t| (lo.min(t), hi.max(t)));
     (lo > 0.0).then_some(hi / lo)
 }
 
@@ -117,10 +141,28 @@ pub const AUDIT_COUNTERS: &[&str] = &["dram__bytes_read.sum", "smsp__inst_execut
 
 /// One ncu process profiling one program, with the CSV written to `csv_path`.
 pub fn job(ncu: &Path, target: &Target, csv_path: &Path, timeout: Duration) -> Job {
-    let metrics = std::iter::once(METRIC).chain(target.counters.iter().map(String::as_str)).collect::<Vec<_>>().join(",");
-    let filter = (!target.kernels.is_empty() && !target.every_kernel).then(|| ["-k".to_string(), format!("regex:^({})$", target.kernels.join("|"))]);
+    let metrics = std::iter::once(METRIC)
+        .chain(target.counters.iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join(",");
+    let filter = (!target.kernels.is_empty() && !target.every_kernel).then(|| {
+        [
+            "-k".to_string(),
+            format!("regex:^({})$", target.kernels.join("|")),
+        ]
+    });
     Job::new(ncu, timeout)
-        .args(["--csv", "--print-units", "base", "--metrics", &metrics, "--clock-control", "base", "--cache-control", "all"])
+        .args([
+            "--csv",
+            "--print-units",
+            "base",
+            "--metrics",
+            &metrics,
+            "--clock-control",
+            "base",
+            "--cache-control",
+            "all",
+        ])
         .args(filter.into_iter().flatten())
         .arg("--log-file")
         .arg(csv_path)
@@ -160,7 +202,11 @@ pub struct Measured {
 impl Measured {
     /// The CSV ncu wrote (for `verify --keep`), read back from its command line.
     pub fn csv(&self) -> Option<&Path> {
-        self.command.split(" --log-file ").nth(1).and_then(|r| r.split(' ').next()).map(Path::new)
+        self.command
+            .split(" --log-file ")
+            .nth(1)
+            .and_then(|r| r.split(' ').next())
+            .map(Path::new)
     }
 
     /// Why there is no time, in words.
@@ -183,14 +229,20 @@ const ATTEMPTS: u32 = 3;
 /// because a driver resource was unavailable"); the same target profiles fine when run again.
 /// ncu says so only in its log text, which has no structure to parse.
 pub fn profiler_was_busy(log: &str) -> bool {
-    log.lines().any(|l| l.starts_with("==ERROR==") && l.contains("a driver resource was unavailable"))
+    log.lines()
+        .any(|l| l.starts_with("==ERROR==") && l.contains("a driver resource was unavailable"))
 }
 
 /// Time one target with `job` (made by `job`, confined by the caller), whose CSV goes to `csv`. A
 /// program that fails (the untouched exercise may crash) gets no time: its partial launches are
 /// dropped. A busy profiler is tried again, up to `ATTEMPTS` times. `tool_failure` is ncu's own log
 /// where ncu itself failed (no permission to the counters, say).
-pub fn measure(launcher: &dyn Launcher, job: &Job, target: &Target, csv: &Path) -> Result<Measured, RunError> {
+pub fn measure(
+    launcher: &dyn Launcher,
+    job: &Job,
+    target: &Target,
+    csv: &Path,
+) -> Result<Measured, RunError> {
     let mut attempt = 1;
     let (finished, text) = loop {
         let _ = std::fs::remove_file(csv);
@@ -204,7 +256,10 @@ pub fn measure(launcher: &dyn Launcher, job: &Job, target: &Target, csv: &Path) 
     };
     let has_csv = text.contains("\"ID\",");
     let launches = if has_csv { parse(&text)? } else { Vec::new() };
-    let mine: Vec<&Launch> = launches.iter().filter(|l| target.kernels.is_empty() || target.kernels.contains(&l.kernel)).collect();
+    let mine: Vec<&Launch> = launches
+        .iter()
+        .filter(|l| target.kernels.is_empty() || target.kernels.contains(&l.kernel))
+        .collect();
     // The CSV is read a second time, with every metric, only where counters were asked for.
     let counters = (finished.success() && has_csv && !target.counters.is_empty())
         .then(|| parse_metrics(&text).ok())
@@ -214,12 +269,23 @@ pub fn measure(launcher: &dyn Launcher, job: &Job, target: &Target, csv: &Path) 
     // otherwise the mean, as the bug track has always timed.
     let nanoseconds = match &counters {
         Some(c) => Some(c.nanoseconds),
-        None => (finished.success() && !mine.is_empty()).then(|| mine.iter().map(|l| l.nanoseconds).sum::<f64>() / target.repeat.max(1) as f64),
+        None => (finished.success() && !mine.is_empty())
+            .then(|| mine.iter().map(|l| l.nanoseconds).sum::<f64>() / target.repeat.max(1) as f64),
     };
     let busy = profiler_was_busy(&text);
     // ncu writes its own errors (==ERROR==) to the log file, the program's to the captured output.
-    let tool_failure = (!has_csv && !finished.success() && text.contains("==ERROR==")).then_some(text);
-    Ok(Measured { nanoseconds, launches, command: job.display(), finished, attempts: attempt, busy, tool_failure, counters })
+    let tool_failure =
+        (!has_csv && !finished.success() && text.contains("==ERROR==")).then_some(text);
+    Ok(Measured {
+        nanoseconds,
+        launches,
+        command: job.display(),
+        finished,
+        attempts: attempt,
+        busy,
+        tool_failure,
+        counters,
+    })
 }
 
 /// `sanitize --profile`: the few metrics that explain the common performance bugs of a kernel.
@@ -237,9 +303,26 @@ pub const PROFILE_METRICS: &[&str] = &[
 ];
 
 /// One ncu process profiling every kernel of `program args` with `PROFILE_METRICS`.
-pub fn profile_job(ncu: &Path, program: &Path, args: &[std::ffi::OsString], csv_path: &Path, timeout: Duration) -> Job {
+pub fn profile_job(
+    ncu: &Path,
+    program: &Path,
+    args: &[std::ffi::OsString],
+    csv_path: &Path,
+    timeout: Duration,
+) -> Job {
     Job::new(ncu, timeout)
-        .args(["--csv", "--print-units", "base", "--metrics", &PROFILE_METRICS.join(","), "--clock-control", "base", "--cache-control", "all", "--log-file"])
+        .args([
+            "--csv",
+            "--print-units",
+            "base",
+            "--metrics",
+            &PROFILE_METRICS.join(","),
+            "--clock-control",
+            "base",
+            "--cache-control",
+            "all",
+            "--log-file",
+        ])
         .arg(csv_path)
         .arg(program)
         .args(args.iter().cloned())
@@ -256,11 +339,27 @@ pub struct LaunchMetrics {
 
 /// Every launch in ncu's CSV with all its metrics (one row per metric, grouped by the launch ID).
 pub fn parse_metrics(text: &str) -> Result<Vec<LaunchMetrics>, ParseError> {
-    let start = text.find("\"ID\",").ok_or_else(|| ParseError::NoHeader(text.lines().take(5).collect::<Vec<_>>().join(" | ")))?;
-    let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(&text.as_bytes()[start..]);
+    let start = text.find("\"ID\",").ok_or_else(|| {
+        ParseError::NoHeader(text.lines().take(5).collect::<Vec<_>>().join(" | "))
+    })?;
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_reader(&text.as_bytes()[start..]);
     let headers = reader.headers()?.clone();
-    let column = |name: &'static str| headers.iter().position(|h| h == name).ok_or(ParseError::MissingColumn(name));
-    let (id, kernel, grid, block, metric, value) = (column("ID")?, column("Kernel Name")?, column("Grid Size")?, column("Block Size")?, column("Metric Name")?, column("Metric Value")?);
+    let column = |name: &'static str| {
+        headers
+            .iter()
+            .position(|h| h == name)
+            .ok_or(ParseError::MissingColumn(name))
+    };
+    let (id, kernel, grid, block, metric, value) = (
+        column("ID")?,
+        column("Kernel Name")?,
+        column("Grid Size")?,
+        column("Block Size")?,
+        column("Metric Name")?,
+        column("Metric Value")?,
+    );
     let mut launches: Vec<(String, LaunchMetrics)> = Vec::new();
     for row in reader.records() {
         let row = row?;
@@ -286,7 +385,10 @@ pub fn parse_metrics(text: &str) -> Result<Vec<LaunchMetrics>, ParseError> {
                 launches.len() - 1
             }
         };
-        launches[i].1.metrics.insert(row.get(metric).unwrap_or("").to_string(), v);
+        launches[i]
+            .1
+            .metrics
+            .insert(row.get(metric).unwrap_or("").to_string(), v);
     }
     Ok(launches.into_iter().map(|(_, l)| l).collect())
 }
@@ -305,22 +407,53 @@ mod tests {
     fn parses_times_by_column_name_and_strips_separators() {
         let l = parse(SAMPLE).unwrap();
         assert_eq!(l.len(), 2, "only the duration metric rows");
-        assert_eq!((l[0].process.as_str(), l[0].kernel.as_str(), l[0].nanoseconds), ("coalesce", "copyStrided", 3_304_160.0));
+        assert_eq!(
+            (
+                l[0].process.as_str(),
+                l[0].kernel.as_str(),
+                l[0].nanoseconds
+            ),
+            ("coalesce", "copyStrided", 3_304_160.0)
+        );
         assert_eq!(l[1].nanoseconds, 210_560.0);
     }
 
     #[test]
     fn the_repeat_spread_compares_whole_repeats_of_every_timed_kernel() {
-        let l = |kernel: &str, ns: f64| Launch { process: "p".into(), kernel: kernel.into(), nanoseconds: ns };
+        let l = |kernel: &str, ns: f64| Launch {
+            process: "p".into(),
+            kernel: kernel.into(),
+            nanoseconds: ns,
+        };
         let kernels = vec!["a".to_string(), "b".to_string()];
         // Three repeats of a then b; "other" is not timed.
-        let launches = [l("a", 10.0), l("b", 5.0), l("other", 99.0), l("a", 11.0), l("b", 5.5), l("a", 10.0), l("b", 5.0)];
+        let launches = [
+            l("a", 10.0),
+            l("b", 5.0),
+            l("other", 99.0),
+            l("a", 11.0),
+            l("b", 5.5),
+            l("a", 10.0),
+            l("b", 5.0),
+        ];
         let spread = repeat_spread(&launches, &kernels, 3).unwrap();
         assert!((spread - 1.1).abs() < 1e-12, "{spread}");
-        assert_eq!(repeat_spread(&launches, &kernels, 1), None, "one repeat has no spread");
-        assert_eq!(repeat_spread(&launches[..4], &kernels, 3), None, "launches that do not split into the repeats");
+        assert_eq!(
+            repeat_spread(&launches, &kernels, 1),
+            None,
+            "one repeat has no spread"
+        );
+        assert_eq!(
+            repeat_spread(&launches[..4], &kernels, 3),
+            None,
+            "launches that do not split into the repeats"
+        );
         let unordered = [l("a", 10.0), l("a", 11.0), l("b", 5.0), l("b", 5.5)];
-        assert_eq!(repeat_spread(&unordered, &kernels, 2), None, "a a | b b are not two repeats of a b");
+        assert_eq!(
+            repeat_spread(&unordered, &kernels, 2),
+            None,
+            "a a | b b are not two repeats of a b"
+        );
     }
 
     #[test]
@@ -340,11 +473,34 @@ mod tests {
             every_kernel: false,
             repeat: 3,
         };
-        let line = job(Path::new("ncu"), &t, Path::new("/o.csv"), Duration::from_secs(1)).display();
-        assert!(line.contains("-k 'regex:^(k|j)$' --log-file /o.csv '/b/03-it'\\''s' --repeat 3"), "{line}");
+        let line = job(
+            Path::new("ncu"),
+            &t,
+            Path::new("/o.csv"),
+            Duration::from_secs(1),
+        )
+        .display();
+        assert!(
+            line.contains("-k 'regex:^(k|j)$' --log-file /o.csv '/b/03-it'\\''s' --repeat 3"),
+            "{line}"
+        );
         // A baseline times every kernel, with its counters in the same pass.
-        let all = Target { kernels: Vec::new(), counters: vec!["dram__bytes_read.sum".into()], ..t };
-        let line = job(Path::new("ncu"), &all, Path::new("/o.csv"), Duration::from_secs(1)).display();
-        assert!(line.contains("--metrics gpu__time_duration.sum,dram__bytes_read.sum") && !line.contains(" -k "), "{line}");
+        let all = Target {
+            kernels: Vec::new(),
+            counters: vec!["dram__bytes_read.sum".into()],
+            ..t
+        };
+        let line = job(
+            Path::new("ncu"),
+            &all,
+            Path::new("/o.csv"),
+            Duration::from_secs(1),
+        )
+        .display();
+        assert!(
+            line.contains("--metrics gpu__time_duration.sum,dram__bytes_read.sum")
+                && !line.contains(" -k "),
+            "{line}"
+        );
     }
 }

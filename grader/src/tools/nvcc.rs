@@ -33,7 +33,11 @@ pub const TIMELINE_WRAPPED: &[&str] = &[
 
 /// The linker option that wraps them.
 fn timeline_wrap() -> String {
-    TIMELINE_WRAPPED.iter().map(|s| format!("--wrap={s}")).collect::<Vec<_>>().join(",")
+    TIMELINE_WRAPPED
+        .iter()
+        .map(|s| format!("--wrap={s}"))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// The harness object's build (the grader's own code, run once).
@@ -95,7 +99,11 @@ pub enum BuildError {
     #[error(transparent)]
     Spawn(#[from] runner::SpawnError),
     #[error("nvcc failed ({exit}) on {file}:\n{output}")]
-    Compile { file: String, exit: String, output: String },
+    Compile {
+        file: String,
+        exit: String,
+        output: String,
+    },
     #[error("nvcc did not finish within {0:?}")]
     TimedOut(Duration),
     #[error("{0}: {1}")]
@@ -133,8 +141,14 @@ impl BuildCache {
     /// inside the work root that every sandboxed run has hidden, unless `CUDABUGS_BUILD_CACHE` names
     /// another folder (which the caller must hide as well).
     pub fn for_workbook(work_dir: &Path) -> BuildCache {
-        let dir = std::env::var_os(BUILD_CACHE_VAR).filter(|v| !v.is_empty()).map(PathBuf::from).unwrap_or_else(|| work_dir.join("work").join("build-cache"));
-        BuildCache { dir, root: work_dir.to_path_buf() }
+        let dir = std::env::var_os(BUILD_CACHE_VAR)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| work_dir.join("work").join("build-cache"));
+        BuildCache {
+            dir,
+            root: work_dir.to_path_buf(),
+        }
     }
 
     /// A path as the key holds it: relative to nvcc's working folder or to the root (marked) where
@@ -187,17 +201,26 @@ impl BuildCache {
     /// Keep `binary` under `key` with the dependencies nvcc listed: the binary first, then the
     /// manifest that points at it, each written aside and renamed into place, so that a reader (in
     /// another process) sees a whole entry or none.
-    fn store(&self, key: &blake3::Hash, binary: &Path, deps: &[PathBuf], cwd: Option<&Path>) -> Result<(), BuildError> {
+    fn store(
+        &self,
+        key: &blake3::Hash,
+        binary: &Path,
+        deps: &[PathBuf],
+        cwd: Option<&Path>,
+    ) -> Result<(), BuildError> {
         mkdir(&self.dir)?;
         let mut manifest = String::new();
         for d in deps {
             // A file that vanished is no dependency a later build could check: keep nothing.
-            let Some(hash) = file_hash(d) else { return Ok(()) };
+            let Some(hash) = file_hash(d) else {
+                return Ok(());
+            };
             manifest.push_str(&format!("{} {}\n", hash.to_hex(), self.portable(d, cwd)));
         }
         place(binary, &self.entry(key, &manifest))?;
         let path = self.manifest(key);
-        crate::exercise::workbook::write_atomically(&path, &manifest).map_err(|e| BuildError::Io(path, e))
+        crate::exercise::workbook::write_atomically(&path, &manifest)
+            .map_err(|e| BuildError::Io(path, e))
     }
 }
 
@@ -211,7 +234,9 @@ fn file_hash(path: &Path) -> Option<blake3::Hash> {
 /// path, size and time stamp (a toolkit updated in place).
 fn compiler_id(nvcc: &Path) -> String {
     static SEEN: Mutex<Vec<(PathBuf, String)>> = Mutex::new(Vec::new());
-    let meta = std::fs::metadata(nvcc).ok().map(|m| (m.len(), m.modified().ok()));
+    let meta = std::fs::metadata(nvcc)
+        .ok()
+        .map(|m| (m.len(), m.modified().ok()));
     let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((_, v)) = seen.iter().find(|(p, _)| p == nvcc) {
         return format!("{v} {} {meta:?}", nvcc.display());
@@ -225,8 +250,15 @@ fn compiler_id(nvcc: &Path) -> String {
 /// found on PATH; NVCC_PREPEND_FLAGS and the like add flags); the rest (HOME, TMPDIR, the GPU
 /// selection, LD_LIBRARY_PATH, which `cargo test` sets per package) cannot.
 fn build_env(job: &Job) -> Vec<(OsString, OsString)> {
-    let affects = |k: &OsString| ["PATH", "CUDA_HOME", "CUDA_PATH"].iter().any(|v| k == v) || k.to_string_lossy().starts_with("NVCC");
-    let mut env: Vec<(OsString, OsString)> = if job.clear_env { Vec::new() } else { std::env::vars_os().collect() };
+    let affects = |k: &OsString| {
+        ["PATH", "CUDA_HOME", "CUDA_PATH"].iter().any(|v| k == v)
+            || k.to_string_lossy().starts_with("NVCC")
+    };
+    let mut env: Vec<(OsString, OsString)> = if job.clear_env {
+        Vec::new()
+    } else {
+        std::env::vars_os().collect()
+    };
     for (k, v) in &job.env {
         env.retain(|(have, _)| have != k);
         env.push((k.clone(), v.clone()));
@@ -243,7 +275,9 @@ fn build_env(job: &Job) -> Vec<(OsString, OsString)> {
 fn cache_key(cache: &BuildCache, compiler: &str, job: &Job, binary: &Path) -> blake3::Hash {
     let mut h = blake3::Hasher::new();
     let mut field = |label: &str, bytes: &[u8]| {
-        h.update(label.as_bytes()).update(&(bytes.len() as u64).to_le_bytes()).update(bytes);
+        h.update(label.as_bytes())
+            .update(&(bytes.len() as u64).to_le_bytes())
+            .update(bytes);
     };
     field("cudabugs-build-cache-v1", b"");
     field("compiler", compiler.as_bytes());
@@ -260,9 +294,19 @@ fn cache_key(cache: &BuildCache, compiler: &str, job: &Job, binary: &Path) -> bl
             continue;
         }
         field("arg", cache.portable(path, cwd).as_bytes());
-        let named = job.cwd.as_deref().map(|c| c.join(path)).unwrap_or_else(|| path.to_path_buf());
+        let named = job
+            .cwd
+            .as_deref()
+            .map(|c| c.join(path))
+            .unwrap_or_else(|| path.to_path_buf());
         if named.is_file() {
-            field("content", file_hash(&named).map(|h| *h.as_bytes()).unwrap_or_default().as_slice());
+            field(
+                "content",
+                file_hash(&named)
+                    .map(|h| *h.as_bytes())
+                    .unwrap_or_default()
+                    .as_slice(),
+            );
         }
     }
     h.finalize()
@@ -277,18 +321,28 @@ fn make_deps(rule: &str, cwd: Option<&Path>) -> Vec<PathBuf> {
     let mut chars = joined.chars().peekable();
     while let Some(c) = chars.next() {
         match c {
-            '\\' if chars.peek().is_some_and(|n| *n == ' ' || *n == '\\' || *n == '#') => word.push(chars.next().unwrap_or(' ')),
+            '\\' if chars
+                .peek()
+                .is_some_and(|n| *n == ' ' || *n == '\\' || *n == '#') =>
+            {
+                word.push(chars.next().unwrap_or(' '))
+            }
             c if c.is_whitespace() => words.push(std::mem::take(&mut word)),
             c => word.push(c),
         }
     }
     words.push(word);
     let words: Vec<String> = words.into_iter().filter(|w| !w.is_empty()).collect();
-    let Some(colon) = words.iter().position(|w| w.ends_with(':')) else { return Vec::new() };
-    words[colon + 1..].iter().map(|w| match cwd {
-        Some(c) if Path::new(w).is_relative() => c.join(w),
-        _ => PathBuf::from(w),
-    }).collect()
+    let Some(colon) = words.iter().position(|w| w.ends_with(':')) else {
+        return Vec::new();
+    };
+    words[colon + 1..]
+        .iter()
+        .map(|w| match cwd {
+            Some(c) if Path::new(w).is_relative() => c.join(w),
+            _ => PathBuf::from(w),
+        })
+        .collect()
 }
 
 /// The harness sources written out (from the copies embedded in the binary) and compiled once.
@@ -313,19 +367,29 @@ fn check(done: runner::Finished, source: &Path, timeout: Duration) -> Result<(),
     match done.exit {
         Exit::Code(0) => Ok(()),
         Exit::TimedOut => Err(BuildError::TimedOut(timeout)),
-        _ => Err(BuildError::Compile { file: source.display().to_string(), exit: done.describe_exit(), output: done.output() }),
+        _ => Err(BuildError::Compile {
+            file: source.display().to_string(),
+            exit: done.describe_exit(),
+            output: done.output(),
+        }),
     }
 }
 
 /// Write the harness into `dir` and compile its object, unless an up-to-date one exists.
-pub fn prepare_harness(nvcc: &Nvcc, files: &[(&str, &str)], dir: &Path) -> Result<Harness, BuildError> {
+pub fn prepare_harness(
+    nvcc: &Nvcc,
+    files: &[(&str, &str)],
+    dir: &Path,
+) -> Result<Harness, BuildError> {
     mkdir(dir)?;
     // blake3, not DefaultHasher: the name must not change with the Rust release that built xtask.
     let mut hasher = blake3::Hasher::new();
     for (name, text) in files {
         write_if_changed(&dir.join(name), text)?;
         for part in [name.as_bytes(), text.as_bytes()] {
-            hasher.update(&(part.len() as u64).to_le_bytes()).update(part);
+            hasher
+                .update(&(part.len() as u64).to_le_bytes())
+                .update(part);
         }
     }
     hasher.update(nvcc.path.as_os_str().as_encoded_bytes());
@@ -333,11 +397,17 @@ pub fn prepare_harness(nvcc: &Nvcc, files: &[(&str, &str)], dir: &Path) -> Resul
     if !object.is_file() {
         let tmp = object.with_extension("o.tmp");
         let source = dir.join("harness.cu");
-        let job = Job::new(&nvcc.path, HARNESS_TIMEOUT).args(["-O2", "-std=c++17", "-c", "-o"]).arg(&tmp).arg(&source);
+        let job = Job::new(&nvcc.path, HARNESS_TIMEOUT)
+            .args(["-O2", "-std=c++17", "-c", "-o"])
+            .arg(&tmp)
+            .arg(&source);
         check(runner::run(&job)?, &source, HARNESS_TIMEOUT)?;
         std::fs::rename(&tmp, &object).map_err(|e| BuildError::Io(object.clone(), e))?;
     }
-    Ok(Harness { include_dir: dir.to_path_buf(), object })
+    Ok(Harness {
+        include_dir: dir.to_path_buf(),
+        object,
+    })
 }
 
 /// What every build of a plan shares: the compiler, the -arch, the harness, the time limit.
@@ -360,12 +430,29 @@ pub enum Inputs<'a> {
     /// An exercise's file, linked with the harness (which has `main`).
     Exercise(&'a Path),
     /// Any CUDA program: its own sources (each one's folder on the include path) and nvcc flags.
-    Program { sources: &'a [PathBuf], flags: &'a [String] },
+    Program {
+        sources: &'a [PathBuf],
+        flags: &'a [String],
+    },
 }
 
 /// `sandbox` turns the nvcc job into the one that runs (the caller's confinement of learner code).
-pub fn build(launcher: &dyn Launcher, recipe: &Recipe, flavor: Flavor, inputs: Inputs, binary: &Path, reuse: Reuse, sandbox: &dyn Fn(Job) -> Job) -> Result<Built, BuildError> {
-    let Recipe { nvcc, arch, harness, timeout, cache } = *recipe;
+pub fn build(
+    launcher: &dyn Launcher,
+    recipe: &Recipe,
+    flavor: Flavor,
+    inputs: Inputs,
+    binary: &Path,
+    reuse: Reuse,
+    sandbox: &dyn Fn(Job) -> Job,
+) -> Result<Built, BuildError> {
+    let Recipe {
+        nvcc,
+        arch,
+        harness,
+        timeout,
+        cache,
+    } = *recipe;
     if let Some(dir) = binary.parent() {
         mkdir(dir)?;
     }
@@ -374,31 +461,59 @@ pub fn build(launcher: &dyn Launcher, recipe: &Recipe, flavor: Flavor, inputs: I
         Inputs::Program { sources, .. } => sources.iter().map(PathBuf::as_path).collect(),
     };
     let source = sources.first().copied().unwrap_or(Path::new(""));
-    let text: Vec<u8> = sources.iter().map(|s| std::fs::read(s).map_err(|e| BuildError::Io(s.to_path_buf(), e))).collect::<Result<Vec<_>, _>>()?.concat();
+    let text: Vec<u8> = sources
+        .iter()
+        .map(|s| std::fs::read(s).map_err(|e| BuildError::Io(s.to_path_buf(), e)))
+        .collect::<Result<Vec<_>, _>>()?
+        .concat();
     // With a cache, an exercise is compiled from a copy of the text read above, alone in a folder
     // of its own (see `Stage`); nvcc writes there, and only the grader copies out.
     let stage = match (inputs, cache) {
         (Inputs::Exercise(_), Some(c)) => Some(Stage::new(c, source, &text)?),
         _ => None,
     };
-    let out = stage.as_ref().map(|s| s.dir.join("a.out")).unwrap_or_else(|| binary.to_path_buf());
-    let mut job = Job::new(&nvcc.path, timeout).args(flavor.flags().iter().copied()).arg(format!("-arch={arch}")).arg("-std=c++17");
+    let out = stage
+        .as_ref()
+        .map(|s| s.dir.join("a.out"))
+        .unwrap_or_else(|| binary.to_path_buf());
+    let mut job = Job::new(&nvcc.path, timeout)
+        .args(flavor.flags().iter().copied())
+        .arg(format!("-arch={arch}"))
+        .arg("-std=c++17");
     match inputs {
         Inputs::Exercise(source) => {
             // Named relative to the stage folder, nvcc's working folder: its messages say `reduce.cu(12)`.
-            let compiled = if stage.is_some() { Path::new(source.file_name().unwrap_or_default()) } else { source };
-            job = job.arg("-I").arg(&harness.include_dir).arg("-o").arg(&out).arg(compiled).arg(&harness.object);
+            let compiled = if stage.is_some() {
+                Path::new(source.file_name().unwrap_or_default())
+            } else {
+                source
+            };
+            job = job
+                .arg("-I")
+                .arg(&harness.include_dir)
+                .arg("-o")
+                .arg(&out)
+                .arg(compiled)
+                .arg(&harness.object);
             if flavor == Flavor::Timing {
                 job = job.arg("-Xlinker").arg(timeline_wrap());
             }
         }
         Inputs::Program { sources, flags } => {
-            let mut dirs: Vec<&Path> = sources.iter().filter_map(|s| s.parent()).filter(|d| !d.as_os_str().is_empty()).collect();
+            let mut dirs: Vec<&Path> = sources
+                .iter()
+                .filter_map(|s| s.parent())
+                .filter(|d| !d.as_os_str().is_empty())
+                .collect();
             dirs.dedup();
             for d in dirs {
                 job = job.arg("-I").arg(d);
             }
-            job = job.args(flags.iter().cloned()).arg("-o").arg(&out).args(sources.iter().map(|s| s.as_os_str().to_owned()));
+            job = job
+                .args(flags.iter().cloned())
+                .arg("-o")
+                .arg(&out)
+                .args(sources.iter().map(|s| s.as_os_str().to_owned()));
         }
     }
     let mut job = sandbox(job.args(nvcc.extra_flags.iter().cloned()));
@@ -430,14 +545,26 @@ pub fn build(launcher: &dyn Launcher, recipe: &Recipe, flavor: Flavor, inputs: I
         None => {
             let mut hasher = blake3::Hasher::new();
             for part in [job.display().as_bytes(), &text, compiler.as_bytes()] {
-                hasher.update(&(part.len() as u64).to_le_bytes()).update(part);
+                hasher
+                    .update(&(part.len() as u64).to_le_bytes())
+                    .update(part);
             }
             format!("{}\n", hasher.finalize().to_hex())
         }
     };
     let recipe_path = binary.with_extension("recipe");
-    let built = |command: &Job, wall, reused| Built { binary: binary.to_path_buf(), source: source.to_path_buf(), flavor, command: command.display(), wall, reused };
-    if reuse == Reuse::IfUnchanged && binary.is_file() && std::fs::read_to_string(&recipe_path).ok().as_deref() == Some(recipe.as_str()) {
+    let built = |command: &Job, wall, reused| Built {
+        binary: binary.to_path_buf(),
+        source: source.to_path_buf(),
+        flavor,
+        command: command.display(),
+        wall,
+        reused,
+    };
+    if reuse == Reuse::IfUnchanged
+        && binary.is_file()
+        && std::fs::read_to_string(&recipe_path).ok().as_deref() == Some(recipe.as_str())
+    {
         return Ok(built(&job, Duration::ZERO, true));
     }
     let _ = std::fs::remove_file(&recipe_path);
@@ -446,7 +573,8 @@ pub fn build(launcher: &dyn Launcher, recipe: &Recipe, flavor: Flavor, inputs: I
             // A copy, not a link: the binary runs in the submission's writable folder, and whatever
             // it does to its own file must not reach the cache.
             place(&entry, binary)?;
-            std::fs::write(&recipe_path, &recipe).map_err(|e| BuildError::Io(recipe_path.clone(), e))?;
+            std::fs::write(&recipe_path, &recipe)
+                .map_err(|e| BuildError::Io(recipe_path.clone(), e))?;
             log_build(&format!("hit {}", key.to_hex()), binary);
             return Ok(built(&job, Duration::ZERO, true));
         }
@@ -465,13 +593,23 @@ pub fn build(launcher: &dyn Launcher, recipe: &Recipe, flavor: Flavor, inputs: I
     let done = launcher.launch(&job)?;
     let wall = done.wall;
     check(done, source, timeout)?;
-    log_build(&format!("build {}", key.map(|k| k.to_hex().to_string()).unwrap_or_default()), binary);
+    log_build(
+        &format!(
+            "build {}",
+            key.map(|k| k.to_hex().to_string()).unwrap_or_default()
+        ),
+        binary,
+    );
     if out != binary {
         place(&out, binary)?;
     }
     // A file saved again while nvcc ran may not be what it compiled (unless a stage held the copy
     // read before): then leave no recipe, and nothing in the cache.
-    let now: Vec<u8> = sources.iter().filter_map(|s| std::fs::read(s).ok()).collect::<Vec<_>>().concat();
+    let now: Vec<u8> = sources
+        .iter()
+        .filter_map(|s| std::fs::read(s).ok())
+        .collect::<Vec<_>>()
+        .concat();
     if stage.is_some() || now == text {
         std::fs::write(&recipe_path, recipe).map_err(|e| BuildError::Io(recipe_path.clone(), e))?;
         if let (Some(cache), Some(key)) = (cache, &key) {
@@ -482,8 +620,13 @@ pub fn build(launcher: &dyn Launcher, recipe: &Recipe, flavor: Flavor, inputs: I
                 Some(s) => vec![s.dir.join(source.file_name().unwrap_or_default())],
                 None => sources.iter().map(|s| s.to_path_buf()).collect(),
             };
-            let deps: Vec<PathBuf> = std::fs::read_to_string(&deps_file).map(|r| make_deps(&r, cwd)).unwrap_or_default();
-            let deps: Vec<PathBuf> = deps.into_iter().filter(|d| !compiled.iter().any(|s| same_file(s, d, cwd))).collect();
+            let deps: Vec<PathBuf> = std::fs::read_to_string(&deps_file)
+                .map(|r| make_deps(&r, cwd))
+                .unwrap_or_default();
+            let deps: Vec<PathBuf> = deps
+                .into_iter()
+                .filter(|d| !compiled.iter().any(|s| same_file(s, d, cwd)))
+                .collect();
             // A cache that cannot be written (full, read-only) costs the next build, not this one.
             // From the stage, where no program of the submission can write, where there is one.
             if !deps.is_empty() {
@@ -499,7 +642,10 @@ pub fn build(launcher: &dyn Launcher, recipe: &Recipe, flavor: Flavor, inputs: I
 /// removed if the copy fails.
 fn place(from: &Path, to: &Path) -> Result<(), BuildError> {
     let io = |e: std::io::Error| BuildError::Io(to.to_path_buf(), e);
-    let tmp = tempfile::Builder::new().tempfile_in(to.parent().unwrap_or(Path::new("."))).map_err(io)?.into_temp_path();
+    let tmp = tempfile::Builder::new()
+        .tempfile_in(to.parent().unwrap_or(Path::new(".")))
+        .map_err(io)?
+        .into_temp_path();
     std::fs::copy(from, &tmp).map_err(io)?;
     tmp.persist(to).map_err(|e| io(e.error))
 }
@@ -518,8 +664,14 @@ impl Stage {
     fn new(cache: &BuildCache, source: &Path, text: &[u8]) -> Result<Stage, BuildError> {
         let parent = cache.dir.join("stage");
         mkdir(&parent)?;
-        let folder = tempfile::Builder::new().prefix("build.").tempdir_in(&parent).map_err(|e| BuildError::Io(parent, e))?;
-        let stage = Stage { dir: folder.path().to_path_buf(), _removed_on_drop: folder };
+        let folder = tempfile::Builder::new()
+            .prefix("build.")
+            .tempdir_in(&parent)
+            .map_err(|e| BuildError::Io(parent, e))?;
+        let stage = Stage {
+            dir: folder.path().to_path_buf(),
+            _removed_on_drop: folder,
+        };
         let copy = stage.dir.join(source.file_name().unwrap_or_default());
         std::fs::write(&copy, text).map_err(|e| BuildError::Io(copy, e))?;
         Ok(stage)
@@ -531,7 +683,8 @@ fn same_file(source: &Path, dep: &Path, cwd: Option<&Path>) -> bool {
         Some(c) if p.is_relative() => c.join(p),
         _ => p.to_path_buf(),
     };
-    abs(source) == abs(dep) || std::fs::canonicalize(abs(source)).ok() == std::fs::canonicalize(abs(dep)).ok()
+    abs(source) == abs(dep)
+        || std::fs::canonicalize(abs(source)).ok() == std::fs::canonicalize(abs(dep)).ok()
 }
 
 /// `CUDABUGS_BUILD_LOG=FILE`: one line per nvcc run or cache hit appended to FILE (how the test suite's
@@ -539,7 +692,11 @@ fn same_file(source: &Path, dep: &Path, cwd: Option<&Path>) -> bool {
 fn log_build(what: &str, binary: &Path) {
     if let Some(path) = std::env::var_os("CUDABUGS_BUILD_LOG") {
         use std::io::Write;
-        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
             let _ = writeln!(f, "{what} {}", binary.display());
         }
     }
@@ -562,7 +719,10 @@ mod tests {
         }
         fn staged(source: &str, object: &[u8], stage: &str) -> Setup {
             let dir = tempfile::tempdir().unwrap();
-            let setup = Setup { dir, stage: stage.into() };
+            let setup = Setup {
+                dir,
+                stage: stage.into(),
+            };
             std::fs::create_dir_all(setup.cwd()).unwrap();
             std::fs::create_dir_all(setup.root().join("harness")).unwrap();
             std::fs::write(setup.cwd().join("reduce.cu"), source).unwrap();
@@ -576,11 +736,19 @@ mod tests {
             self.root().join("work/build-cache/stage").join(&self.stage)
         }
         fn cache(&self) -> BuildCache {
-            BuildCache { dir: self.root().join("work/build-cache"), root: self.root() }
+            BuildCache {
+                dir: self.root().join("work/build-cache"),
+                root: self.root(),
+            }
         }
         fn job(&self, flags: &[&str], binary: &Path) -> Job {
             let root = self.root();
-            let mut job = Job::new("/usr/local/cuda/bin/nvcc", Duration::from_secs(1)).args(flags.iter().copied()).arg("-I").arg(root.join("harness")).arg("-o").arg(binary);
+            let mut job = Job::new("/usr/local/cuda/bin/nvcc", Duration::from_secs(1))
+                .args(flags.iter().copied())
+                .arg("-I")
+                .arg(root.join("harness"))
+                .arg("-o")
+                .arg(binary);
             job = job.arg("reduce.cu").arg(root.join("harness/harness-0.o"));
             job.cwd = Some(self.cwd());
             job
@@ -597,34 +765,73 @@ mod tests {
     fn the_key_follows_the_source_the_flags_and_the_harness_but_not_the_output_or_the_folders() {
         let a = Setup::new("__global__ void k() {}\n", b"object");
         let key = a.key(&["-G"], &a.binary());
-        assert_eq!(key, a.key(&["-G"], &a.root().join("elsewhere/bin")), "the output path is not an input");
+        assert_eq!(
+            key,
+            a.key(&["-G"], &a.root().join("elsewhere/bin")),
+            "the output path is not an input"
+        );
         // Another stage folder (another student, another plan) in another copy of the workbook.
         let b = Setup::staged("__global__ void k() {}\n", b"object", "stage-2");
         assert_eq!(key, b.key(&["-G"], &b.binary()));
         assert_ne!(key, a.key(&["-O3"], &a.binary()), "flags");
-        assert_ne!(key, cache_key(&a.cache(), "nvcc 12.8", &a.job(&["-G"], &a.binary()), &a.binary()), "compiler");
+        assert_ne!(
+            key,
+            cache_key(
+                &a.cache(),
+                "nvcc 12.8",
+                &a.job(&["-G"], &a.binary()),
+                &a.binary()
+            ),
+            "compiler"
+        );
         let edited = Setup::new("__global__ void k() { }\n", b"object");
         assert_ne!(key, edited.key(&["-G"], &edited.binary()), "source text");
         let harness = Setup::new("__global__ void k() {}\n", b"another object");
-        assert_ne!(key, harness.key(&["-G"], &harness.binary()), "harness object");
+        assert_ne!(
+            key,
+            harness.key(&["-G"], &harness.binary()),
+            "harness object"
+        );
         let mut job = a.job(&["-G"], &a.binary());
         job.env.push(("NVCC_APPEND_FLAGS".into(), "-DX".into()));
-        assert_ne!(key, cache_key(&a.cache(), "nvcc 13.0", &job, &a.binary()), "nvcc's flag variables");
+        assert_ne!(
+            key,
+            cache_key(&a.cache(), "nvcc 13.0", &job, &a.binary()),
+            "nvcc's flag variables"
+        );
         let mut job = a.job(&["-G"], &a.binary());
         job.env.push(("CUDA_VISIBLE_DEVICES".into(), "1".into()));
         job.env.push(("TMPDIR".into(), "/somewhere/else".into()));
-        job.env.push(("LD_LIBRARY_PATH".into(), "/target/debug/deps".into()));
-        assert_eq!(key, cache_key(&a.cache(), "nvcc 13.0", &job, &a.binary()), "the GPU a worker runs on, its TMPDIR, the loader's path");
+        job.env
+            .push(("LD_LIBRARY_PATH".into(), "/target/debug/deps".into()));
+        assert_eq!(
+            key,
+            cache_key(&a.cache(), "nvcc 13.0", &job, &a.binary()),
+            "the GPU a worker runs on, its TMPDIR, the loader's path"
+        );
         let mut job = a.job(&["-G"], &a.binary());
         job.env.push(("PATH".into(), "/opt/gcc-9/bin".into()));
-        assert_ne!(key, cache_key(&a.cache(), "nvcc 13.0", &job, &a.binary()), "the PATH the host compiler is found on");
+        assert_ne!(
+            key,
+            cache_key(&a.cache(), "nvcc 13.0", &job, &a.binary()),
+            "the PATH the host compiler is found on"
+        );
     }
 
     #[test]
     fn make_rules_are_read_as_nvcc_writes_them() {
         let rule = "bin : reduce.cu \\\n    /usr/include/stdc-predef.h \\\n    ../../h/cudabugs.cuh /opt/a\\ b.h\n";
         let deps = make_deps(rule, Some(Path::new("/w/x")));
-        assert_eq!(deps, ["/w/x/reduce.cu", "/usr/include/stdc-predef.h", "/w/x/../../h/cudabugs.cuh", "/opt/a b.h"].map(PathBuf::from));
+        assert_eq!(
+            deps,
+            [
+                "/w/x/reduce.cu",
+                "/usr/include/stdc-predef.h",
+                "/w/x/../../h/cudabugs.cuh",
+                "/opt/a b.h"
+            ]
+            .map(PathBuf::from)
+        );
         assert!(make_deps("garbage", None).is_empty());
     }
 
@@ -642,24 +849,52 @@ mod tests {
         let key = a.key(&["-G"], &binary);
         let cwd = Some(a.cwd());
         assert_eq!(cache.lookup(&key, cwd.as_deref()), None);
-        cache.store(&key, &binary, &[header.clone(), local.clone()], cwd.as_deref()).unwrap();
+        cache
+            .store(
+                &key,
+                &binary,
+                &[header.clone(), local.clone()],
+                cwd.as_deref(),
+            )
+            .unwrap();
         let entry = cache.lookup(&key, cwd.as_deref()).expect("a hit");
         assert_eq!(std::fs::read(&entry).unwrap(), b"built");
         // Written aside and renamed: nothing half-written is left, and the entry is a copy.
-        let names: Vec<String> = std::fs::read_dir(&cache.dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        let names: Vec<String> = std::fs::read_dir(&cache.dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
         assert!(names.iter().all(|n| !n.contains(".tmp")), "{names:?}");
         std::fs::write(&binary, "changed by the program").unwrap();
-        assert_eq!(std::fs::read(cache.lookup(&key, cwd.as_deref()).unwrap()).unwrap(), b"built");
+        assert_eq!(
+            std::fs::read(cache.lookup(&key, cwd.as_deref()).unwrap()).unwrap(),
+            b"built"
+        );
         // The manifest names the files relative to the root and to the build's folder.
         let manifest = std::fs::read_to_string(cache.manifest(&key)).unwrap();
-        assert!(manifest.contains(" <root>/harness/cudabugs.cuh\n") && manifest.contains(" <here>/local.h\n"), "{manifest}");
+        assert!(
+            manifest.contains(" <root>/harness/cudabugs.cuh\n")
+                && manifest.contains(" <here>/local.h\n"),
+            "{manifest}"
+        );
         let elsewhere = a.root().join("elsewhere");
         std::fs::create_dir_all(&elsewhere).unwrap();
-        assert_eq!(cache.lookup(&key, Some(&elsewhere)), None, "no local.h beside this text");
+        assert_eq!(
+            cache.lookup(&key, Some(&elsewhere)),
+            None,
+            "no local.h beside this text"
+        );
         std::fs::write(elsewhere.join("local.h"), "// here\n").unwrap();
-        assert!(cache.lookup(&key, Some(&elsewhere)).is_some(), "the same local.h beside this text");
+        assert!(
+            cache.lookup(&key, Some(&elsewhere)).is_some(),
+            "the same local.h beside this text"
+        );
         std::fs::write(&header, "// v2\n").unwrap();
-        assert_eq!(cache.lookup(&key, cwd.as_deref()), None, "a header changed since");
+        assert_eq!(
+            cache.lookup(&key, cwd.as_deref()),
+            None,
+            "a header changed since"
+        );
         std::fs::remove_file(&header).unwrap();
         assert_eq!(cache.lookup(&key, cwd.as_deref()), None, "a header gone");
     }

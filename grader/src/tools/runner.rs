@@ -134,7 +134,9 @@ impl Job {
 
 /// A word quoted so that a shell reads it back unchanged.
 fn shell_word(w: &str) -> String {
-    let plain = !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || "_-./=:,+@%".contains(c));
+    let plain = !w.is_empty()
+        && w.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-./=:,+@%".contains(c));
     if plain {
         w.to_string()
     } else {
@@ -200,8 +202,12 @@ impl Finished {
     pub fn describe_exit(&self) -> String {
         let mut s = match self.exit {
             Exit::Code(c) => format!("exit status {c}"),
-            Exit::Signal(s) if s == libc::SIGKILL && self.oom_killed => "killed: it went over its host-memory limit".into(),
-            Exit::Signal(s) if s == libc::SIGXFSZ => "killed by SIGXFSZ: it wrote a file over the size limit".into(),
+            Exit::Signal(s) if s == libc::SIGKILL && self.oom_killed => {
+                "killed: it went over its host-memory limit".into()
+            }
+            Exit::Signal(s) if s == libc::SIGXFSZ => {
+                "killed by SIGXFSZ: it wrote a file over the size limit".into()
+            }
             Exit::Signal(s) => format!("killed by signal {s}"),
             Exit::TimedOut => "timed out and was killed".into(),
         };
@@ -314,9 +320,16 @@ fn report_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
 /// Run a job to completion or to its timeout. Only failing to start is an error (the sandbox's
 /// setup included): a crash, a signal or a timeout is a `Finished` with the matching `Exit`.
 pub fn run(job: &Job) -> Result<Finished, SpawnError> {
-    let spawn_error = |source| SpawnError { program: job.program.display().to_string(), source };
+    let spawn_error = |source| SpawnError {
+        program: job.program.display().to_string(),
+        source,
+    };
     let mut cmd = Command::new(&job.program);
-    cmd.args(&job.args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+    cmd.args(&job.args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
     if let Some(dir) = &job.cwd {
         cmd.current_dir(dir);
     }
@@ -326,15 +339,28 @@ pub fn run(job: &Job) -> Result<Finished, SpawnError> {
     for (k, v) in &job.env {
         cmd.env(k, v);
     }
-    let level = job.confine.as_ref().map(|_| job.level.unwrap_or(Level::ProcessGroup));
+    let level = job
+        .confine
+        .as_ref()
+        .map(|_| job.level.unwrap_or(Level::ProcessGroup));
     let mut cgroup = None;
     let mut report = None;
-    if let (Some(confine), Some(level)) = (&job.confine, level.filter(|l| *l > Level::ProcessGroup)) {
+    if let (Some(confine), Some(level)) = (&job.confine, level.filter(|l| *l > Level::ProcessGroup))
+    {
         Prepared::hand_over(confine, level).map_err(spawn_error)?;
         cgroup = RunCgroup::create(confine.limits.memory_bytes, confine.limits.pids);
-        let procs = cgroup.as_ref().map(RunCgroup::procs_files).unwrap_or_default();
+        let procs = cgroup
+            .as_ref()
+            .map(RunCgroup::procs_files)
+            .unwrap_or_default();
         let (read, write) = report_pipe().map_err(spawn_error)?;
-        let prepared = Prepared::new(level, confine, job.cwd.as_deref(), &procs, write.as_raw_fd());
+        let prepared = Prepared::new(
+            level,
+            confine,
+            job.cwd.as_deref(),
+            &procs,
+            write.as_raw_fd(),
+        );
         // SAFETY: `enter` makes only async-signal-safe calls (see sandbox.rs).
         unsafe {
             cmd.pre_exec(move || prepared.enter());
@@ -368,8 +394,16 @@ pub fn run(job: &Job) -> Result<Finished, SpawnError> {
         g.push(pgid);
     }
     let (pipes_done, pipes_closed) = mpsc::channel();
-    let out = drain(child.stdout.take().expect("piped"), job.output_cap, pipes_done.clone());
-    let err = drain(child.stderr.take().expect("piped"), job.output_cap, pipes_done);
+    let out = drain(
+        child.stdout.take().expect("piped"),
+        job.output_cap,
+        pipes_done.clone(),
+    );
+    let err = drain(
+        child.stderr.take().expect("piped"),
+        job.output_cap,
+        pipes_done,
+    );
 
     let (tx, rx) = mpsc::channel();
     let alive = std::sync::atomic::AtomicBool::new(true);
@@ -381,7 +415,12 @@ pub fn run(job: &Job) -> Result<Finished, SpawnError> {
             status
         });
         let driver = job.driver.as_ref().map(|d| {
-            let running = Running { alive: &alive, started: start, deadline: start + job.timeout, cgroup: cgroup.as_ref() };
+            let running = Running {
+                alive: &alive,
+                started: start,
+                deadline: start + job.timeout,
+                cgroup: cgroup.as_ref(),
+            };
             scope.spawn(move || d.drive(&running))
         });
         let timed_out = match rx.recv_timeout(job.timeout) {
@@ -431,7 +470,10 @@ pub fn run(job: &Job) -> Result<Finished, SpawnError> {
     let deadline = Instant::now() + PIPE_GRACE;
     let mut escaped = false;
     for _ in 0..2 {
-        if pipes_closed.recv_timeout(deadline.saturating_duration_since(Instant::now())).is_err() {
+        if pipes_closed
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .is_err()
+        {
             escaped = true;
             break;
         }
@@ -450,7 +492,16 @@ pub fn run(job: &Job) -> Result<Finished, SpawnError> {
         (false, _, Some(s)) => from_status(s),
         (false, _, None) => Exit::Code(-1),
     };
-    Ok(Finished { exit, stdout, stderr, wall: start.elapsed(), leftovers, escaped, oom_killed, isolation: level })
+    Ok(Finished {
+        exit,
+        stdout,
+        stderr,
+        wall: start.elapsed(),
+        leftovers,
+        escaped,
+        oom_killed,
+        isolation: level,
+    })
 }
 
 #[cfg(test)]
@@ -471,7 +522,9 @@ mod tests {
 
     #[test]
     fn caps_huge_output_and_counts_the_rest() {
-        let mut job = Job::new("/bin/sh", Duration::from_secs(20)).arg("-c").arg("head -c 100000 /dev/zero");
+        let mut job = Job::new("/bin/sh", Duration::from_secs(20))
+            .arg("-c")
+            .arg("head -c 100000 /dev/zero");
         job.output_cap = 1000;
         let f = run(&job).unwrap();
         assert_eq!((f.stdout.bytes.len(), f.stdout.dropped), (1000, 99000));
@@ -483,24 +536,40 @@ mod tests {
         // The grandchild writes its pid, then everything sleeps past the timeout.
         let dir = tempfile::tempdir().unwrap();
         let pidfile = dir.path().join("pid");
-        let script = format!("sh -c 'echo $$ > {}; sleep 60' & sleep 60", pidfile.display());
+        let script = format!(
+            "sh -c 'echo $$ > {}; sleep 60' & sleep 60",
+            pidfile.display()
+        );
         let f = sh(&script, Duration::from_millis(500));
         assert_eq!(f.exit, Exit::TimedOut);
         assert!(f.wall < Duration::from_secs(10), "took {:?}", f.wall);
         // The grandchild shares our stdout pipe, so `run` returning at all means it has exited; it may
         // linger only as a zombie until init reaps it.
         // The kernel closes a dying process's files a moment before it becomes a zombie: allow it 2 s.
-        let pid: i32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+        let pid: i32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
         let deadline = Instant::now() + Duration::from_secs(2);
         let (alive, state) = loop {
             let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
-            let alive = state.as_deref().is_some_and(|s| !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'));
+            let alive = state.as_deref().is_some_and(|s| {
+                !s.rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z')
+            });
             if !alive || Instant::now() > deadline {
                 break (alive, state);
             }
             std::thread::yield_now();
         };
-        assert!(!alive, "grandchild {pid} survived the group kill: {state:?}");
+        assert!(
+            !alive,
+            "grandchild {pid} survived the group kill: {state:?}"
+        );
     }
 
     #[test]

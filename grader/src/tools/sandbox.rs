@@ -89,7 +89,12 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Limits {
-        Limits { memory_bytes: None, pids: Some(4096), file_bytes: Some(4 << 30), grace: Duration::from_millis(500) }
+        Limits {
+            memory_bytes: None,
+            pids: Some(4096),
+            file_bytes: Some(4 << 30),
+            grace: Duration::from_millis(500),
+        }
     }
 }
 
@@ -125,7 +130,10 @@ impl Default for SandboxUser {
     /// `nobody`: on the GPU machines it ran CUDA programs, compute-sanitizer and ncu (where the
     /// driver lets every user read the counters).
     fn default() -> SandboxUser {
-        SandboxUser { uid: 65534, gid: 65534 }
+        SandboxUser {
+            uid: 65534,
+            gid: 65534,
+        }
     }
 }
 
@@ -179,7 +187,24 @@ pub enum SetupStep {
 impl SetupStep {
     fn from_u32(v: u32) -> Option<SetupStep> {
         use SetupStep::*;
-        [Cgroup, Rlimit, Unshare, UserMap, Fork, MountPrivate, OpenWritable, ReadOnlyRoot, Hide, Bind, Proc, Chdir, Privileges, Seccomp].into_iter().find(|s| *s as u32 == v)
+        [
+            Cgroup,
+            Rlimit,
+            Unshare,
+            UserMap,
+            Fork,
+            MountPrivate,
+            OpenWritable,
+            ReadOnlyRoot,
+            Hide,
+            Bind,
+            Proc,
+            Chdir,
+            Privileges,
+            Seccomp,
+        ]
+        .into_iter()
+        .find(|s| *s as u32 == v)
     }
     pub fn name(self) -> &'static str {
         match self {
@@ -203,7 +228,12 @@ impl SetupStep {
 
 impl std::fmt::Display for SetupFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "sandbox setup failed while {}: {}", self.step.name(), std::io::Error::from_raw_os_error(self.errno))
+        write!(
+            f,
+            "sandbox setup failed while {}: {}",
+            self.step.name(),
+            std::io::Error::from_raw_os_error(self.errno)
+        )
     }
 }
 
@@ -222,8 +252,14 @@ pub fn parse_report(bytes: &[u8]) -> Option<Result<Report, SetupFailure>> {
         return None;
     }
     match word(1) {
-        KIND_DONE => Some(Ok(Report { wait_status: word(2) as i32, leftovers: word(3) })),
-        KIND_SETUP_FAILED => Some(Err(SetupFailure { step: SetupStep::from_u32(word(2))?, errno: word(3) as i32 })),
+        KIND_DONE => Some(Ok(Report {
+            wait_status: word(2) as i32,
+            leftovers: word(3),
+        })),
+        KIND_SETUP_FAILED => Some(Err(SetupFailure {
+            step: SetupStep::from_u32(word(2))?,
+            errno: word(3) as i32,
+        })),
         _ => None,
     }
 }
@@ -270,9 +306,13 @@ fn cstr(p: &Path) -> CString {
 /// Whether `user` may pass through the folder `dir` (search permission), by its mode bits.
 fn enterable(dir: &Path, user: SandboxUser) -> bool {
     use std::os::unix::fs::MetadataExt;
-    let Ok(m) = std::fs::metadata(dir) else { return true };
+    let Ok(m) = std::fs::metadata(dir) else {
+        return true;
+    };
     let mode = m.mode();
-    mode & 0o001 != 0 || (m.uid() == user.uid && mode & 0o100 != 0) || (m.gid() == user.gid && mode & 0o010 != 0)
+    mode & 0o001 != 0
+        || (m.uid() == user.uid && mode & 0o100 != 0)
+        || (m.gid() == user.gid && mode & 0o010 != 0)
 }
 
 /// The highest folders above `needed` that `user` cannot enter: each gets an empty tmpfs with the
@@ -310,7 +350,13 @@ fn paths_inside(targets: &[&PathBuf], over: &[PathBuf]) -> Vec<PathBuf> {
 }
 
 impl Prepared {
-    pub fn new(level: Level, confine: &Confinement, cwd: Option<&Path>, cgroup_procs: &[PathBuf], report_fd: RawFd) -> Prepared {
+    pub fn new(
+        level: Level,
+        confine: &Confinement,
+        cwd: Option<&Path>,
+        cgroup_procs: &[PathBuf],
+        report_fd: RawFd,
+    ) -> Prepared {
         // SAFETY: getuid/getgid/geteuid cannot fail.
         let (uid, gid, root) = unsafe { (libc::getuid(), libc::getgid(), libc::geteuid() == 0) };
         let user_ns = level == Level::Namespaces && !root;
@@ -329,18 +375,43 @@ impl Prepared {
             rlimits.push((libc::RLIMIT_NPROC, p));
         }
         let namespaces = level == Level::Namespaces;
-        let mut readable: Vec<PathBuf> = if namespaces { confine.readable.clone() } else { Vec::new() };
+        let mut readable: Vec<PathBuf> = if namespaces {
+            confine.readable.clone()
+        } else {
+            Vec::new()
+        };
         readable.sort_by_key(|p| p.components().count());
         let writable = &confine.writable;
         let needed: Vec<&PathBuf> = readable.iter().chain(writable).collect();
-        let hidden_dirs: Vec<PathBuf> = confine.hidden.iter().filter(|h| h.is_dir()).cloned().collect();
+        let hidden_dirs: Vec<PathBuf> = confine
+            .hidden
+            .iter()
+            .filter(|h| h.is_dir())
+            .cloned()
+            .collect();
         let covers = match identity {
-            Identity::Become(user) if namespaces => covers_for(&needed.iter().map(|p| p.to_path_buf()).collect::<Vec<_>>(), user),
+            Identity::Become(user) if namespaces => covers_for(
+                &needed.iter().map(|p| p.to_path_buf()).collect::<Vec<_>>(),
+                user,
+            ),
             _ => Vec::new(),
         };
-        let (mkdirs, cover_mkdirs) = if namespaces { (paths_inside(&needed, &confine.hidden), paths_inside(&needed, &covers)) } else { (Vec::new(), Vec::new()) };
-        assert!(readable.len() + writable.len() <= MAX_BINDS, "a run binds at most {MAX_BINDS} folders");
-        let cap_last = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap").ok().and_then(|s| s.trim().parse().ok()).unwrap_or(40);
+        let (mkdirs, cover_mkdirs) = if namespaces {
+            (
+                paths_inside(&needed, &confine.hidden),
+                paths_inside(&needed, &covers),
+            )
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        assert!(
+            readable.len() + writable.len() <= MAX_BINDS,
+            "a run binds at most {MAX_BINDS} folders"
+        );
+        let cap_last = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(40);
         Prepared {
             level,
             user_ns,
@@ -355,7 +426,12 @@ impl Prepared {
             readable: readable.iter().map(|p| cstr(p)).collect(),
             hidden: hidden_dirs.iter().map(|p| cstr(p)).collect(),
             covers: covers.iter().map(|p| cstr(p)).collect(),
-            hidden_files: confine.hidden.iter().filter(|h| h.is_file()).map(|p| cstr(p)).collect(),
+            hidden_files: confine
+                .hidden
+                .iter()
+                .filter(|h| h.is_file())
+                .map(|p| cstr(p))
+                .collect(),
             mkdirs: mkdirs.iter().map(|p| cstr(p)).collect(),
             cover_mkdirs: cover_mkdirs.iter().map(|p| cstr(p)).collect(),
             cwd: cwd.map(cstr),
@@ -374,7 +450,11 @@ impl Prepared {
             return Ok(());
         }
         let SandboxUser { uid, gid } = confine.user;
-        for dir in confine.handed_over.iter().filter(|d| confine.writable.contains(d)) {
+        for dir in confine
+            .handed_over
+            .iter()
+            .filter(|d| confine.writable.contains(d))
+        {
             own_tree(dir, uid, gid)?;
         }
         Ok(())
@@ -397,7 +477,10 @@ impl Prepared {
             }
         }
         for &(resource, value) in &self.rlimits {
-            let lim = libc::rlimit { rlim_cur: value, rlim_max: value };
+            let lim = libc::rlimit {
+                rlim_cur: value,
+                rlim_max: value,
+            };
             if libc::setrlimit(resource, &lim) != 0 {
                 return fail(SetupStep::Rlimit);
             }
@@ -437,7 +520,11 @@ impl Prepared {
             forward_sigterm(true);
             let status = wait_for(init);
             // The init wrote the report; if it was killed, there is none and the grader says so.
-            libc::_exit(if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { 128 + libc::WTERMSIG(status) });
+            libc::_exit(if libc::WIFEXITED(status) {
+                libc::WEXITSTATUS(status)
+            } else {
+                128 + libc::WTERMSIG(status)
+            });
         }
         // The init: pid 1 of the new namespace, or the subreaper.
         if self.level == Level::Namespaces {
@@ -451,7 +538,11 @@ impl Prepared {
         }
         let program = libc::fork();
         if program < 0 {
-            self.report(KIND_SETUP_FAILED, SetupStep::Fork as u32, *libc::__errno_location() as u32);
+            self.report(
+                KIND_SETUP_FAILED,
+                SetupStep::Fork as u32,
+                *libc::__errno_location() as u32,
+            );
             libc::_exit(127);
         }
         if program == 0 {
@@ -463,14 +554,25 @@ impl Prepared {
                 libc::setsid();
             }
             if let Err(step) = self.drop_privileges() {
-                self.report(KIND_SETUP_FAILED, step as u32, *libc::__errno_location() as u32);
+                self.report(
+                    KIND_SETUP_FAILED,
+                    step as u32,
+                    *libc::__errno_location() as u32,
+                );
                 libc::_exit(127);
             }
             return Ok(());
         }
         self.quiet_fds();
         // SIGTERM from the grader (the timeout) goes on to the program's whole group.
-        FORWARD_TO.store(if self.level == Level::Namespaces { -program } else { program }, std::sync::atomic::Ordering::SeqCst);
+        FORWARD_TO.store(
+            if self.level == Level::Namespaces {
+                -program
+            } else {
+                program
+            },
+            std::sync::atomic::Ordering::SeqCst,
+        );
         forward_sigterm(self.level != Level::Namespaces);
         let status = wait_for(program);
         let leftovers = self.end_the_rest();
@@ -489,9 +591,19 @@ impl Prepared {
         }
         let fd = self.report_fd as libc::c_uint;
         if fd > 3 {
-            libc::syscall(libc::SYS_close_range, 3 as libc::c_uint, fd - 1, 0 as libc::c_uint);
+            libc::syscall(
+                libc::SYS_close_range,
+                3 as libc::c_uint,
+                fd - 1,
+                0 as libc::c_uint,
+            );
         }
-        libc::syscall(libc::SYS_close_range, fd + 1, libc::c_uint::MAX, 0 as libc::c_uint);
+        libc::syscall(
+            libc::SYS_close_range,
+            fd + 1,
+            libc::c_uint::MAX,
+            0 as libc::c_uint,
+        );
     }
 
     /// After the program exited: give what it left running `grace` to end, then kill it. Returns
@@ -569,24 +681,46 @@ impl Prepared {
         // Root, or root of a user namespace: it holds the capabilities these calls need.
         if matches!(self.identity, Identity::Become(_)) || self.user_ns {
             for cap in 0..=self.cap_last {
-                if libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0) != 0 && *libc::__errno_location() != libc::EINVAL {
+                if libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0) != 0
+                    && *libc::__errno_location() != libc::EINVAL
+                {
                     return Err(SetupStep::Privileges);
                 }
             }
-            let bits = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
+            let bits = SECBIT_NOROOT
+                | SECBIT_NOROOT_LOCKED
+                | SECBIT_KEEP_CAPS_LOCKED
+                | SECBIT_NO_CAP_AMBIENT_RAISE
+                | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
             if libc::prctl(libc::PR_SET_SECUREBITS, bits, 0, 0, 0) != 0 {
                 return Err(SetupStep::Privileges);
             }
         }
         if let Identity::Become(user) = self.identity {
             // Every user id leaves 0 at once: the kernel clears the permitted and effective sets.
-            if libc::setgroups(0, std::ptr::null()) != 0 || libc::setresgid(user.gid, user.gid, user.gid) != 0 || libc::setresuid(user.uid, user.uid, user.uid) != 0 {
+            if libc::setgroups(0, std::ptr::null()) != 0
+                || libc::setresgid(user.gid, user.gid, user.gid) != 0
+                || libc::setresuid(user.uid, user.uid, user.uid) != 0
+            {
                 return Err(SetupStep::Privileges);
             }
         }
-        libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong, 0, 0, 0);
-        let header = CapHeader { version: 0x2008_0522, pid: 0 };
-        let none = [CapData { effective: 0, permitted: 0, inheritable: 0 }; 2];
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
+        let header = CapHeader {
+            version: 0x2008_0522,
+            pid: 0,
+        };
+        let none = [CapData {
+            effective: 0,
+            permitted: 0,
+            inheritable: 0,
+        }; 2];
         if libc::syscall(libc::SYS_capset, &header as *const CapHeader, none.as_ptr()) != 0 {
             return Err(SetupStep::Privileges);
         }
@@ -599,18 +733,51 @@ impl Prepared {
     /// The filesystem the program sees. Runs in the init, inside the new namespaces.
     unsafe fn mount_view(&self) -> Result<(), SetupStep> {
         let null = std::ptr::null::<libc::c_char>();
-        let bind = |source: &[u8; 32], target: &CString, flags: libc::c_ulong| libc::mount(source.as_ptr().cast(), target.as_ptr(), null, libc::MS_BIND | flags, std::ptr::null()) == 0;
-        let read_only = libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV;
-        let tmpfs = |at: &CString| libc::mount(c"tmpfs".as_ptr(), at.as_ptr(), c"tmpfs".as_ptr(), libc::MS_NOSUID | libc::MS_NODEV, c"size=64k,mode=755".as_ptr().cast()) == 0;
+        let bind = |source: &[u8; 32], target: &CString, flags: libc::c_ulong| {
+            libc::mount(
+                source.as_ptr().cast(),
+                target.as_ptr(),
+                null,
+                libc::MS_BIND | flags,
+                std::ptr::null(),
+            ) == 0
+        };
+        let read_only =
+            libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV;
+        let tmpfs = |at: &CString| {
+            libc::mount(
+                c"tmpfs".as_ptr(),
+                at.as_ptr(),
+                c"tmpfs".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV,
+                c"size=64k,mode=755".as_ptr().cast(),
+            ) == 0
+        };
         // Nothing mounted here may propagate back to the machine.
-        if libc::mount(null, c"/".as_ptr(), null, libc::MS_REC | libc::MS_PRIVATE, std::ptr::null()) != 0 {
+        if libc::mount(
+            null,
+            c"/".as_ptr(),
+            null,
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        ) != 0
+        {
             return Err(SetupStep::MountPrivate);
         }
         // Handles on everything to bind back, before anything hides it: the readable folders, then
         // the writable ones.
         let mut fds = [-1; MAX_BINDS];
-        for (i, p) in self.readable.iter().chain(&self.writable).take(MAX_BINDS).enumerate() {
-            fds[i] = libc::open(p.as_ptr(), libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC);
+        for (i, p) in self
+            .readable
+            .iter()
+            .chain(&self.writable)
+            .take(MAX_BINDS)
+            .enumerate()
+        {
+            fds[i] = libc::open(
+                p.as_ptr(),
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            );
             if fds[i] < 0 {
                 return Err(SetupStep::OpenWritable);
             }
@@ -625,9 +792,29 @@ impl Prepared {
         }
         const MOUNT_ATTR_RDONLY: u64 = 0x1;
         const AT_RECURSIVE: libc::c_int = 0x8000;
-        let attr = MountAttr { attr_set: MOUNT_ATTR_RDONLY, attr_clr: 0, propagation: 0, userns_fd: 0 };
-        let r = libc::syscall(libc::SYS_mount_setattr, libc::AT_FDCWD, c"/".as_ptr(), AT_RECURSIVE, &attr as *const MountAttr, std::mem::size_of::<MountAttr>());
-        if r != 0 && libc::mount(null, c"/".as_ptr(), null, libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY, std::ptr::null()) != 0 {
+        let attr = MountAttr {
+            attr_set: MOUNT_ATTR_RDONLY,
+            attr_clr: 0,
+            propagation: 0,
+            userns_fd: 0,
+        };
+        let r = libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            c"/".as_ptr(),
+            AT_RECURSIVE,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        );
+        if r != 0
+            && libc::mount(
+                null,
+                c"/".as_ptr(),
+                null,
+                libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY,
+                std::ptr::null(),
+            ) != 0
+        {
             return Err(SetupStep::ReadOnlyRoot);
         }
         // Hidden folders: an empty tmpfs each, with the path to any folder below that must be
@@ -638,7 +825,14 @@ impl Prepared {
             }
         }
         for f in &self.hidden_files {
-            if libc::mount(self.dev_null.as_ptr(), f.as_ptr(), null, libc::MS_BIND, std::ptr::null()) != 0 {
+            if libc::mount(
+                self.dev_null.as_ptr(),
+                f.as_ptr(),
+                null,
+                libc::MS_BIND,
+                std::ptr::null(),
+            ) != 0
+            {
                 return Err(SetupStep::Hide);
             }
         }
@@ -679,7 +873,15 @@ impl Prepared {
         let writable_at = self.readable.len();
         for (i, w) in self.writable.iter().enumerate() {
             fd_path(fds[writable_at + i], &mut path);
-            if !bind(&path, w, 0) || libc::mount(null, w.as_ptr(), null, libc::MS_REMOUNT | libc::MS_BIND | libc::MS_NOSUID | libc::MS_NODEV, std::ptr::null()) != 0 {
+            if !bind(&path, w, 0)
+                || libc::mount(
+                    null,
+                    w.as_ptr(),
+                    null,
+                    libc::MS_REMOUNT | libc::MS_BIND | libc::MS_NOSUID | libc::MS_NODEV,
+                    std::ptr::null(),
+                ) != 0
+            {
                 return Err(SetupStep::Bind);
             }
         }
@@ -687,8 +889,21 @@ impl Prepared {
             libc::close(*fd);
         }
         // A private /dev/shm (CUDA and the tools may use it) and a /proc of this namespace only.
-        libc::mount(c"tmpfs".as_ptr(), c"/dev/shm".as_ptr(), c"tmpfs".as_ptr(), libc::MS_NOSUID | libc::MS_NODEV, c"size=256m,mode=1777".as_ptr().cast());
-        if libc::mount(c"proc".as_ptr(), c"/proc".as_ptr(), c"proc".as_ptr(), libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC, std::ptr::null()) != 0 {
+        libc::mount(
+            c"tmpfs".as_ptr(),
+            c"/dev/shm".as_ptr(),
+            c"tmpfs".as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            c"size=256m,mode=1777".as_ptr().cast(),
+        );
+        if libc::mount(
+            c"proc".as_ptr(),
+            c"/proc".as_ptr(),
+            c"proc".as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            std::ptr::null(),
+        ) != 0
+        {
             return Err(SetupStep::Proc);
         }
         // The working folder again: the old handle points below the read-only root.
@@ -738,7 +953,9 @@ extern "C" fn on_sigterm(_: libc::c_int, info: *mut libc::siginfo_t, _: *mut lib
     // Only the grader's SIGTERM (from outside the namespace, where the sender has no pid here) is
     // passed on; a program that signals its own init gets nothing back.
     // SAFETY: the kernel hands the handler a valid siginfo.
-    if unsafe { (*info).si_pid() } != 0 && !SENDER_ANYWHERE.load(std::sync::atomic::Ordering::SeqCst) {
+    if unsafe { (*info).si_pid() } != 0
+        && !SENDER_ANYWHERE.load(std::sync::atomic::Ordering::SeqCst)
+    {
         return;
     }
     let to = FORWARD_TO.load(std::sync::atomic::Ordering::SeqCst);
@@ -751,7 +968,8 @@ extern "C" fn on_sigterm(_: libc::c_int, info: *mut libc::siginfo_t, _: *mut lib
 unsafe fn forward_sigterm(from_anyone: bool) {
     SENDER_ANYWHERE.store(from_anyone, std::sync::atomic::Ordering::SeqCst);
     let mut action: libc::sigaction = std::mem::zeroed();
-    action.sa_sigaction = on_sigterm as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) as usize;
+    action.sa_sigaction =
+        on_sigterm as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) as usize;
     action.sa_flags = libc::SA_SIGINFO;
     libc::sigemptyset(&mut action.sa_mask);
     libc::sigaction(libc::SIGTERM, &action, std::ptr::null_mut());
@@ -786,14 +1004,20 @@ unsafe fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> bool {
 }
 
 fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: clock_gettime writes one timespec.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 fn sleep_ns(ns: u64) {
-    let ts = libc::timespec { tv_sec: (ns / 1_000_000_000) as libc::time_t, tv_nsec: (ns % 1_000_000_000) as libc::c_long };
+    let ts = libc::timespec {
+        tv_sec: (ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+    };
     // SAFETY: nanosleep reads one timespec.
     unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
 }
@@ -881,8 +1105,19 @@ mod tests {
             ..Confinement::default()
         };
         let p = Prepared::new(Level::Namespaces, &confine, None, &[], 9);
-        let made: Vec<_> = p.mkdirs.iter().map(|c| c.to_str().unwrap().to_string()).collect();
-        assert_eq!(made, ["/w/.cudabugs/work/check", "/w/.cudabugs/work/check/03-race", "/w/.cudabugs/work/check/03-race/learner"]);
+        let made: Vec<_> = p
+            .mkdirs
+            .iter()
+            .map(|c| c.to_str().unwrap().to_string())
+            .collect();
+        assert_eq!(
+            made,
+            [
+                "/w/.cudabugs/work/check",
+                "/w/.cudabugs/work/check/03-race",
+                "/w/.cudabugs/work/check/03-race/learner"
+            ]
+        );
     }
 
     #[test]
@@ -891,7 +1126,13 @@ mod tests {
         for (i, w) in [MAGIC, KIND_DONE, 9 << 8, 3, 0].iter().enumerate() {
             buf[i * 4..i * 4 + 4].copy_from_slice(&w.to_ne_bytes());
         }
-        assert_eq!(parse_report(&buf), Some(Ok(Report { wait_status: 9 << 8, leftovers: 3 })));
+        assert_eq!(
+            parse_report(&buf),
+            Some(Ok(Report {
+                wait_status: 9 << 8,
+                leftovers: 3
+            }))
+        );
         assert_eq!(parse_report(&buf[..7]), None);
         assert_eq!(parse_report(&[0u8; REPORT_LEN]), None);
     }

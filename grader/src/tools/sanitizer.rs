@@ -111,7 +111,14 @@ pub struct SourceLocation {
 impl SourceLocation {
     /// "reduce.cu:22": the file's name and the line, as tables show it.
     pub fn short(&self) -> String {
-        format!("{}:{}", Path::new(&self.path).file_name().unwrap_or_default().to_string_lossy(), self.line)
+        format!(
+            "{}:{}",
+            Path::new(&self.path)
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy(),
+            self.line
+        )
     }
 }
 
@@ -134,11 +141,16 @@ pub struct Record {
 
 impl Record {
     /// The locations that lie in `source` (matched by path, or by file name when paths differ).
-    pub fn locations_in<'a>(&'a self, source: &'a Path) -> impl Iterator<Item = &'a SourceLocation> + 'a {
+    pub fn locations_in<'a>(
+        &'a self,
+        source: &'a Path,
+    ) -> impl Iterator<Item = &'a SourceLocation> + 'a {
         let file_name = source.file_name().map(|n| n.to_string_lossy().into_owned());
         self.locations.iter().filter(move |l| {
             let p = Path::new(&l.path);
-            p == source || (file_name.is_some() && p.file_name().map(|n| n.to_string_lossy().into_owned()) == file_name)
+            p == source
+                || (file_name.is_some()
+                    && p.file_name().map(|n| n.to_string_lossy().into_owned()) == file_name)
         })
     }
 }
@@ -152,7 +164,12 @@ fn dim(d: Option<RawDim>) -> Option<[u32; 3]> {
 }
 
 fn location(w: &RawWhere, role: &str) -> Option<SourceLocation> {
-    Some(SourceLocation { path: w.path.clone()?, line: w.line?, function: w.func.clone(), role: role.to_string() })
+    Some(SourceLocation {
+        path: w.path.clone()?,
+        line: w.line?,
+        function: w.func.clone(),
+        role: role.to_string(),
+    })
 }
 
 /// What the option-enabled modes write, as compute-sanitizer 2025.3.1 wrote it on an H100
@@ -177,18 +194,38 @@ fn location(w: &RawWhere, role: &str) -> Option<SourceLocation> {
 const MODE_PATTERNS: &[(Tool, &str, FindingKind)] = &[
     (Tool::Memcheck, "malloc/free error", FindingKind::HeapError),
     (Tool::Memcheck, "double free", FindingKind::HeapError),
-    (Tool::Memcheck, "invalid pointer to free", FindingKind::HeapError),
+    (
+        Tool::Memcheck,
+        "invalid pointer to free",
+        FindingKind::HeapError,
+    ),
     (Tool::Memcheck, "heap corruption", FindingKind::HeapError),
     (Tool::Memcheck, ": deviceheap", FindingKind::HeapLeak),
-    (Tool::Memcheck, "stream-ordered race", FindingKind::StreamOrderedRace),
-    (Tool::Memcheck, "before allocation is available", FindingKind::StreamOrderedRace),
+    (
+        Tool::Memcheck,
+        "stream-ordered race",
+        FindingKind::StreamOrderedRace,
+    ),
+    (
+        Tool::Memcheck,
+        "before allocation is available",
+        FindingKind::StreamOrderedRace,
+    ),
     (Tool::Memcheck, "cp_async_bulk", FindingKind::BulkCopy),
     (Tool::Memcheck, "stack overflow", FindingKind::StackOverflow),
     (Tool::Racecheck, "deadlock", FindingKind::Deadlock),
     (Tool::Racecheck, "cp_async", FindingKind::AsyncCopyRace),
     (Tool::Racecheck, "memcpy_async", FindingKind::AsyncCopyRace),
-    (Tool::Racecheck, "might not have entered yet", FindingKind::SharedRace),
-    (Tool::Racecheck, "might have already exited", FindingKind::SharedRace),
+    (
+        Tool::Racecheck,
+        "might not have entered yet",
+        FindingKind::SharedRace,
+    ),
+    (
+        Tool::Racecheck,
+        "might have already exited",
+        FindingKind::SharedRace,
+    ),
     (Tool::Racecheck, "cp.async", FindingKind::AsyncCopyRace),
     (Tool::Initcheck, "unused memory", FindingKind::UnusedMemory),
 ];
@@ -198,16 +235,31 @@ fn mode_kind(tool: Tool, raw: &RawRecord, text: &str) -> Option<FindingKind> {
     let what = raw.what.as_ref();
     // The functions the record points at: a bulk copy's `cp_async_bulk`, the `cp_async` that wrote
     // one side of a race.
-    let accesses = what.into_iter().flat_map(|w| w.source.iter().chain(&w.destination)).filter_map(|a| a.location.as_ref());
-    let funcs = raw.location.iter().chain(accesses).filter_map(|w| w.func.as_deref());
-    let words = [Some(text), raw.kind.as_deref(), what.and_then(|w| w.error.as_deref()), what.and_then(|w| w.exception.as_deref())]
+    let accesses = what
         .into_iter()
-        .flatten()
-        .chain(funcs)
-        .collect::<Vec<_>>()
-        .join(" ")
-        .to_lowercase();
-    MODE_PATTERNS.iter().find(|(t, pattern, _)| *t == tool && words.contains(pattern)).map(|(_, _, kind)| *kind)
+        .flat_map(|w| w.source.iter().chain(&w.destination))
+        .filter_map(|a| a.location.as_ref());
+    let funcs = raw
+        .location
+        .iter()
+        .chain(accesses)
+        .filter_map(|w| w.func.as_deref());
+    let words = [
+        Some(text),
+        raw.kind.as_deref(),
+        what.and_then(|w| w.error.as_deref()),
+        what.and_then(|w| w.exception.as_deref()),
+    ]
+    .into_iter()
+    .flatten()
+    .chain(funcs)
+    .collect::<Vec<_>>()
+    .join(" ")
+    .to_lowercase();
+    MODE_PATTERNS
+        .iter()
+        .find(|(t, pattern, _)| *t == tool && words.contains(pattern))
+        .map(|(_, _, kind)| *kind)
 }
 
 /// Which kind of record this is. compute-sanitizer's XML has no stable code for the error class, so
@@ -232,7 +284,9 @@ fn classify(tool: Tool, raw: &RawRecord) -> FindingKind {
             }
         }
         Tool::Memcheck => {
-            if what.and_then(|w| w.error.as_deref()) == Some("out of bounds") || text.contains("out of bounds") {
+            if what.and_then(|w| w.error.as_deref()) == Some("out of bounds")
+                || text.contains("out of bounds")
+            {
                 FindingKind::OutOfBounds
             } else if text.contains("misaligned") {
                 FindingKind::Misaligned
@@ -249,7 +303,10 @@ fn classify(tool: Tool, raw: &RawRecord) -> FindingKind {
         Tool::Initcheck => {
             if text.starts_with("Uninitialized") {
                 FindingKind::UninitializedRead
-            } else if kind.contains("ApiError") || text.starts_with("Host API") || text.contains("cudaMemcpy") {
+            } else if kind.contains("ApiError")
+                || text.starts_with("Host API")
+                || text.contains("cudaMemcpy")
+            {
                 FindingKind::UninitializedCopy
             } else {
                 FindingKind::Other
@@ -273,11 +330,17 @@ fn record_text(raw: &RawRecord) -> String {
         Some(w) => match (&w.text, &w.error_type) {
             (Some(t), Some(ty)) => format!("{t}: {ty}"),
             (Some(t), None) => t.clone(),
-            (None, _) => [w.exception.as_deref(), w.space.as_deref(), w.direction.as_deref(), w.error.as_deref(), w.error_type.as_deref()]
-                .into_iter()
-                .flatten()
-                .collect::<Vec<_>>()
-                .join(" "),
+            (None, _) => [
+                w.exception.as_deref(),
+                w.space.as_deref(),
+                w.direction.as_deref(),
+                w.error.as_deref(),
+                w.error_type.as_deref(),
+            ]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(" "),
         },
         None => raw.kind.clone().unwrap_or_default(),
     }
@@ -299,20 +362,47 @@ pub fn parse(tool: Tool, xml: &str) -> Result<Vec<Record>, ParseError> {
             if let Some(w) = &r.location {
                 locations.extend(location(w, "access"));
             }
-            let accesses = what.map(|w| w.source.iter().map(|a| (a, "source")).chain(w.destination.iter().map(|a| (a, "destination"))).collect::<Vec<_>>()).unwrap_or_default();
+            let accesses = what
+                .map(|w| {
+                    w.source
+                        .iter()
+                        .map(|a| (a, "source"))
+                        .chain(w.destination.iter().map(|a| (a, "destination")))
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default();
             for (a, role) in accesses {
-                let role = a.direction.as_deref().map(str::to_lowercase).unwrap_or_else(|| role.to_string());
+                let role = a
+                    .direction
+                    .as_deref()
+                    .map(str::to_lowercase)
+                    .unwrap_or_else(|| role.to_string());
                 locations.extend(a.location.as_ref().and_then(|w| location(w, &role)));
             }
             if let Some(stack) = &r.device_stack {
                 locations.extend(stack.frames.iter().filter_map(|f| location(f, "frame")));
             }
-            for host in [&r.host_stack, &r.host_access_stack, &r.host_mem_op_stack].into_iter().flatten() {
+            for host in [&r.host_stack, &r.host_access_stack, &r.host_mem_op_stack]
+                .into_iter()
+                .flatten()
+            {
                 let host = host.frames.as_slice();
                 // The frame after a `__device_stub__` is the kernel's host stub, which sits at the
                 // kernel's definition: it says nothing the launch line does not.
-                let stubs: Vec<bool> = host.iter().map(|f| f.func.as_deref().is_some_and(|n| n.starts_with("__device_stub__"))).collect();
-                locations.extend(host.iter().enumerate().filter(|(i, _)| !(*i > 0 && stubs[i - 1])).filter_map(|(_, f)| location(f, "host")));
+                let stubs: Vec<bool> = host
+                    .iter()
+                    .map(|f| {
+                        f.func
+                            .as_deref()
+                            .is_some_and(|n| n.starts_with("__device_stub__"))
+                    })
+                    .collect();
+                locations.extend(
+                    host.iter()
+                        .enumerate()
+                        .filter(|(i, _)| !(*i > 0 && stubs[i - 1]))
+                        .filter_map(|(_, f)| location(f, "host")),
+                );
             }
             let text = record_text(&r);
             let count = what.and_then(|w| w.destination.iter().find_map(|d| d.count));
@@ -373,11 +463,24 @@ pub fn records_text(count: usize) -> String {
 
 /// `options`: the manifest's extra options for this tool (checked against its allow-list when the
 /// manifest was read).
-pub fn job(sanitizer: &Path, tool: Tool, xml_path: &Path, program: &Path, args: &[std::ffi::OsString], options: &[String], timeout: Duration) -> Job {
+pub fn job(
+    sanitizer: &Path,
+    tool: Tool,
+    xml_path: &Path,
+    program: &Path,
+    args: &[std::ffi::OsString],
+    options: &[String],
+    timeout: Duration,
+) -> Job {
     let mut job = Job::new(sanitizer, timeout)
         .args(["--tool", tool.name(), "--xml", "--save"])
         .arg(xml_path)
-        .args(["--error-exitcode", &ERROR_EXITCODE.to_string(), "--print-limit", &PRINT_LIMIT.to_string()])
+        .args([
+            "--error-exitcode",
+            &ERROR_EXITCODE.to_string(),
+            "--print-limit",
+            &PRINT_LIMIT.to_string(),
+        ])
         // The harness never forks. A program that does (a daemon) is not followed: the tool ends
         // with the program, and the sandbox kills and reports what it left running.
         .args(["--target-processes", "application-only"]);
@@ -386,12 +489,19 @@ pub fn job(sanitizer: &Path, tool: Tool, xml_path: &Path, program: &Path, args: 
     if tool == Tool::Memcheck && !options.iter().any(|o| o == "--leak-check") {
         job = job.args(["--leak-check", "full"]);
     }
-    job.args(options.iter().cloned()).arg(program).args(args.iter().cloned())
+    job.args(options.iter().cloned())
+        .arg(program)
+        .args(args.iter().cloned())
 }
 
 /// Run a job made by `job` (confined by the caller where it runs learner code) and parse what the
 /// tool saved at `xml_path`.
-pub fn run(launcher: &dyn crate::tools::launcher::Launcher, tool: Tool, job: &Job, xml_path: &Path) -> Result<ToolRun, RunError> {
+pub fn run(
+    launcher: &dyn crate::tools::launcher::Launcher,
+    tool: Tool,
+    job: &Job,
+    xml_path: &Path,
+) -> Result<ToolRun, RunError> {
     let _ = std::fs::remove_file(xml_path);
     let finished = launcher.launch(job)?;
     let xml = crate::tools::untrusted::read_text(xml_path).unwrap_or_default();
@@ -400,7 +510,13 @@ pub fn run(launcher: &dyn crate::tools::launcher::Launcher, tool: Tool, job: &Jo
     if xml.trim().is_empty() && finished.exit == Exit::TimedOut {
         records = deadlocks_in_text(tool, &finished.stdout.text());
     }
-    Ok(ToolRun { tool, command: job.display(), records, xml_path: xml_path.to_path_buf(), finished })
+    Ok(ToolRun {
+        tool,
+        command: job.display(),
+        records,
+        xml_path: xml_path.to_path_buf(),
+        finished,
+    })
 }
 
 /// racecheck's deadlock reports in its text output, for a run killed before it saved its XML:
@@ -419,8 +535,22 @@ fn deadlocks_in_text(tool: Tool, text: &str) -> Vec<Record> {
             // The last " in FILE:LINE" names the wait.
             let (_, place) = line.rsplit_once(" in ")?;
             let (path, number) = place.trim().rsplit_once(':')?;
-            let location = SourceLocation { path: path.to_string(), line: number.trim().parse().ok()?, function: None, role: "access".into() };
-            Some(Record { tool, kind: FindingKind::Deadlock, text: line.to_string(), level: None, thread: None, block: None, count: None, locations: vec![location] })
+            let location = SourceLocation {
+                path: path.to_string(),
+                line: number.trim().parse().ok()?,
+                function: None,
+                role: "access".into(),
+            };
+            Some(Record {
+                tool,
+                kind: FindingKind::Deadlock,
+                text: line.to_string(),
+                level: None,
+                thread: None,
+                block: None,
+                count: None,
+                locations: vec![location],
+            })
         })
         .collect()
 }
@@ -448,9 +578,16 @@ mod tests {
         assert_eq!(r.len(), 1);
         assert_eq!(r[0].kind, FindingKind::SharedRace);
         assert_eq!(r[0].count, Some(131072));
-        let lines: Vec<(u32, &str)> = r[0].locations.iter().map(|l| (l.line, l.role.as_str())).collect();
+        let lines: Vec<(u32, &str)> = r[0]
+            .locations
+            .iter()
+            .map(|l| (l.line, l.role.as_str()))
+            .collect();
         assert_eq!(lines, vec![(6, "write"), (9, "read")]);
-        assert_eq!(r[0].locations_in(Path::new("/elsewhere/race.cu")).count(), 2);
+        assert_eq!(
+            r[0].locations_in(Path::new("/elsewhere/race.cu")).count(),
+            2
+        );
         assert_eq!(r[0].locations_in(Path::new("/p/other.cu")).count(), 0);
     }
 
@@ -480,23 +617,55 @@ mod tests {
         }
         // The words belong to their tool: the same text from another tool is not that kind, and the
         // records the modes do not touch keep their kinds.
-        assert_eq!(one(Tool::Synccheck, "<text>Deadlock</text>").kind, FindingKind::Other);
-        assert_eq!(one(Tool::Memcheck, "<text>Leaked 4 bytes at 0x7f00</text>").kind, FindingKind::Leak);
-        assert_eq!(one(Tool::Memcheck, "<text>Invalid __global__ write of size 4 bytes</text><error>out of bounds</error>").kind, FindingKind::OutOfBounds);
+        assert_eq!(
+            one(Tool::Synccheck, "<text>Deadlock</text>").kind,
+            FindingKind::Other
+        );
+        assert_eq!(
+            one(Tool::Memcheck, "<text>Leaked 4 bytes at 0x7f00</text>").kind,
+            FindingKind::Leak
+        );
+        assert_eq!(
+            one(
+                Tool::Memcheck,
+                "<text>Invalid __global__ write of size 4 bytes</text><error>out of bounds</error>"
+            )
+            .kind,
+            FindingKind::OutOfBounds
+        );
     }
 
     #[test]
     fn manifest_options_go_to_the_tool_and_replace_its_own_leak_check() {
         let shown = |options: &[&str], tool| {
             let options: Vec<String> = options.iter().map(|o| o.to_string()).collect();
-            job(Path::new("cs"), tool, Path::new("o.xml"), Path::new("prog"), &[], &options, Duration::from_secs(3)).display()
+            job(
+                Path::new("cs"),
+                tool,
+                Path::new("o.xml"),
+                Path::new("prog"),
+                &[],
+                &options,
+                Duration::from_secs(3),
+            )
+            .display()
         };
         let memcheck = shown(&["--track-stream-ordered-races", "all"], Tool::Memcheck);
-        assert!(memcheck.contains("--leak-check full --track-stream-ordered-races all prog"), "{memcheck}");
+        assert!(
+            memcheck.contains("--leak-check full --track-stream-ordered-races all prog"),
+            "{memcheck}"
+        );
         let replaced = shown(&["--leak-check", "no"], Tool::Memcheck);
-        assert!(replaced.contains("--leak-check no prog") && !replaced.contains("full"), "{replaced}");
+        assert!(
+            replaced.contains("--leak-check no prog") && !replaced.contains("full"),
+            "{replaced}"
+        );
         let racecheck = shown(&["--racecheck-deadlock-timeout", "1000"], Tool::Racecheck);
-        assert!(racecheck.contains("--racecheck-deadlock-timeout 1000 prog") && !racecheck.contains("leak"), "{racecheck}");
+        assert!(
+            racecheck.contains("--racecheck-deadlock-timeout 1000 prog")
+                && !racecheck.contains("leak"),
+            "{racecheck}"
+        );
     }
 
     #[test]
@@ -504,9 +673,19 @@ mod tests {
         let text = "========= RACECHECK\n========= Deadlock detected in Cuda::barrier wait called by threads starting at (0,0,0) in block (0,0,0), (active mask: 0xffffffff), barrier address: 0x0 at kernel+0x1190 in /w/app.cu:98\n=========     and more\n";
         let found = deadlocks_in_text(Tool::Racecheck, text);
         assert_eq!(found.len(), 1);
-        assert_eq!((found[0].kind, found[0].locations[0].short()), (FindingKind::Deadlock, "app.cu:98".to_string()));
-        assert!(deadlocks_in_text(Tool::Memcheck, text).is_empty(), "only racecheck reports deadlocks");
-        assert!(deadlocks_in_text(Tool::Racecheck, "========= Deadlock detected somewhere\n").is_empty(), "no line, no record");
+        assert_eq!(
+            (found[0].kind, found[0].locations[0].short()),
+            (FindingKind::Deadlock, "app.cu:98".to_string())
+        );
+        assert!(
+            deadlocks_in_text(Tool::Memcheck, text).is_empty(),
+            "only racecheck reports deadlocks"
+        );
+        assert!(
+            deadlocks_in_text(Tool::Racecheck, "========= Deadlock detected somewhere\n")
+                .is_empty(),
+            "no line, no record"
+        );
     }
 
     #[test]
@@ -514,9 +693,16 @@ mod tests {
         use crate::judge::verdict::{findings, in_region};
         // 30-mbarrier-count under racecheck on an H100, killed at its 3 s limit.
         let h100 = "========= Deadlock detected in Cuda::barrier wait called by threads starting at (160,0,0) in block (16,0,0), (active mask: 0xffffffff), barrier address: 0x4400 at cuda::__4::barrier<(cuda::std::__4::thread_scope)2, cuda::std::__4::__empty_completion>::__try_wait(unsigned long) const+0x740 in barrier_block_scope.h:192\n";
-        let found = findings(&deadlocks_in_text(Tool::Racecheck, h100), Path::new("dot.cu"), &[]);
+        let found = findings(
+            &deadlocks_in_text(Tool::Racecheck, h100),
+            Path::new("dot.cu"),
+            &[],
+        );
         assert_eq!((found.len(), found[0].kind), (1, FindingKind::Deadlock));
-        assert!(in_region(&found[0], "bug"), "it names CUDA's barrier, not the learner's line");
+        assert!(
+            in_region(&found[0], "bug"),
+            "it names CUDA's barrier, not the learner's line"
+        );
         // A deadlock at a line of the learner's file must be in the region to count.
         let mine = findings(&deadlocks_in_text(Tool::Racecheck, "========= Deadlock detected in Cuda::barrier wait called by threads starting at (0,0,0) in block (0,0,0) at k+0x10 in /w/dot.cu:98\n"), Path::new("dot.cu"), &[]);
         assert!(!in_region(&mine[0], "bug"));
@@ -525,7 +711,12 @@ mod tests {
     #[test]
     fn empty_output_means_no_records_and_garbage_is_an_error() {
         assert!(parse(Tool::Memcheck, "").unwrap().is_empty());
-        assert!(parse(Tool::Memcheck, "<ComputeSanitizerOutput></ComputeSanitizerOutput>").unwrap().is_empty());
+        assert!(parse(
+            Tool::Memcheck,
+            "<ComputeSanitizerOutput></ComputeSanitizerOutput>"
+        )
+        .unwrap()
+        .is_empty());
         assert!(parse(Tool::Memcheck, "<ComputeSanitizerOutput><record>").is_err());
     }
 }

@@ -83,11 +83,16 @@ fn candidates(tool: ToolName, root: &Path) -> Vec<PathBuf> {
     list.push(PathBuf::from("/usr/local/cuda/bin").join(bin));
     match tool {
         ToolName::Nvcc => list.push(root.join(LOCAL_TOOLKIT).join("nvidia/cu13/bin/nvcc")),
-        ToolName::Cuobjdump => list.push(root.join(LOCAL_TOOLKIT).join("nvidia/cu13/bin/cuobjdump")),
+        ToolName::Cuobjdump => {
+            list.push(root.join(LOCAL_TOOLKIT).join("nvidia/cu13/bin/cuobjdump"))
+        }
         ToolName::Ncu => {
             // ncu also ships outside the toolkit's bin folder.
             if let Ok(dirs) = std::fs::read_dir("/opt/nvidia/nsight-compute") {
-                let mut found: Vec<PathBuf> = dirs.filter_map(Result::ok).map(|d| d.path().join("ncu")).collect();
+                let mut found: Vec<PathBuf> = dirs
+                    .filter_map(Result::ok)
+                    .map(|d| d.path().join("ncu"))
+                    .collect();
                 found.sort();
                 list.extend(found.into_iter().rev());
             }
@@ -107,14 +112,22 @@ impl Toolchain {
             // The pip wheels keep libcudart next to bin/, where nvcc's own profile does not look.
             let lib = path.parent().and_then(Path::parent).map(|p| p.join("lib"));
             let extra_flags = match lib {
-                Some(lib) if lib.join("libcudart_static.a").is_file() && path.components().any(|c| c.as_os_str() == "cu13") => {
+                Some(lib)
+                    if lib.join("libcudart_static.a").is_file()
+                        && path.components().any(|c| c.as_os_str() == "cu13") =>
+                {
                     vec![format!("-L{}", lib.display())]
                 }
                 _ => Vec::new(),
             };
             Nvcc { path, extra_flags }
         });
-        Toolchain { nvcc, sanitizer: find(ToolName::ComputeSanitizer, root), ncu: find(ToolName::Ncu, root), cuobjdump: find(ToolName::Cuobjdump, root) }
+        Toolchain {
+            nvcc,
+            sanitizer: find(ToolName::ComputeSanitizer, root),
+            ncu: find(ToolName::Ncu, root),
+            cuobjdump: find(ToolName::Cuobjdump, root),
+        }
     }
 }
 
@@ -150,7 +163,15 @@ pub enum InstallError {
 pub fn install_job(root: &Path) -> Result<Job, InstallError> {
     let python = which::which("python3").map_err(|_| InstallError::NoPython)?;
     Ok(Job::new(python, Duration::from_secs(1800))
-        .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--upgrade", "--target"])
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--upgrade",
+            "--target",
+        ])
         .arg(root.join(LOCAL_TOOLKIT))
         .args(PINNED_WHEELS.iter().copied()))
 }
@@ -158,7 +179,10 @@ pub fn install_job(root: &Path) -> Result<Job, InstallError> {
 pub fn install(root: &Path) -> Result<PathBuf, InstallError> {
     let done = runner::run(&install_job(root)?)?;
     if !done.success() {
-        return Err(InstallError::Pip { exit: done.describe_exit(), output: done.output() });
+        return Err(InstallError::Pip {
+            exit: done.describe_exit(),
+            output: done.output(),
+        });
     }
     let nvcc = root.join(LOCAL_TOOLKIT).join("nvidia/cu13/bin/nvcc");
     if nvcc.is_file() {

@@ -15,7 +15,10 @@ use crate::judge::context::Context;
 use crate::judge::verdict::{Status, Step};
 
 use super::worker::{Chunk, Graded, Pending, Phases, Worker};
-use super::{fingerprint, state_label, ClassInfo, ClassJob, Event, GradeError, PairResult, PairState, CLASS_FILE};
+use super::{
+    fingerprint, state_label, ClassInfo, ClassJob, Event, GradeError, PairResult, PairState,
+    CLASS_FILE,
+};
 
 /// The GPUs a class is graded on, a worker each: those named (`--gpus`), else every visible one
 /// (named as `CUDA_VISIBLE_DEVICES` names them); one default worker where there is one GPU or none.
@@ -23,10 +26,20 @@ pub fn worker_gpus(requested: &[String]) -> Vec<Option<String>> {
     if !requested.is_empty() {
         return requested.iter().cloned().map(Some).collect();
     }
-    let visible: Vec<String> = std::env::var("CUDA_VISIBLE_DEVICES").ok().map(|v| v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()).unwrap_or_default();
+    let visible: Vec<String> = std::env::var("CUDA_VISIBLE_DEVICES")
+        .ok()
+        .map(|v| {
+            v.split(',')
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect()
+        })
+        .unwrap_or_default();
     match crate::tools::gpu::count() {
         0 | 1 => vec![None],
-        n => (0..n).map(|i| Some(visible.get(i).cloned().unwrap_or_else(|| i.to_string()))).collect(),
+        n => (0..n)
+            .map(|i| Some(visible.get(i).cloned().unwrap_or_else(|| i.to_string())))
+            .collect(),
     }
 }
 
@@ -35,7 +48,12 @@ pub fn worker_gpus(requested: &[String]) -> Vec<Option<String>> {
 /// than a learner's check (a class has hostile and hung programs), and its share of the cores
 /// (sanitizer runs spend their start-up on the CPU; the builds, the next chunk's included, get a
 /// share each). What the environment set stays.
-pub fn configure_worker(config: &mut crate::judge::config::Config, gpu: Option<String>, workers: usize, hidden: &[PathBuf]) {
+pub fn configure_worker(
+    config: &mut crate::judge::config::Config,
+    gpu: Option<String>,
+    workers: usize,
+    hidden: &[PathBuf],
+) {
     config.gpu = gpu;
     config.audit = true;
     // No file of a student's run may exceed 1 GiB (the largest bench output is 256 MiB).
@@ -48,7 +66,9 @@ pub fn configure_worker(config: &mut crate::judge::config::Config, gpu: Option<S
     }
     let workers = workers.max(1);
     if !config.from_env.gpu_jobs {
-        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2);
         // 60 bug pairs on an H100 (16 cores): 114.2 s with 16 runs at once, 120.9-121.3 s with 12.
         config.gpu_jobs = (cores / workers).max(6);
     }
@@ -65,33 +85,67 @@ pub fn journal_path(out: &Path, shard: Option<Shard>) -> PathBuf {
 
 /// Grade every pair of `job` that the journal does not hold yet, one worker per context (GPU).
 /// Returns the journal's entries for this run's pairs.
-pub fn grade_class(wb: &Workbook, workers: Vec<Context>, job: &ClassJob, on_event: &(dyn Fn(Event) + Sync)) -> Result<Vec<PairResult>, GradeError> {
+pub fn grade_class(
+    wb: &Workbook,
+    workers: Vec<Context>,
+    job: &ClassJob,
+    on_event: &(dyn Fn(Event) + Sync),
+) -> Result<Vec<PairResult>, GradeError> {
     let started = std::time::Instant::now();
     std::fs::create_dir_all(&job.out).map_err(|e| GradeError::Io(job.out.clone(), e))?;
-    let info = ClassInfo { submissions: job.submissions.clone(), roster: job.roster.clone(), exercises: job.exercises.iter().map(|e| e.id().to_string()).collect(), secret: job.secret.fingerprint() };
+    let info = ClassInfo {
+        submissions: job.submissions.clone(),
+        roster: job.roster.clone(),
+        exercises: job.exercises.iter().map(|e| e.id().to_string()).collect(),
+        secret: job.secret.fingerprint(),
+    };
     let class_file = job.out.join(CLASS_FILE);
-    crate::exercise::workbook::write_atomically(&class_file, &(serde_json::to_string_pretty(&info).expect("serialisable") + "\n")).map_err(|e| GradeError::Io(class_file.clone(), e))?;
-    let journal: Journal<PairResult> = Journal::open(&journal_path(&job.out, job.shard), job.regrade)?;
+    crate::exercise::workbook::write_atomically(
+        &class_file,
+        &(serde_json::to_string_pretty(&info).expect("serialisable") + "\n"),
+    )
+    .map_err(|e| GradeError::Io(class_file.clone(), e))?;
+    let journal: Journal<PairResult> =
+        Journal::open(&journal_path(&job.out, job.shard), job.regrade)?;
     if journal.dropped > 0 {
-        on_event(Event::Note { message: format!("{} journal line(s) torn by a kill or superseded were dropped", journal.dropped) });
+        on_event(Event::Note {
+            message: format!(
+                "{} journal line(s) torn by a kill or superseded were dropped",
+                journal.dropped
+            ),
+        });
     }
     let all = roster::pairs(&job.roster, &job.exercises);
-    let mine: Vec<(&Student, &Exercise)> = all.into_iter().enumerate().filter(|(i, _)| job.shard.is_none_or(|s| s.takes(*i))).map(|(_, p)| p).collect();
-    let gpu_here = workers.first().is_some_and(|c| c.no_gpu_reason().is_none() || c.launcher.replays());
+    let mine: Vec<(&Student, &Exercise)> = all
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| job.shard.is_none_or(|s| s.takes(*i)))
+        .map(|(_, p)| p)
+        .collect();
+    let gpu_here = workers
+        .first()
+        .is_some_and(|c| c.no_gpu_reason().is_none() || c.launcher.replays());
     let mut todo: Vec<(&Exercise, Pending)> = Vec::new();
     let mut done_now: Vec<PairResult> = Vec::new();
     let mut already = 0;
     // A workbook copy's own harness refuses every exercise of the student: read once per student.
     let mut harness_of: BTreeMap<&str, Option<Tampered>> = BTreeMap::new();
     for (student, ex) in &mine {
-        let harness = harness_of.entry(student.id.as_str()).or_insert_with(|| tamper::harness_changes(wb, &student.folder)).clone();
+        let harness = harness_of
+            .entry(student.id.as_str())
+            .or_insert_with(|| tamper::harness_changes(wb, &student.folder))
+            .clone();
         let Some(path) = roster::find_file(student, ex, wb) else {
             let fp = format!("missing-{}", job.secret.fingerprint());
             if finished(&journal, &student.id, ex.id(), &fp) {
                 already += 1;
             } else {
                 let mut r = PairResult::empty(&student.id, ex, fp, PairState::NotSubmitted);
-                r.steps.push(Step::new("submission", Status::Failed, format!("no file for {} in {}", ex.id(), student.folder.display())));
+                r.steps.push(Step::new(
+                    "submission",
+                    Status::Failed,
+                    format!("no file for {} in {}", ex.id(), student.folder.display()),
+                ));
                 done_now.push(r);
             }
             continue;
@@ -99,7 +153,15 @@ pub fn grade_class(wb: &Workbook, workers: Vec<Context>, job: &ClassJob, on_even
         let text = match std::fs::read(&path) {
             Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
             Err(e) => {
-                let mut r = PairResult::empty(&student.id, ex, String::new(), PairState::NotGradable { reason: format!("cannot read {}: {e}", path.display()), diff: String::new() });
+                let mut r = PairResult::empty(
+                    &student.id,
+                    ex,
+                    String::new(),
+                    PairState::NotGradable {
+                        reason: format!("cannot read {}: {e}", path.display()),
+                        diff: String::new(),
+                    },
+                );
                 r.total();
                 done_now.push(r);
                 continue;
@@ -120,18 +182,43 @@ pub fn grade_class(wb: &Workbook, workers: Vec<Context>, job: &ClassJob, on_even
             continue;
         }
         if let Some(reason) = unsupported {
-            let mut r = PairResult::empty(&student.id, ex, fp, PairState::Unsupported { reason: reason.clone() });
+            let mut r = PairResult::empty(
+                &student.id,
+                ex,
+                fp,
+                PairState::Unsupported {
+                    reason: reason.clone(),
+                },
+            );
             r.steps.push(Step::new("gpu", Status::Skipped, reason));
             done_now.push(r);
             continue;
         }
-        if let Some(Tampered { reason, diff }) = harness.or_else(|| tamper::check(ex, &text).err()) {
-            let mut r = PairResult::empty(&student.id, ex, fp, PairState::NotGradable { reason: reason.clone(), diff });
-            r.steps.push(Step::new("tamper check", Status::Failed, reason));
+        if let Some(Tampered { reason, diff }) = harness.or_else(|| tamper::check(ex, &text).err())
+        {
+            let mut r = PairResult::empty(
+                &student.id,
+                ex,
+                fp,
+                PairState::NotGradable {
+                    reason: reason.clone(),
+                    diff,
+                },
+            );
+            r.steps
+                .push(Step::new("tamper check", Status::Failed, reason));
             done_now.push(r);
             continue;
         }
-        todo.push((ex, Pending { student, origin: path, text, fingerprint: fp }));
+        todo.push((
+            ex,
+            Pending {
+                student,
+                origin: path,
+                text,
+                fingerprint: fp,
+            },
+        ));
     }
     let total = mine.len();
     on_event(Event::Started {
@@ -140,17 +227,35 @@ pub fn grade_class(wb: &Workbook, workers: Vec<Context>, job: &ClassJob, on_even
         exercises: job.exercises.len(),
         pairs: total,
         already_graded: already,
-        workers: workers.iter().map(|c| c.config.gpu.clone().unwrap_or_else(|| "default".into())).collect(),
+        workers: workers
+            .iter()
+            .map(|c| c.config.gpu.clone().unwrap_or_else(|| "default".into()))
+            .collect(),
     });
     if let Some(first) = workers.first() {
-        on_event(Event::Note { message: first.trust_line() });
+        on_event(Event::Note {
+            message: first.trust_line(),
+        });
     }
     let journal = Mutex::new(journal);
     let done = std::sync::atomic::AtomicUsize::new(already);
     let record = |r: PairResult| -> Result<(), GradeError> {
         let n = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-        let (state, flags) = (state_label(&r.state).to_string(), r.flags.iter().map(|f| f.rule).collect());
-        let event = Event::Graded { student: r.student.clone(), exercise: r.exercise.clone(), state, points: r.points, max: r.max, flags, device: r.device.clone(), done: n, of: total };
+        let (state, flags) = (
+            state_label(&r.state).to_string(),
+            r.flags.iter().map(|f| f.rule).collect(),
+        );
+        let event = Event::Graded {
+            student: r.student.clone(),
+            exercise: r.exercise.clone(),
+            state,
+            points: r.points,
+            max: r.max,
+            flags,
+            device: r.device.clone(),
+            done: n,
+            of: total,
+        };
         journal.lock().unwrap().record(r)?;
         on_event(event);
         Ok(())
@@ -161,20 +266,34 @@ pub fn grade_class(wb: &Workbook, workers: Vec<Context>, job: &ClassJob, on_even
     // Chunks of one exercise each, in exercise order; workers take the next one free.
     let mut by_exercise: BTreeMap<String, (&Exercise, Vec<Pending>)> = BTreeMap::new();
     for (ex, p) in todo {
-        by_exercise.entry(ex.id().to_string()).or_insert_with(|| (ex, Vec::new())).1.push(p);
+        by_exercise
+            .entry(ex.id().to_string())
+            .or_insert_with(|| (ex, Vec::new()))
+            .1
+            .push(p);
     }
     let mut queue: VecDeque<Chunk> = VecDeque::new();
     for (_, (ex, pairs)) in by_exercise {
         for (k, part) in pairs.chunks(job.chunk.max(1)).enumerate() {
-            queue.push_back(Chunk { exercise: ex, pairs: part.to_vec(), index: k as u32 });
+            queue.push_back(Chunk {
+                exercise: ex,
+                pairs: part.to_vec(),
+                index: k as u32,
+            });
         }
     }
     let queue = Mutex::new(queue);
     let failure: Mutex<Option<GradeError>> = Mutex::new(None);
-    let workers: Vec<Worker> = workers.into_iter().map(|ctx| Worker::new(ctx, &job.secret, job.shard)).collect();
+    let workers: Vec<Worker> = workers
+        .into_iter()
+        .map(|ctx| Worker::new(ctx, &job.secret, job.shard))
+        .collect();
     // The first worker measures the peak (or finds it cached) before the others start, so that
     // GPUs of one model do not build and run the peak program in one folder at once.
-    if let Some(first) = workers.first().filter(|w| w.gpu_stages() && !queue.lock().unwrap().is_empty()) {
+    if let Some(first) = workers
+        .first()
+        .filter(|w| w.gpu_stages() && !queue.lock().unwrap().is_empty())
+    {
         first.peak(wb);
     }
     std::thread::scope(|scope| {
@@ -183,12 +302,20 @@ pub fn grade_class(wb: &Workbook, workers: Vec<Context>, job: &ClassJob, on_even
             scope.spawn(move || {
                 let take = || queue.lock().unwrap().pop_front().map(std::sync::Arc::new);
                 // A chunk's end: its work folders removed, its event, its journal lines.
-                let end = |chunk: &Chunk, (mut results, mut phases): (Vec<PairResult>, Phases), waited: f64| {
+                let end = |chunk: &Chunk,
+                           (mut results, mut phases): (Vec<PairResult>, Phases),
+                           waited: f64| {
                     phases.waited = waited;
                     let cleaning = Instant::now();
                     worker.clean_up(wb, chunk, &mut results);
                     phases.clean_up = cleaning.elapsed().as_secs_f64();
-                    on_event(Event::Chunk { exercise: chunk.exercise.id().to_string(), pairs: chunk.pairs.len(), device: worker.device(), phases, at: started.elapsed().as_secs_f64() });
+                    on_event(Event::Chunk {
+                        exercise: chunk.exercise.id().to_string(),
+                        pairs: chunk.pairs.len(),
+                        device: worker.device(),
+                        phases,
+                        at: started.elapsed().as_secs_f64(),
+                    });
                     for r in results {
                         if let Err(e) = record(r) {
                             failure.lock().unwrap().get_or_insert(e);
@@ -206,7 +333,8 @@ pub fn grade_class(wb: &Workbook, workers: Vec<Context>, job: &ClassJob, on_even
                     let mut finishing: Option<std::thread::ScopedJoinHandle<()>> = None;
                     let mut prebuilding: Option<std::thread::ScopedJoinHandle<()>> = None;
                     while let Some(chunk) = next.take() {
-                        if crate::tools::runner::interrupted() || failure.lock().unwrap().is_some() {
+                        if crate::tools::runner::interrupted() || failure.lock().unwrap().is_some()
+                        {
                             break;
                         }
                         next = take();
@@ -226,7 +354,11 @@ pub fn grade_class(wb: &Workbook, workers: Vec<Context>, job: &ClassJob, on_even
                         };
                         match worker.grade_until_timed(wb, &chunk, &mut before_timing) {
                             Graded::Done(results, phases) => end(&chunk, (results, phases), waited),
-                            Graded::Timed(timed) => finishing = Some(inner.spawn(move || end(&chunk, worker.finish_timed(wb, &chunk, *timed), waited))),
+                            Graded::Timed(timed) => {
+                                finishing = Some(inner.spawn(move || {
+                                    end(&chunk, worker.finish_timed(wb, &chunk, *timed), waited)
+                                }))
+                            }
                         }
                     }
                 });
@@ -237,14 +369,31 @@ pub fn grade_class(wb: &Workbook, workers: Vec<Context>, job: &ClassJob, on_even
         return Err(e);
     }
     let journal = journal.into_inner().unwrap();
-    let keys: BTreeSet<(String, String)> = mine.iter().map(|(s, e)| (s.id.clone(), e.id().to_string())).collect();
-    Ok(journal.entries.into_iter().filter(|(k, _)| keys.contains(k)).map(|(_, v)| v).collect())
+    let keys: BTreeSet<(String, String)> = mine
+        .iter()
+        .map(|(s, e)| (s.id.clone(), e.id().to_string()))
+        .collect();
+    Ok(journal
+        .entries
+        .into_iter()
+        .filter(|(k, _)| keys.contains(k))
+        .map(|(_, v)| v)
+        .collect())
 }
 
 /// Whether the journal holds the pair under this fingerprint and it needs no second try (a pair
 /// the grader's own tools failed on is graded again).
-fn finished(journal: &Journal<PairResult>, student: &str, exercise: &str, fingerprint: &str) -> bool {
-    journal.has(student, exercise, fingerprint) && !journal.entries.get(&(student.to_string(), exercise.to_string())).is_some_and(|r| matches!(r.state, PairState::ToolError { .. }))
+fn finished(
+    journal: &Journal<PairResult>,
+    student: &str,
+    exercise: &str,
+    fingerprint: &str,
+) -> bool {
+    journal.has(student, exercise, fingerprint)
+        && !journal
+            .entries
+            .get(&(student.to_string(), exercise.to_string()))
+            .is_some_and(|r| matches!(r.state, PairState::ToolError { .. }))
 }
 
 #[cfg(test)]
@@ -257,8 +406,20 @@ mod tests {
         let mut one = Config::default();
         let cores = one.cpu_jobs;
         configure_worker(&mut one, None, 1, &[PathBuf::from("/class")]);
-        assert!(one.audit && one.one_connection && one.hidden == [PathBuf::from("/class")] && one.gpu.is_none());
-        assert_eq!((one.cpu_jobs, one.timeouts.tool.as_secs(), one.timeouts.run.as_secs()), (cores, 90, 30));
+        assert!(
+            one.audit
+                && one.one_connection
+                && one.hidden == [PathBuf::from("/class")]
+                && one.gpu.is_none()
+        );
+        assert_eq!(
+            (
+                one.cpu_jobs,
+                one.timeouts.tool.as_secs(),
+                one.timeouts.run.as_secs()
+            ),
+            (cores, 90, 30)
+        );
         let mut two = Config::default();
         two.from_env.timeouts = true;
         two.from_env.gpu_jobs = true;
@@ -266,6 +427,10 @@ mod tests {
         configure_worker(&mut two, Some("1".into()), 2, &[]);
         assert_eq!(two.gpu.as_deref(), Some("1"));
         assert_eq!(two.cpu_jobs, (cores / 2).max(1));
-        assert_eq!((two.gpu_jobs, two.timeouts.tool), (3, Config::default().timeouts.tool), "the environment's settings stay");
+        assert_eq!(
+            (two.gpu_jobs, two.timeouts.tool),
+            (3, Config::default().timeouts.tool),
+            "the environment's settings stay"
+        );
     }
 }

@@ -33,7 +33,6 @@ pub use class::{configure_worker, grade_class, journal_path, worker_gpus};
 pub use merge::{merge, Merged};
 pub use worker::{folder_bytes, Chunk, ExerciseCases, Pending, Phases, Worker};
 
-
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StageScore {
     pub stage: GradeStage,
@@ -113,7 +112,14 @@ impl PairResult {
             .for_exercise(&ex.manifest)
             .into_iter()
             .filter(|_| !unsupported)
-            .map(|(stage, max)| StageScore { stage, points: 0.0, max, status: Status::Skipped, summary: "not run".into(), withheld_by: None })
+            .map(|(stage, max)| StageScore {
+                stage,
+                points: 0.0,
+                max,
+                status: Status::Skipped,
+                summary: "not run".into(),
+                withheld_by: None,
+            })
             .collect();
         PairResult {
             student: student.to_string(),
@@ -176,7 +182,14 @@ pub fn rubric_of(ex: &Exercise) -> Rubric {
 /// Names what was graded: the text, the exercise (manifest, original, solution), this grader and
 /// the secret. A pair is graded again when any of them changes.
 pub fn fingerprint(ex: &Exercise, text: &str, secret: &Secret) -> String {
-    let h = crate::class::secret::stable_hash(&[text, &ex.manifest.text, ex.original, ex.solution, env!("CARGO_PKG_VERSION"), &secret.fingerprint()]);
+    let h = crate::class::secret::stable_hash(&[
+        text,
+        &ex.manifest.text,
+        ex.original,
+        ex.solution,
+        env!("CARGO_PKG_VERSION"),
+        &secret.fingerprint(),
+    ]);
     format!("{h:016x}")
 }
 
@@ -184,12 +197,37 @@ pub fn fingerprint(ex: &Exercise, text: &str, secret: &Secret) -> String {
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "event", rename_all = "kebab-case")]
 pub enum Event {
-    Started { layout: roster::Layout, students: usize, exercises: usize, pairs: usize, already_graded: usize, workers: Vec<String> },
-    Graded { student: String, exercise: String, state: String, points: f64, max: f64, flags: Vec<Rule>, device: Option<String>, done: usize, of: usize },
+    Started {
+        layout: roster::Layout,
+        students: usize,
+        exercises: usize,
+        pairs: usize,
+        already_graded: usize,
+        workers: Vec<String>,
+    },
+    Graded {
+        student: String,
+        exercise: String,
+        state: String,
+        points: f64,
+        max: f64,
+        flags: Vec<Rule>,
+        device: Option<String>,
+        done: usize,
+        of: usize,
+    },
     /// A chunk of one exercise finished: its phases' times, and when it ended (seconds since the
     /// class started), which shows the time spent between chunks.
-    Chunk { exercise: String, pairs: usize, device: Option<String>, phases: Phases, at: f64 },
-    Note { message: String },
+    Chunk {
+        exercise: String,
+        pairs: usize,
+        device: Option<String>,
+        phases: Phases,
+        at: f64,
+    },
+    Note {
+        message: String,
+    },
 }
 
 /// A whole class, or one shard of it.

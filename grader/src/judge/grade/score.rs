@@ -38,23 +38,48 @@ pub(super) fn crashed(output: Option<&Output>) -> bool {
 /// and then the hidden ones).
 fn tally_part(output: Option<&Output>, cases: &Cases, skip: usize, ex: &Exercise) -> Tally {
     let total = cases.cases.len();
-    let Some(Output::Ran { run, outputs, bounds, .. }) = output else {
+    let Some(Output::Ran {
+        run,
+        outputs,
+        bounds,
+        ..
+    }) = output
+    else {
         let why = match output {
             Some(Output::NotRun(b)) => verdict::why_not_run(b),
             _ => "did not run".into(),
         };
-        return Tally { passed: 0, total, problem: Some(why), timed_out: false };
+        return Tally {
+            passed: 0,
+            total,
+            problem: Some(why),
+            timed_out: false,
+        };
     };
     let finished = match run {
         Ok(f) => f,
-        Err(e) => return Tally { passed: 0, total, problem: Some(e.to_string()), timed_out: false },
+        Err(e) => {
+            return Tally {
+                passed: 0,
+                total,
+                problem: Some(e.to_string()),
+                timed_out: false,
+            }
+        }
     };
     // A hang or a crash in the verdict's words (a hang exercise's names where the threads wait).
     let stopped = verdict::stopped(finished, bounds, &[], "the program").map(|(_, why)| why);
     if finished.exit == Exit::TimedOut {
-        return Tally { passed: 0, total, problem: stopped, timed_out: true };
+        return Tally {
+            passed: 0,
+            total,
+            problem: stopped,
+            timed_out: true,
+        };
     }
-    let mut problem = (!finished.success()).then(|| stopped.unwrap_or_else(|| format!("the program failed ({})", finished.describe_exit())));
+    let mut problem = (!finished.success()).then(|| {
+        stopped.unwrap_or_else(|| format!("the program failed ({})", finished.describe_exit()))
+    });
     if let Some(left) = finished.left_running() {
         problem = Some(format!("the program {left}"));
     }
@@ -71,21 +96,43 @@ fn tally_part(output: Option<&Output>, cases: &Cases, skip: usize, ex: &Exercise
     if finished.left_running().is_some() {
         passed = 0;
     }
-    Tally { passed, total, problem, timed_out: false }
+    Tally {
+        passed,
+        total,
+        problem,
+        timed_out: false,
+    }
 }
 
 pub(super) fn score_builds(ctx: &Context, results: &Results, i: usize, r: &mut PairResult) {
     let mut ok = true;
     for flavor in crate::tools::nvcc::Flavor::BOTH {
-        if let Some(step) = results.get(i, StageKind::build(flavor)).and_then(|o| verdict::build(&format!("build {}", flavor.flags()[0]), o, flavor, &ctx.arch)) {
+        if let Some(step) = results.get(i, StageKind::build(flavor)).and_then(|o| {
+            verdict::build(
+                &format!("build {}", flavor.flags()[0]),
+                o,
+                flavor,
+                &ctx.arch,
+            )
+        }) {
             ok &= step.status == Status::Passed;
             r.steps.push(step);
         }
     }
     if ok {
-        r.set(GradeStage::Builds, 1.0, Status::Passed, "both builds (-G and -O3 -lineinfo)");
+        r.set(
+            GradeStage::Builds,
+            1.0,
+            Status::Passed,
+            "both builds (-G and -O3 -lineinfo)",
+        );
     } else {
-        r.set(GradeStage::Builds, 0.0, Status::Failed, "does not build (nvcc's errors are in the report)");
+        r.set(
+            GradeStage::Builds,
+            0.0,
+            Status::Failed,
+            "does not build (nvcc's errors are in the report)",
+        );
         for s in GradeStage::ALL.iter().skip(1) {
             r.set(*s, 0.0, Status::Skipped, "not run: the file does not build");
         }
@@ -108,7 +155,12 @@ pub(super) fn score_tools(ex: &Exercise, results: &Results, i: usize, r: &mut Pa
         let Some(step) = step else { continue };
         let clean = step.status == Status::Passed;
         if Some(tool) == named {
-            r.set(GradeStage::NamedTool, f64::from(u8::from(clean)), step.status, format!("{tool}: {}", step.summary));
+            r.set(
+                GradeStage::NamedTool,
+                f64::from(u8::from(clean)),
+                step.status,
+                format!("{tool}: {}", step.summary),
+            );
         } else {
             others.1 += 1;
             if clean {
@@ -120,36 +172,90 @@ pub(super) fn score_tools(ex: &Exercise, results: &Results, i: usize, r: &mut Pa
         r.steps.push(step);
     }
     let (clean, total, problems) = others;
-    let status = if clean == total { Status::Passed } else { Status::Failed };
-    let summary = if problems.is_empty() { format!("{clean} of {total} clean") } else { format!("{clean} of {total} clean; {}", problems.join("; ")) };
-    r.set(GradeStage::OtherTools, clean as f64 / total.max(1) as f64, status, summary);
+    let status = if clean == total {
+        Status::Passed
+    } else {
+        Status::Failed
+    };
+    let summary = if problems.is_empty() {
+        format!("{clean} of {total} clean")
+    } else {
+        format!("{clean} of {total} clean; {}", problems.join("; "))
+    };
+    r.set(
+        GradeStage::OtherTools,
+        clean as f64 / total.max(1) as f64,
+        status,
+        summary,
+    );
 }
 
-pub(super) fn score_cases(results: &Results, i: usize, r: &mut PairResult, ex: &Exercise, public: &Cases, secret: &SecretCases) {
+pub(super) fn score_cases(
+    results: &Results,
+    i: usize,
+    r: &mut PairResult,
+    ex: &Exercise,
+    public: &Cases,
+    secret: &SecretCases,
+) {
     let run = results.get(i, StageKind::Correctness);
     let t = tally(run, public, ex);
-    let status = if t.timed_out { Status::TimedOut } else if t.passed == t.total { Status::Passed } else { Status::Failed };
-    let summary = match &t.problem {
-        Some(p) if t.passed < t.total => format!("{} of {} public cases match the reference; {p}", t.passed, t.total),
-        _ => format!("{} of {} public cases match the reference", t.passed, t.total),
+    let status = if t.timed_out {
+        Status::TimedOut
+    } else if t.passed == t.total {
+        Status::Passed
+    } else {
+        Status::Failed
     };
-    r.steps.push(Step::new("correctness", status, summary.clone()).stage("correctness"));
-    r.set(GradeStage::Public, t.passed as f64 / t.total.max(1) as f64, status, summary);
+    let summary = match &t.problem {
+        Some(p) if t.passed < t.total => format!(
+            "{} of {} public cases match the reference; {p}",
+            t.passed, t.total
+        ),
+        _ => format!(
+            "{} of {} public cases match the reference",
+            t.passed, t.total
+        ),
+    };
+    r.steps
+        .push(Step::new("correctness", status, summary.clone()).stage("correctness"));
+    r.set(
+        GradeStage::Public,
+        t.passed as f64 / t.total.max(1) as f64,
+        status,
+        summary,
+    );
     // Hidden cases: how many passed, never which or why (the student's report shows no more).
     let h = match results.get(i, StageKind::Hidden) {
         Some(again) => tally(Some(again), &secret.hidden, ex),
         None => tally_part(run, &secret.hidden, public.cases.len(), ex),
     };
-    let status = if h.timed_out { Status::TimedOut } else if h.passed == h.total { Status::Passed } else { Status::Failed };
-    let summary = format!("{} of {} hidden cases match the reference", h.passed, h.total);
-    r.steps.push(Step::new("hidden cases", status, summary.clone()).stage("hidden"));
-    r.set(GradeStage::Hidden, h.passed as f64 / h.total.max(1) as f64, status, summary);
+    let status = if h.timed_out {
+        Status::TimedOut
+    } else if h.passed == h.total {
+        Status::Passed
+    } else {
+        Status::Failed
+    };
+    let summary = format!(
+        "{} of {} hidden cases match the reference",
+        h.passed, h.total
+    );
+    r.steps
+        .push(Step::new("hidden cases", status, summary.clone()).stage("hidden"));
+    r.set(
+        GradeStage::Hidden,
+        h.passed as f64 / h.total.max(1) as f64,
+        status,
+        summary,
+    );
 }
 
 /// The speed stage and the rules' flags from the one judge.
 pub(super) fn score_speed(v: &speed::Verdict, r: &mut PairResult) {
     if let Some(sp) = &v.speed {
-        r.steps.push(Step::new("timing", v.status, v.summary.clone()).stage("timing"));
+        r.steps
+            .push(Step::new("timing", v.status, v.summary.clone()).stage("timing"));
         r.speed = Some(sp.clone());
     }
     r.set(GradeStage::Speed, v.fraction, v.status, v.summary.clone());
@@ -160,13 +266,34 @@ pub(super) fn score_speed(v: &speed::Verdict, r: &mut PairResult) {
     }
 }
 
-pub(super) fn score_fresh(output: Option<&Output>, fresh: &Cases, ex: &Exercise, r: &mut PairResult) {
+pub(super) fn score_fresh(
+    output: Option<&Output>,
+    fresh: &Cases,
+    ex: &Exercise,
+    r: &mut PairResult,
+) {
     let t = tally(output, fresh, ex);
     if t.passed == t.total {
-        r.steps.push(Step::new("fresh inputs", Status::Passed, format!("{} of {} fresh inputs after the timed runs match", t.passed, t.total)).stage("fresh"));
+        r.steps.push(
+            Step::new(
+                "fresh inputs",
+                Status::Passed,
+                format!(
+                    "{} of {} fresh inputs after the timed runs match",
+                    t.passed, t.total
+                ),
+            )
+            .stage("fresh"),
+        );
         return;
     }
-    let f = Flag::new(Rule::FreshInputs, format!("{} of {} fresh inputs after the timed runs match the reference", t.passed, t.total));
+    let f = Flag::new(
+        Rule::FreshInputs,
+        format!(
+            "{} of {} fresh inputs after the timed runs match the reference",
+            t.passed, t.total
+        ),
+    );
     r.withhold(f.rule);
     r.steps.push(f.step());
     r.flags.push(f);
@@ -181,56 +308,131 @@ mod tests {
 
     /// A harness output file of one i32 buffer.
     fn write_output(path: &Path, values: &[i32]) {
-        let out = crate::exercise::reference::Buffer { name: "out".into(), data: crate::exercise::reference::Data::I32(values.to_vec()) };
+        let out = crate::exercise::reference::Buffer {
+            name: "out".into(),
+            data: crate::exercise::reference::Data::I32(values.to_vec()),
+        };
         crate::exercise::data::write_outputs(path, &[out]).unwrap();
     }
 
     fn case(name: &str, value: i32) -> crate::exercise::cases::PreparedCase {
-        let expected = vec![crate::exercise::reference::Buffer { name: "out".into(), data: crate::exercise::reference::Data::I32(vec![value]) }];
-        crate::exercise::cases::PreparedCase { name: name.into(), input: PathBuf::new(), expected, sanitize: false }
+        let expected = vec![crate::exercise::reference::Buffer {
+            name: "out".into(),
+            data: crate::exercise::reference::Data::I32(vec![value]),
+        }];
+        crate::exercise::cases::PreparedCase {
+            name: name.into(),
+            input: PathBuf::new(),
+            expected,
+            sanitize: false,
+        }
     }
 
     fn ran(exit: Exit, outputs: Vec<PathBuf>) -> Output {
-        let finished = crate::tools::runner::Finished { exit, stdout: Default::default(), stderr: Default::default(), wall: Default::default(), leftovers: 0, escaped: false, oom_killed: false, isolation: None };
-        Output::Ran { command: String::new(), run: Ok(finished), outputs, bounds: crate::judge::stages::Bounds::plain(Default::default()) }
+        let finished = crate::tools::runner::Finished {
+            exit,
+            stdout: Default::default(),
+            stderr: Default::default(),
+            wall: Default::default(),
+            leftovers: 0,
+            escaped: false,
+            oom_killed: false,
+            isolation: None,
+        };
+        Output::Ran {
+            command: String::new(),
+            run: Ok(finished),
+            outputs,
+            bounds: crate::judge::stages::Bounds::plain(Default::default()),
+        }
     }
 
     #[test]
     fn one_run_of_the_public_and_hidden_cases_is_scored_as_two_and_a_crash_runs_the_hidden_again() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join("exercises/03-race");
-        let text: &'static str = Box::leak(std::fs::read_to_string(root.join("exercise.toml")).unwrap().into_boxed_str());
-        let manifest = crate::exercise::manifest::parse("03-race", &root.join("exercise.toml"), text).unwrap();
-        let ex = Exercise { manifest, original: "", solution: "" };
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .unwrap()
+            .join("exercises/03-race");
+        let text: &'static str = Box::leak(
+            std::fs::read_to_string(root.join("exercise.toml"))
+                .unwrap()
+                .into_boxed_str(),
+        );
+        let manifest =
+            crate::exercise::manifest::parse("03-race", &root.join("exercise.toml"), text).unwrap();
+        let ex = Exercise {
+            manifest,
+            original: "",
+            solution: "",
+        };
         let public = Cases::with_bench_of(vec![case("p0", 1), case("p1", 2)], &Cases::default());
-        let secret = SecretCases { hidden: Cases::with_bench_of(vec![case("h0", 3), case("h1", 4)], &Cases::default()), fresh: Cases::default() };
-        let both = ExerciseCases::new(public.clone(), SecretCases { hidden: secret.hidden.clone(), fresh: Cases::default() });
-        assert_eq!(both.graded.cases.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["p0", "p1", "h0", "h1"]);
+        let secret = SecretCases {
+            hidden: Cases::with_bench_of(vec![case("h0", 3), case("h1", 4)], &Cases::default()),
+            fresh: Cases::default(),
+        };
+        let both = ExerciseCases::new(
+            public.clone(),
+            SecretCases {
+                hidden: secret.hidden.clone(),
+                fresh: Cases::default(),
+            },
+        );
+        assert_eq!(
+            both.graded
+                .cases
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect::<Vec<_>>(),
+            ["p0", "p1", "h0", "h1"]
+        );
 
         let dir = tempfile::tempdir().unwrap();
-        let out: Vec<PathBuf> = (0..4).map(|i| dir.path().join(format!("case{i}.out"))).collect();
+        let out: Vec<PathBuf> = (0..4)
+            .map(|i| dir.path().join(format!("case{i}.out")))
+            .collect();
         for (path, v) in out.iter().zip([1, 2, 3, 99]) {
             write_output(path, &[v]);
         }
         let fresh_result = || PairResult::empty("s", &ex, String::new(), PairState::Graded);
         let mut results = Results::default();
-        results.outputs.insert(Stage::new(0, StageKind::Correctness), ran(Exit::Code(0), out.clone()));
+        results.outputs.insert(
+            Stage::new(0, StageKind::Correctness),
+            ran(Exit::Code(0), out.clone()),
+        );
         let mut r = fresh_result();
         score_cases(&results, 0, &mut r, &ex, &public, &secret);
         assert_eq!(r.stage(GradeStage::Public).unwrap().status, Status::Passed);
-        assert_eq!(r.stage(GradeStage::Hidden).unwrap().summary, "1 of 2 hidden cases match the reference");
+        assert_eq!(
+            r.stage(GradeStage::Hidden).unwrap().summary,
+            "1 of 2 hidden cases match the reference"
+        );
         assert!(!crashed(results.get(0, StageKind::Correctness)));
 
         // Crashed after the public cases: the hidden ones count from their own run.
-        results.outputs.insert(Stage::new(0, StageKind::Correctness), ran(Exit::Code(3), out[..2].to_vec()));
+        results.outputs.insert(
+            Stage::new(0, StageKind::Correctness),
+            ran(Exit::Code(3), out[..2].to_vec()),
+        );
         assert!(crashed(results.get(0, StageKind::Correctness)));
-        let again: Vec<PathBuf> = (0..2).map(|i| dir.path().join(format!("again{i}.out"))).collect();
+        let again: Vec<PathBuf> = (0..2)
+            .map(|i| dir.path().join(format!("again{i}.out")))
+            .collect();
         write_output(&again[0], &[3]);
         write_output(&again[1], &[4]);
-        results.outputs.insert(Stage::new(0, StageKind::Hidden), ran(Exit::Code(0), again));
+        results
+            .outputs
+            .insert(Stage::new(0, StageKind::Hidden), ran(Exit::Code(0), again));
         let mut r = fresh_result();
         score_cases(&results, 0, &mut r, &ex, &public, &secret);
-        assert_eq!(r.stage(GradeStage::Public).unwrap().status, Status::Passed, "each public case counts on its own");
-        assert_eq!(r.stage(GradeStage::Hidden).unwrap().summary, "2 of 2 hidden cases match the reference");
+        assert_eq!(
+            r.stage(GradeStage::Public).unwrap().status,
+            Status::Passed,
+            "each public case counts on its own"
+        );
+        assert_eq!(
+            r.stage(GradeStage::Hidden).unwrap().summary,
+            "2 of 2 hidden cases match the reference"
+        );
         // A run that hung is not run again.
         assert!(!crashed(Some(&ran(Exit::TimedOut, Vec::new()))));
     }

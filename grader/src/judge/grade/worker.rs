@@ -24,7 +24,9 @@ use crate::judge::verdict::{self, Status, Step};
 use crate::tools::nvcc::Reuse;
 use crate::tools::peak::Peak;
 
-use super::score::{crashed, score_builds, score_cases, score_fresh, score_speed, score_tools, tally};
+use super::score::{
+    crashed, score_builds, score_cases, score_fresh, score_speed, score_tools, tally,
+};
 use super::{PairResult, PairState};
 
 /// One chunk: several students' files for one exercise.
@@ -56,8 +58,20 @@ pub struct ExerciseCases {
 
 impl ExerciseCases {
     pub(super) fn new(public: Cases, secret: SecretCases) -> ExerciseCases {
-        let graded = Cases::with_bench_of(public.cases.iter().chain(&secret.hidden.cases).cloned().collect(), &public);
-        ExerciseCases { public, graded, secret }
+        let graded = Cases::with_bench_of(
+            public
+                .cases
+                .iter()
+                .chain(&secret.hidden.cases)
+                .cloned()
+                .collect(),
+            &public,
+        );
+        ExerciseCases {
+            public,
+            graded,
+            secret,
+        }
     }
 }
 
@@ -157,8 +171,19 @@ impl<'a> Worker<'a> {
         if let Some(g) = &ctx.config.gpu {
             plan.push_str(&format!("-gpu{g}"));
         }
-        let settings = (ctx.gpu_info().is_some() && !ctx.launcher.replays()).then(|| crate::tools::gpu::settings(ctx.config.gpu.as_deref())).flatten();
-        Worker { ctx, secret, plan, cases: Mutex::new(BTreeMap::new()), fair: Mutex::new(BTreeSet::new()), peak: Mutex::new(None), settings, stopped: Mutex::new(None) }
+        let settings = (ctx.gpu_info().is_some() && !ctx.launcher.replays())
+            .then(|| crate::tools::gpu::settings(ctx.config.gpu.as_deref()))
+            .flatten();
+        Worker {
+            ctx,
+            secret,
+            plan,
+            cases: Mutex::new(BTreeMap::new()),
+            fair: Mutex::new(BTreeSet::new()),
+            peak: Mutex::new(None),
+            settings,
+            stopped: Mutex::new(None),
+        }
     }
 
     /// Why this GPU's timings can no longer be trusted, if they cannot: its compute mode, clocks or
@@ -167,8 +192,16 @@ impl<'a> Worker<'a> {
     fn settings_changed(&self) -> Option<String> {
         let mut stopped = self.stopped.lock().unwrap();
         if stopped.is_none() {
-            let now = self.settings.as_ref().and_then(|_| crate::tools::gpu::settings(self.ctx.config.gpu.as_deref()));
-            if let Some(what) = self.settings.as_ref().zip(now.as_ref()).and_then(|(before, now)| now.changed_since(before)) {
+            let now = self
+                .settings
+                .as_ref()
+                .and_then(|_| crate::tools::gpu::settings(self.ctx.config.gpu.as_deref()));
+            if let Some(what) = self
+                .settings
+                .as_ref()
+                .zip(now.as_ref())
+                .and_then(|(before, now)| now.changed_since(before))
+            {
                 *stopped = Some(format!("the GPU's settings changed during the batch ({what}): its timings cannot be compared any more, so grading stopped on it; set them back and run grade again (the journal keeps what was graded)"));
             }
         }
@@ -193,7 +226,11 @@ impl<'a> Worker<'a> {
     }
 
     /// The exercise's public, hidden and fresh cases, written once per worker.
-    fn cases(&self, wb: &Workbook, ex: &Exercise) -> std::io::Result<std::sync::Arc<ExerciseCases>> {
+    fn cases(
+        &self,
+        wb: &Workbook,
+        ex: &Exercise,
+    ) -> std::io::Result<std::sync::Arc<ExerciseCases>> {
         let mut all = self.cases.lock().unwrap();
         if let Some(c) = all.get(ex.id()) {
             return Ok(c.clone());
@@ -201,7 +238,12 @@ impl<'a> Worker<'a> {
         let dir = wb.work_dir().join("cases").join(ex.id());
         // The timed runs' inputs come from the secret: a program cannot know the bench's answer, nor
         // how the inputs change between its calls.
-        let public = cases::prepare_with(ex, &dir, self.secret.bench_seed(ex), self.secret.derive_seed("vary", &[ex.id()]))?;
+        let public = cases::prepare_with(
+            ex,
+            &dir,
+            self.secret.bench_seed(ex),
+            self.secret.derive_seed("vary", &[ex.id()]),
+        )?;
         let (hidden, fresh) = self.secret.prepare(ex, &dir)?;
         let c = std::sync::Arc::new(ExerciseCases::new(public, SecretCases { hidden, fresh }));
         all.insert(ex.id().to_string(), c.clone());
@@ -212,13 +254,27 @@ impl<'a> Worker<'a> {
         &self.plan
     }
 
-    fn students<'s>(&self, wb: &Workbook, chunk: &Chunk<'s>, cases: &'s ExerciseCases) -> Vec<Submission<'s>> {
+    fn students<'s>(
+        &self,
+        wb: &Workbook,
+        chunk: &Chunk<'s>,
+        cases: &'s ExerciseCases,
+    ) -> Vec<Submission<'s>> {
         let plan = self.plan();
         chunk
             .pairs
             .iter()
             .map(|p| {
-                let mut s = Submission::new(wb, plan, chunk.exercise, &p.student.id, p.origin.clone(), p.text.clone(), Reuse::IfUnchanged, &cases.graded);
+                let mut s = Submission::new(
+                    wb,
+                    plan,
+                    chunk.exercise,
+                    &p.student.id,
+                    p.origin.clone(),
+                    p.text.clone(),
+                    Reuse::IfUnchanged,
+                    &cases.graded,
+                );
                 s.secret = Some(&cases.secret);
                 s
             })
@@ -230,22 +286,59 @@ impl<'a> Worker<'a> {
     pub fn prebuild(&self, wb: &Workbook, chunk: &Chunk) {
         let empty = ExerciseCases::default();
         let subs = self.students(wb, chunk, &empty);
-        let builds: Vec<Stage> = (0..subs.len()).flat_map(|i| [Stage::new(i, StageKind::BuildDebug), Stage::new(i, StageKind::BuildRelease)]).collect();
-        scheduler::execute(&self.ctx, wb, &subs, &builds, &mut Results::default(), Instant::now());
+        let builds: Vec<Stage> = (0..subs.len())
+            .flat_map(|i| {
+                [
+                    Stage::new(i, StageKind::BuildDebug),
+                    Stage::new(i, StageKind::BuildRelease),
+                ]
+            })
+            .collect();
+        scheduler::execute(
+            &self.ctx,
+            wb,
+            &subs,
+            &builds,
+            &mut Results::default(),
+            Instant::now(),
+        );
     }
 
     /// A chunk's submissions: the students', then the reference fix's (the reference index), then
     /// for a performance exercise the original's.
-    fn subjects<'s>(&self, wb: &Workbook, chunk: &Chunk<'s>, prepared: &'s ExerciseCases) -> (Vec<Submission<'s>>, usize, Option<usize>) {
+    fn subjects<'s>(
+        &self,
+        wb: &Workbook,
+        chunk: &Chunk<'s>,
+        prepared: &'s ExerciseCases,
+    ) -> (Vec<Submission<'s>>, usize, Option<usize>) {
         let ex = chunk.exercise;
         let plan = self.plan();
         let mut subs = self.students(wb, chunk, prepared);
         let students = subs.len();
-        let mut reference = Submission::new(wb, plan, ex, "reference", wb.solution_path(ex), ex.solution.to_string(), Reuse::IfUnchanged, &prepared.public);
+        let mut reference = Submission::new(
+            wb,
+            plan,
+            ex,
+            "reference",
+            wb.solution_path(ex),
+            ex.solution.to_string(),
+            Reuse::IfUnchanged,
+            &prepared.public,
+        );
         reference.secret = Some(&prepared.secret);
         subs.push(reference);
         let original = (ex.manifest.track() == Track::Perf).then(|| {
-            subs.push(Submission::new(wb, plan, ex, "original", wb.learner_path(ex), ex.original.to_string(), Reuse::IfUnchanged, &prepared.public));
+            subs.push(Submission::new(
+                wb,
+                plan,
+                ex,
+                "original",
+                wb.learner_path(ex),
+                ex.original.to_string(),
+                Reuse::IfUnchanged,
+                &prepared.public,
+            ));
             students + 1
         });
         (subs, students, original)
@@ -255,7 +348,12 @@ impl<'a> Worker<'a> {
     /// is called when the timing phase is about to start (the caller makes sure the GPU and the
     /// CPU are free then, and prebuilds the next chunk). What is left (fresh inputs, judging the
     /// timed runs) needs neither alone: `finish_timed` runs it beside the next chunk's tools.
-    pub fn grade_until_timed(&self, wb: &Workbook, chunk: &Chunk, on_exclusive: &mut dyn FnMut()) -> Graded {
+    pub fn grade_until_timed(
+        &self,
+        wb: &Workbook,
+        chunk: &Chunk,
+        on_exclusive: &mut dyn FnMut(),
+    ) -> Graded {
         let started = Instant::now();
         let mut phases = Phases::default();
         let ex = chunk.exercise;
@@ -263,7 +361,12 @@ impl<'a> Worker<'a> {
         let prepared = if gpu_stages {
             match self.cases(wb, ex) {
                 Ok(c) => c,
-                Err(e) => return Graded::Done(self.failed_chunk(chunk, format!("cannot write the inputs: {e}")), phases),
+                Err(e) => {
+                    return Graded::Done(
+                        self.failed_chunk(chunk, format!("cannot write the inputs: {e}")),
+                        phases,
+                    )
+                }
             }
         } else {
             std::sync::Arc::new(ExerciseCases::default())
@@ -286,7 +389,11 @@ impl<'a> Worker<'a> {
             stages.push(Stage::new(i, StageKind::BuildRelease));
             stages.push(Stage::new(i, StageKind::Sass));
             if gpu_stages {
-                stages.extend(Tool::ALL.iter().map(|&t| Stage::new(i, StageKind::Sanitize(t))));
+                stages.extend(
+                    Tool::ALL
+                        .iter()
+                        .map(|&t| Stage::new(i, StageKind::Sanitize(t))),
+                );
                 stages.push(Stage::new(i, StageKind::Correctness));
             }
         }
@@ -299,7 +406,10 @@ impl<'a> Worker<'a> {
         scheduler::execute(&self.ctx, wb, &subs, &stages, &mut results, started);
         // A program that failed part-way lost the hidden cases after it: they run again on their
         // own, as they would have in a process of their own (one that hung is not run again).
-        let again: Vec<Stage> = (0..students).filter(|&i| gpu_stages && crashed(results.get(i, StageKind::Correctness))).map(|i| Stage::new(i, StageKind::Hidden)).collect();
+        let again: Vec<Stage> = (0..students)
+            .filter(|&i| gpu_stages && crashed(results.get(i, StageKind::Correctness)))
+            .map(|i| Stage::new(i, StageKind::Hidden))
+            .collect();
         if !again.is_empty() {
             scheduler::execute(&self.ctx, wb, &subs, &again, &mut results, started);
         }
@@ -310,7 +420,8 @@ impl<'a> Worker<'a> {
             .pairs
             .iter()
             .map(|p| {
-                let mut r = PairResult::empty(&p.student.id, ex, p.fingerprint.clone(), PairState::Graded);
+                let mut r =
+                    PairResult::empty(&p.student.id, ex, p.fingerprint.clone(), PairState::Graded);
                 r.gpu = self.ctx.gpu_info().map(|g| g.name.clone());
                 r.device = self.device();
                 r
@@ -323,7 +434,9 @@ impl<'a> Worker<'a> {
             // reference's) holds the tools' and the speed points for a person, whatever those
             // stages find (withheld when the pair is totalled).
             let compiled = crate::judge::check::compiled_clock_reads(&results, i, &reference_sass);
-            if let Some(f) = crate::judge::tool_aware::flag_with(ex, &chunk.pairs[i].text, &compiled) {
+            if let Some(f) =
+                crate::judge::tool_aware::flag_with(ex, &chunk.pairs[i].text, &compiled)
+            {
                 r.steps.push(f.step());
                 r.flags.push(f);
             }
@@ -331,9 +444,14 @@ impl<'a> Worker<'a> {
         if !gpu_stages {
             let reason = self.ctx.no_gpu_reason().unwrap_or_default();
             for r in &mut out {
-                if r.stage(GradeStage::Builds).is_some_and(|s| s.status == Status::Passed) {
-                    r.state = PairState::Skipped { reason: reason.clone() };
-                    r.steps.push(Step::new("gpu", Status::Skipped, reason.clone()));
+                if r.stage(GradeStage::Builds)
+                    .is_some_and(|s| s.status == Status::Passed)
+                {
+                    r.state = PairState::Skipped {
+                        reason: reason.clone(),
+                    };
+                    r.steps
+                        .push(Step::new("gpu", Status::Skipped, reason.clone()));
                 }
                 r.total();
             }
@@ -348,7 +466,9 @@ impl<'a> Worker<'a> {
             self.fair.lock().unwrap().insert(ex.id().to_string());
         }
         for (i, r) in out.iter_mut().enumerate() {
-            if r.stage(GradeStage::Builds).is_some_and(|s| s.status == Status::Passed) {
+            if r.stage(GradeStage::Builds)
+                .is_some_and(|s| s.status == Status::Passed)
+            {
                 score_tools(ex, &results, i, r);
                 score_cases(&results, i, r, ex, public, secret);
             }
@@ -359,10 +479,27 @@ impl<'a> Worker<'a> {
         //    right; nothing else runs on this GPU meanwhile.
         //    A bug exercise's fix is timed once its tool is clean too: a fast file with the bug still
         //    in it earns no speed points.
-        let fixed = |r: &PairResult| [GradeStage::Public, GradeStage::Hidden, GradeStage::NamedTool].iter().all(|s| r.stage(*s).is_none_or(|x| x.status == Status::Passed));
+        let fixed = |r: &PairResult| {
+            [
+                GradeStage::Public,
+                GradeStage::Hidden,
+                GradeStage::NamedTool,
+            ]
+            .iter()
+            .all(|s| r.stage(*s).is_none_or(|x| x.status == Status::Passed))
+        };
         let correct: Vec<usize> = (0..students).filter(|&i| fixed(&out[i])).collect();
-        for r in out.iter_mut().filter(|r| !fixed(r) && r.stage(GradeStage::Builds).is_some_and(|s| s.status == Status::Passed)) {
-            r.set(GradeStage::Speed, 0.0, Status::Skipped, "not timed: the outputs must be right (and the exercise's tool clean) first");
+        for r in out.iter_mut().filter(|r| {
+            !fixed(r)
+                && r.stage(GradeStage::Builds)
+                    .is_some_and(|s| s.status == Status::Passed)
+        }) {
+            r.set(
+                GradeStage::Speed,
+                0.0,
+                Status::Skipped,
+                "not timed: the outputs must be right (and the exercise's tool clean) first",
+            );
         }
         if correct.is_empty() {
             for r in &mut out {
@@ -377,61 +514,142 @@ impl<'a> Worker<'a> {
         on_exclusive();
         // ncu first; the whole calls (and timelines) alone on the GPU after the profiler. The
         // reference's and the original's are timed again in each chunk, beside its students.
-        let mut timing: Vec<Stage> = correct.iter().flat_map(|&i| plan::timed_kinds(ex, Role::Learner).into_iter().map(move |k| Stage::new(i, k))).collect();
-        timing.extend(plan::timed_kinds(ex, Role::Reference).into_iter().map(|k| Stage::again(reference, k, chunk.index)));
+        let mut timing: Vec<Stage> = correct
+            .iter()
+            .flat_map(|&i| {
+                plan::timed_kinds(ex, Role::Learner)
+                    .into_iter()
+                    .map(move |k| Stage::new(i, k))
+            })
+            .collect();
+        timing.extend(
+            plan::timed_kinds(ex, Role::Reference)
+                .into_iter()
+                .map(|k| Stage::again(reference, k, chunk.index)),
+        );
         if let Some(o) = original {
-            timing.extend(plan::timed_kinds(ex, Role::Original).into_iter().map(|k| Stage::again(o, k, chunk.index)));
+            timing.extend(
+                plan::timed_kinds(ex, Role::Original)
+                    .into_iter()
+                    .map(|k| Stage::again(o, k, chunk.index)),
+            );
         }
         let phase = Instant::now();
         let timeline = scheduler::execute(&self.ctx, wb, &subs, &timing, &mut results, started);
         phases.calls = timeline.exclusive.unwrap_or(0.0);
-        let baseline = if perf_track { perf::time_baseline(&self.ctx, wb, ex).ok().flatten() } else { None };
+        let baseline = if perf_track {
+            perf::time_baseline(&self.ctx, wb, ex).ok().flatten()
+        } else {
+            None
+        };
         phases.timing = phase.elapsed().as_secs_f64();
-        Graded::Timed(Box::new(TimedChunk { prepared: prepared.clone(), results, out, correct, peak, baseline, started, phases }))
+        Graded::Timed(Box::new(TimedChunk {
+            prepared: prepared.clone(),
+            results,
+            out,
+            correct,
+            peak,
+            baseline,
+            started,
+            phases,
+        }))
     }
 
     /// The rest of a timed chunk: fresh inputs, then every timed pair judged.
-    pub fn finish_timed(&self, wb: &Workbook, chunk: &Chunk, timed: TimedChunk) -> (Vec<PairResult>, Phases) {
-        let TimedChunk { prepared, mut results, mut out, correct, peak, baseline, started, mut phases } = timed;
+    pub fn finish_timed(
+        &self,
+        wb: &Workbook,
+        chunk: &Chunk,
+        timed: TimedChunk,
+    ) -> (Vec<PairResult>, Phases) {
+        let TimedChunk {
+            prepared,
+            mut results,
+            mut out,
+            correct,
+            peak,
+            baseline,
+            started,
+            mut phases,
+        } = timed;
         let ex = chunk.exercise;
         let secret = &prepared.secret;
         let (subs, reference, original) = self.subjects(wb, chunk, &prepared);
         let perf_track = original.is_some();
         // 3. Fresh inputs, after the timed runs.
         let phase = Instant::now();
-        let fresh: Vec<Stage> = correct.iter().map(|&i| Stage::new(i, StageKind::Fresh)).collect();
+        let fresh: Vec<Stage> = correct
+            .iter()
+            .map(|&i| Stage::new(i, StageKind::Fresh))
+            .collect();
         scheduler::execute(&self.ctx, wb, &subs, &fresh, &mut results, started);
         phases.fresh = phase.elapsed().as_secs_f64();
 
-        let reference_run = |k: StageKind| results.get_run(&Stage::again(reference, k, chunk.index));
-        if reference_run(StageKind::Timing).and_then(Output::measured).and_then(|m| m.nanoseconds).is_none() {
-            let why = verdict::measured_time(reference_run(StageKind::Timing)).err().unwrap_or_default();
-            return (self.failed_chunk(chunk, format!("ncu could not time the reference fix ({why})")), phases);
+        let reference_run =
+            |k: StageKind| results.get_run(&Stage::again(reference, k, chunk.index));
+        if reference_run(StageKind::Timing)
+            .and_then(Output::measured)
+            .and_then(|m| m.nanoseconds)
+            .is_none()
+        {
+            let why = verdict::measured_time(reference_run(StageKind::Timing))
+                .err()
+                .unwrap_or_default();
+            return (
+                self.failed_chunk(
+                    chunk,
+                    format!("ncu could not time the reference fix ({why})"),
+                ),
+                phases,
+            );
         }
         let reference_outputs = speed::ReadOnce::default();
-        let original_run = |k: StageKind| original.and_then(|o| results.get_run(&Stage::again(o, k, chunk.index)));
-        let mut reference_evidence = speed::evidence(reference_run(StageKind::Timing), reference_run(StageKind::Call));
+        let original_run =
+            |k: StageKind| original.and_then(|o| results.get_run(&Stage::again(o, k, chunk.index)));
+        let mut reference_evidence = speed::evidence(
+            reference_run(StageKind::Timing),
+            reference_run(StageKind::Call),
+        );
         reference_evidence.read_once = Some(&reference_outputs);
-        let original_evidence = speed::evidence(original_run(StageKind::Timing), original_run(StageKind::Call));
+        let original_evidence = speed::evidence(
+            original_run(StageKind::Timing),
+            original_run(StageKind::Call),
+        );
         // Each pair's judging reads and compares its timed outputs (two bench outputs of up to
         // 256 MiB): one pair per core.
         let phase = Instant::now();
         let judge_pair = |i: usize, r: &mut PairResult| {
             // A run ncu measured is judged even without a time (no kernel launched is a rule).
-            if results.get(i, StageKind::Timing).and_then(Output::measured).is_none() {
-                let why = verdict::measured_time(results.get(i, StageKind::Timing)).err().unwrap_or_default();
-                r.state = PairState::ToolError { message: format!("ncu could not time this submission ({why})") };
+            if results
+                .get(i, StageKind::Timing)
+                .and_then(Output::measured)
+                .is_none()
+            {
+                let why = verdict::measured_time(results.get(i, StageKind::Timing))
+                    .err()
+                    .unwrap_or_default();
+                r.state = PairState::ToolError {
+                    message: format!("ncu could not time this submission ({why})"),
+                };
                 return;
             }
             let summary = if perf_track {
-                let timed_versions = [perf::Runs::of("original", original_run), perf::Runs::of("reference", reference_run), perf::Runs::of("learner", |k| results.get(i, k))];
-                peak.as_ref().and_then(|p| perf::summarize(ex, p, &timed_versions, baseline.as_ref()).ok())
+                let timed_versions = [
+                    perf::Runs::of("original", original_run),
+                    perf::Runs::of("reference", reference_run),
+                    perf::Runs::of("learner", |k| results.get(i, k)),
+                ];
+                peak.as_ref()
+                    .and_then(|p| perf::summarize(ex, p, &timed_versions, baseline.as_ref()).ok())
             } else {
                 None
             };
             let inputs = speed::Inputs {
                 ex,
-                learner: speed::evidence(results.get(i, StageKind::Timing), results.get(i, StageKind::Call)),
+                learner: speed::evidence(
+                    results.get(i, StageKind::Timing),
+                    results.get(i, StageKind::Call),
+                ),
                 reference: reference_evidence,
                 original: original_evidence,
                 peak: peak.as_ref(),
@@ -467,7 +685,12 @@ impl<'a> Worker<'a> {
         }
     }
 
-    fn finish(&self, mut out: Vec<PairResult>, started: Instant, phases: Phases) -> (Vec<PairResult>, Phases) {
+    fn finish(
+        &self,
+        mut out: Vec<PairResult>,
+        started: Instant,
+        phases: Phases,
+    ) -> (Vec<PairResult>, Phases) {
         let each = started.elapsed().as_secs_f64() / out.len().max(1) as f64;
         for r in &mut out {
             r.wall_s = (each * 100.0).round() / 100.0;
@@ -482,9 +705,17 @@ impl<'a> Worker<'a> {
             .pairs
             .iter()
             .map(|p| {
-                let mut r = PairResult::empty(&p.student.id, chunk.exercise, p.fingerprint.clone(), PairState::ToolError { message: message.clone() });
+                let mut r = PairResult::empty(
+                    &p.student.id,
+                    chunk.exercise,
+                    p.fingerprint.clone(),
+                    PairState::ToolError {
+                        message: message.clone(),
+                    },
+                );
                 r.device = self.device();
-                r.steps.push(Step::new("grade", Status::ToolError, message.clone()));
+                r.steps
+                    .push(Step::new("grade", Status::ToolError, message.clone()));
                 r
             })
             .collect()
@@ -493,7 +724,9 @@ impl<'a> Worker<'a> {
 
 /// The bytes of every file under `dir` (links not followed).
 pub fn folder_bytes(dir: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
     entries
         .filter_map(Result::ok)
         .map(|e| match e.file_type() {
