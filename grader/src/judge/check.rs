@@ -194,10 +194,12 @@ pub fn check(
     scheduler::execute(ctx, wb, &subs, &stages, &mut results, started);
     // Code that can tell it is watched, in its text or its compiled kernels: named, and the check
     // fails as grade holds its points.
-    let watched = crate::judge::tool_aware::flag_with(
+    let watched = crate::judge::tool_aware::flag_built(
         ex,
         &text,
-        &compiled_clock_reads(&results, LEARNER, &Stage::new(REFERENCE, StageKind::Sass)),
+        &results,
+        LEARNER,
+        &Stage::new(REFERENCE, StageKind::Sass),
     );
     let watched = watched.as_ref();
     for flavor in Flavor::BOTH {
@@ -507,24 +509,6 @@ fn timed_cases(wb: &Workbook, ex: &Exercise) -> std::io::Result<Cases> {
         bench_seed,
         cases::unpredictable_seed(),
     )
-}
-
-/// The clock reads of `subject`'s compiled kernels that the reference's (its `reference` stage)
-/// does not make; none where either could not be read (no cuobjdump).
-pub fn compiled_clock_reads(
-    results: &Results,
-    subject: usize,
-    reference: &Stage,
-) -> Vec<crate::judge::tool_aware::SassClockRead> {
-    match (
-        results.get(subject, StageKind::Sass),
-        results.get_run(reference),
-    ) {
-        (Some(Output::Sass { reads: Ok(mine) }), Some(Output::Sass { reads: Ok(theirs) })) => {
-            crate::judge::tool_aware::clock_reads_beyond(mine, theirs)
-        }
-        _ => Vec::new(),
-    }
 }
 
 /// The outcome from the steps, after the tool-aware rule's, where the learner's regions gave one.

@@ -591,7 +591,6 @@ pub fn time(
     };
     let csv = run_dir(sub, stage).join(format!("{}.csv", file_tag(stage)));
     let lock = ncu_lock_dir(ctx, wb);
-    let files = served.files();
     let mut job = ncu::job(
         path,
         &target,
@@ -599,9 +598,7 @@ pub fn time(
         Bounds::of(sub, ctx.config.timeouts.ncu).limit,
     )
     .output(&csv);
-    job.outputs.extend(files.iter().cloned());
-    job.pass_fds = vec![served.fd()];
-    job.driver = Some(std::sync::Arc::new(served));
+    let files = drive(&mut job, served);
     let job = confined(ctx, wb, sub, stage, job, Some(&lock));
     let measured = ncu::measure(ctx.launcher.as_ref(), &job, &target, &csv);
     let (calls, outputs) = clocked(&files);
@@ -676,6 +673,16 @@ fn served_args(sub: &Submission, served: &Served, timeline: Option<&Path>) -> Ve
     args
 }
 
+/// `job` driven by `served`: the program keeps its shared memory, and what the driver writes is
+/// among the job's outputs (a recording keeps it). Returns those files.
+fn drive(job: &mut Job, served: Served) -> Vec<PathBuf> {
+    let files = served.files();
+    job.outputs.extend(files.iter().cloned());
+    job.pass_fds = vec![served.fd()];
+    job.driver = Some(std::sync::Arc::new(served));
+    files
+}
+
 /// What the driver left in `files` (`Served::files`): the clock's record and the calls' outputs
 /// it kept.
 fn clocked(files: &[PathBuf]) -> (Option<CallTimes>, Vec<PathBuf>) {
@@ -713,18 +720,15 @@ pub fn call(
     };
     let timeline_path = run_dir(sub, stage).join(format!("{}.timeline", file_tag(stage)));
     let args = served_args(sub, &served, recording.then_some(timeline_path.as_path()));
-    let files = served.files();
     let mut job = Job::new(
         &built.binary,
         Bounds::of(sub, ctx.config.timeouts.run).limit,
     )
     .args(args);
-    job.outputs = files.clone();
+    let files = drive(&mut job, served);
     if recording {
         job.outputs.push(timeline_path.clone());
     }
-    job.pass_fds = vec![served.fd()];
-    job.driver = Some(std::sync::Arc::new(served));
     let job = confined(ctx, wb, sub, stage, job, None);
     let command = job.display();
     let run = ctx.launcher.launch(&job);

@@ -165,6 +165,30 @@ pub fn flag_with(
     ))
 }
 
+/// `flag_with` for a submission the scheduler built: the clock reads of `subject`'s compiled
+/// kernels (its Sass stage in `results`) beyond those of the reference's (`reference`); the text
+/// alone where either could not be read (no cuobjdump).
+pub fn flag_built(
+    ex: &Exercise,
+    submitted: &str,
+    results: &crate::judge::scheduler::Results,
+    subject: usize,
+    reference: &crate::judge::plan::Stage,
+) -> Option<crate::judge::speed::Flag> {
+    use crate::judge::plan::StageKind;
+    use crate::judge::stages::Output;
+    let compiled = match (
+        results.get(subject, StageKind::Sass),
+        results.get_run(reference),
+    ) {
+        (Some(Output::Sass { reads: Ok(mine) }), Some(Output::Sass { reads: Ok(theirs) })) => {
+            clock_reads_beyond(mine, theirs)
+        }
+        _ => Vec::new(),
+    };
+    flag_with(ex, submitted, &compiled)
+}
+
 /// The workbook's reference solution, scanned as a submission, gives no finding (for `verify`).
 /// The allowlist comes from the solution itself, so this fails only on what is never allowed: a
 /// read of a clock register in inline assembly or a string.

@@ -317,7 +317,7 @@ fn enterable(dir: &Path, user: SandboxUser) -> bool {
 
 /// The highest folders above `needed` that `user` cannot enter: each gets an empty tmpfs with the
 /// needed folders bound back, so that a workbook under `/root` is reachable and nothing else there.
-fn covers_for(needed: &[PathBuf], user: SandboxUser) -> Vec<PathBuf> {
+fn covers_for(needed: &[&PathBuf], user: SandboxUser) -> Vec<PathBuf> {
     let mut covers: Vec<PathBuf> = Vec::new();
     for path in needed {
         let mut ancestors: Vec<&Path> = path.ancestors().skip(1).collect();
@@ -390,10 +390,7 @@ impl Prepared {
             .cloned()
             .collect();
         let covers = match identity {
-            Identity::Become(user) if namespaces => covers_for(
-                &needed.iter().map(|p| p.to_path_buf()).collect::<Vec<_>>(),
-                user,
-            ),
+            Identity::Become(user) if namespaces => covers_for(&needed, user),
             _ => Vec::new(),
         };
         let (mkdirs, cover_mkdirs) = if namespaces {
@@ -742,17 +739,6 @@ impl Prepared {
                 std::ptr::null(),
             ) == 0
         };
-        let read_only =
-            libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV;
-        let tmpfs = |at: &CString| {
-            libc::mount(
-                c"tmpfs".as_ptr(),
-                at.as_ptr(),
-                c"tmpfs".as_ptr(),
-                libc::MS_NOSUID | libc::MS_NODEV,
-                c"size=64k,mode=755".as_ptr().cast(),
-            ) == 0
-        };
         // Nothing mounted here may propagate back to the machine.
         if libc::mount(
             null,
@@ -817,13 +803,43 @@ impl Prepared {
         {
             return Err(SetupStep::ReadOnlyRoot);
         }
-        // Hidden folders: an empty tmpfs each, with the path to any folder below that must be
-        // seen made inside it, then read-only.
-        for h in &self.hidden {
-            if !tmpfs(h) {
-                return Err(SetupStep::Hide);
+        // An empty tmpfs over each of `over`, with the paths `inside` made in them (to the folders
+        // below that must be seen), then read-only.
+        let empty_over = |over: &[CString], inside: &[CString]| -> Result<(), SetupStep> {
+            for at in over {
+                if libc::mount(
+                    c"tmpfs".as_ptr(),
+                    at.as_ptr(),
+                    c"tmpfs".as_ptr(),
+                    libc::MS_NOSUID | libc::MS_NODEV,
+                    c"size=64k,mode=755".as_ptr().cast(),
+                ) != 0
+                {
+                    return Err(SetupStep::Hide);
+                }
             }
-        }
+            for d in inside {
+                libc::mkdir(d.as_ptr(), 0o755);
+            }
+            for at in over {
+                if libc::mount(
+                    null,
+                    at.as_ptr(),
+                    null,
+                    libc::MS_REMOUNT
+                        | libc::MS_BIND
+                        | libc::MS_RDONLY
+                        | libc::MS_NOSUID
+                        | libc::MS_NODEV,
+                    std::ptr::null(),
+                ) != 0
+                {
+                    return Err(SetupStep::Hide);
+                }
+            }
+            Ok(())
+        };
+        // /dev/null over each hidden file, then the hidden folders.
         for f in &self.hidden_files {
             if libc::mount(
                 self.dev_null.as_ptr(),
@@ -836,29 +852,10 @@ impl Prepared {
                 return Err(SetupStep::Hide);
             }
         }
-        for d in &self.mkdirs {
-            libc::mkdir(d.as_ptr(), 0o755);
-        }
-        for h in &self.hidden {
-            if libc::mount(null, h.as_ptr(), null, read_only, std::ptr::null()) != 0 {
-                return Err(SetupStep::Hide);
-            }
-        }
+        empty_over(&self.hidden, &self.mkdirs)?;
         // Covers over what the sandbox user cannot enter, after the hidden folders (which may lie
         // below a cover: the readable folder bound back brings them along).
-        for c in &self.covers {
-            if !tmpfs(c) {
-                return Err(SetupStep::Hide);
-            }
-        }
-        for d in &self.cover_mkdirs {
-            libc::mkdir(d.as_ptr(), 0o755);
-        }
-        for c in &self.covers {
-            if libc::mount(null, c.as_ptr(), null, read_only, std::ptr::null()) != 0 {
-                return Err(SetupStep::Hide);
-            }
-        }
+        empty_over(&self.covers, &self.cover_mkdirs)?;
         // The readable folders, parents first, with what is mounted below them (the hidden
         // folders' tmpfs): read-only, as their source is by now.
         let mut path = [0u8; 32];

@@ -433,10 +433,13 @@ impl<'a> Worker<'a> {
             // Code that can tell it is watched (its text, or its kernels' clock reads beyond the
             // reference's) holds the tools' and the speed points for a person, whatever those
             // stages find (withheld when the pair is totalled).
-            let compiled = crate::judge::check::compiled_clock_reads(&results, i, &reference_sass);
-            if let Some(f) =
-                crate::judge::tool_aware::flag_with(ex, &chunk.pairs[i].text, &compiled)
-            {
+            if let Some(f) = crate::judge::tool_aware::flag_built(
+                ex,
+                &chunk.pairs[i].text,
+                &results,
+                i,
+                &reference_sass,
+            ) {
                 r.steps.push(f.step());
                 r.flags.push(f);
             }
