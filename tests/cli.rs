@@ -34,6 +34,23 @@ fn in_json_an_error_is_a_json_object_too() {
 }
 
 #[test]
+fn learner_code_is_never_set_to_run_as_root_or_in_group_root() {
+    for (var, why) in [
+        ("CUDABUGS_SANDBOX_UID", "never runs as root"),
+        ("CUDABUGS_SANDBOX_GID", "never runs in group root"),
+    ] {
+        xtask()
+            .env(var, "0")
+            .args(["check", "03-race"])
+            .assert()
+            .code(2)
+            .stderr(
+                predicate::str::contains(format!("{var}=0")).and(predicate::str::contains(why)),
+            );
+    }
+}
+
+#[test]
 fn bundle_makes_a_folder_that_runs_without_the_repository() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("b");

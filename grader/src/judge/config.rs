@@ -186,6 +186,14 @@ impl Config {
         if let Some(gid) = get::<u32>("CUDABUGS_SANDBOX_GID")? {
             c.sandbox_user.gid = gid;
         }
+        // Group root reads what root's group may: as much a way out as the user.
+        if c.sandbox_user.gid == 0 {
+            return Err(EnvError {
+                var: "CUDABUGS_SANDBOX_GID",
+                value: "0".into(),
+                why: "learner code never runs in group root".into(),
+            });
+        }
         if let Some(mb) = get::<u64>("CUDABUGS_MEMORY_MAX_MB")? {
             c.limits.memory_bytes = Some(mb << 20);
         }
