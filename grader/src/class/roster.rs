@@ -247,19 +247,32 @@ pub fn student_id(name: &str) -> String {
     id_with(name, name.as_bytes(), SHORT_HASH)
 }
 
-/// Make the ids of `students` unique; `exact[i]` is the exact name of `students[i]`. Where ids
+/// What a student's id is spelt from: the name as shown (a folder name, less any GitHub Classroom
+/// prefix; a Gradescope submission folder, never the submitters' names) and its exact bytes.
+struct IdSource {
+    shown: String,
+    exact: Vec<u8>,
+}
+
+impl IdSource {
+    fn id(&self, digits: usize) -> String {
+        id_with(&self.shown, &self.exact, digits)
+    }
+}
+
+/// Make the ids of `students` unique; `sources[i]` is what the id of `students[i]` is spelt from. Where ids
 /// collide, the lossy names among them take a 64-bit hash (a safe name keeps its id: at most one
 /// safe name has a given id, since a safe name is its own id). The result does not depend on the
 /// order of `students`. Should two ids still be equal (a 64-bit hash collision of two names with
 /// the same readable part), the roster is refused rather than two students merged.
-fn unique_ids(students: &mut [Student], exact: &[Vec<u8>]) -> Result<(), RosterError> {
+fn unique_ids(students: &mut [Student], sources: &[IdSource]) -> Result<(), RosterError> {
     let mut count: BTreeMap<String, usize> = BTreeMap::new();
     for s in students.iter() {
         *count.entry(s.id.clone()).or_default() += 1;
     }
-    for (s, exact) in students.iter_mut().zip(exact) {
-        if count[&s.id] > 1 && s.id.as_bytes() != exact.as_slice() {
-            s.id = id_with(&s.name, exact, LONG_HASH);
+    for (s, source) in students.iter_mut().zip(sources) {
+        if count[&s.id] > 1 && s.id.as_bytes() != source.exact.as_slice() {
+            s.id = source.id(LONG_HASH);
         }
     }
     let mut seen: BTreeMap<&str, &Student> = BTreeMap::new();
@@ -299,7 +312,7 @@ pub fn discover(dir: &Path) -> Result<Roster, RosterError> {
         _ => (Layout::FolderPerStudent, String::new()),
     };
     let mut students = Vec::new();
-    let mut exact = Vec::new();
+    let mut sources = Vec::new();
     for (folder, name) in folders.iter().zip(&names) {
         // Every name starts with the prefix (it is their common start).
         let shown = name
@@ -312,17 +325,18 @@ pub fn discover(dir: &Path) -> Result<Roster, RosterError> {
             .file_name()
             .filter(|n| n.to_str().is_none())
             .map(|n| n.as_encoded_bytes().to_vec());
-        let bytes = raw.unwrap_or_else(|| shown.as_bytes().to_vec());
+        let exact = raw.unwrap_or_else(|| shown.as_bytes().to_vec());
+        let source = IdSource { shown, exact };
         students.push(Student {
-            id: id_with(&shown, &bytes, SHORT_HASH),
-            name: shown,
+            id: source.id(SHORT_HASH),
+            name: source.shown.clone(),
             sid: None,
             email: None,
             folder: folder.clone(),
         });
-        exact.push(bytes);
+        sources.push(source);
     }
-    unique_ids(&mut students, &exact)?;
+    unique_ids(&mut students, &sources)?;
     Ok(Roster { layout, students })
 }
 
@@ -378,7 +392,7 @@ fn gradescope(dir: &Path, path: &Path, text: &str) -> Result<Vec<Student>, Roste
         }
     };
     let mut students = Vec::new();
-    let mut exact = Vec::new();
+    let mut sources = Vec::new();
     for (key, value) in &map {
         let Some(folder) = key.as_str() else {
             return Err(bad(format!("a key that is not a folder name: {key:?}")));
@@ -397,16 +411,20 @@ fn gradescope(dir: &Path, path: &Path, text: &str) -> Result<Vec<Student>, Roste
             .filter_map(|s| field(s, "email"))
             .collect();
         let joined = |v: &[String]| (!v.is_empty()).then(|| v.join(" & "));
-        exact.push(folder.as_bytes().to_vec());
+        let source = IdSource {
+            shown: folder.to_string(),
+            exact: folder.as_bytes().to_vec(),
+        };
         students.push(Student {
-            id: student_id(folder),
+            id: source.id(SHORT_HASH),
             name: joined(&names).unwrap_or_else(|| folder.to_string()),
             sid: joined(&sids),
             email: joined(&emails),
             folder: dir.join(folder),
         });
+        sources.push(source);
     }
-    unique_ids(&mut students, &exact)?;
+    unique_ids(&mut students, &sources)?;
     students.sort_by(|a, b| a.id.cmp(&b.id));
     Ok(students)
 }
@@ -684,7 +702,11 @@ mod tests {
             folder: PathBuf::from(name),
         };
         let mut same = vec![student("日本"), student("日本")];
-        let err = unique_ids(&mut same, &[b"x".to_vec(), b"x".to_vec()]).unwrap_err();
+        let source = || IdSource {
+            shown: "日本".into(),
+            exact: b"x".to_vec(),
+        };
+        let err = unique_ids(&mut same, &[source(), source()]).unwrap_err();
         assert!(matches!(err, RosterError::SameId { .. }), "{err}");
     }
 
@@ -751,6 +773,23 @@ mod tests {
                 && "4/3".parse::<Shard>().is_err()
                 && "x".parse::<Shard>().is_err()
         );
+    }
+
+    #[test]
+    fn a_gradescope_id_lengthened_apart_is_still_spelt_from_its_folder() {
+        // "José" and a folder named like its short id: José's id takes the long hash, and its
+        // readable part stays the folder's, never the submitter's name.
+        let taken = student_id("José");
+        let text = format!(
+            "José:\n  :submitters:\n  - :name: Ada Lovelace\n{taken}:\n  :submitters:\n  - :name: Bo\n"
+        );
+        let s = gradescope(Path::new("/x"), Path::new("/x/m.yml"), &text).unwrap();
+        let ada = s.iter().find(|s| s.name == "Ada Lovelace").unwrap();
+        assert_eq!(
+            ada.id,
+            format!("Jose-{}", name_hash("José".as_bytes(), LONG_HASH))
+        );
+        assert!(s.iter().any(|s| s.name == "Bo" && s.id == taken));
     }
 
     #[test]
