@@ -424,8 +424,12 @@ fn gradescope_exports_and_classroom_clones_name_their_students() {
     assert!(String::from_utf8_lossy(&refused.stderr).contains("keep it outside"));
 }
 
+/// The class's 03 and 57 as graded on the H100 (the grade the recording was made by).
+const CLASS_RECORD: &str =
+    "book/gpu-runs/2026-11-25-trust/class/grades-adversarial-03-race-57-reduction";
+
 /// The adversarial class (tests/fixtures/adversarial) replayed from its H100 recording
-/// (book/gpu-runs/2026-11-24-adversarial/): every cheat loses the points of what it faked, the rule
+/// (book/gpu-runs/2026-11-25-trust/class/): every cheat loses the points of what it faked, the rule
 /// named; the honest students get what they got graded alone; threaded-host, written to beat the
 /// host-work rule, is caught by its CPU time.
 #[test]
@@ -436,16 +440,6 @@ fn the_adversarial_class_replayed_loses_the_faked_points_and_the_honest_keep_the
         return;
     }
     let rec = repo().join("grader/tests/recordings/grade-adversarial");
-    // The recording of 2026-11-24 was made before the grader served the timed calls itself: its
-    // timed jobs wrote the harness's own clock, which this grader no longer reads. Its GPU run
-    // ran out of device time on 2026-11-25 (book/gpu-runs/2026-11-25-trust/): until the class is
-    // recorded again (`PART=class scripts/gpu-trust-run.sh`), say so.
-    let protocol = std::fs::read_to_string(rec.join(grader::judge::context::RECORDED_PROTOCOL))
-        .unwrap_or_default();
-    if protocol.trim() != grader::judge::context::PROTOCOL {
-        eprintln!("SKIPPED the_adversarial_class_replayed_loses_the_faked_points_and_the_honest_keep_theirs: its recording predates the grader's served calls; record it again on a GPU (PART=class scripts/gpu-trust-run.sh)");
-        return;
-    }
     let copy = Copy::new();
     let (_keep, secret) = secret();
     let out = copy.path("grades");
@@ -462,11 +456,11 @@ fn the_adversarial_class_replayed_loses_the_faked_points_and_the_honest_keep_the
         .code(0);
     assert_eq!(
         grades(&out.join("grades.csv")),
-        grades(&repo().join("book/gpu-runs/2026-11-24-adversarial/grades-adversarial/grades.csv"))
+        grades(&repo().join(CLASS_RECORD).join("grades.csv"))
     );
     // The honest students graded alone on the same GPU got the same points.
     let alone =
-        grades(&repo().join("book/gpu-runs/2026-11-24-adversarial/grades-honest-alone/grades.csv"));
+        grades(&repo().join("book/gpu-runs/2026-11-25-trust/alone/grades-honest-alone/grades.csv"));
     let class = grades(&out.join("grades.csv"));
     for who in ["honest-ref", "honest-alt", "half-fix"] {
         for ex in ["03-race", "57-reduction"] {
@@ -504,6 +498,11 @@ fn the_adversarial_class_replayed_loses_the_faked_points_and_the_honest_keep_the
             assert_eq!(stage(p, key).0, 0.0, "{who} {ex} {key}");
         }
     }
+    // Its first call timing looked like host work (host-work in the recording without its
+    // confirming runs); timed again beside the reference, it was not: judged on its quickest run,
+    // it loses its speed points to what it did, not to a busy host.
+    let aware = rules(pair(&lines, "profiler-aware", "57-reduction"));
+    assert!(!aware.contains(&"host-work".to_string()), "{aware:?}");
     // Answers kept across processes are wrong on the hidden cases.
     assert!(
         stage(pair(&lines, "cache", "57-reduction"), "hidden").0
@@ -522,10 +521,11 @@ fn the_adversarial_class_replayed_loses_the_faked_points_and_the_honest_keep_the
     // time does not.
     speed_withheld_by("threaded-host", "03-race", "host-cpu");
     speed_withheld_by("decoy-host", "03-race", "host-cpu");
-    // The same sum in a second process sharing the memory (clone): its CPU time is not the
-    // program's, so host-cpu misses it; done on one core it is slow enough for host-work.
+    // The same sum in a second process sharing the memory (clone): done on one core it is slow
+    // enough for host-work, and the CPU time is now every process of the run (its cgroup), the
+    // clone's included (the in-process count of 2026-11-24 missed it).
     speed_withheld_by("clone-host", "03-race", "host-work");
-    assert!(!rules(pair(&lines, "clone-host", "03-race")).contains(&"host-cpu".to_string()));
+    speed_withheld_by("clone-host", "03-race", "host-cpu");
     // Spinning only under compute-sanitizer: no tool credit, and one stalled tool waited for again
     // alone (within a limit the other students' runs set), not all four.
     let stall = pair(&lines, "sanitizer-stall", "03-race");
@@ -546,5 +546,5 @@ fn the_adversarial_class_replayed_loses_the_faked_points_and_the_honest_keep_the
         .as_str()
         .unwrap()
         .to_string();
-    assert_eq!(other.matches("nor alone within 30 s").count(), 1, "{other}");
+    assert_eq!(other.matches("nor alone within").count(), 1, "{other}");
 }

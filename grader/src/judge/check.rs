@@ -317,14 +317,26 @@ fn run_timing(
             ));
         }
     }
-    match verdict::profiler_failure(
-        (0..subs.len()).filter_map(|i| results.get(i, StageKind::Timing)),
-    ) {
-        Some(failure) => Err(Box::new(
+    if let Some(failure) =
+        verdict::profiler_failure((0..subs.len()).filter_map(|i| results.get(i, StageKind::Timing)))
+    {
+        return Err(Box::new(
             Step::new("timing", Status::ToolError, failure).stage("timing"),
-        )),
-        None => Ok(()),
+        ));
     }
+    // A whole call that weighs badly against the reference fix's, each timed once at its own
+    // moment, is timed again with the reference's, back to back, before a rule fails the check.
+    let evidence = |i: usize| {
+        speed::evidence(
+            results.get(i, StageKind::Timing),
+            results.get(i, StageKind::Call),
+        )
+    };
+    if speed::doubts_call(ex, &evidence(LEARNER), &evidence(REFERENCE)) {
+        let confirming = plan::confirming_calls(REFERENCE, &[LEARNER], 0);
+        scheduler::execute(ctx, wb, subs, &confirming, results, started);
+    }
+    Ok(())
 }
 
 const LEARNER: usize = 0;
@@ -453,7 +465,17 @@ fn time_and_judge(
         peak: peak.as_ref(),
         perf: summary.as_ref(),
     };
-    let judged = speed::judge(&inputs);
+    let judged = speed::judge_runs(
+        &inputs,
+        speed::TimedRuns {
+            timing: results.get(LEARNER, StageKind::Timing),
+            calls: results.call_runs(LEARNER, 0, 0),
+        },
+        speed::TimedRuns {
+            timing: results.get(REFERENCE, StageKind::Timing),
+            calls: results.call_runs(REFERENCE, 0, 0),
+        },
+    );
     let mut steps = vec![Step::new("timing", judged.status, judged.summary.clone())
         .command(commands.clone())
         .stage("timing")];

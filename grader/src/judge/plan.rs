@@ -341,6 +341,28 @@ pub fn timed_kinds(ex: &Exercise, role: Role) -> Vec<StageKind> {
     kinds
 }
 
+/// How many times a doubted comparison of whole calls is timed again (`speed::against_reference_call`):
+/// each round the reference fix's call timing, then each doubted version's, back to back.
+pub const CONFIRMING_ROUNDS: u32 = 2;
+const CONFIRMING_RUNS: u32 = 1 << 20;
+
+/// The run numbers of the confirming call timings of batch `batch` (grade's chunk): apart from every
+/// other run of the same subjects, whose folders another batch may still be reading.
+pub fn confirming_runs(batch: u32) -> impl Iterator<Item = u32> {
+    (1..=CONFIRMING_ROUNDS).map(move |round| CONFIRMING_RUNS + batch * CONFIRMING_ROUNDS + round)
+}
+
+/// The confirming call timings: per round, the reference fix's, then each doubted subject's.
+pub fn confirming_calls(reference: usize, doubted: &[usize], batch: u32) -> Vec<Stage> {
+    confirming_runs(batch)
+        .flat_map(|run| {
+            std::iter::once(reference)
+                .chain(doubted.iter().copied())
+                .map(move |s| Stage::again(s, StageKind::Call, run))
+        })
+        .collect()
+}
+
 /// What a stage occupies while it runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Resource {

@@ -25,6 +25,14 @@ impl Results {
     pub fn get_run(&self, stage: &Stage) -> Option<&Output> {
         self.outputs.get(stage)
     }
+    /// A subject's call timings: its own (run `first`), then batch `batch`'s confirming runs
+    /// (`plan::confirming_calls`), None where one did not run.
+    pub fn call_runs(&self, subject: usize, first: u32, batch: u32) -> Vec<Option<&Output>> {
+        std::iter::once(first)
+            .chain(crate::judge::plan::confirming_runs(batch))
+            .map(|run| self.get_run(&Stage::again(subject, StageKind::Call, run)))
+            .collect()
+    }
     pub fn built(&self, subject: usize, flavor: Flavor) -> Option<&Built> {
         self.get(subject, StageKind::build(flavor))
             .and_then(Output::built)

@@ -569,56 +569,16 @@ pub fn judge(i: &Inputs) -> Verdict {
         i.learner.call.and_then(CallTimes::judged_ns),
         i.reference.call.and_then(CallTimes::judged_ns),
     );
-    if let Some(why) = i.learner.call_failure.filter(|_| learner.named_launched) {
-        flag(Rule::HostWork, format!("the call timing run failed ({why}): a program whose time depends on being profiled gets no speed credit"));
-    }
-    if let (Some(cl), Some(cr), Some(kl)) = (call_l, call_r, ns) {
-        let kr = i
-            .reference
-            .measured
-            .and_then(|x| x.nanoseconds)
-            .unwrap_or(0.0);
-        let extra = (cl - cr) - (kl - kr);
-        let allowed = 0.3 * cr + 500_000.0;
-        if cl < 0.5 * kl {
-            flag(Rule::HostWork, format!("the grader clocked calls of {:.1} us, shorter than the {:.1} us its kernels take under ncu: the run that was clocked did not run the kernels that were timed", cl / 1e3, kl / 1e3));
-        } else if extra > allowed && !by_call {
-            // Where the clock is the call, time outside the kernels is what is judged.
-            flag(
-                Rule::HostWork,
-                format!(
-                    "the whole call took {:.2} ms against the reference fix's {:.2} ms, though its kernels take {:.1} us against {:.1} us: {:.2} ms outside the kernels beyond the reference's (allowed: {:.2} ms)",
-                    cl / 1e6,
-                    cr / 1e6,
-                    kl / 1e3,
-                    kr / 1e3,
-                    extra / 1e6,
-                    allowed / 1e6
-                ),
-            );
-        }
-    }
-    // CPU time, all threads: host work that runs beside the copies and kernels shows here even where
-    // the wall clock does not (the H100: the 03 reference fix 9.3 ms a call, threaded-host 28.8 ms
-    // over 16 threads in 9.8 ms of wall; scripts/gpu-calls-experiment.py).
-    // Where the call is the clock its waits spin (the harness's --spin): a thread's CPU time is its
-    // wall time whether it waits or works, and work on it lengthens the clock. What the clock cannot
-    // see is other threads: the CPU time beyond the wall time (a 63-transfers half-fix on an H100
-    // spun 17.2 ms in 17.0 ms of wall; the reference 7.8 ms in 7.6).
     let (cpu_l, cpu_r) = (
         i.learner.call.and_then(CallTimes::judged_cpu_ns),
         i.reference.call.and_then(CallTimes::judged_cpu_ns),
     );
-    if let (Some(l), Some(r)) = (cpu_l, cpu_r) {
-        let beyond = |cpu: f64, wall: Option<f64>| (cpu - wall.unwrap_or(0.0)).max(0.0);
-        let (jl, jr) = if by_call {
-            (beyond(l, call_l), beyond(r, call_r))
-        } else {
-            (l, r)
-        };
-        if jl > 1.5 * jr + 2e6 {
-            let what = if by_call { " beyond its wall time" } else { "" };
-            flag(Rule::HostCpu, format!("each call used {:.2} ms of CPU time (all threads, in {:.2} ms of wall time){what} against the reference fix's {:.2} ms", jl / 1e6, call_l.unwrap_or(f64::NAN) / 1e6, jr / 1e6));
+    if let Some(why) = i.learner.call_failure.filter(|_| learner.named_launched) {
+        flag(Rule::HostWork, format!("the call timing run failed ({why}): a program whose time depends on being profiled gets no speed credit"));
+    }
+    if let (Some(cl), Some(kl)) = (call_l, ns) {
+        if cl < 0.5 * kl {
+            flag(Rule::HostWork, format!("the grader clocked calls of {:.1} us, shorter than the {:.1} us its kernels take under ncu: the run that was clocked did not run the kernels that were timed", cl / 1e3, kl / 1e3));
         }
     }
     // Outside the reported calls, clocked by the grader: what the harness's own numbers cannot hide.
@@ -637,6 +597,7 @@ pub fn judge(i: &Inputs) -> Verdict {
             flag(Rule::GpuMemory, format!("{:.0} MiB of GPU memory in use during the timed calls, against the reference fix's {:.0} MiB", ml / 1048576.0, mr / 1048576.0));
         }
     }
+    flags.extend(against_reference_call(&i.learner, &i.reference, by_call));
     flags.sort_by_key(|f| f.rule);
     flags.dedup_by_key(|f| f.rule);
 
@@ -756,6 +717,138 @@ pub fn flag_steps(flags: &[Flag]) -> Vec<crate::judge::verdict::Step> {
     flags.iter().map(|f| f.step().stage("timing")).collect()
 }
 
+/// The rules that weigh a version's whole call against the reference fix's: time outside the
+/// kernels (where the clock is the kernels) and CPU time. Each version's call timing ran once, at
+/// its own moment, so a busy host (another job's copies, builds or sanitizers) can slow one and
+/// not the other; where one of these fires, both are timed again back to back
+/// (`confirming_calls`) and judged on their quickest runs (`quickest_call`) before it stands.
+pub fn against_reference_call(learner: &Timed, reference: &Timed, by_call: bool) -> Vec<Flag> {
+    let mut flags = Vec::new();
+    let (call_l, call_r) = (
+        learner.call.and_then(CallTimes::judged_ns),
+        reference.call.and_then(CallTimes::judged_ns),
+    );
+    let kernels = |t: &Timed| t.measured.and_then(|x| x.nanoseconds);
+    if let (Some(cl), Some(cr), Some(kl)) = (call_l, call_r, kernels(learner)) {
+        let kr = kernels(reference).unwrap_or(0.0);
+        let extra = (cl - cr) - (kl - kr);
+        let allowed = 0.3 * cr + 500_000.0;
+        // Where the clock is the call, time outside the kernels is what is judged.
+        if cl >= 0.5 * kl && extra > allowed && !by_call {
+            flags.push(Flag::new(
+                Rule::HostWork,
+                format!(
+                    "the whole call took {:.2} ms against the reference fix's {:.2} ms, though its kernels take {:.1} us against {:.1} us: {:.2} ms outside the kernels beyond the reference's (allowed: {:.2} ms)",
+                    cl / 1e6,
+                    cr / 1e6,
+                    kl / 1e3,
+                    kr / 1e3,
+                    extra / 1e6,
+                    allowed / 1e6
+                ),
+            ));
+        }
+    }
+    // CPU time, all threads: host work that runs beside the copies and kernels shows here even where
+    // the wall clock does not (the H100: the 03 reference fix 9.3 ms a call, threaded-host 28.8 ms
+    // over 16 threads in 9.8 ms of wall; scripts/gpu-calls-experiment.py).
+    // Where the call is the clock its waits spin (the harness's --spin): a thread's CPU time is its
+    // wall time whether it waits or works, and work on it lengthens the clock. What the clock cannot
+    // see is other threads: the CPU time beyond the wall time (a 63-transfers half-fix on an H100
+    // spun 17.2 ms in 17.0 ms of wall; the reference 7.8 ms in 7.6).
+    let (cpu_l, cpu_r) = (
+        learner.call.and_then(CallTimes::judged_cpu_ns),
+        reference.call.and_then(CallTimes::judged_cpu_ns),
+    );
+    if let (Some(l), Some(r)) = (cpu_l, cpu_r) {
+        let beyond = |cpu: f64, wall: Option<f64>| (cpu - wall.unwrap_or(0.0)).max(0.0);
+        let (jl, jr) = if by_call {
+            (beyond(l, call_l), beyond(r, call_r))
+        } else {
+            (l, r)
+        };
+        if jl > 1.5 * jr + 2e6 {
+            let what = if by_call { " beyond its wall time" } else { "" };
+            flags.push(Flag::new(Rule::HostCpu, format!("each call used {:.2} ms of CPU time (all threads, in {:.2} ms of wall time){what} against the reference fix's {:.2} ms", jl / 1e6, call_l.unwrap_or(f64::NAN) / 1e6, jr / 1e6)));
+        }
+    }
+    flags
+}
+
+/// Whether the comparison of `learner`'s whole call with the reference fix's fired: time both again
+/// before it stands.
+pub fn doubts_call(ex: &Exercise, learner: &Timed, reference: &Timed) -> bool {
+    let by_call = ex.manifest.manifest.clock() == Clock::Call;
+    !against_reference_call(learner, reference, by_call).is_empty()
+}
+
+/// The verdict on a version whose whole-call comparison was timed again: judged on the quickest
+/// runs (`quickest`), whose outputs are checked as the first runs' were, keeping every flag the
+/// first runs (`first`) earned except the comparison the confirmation settles.
+pub fn judge_confirmed(first: &Inputs, quickest: &Inputs) -> Verdict {
+    let by_call = first.ex.manifest.manifest.clock() == Clock::Call;
+    let settled: Vec<Rule> = against_reference_call(&first.learner, &first.reference, by_call)
+        .iter()
+        .map(|f| f.rule)
+        .collect();
+    let mut verdict = judge(quickest);
+    for f in judge(first).flags {
+        if !settled.contains(&f.rule) && !verdict.flags.iter().any(|g| g.rule == f.rule) {
+            verdict.flags.push(f);
+        }
+    }
+    verdict.flags.sort_by_key(|f| f.rule);
+    verdict
+}
+
+/// One version's timed runs: ncu's, and its call timings (its own first, then any that confirm it).
+pub struct TimedRuns<'r> {
+    pub timing: Option<&'r crate::judge::stages::Output>,
+    pub calls: Vec<Option<&'r crate::judge::stages::Output>>,
+}
+
+/// The verdict on `inputs`, or, where the whole-call comparison was timed again (a confirming call
+/// timing of the learner ran), on each version's quickest runs (`judge_confirmed`).
+pub fn judge_runs<'r>(
+    inputs: &Inputs<'r>,
+    learner: TimedRuns<'r>,
+    reference: TimedRuns<'r>,
+) -> Verdict {
+    if learner.calls.iter().skip(1).all(Option::is_none) {
+        return judge(inputs);
+    }
+    let quickest = Inputs {
+        learner: evidence(learner.timing, quickest_call(learner.calls)),
+        reference: evidence(reference.timing, quickest_call(reference.calls)),
+        ..*inputs
+    };
+    judge_confirmed(inputs, &quickest)
+}
+
+/// Of one version's call timing runs (the first, then those that confirm it), the one to judge:
+/// the one with the quickest judged call, where every run ran all its calls (what a busy host added
+/// to the others is not the program's); the first where any failed or was refused (a failure
+/// stands, whatever a later run does).
+pub fn quickest_call<'r>(
+    runs: impl IntoIterator<Item = Option<&'r crate::judge::stages::Output>>,
+) -> Option<&'r crate::judge::stages::Output> {
+    let runs: Vec<_> = runs.into_iter().collect();
+    let first = *runs.first()?;
+    let judged = |o: Option<&crate::judge::stages::Output>| {
+        let t = evidence(None, o);
+        t.call_failure.is_none().then_some(t.call?.judged_ns()?)
+    };
+    let times: Option<Vec<f64>> = runs.iter().map(|&o| judged(o)).collect();
+    match times {
+        Some(times) => runs
+            .iter()
+            .zip(times)
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .and_then(|(o, _)| *o),
+        None => first,
+    }
+}
+
 /// The timed evidence of one version from a plan's results: its timing stage (ncu) and its call
 /// stage. `calls` holds the parsed call times, owned by the caller.
 pub fn evidence<'r>(
@@ -794,6 +887,7 @@ pub fn evidence<'r>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::judge::stages::Output;
     use std::path::Path;
 
     #[test]
@@ -848,6 +942,107 @@ mod tests {
             gpu_memory: Some(1.0),
             ..CallTimes::default()
         }
+    }
+
+    /// A version's timed runs as the stages leave them: ncu's kernel time, and call timings.
+    fn runs(kernel_us: f64, calls: Vec<Option<CallTimes>>) -> (Output, Vec<Option<Output>>) {
+        use crate::tools::runner::{Captured, Exit, Finished};
+        let finished = || Finished {
+            exit: Exit::Code(0),
+            stdout: Captured::default(),
+            stderr: Captured::default(),
+            wall: std::time::Duration::from_millis(500),
+            leftovers: 0,
+            escaped: false,
+            oom_killed: false,
+            isolation: None,
+        };
+        let timing = Output::Timed {
+            target: ncu::Target {
+                name: "t".into(),
+                program: "t".into(),
+                args: Vec::new(),
+                kernels: Vec::new(),
+                counters: Vec::new(),
+                every_kernel: false,
+                repeat: 1,
+            },
+            measured: Ok(Measured {
+                nanoseconds: Some(kernel_us * 1e3),
+                launches: Vec::new(),
+                command: String::new(),
+                finished: finished(),
+                attempts: 1,
+                busy: false,
+                tool_failure: None,
+                counters: None,
+            }),
+            calls: None,
+            outputs: Vec::new(),
+        };
+        let called = |times: Option<CallTimes>| Output::Called {
+            command: String::new(),
+            run: Ok(finished()),
+            failure: times
+                .is_none()
+                .then(|| "the program exited before its call 2".into()),
+            times,
+            timeline: None,
+            outputs: Vec::new(),
+        };
+        (timing, calls.into_iter().map(|c| Some(called(c))).collect())
+    }
+
+    #[test]
+    fn a_whole_call_slowed_by_a_busy_host_is_timed_again_and_judged_on_the_quickest_runs() {
+        let ex = race();
+        let rules = |learner: &(Output, Vec<Option<Output>>),
+                     reference: &(Output, Vec<Option<Output>>)| {
+            let inputs = Inputs {
+                ex: &ex,
+                learner: evidence(Some(&learner.0), learner.1[0].as_ref()),
+                reference: evidence(Some(&reference.0), reference.1[0].as_ref()),
+                original: Timed::default(),
+                peak: None,
+                perf: None,
+            };
+            let doubted = doubts_call(&ex, &inputs.learner, &inputs.reference);
+            fn all(r: &(Output, Vec<Option<Output>>)) -> TimedRuns<'_> {
+                TimedRuns {
+                    timing: Some(&r.0),
+                    calls: r.1.iter().map(Option::as_ref).collect(),
+                }
+            }
+            let verdict = judge_runs(&inputs, all(learner), all(reference));
+            let rules: Vec<Rule> = verdict.flags.iter().map(|f| f.rule).collect();
+            (doubted, rules)
+        };
+        let wall = |ms: f64| Some(calls(ms, ms));
+        // The H100 on 2026-11-25, two graders on one host: the reference fix of 03 as a student,
+        // 19.95 ms a call against the reference's 12.30 ms timed at another moment, the kernels
+        // 40.0 us against 40.1 us (book/gpu-runs/2026-11-25-trust/). Timed again back to back,
+        // both take their usual time: no host work.
+        let reference = runs(40.1, vec![wall(12.30), wall(12.41), wall(12.22)]);
+        let honest = runs(40.0, vec![wall(19.95), wall(12.52), wall(12.38)]);
+        let (doubted, flagged) = rules(&honest, &reference);
+        assert!(doubted);
+        assert!(!flagged.contains(&Rule::HostWork), "{flagged:?}");
+        // Not timed again (no confirming run): the first comparison stands.
+        let (honest_once, reference_once) =
+            (runs(40.0, vec![wall(19.95)]), runs(40.1, vec![wall(12.30)]));
+        assert!(rules(&honest_once, &reference_once)
+            .1
+            .contains(&Rule::HostWork));
+        // decoy-host adds the input up on the host: slow every time.
+        let decoy = runs(40.0, vec![wall(22.31), wall(22.52), wall(22.40)]);
+        assert!(rules(&decoy, &reference).1.contains(&Rule::HostWork));
+        // A confirming run that failed settles nothing: the first comparison stands.
+        let failed_again = runs(40.0, vec![wall(19.95), None, wall(12.38)]);
+        assert!(rules(&failed_again, &reference).1.contains(&Rule::HostWork));
+        // The CPU time is confirmed the same way: threaded-host's 16 threads every time.
+        let threads = |wall_ms: f64| Some(calls(wall_ms, 28.8));
+        let threaded = runs(40.0, vec![threads(9.84), threads(9.80), threads(9.90)]);
+        assert!(rules(&threaded, &reference).1.contains(&Rule::HostCpu));
     }
 
     #[test]

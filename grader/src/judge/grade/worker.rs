@@ -540,6 +540,30 @@ impl<'a> Worker<'a> {
         let phase = Instant::now();
         let timeline = scheduler::execute(&self.ctx, wb, &subs, &timing, &mut results, started);
         phases.calls = timeline.exclusive.unwrap_or(0.0);
+        // A whole call that weighs badly against the reference fix's, each timed once at its own
+        // moment, is timed again with the reference's, back to back, while the GPU is still this
+        // chunk's alone: a classmate's copies or builds must not cost an honest file its points.
+        let reference_first = speed::evidence(
+            results.get_run(&Stage::again(reference, StageKind::Timing, chunk.index)),
+            results.get_run(&Stage::again(reference, StageKind::Call, chunk.index)),
+        );
+        let doubted: Vec<usize> = correct
+            .iter()
+            .copied()
+            .filter(|&i| {
+                let learner = speed::evidence(
+                    results.get(i, StageKind::Timing),
+                    results.get(i, StageKind::Call),
+                );
+                speed::doubts_call(ex, &learner, &reference_first)
+            })
+            .collect();
+        if !doubted.is_empty() {
+            let confirming = plan::confirming_calls(reference, &doubted, chunk.index);
+            let timeline =
+                scheduler::execute(&self.ctx, wb, &subs, &confirming, &mut results, started);
+            phases.calls += timeline.exclusive.unwrap_or(0.0);
+        }
         let baseline = if perf_track {
             perf::time_baseline(&self.ctx, wb, ex).ok().flatten()
         } else {
@@ -658,7 +682,18 @@ impl<'a> Worker<'a> {
                 peak: peak.as_ref(),
                 perf: summary.as_ref(),
             };
-            score_speed(&speed::judge(&inputs), r);
+            let verdict = speed::judge_runs(
+                &inputs,
+                speed::TimedRuns {
+                    timing: results.get(i, StageKind::Timing),
+                    calls: results.call_runs(i, 0, chunk.index),
+                },
+                speed::TimedRuns {
+                    timing: reference_run(StageKind::Timing),
+                    calls: results.call_runs(reference, chunk.index, chunk.index),
+                },
+            );
+            score_speed(&verdict, r);
             score_fresh(results.get(i, StageKind::Fresh), &secret.fresh, ex, r);
         };
         let judged = scheduler::parallel(&correct, self.ctx.config.cpu_jobs, |&i| {
