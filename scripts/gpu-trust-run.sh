@@ -5,12 +5,14 @@
 #   mini    check of the fixed 57 and 63 (ncu's shared lock: no busy profiler)
 #   record  the check recordings CI replays (03 fixed, 57 untouched and fixed, 03 verify) and the
 #           fixture class graded with its tool runs recorded
-#   class   the adversarial class: 03, 57 and 62 graded with their tool runs recorded (CI replays
-#           them), 63 graded apart (its calls' outputs are 256 MiB: not recorded); what the class
-#           left behind
+#   class   the adversarial class graded with its tool runs recorded (CI replays them), one grade
+#           per set of CLASS_SETS (default "03-race,57-reduction+62-launches"; all sets record into
+#           one folder: its files are named by exercise, student and stage); what the class left
+#           behind
+#   class63 63 graded apart (its calls' outputs are 256 MiB: not recorded)
 #   alone   the honest students graded alone (their points must not depend on the class)
-#   check   `check` of the adversarial files of 03 and 57, and of CHECK_62_63 (student/exercise
-#           pairs), for the check-against-grade table
+#   check   `check` of the adversarial files of CHECK_EX (default "03-race,57-reduction"), and of
+#           CHECK_62_63 (comma-separated student/exercise pairs), for the check-against-grade table
 #   bench   grade's throughput on a class of bug exercises
 # Logs, gradebooks and recordings go to $OUT (tarred); a table is printed last.
 set -uo pipefail
@@ -33,9 +35,9 @@ run() { # run NAME CMD...: output to logs/NAME.txt, exit and seconds to the tabl
 }
 with() { # with FILE DEST CMD...: DEST replaced by FILE for one command
   local file=$1 dest=$2; shift 2
-  cp "$dest" /tmp/with-backup; cp "$file" "$dest"
+  local backup; backup=$(mktemp); cp "$dest" "$backup"; cp "$file" "$dest"
   "$@"; local code=$?
-  cp /tmp/with-backup "$dest"
+  cp "$backup" "$dest"; rm -f "$backup"
   return $code
 }
 source_of() { case $1 in 03-race) echo reduce.cu ;; 57-reduction) echo sum.cu ;; 62-launches) echo heat.cu ;; 63-transfers) echo cool.cu ;; esac; }
@@ -92,51 +94,64 @@ if has record; then
   cp -r grades-fixture "$L/"
 fi
 
+gradebook_lines() { # gradebook_lines DIR: a student a line, the exercises' points
+  python3 -c "
+import csv
+rows = list(csv.DictReader(open('$1/grades.csv')))
+keys = [k for k in rows[0] if k[:2].isdigit()] if rows else []
+print('   ', ' '.join(keys))
+for r in rows: print('  ', r.get('Student'), ' '.join(r.get(k, '') for k in keys))
+" 2>&1
+}
+left_behind() { # what the class left: escape markers outside the work folders, processes
+  { ls -la /var/tmp/cudabugs-escape-marker /tmp/cudabugs-escape-marker 2>&1; find / -xdev -name 'cudabugs-escape-marker' -not -path '*/.cudabugs/work/*' 2>/dev/null; find grades-* -name '*marker*' 2>/dev/null; } > "$L/escape-markers.txt"
+  table+=("escape markers outside work folders: $(grep -v 'cannot access' "$L/escape-markers.txt" | grep -c marker) ($(tr '\n' ' ' < "$L/escape-markers.txt" | cut -c1-300))")
+  ps -eo pid,ppid,etimes,user,cmd | grep -v -E "ps -eo|grep|gpu-trust" | grep -E "sleep|xtask|ncu|sanitizer|learner|heat|cool|reduce|sum" > "$L/left-running.txt"
+  table+=("processes left after the classes: $(wc -l < "$L/left-running.txt") (another stream's checks included, where one runs beside)")
+}
 if has class; then
   SECRET_DIR=$(mktemp -d); cp tests/fixtures/class-secret.toml "$SECRET_DIR/secret.toml"
-  rm -rf rec-grade-adversarial grades-adversarial* grades-honest-alone* honest-alone
+  rm -rf rec-grade-adversarial grades-adversarial*
   rm -f /var/tmp/cudabugs-escape-marker /tmp/cudabugs-escape-marker
-  run class-recorded $B --record-tools rec-grade-adversarial grade $ADV --exercises 03-race,57-reduction,62-launches --secret "$SECRET_DIR/secret.toml" --out grades-adversarial
-  run class-63 $B grade $ADV --exercises 63-transfers --secret "$SECRET_DIR/secret.toml" --out grades-adversarial-63
-  # What the class left: escape markers anywhere outside the work folders, processes, big files.
-  { ls -la /var/tmp/cudabugs-escape-marker /tmp/cudabugs-escape-marker 2>&1; find / -xdev -name 'cudabugs-escape-marker' -not -path '*/.cudabugs/work/*' 2>/dev/null; find grades-* -name '*marker*' 2>/dev/null; } > "$L/escape-markers.txt"
-  table+=("escape markers outside work folders: $(grep -c marker "$L/escape-markers.txt") ($(tr '\n' ' ' < "$L/escape-markers.txt" | cut -c1-300))")
-  ps -eo pid,ppid,etimes,user,cmd | grep -v -E "ps -eo|grep|gpu-trust" | grep -E "sleep|xtask|ncu|sanitizer|learner|heat|cool|reduce|sum" > "$L/left-running.txt"
-  table+=("processes left after the classes: $(wc -l < "$L/left-running.txt")")
-  for g in grades-adversarial grades-adversarial-63; do
-    table+=("$g:" "$(python3 -c "
-import csv
-rows = list(csv.DictReader(open('$g/grades.csv')))
-keys = [k for k in rows[0] if k[:2].isdigit()] if rows else []
-for r in rows: print('  ', r.get('Student'), ' '.join(r.get(k, '') for k in keys))
-" 2>&1)")
+  sets=${CLASS_SETS:-03-race,57-reduction+62-launches}
+  for set in ${sets//+/ }; do
+    g=grades-adversarial-${set//,/-}
+    run "class-$set" $B --record-tools rec-grade-adversarial grade $ADV --exercises "$set" --secret "$SECRET_DIR/secret.toml" --out "$g"
+    table+=("$g:" "$(gradebook_lines "$g")")
     cp -r "$g" "$L/"
   done
+  left_behind
   tar czf "$OUT/recordings-class.tgz" rec-grade-adversarial
+fi
+
+if has class63; then
+  SECRET_DIR=$(mktemp -d); cp tests/fixtures/class-secret.toml "$SECRET_DIR/secret.toml"
+  rm -rf grades-adversarial-63-transfers
+  run class-63 $B grade $ADV --exercises 63-transfers --secret "$SECRET_DIR/secret.toml" --out grades-adversarial-63-transfers
+  table+=("grades-adversarial-63-transfers:" "$(gradebook_lines grades-adversarial-63-transfers)")
+  cp -r grades-adversarial-63-transfers "$L/"
+  left_behind
 fi
 
 if has alone; then
   SECRET_DIR=$(mktemp -d); cp tests/fixtures/class-secret.toml "$SECRET_DIR/secret.toml"
   rm -rf honest-alone grades-honest-alone; mkdir -p honest-alone; cp -r $ADV/honest-ref $ADV/honest-alt $ADV/half-fix honest-alone/
   run honest-alone $B grade honest-alone --exercises 03-race,57-reduction,62-launches,63-transfers --secret "$SECRET_DIR/secret.toml" --out grades-honest-alone
-  table+=("grades-honest-alone:" "$(python3 -c "
-import csv
-rows = list(csv.DictReader(open('grades-honest-alone/grades.csv')))
-keys = [k for k in rows[0] if k[:2].isdigit()] if rows else []
-for r in rows: print('  ', r.get('Student'), ' '.join(r.get(k, '') for k in keys))
-" 2>&1)")
+  table+=("grades-honest-alone:" "$(gradebook_lines grades-honest-alone)")
   cp -r grades-honest-alone "$L/"
 fi
 
 if has check; then
-  for ex in 03-race 57-reduction; do
+  exs=${CHECK_EX-03-race,57-reduction}
+  for ex in ${exs//,/ }; do
     for dir in $ADV/*/; do
       st=$(basename "$dir"); f="$dir$(source_of "$ex")"
       [ -e "$f" ] || continue
       check_json "check-$st-$ex" "$ex" "$f"
     done
   done
-  for pair in ${CHECK_62_63:-honest-ref/62-launches forge-clock-sym/62-launches post-done/62-launches lazy-call/63-transfers}; do
+  pairs=${CHECK_62_63-honest-ref/62-launches,forge-clock-sym/62-launches,post-done/62-launches,lazy-call/63-transfers}
+  for pair in ${pairs//,/ }; do
     st=${pair%/*}; ex=${pair#*/}
     check_json "check-$st-$ex" "$ex" "$ADV/$st/$(source_of "$ex")"
   done
