@@ -9,7 +9,13 @@ use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-const HARNESS_FILES: &[&str] = &["cudabugs.cuh", "timeline.cuh", "harness.cu", "peak.cu", "baseline-sgemm.cu"];
+const HARNESS_FILES: &[&str] = &[
+    "cudabugs.cuh",
+    "timeline.cuh",
+    "harness.cu",
+    "peak.cu",
+    "baseline-sgemm.cu",
+];
 
 fn main() {
     let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
@@ -27,14 +33,23 @@ fn main() {
         }
     };
 
-    let mut code = String::from("pub static EXERCISES: &[grader::exercise::catalog::Embedded] = &[\n");
+    let mut code =
+        String::from("pub static EXERCISES: &[grader::exercise::catalog::Embedded] = &[\n");
     for (id, loaded) in &exercises {
-        println!("cargo:rerun-if-changed={}", root.join("exercises").join(id).join(grader::exercise::catalog::MANIFEST_FILE).display());
+        println!(
+            "cargo:rerun-if-changed={}",
+            root.join("exercises")
+                .join(id)
+                .join(grader::exercise::catalog::MANIFEST_FILE)
+                .display()
+        );
         let ex = match loaded {
             Ok(ex) => ex,
             Err(e) => {
                 // One broken exercise must not stop the others: it is embedded as its error.
-                println!("cargo:warning=exercise {id} is not gradable until its manifest is fixed: {e}");
+                println!(
+                    "cargo:warning=exercise {id} is not gradable until its manifest is fixed: {e}"
+                );
                 writeln!(
                     code,
                     "    grader::exercise::catalog::Embedded {{ id: {id:?}, manifest: \"\", original: \"\", solution: \"\", error: Some({:?}) }},",
@@ -44,7 +59,10 @@ fn main() {
                 continue;
             }
         };
-        println!("cargo:rerun-if-changed={}", root.join(&ex.manifest.path).display());
+        println!(
+            "cargo:rerun-if-changed={}",
+            root.join(&ex.manifest.path).display()
+        );
         println!("cargo:rerun-if-changed={}", ex.solution_path.display());
         let dir = out.join(id);
         fs::create_dir_all(&dir).unwrap();
@@ -61,8 +79,14 @@ fn main() {
     code.push_str("];\n\npub static HARNESS: &[(&str, &str)] = &[\n");
     fs::create_dir_all(out.join("harness")).unwrap();
     for name in HARNESS_FILES {
-        let copied = copy(&root.join("harness").join(name), &out.join("harness").join(name));
-        println!("cargo:rerun-if-changed={}", root.join("harness").join(name).display());
+        let copied = copy(
+            &root.join("harness").join(name),
+            &out.join("harness").join(name),
+        );
+        println!(
+            "cargo:rerun-if-changed={}",
+            root.join("harness").join(name).display()
+        );
         writeln!(code, "    ({name:?}, include_str!({copied:?})),").unwrap();
     }
     code.push_str("];\n");

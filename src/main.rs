@@ -6,17 +6,21 @@ use std::process::ExitCode;
 use anstream::{eprintln, print, println};
 use anyhow::{Context as _, Result};
 use clap::{Parser, Subcommand, ValueEnum};
+use grader::exercise::workbook::{self, Exercise, Workbook};
 use grader::judge::config::Config;
 use grader::judge::context::{Context, ContextError};
 use grader::tools::sandbox::Isolation;
-use grader::exercise::workbook::{self, Exercise, Workbook};
 
 mod catalog {
     include!(concat!(env!("OUT_DIR"), "/embed/catalog.rs"));
 }
 
 #[derive(Parser)]
-#[command(name = "cargo xtask", about = "cudabugs: find and fix silent CUDA bugs with the real tools", version)]
+#[command(
+    name = "cargo xtask",
+    about = "cudabugs: find and fix silent CUDA bugs with the real tools",
+    version
+)]
 struct Cli {
     /// Output format: text for people, json (stable fields) for scripts and editors.
     #[arg(long, global = true, value_enum, default_value_t = Format::Text)]
@@ -36,7 +40,12 @@ struct Cli {
     #[arg(long, global = true, value_name = "DIR")]
     record_tools: Option<PathBuf>,
     /// Serve tool runs from a recording instead of a GPU (builds still run).
-    #[arg(long, global = true, value_name = "DIR", conflicts_with = "record_tools")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "DIR",
+        conflicts_with = "record_tools"
+    )]
     replay_tools: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
@@ -235,14 +244,20 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => ExitCode::from(code as u8),
         Err(e) => {
-            let code = match (e.downcast_ref::<ToolError>(), e.downcast_ref::<workbook::WorkbookError>()) {
+            let code = match (
+                e.downcast_ref::<ToolError>(),
+                e.downcast_ref::<workbook::WorkbookError>(),
+            ) {
                 (Some(_), _) => 3,
                 (_, Some(w)) => w.exit_code(),
                 _ => 2,
             };
             eprintln!("error: {e:#}");
             if format == Format::Json {
-                println!("{}", serde_json::json!({ "error": format!("{e:#}"), "exit_code": code }));
+                println!(
+                    "{}",
+                    serde_json::json!({ "error": format!("{e:#}"), "exit_code": code })
+                );
             }
             ExitCode::from(code as u8)
         }
@@ -255,7 +270,10 @@ fn open_workbook() -> Result<Workbook> {
     let wb = Workbook::new(root, catalog::EXERCISES, catalog::HARNESS)?;
     // A broken exercise is said once, on stderr; every other one works as usual.
     for b in &wb.broken {
-        eprintln!("warning: exercise {} is left out until it is fixed: {}", b.id, b.error);
+        eprintln!(
+            "warning: exercise {} is left out until it is fixed: {}",
+            b.id, b.error
+        );
     }
     Ok(wb)
 }
@@ -319,7 +337,10 @@ fn load_state(wb: &Workbook) -> grader::learner::state::Loaded {
 
 fn save_state(state: &grader::learner::state::Loaded) {
     match state.save() {
-        Ok(Some(moved)) => eprintln!("note: the damaged progress file was moved to {}", moved.display()),
+        Ok(Some(moved)) => eprintln!(
+            "note: the damaged progress file was moved to {}",
+            moved.display()
+        ),
         Ok(None) => {}
         Err(e) => eprintln!("warning: progress not saved: {e}"),
     }
@@ -332,17 +353,33 @@ fn next_pending(wb: &Workbook) -> Option<&Exercise> {
 }
 
 /// Check one exercise and record a pass in the progress file.
-fn check_and_record(ctx: &Context, wb: &Workbook, ex: &Exercise, format: Format) -> grader::judge::check::CheckReport {
+fn check_and_record(
+    ctx: &Context,
+    wb: &Workbook,
+    ex: &Exercise,
+    format: Format,
+) -> grader::judge::check::CheckReport {
     let report = grader::judge::check::check(ctx, wb, ex, progress(format));
-    if report.outcome == grader::judge::verdict::Outcome::Pass && !grader::tools::runner::interrupted() {
+    if report.outcome == grader::judge::verdict::Outcome::Pass
+        && !grader::tools::runner::interrupted()
+    {
         let mut state = load_state(wb);
-        state.state.mark_done(ex.id(), report.timing.as_ref().map(|t| t.ratio_to_reference));
+        state.state.mark_done(
+            ex.id(),
+            report.timing.as_ref().map(|t| t.ratio_to_reference),
+        );
         save_state(&state);
     }
     report
 }
 
-fn show_check(report: &grader::judge::check::CheckReport, wb: &Workbook, ex: &Exercise, format: Format, compact: bool) -> Result<()> {
+fn show_check(
+    report: &grader::judge::check::CheckReport,
+    wb: &Workbook,
+    ex: &Exercise,
+    format: Format,
+    compact: bool,
+) -> Result<()> {
     // Ctrl-C killed the tools: what they "reported" is the interruption, not a verdict on the file.
     if grader::tools::runner::interrupted() {
         eprintln!("interrupted: {} was not checked", ex.id());
@@ -351,7 +388,10 @@ fn show_check(report: &grader::judge::check::CheckReport, wb: &Workbook, ex: &Ex
     match format {
         Format::Json if compact => println!("{}", serde_json::to_string(report)?),
         Format::Json | Format::Sarif => print_json(report)?,
-        Format::Text => print!("{}", grader::report::check_text(report, ex, &wb.learner_path(ex))),
+        Format::Text => print!(
+            "{}",
+            grader::report::check_text(report, ex, &wb.learner_path(ex))
+        ),
     }
     Ok(())
 }
@@ -361,7 +401,12 @@ fn run(cli: Cli) -> Result<i32> {
     if format == Format::Sarif && !matches!(cli.command, Command::Sanitize { .. }) {
         anyhow::bail!("--format sarif is for `sanitize`; use text or json here");
     }
-    let settings = Settings { arch: cli.arch, isolation: cli.isolation, record_tools: cli.record_tools, replay_tools: cli.replay_tools };
+    let settings = Settings {
+        arch: cli.arch,
+        isolation: cli.isolation,
+        record_tools: cli.record_tools,
+        replay_tools: cli.replay_tools,
+    };
     match cli.command {
         Command::Check { id } => {
             let wb = open_workbook()?;
@@ -396,7 +441,12 @@ fn run(cli: Cli) -> Result<i32> {
         Command::Reset { id } => {
             let wb = open_workbook()?;
             let ex = wb.resolve(&id)?;
-            let reset = grader::learner::reset(&wb, ex).with_context(|| format!("resetting {} (nothing was changed)", wb.display_path(&wb.learner_path(ex))))?;
+            let reset = grader::learner::reset(&wb, ex).with_context(|| {
+                format!(
+                    "resetting {} (nothing was changed)",
+                    wb.display_path(&wb.learner_path(ex))
+                )
+            })?;
             let mut was_done = false;
             if reset.restored {
                 let mut state = load_state(&wb);
@@ -433,12 +483,22 @@ fn run(cli: Cli) -> Result<i32> {
             let ctx = context(&wb, &settings, format)?;
             watch(&ctx, &wb, &mut current, poll, format)
         }
-        Command::Sanitize { files, bin, nvcc_flags, profile, args } => {
+        Command::Sanitize {
+            files,
+            bin,
+            nvcc_flags,
+            profile,
+            args,
+        } => {
             if files.is_empty() && bin.is_none() {
                 anyhow::bail!("give the program's .cu files (`cargo xtask sanitize prog.cu -- ARGS`) or a built binary (--bin PATH)");
             }
             let cwd = std::env::current_dir()?;
-            let absolute = |p: &Path| -> Result<PathBuf> { cwd.join(p).canonicalize().with_context(|| format!("{}", p.display())) };
+            let absolute = |p: &Path| -> Result<PathBuf> {
+                cwd.join(p)
+                    .canonicalize()
+                    .with_context(|| format!("{}", p.display()))
+            };
             let files: Vec<PathBuf> = files.iter().map(|f| absolute(f)).collect::<Result<_>>()?;
             let bin = bin.map(|b| absolute(&b)).transpose()?;
             // Inside a workbook its folders are used; anywhere else, the current folder's.
@@ -448,24 +508,50 @@ fn run(cli: Cli) -> Result<i32> {
             let same = |a: &Path, b: &Path| b.canonicalize().map(|b| b == a).unwrap_or(false);
             let exercise = match files.as_slice() {
                 [one] => wb.exercises.iter().find_map(|ex| {
-                    [("learner", wb.learner_path(ex)), ("reference", wb.solution_path(ex))].into_iter().find(|(_, p)| same(one, p)).map(|(v, p)| (ex, v, p))
+                    [
+                        ("learner", wb.learner_path(ex)),
+                        ("reference", wb.solution_path(ex)),
+                    ]
+                    .into_iter()
+                    .find(|(_, p)| same(one, p))
+                    .map(|(v, p)| (ex, v, p))
                 }),
                 _ => None,
             };
             let gpu_stages = ctx.no_gpu_reason().is_none() || settings.replay_tools.is_some();
             let cases = match (&exercise, gpu_stages) {
-                (Some((ex, _, _)), true) => grader::exercise::cases::prepare(ex, &wb.work_dir().join("cases").join(ex.id()))?,
+                (Some((ex, _, _)), true) => grader::exercise::cases::prepare(
+                    ex,
+                    &wb.work_dir().join("cases").join(ex.id()),
+                )?,
                 _ => Default::default(),
             };
             let sub = match exercise {
                 Some((ex, variant, path)) => {
-                    let text = std::fs::read_to_string(&path).with_context(|| path.display().to_string())?;
-                    grader::judge::plan::Submission::new(&wb, "sanitize", ex, variant, path, text, grader::tools::nvcc::Reuse::Never, &cases)
+                    let text = std::fs::read_to_string(&path)
+                        .with_context(|| path.display().to_string())?;
+                    grader::judge::plan::Submission::new(
+                        &wb,
+                        "sanitize",
+                        ex,
+                        variant,
+                        path,
+                        text,
+                        grader::tools::nvcc::Reuse::Never,
+                        &cases,
+                    )
                 }
                 None => grader::judge::plan::Submission::program(
                     &wb,
                     "sanitize",
-                    grader::judge::plan::Program { sources: files, nvcc_flags, args: args.into_iter().map(Into::into).collect(), prebuilt: bin, cwd: cwd.clone(), profile },
+                    grader::judge::plan::Program {
+                        sources: files,
+                        nvcc_flags,
+                        args: args.into_iter().map(Into::into).collect(),
+                        prebuilt: bin,
+                        cwd: cwd.clone(),
+                        profile,
+                    },
                 ),
             };
             let report = grader::judge::sanitize::sanitize(&ctx, &wb, sub, progress(format));
@@ -476,22 +562,46 @@ fn run(cli: Cli) -> Result<i32> {
             }
             Ok(report.outcome.exit_code())
         }
-        Command::Grade { action: Some(GradeAction::Merge { out }), .. } => finish_gradebook(&out, format),
+        Command::Grade {
+            action: Some(GradeAction::Merge { out }),
+            ..
+        } => finish_gradebook(&out, format),
         Command::Grade { action: None, args } => grade(args, &settings, format),
-        Command::Verify { ids, record, keep, survey } => {
+        Command::Verify {
+            ids,
+            record,
+            keep,
+            survey,
+        } => {
             let wb = open_workbook()?;
-            let selected: Vec<_> = if ids.is_empty() { wb.exercises.iter().collect() } else { ids.iter().map(|id| wb.resolve(id)).collect::<Result<_, _>>()? };
+            let selected: Vec<_> = if ids.is_empty() {
+                wb.exercises.iter().collect()
+            } else {
+                ids.iter()
+                    .map(|id| wb.resolve(id))
+                    .collect::<Result<_, _>>()?
+            };
             let ctx = context(&wb, &settings, format)?;
             let opts = grader::judge::verify::VerifyOptions { keep, survey };
-            let result = grader::judge::verify::verify(&ctx, &wb, &selected, &opts, progress(format));
+            let result =
+                grader::judge::verify::verify(&ctx, &wb, &selected, &opts, progress(format));
             if let Some(path) = &record {
-                std::fs::write(path, serde_json::to_string_pretty(&result)? + "\n").with_context(|| format!("writing {}", path.display()))?;
+                std::fs::write(path, serde_json::to_string_pretty(&result)? + "\n")
+                    .with_context(|| format!("writing {}", path.display()))?;
             }
             // A broken exercise fails the self-check of the whole workbook (it was named above).
             if ids.is_empty() && !wb.broken.is_empty() && result.outcome.rank() > 0 {
                 if format == Format::Text {
                     print!("{}", grader::report::verify_text(&result));
-                    eprintln!("FAIL: {} exercise(s) not gradable: {}", wb.broken.len(), wb.broken.iter().map(|b| b.id.as_str()).collect::<Vec<_>>().join(", "));
+                    eprintln!(
+                        "FAIL: {} exercise(s) not gradable: {}",
+                        wb.broken.len(),
+                        wb.broken
+                            .iter()
+                            .map(|b| b.id.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    );
                 } else {
                     print_json(&result)?;
                 }
@@ -530,9 +640,15 @@ fn run(cli: Cli) -> Result<i32> {
             }
             Ok(0)
         }
-        Command::Toolkit { action: ToolkitAction::Install } => {
+        Command::Toolkit {
+            action: ToolkitAction::Install,
+        } => {
             let wb = open_workbook()?;
-            eprintln!("installing {} into {}", grader::tools::toolchain::PINNED_WHEELS.join(" "), grader::tools::toolchain::LOCAL_TOOLKIT);
+            eprintln!(
+                "installing {} into {}",
+                grader::tools::toolchain::PINNED_WHEELS.join(" "),
+                grader::tools::toolchain::LOCAL_TOOLKIT
+            );
             let nvcc = grader::tools::toolchain::install(&wb.root)?;
             match format {
                 Format::Json | Format::Sarif => print_json(&serde_json::json!({ "nvcc": nvcc }))?,
@@ -540,12 +656,16 @@ fn run(cli: Cli) -> Result<i32> {
             }
             Ok(0)
         }
-        Command::Toolkit { action: ToolkitAction::Show } => {
+        Command::Toolkit {
+            action: ToolkitAction::Show,
+        } => {
             let wb = open_workbook()?;
             let tools = grader::tools::toolchain::Toolchain::discover(&wb.root);
             let show = |p: Option<&Path>| p.map(|p| p.display().to_string());
             let gpu = match grader::tools::gpu::probe() {
-                grader::tools::gpu::GpuStatus::Present(g) => format!("{} ({}, CUDA {})", g.name, g.arch(), g.driver_cuda_version),
+                grader::tools::gpu::GpuStatus::Present(g) => {
+                    format!("{} ({}, CUDA {})", g.name, g.arch(), g.driver_cuda_version)
+                }
                 grader::tools::gpu::GpuStatus::NoDriver => "none (no NVIDIA driver)".into(),
                 grader::tools::gpu::GpuStatus::Unusable(e) => format!("unusable: {e}"),
             };
@@ -554,16 +674,33 @@ fn run(cli: Cli) -> Result<i32> {
                 ("compute_sanitizer", show(tools.sanitizer.as_deref())),
                 ("ncu", show(tools.ncu.as_deref())),
                 ("gpu", Some(gpu)),
-                ("isolation", Some({
-                    let (level, why) = grader::tools::launcher::Sandboxed::probe();
-                    format!("{}{}", level.describe(), why.map(|w| format!(" (namespaces refused: {w})")).unwrap_or_default())
-                })),
+                (
+                    "isolation",
+                    Some({
+                        let (level, why) = grader::tools::launcher::Sandboxed::probe();
+                        format!(
+                            "{}{}",
+                            level.describe(),
+                            why.map(|w| format!(" (namespaces refused: {w})"))
+                                .unwrap_or_default()
+                        )
+                    }),
+                ),
             ];
             match format {
-                Format::Json | Format::Sarif => print_json(&found.iter().cloned().collect::<std::collections::BTreeMap<_, _>>())?,
+                Format::Json | Format::Sarif => print_json(
+                    &found
+                        .iter()
+                        .cloned()
+                        .collect::<std::collections::BTreeMap<_, _>>(),
+                )?,
                 Format::Text => {
                     for (name, value) in found {
-                        println!("{:<18} {}", format!("{}:", name.replace('_', "-")), value.unwrap_or_else(|| "not found".into()));
+                        println!(
+                            "{:<18} {}",
+                            format!("{}:", name.replace('_', "-")),
+                            value.unwrap_or_else(|| "not found".into())
+                        );
                     }
                 }
             }
@@ -571,11 +708,18 @@ fn run(cli: Cli) -> Result<i32> {
         }
         Command::Bundle { out } => {
             let wb = open_workbook()?;
-            let out = if out.is_absolute() { out } else { wb.root.join(out) };
+            let out = if out.is_absolute() {
+                out
+            } else {
+                wb.root.join(out)
+            };
             bundle(&wb, &out)?;
             match format {
                 Format::Json | Format::Sarif => print_json(&serde_json::json!({ "bundle": out }))?,
-                Format::Text => println!("bundle ready: {} (run ./cudabugs check 03-race inside it)", out.display()),
+                Format::Text => println!(
+                    "bundle ready: {} (run ./cudabugs check 03-race inside it)",
+                    out.display()
+                ),
             }
             Ok(0)
         }
@@ -584,12 +728,19 @@ fn run(cli: Cli) -> Result<i32> {
 
 /// Check `current` now and on every save; after a pass, go on to the next pending exercise. Returns
 /// when every exercise is done (Ctrl-C quits earlier, through the handler in `main`).
-fn watch<'a>(ctx: &Context, wb: &'a Workbook, current: &mut &'a Exercise, poll: bool, format: Format) -> Result<i32> {
+fn watch<'a>(
+    ctx: &Context,
+    wb: &'a Workbook,
+    current: &mut &'a Exercise,
+    poll: bool,
+    format: Format,
+) -> Result<i32> {
     loop {
         let ex = *current;
         let file = wb.learner_path(ex);
         // Watching starts before the check, so that a save during a check is not missed.
-        let watcher = grader::learner::watch::FileWatcher::new(&file, poll).with_context(|| format!("watching {}", wb.display_path(&file)))?;
+        let watcher = grader::learner::watch::FileWatcher::new(&file, poll)
+            .with_context(|| format!("watching {}", wb.display_path(&file)))?;
         if let Some(why) = &watcher.fallback_reason {
             eprintln!("note: file notifications do not work here ({why}); polling instead");
         }
@@ -600,9 +751,15 @@ fn watch<'a>(ctx: &Context, wb: &'a Workbook, current: &mut &'a Exercise, poll: 
                 break;
             }
             if format == Format::Text {
-                println!("\nwatching {} ({}); save it to check again, Ctrl-C to quit", wb.display_path(&file), watcher.mode);
+                println!(
+                    "\nwatching {} ({}); save it to check again, Ctrl-C to quit",
+                    wb.display_path(&file),
+                    watcher.mode
+                );
             }
-            watcher.wait_for_save().with_context(|| format!("watching {}", wb.display_path(&file)))?;
+            watcher
+                .wait_for_save()
+                .with_context(|| format!("watching {}", wb.display_path(&file)))?;
         }
         let Some(next) = next_pending(wb) else {
             if format == Format::Text {
@@ -629,19 +786,41 @@ fn book(wb: &Workbook, out: Option<&Path>, serve: Option<&str>) -> Result<Option
     // With this package selected too, the build resolves the features `check` does and reuses its
     // grader (Cargo.toml's workspace-hack dependencies), where `cargo run` of the book alone would not.
     let mut cargo = Process::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    cargo.arg("build").arg("--manifest-path").arg(&manifest).args(["--package", "cudabugs", "--package", "cudabugs-book", "--bin", "cudabugs-book"]);
+    cargo
+        .arg("build")
+        .arg("--manifest-path")
+        .arg(&manifest)
+        .args([
+            "--package",
+            "cudabugs",
+            "--package",
+            "cudabugs-book",
+            "--bin",
+            "cudabugs-book",
+        ]);
     cargo.args(["--message-format", "json-render-diagnostics"]);
     if !cfg!(debug_assertions) {
         cargo.arg("--release");
     }
-    let built = cargo.stdin(Stdio::null()).stderr(Stdio::inherit()).output().context("running cargo to build the book tool")?;
+    let built = cargo
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .context("running cargo to build the book tool")?;
     if !built.status.success() {
-        anyhow::bail!("cargo could not build the book tool ({}); it said why above", built.status);
+        anyhow::bail!(
+            "cargo could not build the book tool ({}); it said why above",
+            built.status
+        );
     }
     let tool = String::from_utf8_lossy(&built.stdout)
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .find(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == "cudabugs-book" && m["executable"].is_string())
+        .find(|m| {
+            m["reason"] == "compiler-artifact"
+                && m["target"]["name"] == "cudabugs-book"
+                && m["executable"].is_string()
+        })
         .and_then(|m| m["executable"].as_str().map(PathBuf::from))
         .context("cargo built no cudabugs-book binary")?;
     let mut run = Process::new(tool);
@@ -653,7 +832,11 @@ fn book(wb: &Workbook, out: Option<&Path>, serve: Option<&str>) -> Result<Option
         run.args(["--serve", addr]);
     }
     // Its progress goes to stderr; stdout is one JSON line, the result.
-    let done = run.stdin(Stdio::null()).stderr(Stdio::inherit()).output().context("running the book tool")?;
+    let done = run
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .context("running the book tool")?;
     let said: serde_json::Value = serde_json::from_slice(&done.stdout).unwrap_or_default();
     match (said["book"].as_str(), said["error"].as_str()) {
         (Some(dir), _) => Ok(Some(PathBuf::from(dir))),
@@ -668,7 +851,8 @@ fn bundle(wb: &Workbook, out: &Path) -> Result<()> {
     std::fs::create_dir_all(out)?;
     std::fs::copy(std::env::current_exe()?, out.join("cudabugs")).context("copying the binary")?;
     for dir in ["exercises", "solutions"] {
-        workbook::copy_tree(&wb.root.join(dir), &out.join(dir)).with_context(|| format!("copying {dir}/"))?;
+        workbook::copy_tree(&wb.root.join(dir), &out.join(dir))
+            .with_context(|| format!("copying {dir}/"))?;
     }
     for file in ["README.md"] {
         if wb.root.join(file).is_file() {
@@ -682,36 +866,72 @@ fn bundle(wb: &Workbook, out: &Path) -> Result<()> {
 fn grade(args: GradeArgs, settings: &Settings, format: Format) -> Result<i32> {
     use grader::class::secret::Secret;
     use grader::judge::grade::{self, ClassJob, Event};
-    let Some(submissions) = args.submissions else { anyhow::bail!("give the submissions folder: cargo xtask grade SUBMISSIONS [--out DIR] --secret-seed N") };
+    let Some(submissions) = args.submissions else {
+        anyhow::bail!("give the submissions folder: cargo xtask grade SUBMISSIONS [--out DIR] --secret-seed N")
+    };
     let wb = open_workbook()?;
-    let submissions = submissions.canonicalize().with_context(|| submissions.display().to_string())?;
-    let exercises: Vec<&Exercise> = if args.exercises.is_empty() { wb.exercises.iter().collect() } else { args.exercises.iter().map(|id| wb.resolve(id)).collect::<Result<_, _>>()? };
+    let submissions = submissions
+        .canonicalize()
+        .with_context(|| submissions.display().to_string())?;
+    let exercises: Vec<&Exercise> = if args.exercises.is_empty() {
+        wb.exercises.iter().collect()
+    } else {
+        args.exercises
+            .iter()
+            .map(|id| wb.resolve(id))
+            .collect::<Result<_, _>>()?
+    };
     let secret = match (args.secret_seed, &args.secret, std::env::var("CUDABUGS_SECRET_SEED").ok()) {
         (Some(seed), _, _) => Secret::from_seed(seed),
         (None, Some(file), _) => Secret::load(file, &[&wb.root, &submissions])?,
         (None, None, Some(v)) => Secret::from_seed(v.trim().parse().with_context(|| format!("CUDABUGS_SECRET_SEED={v} is not a number"))?),
         (None, None, None) => anyhow::bail!("the hidden cases need the instructor's secret: --secret-seed N, --secret FILE (outside the workbook) or CUDABUGS_SECRET_SEED"),
     };
-    if let Some(problem) = secret.problems(&wb.exercises.iter().collect::<Vec<_>>()).first() {
+    if let Some(problem) = secret
+        .problems(&wb.exercises.iter().collect::<Vec<_>>())
+        .first()
+    {
         anyhow::bail!("{problem}");
     }
     let roster = grader::class::roster::discover(&submissions)?;
     let out = std::env::current_dir()?.join(&args.out);
     std::fs::create_dir_all(&out).with_context(|| out.display().to_string())?;
     let gpus = grade::worker_gpus(&args.gpus);
-    let hidden: Vec<PathBuf> = [Some(submissions.clone()), Some(out.clone()), secret.file.clone()].into_iter().flatten().collect();
+    let hidden: Vec<PathBuf> = [
+        Some(submissions.clone()),
+        Some(out.clone()),
+        secret.file.clone(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     let mut contexts = Vec::new();
     for gpu in &gpus {
         let mut ctx = context(&wb, settings, format)?;
         grade::configure_worker(&mut ctx.config, gpu.clone(), gpus.len(), &hidden);
         contexts.push(ctx);
     }
-    let job = ClassJob { submissions, roster, exercises, secret, out: out.clone(), shard: args.shard, regrade: args.regrade, chunk: args.chunk };
-    let bar = (format == Format::Text && std::io::IsTerminal::is_terminal(&std::io::stderr())).then(|| {
-        let bar = indicatif::ProgressBar::new(0);
-        bar.set_style(indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} pairs, ETA {eta} {msg}").expect("a valid template"));
-        bar
-    });
+    let job = ClassJob {
+        submissions,
+        roster,
+        exercises,
+        secret,
+        out: out.clone(),
+        shard: args.shard,
+        regrade: args.regrade,
+        chunk: args.chunk,
+    };
+    let bar = (format == Format::Text && std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .then(|| {
+            let bar = indicatif::ProgressBar::new(0);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} pairs, ETA {eta} {msg}",
+                )
+                .expect("a valid template"),
+            );
+            bar
+        });
     let on_event = |e: Event| {
         if format == Format::Json {
             println!("{}", serde_json::to_string(&e).unwrap_or_default());
@@ -759,7 +979,12 @@ fn grade(args: GradeArgs, settings: &Settings, format: Format) -> Result<i32> {
     // A shard writes only its journal; `grade merge` makes the gradebook of them all.
     if job.shard.is_some() {
         if format == Format::Text {
-            println!("shard {} graded {} pair(s) into {}", job.shard.map(|s| s.to_string()).unwrap_or_default(), results.len(), grade::journal_path(&out, job.shard).display());
+            println!(
+                "shard {} graded {} pair(s) into {}",
+                job.shard.map(|s| s.to_string()).unwrap_or_default(),
+                results.len(),
+                grade::journal_path(&out, job.shard).display()
+            );
         }
         return Ok(grade_exit(&results));
     }
@@ -771,11 +996,20 @@ fn grade(args: GradeArgs, settings: &Settings, format: Format) -> Result<i32> {
 /// (students' failures are grades, not errors).
 fn grade_exit(results: &[grader::judge::grade::PairResult]) -> i32 {
     use grader::judge::grade::PairState;
-    if results.iter().any(|r| matches!(r.state, PairState::ToolError { .. })) {
+    if results
+        .iter()
+        .any(|r| matches!(r.state, PairState::ToolError { .. }))
+    {
         3
-    } else if results.iter().any(|r| matches!(r.state, PairState::Unsupported { .. })) {
+    } else if results
+        .iter()
+        .any(|r| matches!(r.state, PairState::Unsupported { .. }))
+    {
         5
-    } else if results.iter().any(|r| matches!(r.state, PairState::Skipped { .. })) {
+    } else if results
+        .iter()
+        .any(|r| matches!(r.state, PairState::Skipped { .. }))
+    {
         6
     } else {
         0
@@ -784,21 +1018,49 @@ fn grade_exit(results: &[grader::judge::grade::PairResult]) -> i32 {
 
 /// Every journal in `out` into the gradebook; exit 1 while pairs are missing.
 fn finish_gradebook(out: &Path, format: Format) -> Result<i32> {
-    let grader::judge::grade::Merged { info, results, missing } = grader::judge::grade::merge(out).map_err(|e| anyhow::anyhow!(e))?;
-    let mut written = grader::report::gradebook::write_all(&info, &results, out).with_context(|| format!("writing the gradebook into {}", out.display()))?;
+    let grader::judge::grade::Merged {
+        info,
+        results,
+        missing,
+    } = grader::judge::grade::merge(out).map_err(|e| anyhow::anyhow!(e))?;
+    let mut written = grader::report::gradebook::write_all(&info, &results, out)
+        .with_context(|| format!("writing the gradebook into {}", out.display()))?;
     // The similarity report reads the students' files again; the exercises' texts are embedded, so the root does not matter.
     let wb = Workbook::new(out.to_path_buf(), catalog::EXERCISES, catalog::HARNESS)?;
-    written.extend(grader::report::gradebook::write_similarity(out, &info, &wb).with_context(|| format!("writing the similarity report into {}", out.display()))?);
-    let code = if missing.is_empty() { grade_exit(&results) } else { 1 };
+    written.extend(
+        grader::report::gradebook::write_similarity(out, &info, &wb)
+            .with_context(|| format!("writing the similarity report into {}", out.display()))?,
+    );
+    let code = if missing.is_empty() {
+        grade_exit(&results)
+    } else {
+        1
+    };
     match format {
-        Format::Json | Format::Sarif => println!("{}", serde_json::json!({ "event": "finished", "gradebook": out, "pairs": results.len(), "missing": missing, "files": written.len(), "exit_code": code })),
+        Format::Json | Format::Sarif => println!(
+            "{}",
+            serde_json::json!({ "event": "finished", "gradebook": out, "pairs": results.len(), "missing": missing, "files": written.len(), "exit_code": code })
+        ),
         Format::Text => {
             let book = grader::report::gradebook::Gradebook::new(&info, &results);
             print!("{}", grader::report::gradebook_text(&book));
             if !missing.is_empty() {
-                println!("{} pair(s) not graded yet (a shard still running or failed): {}", missing.len(), missing.iter().take(8).map(|(s, e)| format!("{s}/{e}")).collect::<Vec<_>>().join(", "));
+                println!(
+                    "{} pair(s) not graded yet (a shard still running or failed): {}",
+                    missing.len(),
+                    missing
+                        .iter()
+                        .take(8)
+                        .map(|(s, e)| format!("{s}/{e}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
             }
-            println!("gradebook: {} ({} files: grades.csv, feedback/, gradescope/, summary.md)", out.display(), written.len());
+            println!(
+                "gradebook: {} ({} files: grades.csv, feedback/, gradescope/, summary.md)",
+                out.display(),
+                written.len()
+            );
         }
     }
     Ok(code)

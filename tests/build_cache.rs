@@ -11,9 +11,21 @@ use common::{nvcc_or_skip, Copy};
 /// `check race` in `copy` with its builds cached in `cache`: the report, and how many of its two
 /// build steps kept a binary instead of running nvcc.
 fn check(copy: &Copy, cache: &Path) -> (serde_json::Value, usize) {
-    let out = copy.xtask().env(grader::tools::nvcc::BUILD_CACHE_VAR, cache).args(["--format", "json", "check", "race"]).output().unwrap();
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
-    let builds: Vec<&str> = report["steps"].as_array().unwrap().iter().filter(|s| s["name"].as_str().unwrap().starts_with("build ")).map(|s| s["summary"].as_str().unwrap()).collect();
+    let out = copy
+        .xtask()
+        .env(grader::tools::nvcc::BUILD_CACHE_VAR, cache)
+        .args(["--format", "json", "check", "race"])
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    let builds: Vec<&str> = report["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["name"].as_str().unwrap().starts_with("build "))
+        .map(|s| s["summary"].as_str().unwrap())
+        .collect();
     assert_eq!(builds.len(), 2, "{report}");
     let kept = builds.iter().filter(|s| s.contains("binary kept")).count();
     (report, kept)
@@ -30,12 +42,23 @@ fn another_copy_takes_the_cached_builds_and_its_findings_name_its_own_file() {
     let (_, kept) = check(&a, cache.path());
     assert_eq!(kept, 0, "an empty cache: nvcc ran");
     let (report, kept) = check(&b, cache.path());
-    assert_eq!(kept, 2, "the same file in the same place of another copy: both builds from the cache");
+    assert_eq!(
+        kept, 2,
+        "the same file in the same place of another copy: both builds from the cache"
+    );
     for flavor in ["sanitize", "timing"] {
-        let built = |c: &Copy| c.path(".cudabugs/work/check/03-race/learner").join(flavor).join("03-learner");
+        let built = |c: &Copy| {
+            c.path(".cudabugs/work/check/03-race/learner")
+                .join(flavor)
+                .join("03-learner")
+        };
         // nvcc's output differs from run to run (its temporary files' names carry its process id):
         // the same bytes are the cached copy.
-        assert_eq!(std::fs::read(built(&a)).unwrap(), std::fs::read(built(&b)).unwrap(), "{flavor}");
+        assert_eq!(
+            std::fs::read(built(&a)).unwrap(),
+            std::fs::read(built(&b)).unwrap(),
+            "{flavor}"
+        );
         // nvcc ran in a stage folder: the debug information names no submission's folder (a
         // student's, served to another), only the stage's.
         let bytes = std::fs::read(built(&a)).unwrap();
@@ -43,16 +66,28 @@ fn another_copy_takes_the_cached_builds_and_its_findings_name_its_own_file() {
         assert!(!names("/work/check/") && names("/stage/build."), "{flavor}");
         // A copy of the entry, not a link to it: what a program does to its binary stays in its folder.
         let ino = std::fs::metadata(built(&b)).unwrap().ino();
-        assert!(std::fs::read_dir(cache.path()).unwrap().all(|e| e.unwrap().metadata().unwrap().ino() != ino));
+        assert!(std::fs::read_dir(cache.path()).unwrap().all(|e| e
+            .unwrap()
+            .metadata()
+            .unwrap()
+            .ino()
+            != ino));
     }
     // On a GPU the untouched race fails at racecheck: each finding names b's file, found by its
     // name in a binary whose debug information names a's folder (as a replayed recording's do).
     if let Some(findings) = report["findings"].as_array().filter(|f| !f.is_empty()) {
         let mine = b.path("exercises/03-race/reduce.cu").display().to_string();
-        let paths: Vec<&str> = findings.iter().flat_map(|f| f["locations"].as_array().unwrap()).map(|l| l["path"].as_str().unwrap()).collect();
+        let paths: Vec<&str> = findings
+            .iter()
+            .flat_map(|f| f["locations"].as_array().unwrap())
+            .map(|l| l["path"].as_str().unwrap())
+            .collect();
         assert!(paths.contains(&mine.as_str()), "{paths:?}");
         let a_root = a.root().display().to_string();
-        assert!(paths.iter().all(|p| !p.starts_with(&a_root)), "a path of the other copy: {paths:?}");
+        assert!(
+            paths.iter().all(|p| !p.starts_with(&a_root)),
+            "a path of the other copy: {paths:?}"
+        );
         assert_eq!(report["step"], "racecheck", "{report}");
     }
 }

@@ -22,14 +22,25 @@ fn json_of(cmd: &mut assert_cmd::Command) -> serde_json::Value {
 /// Snapshot settings: the copy's folder and backup time stamps are not part of the output's shape.
 fn redacted(copy: &Copy) -> insta::Settings {
     let mut s = insta::Settings::clone_current();
-    s.add_filter(&regex_escape(&copy.root().display().to_string()), "[WORKBOOK]");
+    s.add_filter(
+        &regex_escape(&copy.root().display().to_string()),
+        "[WORKBOOK]",
+    );
     s.add_filter(r"\.\d{8}-\d{6}(-\d+)?", ".[TIME]");
     s.add_filter(r"\(\d+\.\ds\)", "([SECS])");
     s
 }
 
 fn regex_escape(s: &str) -> String {
-    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '/' || c == '_' || c == '-' { c.to_string() } else { format!("\\{c}") }).collect()
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '/' || c == '_' || c == '-' {
+                c.to_string()
+            } else {
+                format!("\\{c}")
+            }
+        })
+        .collect()
 }
 
 #[test]
@@ -38,23 +49,48 @@ fn list_on_a_fresh_workbook_points_at_the_first_exercise() {
     let out = stdout_of(copy.xtask().args(["list"]));
     // Every exercise has its line, pending, however many the catalog holds.
     let ids = exercise_ids();
-    assert_eq!(out.lines().next(), Some(format!("0 of {} exercises done", ids.len()).as_str()), "{out}");
+    assert_eq!(
+        out.lines().next(),
+        Some(format!("0 of {} exercises done", ids.len()).as_str()),
+        "{out}"
+    );
     for id in &ids {
-        assert!(out.lines().any(|l| l.split_whitespace().any(|w| w == id) && l.contains("pending")), "{id} has no pending line:\n{out}");
+        assert!(
+            out.lines()
+                .any(|l| l.split_whitespace().any(|w| w == id) && l.contains("pending")),
+            "{id} has no pending line:\n{out}"
+        );
     }
     // The shape, on the exercises the first catalog had (01-17, 51-57): an exercise added since
     // changes the count and the column widths, not what a line says.
     let first_catalog = |l: &str| {
-        let id = l.split_whitespace().find(|w| *w != "->").unwrap_or_default();
-        !(ids.iter().any(|i| i == id) && id.get(..2).and_then(|n| n.parse::<u32>().ok()).is_some_and(|n| (18..51).contains(&n)))
+        let id = l
+            .split_whitespace()
+            .find(|w| *w != "->")
+            .unwrap_or_default();
+        !(ids.iter().any(|i| i == id)
+            && id
+                .get(..2)
+                .and_then(|n| n.parse::<u32>().ok())
+                .is_some_and(|n| (18..51).contains(&n)))
     };
-    let shape: Vec<String> = out.lines().skip(1).filter(|l| first_catalog(l)).map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ")).collect();
+    let shape: Vec<String> = out
+        .lines()
+        .skip(1)
+        .filter(|l| first_catalog(l))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
     redacted(&copy).bind(|| insta::assert_snapshot!("list_fresh", shape.join("\n")));
 }
 
 /// The ids of the exercises in the repository.
 fn exercise_ids() -> Vec<String> {
-    let mut ids: Vec<String> = std::fs::read_dir(common::repo().join("exercises")).unwrap().map(|e| e.unwrap().path()).filter(|p| p.join("exercise.toml").is_file()).map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
+    let mut ids: Vec<String> = std::fs::read_dir(common::repo().join("exercises"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("exercise.toml").is_file())
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
     ids.sort();
     ids
 }
@@ -66,39 +102,90 @@ fn list_json_has_the_documented_fields() {
     let entries = list.as_array().unwrap();
     assert_eq!(entries.len(), exercise_count());
     let first = entries[0].as_object().unwrap();
-    for key in ["id", "title", "bug_class", "tool", "status", "next", "edited", "hints_shown", "hints_total"] {
+    for key in [
+        "id",
+        "title",
+        "bug_class",
+        "tool",
+        "status",
+        "next",
+        "edited",
+        "hints_shown",
+        "hints_total",
+    ] {
         assert!(first.contains_key(key), "missing `{key}` in {first:?}");
     }
-    assert_eq!((first["id"].as_str(), first["status"].as_str(), first["next"].as_bool()), (Some("01-index"), Some("pending"), Some(true)));
+    assert_eq!(
+        (
+            first["id"].as_str(),
+            first["status"].as_str(),
+            first["next"].as_bool()
+        ),
+        (Some("01-index"), Some("pending"), Some(true))
+    );
     assert!(entries[1..].iter().all(|e| e["next"] == false));
     // A bug class no sanitizer sees names no tool: its detector is the cases.
-    let race = entries.iter().find(|e| e["id"] == "15-global-race").expect("15-global-race");
-    assert_eq!((race["tool"].is_null(), race["detector"].as_str()), (true, Some("wrong-output")));
-    assert_eq!((first["tool"].as_str(), first["detector"].as_str()), (Some("memcheck"), Some("sanitizer")));
+    let race = entries
+        .iter()
+        .find(|e| e["id"] == "15-global-race")
+        .expect("15-global-race");
+    assert_eq!(
+        (race["tool"].is_null(), race["detector"].as_str()),
+        (true, Some("wrong-output"))
+    );
+    assert_eq!(
+        (first["tool"].as_str(), first["detector"].as_str()),
+        (Some("memcheck"), Some("sanitizer"))
+    );
 }
 
 /// The exercises in the repository, however many there are.
 fn exercise_count() -> usize {
-    std::fs::read_dir(common::repo().join("exercises")).unwrap().filter(|e| e.as_ref().unwrap().path().join("exercise.toml").is_file()).count()
+    std::fs::read_dir(common::repo().join("exercises"))
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().join("exercise.toml").is_file())
+        .count()
 }
 
 #[test]
 fn progress_from_the_state_file_moves_the_pointer_and_an_edit_shows_as_started() {
     let copy = Copy::new();
-    std::fs::write(copy.path(".cudabugs-state.json"), r#"{"format": 1, "done": {"01-index": {"at": "2026-11-21T10:00:00Z"}}}"#).unwrap();
-    std::fs::write(copy.path("exercises/02-bounds/scale_bias_relu.cu"), "// my attempt\n").unwrap();
+    std::fs::write(
+        copy.path(".cudabugs-state.json"),
+        r#"{"format": 1, "done": {"01-index": {"at": "2026-11-21T10:00:00Z"}}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        copy.path("exercises/02-bounds/scale_bias_relu.cu"),
+        "// my attempt\n",
+    )
+    .unwrap();
     let list = json_of(copy.xtask().args(["--format", "json", "list"]));
     let status: Vec<(&str, &str, bool, bool)> = list
         .as_array()
         .unwrap()
         .iter()
-        .map(|e| (e["id"].as_str().unwrap(), e["status"].as_str().unwrap(), e["next"].as_bool().unwrap(), e["edited"].as_bool().unwrap()))
+        .map(|e| {
+            (
+                e["id"].as_str().unwrap(),
+                e["status"].as_str().unwrap(),
+                e["next"].as_bool().unwrap(),
+                e["edited"].as_bool().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(status[0], ("01-index", "done", false, false));
     assert_eq!(status[1], ("02-bounds", "pending", true, true));
     let text = stdout_of(copy.xtask().args(["list"]));
-    let started = text.lines().find(|l| l.contains("-> 02-bounds")).unwrap_or_default();
-    assert!(text.contains(&format!("1 of {} exercises done", exercise_count())) && started.split_whitespace().nth(2) == Some("started"), "{text}");
+    let started = text
+        .lines()
+        .find(|l| l.contains("-> 02-bounds"))
+        .unwrap_or_default();
+    assert!(
+        text.contains(&format!("1 of {} exercises done", exercise_count()))
+            && started.split_whitespace().nth(2) == Some("started"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -108,15 +195,34 @@ fn hints_are_revealed_one_per_call_and_say_how_many_remain() {
     let second = stdout_of(copy.xtask().args(["hint", "3"]));
     let third = stdout_of(copy.xtask().args(["hint", "03-race"]));
     let again = stdout_of(copy.xtask().args(["hint", "race"]));
-    assert!(first.contains("Hint 1 of 3") && !first.contains("Hint 2 of 3") && first.contains("2 more hints remain"), "{first}");
-    assert!(second.contains("Hint 2 of 3") && second.contains("1 more hint remains"), "{second}");
-    assert!(third.contains("Hint 3 of 3") && third.contains("That was the last hint"), "{third}");
+    assert!(
+        first.contains("Hint 1 of 3")
+            && !first.contains("Hint 2 of 3")
+            && first.contains("2 more hints remain"),
+        "{first}"
+    );
+    assert!(
+        second.contains("Hint 2 of 3") && second.contains("1 more hint remains"),
+        "{second}"
+    );
+    assert!(
+        third.contains("Hint 3 of 3") && third.contains("That was the last hint"),
+        "{third}"
+    );
     redacted(&copy).bind(|| {
         insta::assert_snapshot!("hint_first", first);
         insta::assert_snapshot!("hint_after_the_last", again);
     });
     let json = json_of(copy.xtask().args(["--format", "json", "hint", "race"]));
-    assert_eq!((json["shown"].as_u64(), json["total"].as_u64(), json["remaining"].as_u64(), json["revealed_new"].as_bool()), (Some(3), Some(3), Some(0), Some(false)));
+    assert_eq!(
+        (
+            json["shown"].as_u64(),
+            json["total"].as_u64(),
+            json["remaining"].as_u64(),
+            json["revealed_new"].as_bool()
+        ),
+        (Some(3), Some(3), Some(0), Some(false))
+    );
     // Another exercise's hints are counted on their own.
     let other = json_of(copy.xtask().args(["--format", "json", "hint", "sync"]));
     assert_eq!(other["shown"].as_u64(), Some(1));
@@ -130,65 +236,140 @@ fn reset_saves_the_learners_version_under_a_name_it_gives_then_restores_the_orig
     std::fs::write(&file, "// half-way through my fix\n").unwrap();
     let out = stdout_of(copy.xtask().args(["reset", "race"]));
     redacted(&copy).bind(|| insta::assert_snapshot!("reset_edited", out));
-    let backup = out.lines().find_map(|l| l.strip_prefix("Saved your version as ")).expect("names the backup");
-    assert_eq!(std::fs::read_to_string(copy.path(backup)).unwrap(), "// half-way through my fix\n");
+    let backup = out
+        .lines()
+        .find_map(|l| l.strip_prefix("Saved your version as "))
+        .expect("names the backup");
+    assert_eq!(
+        std::fs::read_to_string(copy.path(backup)).unwrap(),
+        "// half-way through my fix\n"
+    );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), original);
     // Nothing to do the second time, and no second backup.
     let again = json_of(copy.xtask().args(["--format", "json", "reset", "race"]));
-    assert_eq!((again["restored"].as_bool(), again.get("backup")), (Some(false), None));
-    assert_eq!(std::fs::read_dir(copy.path(".cudabugs-backups/03-race")).unwrap().count(), 1);
+    assert_eq!(
+        (again["restored"].as_bool(), again.get("backup")),
+        (Some(false), None)
+    );
+    assert_eq!(
+        std::fs::read_dir(copy.path(".cudabugs-backups/03-race"))
+            .unwrap()
+            .count(),
+        1
+    );
 }
 
 #[test]
 fn reset_restores_a_deleted_file_and_marks_a_done_exercise_pending() {
     let copy = Copy::new();
-    std::fs::write(copy.path(".cudabugs-state.json"), r#"{"format": 1, "done": {"04-sync": {"at": "2026-11-21T10:00:00Z"}}}"#).unwrap();
+    std::fs::write(
+        copy.path(".cudabugs-state.json"),
+        r#"{"format": 1, "done": {"04-sync": {"at": "2026-11-21T10:00:00Z"}}}"#,
+    )
+    .unwrap();
     std::fs::remove_file(copy.path("exercises/04-sync/smooth.cu")).unwrap();
     copy.xtask()
         .args(["reset", "sync"])
         .assert()
         .success()
-        .stdout(predicate::str::contains("(it was missing)").and(predicate::str::contains("04-sync is pending again")));
+        .stdout(
+            predicate::str::contains("(it was missing)")
+                .and(predicate::str::contains("04-sync is pending again")),
+        );
     assert!(copy.path("exercises/04-sync/smooth.cu").is_file());
-    let state: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(copy.path(".cudabugs-state.json")).unwrap()).unwrap();
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(copy.path(".cudabugs-state.json")).unwrap())
+            .unwrap();
     assert!(state["done"].as_object().unwrap().is_empty(), "{state}");
 }
 
 #[test]
 fn a_damaged_state_file_is_reported_with_its_line_and_kept() {
     let copy = Copy::new();
-    std::fs::write(copy.path(".cudabugs-state.json"), "{\n  \"format\": 1,\n  \"hints\": {\"03-race\": two}\n}\n").unwrap();
+    std::fs::write(
+        copy.path(".cudabugs-state.json"),
+        "{\n  \"format\": 1,\n  \"hints\": {\"03-race\": two}\n}\n",
+    )
+    .unwrap();
+    copy.xtask().args(["list"]).assert().success().stderr(
+        predicate::str::contains(".cudabugs-state.json:3:")
+            .and(predicate::str::contains("damaged")),
+    );
+    // A command that saves moves the damaged file aside rather than overwriting it.
     copy.xtask()
-        .args(["list"])
+        .args(["hint", "race"])
         .assert()
         .success()
-        .stderr(predicate::str::contains(".cudabugs-state.json:3:").and(predicate::str::contains("damaged")));
-    // A command that saves moves the damaged file aside rather than overwriting it.
-    copy.xtask().args(["hint", "race"]).assert().success().stderr(predicate::str::contains("moved to"));
-    assert!(std::fs::read_to_string(copy.path(".cudabugs-state.json.damaged")).unwrap().contains("two"));
-    let state: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(copy.path(".cudabugs-state.json")).unwrap()).unwrap();
+        .stderr(predicate::str::contains("moved to"));
+    assert!(
+        std::fs::read_to_string(copy.path(".cudabugs-state.json.damaged"))
+            .unwrap()
+            .contains("two")
+    );
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(copy.path(".cudabugs-state.json")).unwrap())
+            .unwrap();
     assert_eq!(state["hints"]["03-race"], 1);
 }
 
 #[test]
 fn ids_resolve_by_number_and_name_and_bad_ones_say_why() {
     let copy = Copy::new();
-    copy.xtask().args(["hint", "0"]).assert().code(2).stderr(predicate::str::contains("`0` matches several exercises: 01-index, 02-bounds, 03-race, 04-sync, 05-memset"));
-    copy.xtask().args(["reset", "warp"]).assert().code(2).stderr(predicate::str::contains("no exercise matches `warp`; the exercises are: 01-index"));
-    copy.xtask().args(["hint", "mem"]).assert().success().stdout(predicate::str::contains("Hint 1 of 3"));
+    copy.xtask()
+        .args(["hint", "0"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "`0` matches several exercises: 01-index, 02-bounds, 03-race, 04-sync, 05-memset",
+        ));
+    copy.xtask()
+        .args(["reset", "warp"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "no exercise matches `warp`; the exercises are: 01-index",
+        ));
+    copy.xtask()
+        .args(["hint", "mem"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Hint 1 of 3"));
     let outside = tempfile::tempdir().unwrap();
-    common::xtask().current_dir(outside.path()).args(["list"]).assert().code(2).stderr(predicate::str::contains("not inside a cudabugs workbook"));
+    common::xtask()
+        .current_dir(outside.path())
+        .args(["list"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("not inside a cudabugs workbook"));
 }
 
 #[test]
 fn colours_follow_the_flag_the_terminal_and_no_color() {
     let copy = Copy::new();
     let esc = predicate::str::contains("\u{1b}[");
-    copy.xtask().args(["list"]).assert().stdout(esc.clone().not());
-    copy.xtask().args(["--color", "always", "list"]).assert().stdout(esc.clone());
-    copy.xtask().env("CLICOLOR_FORCE", "1").args(["list"]).assert().stdout(esc.clone());
-    copy.xtask().env("NO_COLOR", "1").args(["list"]).assert().stdout(esc.clone().not());
-    copy.xtask().env("CLICOLOR_FORCE", "1").args(["--color", "never", "list"]).assert().stdout(esc.not());
+    copy.xtask()
+        .args(["list"])
+        .assert()
+        .stdout(esc.clone().not());
+    copy.xtask()
+        .args(["--color", "always", "list"])
+        .assert()
+        .stdout(esc.clone());
+    copy.xtask()
+        .env("CLICOLOR_FORCE", "1")
+        .args(["list"])
+        .assert()
+        .stdout(esc.clone());
+    copy.xtask()
+        .env("NO_COLOR", "1")
+        .args(["list"])
+        .assert()
+        .stdout(esc.clone().not());
+    copy.xtask()
+        .env("CLICOLOR_FORCE", "1")
+        .args(["--color", "never", "list"])
+        .assert()
+        .stdout(esc.not());
 }
 
 /// The lines a child prints, as they come.
@@ -216,7 +397,10 @@ fn wait_for(rx: &mpsc::Receiver<String>, needle: &str, seen: &mut Vec<String>) {
                     return;
                 }
             }
-            Err(e) => panic!("waiting for `{needle}`: {e}; output so far:\n{}", seen.join("\n")),
+            Err(e) => panic!(
+                "waiting for `{needle}`: {e}; output so far:\n{}",
+                seen.join("\n")
+            ),
         }
     }
 }
@@ -227,7 +411,13 @@ fn processes_mentioning(needle: &str) -> Vec<String> {
     std::fs::read_dir("/proc")
         .unwrap()
         .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().chars().all(|c| c.is_ascii_digit()) && e.file_name().to_string_lossy() != me)
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .chars()
+                .all(|c| c.is_ascii_digit())
+                && e.file_name().to_string_lossy() != me
+        })
         .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
         .map(|raw| String::from_utf8_lossy(&raw).replace('\0', " "))
         .filter(|cmd| cmd.contains(needle))
@@ -243,7 +433,11 @@ fn watch_rechecks_on_save_and_quits_on_ctrl_c_leaving_no_child() {
         let copy = Copy::new();
         let bin = assert_cmd::cargo::cargo_bin("xtask");
         let mut cmd = std::process::Command::new(bin);
-        cmd.args(["watch", "race"]).env("CUDABUGS_ROOT", copy.root()).envs(common::env()).stdout(Stdio::piped()).stderr(Stdio::null());
+        cmd.args(["watch", "race"])
+            .env("CUDABUGS_ROOT", copy.root())
+            .envs(common::env())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
         if poll {
             cmd.arg("--poll");
         }
@@ -257,7 +451,12 @@ fn watch_rechecks_on_save_and_quits_on_ctrl_c_leaving_no_child() {
         std::fs::write(&file, text + "// saved\n").unwrap();
         wait_for(&rx, "watching exercises/03-race/reduce.cu", &mut seen);
         let checks_after = seen.iter().filter(|l| l.starts_with("03-race - ")).count();
-        assert_eq!((checks_before, checks_after), (1, 2), "poll={poll}: one check at the start, one after the save:\n{}", seen.join("\n"));
+        assert_eq!(
+            (checks_before, checks_after),
+            (1, 2),
+            "poll={poll}: one check at the start, one after the save:\n{}",
+            seen.join("\n")
+        );
         // SAFETY: a signal to our own child.
         unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
         let status = child.wait().unwrap();
@@ -273,30 +472,74 @@ fn the_pristine_original_never_depends_on_the_learners_copy() {
     // build, a deleted file, or a rebuild after a change anywhere else cannot make the learner's
     // version "the original".
     let copy = Copy::new();
-    let pristine = |id: &str, file: &str| std::fs::read_to_string(common::repo().join("exercises").join(id).join(file)).unwrap();
-    std::fs::write(copy.path("exercises/03-race/reduce.cu"), "// my half-finished fix\n").unwrap();
+    let pristine = |id: &str, file: &str| {
+        std::fs::read_to_string(common::repo().join("exercises").join(id).join(file)).unwrap()
+    };
+    std::fs::write(
+        copy.path("exercises/03-race/reduce.cu"),
+        "// my half-finished fix\n",
+    )
+    .unwrap();
     std::fs::remove_file(copy.path("exercises/01-index/transpose.cu")).unwrap();
     let found = grader::exercise::catalog::discover(copy.root()).unwrap();
-    let original = |id: &str| found.iter().find(|e| e.manifest.id == id).unwrap().original.clone();
+    let original = |id: &str| {
+        found
+            .iter()
+            .find(|e| e.manifest.id == id)
+            .unwrap()
+            .original
+            .clone()
+    };
     assert_eq!(original("03-race"), pristine("03-race", "reduce.cu"));
     assert_eq!(original("01-index"), pristine("01-index", "transpose.cu"));
     // And the binary's embedded copy (made the same way) is what reset puts back.
     copy.xtask().args(["reset", "race"]).assert().success();
-    assert_eq!(std::fs::read_to_string(copy.path("exercises/03-race/reduce.cu")).unwrap(), pristine("03-race", "reduce.cu"));
+    assert_eq!(
+        std::fs::read_to_string(copy.path("exercises/03-race/reduce.cu")).unwrap(),
+        pristine("03-race", "reduce.cu")
+    );
 }
 
 #[test]
 fn a_broken_manifest_is_named_with_its_line_and_the_others_still_load() {
     let copy = Copy::new();
     let bounds = copy.path("exercises/02-bounds/exercise.toml");
-    std::fs::write(&bounds, std::fs::read_to_string(&bounds).unwrap().replacen("[[case]]", "[[case]\n", 1)).unwrap();
+    std::fs::write(
+        &bounds,
+        std::fs::read_to_string(&bounds)
+            .unwrap()
+            .replacen("[[case]]", "[[case]\n", 1),
+    )
+    .unwrap();
     let race = copy.path("exercises/03-race/exercise.toml");
-    std::fs::write(&race, std::fs::read_to_string(&race).unwrap().replace("params = { n = 200 }", "params = { n = -200 }")).unwrap();
+    std::fs::write(
+        &race,
+        std::fs::read_to_string(&race)
+            .unwrap()
+            .replace("params = { n = 200 }", "params = { n = -200 }"),
+    )
+    .unwrap();
     let each = grader::exercise::catalog::discover_each(copy.root()).unwrap();
-    let errors: Vec<String> = each.iter().filter_map(|(_, r)| r.as_ref().err().map(|e| e.to_string())).collect();
-    assert_eq!(each.iter().filter(|(_, r)| r.is_ok()).count(), exercise_count() - 2, "{errors:?}");
-    assert!(errors[0].starts_with("exercises/02-bounds/exercise.toml:"), "{}", errors[0]);
-    assert!(errors[1].starts_with("exercises/03-race/exercise.toml:") && errors[1].contains("`n` = -200"), "{}", errors[1]);
+    let errors: Vec<String> = each
+        .iter()
+        .filter_map(|(_, r)| r.as_ref().err().map(|e| e.to_string()))
+        .collect();
+    assert_eq!(
+        each.iter().filter(|(_, r)| r.is_ok()).count(),
+        exercise_count() - 2,
+        "{errors:?}"
+    );
+    assert!(
+        errors[0].starts_with("exercises/02-bounds/exercise.toml:"),
+        "{}",
+        errors[0]
+    );
+    assert!(
+        errors[1].starts_with("exercises/03-race/exercise.toml:")
+            && errors[1].contains("`n` = -200"),
+        "{}",
+        errors[1]
+    );
 
     // Embedded as build.rs embeds it: the others resolve, the broken one is not gradable (exit 5).
     let embedded: &'static [grader::exercise::catalog::Embedded] = Box::leak(
@@ -311,17 +554,27 @@ fn a_broken_manifest_is_named_with_its_line_and_the_others_still_load() {
                         solution: leak(&ex.solution),
                         error: None,
                     },
-                    Err(e) => grader::exercise::catalog::Embedded { id: leak(id), manifest: "", original: "", solution: "", error: Some(leak(&e.to_string())) },
+                    Err(e) => grader::exercise::catalog::Embedded {
+                        id: leak(id),
+                        manifest: "",
+                        original: "",
+                        solution: "",
+                        error: Some(leak(&e.to_string())),
+                    },
                 }
             })
             .collect::<Vec<_>>()
             .into_boxed_slice(),
     );
-    let wb = grader::exercise::workbook::Workbook::new(copy.root().to_path_buf(), embedded, &[]).unwrap();
+    let wb = grader::exercise::workbook::Workbook::new(copy.root().to_path_buf(), embedded, &[])
+        .unwrap();
     assert_eq!(wb.resolve("index").unwrap().id(), "01-index");
     let err = wb.resolve("race").unwrap_err();
     assert_eq!(err.exit_code(), 5);
-    assert!(err.to_string().contains("exercises/03-race/exercise.toml:"), "{err}");
+    assert!(
+        err.to_string().contains("exercises/03-race/exercise.toml:"),
+        "{err}"
+    );
     assert_eq!(wb.resolve("2").unwrap_err().exit_code(), 5);
 }
 
@@ -357,6 +610,12 @@ fn ctrl_c_during_a_build_is_an_interruption_not_a_failure() {
     std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut out).unwrap();
     err_lines.extend(rx.try_iter());
     assert_eq!(status.code(), Some(130));
-    assert!(!out.contains("FAIL"), "an interrupted build was reported as a failure:\n{out}");
-    assert!(err_lines.iter().any(|l| l.contains("interrupted")), "{err_lines:?}");
+    assert!(
+        !out.contains("FAIL"),
+        "an interrupted build was reported as a failure:\n{out}"
+    );
+    assert!(
+        err_lines.iter().any(|l| l.contains("interrupted")),
+        "{err_lines:?}"
+    );
 }

@@ -16,7 +16,8 @@ fn recording(name: &str) -> PathBuf {
 
 fn json(cmd: &mut assert_cmd::Command, code: i32) -> serde_json::Value {
     let out = cmd.assert().code(code).get_output().stdout.clone();
-    serde_json::from_slice(&out).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out)))
+    serde_json::from_slice(&out)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out)))
 }
 
 fn steps(report: &serde_json::Value) -> Vec<(String, String, String)> {
@@ -24,29 +25,64 @@ fn steps(report: &serde_json::Value) -> Vec<(String, String, String)> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|s| (s["name"].as_str().unwrap().to_string(), s["status"].as_str().unwrap().to_string(), s["stage"].as_str().unwrap_or("").to_string()))
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap().to_string(),
+                s["status"].as_str().unwrap().to_string(),
+                s["stage"].as_str().unwrap_or("").to_string(),
+            )
+        })
         .collect()
 }
 
 #[test]
 fn the_untouched_race_fails_at_racecheck_with_the_recorded_finding_and_right_outputs() {
-    if !nvcc_or_skip("the_untouched_race_fails_at_racecheck_with_the_recorded_finding_and_right_outputs") {
+    if !nvcc_or_skip(
+        "the_untouched_race_fails_at_racecheck_with_the_recorded_finding_and_right_outputs",
+    ) {
         return;
     }
     let copy = Copy::new();
     let rec = recording("check-untouched");
-    let report = json(copy.xtask().args(["--format", "json", "--replay-tools"]).arg(&rec).args(["check", "race"]), 1);
+    let report = json(
+        copy.xtask()
+            .args(["--format", "json", "--replay-tools"])
+            .arg(&rec)
+            .args(["check", "race"]),
+        1,
+    );
     let s = steps(&report);
-    let names: Vec<(&str, &str)> = s.iter().map(|(n, st, _)| (n.as_str(), st.as_str())).collect();
-    assert_eq!(names, [("build -G", "passed"), ("build -O3", "passed"), ("racecheck", "failed"), ("correctness", "passed")]);
+    let names: Vec<(&str, &str)> = s
+        .iter()
+        .map(|(n, st, _)| (n.as_str(), st.as_str()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("build -G", "passed"),
+            ("build -O3", "passed"),
+            ("racecheck", "failed"),
+            ("correctness", "passed")
+        ]
+    );
     assert_eq!(s[2].2, "sanitize:racecheck");
     assert_eq!(report["outcome"], "fail");
     assert_eq!(report["step"], "racecheck");
     let f = &report["findings"][0];
-    assert_eq!((f["kind"].as_str(), f["region"].as_str()), (Some("shared-race"), Some("bug")));
+    assert_eq!(
+        (f["kind"].as_str(), f["region"].as_str()),
+        (Some("shared-race"), Some("bug"))
+    );
     assert_eq!(f["locations"][0]["line"], 22);
     // The finding points at the learner's file, not at the copy that was built.
-    assert!(f["locations"][0]["path"].as_str().unwrap().ends_with("exercises/03-race/reduce.cu"), "{}", f["locations"][0]);
+    assert!(
+        f["locations"][0]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("exercises/03-race/reduce.cu"),
+        "{}",
+        f["locations"][0]
+    );
     assert!(report["timing"].is_null(), "a failed check is not timed");
 }
 
@@ -56,12 +92,25 @@ fn the_fixed_race_passes_with_the_recorded_times_and_shows_the_diff() {
         return;
     }
     let copy = Copy::new();
-    std::fs::copy(copy.path("solutions/03-race/reduce.cu"), copy.path("exercises/03-race/reduce.cu")).unwrap();
+    std::fs::copy(
+        copy.path("solutions/03-race/reduce.cu"),
+        copy.path("exercises/03-race/reduce.cu"),
+    )
+    .unwrap();
     let rec = recording("check-solution");
-    let report = json(copy.xtask().args(["--format", "json", "--replay-tools"]).arg(&rec).args(["check", "race"]), 0);
+    let report = json(
+        copy.xtask()
+            .args(["--format", "json", "--replay-tools"])
+            .arg(&rec)
+            .args(["check", "race"]),
+        0,
+    );
     assert_eq!(report["outcome"], "pass");
     let t = &report["timing"];
-    let (learner, reference) = (t["learner_ns"].as_f64().unwrap(), t["reference_ns"].as_f64().unwrap());
+    let (learner, reference) = (
+        t["learner_ns"].as_f64().unwrap(),
+        t["reference_ns"].as_f64().unwrap(),
+    );
     assert!((t["ratio_to_reference"].as_f64().unwrap() - learner / reference).abs() < 1e-9);
     assert!(t["original_ns"].as_f64().unwrap() > 0.0);
     assert!(report["solution_diff"].is_string());
@@ -78,21 +127,49 @@ fn verify_of_the_race_passes_from_its_recording() {
     let copy = Copy::new();
     let record = copy.path("record.json");
     let report = json(
-        copy.xtask().args(["--format", "json", "--replay-tools"]).arg(recording("verify-03-race")).args(["verify", "03-race", "--record"]).arg(&record),
+        copy.xtask()
+            .args(["--format", "json", "--replay-tools"])
+            .arg(recording("verify-03-race"))
+            .args(["verify", "03-race", "--record"])
+            .arg(&record),
         0,
     );
     let ex = &report["exercises"][0];
     assert_eq!(ex["outcome"], "pass");
     assert_eq!(ex["finding"]["kind"], "shared-race");
     // racecheck is this exercise's detector: without --survey its plain run is not needed.
-    assert!(ex["plain_run_correct"].is_null() && ex["plain_runs"].is_null(), "{ex}");
-    let checks: Vec<String> = ex["checks"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap().to_string()).collect();
-    for expected in ["exercise fails under racecheck", "solution memcheck", "solution racecheck", "solution initcheck", "solution synccheck", "solution correctness"] {
-        assert!(checks.iter().any(|c| c == expected), "no `{expected}` in {checks:?}");
+    assert!(
+        ex["plain_run_correct"].is_null() && ex["plain_runs"].is_null(),
+        "{ex}"
+    );
+    let checks: Vec<String> = ex["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap().to_string())
+        .collect();
+    for expected in [
+        "exercise fails under racecheck",
+        "solution memcheck",
+        "solution racecheck",
+        "solution initcheck",
+        "solution synccheck",
+        "solution correctness",
+    ] {
+        assert!(
+            checks.iter().any(|c| c == expected),
+            "no `{expected}` in {checks:?}"
+        );
     }
     // Without --survey a bug exercise is not timed: its timings are the survey's.
-    assert!(!checks.iter().any(|c| c == "solution timing") && ex["timing"].is_null(), "{checks:?}");
-    assert!(ex["original_under_tools"].is_null(), "only --survey runs every tool on the original");
+    assert!(
+        !checks.iter().any(|c| c == "solution timing") && ex["timing"].is_null(),
+        "{checks:?}"
+    );
+    assert!(
+        ex["original_under_tools"].is_null(),
+        "only --survey runs every tool on the original"
+    );
     assert_eq!(report["gpu"]["name"], "NVIDIA H100 80GB HBM3");
     assert!(record.is_file());
 }
@@ -103,20 +180,46 @@ fn a_recording_without_the_job_is_a_tool_error_that_names_it() {
         return;
     }
     let copy = Copy::new();
-    let report = json(copy.xtask().args(["--format", "json", "--replay-tools"]).arg(recording("check-untouched")).args(["check", "bounds"]), 3);
+    let report = json(
+        copy.xtask()
+            .args(["--format", "json", "--replay-tools"])
+            .arg(recording("check-untouched"))
+            .args(["check", "bounds"]),
+        3,
+    );
     assert_eq!(report["outcome"], "tool-error");
-    assert!(report["message"].as_str().unwrap().contains("no job `02-bounds/learner/sanitize:memcheck`"), "{report}");
+    assert!(
+        report["message"]
+            .as_str()
+            .unwrap()
+            .contains("no job `02-bounds/learner/sanitize:memcheck`"),
+        "{report}"
+    );
 }
 
 /// What `check` of 57-reduction reported: the steps by name and status, and the performance summary.
-fn perf_check(rec: &str, with_solution: bool, code: i32) -> (Vec<(String, String)>, serde_json::Value) {
+fn perf_check(
+    rec: &str,
+    with_solution: bool,
+    code: i32,
+) -> (Vec<(String, String)>, serde_json::Value) {
     let copy = Copy::new();
     if with_solution {
-        std::fs::copy(copy.path("solutions/57-reduction/sum.cu"), copy.path("exercises/57-reduction/sum.cu")).unwrap();
+        std::fs::copy(
+            copy.path("solutions/57-reduction/sum.cu"),
+            copy.path("exercises/57-reduction/sum.cu"),
+        )
+        .unwrap();
     }
     // No cached peak in the fresh copy: the recording's peak runs (keyed like any tool run) are the peak.
     assert!(!copy.path(".cudabugs/peak").exists());
-    let report = json(copy.xtask().args(["--format", "json", "--replay-tools"]).arg(recording(rec)).args(["check", "57"]), code);
+    let report = json(
+        copy.xtask()
+            .args(["--format", "json", "--replay-tools"])
+            .arg(recording(rec))
+            .args(["check", "57"]),
+        code,
+    );
     let steps = steps(&report).into_iter().map(|(n, s, _)| (n, s)).collect();
     (steps, report)
 }
@@ -139,25 +242,61 @@ fn the_untouched_reduction_is_clean_and_right_and_fails_its_speed_target() {
         ("timing: dram-share", "failed"),
     ];
     assert_eq!(steps, want.map(|(a, b)| (a.to_string(), b.to_string())));
-    assert_eq!((report["outcome"].as_str(), report["step"].as_str()), (Some("fail"), Some("timing")));
+    assert_eq!(
+        (report["outcome"].as_str(), report["step"].as_str()),
+        (Some("fail"), Some("timing"))
+    );
     let perf = &report["perf"];
-    let versions: Vec<&str> = perf["versions"].as_array().unwrap().iter().map(|v| v["version"].as_str().unwrap()).collect();
+    let versions: Vec<&str> = perf["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["version"].as_str().unwrap())
+        .collect();
     assert_eq!(versions, ["original", "reference", "learner"]);
     let v = |i: usize| &perf["versions"][i];
     // Speedups are over the original timed in the same run; the learner's file is the original.
     let speedup = |i: usize| v(i)["speedup"].as_f64().unwrap();
     assert_eq!(speedup(0), 1.0);
-    assert!((speedup(2) - v(0)["nanoseconds"].as_f64().unwrap() / v(2)["nanoseconds"].as_f64().unwrap()).abs() < 1e-12);
-    assert!((0.9..1.1).contains(&speedup(2)) && speedup(1) > perf["target_speedup"].as_f64().unwrap(), "{perf}");
+    assert!(
+        (speedup(2)
+            - v(0)["nanoseconds"].as_f64().unwrap() / v(2)["nanoseconds"].as_f64().unwrap())
+        .abs()
+            < 1e-12
+    );
+    assert!(
+        (0.9..1.1).contains(&speedup(2)) && speedup(1) > perf["target_speedup"].as_f64().unwrap(),
+        "{perf}"
+    );
     // The peak came from the recorded peak program, and the DRAM share is of its memcpy figure.
-    let plain: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(recording("check-57-untouched").join("peak.plain.json")).unwrap()).unwrap();
-    let printed = plain["stdout"].as_str().unwrap().lines().find_map(|l| l.strip_prefix("memcpy_gbps ")).unwrap().parse::<f64>().unwrap();
+    let plain: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(recording("check-57-untouched").join("peak.plain.json")).unwrap(),
+    )
+    .unwrap();
+    let printed = plain["stdout"]
+        .as_str()
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("memcpy_gbps "))
+        .unwrap()
+        .parse::<f64>()
+        .unwrap();
     assert_eq!(perf["peak"]["memcpy_gbps"].as_f64(), Some(printed));
-    let share = v(1)["metrics"].as_array().unwrap().iter().find(|m| m["metric"] == "dram-share").unwrap()["value"].as_f64().unwrap();
+    let share = v(1)["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == "dram-share")
+        .unwrap()["value"]
+        .as_f64()
+        .unwrap();
     let roof = &v(1)["roofline"];
     let gbps = roof["dram_bytes"].as_f64().unwrap() / v(1)["nanoseconds"].as_f64().unwrap();
     assert!((share - 100.0 * gbps / printed).abs() < 1e-9, "{share}");
-    assert!(roof["intensity"].as_f64().unwrap() < 1.0, "a sum is memory-bound: {roof}");
+    assert!(
+        roof["intensity"].as_f64().unwrap() < 1.0,
+        "a sum is memory-bound: {roof}"
+    );
 }
 
 #[test]
@@ -167,7 +306,10 @@ fn the_reduction_with_its_solution_passes_and_meets_its_goal() {
     }
     let (steps, report) = perf_check("check-57-solution", true, 0);
     assert!(steps.iter().all(|(_, s)| s == "passed"), "{steps:?}");
-    assert!(steps.iter().any(|(n, _)| n == "timing: dram-share"), "the goal is judged: {steps:?}");
+    assert!(
+        steps.iter().any(|(n, _)| n == "timing: dram-share"),
+        "the goal is judged: {steps:?}"
+    );
     assert_eq!(report["outcome"], "pass");
     let learner = &report["perf"]["versions"][2];
     assert!(learner["speedup"].as_f64().unwrap() >= 2.5, "{learner}");

@@ -15,14 +15,44 @@ fn real_manifests() -> Vec<(String, String)> {
         .unwrap()
         .flatten()
         .filter(|e| e.path().join("exercise.toml").is_file())
-        .map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read_to_string(e.path().join("exercise.toml")).unwrap()))
+        .map(|e| {
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read_to_string(e.path().join("exercise.toml")).unwrap(),
+            )
+        })
         .collect();
     all.sort();
     all
 }
 
-const INTS: &[i64] = &[-200, -1, 0, 1, 2, 7, 255, 256, 1000, 1 << 20, 1 << 31, (1 << 31) + 1, i64::MAX];
-const FLOATS: &[f64] = &[-1e300, -2.0, -0.0, 0.0, 0.5, 1.0, 3.0e38, 1e300, f64::NAN, f64::INFINITY];
+const INTS: &[i64] = &[
+    -200,
+    -1,
+    0,
+    1,
+    2,
+    7,
+    255,
+    256,
+    1000,
+    1 << 20,
+    1 << 31,
+    (1 << 31) + 1,
+    i64::MAX,
+];
+const FLOATS: &[f64] = &[
+    -1e300,
+    -2.0,
+    -0.0,
+    0.0,
+    0.5,
+    1.0,
+    3.0e38,
+    1e300,
+    f64::NAN,
+    f64::INFINITY,
+];
 
 fn pick<T: Copy>(rng: &mut impl Rng, from: &[T]) -> T {
     from[rng.random_range(0..from.len())]
@@ -30,19 +60,32 @@ fn pick<T: Copy>(rng: &mut impl Rng, from: &[T]) -> T {
 
 /// One random change to the manifest's TOML.
 fn mutate(doc: &mut toml::Table, rng: &mut impl Rng) {
-    let params: Vec<String> = doc["bench"]["params"].as_table().unwrap().keys().cloned().collect();
+    let params: Vec<String> = doc["bench"]["params"]
+        .as_table()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
     match rng.random_range(0..7) {
         0 | 1 => {
             // A parameter of a case, or of the bench.
             let cases = doc.get_mut("case").and_then(|c| c.as_array_mut()).unwrap();
             let i = rng.random_range(0..=cases.len());
-            let table = if i == cases.len() { doc.get_mut("bench").unwrap() } else { &mut cases[i] };
+            let table = if i == cases.len() {
+                doc.get_mut("bench").unwrap()
+            } else {
+                &mut cases[i]
+            };
             let p = table["params"].as_table_mut().unwrap();
             let key = params[rng.random_range(0..params.len())].clone();
             p.insert(key, toml::Value::Integer(pick(rng, INTS)));
         }
         2 => {
-            let key = if rng.random_bool(0.5) { "inputs" } else { "outputs" };
+            let key = if rng.random_bool(0.5) {
+                "inputs"
+            } else {
+                "outputs"
+            };
             let bufs = doc.get_mut(key).unwrap().as_array_mut().unwrap();
             let i = rng.random_range(0..bufs.len());
             let expr = match rng.random_range(0..3) {
@@ -50,12 +93,18 @@ fn mutate(doc: &mut toml::Table, rng: &mut impl Rng) {
                 1 => params[rng.random_range(0..params.len())].clone(),
                 _ => format!("{} * nosuch", params[0]),
             };
-            bufs[i].as_table_mut().unwrap().insert("len".into(), toml::Value::String(expr));
+            bufs[i]
+                .as_table_mut()
+                .unwrap()
+                .insert("len".into(), toml::Value::String(expr));
         }
         3 => {
             let bufs = doc.get_mut("inputs").unwrap().as_array_mut().unwrap();
             let i = rng.random_range(0..bufs.len());
-            bufs[i].as_table_mut().unwrap().insert("dtype".into(), toml::Value::String(pick(rng, &["f32", "f64", "i32", "u32"]).into()));
+            bufs[i].as_table_mut().unwrap().insert(
+                "dtype".into(),
+                toml::Value::String(pick(rng, &["f32", "f64", "i32", "u32"]).into()),
+            );
         }
         4 => {
             let bufs = doc.get_mut("inputs").unwrap().as_array_mut().unwrap();
@@ -70,15 +119,24 @@ fn mutate(doc: &mut toml::Table, rng: &mut impl Rng) {
                 dist.insert("lo".into(), toml::Value::Integer(pick(rng, INTS)));
                 dist.insert("hi".into(), toml::Value::Integer(pick(rng, INTS)));
             }
-            bufs[i].as_table_mut().unwrap().insert("dist".into(), toml::Value::Table(dist));
+            bufs[i]
+                .as_table_mut()
+                .unwrap()
+                .insert("dist".into(), toml::Value::Table(dist));
         }
         5 => {
-            doc["bench"].as_table_mut().unwrap().insert("repeat".into(), toml::Value::Integer(pick(rng, &[0, 1, 3])));
+            doc["bench"]
+                .as_table_mut()
+                .unwrap()
+                .insert("repeat".into(), toml::Value::Integer(pick(rng, &[0, 1, 3])));
         }
         _ => {
             let cases = doc.get_mut("case").and_then(|c| c.as_array_mut()).unwrap();
             let i = rng.random_range(0..cases.len());
-            cases[i].as_table_mut().unwrap().insert("seed".into(), toml::Value::Integer(rng.random_range(0..i64::MAX)));
+            cases[i].as_table_mut().unwrap().insert(
+                "seed".into(),
+                toml::Value::Integer(rng.random_range(0..i64::MAX)),
+            );
         }
     }
 }
@@ -108,7 +166,12 @@ fn every_generated_manifest_is_rejected_with_a_message_or_runs() {
             let m = &m.manifest;
             let f = reference::lookup(m.reference.get_ref()).unwrap();
             for c in &m.cases {
-                let sizes: Vec<usize> = m.inputs.iter().chain(&m.outputs).map(|b| manifest::eval_len(b.len.get_ref(), &c.params).unwrap()).collect();
+                let sizes: Vec<usize> = m
+                    .inputs
+                    .iter()
+                    .chain(&m.outputs)
+                    .map(|b| manifest::eval_len(b.len.get_ref(), &c.params).unwrap())
+                    .collect();
                 assert!(sizes.iter().all(|&n| n <= MAX_ELEMENTS));
                 // Large accepted cases run the same code; the test keeps to sizes that run fast.
                 if sizes.iter().sum::<usize>() > 1 << 16 {
@@ -118,14 +181,26 @@ fn every_generated_manifest_is_rejected_with_a_message_or_runs() {
                     let inputs = data::generate(&m.inputs, &c.params, c.seed);
                     let outputs = f(&c.params, &inputs);
                     for (spec, got) in m.outputs.iter().zip(&outputs) {
-                        assert_eq!(got.data.len(), manifest::eval_len(spec.len.get_ref(), &c.params).unwrap(), "output `{}` has its declared length", spec.name);
+                        assert_eq!(
+                            got.data.len(),
+                            manifest::eval_len(spec.len.get_ref(), &c.params).unwrap(),
+                            "output `{}` has its declared length",
+                            spec.name
+                        );
                     }
                 });
-                assert!(result.is_ok(), "{id}: accepted but case `{}` panicked:\n{mutated}", c.name);
+                assert!(
+                    result.is_ok(),
+                    "{id}: accepted but case `{}` panicked:\n{mutated}",
+                    c.name
+                );
                 ran += 1;
             }
         }
     }
     eprintln!("generated manifests: {accepted} accepted ({ran} cases run), {rejected} rejected");
-    assert!(accepted > 50 && rejected > 50, "the generator should exercise both sides: {accepted} accepted, {rejected} rejected");
+    assert!(
+        accepted > 50 && rejected > 50,
+        "the generator should exercise both sides: {accepted} accepted, {rejected} rejected"
+    );
 }

@@ -8,12 +8,24 @@ use grader::tools::runner::{self, Exit, Job};
 #[test]
 fn kill_all_running_ends_every_live_job_and_its_children() {
     let jobs: Vec<_> = (0..3)
-        .map(|_| std::thread::spawn(|| runner::run(&Job::new("/bin/sh", Duration::from_secs(120)).arg("-c").arg("sleep 100 & sleep 100")).unwrap()))
+        .map(|_| {
+            std::thread::spawn(|| {
+                runner::run(
+                    &Job::new("/bin/sh", Duration::from_secs(120))
+                        .arg("-c")
+                        .arg("sleep 100 & sleep 100"),
+                )
+                .unwrap()
+            })
+        })
         .collect();
     // Wait until all three have started (their sleeps show up as our grandchildren).
     let started = Instant::now();
     while runner::running_jobs() < 3 {
-        assert!(started.elapsed() < Duration::from_secs(30), "jobs did not start");
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "jobs did not start"
+        );
         std::thread::yield_now();
     }
     runner::kill_all_running();

@@ -15,7 +15,11 @@ pub fn repo() -> &'static Path {
 /// The xtask binary run from the repository, never installing a toolkit.
 pub fn xtask() -> Command {
     let mut cmd = Command::cargo_bin("xtask").unwrap();
-    cmd.current_dir(repo()).envs(env()).env_remove("CUDABUGS_ROOT").env_remove("NO_COLOR").env_remove("CLICOLOR_FORCE");
+    cmd.current_dir(repo())
+        .envs(env())
+        .env_remove("CUDABUGS_ROOT")
+        .env_remove("NO_COLOR")
+        .env_remove("CLICOLOR_FORCE");
     cmd
 }
 
@@ -23,7 +27,10 @@ pub fn xtask() -> Command {
 /// repository's, so that every copy names its harness object alike and takes it built (`Copy::new`),
 /// and one build cache for all copies (see `build_cache`).
 pub fn env() -> Vec<(&'static str, std::ffi::OsString)> {
-    let mut env = vec![("CUDABUGS_NO_INSTALL", "1".into()), (grader::tools::nvcc::BUILD_CACHE_VAR, build_cache().into())];
+    let mut env = vec![
+        ("CUDABUGS_NO_INSTALL", "1".into()),
+        (grader::tools::nvcc::BUILD_CACHE_VAR, build_cache().into()),
+    ];
     if let Some(nvcc) = nvcc() {
         env.push(("CUDABUGS_NVCC", nvcc.path.clone().into()));
     }
@@ -40,7 +47,8 @@ pub fn build_cache() -> PathBuf {
 
 fn nvcc() -> Option<&'static grader::tools::toolchain::Nvcc> {
     static NVCC: OnceLock<Option<grader::tools::toolchain::Nvcc>> = OnceLock::new();
-    NVCC.get_or_init(|| grader::tools::toolchain::Toolchain::discover(repo()).nvcc).as_ref()
+    NVCC.get_or_init(|| grader::tools::toolchain::Toolchain::discover(repo()).nvcc)
+        .as_ref()
 }
 
 /// The harness object, compiled once (not once per copy: ~2 s of nvcc each) into a folder under
@@ -52,15 +60,27 @@ fn built_harness() -> Option<&'static Path> {
     DIR.get_or_init(|| {
         let nvcc = nvcc()?;
         // build.rs's HARNESS_FILES in its order, as the binary embeds them (else xtask builds its own).
-        let files: Vec<(&str, String)> = ["cudabugs.cuh", "timeline.cuh", "harness.cu", "peak.cu", "baseline-sgemm.cu"]
-            .into_iter()
-            .map(|name| (name, std::fs::read_to_string(repo().join("harness").join(name)).unwrap()))
-            .collect();
+        let files: Vec<(&str, String)> = [
+            "cudabugs.cuh",
+            "timeline.cuh",
+            "harness.cu",
+            "peak.cu",
+            "baseline-sgemm.cu",
+        ]
+        .into_iter()
+        .map(|name| {
+            (
+                name,
+                std::fs::read_to_string(repo().join("harness").join(name)).unwrap(),
+            )
+        })
+        .collect();
         // The tag names how xtask names the object: a folder made under an older naming holds an
         // object xtask would not take (each copy would build its own, and share no cached build).
         let mut hasher = std::hash::DefaultHasher::new();
         ("object named by blake3", &files, &nvcc.path).hash(&mut hasher);
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("harness-{:016x}", hasher.finish()));
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("harness-{:016x}", hasher.finish()));
         if !dir.is_dir() {
             let scratch = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).ok()?;
             let files: Vec<(&str, &str)> = files.iter().map(|(n, t)| (*n, t.as_str())).collect();
@@ -80,7 +100,8 @@ fn built_harness() -> Option<&'static Path> {
 /// Whether nvcc can be found as the grader would find it; if not, the test says it was skipped, or
 /// fails where CUDABUGS_REQUIRE_NVCC is set (CI), so that a missing toolkit cannot pass as green.
 pub fn nvcc_or_skip(test: &str) -> bool {
-    let found = grader::tools::toolchain::find(grader::tools::toolchain::ToolName::Nvcc, repo()).is_some();
+    let found =
+        grader::tools::toolchain::find(grader::tools::toolchain::ToolName::Nvcc, repo()).is_some();
     if !found {
         assert!(std::env::var_os("CUDABUGS_REQUIRE_NVCC").is_none(), "{test}: CUDABUGS_REQUIRE_NVCC is set but no nvcc was found (run `cargo xtask toolkit install`)");
         eprintln!("SKIPPED {test}: no nvcc (run `cargo xtask toolkit install`)");
@@ -98,7 +119,8 @@ impl Copy {
     pub fn new() -> Copy {
         let dir = tempfile::tempdir().unwrap();
         for sub in ["exercises", "solutions"] {
-            grader::exercise::workbook::copy_tree(&repo().join(sub), &dir.path().join(sub)).unwrap();
+            grader::exercise::workbook::copy_tree(&repo().join(sub), &dir.path().join(sub))
+                .unwrap();
         }
         let toolkit = repo().join(".cudabugs/toolkit");
         if toolkit.exists() {
@@ -108,7 +130,11 @@ impl Copy {
         if let Some(built) = built_harness() {
             let harness = dir.path().join(".cudabugs/harness");
             std::fs::create_dir_all(&harness).unwrap();
-            for object in std::fs::read_dir(built).unwrap().flatten().filter(|e| e.path().extension().is_some_and(|x| x == "o")) {
+            for object in std::fs::read_dir(built)
+                .unwrap()
+                .flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "o"))
+            {
                 std::fs::copy(object.path(), harness.join(object.file_name())).unwrap();
             }
         }

@@ -56,7 +56,8 @@ struct Exercise {
 
 impl Cudabugs {
     fn exercises(&self) -> Result<Vec<Exercise>> {
-        let found = grader::exercise::catalog::discover(&self.workbook).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let found = grader::exercise::catalog::discover(&self.workbook)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
         Ok(found
             .into_iter()
             .map(|d| Exercise {
@@ -76,39 +77,65 @@ impl Preprocessor for Cudabugs {
         "cudabugs"
     }
 
-    fn run(&self, ctx: &PreprocessorContext, mut book: Book) -> mdbook_preprocessor::errors::Result<Book> {
+    fn run(
+        &self,
+        ctx: &PreprocessorContext,
+        mut book: Book,
+    ) -> mdbook_preprocessor::errors::Result<Book> {
         let src = ctx.root.join(&ctx.config.book.src);
         let record_path = ctx.root.join(RECORD_FILE);
-        let record: VerificationRecord = serde_json::from_str(&std::fs::read_to_string(&record_path).with_context(|| format!("reading {}", record_path.display()))?)
-            .with_context(|| format!("{} is not a verification record", record_path.display()))?;
+        let record: VerificationRecord = serde_json::from_str(
+            &std::fs::read_to_string(&record_path)
+                .with_context(|| format!("reading {}", record_path.display()))?,
+        )
+        .with_context(|| format!("{} is not a verification record", record_path.display()))?;
         let exercises = self.exercises()?;
         let mut errors = Vec::new();
 
         let chapters: BTreeSet<PathBuf> = book.chapters().filter_map(|c| c.path.clone()).collect();
         for ex in &exercises {
             if !chapters.contains(Path::new(&ex.chapter)) {
-                errors.push(format!("exercise {} has no lesson: {} is not a chapter in SUMMARY.md", ex.id, ex.chapter));
+                errors.push(format!(
+                    "exercise {} has no lesson: {} is not a chapter in SUMMARY.md",
+                    ex.id, ex.chapter
+                ));
             }
         }
 
         book.for_each_chapter_mut(|chapter| {
-            let Some(source) = chapter.source_path.clone() else { return };
+            let Some(source) = chapter.source_path.clone() else {
+                return;
+            };
             let name = source.display().to_string();
             match std::fs::read_to_string(src.join(&source)) {
-                Ok(raw) => errors.extend(check_includes(&raw, &src.join(&source)).into_iter().map(|e| format!("{name}: {e}"))),
+                Ok(raw) => errors.extend(
+                    check_includes(&raw, &src.join(&source))
+                        .into_iter()
+                        .map(|e| format!("{name}: {e}")),
+                ),
                 Err(e) => errors.push(format!("{name}: {e}")),
             }
             if chapter.content.contains("{{#include") {
-                errors.push(format!("{name}: an include was left unexpanded (see the messages above)"));
+                errors.push(format!(
+                    "{name}: an include was left unexpanded (see the messages above)"
+                ));
             }
             match expand(chapter, &record, &exercises, &self.workbook) {
                 Ok(text) => chapter.content = text,
                 Err(e) => errors.push(format!("{name}: {e}")),
             }
-            errors.extend(dead_links(chapter, &src).into_iter().map(|e| format!("{name}: {e}")));
+            errors.extend(
+                dead_links(chapter, &src)
+                    .into_iter()
+                    .map(|e| format!("{name}: {e}")),
+            );
         });
         if !errors.is_empty() {
-            bail!("the book has {} problem(s):\n  {}", errors.len(), errors.join("\n  "));
+            bail!(
+                "the book has {} problem(s):\n  {}",
+                errors.len(),
+                errors.join("\n  ")
+            );
         }
         Ok(book)
     }
@@ -134,8 +161,15 @@ fn check_includes(raw: &str, chapter_file: &Path) -> Vec<String> {
             match std::fs::read_to_string(&path) {
                 Err(e) => errors.push(format!("line {}: include {file}: {e}", n + 1)),
                 Ok(text) => {
-                    if let Some(anchor) = anchor.filter(|a| !a.chars().next().is_some_and(|c| c.is_ascii_digit())) {
-                        let marks = |tag: &str| text.lines().any(|l| l.split_once(tag).is_some_and(|(_, name)| name.trim() == anchor));
+                    if let Some(anchor) =
+                        anchor.filter(|a| !a.chars().next().is_some_and(|c| c.is_ascii_digit()))
+                    {
+                        let marks = |tag: &str| {
+                            text.lines().any(|l| {
+                                l.split_once(tag)
+                                    .is_some_and(|(_, name)| name.trim() == anchor)
+                            })
+                        };
                         if !marks("ANCHOR:") || !marks("ANCHOR_END:") {
                             errors.push(format!("line {}: include {file}:{anchor}: the file has no anchor `{anchor}`", n + 1));
                         }
@@ -151,12 +185,15 @@ fn check_includes(raw: &str, chapter_file: &Path) -> Vec<String> {
 /// Relative links and images must point at files of the book.
 fn dead_links(chapter: &Chapter, src: &Path) -> Vec<String> {
     use pulldown_cmark::{Event, Parser, Tag};
-    let Some(path) = &chapter.path else { return Vec::new() };
+    let Some(path) = &chapter.path else {
+        return Vec::new();
+    };
     let dir = path.parent().unwrap_or(Path::new(""));
     let mut errors = Vec::new();
     for (event, range) in Parser::new(&chapter.content).into_offset_iter() {
         let dest = match event {
-            Event::Start(Tag::Link { dest_url, .. }) | Event::Start(Tag::Image { dest_url, .. }) => dest_url,
+            Event::Start(Tag::Link { dest_url, .. })
+            | Event::Start(Tag::Image { dest_url, .. }) => dest_url,
             _ => continue,
         };
         if dest.contains("://") || dest.starts_with('#') || dest.starts_with("mailto:") {
@@ -166,7 +203,10 @@ fn dead_links(chapter: &Chapter, src: &Path) -> Vec<String> {
         let target = normalise(&dir.join(file));
         if !src.join(&target).is_file() {
             let line = chapter.content[..range.start].matches('\n').count() + 1;
-            errors.push(format!("line {line}: dead link `{dest}` ({} does not exist)", target.display()));
+            errors.push(format!(
+                "line {line}: dead link `{dest}` ({} does not exist)",
+                target.display()
+            ));
         }
     }
     errors
@@ -186,11 +226,19 @@ pub(crate) fn normalise(p: &Path) -> PathBuf {
     out
 }
 
-fn expand(chapter: &Chapter, record: &VerificationRecord, exercises: &[Exercise], workbook: &Path) -> Result<String> {
+fn expand(
+    chapter: &Chapter,
+    record: &VerificationRecord,
+    exercises: &[Exercise],
+    workbook: &Path,
+) -> Result<String> {
     let mut out = String::new();
     for line in chapter.content.lines() {
         let t = line.trim();
-        let Some(inner) = t.strip_prefix("{{#cudabugs-").and_then(|r| r.strip_suffix("}}")) else {
+        let Some(inner) = t
+            .strip_prefix("{{#cudabugs-")
+            .and_then(|r| r.strip_suffix("}}"))
+        else {
             out.push_str(line);
             out.push('\n');
             continue;
@@ -201,7 +249,10 @@ fn expand(chapter: &Chapter, record: &VerificationRecord, exercises: &[Exercise]
         // last GPU run) has no record: its lesson says so rather than showing anything invented.
         let exercise = |id: Option<&str>| -> Result<(Option<&ExerciseRecord>, &Exercise)> {
             let id = id.context("the directive needs an exercise id")?;
-            let e = exercises.iter().find(|e| e.id == id).with_context(|| format!("no exercise {id}"))?;
+            let e = exercises
+                .iter()
+                .find(|e| e.id == id)
+                .with_context(|| format!("no exercise {id}"))?;
             Ok((record.exercises.iter().find(|r| r.id == id), e))
         };
         match what {
@@ -215,26 +266,41 @@ fn expand(chapter: &Chapter, record: &VerificationRecord, exercises: &[Exercise]
             }
             "code" => {
                 let (_, e) = exercise(id)?;
-                let region = words.next().context("the directive needs a region name: {{#cudabugs-code ID REGION}}")?;
+                let region = words
+                    .next()
+                    .context("the directive needs a region name: {{#cudabugs-code ID REGION}}")?;
                 out.push_str(&render_region(e, region)?);
             }
             "summary" => {
                 // Links to the lessons, relative to this chapter's folder.
-                let depth = chapter.path.as_ref().map(|p| p.components().count().saturating_sub(1)).unwrap_or(0);
+                let depth = chapter
+                    .path
+                    .as_ref()
+                    .map(|p| p.components().count().saturating_sub(1))
+                    .unwrap_or(0);
                 out.push_str(&render_summary(record, &"../".repeat(depth)));
                 out.push_str(&unrecorded(record, exercises, &"../".repeat(depth)));
             }
             "machine" => out.push_str(&machine(record)),
             "second-gpu" => {
                 // The same catalog verified on another GPU, set against the book's record.
-                let file = id.context("the directive needs the second record's file: {{#cudabugs-second-gpu FILE}}")?;
+                let file = id.context(
+                    "the directive needs the second record's file: {{#cudabugs-second-gpu FILE}}",
+                )?;
                 let path = workbook.join("book").join(file);
-                let other: VerificationRecord = serde_json::from_str(&std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?)
-                    .with_context(|| format!("{} is not a verification record", path.display()))?;
+                let other: VerificationRecord = serde_json::from_str(
+                    &std::fs::read_to_string(&path)
+                        .with_context(|| format!("reading {}", path.display()))?,
+                )
+                .with_context(|| format!("{} is not a verification record", path.display()))?;
                 out.push_str(&render_second_gpu(record, &other));
             }
             "tool-matrix" => {
-                let depth = chapter.path.as_ref().map(|p| p.components().count().saturating_sub(1)).unwrap_or(0);
+                let depth = chapter
+                    .path
+                    .as_ref()
+                    .map(|p| p.components().count().saturating_sub(1))
+                    .unwrap_or(0);
                 out.push_str(&render_tool_matrix(record, &"../".repeat(depth))?);
                 out.push_str(&unrecorded(record, exercises, &"../".repeat(depth)));
             }
@@ -245,8 +311,14 @@ fn expand(chapter: &Chapter, record: &VerificationRecord, exercises: &[Exercise]
                     out.push_str(&not_yet_run(id.unwrap_or_default()));
                     continue;
                 };
-                let perf = r.perf.as_ref().with_context(|| format!("{} has no performance record: run `verify` on a GPU", r.id))?;
-                let svg = if what == "roofline" { roofline::svg(perf) } else { timeline::svg(perf) };
+                let perf = r.perf.as_ref().with_context(|| {
+                    format!("{} has no performance record: run `verify` on a GPU", r.id)
+                })?;
+                let svg = if what == "roofline" {
+                    roofline::svg(perf)
+                } else {
+                    timeline::svg(perf)
+                };
                 let svg = svg.with_context(|| format!("the {what} of {}", r.id))?;
                 out.push_str(&svg.replace('\n', " "));
                 out.push('\n');
@@ -268,27 +340,57 @@ fn not_yet_run(id: &str) -> String {
 
 /// The exercises of the catalog the record does not cover, said under a table drawn from it.
 fn unrecorded(record: &VerificationRecord, exercises: &[Exercise], up: &str) -> String {
-    let missing: Vec<String> = exercises.iter().filter(|e| !record.exercises.iter().any(|r| r.id == e.id)).map(|e| format!("[{}]({up}{})", e.id, e.chapter)).collect();
+    let missing: Vec<String> = exercises
+        .iter()
+        .filter(|e| !record.exercises.iter().any(|r| r.id == e.id))
+        .map(|e| format!("[{}]({up}{})", e.id, e.chapter))
+        .collect();
     if missing.is_empty() {
         return String::new();
     }
-    format!("\nNot yet run on a GPU (newer than this record, so not in the table): {}.\n", missing.join(", "))
+    format!(
+        "\nNot yet run on a GPU (newer than this record, so not in the table): {}.\n",
+        missing.join(", ")
+    )
 }
 
 fn machine(record: &VerificationRecord) -> String {
-    let gpu = record.gpu.as_ref().map(|g| format!("{} ({})", g.name, record.arch)).unwrap_or_else(|| "no GPU".into());
+    let gpu = record
+        .gpu
+        .as_ref()
+        .map(|g| format!("{} ({})", g.name, record.arch))
+        .unwrap_or_else(|| "no GPU".into());
     format!(
         "Recorded on an {gpu}, driver {}, with nvcc {}, compute-sanitizer {} and ncu {}, on {}.\n",
         record.driver_version.as_deref().unwrap_or("?"),
-        record.tools.nvcc.as_deref().and_then(|v| v.split('/').next()).map(|v| v.trim_start_matches("Build ")).unwrap_or("?"),
-        record.tools.compute_sanitizer.as_deref().map(short_version).unwrap_or("?"),
-        record.tools.ncu.as_deref().map(short_version).unwrap_or("?"),
+        record
+            .tools
+            .nvcc
+            .as_deref()
+            .and_then(|v| v.split('/').next())
+            .map(|v| v.trim_start_matches("Build "))
+            .unwrap_or("?"),
+        record
+            .tools
+            .compute_sanitizer
+            .as_deref()
+            .map(short_version)
+            .unwrap_or("?"),
+        record
+            .tools
+            .ncu
+            .as_deref()
+            .map(short_version)
+            .unwrap_or("?"),
         &record.created[..10.min(record.created.len())],
     )
 }
 
 fn short_version(v: &str) -> &str {
-    v.trim_start_matches("Version ").split(' ').next().unwrap_or(v)
+    v.trim_start_matches("Version ")
+        .split(' ')
+        .next()
+        .unwrap_or(v)
 }
 
 /// Paths in a recorded command, relative to the workbook (the record holds the GPU machine's).
@@ -299,7 +401,10 @@ fn relative_command(command: &str) -> String {
             for anchor in ["/.cudabugs/", "/exercises/", "/solutions/"] {
                 if let Some(i) = w.find(anchor) {
                     let head = &w[..i];
-                    let prefix = head.rsplit_once('=').map(|(k, _)| format!("{k}=")).unwrap_or_default();
+                    let prefix = head
+                        .rsplit_once('=')
+                        .map(|(k, _)| format!("{k}="))
+                        .unwrap_or_default();
                     return format!("{prefix}{}", &w[i + 1..]);
                 }
             }
@@ -326,21 +431,40 @@ fn trimmed(line: &str) -> String {
 fn render_record(record: &VerificationRecord, r: &ExerciseRecord) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", machine(record));
-    let tool_step = r.checks.iter().find(|c| c.name.starts_with("exercise fails under"));
+    let tool_step = r
+        .checks
+        .iter()
+        .find(|c| c.name.starts_with("exercise fails under"));
     if let Some(cmd) = tool_step.and_then(|s| s.command.as_deref()) {
-        let _ = writeln!(out, "The command the grader ran on the untouched exercise:\n\n```console\n$ {}\n```\n", relative_command(cmd));
+        let _ = writeln!(
+            out,
+            "The command the grader ran on the untouched exercise:\n\n```console\n$ {}\n```\n",
+            relative_command(cmd)
+        );
     }
     if let Some(text) = &r.tool_output {
         let lines: Vec<&str> = text.lines().collect();
         let tool = r.tool.map(|t| t.name()).unwrap_or("the tool");
-        let _ = writeln!(out, "What {tool} printed{}:\n\n```text", if lines.len() > OUTPUT_LINES { format!(" (the first {OUTPUT_LINES} of {} lines)", lines.len()) } else { String::new() });
+        let _ = writeln!(
+            out,
+            "What {tool} printed{}:\n\n```text",
+            if lines.len() > OUTPUT_LINES {
+                format!(" (the first {OUTPUT_LINES} of {} lines)", lines.len())
+            } else {
+                String::new()
+            }
+        );
         for l in lines.iter().take(OUTPUT_LINES) {
             let _ = writeln!(out, "{}", trimmed(&relative_command(l)));
         }
         let _ = writeln!(out, "```\n");
     }
     if let Some(f) = &r.finding {
-        let at: Vec<String> = f.locations.iter().map(|l| format!("`{}` ({})", l.short(), l.role)).collect();
+        let at: Vec<String> = f
+            .locations
+            .iter()
+            .map(|l| format!("`{}` ({})", l.short(), l.role))
+            .collect();
         let _ = writeln!(
             out,
             "The grader read it as **{} {}** at {}, inside the marked region `{}`: the exercise fails for its intended reason.\n",
@@ -352,11 +476,23 @@ fn render_record(record: &VerificationRecord, r: &ExerciseRecord) -> String {
     }
     match (&r.plain_runs, &r.plain_run) {
         (Some(p), Some(plain)) => {
-            let _ = writeln!(out, "Plain `-O3` runs of the same exercise, each a fresh process: {}. {}\n", plain_runs_text(p), plain_example(p, plain));
+            let _ = writeln!(
+                out,
+                "Plain `-O3` runs of the same exercise, each a fresh process: {}. {}\n",
+                plain_runs_text(p),
+                plain_example(p, plain)
+            );
         }
         (None, Some(plain)) => {
-            let verdict = if r.plain_run_correct == Some(true) { "right: the bug is silent" } else { "wrong" };
-            let _ = writeln!(out, "A plain `-O3` run of the same exercise: {plain}. Its output was {verdict}.\n");
+            let verdict = if r.plain_run_correct == Some(true) {
+                "right: the bug is silent"
+            } else {
+                "wrong"
+            };
+            let _ = writeln!(
+                out,
+                "A plain `-O3` run of the same exercise: {plain}. Its output was {verdict}.\n"
+            );
         }
         _ => {}
     }
@@ -370,17 +506,34 @@ fn render_record(record: &VerificationRecord, r: &ExerciseRecord) -> String {
             Status::ToolError => "**tool error**",
             Status::Skipped => "skipped",
         };
-        let _ = writeln!(out, "| {} | {status} | {} |", c.name, c.summary.replace('|', "\\|"));
+        let _ = writeln!(
+            out,
+            "| {} | {status} | {} |",
+            c.name,
+            c.summary.replace('|', "\\|")
+        );
     }
     if let Some(p) = &r.perf {
         out.push_str(&render_perf(p));
     }
     if let Some(t) = &r.timing {
-        let _ = writeln!(out, "\nncu `gpu__time_duration.sum` of `{}` per call, base clocks:\n", t.kernels.join("`, `"));
-        let _ = writeln!(out, "| version | time | ratio to the fix |\n| --- | --- | --- |");
+        let _ = writeln!(
+            out,
+            "\nncu `gpu__time_duration.sum` of `{}` per call, base clocks:\n",
+            t.kernels.join("`, `")
+        );
+        let _ = writeln!(
+            out,
+            "| version | time | ratio to the fix |\n| --- | --- | --- |"
+        );
         match t.original_ns {
             Some(o) => {
-                let _ = writeln!(out, "| original (the bug) | {} | {:.2}x |", us(o), o / t.reference_ns);
+                let _ = writeln!(
+                    out,
+                    "| original (the bug) | {} | {:.2}x |",
+                    us(o),
+                    o / t.reference_ns
+                );
             }
             None => {
                 let _ = writeln!(out, "| original (the bug) | not timed: it crashed | - |");
@@ -388,9 +541,17 @@ fn render_record(record: &VerificationRecord, r: &ExerciseRecord) -> String {
         }
         let _ = writeln!(out, "| the fix | {} | 1.00x |", us(t.reference_ns));
         if let (Some(ns), Some(ratio)) = (t.rerun_ns, t.rerun_ratio) {
-            let _ = writeln!(out, "| the fix, second process | {} | {ratio:.3}x |", us(ns));
+            let _ = writeln!(
+                out,
+                "| the fix, second process | {} | {ratio:.3}x |",
+                us(ns)
+            );
         }
-        let _ = writeln!(out, "\nA learner's fix passes when it is within {:.2}x of the fix.", t.max_ratio_to_reference);
+        let _ = writeln!(
+            out,
+            "\nA learner's fix passes when it is within {:.2}x of the fix.",
+            t.max_ratio_to_reference
+        );
     }
     out
 }
@@ -408,13 +569,41 @@ fn render_perf(p: &grader::judge::perf::PerfSummary) -> String {
     for m in &p.shown {
         let _ = write!(out, " {} |", m.label());
     }
-    let _ = writeln!(out, " on the roofline |\n|{}", " --- |".repeat(p.shown.len() + 4));
+    let _ = writeln!(
+        out,
+        " on the roofline |\n|{}",
+        " --- |".repeat(p.shown.len() + 4)
+    );
     for v in &p.versions {
-        let _ = write!(out, "| {} | {} | {:.2}x |", name(&v.version), us(v.nanoseconds), v.speedup);
+        let _ = write!(
+            out,
+            "| {} | {} | {:.2}x |",
+            name(&v.version),
+            us(v.nanoseconds),
+            v.speedup
+        );
         for m in &p.shown {
-            let _ = write!(out, " {} |", if v.metrics.is_empty() { "-".into() } else { m.show(v.metric(*m)) });
+            let _ = write!(
+                out,
+                " {} |",
+                if v.metrics.is_empty() {
+                    "-".into()
+                } else {
+                    m.show(v.metric(*m))
+                }
+            );
         }
-        let roof = v.roofline.as_ref().map(|r| format!("{:.2} FLOP/B, {:.0}% of the roof", r.intensity, 100.0 * r.gflops / r.roof_gflops)).unwrap_or_else(|| "-".into());
+        let roof = v
+            .roofline
+            .as_ref()
+            .map(|r| {
+                format!(
+                    "{:.2} FLOP/B, {:.0}% of the roof",
+                    r.intensity,
+                    100.0 * r.gflops / r.roof_gflops
+                )
+            })
+            .unwrap_or_else(|| "-".into());
         let _ = writeln!(out, " {roof} |");
     }
     let _ = writeln!(out, "\nA learner's version passes at {:.2}x the original or faster, timed in the same run, with its goals met.\n", p.target_speedup);
@@ -437,7 +626,11 @@ fn plain_runs_text(p: &PlainRuns) -> String {
     if p.failed > 0 {
         parts.push(format!("crashed in {} of {}", p.failed, p.runs));
     }
-    let silent = if p.correct == p.runs { " (the bug is silent)" } else { "" };
+    let silent = if p.correct == p.runs {
+        " (the bug is silent)"
+    } else {
+        ""
+    };
     format!("{}{silent}", parts.join(", "))
 }
 
@@ -452,7 +645,11 @@ fn plain_example(p: &PlainRuns, first_bad: &str) -> String {
 /// Which tool flagged each untouched exercise, from the record: a "which tool catches what, on
 /// this GPU" table that nobody writes by hand.
 fn render_tool_matrix(record: &VerificationRecord, up: &str) -> Result<String> {
-    if record.exercises.iter().all(|e| e.original_under_tools.is_empty()) {
+    if record
+        .exercises
+        .iter()
+        .all(|e| e.original_under_tools.is_empty())
+    {
         bail!("the verification record has no survey of the untouched exercises: make it with `cargo xtask verify --survey --record book/verification.json` on a GPU");
     }
     let mut out = String::new();
@@ -461,11 +658,23 @@ fn render_tool_matrix(record: &VerificationRecord, up: &str) -> Result<String> {
     for t in tools {
         let _ = write!(out, " {t} |");
     }
-    let _ = writeln!(out, " plain runs right |\n| --- | --- |{}", " --- |".repeat(tools.len() + 1));
+    let _ = writeln!(
+        out,
+        " plain runs right |\n| --- | --- |{}",
+        " --- |".repeat(tools.len() + 1)
+    );
     let mut unseen = Vec::new();
     // The performance track has no bug to catch: its originals are clean by design.
-    for e in record.exercises.iter().filter(|e| e.track == grader::exercise::manifest::Track::Bug) {
-        let _ = write!(out, "| [{}]({up}lessons/{}.md) | {} |", e.id, e.id, e.bug_class);
+    for e in record
+        .exercises
+        .iter()
+        .filter(|e| e.track == grader::exercise::manifest::Track::Bug)
+    {
+        let _ = write!(
+            out,
+            "| [{}]({up}lessons/{}.md) | {} |",
+            e.id, e.id, e.bug_class
+        );
         let mut any = false;
         for t in tools {
             let cell = match e.original_under_tools.iter().find(|s| s.tool == t) {
@@ -474,7 +683,12 @@ fn render_tool_matrix(record: &VerificationRecord, up: &str) -> Result<String> {
                     any = true;
                     // The kind it reported in that region ("out-of-bounds in bug").
                     // A kind whose records name no line (a device-heap leak) is "in -".
-                    let kind = s.kinds.iter().find_map(|k| k.strip_suffix(&format!(" in {}", e.region))).or_else(|| s.kinds.iter().find_map(|k| k.strip_suffix(" in -"))).unwrap_or_default();
+                    let kind = s
+                        .kinds
+                        .iter()
+                        .find_map(|k| k.strip_suffix(&format!(" in {}", e.region)))
+                        .or_else(|| s.kinds.iter().find_map(|k| k.strip_suffix(" in -")))
+                        .unwrap_or_default();
                     format!("**flags it** ({kind})")
                 }
                 Some(s) => match s.status {
@@ -488,32 +702,56 @@ fn render_tool_matrix(record: &VerificationRecord, up: &str) -> Result<String> {
             };
             let _ = write!(out, " {cell} |");
         }
-        let plain = e.plain_runs.map(|p| format!("{} of {}", p.correct, p.runs)).unwrap_or_else(|| "-".into());
+        let plain = e
+            .plain_runs
+            .map(|p| format!("{} of {}", p.correct, p.runs))
+            .unwrap_or_else(|| "-".into());
         let _ = writeln!(out, " {plain} |");
         if !any && !e.original_under_tools.is_empty() {
-            unseen.push(format!("[{}]({up}lessons/{}.md) ({})", e.id, e.id, e.bug_class));
+            unseen.push(format!(
+                "[{}]({up}lessons/{}.md) ({})",
+                e.id, e.id, e.bug_class
+            ));
         }
     }
     if unseen.is_empty() {
-        let _ = writeln!(out, "\nEvery bug class here was flagged by at least one tool.");
+        let _ = writeln!(
+            out,
+            "\nEvery bug class here was flagged by at least one tool."
+        );
     } else {
-        let _ = writeln!(out, "\nNo tool flagged: {}. The cases, run plainly, are what catches these.", unseen.join(", "));
+        let _ = writeln!(
+            out,
+            "\nNo tool flagged: {}. The cases, run plainly, are what catches these.",
+            unseen.join(", ")
+        );
     }
     Ok(out)
 }
 
 fn render_diff(e: &Exercise, workbook: &Path) -> String {
     let rel = |p: &Path| p.strip_prefix(workbook).unwrap_or(p).display().to_string();
-    let diff = similar::TextDiff::from_lines(&e.original, &e.solution_text).unified_diff().context_radius(2).header(&rel(&e.exercise), &rel(&e.solution)).to_string();
+    let diff = similar::TextDiff::from_lines(&e.original, &e.solution_text)
+        .unified_diff()
+        .context_radius(2)
+        .header(&rel(&e.exercise), &rel(&e.solution))
+        .to_string();
     format!("```diff\n{diff}```\n")
 }
 
 /// The lines between a region's markers in the pristine exercise.
 fn render_region(e: &Exercise, name: &str) -> Result<String> {
-    let regions = grader::exercise::regions::parse(&e.original).map_err(|err| anyhow::anyhow!("{}: line {}: {}", e.id, err.line, err.message))?;
-    let r = regions.iter().find(|r| r.name == name).with_context(|| format!("{} has no region `{name}`", e.id))?;
+    let regions = grader::exercise::regions::parse(&e.original)
+        .map_err(|err| anyhow::anyhow!("{}: line {}: {}", e.id, err.line, err.message))?;
+    let r = regions
+        .iter()
+        .find(|r| r.name == name)
+        .with_context(|| format!("{} has no region `{name}`", e.id))?;
     let lines: Vec<&str> = e.original.lines().collect();
-    Ok(lines[r.begin_line..r.end_line - 1].iter().map(|l| format!("{l}\n")).collect())
+    Ok(lines[r.begin_line..r.end_line - 1]
+        .iter()
+        .map(|l| format!("{l}\n"))
+        .collect())
 }
 
 fn render_summary(record: &VerificationRecord, up: &str) -> String {
@@ -538,8 +776,16 @@ fn render_summary(record: &VerificationRecord, up: &str) -> String {
             e.outcome.label()
         );
     }
-    let phases = record.phases.as_ref().map(|p| format!(" ({})", grader::report::phases_text(p))).unwrap_or_default();
-    let _ = writeln!(out, "\n`cargo xtask verify` took {:.1} s over these exercises{phases}.", record.wall_seconds);
+    let phases = record
+        .phases
+        .as_ref()
+        .map(|p| format!(" ({})", grader::report::phases_text(p)))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "\n`cargo xtask verify` took {:.1} s over these exercises{phases}.",
+        record.wall_seconds
+    );
     out
 }
 
@@ -548,15 +794,37 @@ fn render_summary(record: &VerificationRecord, up: &str) -> String {
 /// its speedup being a measurement), which tools saw the untouched file and how often its plain
 /// runs were right.
 fn verdict_key(e: &ExerciseRecord) -> String {
-    let sightings: Vec<String> = e.original_under_tools.iter().map(|s| format!("{}:{:?}:{}", s.tool, s.status, s.kinds.join("+"))).collect();
-    let finding = if e.track == grader::exercise::manifest::Track::Perf { "slow".into() } else { e.evidence() };
-    format!("{} | {finding} | {} | {}", e.label(), sightings.join(","), e.plain_runs.map(|p| plain_runs_text(&p)).unwrap_or_default())
+    let sightings: Vec<String> = e
+        .original_under_tools
+        .iter()
+        .map(|s| format!("{}:{:?}:{}", s.tool, s.status, s.kinds.join("+")))
+        .collect();
+    let finding = if e.track == grader::exercise::manifest::Track::Perf {
+        "slow".into()
+    } else {
+        e.evidence()
+    };
+    format!(
+        "{} | {finding} | {} | {}",
+        e.label(),
+        sightings.join(","),
+        e.plain_runs
+            .map(|p| plain_runs_text(&p))
+            .unwrap_or_default()
+    )
 }
 
 /// "H100" for "NVIDIA H100 80GB HBM3": the model, for table headings.
 fn gpu_name(record: &VerificationRecord) -> String {
-    let name = record.gpu.as_ref().map(|g| g.name.as_str()).unwrap_or("no GPU");
-    name.strip_prefix("NVIDIA ").and_then(|rest| rest.split_whitespace().next()).unwrap_or(name).to_string()
+    let name = record
+        .gpu
+        .as_ref()
+        .map(|g| g.name.as_str())
+        .unwrap_or("no GPU");
+    name.strip_prefix("NVIDIA ")
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or(name)
+        .to_string()
 }
 
 /// `{{#cudabugs-second-gpu FILE}}`: another GPU's record of the catalog beside the book's: how many
@@ -564,8 +832,21 @@ fn gpu_name(record: &VerificationRecord) -> String {
 fn render_second_gpu(record: &VerificationRecord, other: &VerificationRecord) -> String {
     let (a, b) = (gpu_name(record), gpu_name(other));
     let mut out = machine(other);
-    let both: Vec<(&ExerciseRecord, &ExerciseRecord)> = record.exercises.iter().filter_map(|e| other.exercises.iter().find(|o| o.id == e.id).map(|o| (e, o))).collect();
-    let same = both.iter().filter(|(e, o)| verdict_key(e) == verdict_key(o)).count();
+    let both: Vec<(&ExerciseRecord, &ExerciseRecord)> = record
+        .exercises
+        .iter()
+        .filter_map(|e| {
+            other
+                .exercises
+                .iter()
+                .find(|o| o.id == e.id)
+                .map(|o| (e, o))
+        })
+        .collect();
+    let same = both
+        .iter()
+        .filter(|(e, o)| verdict_key(e) == verdict_key(o))
+        .count();
     let _ = writeln!(
         out,
         "
@@ -573,8 +854,17 @@ fn render_second_gpu(record: &VerificationRecord, other: &VerificationRecord) ->
 ",
         both.len()
     );
-    for (e, o) in both.iter().filter(|(e, o)| verdict_key(e) != verdict_key(o)) {
-        let _ = writeln!(out, "- **{}** differs: {a}: {}; {b}: {}", e.id, verdict_key(e), verdict_key(o));
+    for (e, o) in both
+        .iter()
+        .filter(|(e, o)| verdict_key(e) != verdict_key(o))
+    {
+        let _ = writeln!(
+            out,
+            "- **{}** differs: {a}: {}; {b}: {}",
+            e.id,
+            verdict_key(e),
+            verdict_key(o)
+        );
     }
     let _ = writeln!(out, "
 | exercise | intended finding | fix on the {a} | fix on the {b} | {b} / {a} | speedup of the fix ({a} / {b}) |
@@ -584,18 +874,37 @@ fn render_second_gpu(record: &VerificationRecord, other: &VerificationRecord) ->
             (Some(x), Some(y)) => format!("{:.2}", y / x),
             _ => "-".into(),
         };
-        let speedup = |r: &ExerciseRecord| r.perf_version("reference").map(|v| format!("{:.2}x", v.speedup));
+        let speedup = |r: &ExerciseRecord| {
+            r.perf_version("reference")
+                .map(|v| format!("{:.2}x", v.speedup))
+        };
         let speedups = match (speedup(e), speedup(o)) {
             (Some(x), Some(y)) => format!("{x} / {y}"),
             _ => "-".into(),
         };
         let time = |r: &ExerciseRecord| r.reference_ns().map(us).unwrap_or_else(|| "-".into());
-        let _ = writeln!(out, "| {} | {} | {} | {} | {ratio} | {speedups} |", e.id, e.evidence(), time(e), time(o));
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {ratio} | {speedups} |",
+            e.id,
+            e.evidence(),
+            time(e),
+            time(o)
+        );
     }
-    let missing: Vec<&str> = record.exercises.iter().filter(|e| !other.exercises.iter().any(|o| o.id == e.id)).map(|e| e.id.as_str()).collect();
+    let missing: Vec<&str> = record
+        .exercises
+        .iter()
+        .filter(|e| !other.exercises.iter().any(|o| o.id == e.id))
+        .map(|e| e.id.as_str())
+        .collect();
     if !missing.is_empty() {
-        let _ = writeln!(out, "
-Not in the {b} record: {}.", missing.join(", "));
+        let _ = writeln!(
+            out,
+            "
+Not in the {b} record: {}.",
+            missing.join(", ")
+        );
     }
     out
 }
@@ -607,12 +916,18 @@ pub fn build(book_root: &Path, workbook: &Path, dest: Option<&Path>) -> Result<P
     if let Some(d) = dest {
         book.config.build.build_dir = d.to_path_buf();
     }
-    book.with_preprocessor(Cudabugs { workbook: workbook.to_path_buf() });
+    book.with_preprocessor(Cudabugs {
+        workbook: workbook.to_path_buf(),
+    });
     book.build().map_err(|e| anyhow::anyhow!("{e:#}"))?;
     let html = book.build_dir_for("html");
     let dead = links::dead_links(&html);
     if !dead.is_empty() {
-        bail!("the book has {} dead link(s):\n  {}", dead.len(), dead.join("\n  "));
+        bail!(
+            "the book has {} dead link(s):\n  {}",
+            dead.len(),
+            dead.join("\n  ")
+        );
     }
     Ok(html)
 }
@@ -621,7 +936,9 @@ pub fn build(book_root: &Path, workbook: &Path, dest: Option<&Path>) -> Result<P
 /// served book is rebuilt when it moves.
 fn newest_source(book_root: &Path, workbook: &Path) -> std::time::SystemTime {
     fn walk(p: &Path, newest: &mut std::time::SystemTime) {
-        let Ok(meta) = std::fs::metadata(p) else { return };
+        let Ok(meta) = std::fs::metadata(p) else {
+            return;
+        };
         if let Ok(m) = meta.modified() {
             *newest = (*newest).max(m);
         }
@@ -632,7 +949,13 @@ fn newest_source(book_root: &Path, workbook: &Path) -> std::time::SystemTime {
         }
     }
     let mut newest = std::time::UNIX_EPOCH;
-    for p in [book_root.join("src"), book_root.join("book.toml"), book_root.join(RECORD_FILE), workbook.join("exercises"), workbook.join("solutions")] {
+    for p in [
+        book_root.join("src"),
+        book_root.join("book.toml"),
+        book_root.join(RECORD_FILE),
+        workbook.join("exercises"),
+        workbook.join("solutions"),
+    ] {
         walk(&p, &mut newest);
     }
     newest
@@ -640,13 +963,26 @@ fn newest_source(book_root: &Path, workbook: &Path) -> std::time::SystemTime {
 
 /// Serve the built book on `addr`, rebuilding it when a source changed since the last build (checked
 /// on each page request). Runs until the process is stopped.
-pub fn serve(book_root: &Path, workbook: &Path, addr: &str, mut say: impl FnMut(&str)) -> Result<()> {
+pub fn serve(
+    book_root: &Path,
+    workbook: &Path,
+    addr: &str,
+    mut say: impl FnMut(&str),
+) -> Result<()> {
     let mut built_at = newest_source(book_root, workbook);
     let mut dir = build(book_root, workbook, None)?;
-    let server = tiny_http::Server::http(addr).map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
-    say(&format!("serving the book on http://{addr}/ (Ctrl-C to stop)"));
+    let server = tiny_http::Server::http(addr)
+        .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
+    say(&format!(
+        "serving the book on http://{addr}/ (Ctrl-C to stop)"
+    ));
     for request in server.incoming_requests() {
-        let url = request.url().split(['?', '#']).next().unwrap_or("/").to_string();
+        let url = request
+            .url()
+            .split(['?', '#'])
+            .next()
+            .unwrap_or("/")
+            .to_string();
         if url.ends_with('/') || url.ends_with(".html") {
             let newest = newest_source(book_root, workbook);
             if newest > built_at {
@@ -677,7 +1013,9 @@ pub fn serve(book_root: &Path, workbook: &Path, addr: &str, mut say: impl FnMut(
                     Some("json") => "application/json",
                     _ => "application/octet-stream",
                 };
-                tiny_http::Response::from_data(bytes).with_header(tiny_http::Header::from_bytes("Content-Type", kind).expect("valid header"))
+                tiny_http::Response::from_data(bytes).with_header(
+                    tiny_http::Header::from_bytes("Content-Type", kind).expect("valid header"),
+                )
             }
             Err(_) => tiny_http::Response::from_string("not found").with_status_code(404),
         };
@@ -693,7 +1031,11 @@ mod tests {
     #[test]
     fn includes_of_missing_files_and_anchors_are_errors() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("k.cu"), "// ANCHOR: bug\nx;\n// ANCHOR_END: bug\n").unwrap();
+        std::fs::write(
+            dir.path().join("k.cu"),
+            "// ANCHOR: bug\nx;\n// ANCHOR_END: bug\n",
+        )
+        .unwrap();
         let chapter = dir.path().join("c.md");
         let errors = check_includes("{{#include k.cu:bug}}\n{{#include k.cu:nope}}\n{{#include gone.cu}}\n{{#include k.cu:2:3}}\n", &chapter);
         assert_eq!(errors.len(), 2, "{errors:?}");
@@ -710,7 +1052,10 @@ mod tests {
         ch.source_path = Some("lessons/01.md".into());
         let errors = dead_links(&ch, dir.path());
         assert_eq!(errors.len(), 1, "{errors:?}");
-        assert!(errors[0].starts_with("line 3: dead link `../tools/racecheck.md`"), "{errors:?}");
+        assert!(
+            errors[0].starts_with("line 3: dead link `../tools/racecheck.md`"),
+            "{errors:?}"
+        );
     }
 
     #[test]

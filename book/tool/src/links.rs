@@ -7,7 +7,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use html5ever::tendril::StrTendril;
-use html5ever::tokenizer::{BufferQueue, TagKind, Token, TokenSink, TokenSinkResult, Tokenizer, TokenizerOpts};
+use html5ever::tokenizer::{
+    BufferQueue, TagKind, Token, TokenSink, TokenSinkResult, Tokenizer, TokenizerOpts,
+};
 
 /// What one page offers (ids) and asks for (relative hrefs).
 #[derive(Default)]
@@ -54,11 +56,17 @@ fn scan(html: &str) -> Page {
 const GENERATED: [&str; 3] = ["print.html", "toc.html", "404.html"];
 
 fn html_pages(dir: &Path, rel: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir.join(rel)).into_iter().flatten().flatten() {
+    for entry in std::fs::read_dir(dir.join(rel))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
         let rel = rel.join(entry.file_name());
         if entry.path().is_dir() {
             html_pages(dir, &rel, out);
-        } else if rel.extension().is_some_and(|e| e == "html") && !GENERATED.iter().any(|g| rel == Path::new(g)) {
+        } else if rel.extension().is_some_and(|e| e == "html")
+            && !GENERATED.iter().any(|g| rel == Path::new(g))
+        {
             out.push(rel);
         }
     }
@@ -79,7 +87,11 @@ pub fn dead_links(html_dir: &Path) -> Vec<String> {
     for (rel, page) in &pages {
         let dir = rel.parent().unwrap_or(Path::new(""));
         for href in &page.hrefs {
-            if href.contains("://") || href.starts_with("mailto:") || href.starts_with("javascript:") || href.starts_with('/') {
+            if href.contains("://")
+                || href.starts_with("mailto:")
+                || href.starts_with("javascript:")
+                || href.starts_with('/')
+            {
                 continue;
             }
             let (file, fragment) = match href.split_once('#') {
@@ -87,12 +99,26 @@ pub fn dead_links(html_dir: &Path) -> Vec<String> {
                 None => (href.as_str(), None),
             };
             let file = file.split('?').next().unwrap_or("");
-            let target = if file.is_empty() { rel.clone() } else { crate::normalise(&dir.join(file)) };
-            let target = if target.as_os_str().is_empty() || html_dir.join(&target).is_dir() { target.join("index.html") } else { target };
+            let target = if file.is_empty() {
+                rel.clone()
+            } else {
+                crate::normalise(&dir.join(file))
+            };
+            let target = if target.as_os_str().is_empty() || html_dir.join(&target).is_dir() {
+                target.join("index.html")
+            } else {
+                target
+            };
             let found = pages.get(&target);
             if found.is_none() && !html_dir.join(&target).is_file() {
-                errors.push(format!("{}: dead link `{href}` ({} is not in the book)", rel.display(), target.display()));
-            } else if let (Some(fragment), Some(target_page)) = (fragment.filter(|f| !f.is_empty()), found) {
+                errors.push(format!(
+                    "{}: dead link `{href}` ({} is not in the book)",
+                    rel.display(),
+                    target.display()
+                ));
+            } else if let (Some(fragment), Some(target_page)) =
+                (fragment.filter(|f| !f.is_empty()), found)
+            {
                 if !target_page.ids.contains(fragment) {
                     errors.push(format!("{}: dead link `{href}` ({} has no heading or element with id `{fragment}`)", rel.display(), target.display()));
                 }
@@ -120,8 +146,18 @@ mod tests {
         .unwrap();
         let errors = dead_links(dir.path());
         assert_eq!(errors.len(), 3, "{errors:#?}");
-        assert!(errors[0].contains("`tools/racecheck.html#what-it-misses`") && errors[0].contains("no heading or element with id `what-it-misses`"), "{errors:#?}");
-        assert!(errors[1].contains("`tools/memcheck.html`") && errors[1].contains("is not in the book"), "{errors:#?}");
-        assert!(errors[2].contains("`#nowhere`") && errors[2].contains("index.html has no"), "{errors:#?}");
+        assert!(
+            errors[0].contains("`tools/racecheck.html#what-it-misses`")
+                && errors[0].contains("no heading or element with id `what-it-misses`"),
+            "{errors:#?}"
+        );
+        assert!(
+            errors[1].contains("`tools/memcheck.html`") && errors[1].contains("is not in the book"),
+            "{errors:#?}"
+        );
+        assert!(
+            errors[2].contains("`#nowhere`") && errors[2].contains("index.html has no"),
+            "{errors:#?}"
+        );
     }
 }

@@ -7,7 +7,10 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let mut args = std::env::args_os().skip(1);
-    let (Some(book), Some(workbook)) = (args.next().map(PathBuf::from), args.next().map(PathBuf::from)) else {
+    let (Some(book), Some(workbook)) = (
+        args.next().map(PathBuf::from),
+        args.next().map(PathBuf::from),
+    ) else {
         eprintln!("usage: cudabugs-book BOOK_DIR WORKBOOK [--out DIR] [--serve ADDR]");
         return ExitCode::from(2);
     };
@@ -23,7 +26,9 @@ fn main() -> ExitCode {
         }
     }
     let result = match &serve {
-        Some(addr) => cudabugs_book::serve(&book, &workbook, addr, |line| eprintln!("{line}")).map(|()| None),
+        Some(addr) => {
+            cudabugs_book::serve(&book, &workbook, addr, |line| eprintln!("{line}")).map(|()| None)
+        }
         None => cudabugs_book::build(&book, &workbook, out.as_deref()).map(Some),
     };
     match result {

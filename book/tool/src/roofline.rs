@@ -10,21 +10,41 @@ const SIZE: (u32, u32) = (720, 420);
 
 /// The chart as SVG markup; an error where the record has no roofline points.
 pub fn svg(perf: &PerfSummary) -> Result<String> {
-    let points: Vec<(&str, f64, f64)> = perf.versions.iter().filter_map(|v| v.roofline.as_ref().map(|r| (v.version.as_str(), r.intensity, r.gflops))).collect();
+    let points: Vec<(&str, f64, f64)> = perf
+        .versions
+        .iter()
+        .filter_map(|v| {
+            v.roofline
+                .as_ref()
+                .map(|r| (v.version.as_str(), r.intensity, r.gflops))
+        })
+        .collect();
     if points.is_empty() {
-        return Err(anyhow!("the record has no roofline point for this exercise"));
+        return Err(anyhow!(
+            "the record has no roofline point for this exercise"
+        ));
     }
     let peak = &perf.peak;
-    let (lo_x, hi_x) = points.iter().fold((peak.ridge(), peak.ridge()), |(lo, hi), p| (lo.min(p.1), hi.max(p.1)));
+    let (lo_x, hi_x) = points
+        .iter()
+        .fold((peak.ridge(), peak.ridge()), |(lo, hi), p| {
+            (lo.min(p.1), hi.max(p.1))
+        });
     let (x0, x1) = (lo_x / 4.0, hi_x * 4.0);
-    let lo_y = points.iter().map(|p| p.2).fold(peak.roof_gflops(x0), f64::min);
+    let lo_y = points
+        .iter()
+        .map(|p| p.2)
+        .fold(peak.roof_gflops(x0), f64::min);
     let (y0, y1) = (lo_y / 3.0, peak.fma_ncu_gflops * 2.0);
     let mut out = String::new();
     {
         let root = SVGBackend::with_string(&mut out, SIZE).into_drawing_area();
         root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
         let mut chart = ChartBuilder::on(&root)
-            .caption(format!("Roofline of the {} (measured)", peak.device), ("sans-serif", 18))
+            .caption(
+                format!("Roofline of the {} (measured)", peak.device),
+                ("sans-serif", 18),
+            )
             .margin(12)
             .x_label_area_size(44)
             .y_label_area_size(70)
@@ -36,7 +56,12 @@ pub fn svg(perf: &PerfSummary) -> Result<String> {
             .y_labels(8)
             .x_desc("arithmetic intensity (FLOP per DRAM byte)")
             .y_desc("GFLOP/s")
-            .x_label_formatter(&|x| format!("{x:.3}").trim_end_matches('0').trim_end_matches('.').to_string())
+            .x_label_formatter(&|x| {
+                format!("{x:.3}")
+                    .trim_end_matches('0')
+                    .trim_end_matches('.')
+                    .to_string()
+            })
             .y_label_formatter(&|y| format!("{y:.0}"))
             .draw()
             .map_err(|e| anyhow!("{e}"))?;
@@ -48,7 +73,11 @@ pub fn svg(perf: &PerfSummary) -> Result<String> {
         chart
             .draw_series(LineSeries::new(roof, BLUE.stroke_width(2)))
             .map_err(|e| anyhow!("{e}"))?
-            .label(format!("memcpy {:.0} GB/s, fp32 FMA {:.1} TFLOP/s (ncu clocks)", peak.memcpy_gbps, peak.fma_ncu_gflops / 1e3))
+            .label(format!(
+                "memcpy {:.0} GB/s, fp32 FMA {:.1} TFLOP/s (ncu clocks)",
+                peak.memcpy_gbps,
+                peak.fma_ncu_gflops / 1e3
+            ))
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLUE.stroke_width(2)));
         for (name, x, y) in &points {
             let colour = match *name {
@@ -61,10 +90,20 @@ pub fn svg(perf: &PerfSummary) -> Result<String> {
                 other => other.to_string(),
             };
             chart
-                .draw_series(std::iter::once(EmptyElement::at((*x, *y)) + Circle::new((0, 0), 6, colour.filled()) + Text::new(label, (9, -16), ("sans-serif", 15))))
+                .draw_series(std::iter::once(
+                    EmptyElement::at((*x, *y))
+                        + Circle::new((0, 0), 6, colour.filled())
+                        + Text::new(label, (9, -16), ("sans-serif", 15)),
+                ))
                 .map_err(|e| anyhow!("{e}"))?;
         }
-        chart.configure_series_labels().position(SeriesLabelPosition::LowerRight).background_style(WHITE.mix(0.8)).border_style(BLACK).draw().map_err(|e| anyhow!("{e}"))?;
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| anyhow!("{e}"))?;
         root.present().map_err(|e| anyhow!("{e}"))?;
     }
     Ok(out)

@@ -25,32 +25,63 @@ fn colour(kind: OpKind) -> RGBColor {
 
 /// The lanes of a call: the host first, then each stream the GPU ran work in.
 fn lanes(call: &Call) -> Vec<Option<u32>> {
-    let mut streams: Vec<u32> = call.ops.iter().filter(|o| o.gpu.is_some()).map(|o| o.stream).collect();
+    let mut streams: Vec<u32> = call
+        .ops
+        .iter()
+        .filter(|o| o.gpu.is_some())
+        .map(|o| o.stream)
+        .collect();
     streams.sort_unstable();
     streams.dedup();
-    std::iter::once(None).chain(streams.into_iter().map(Some)).collect()
+    std::iter::once(None)
+        .chain(streams.into_iter().map(Some))
+        .collect()
 }
 
 /// The chart; an error where the record holds no timeline of the original or of the fix.
 pub fn svg(perf: &PerfSummary) -> Result<String> {
     let shown: Vec<(&str, &Call)> = ["original", "reference"]
         .iter()
-        .filter_map(|n| perf.version(n).and_then(|v| v.timeline.as_ref()).map(|t| (*n, t)))
+        .filter_map(|n| {
+            perf.version(n)
+                .and_then(|v| v.timeline.as_ref())
+                .map(|t| (*n, t))
+        })
         .collect();
     if shown.len() < 2 {
-        return Err(anyhow!("the record has no timeline of the original and the fix: run `verify` on a GPU"));
+        return Err(anyhow!(
+            "the record has no timeline of the original and the fix: run `verify` on a GPU"
+        ));
     }
     let span_us = shown.iter().map(|(_, c)| c.wall_ns).fold(0.0, f64::max) / 1e3;
-    let heights: Vec<u32> = shown.iter().map(|(_, c)| 84 + LANE_PX * lanes(c).len() as u32).collect();
+    let heights: Vec<u32> = shown
+        .iter()
+        .map(|(_, c)| 84 + LANE_PX * lanes(c).len() as u32)
+        .collect();
     let mut out = String::new();
     {
-        let root = SVGBackend::with_string(&mut out, (WIDTH, heights.iter().sum::<u32>() + 30)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut out, (WIDTH, heights.iter().sum::<u32>() + 30))
+            .into_drawing_area();
         root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
         let (legend, mut rest) = root.split_vertically(30);
         let mut x = 10;
-        for (kind, what) in [(OpKind::H2d, "copy to GPU"), (OpKind::Kernel, "kernel"), (OpKind::Graph, "graph"), (OpKind::D2h, "copy to host"), (OpKind::Sync, "host waits"), (OpKind::Alloc, "malloc/free")] {
-            legend.draw(&Rectangle::new([(x, 10), (x + 14, 22)], colour(kind).filled())).map_err(|e| anyhow!("{e}"))?;
-            legend.draw(&Text::new(what, (x + 18, 10), ("sans-serif", 13))).map_err(|e| anyhow!("{e}"))?;
+        for (kind, what) in [
+            (OpKind::H2d, "copy to GPU"),
+            (OpKind::Kernel, "kernel"),
+            (OpKind::Graph, "graph"),
+            (OpKind::D2h, "copy to host"),
+            (OpKind::Sync, "host waits"),
+            (OpKind::Alloc, "malloc/free"),
+        ] {
+            legend
+                .draw(&Rectangle::new(
+                    [(x, 10), (x + 14, 22)],
+                    colour(kind).filled(),
+                ))
+                .map_err(|e| anyhow!("{e}"))?;
+            legend
+                .draw(&Text::new(what, (x + 18, 10), ("sans-serif", 13)))
+                .map_err(|e| anyhow!("{e}"))?;
             x += 22 + 8 * what.len() as i32;
         }
         for ((name, call), h) in shown.iter().zip(&heights) {
@@ -63,7 +94,15 @@ pub fn svg(perf: &PerfSummary) -> Result<String> {
                 Some(Some(s)) => format!("stream {s}"),
                 None => String::new(),
             };
-            let title = format!("{}: one call, {:.0} us", if *name == "reference" { "the fix" } else { name }, call.wall_ns / 1e3);
+            let title = format!(
+                "{}: one call, {:.0} us",
+                if *name == "reference" {
+                    "the fix"
+                } else {
+                    name
+                },
+                call.wall_ns / 1e3
+            );
             let mut chart = ChartBuilder::on(&area)
                 .caption(title, ("sans-serif", 15))
                 .margin(6)
@@ -82,7 +121,11 @@ pub fn svg(perf: &PerfSummary) -> Result<String> {
                 .y_labels(lanes.len() * 2 + 1)
                 .y_label_formatter(&|y| {
                     let frac = y - y.floor();
-                    if (frac - 0.5).abs() < 0.01 { label(lanes.len() - 1 - y.floor() as usize) } else { String::new() }
+                    if (frac - 0.5).abs() < 0.01 {
+                        label(lanes.len() - 1 - y.floor() as usize)
+                    } else {
+                        String::new()
+                    }
                 })
                 .draw()
                 .map_err(|e| anyhow!("{e}"))?;
@@ -94,16 +137,32 @@ pub fn svg(perf: &PerfSummary) -> Result<String> {
             let boxes = call.ops.iter().flat_map(|op| {
                 let host = {
                     let (y0, y1) = band(0);
-                    let (a, b) = (op.host.0 / 1e3, (op.host.1 / 1e3).max(op.host.0 / 1e3 + span_us / 800.0));
+                    let (a, b) = (
+                        op.host.0 / 1e3,
+                        (op.host.1 / 1e3).max(op.host.0 / 1e3 + span_us / 800.0),
+                    );
                     // The host inside each API call, in the colour of what it asked for: a launch
                     // takes microseconds, a blocking copy or a sync as long as the GPU does.
-                    let shade = if op.gpu.is_some() { colour(op.kind).mix(0.45) } else { colour(op.kind).mix(0.9) };
+                    let shade = if op.gpu.is_some() {
+                        colour(op.kind).mix(0.45)
+                    } else {
+                        colour(op.kind).mix(0.9)
+                    };
                     Rectangle::new([(a, y0), (b, y1)], shade.filled())
                 };
                 let gpu = op.gpu.map(|(g0, g1)| {
-                    let lane = lanes.iter().position(|l| *l == Some(op.stream)).unwrap_or(0);
+                    let lane = lanes
+                        .iter()
+                        .position(|l| *l == Some(op.stream))
+                        .unwrap_or(0);
                     let (y0, y1) = band(lane);
-                    Rectangle::new([(g0 / 1e3, y0), ((g1 / 1e3).max(g0 / 1e3 + span_us / 800.0), y1)], colour(op.kind).filled())
+                    Rectangle::new(
+                        [
+                            (g0 / 1e3, y0),
+                            ((g1 / 1e3).max(g0 / 1e3 + span_us / 800.0), y1),
+                        ],
+                        colour(op.kind).filled(),
+                    )
                 });
                 std::iter::once(host).chain(gpu)
             });

@@ -15,7 +15,11 @@ impl Copy {
         for sub in ["book/src", "book/gpu-runs", "exercises", "solutions"] {
             grader::exercise::workbook::copy_tree(&repo.join(sub), &dir.path().join(sub)).unwrap();
         }
-        for file in ["book/book.toml", "book/verification.json", "book/verification-h200.json"] {
+        for file in [
+            "book/book.toml",
+            "book/verification.json",
+            "book/verification-h200.json",
+        ] {
             std::fs::copy(repo.join(file), dir.path().join(file)).unwrap();
         }
         Copy { dir }
@@ -34,15 +38,24 @@ impl Copy {
     /// Change one exercise's entry in one of the copy's verification records.
     fn edit_record(&self, file: &str, id: &str, change: impl FnOnce(&mut serde_json::Value)) {
         let path = self.path(file);
-        let mut record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        change(record["exercises"].as_array_mut().unwrap().iter_mut().find(|e| e["id"] == id).unwrap());
+        let mut record: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        change(
+            record["exercises"]
+                .as_array_mut()
+                .unwrap()
+                .iter_mut()
+                .find(|e| e["id"] == id)
+                .unwrap(),
+        );
         std::fs::write(&path, serde_json::to_string(&record).unwrap()).unwrap();
     }
 
     /// Remove a field from every exercise of the copy's verification record.
     fn drop_from_record(&self, field: &str) {
         let path = self.path("book/verification.json");
-        let mut record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let mut record: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         for e in record["exercises"].as_array_mut().unwrap() {
             e.as_object_mut().unwrap().remove(field);
         }
@@ -61,35 +74,71 @@ impl Copy {
 #[test]
 fn the_untouched_copy_builds() {
     let copy = Copy::new();
-    let html = cudabugs_book::build(&copy.path("book"), copy.dir.path(), Some(&copy.path("out"))).unwrap();
+    let html =
+        cudabugs_book::build(&copy.path("book"), copy.dir.path(), Some(&copy.path("out"))).unwrap();
     assert!(html.join("lessons/04-sync.html").is_file());
     // The tool table, from the record: the classes no tool flagged, and each tool's cell.
     let table = std::fs::read_to_string(html.join("tool-matrix.html")).unwrap();
-    let unseen = &table[table.find("No tool flagged").expect("the list of unseen classes")..];
+    let unseen = &table[table
+        .find("No tool flagged")
+        .expect("the list of unseen classes")..];
     for id in ["13-early-return", "15-global-race", "16-uninit-shared"] {
-        assert!(unseen[..unseen.find('\n').unwrap_or(unseen.len())].contains(id), "{id} is not listed as unseen");
+        assert!(
+            unseen[..unseen.find('\n').unwrap_or(unseen.len())].contains(id),
+            "{id} is not listed as unseen"
+        );
     }
-    assert!(table.contains("<strong>flags it</strong> (shared-race)"), "racecheck on 03-race");
-    assert!(!table.contains("51-coalesce"), "the performance track has no bug for a tool to catch");
+    assert!(
+        table.contains("<strong>flags it</strong> (shared-race)"),
+        "racecheck on 03-race"
+    );
+    assert!(
+        !table.contains("51-coalesce"),
+        "the performance track has no bug for a tool to catch"
+    );
     // A performance lesson: the versions' metrics from the record and the roofline drawn inline.
     let lesson = std::fs::read_to_string(html.join("lessons/52-bank-conflicts.html")).unwrap();
-    let chart = &lesson[lesson.find("<svg width=\"720\"").expect("the roofline chart")..];
+    let chart = &lesson[lesson
+        .find("<svg width=\"720\"")
+        .expect("the roofline chart")..];
     let chart = &chart[..chart.find("</svg>").expect("a whole chart")];
-    assert!(chart.contains("Roofline of the NVIDIA") && chart.contains(" original ") && chart.contains(" the fix "), "the points are labelled: {chart}");
-    assert!(lesson.contains("bank conflicts per shared access") && lesson.contains("the fix"), "the metrics table");
+    assert!(
+        chart.contains("Roofline of the NVIDIA")
+            && chart.contains(" original ")
+            && chart.contains(" the fix "),
+        "the points are labelled: {chart}"
+    );
+    assert!(
+        lesson.contains("bank conflicts per shared access") && lesson.contains("the fix"),
+        "the metrics table"
+    );
     // The H200's record beside the H100's: the same verdict for every exercise.
     let verification = std::fs::read_to_string(html.join("verification.html")).unwrap();
-    assert!(verification.contains("43 of 43 exercises got the same verdict on both GPUs"), "the second GPU's comparison");
+    assert!(
+        verification.contains("43 of 43 exercises got the same verdict on both GPUs"),
+        "the second GPU's comparison"
+    );
     assert!(!verification.contains("differs:"));
     // A call-clocked lesson: the timeline of one call of the original and of the fix, as the
     // harness recorded them on the GPU, one lane per stream.
     let lesson = std::fs::read_to_string(html.join("lessons/63-transfers.html")).unwrap();
-    let chart = &lesson[lesson.find("<svg width=\"760\"").expect("the timeline chart")..];
+    let chart = &lesson[lesson
+        .find("<svg width=\"760\"")
+        .expect("the timeline chart")..];
     let chart = &chart[..chart.find("</svg>").expect("a whole chart")];
-    for label in ["original: one call", "the fix: one call", "default stream", "stream 4", "copy to GPU"] {
+    for label in [
+        "original: one call",
+        "the fix: one call",
+        "default stream",
+        "stream 4",
+        "copy to GPU",
+    ] {
         assert!(chart.contains(label), "the timeline has no `{label}`");
     }
-    assert!(lesson.contains("copy time overlapped by kernels"), "the timeline metrics");
+    assert!(
+        lesson.contains("copy time overlapped by kernels"),
+        "the timeline metrics"
+    );
 }
 
 #[test]
@@ -101,19 +150,34 @@ fn a_timeline_lesson_needs_the_recorded_calls() {
         }
     });
     let error = copy.build_error();
-    assert!(error.contains("lessons/62-launches.md: the timeline of 62-launches"), "{error}");
+    assert!(
+        error.contains("lessons/62-launches.md: the timeline of 62-launches"),
+        "{error}"
+    );
 }
 
 #[test]
 fn a_verdict_that_differs_on_the_second_gpu_is_named() {
     let copy = Copy::new();
-    copy.edit_record("book/verification-h200.json", "03-race", |race| race["finding"]["locations"][0]["line"] = 23.into());
-    let html = cudabugs_book::build(&copy.path("book"), copy.dir.path(), Some(&copy.path("out"))).unwrap();
+    copy.edit_record("book/verification-h200.json", "03-race", |race| {
+        race["finding"]["locations"][0]["line"] = 23.into()
+    });
+    let html =
+        cudabugs_book::build(&copy.path("book"), copy.dir.path(), Some(&copy.path("out"))).unwrap();
     let verification = std::fs::read_to_string(html.join("verification.html")).unwrap();
-    assert!(verification.contains("42 of 43 exercises got the same verdict"), "the count");
-    let note = &verification[verification.find("03-race</strong> differs").expect("the exercise named")..];
+    assert!(
+        verification.contains("42 of 43 exercises got the same verdict"),
+        "the count"
+    );
+    let note = &verification[verification
+        .find("03-race</strong> differs")
+        .expect("the exercise named")..];
     let line = &note[..note.find('\n').unwrap()];
-    assert!(line.contains("H100: pass | shared-race at reduce.cu:22") && line.contains("H200: pass | shared-race at reduce.cu:23"), "both findings shown: {line}");
+    assert!(
+        line.contains("H100: pass | shared-race at reduce.cu:22")
+            && line.contains("H200: pass | shared-race at reduce.cu:23"),
+        "both findings shown: {line}"
+    );
 }
 
 #[test]
@@ -121,7 +185,10 @@ fn a_performance_lesson_needs_its_performance_record() {
     let copy = Copy::new();
     copy.drop_from_record("perf");
     let error = copy.build_error();
-    assert!(error.contains("51-coalesce has no performance record"), "{error}");
+    assert!(
+        error.contains("51-coalesce has no performance record"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -129,14 +196,22 @@ fn a_record_without_a_survey_cannot_draw_the_tool_table() {
     let copy = Copy::new();
     copy.drop_from_record("original_under_tools");
     let error = copy.build_error();
-    assert!(error.contains("tool-matrix.md") && error.contains("verify --survey"), "{error}");
+    assert!(
+        error.contains("tool-matrix.md") && error.contains("verify --survey"),
+        "{error}"
+    );
 }
 
 #[test]
 fn an_exercise_without_a_lesson_is_an_error() {
     let copy = Copy::new();
     let summary = std::fs::read_to_string(copy.path("book/src/SUMMARY.md")).unwrap();
-    let line = summary.lines().find(|l| l.contains("lessons/04-sync.md")).unwrap().to_string() + "\n";
+    let line = summary
+        .lines()
+        .find(|l| l.contains("lessons/04-sync.md"))
+        .unwrap()
+        .to_string()
+        + "\n";
     copy.edit("book/src/SUMMARY.md", &line, "");
     let error = copy.build_error();
     assert!(error.contains("exercise 04-sync has no lesson"), "{error}");
@@ -145,9 +220,16 @@ fn an_exercise_without_a_lesson_is_an_error() {
 #[test]
 fn code_from_a_region_the_exercise_does_not_mark_is_an_error() {
     let copy = Copy::new();
-    copy.edit("book/src/lessons/04-sync.md", "{{#cudabugs-code 04-sync bug}}", "{{#cudabugs-code 04-sync the-bug}}");
+    copy.edit(
+        "book/src/lessons/04-sync.md",
+        "{{#cudabugs-code 04-sync bug}}",
+        "{{#cudabugs-code 04-sync the-bug}}",
+    );
     let error = copy.build_error();
-    assert!(error.contains("lessons/04-sync.md") && error.contains("no region `the-bug`"), "{error}");
+    assert!(
+        error.contains("lessons/04-sync.md") && error.contains("no region `the-bug`"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -158,25 +240,48 @@ fn the_lesson_shows_the_pristine_exercise_whatever_the_working_copy_holds() {
     // A learner's edit, even one that removes the anchor, changes nothing in the book.
     std::fs::write(&file, "// my attempt, anchors gone\n").unwrap();
     let out = copy.path("out");
-    cudabugs_book::build(&copy.path("book"), copy.dir.path(), Some(&out)).expect("the book builds from the pristine exercise");
+    cudabugs_book::build(&copy.path("book"), copy.dir.path(), Some(&out))
+        .expect("the book builds from the pristine exercise");
     let html = std::fs::read_to_string(out.join("lessons/04-sync.html")).unwrap();
     assert!(!html.contains("my attempt"));
     // The first line inside the pristine `bug` region is on the page.
-    let first = pristine.lines().skip_while(|l| !l.contains("ANCHOR: bug")).nth(1).unwrap().trim();
-    let escaped = first.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;");
-    assert!(html.contains(&escaped), "the pristine region's `{first}` is not on the page");
+    let first = pristine
+        .lines()
+        .skip_while(|l| !l.contains("ANCHOR: bug"))
+        .nth(1)
+        .unwrap()
+        .trim();
+    let escaped = first
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;");
+    assert!(
+        html.contains(&escaped),
+        "the pristine region's `{first}` is not on the page"
+    );
     // The fix is folded away after "Try it yourself first".
     let try_at = html.find("Try it yourself first").expect("the prompt");
-    let fix_at = html.find("<summary>Show the fix</summary>").expect("a folded fix");
+    let fix_at = html
+        .find("<summary>Show the fix</summary>")
+        .expect("a folded fix");
     assert!(try_at < fix_at);
 }
 
 #[test]
 fn a_link_to_a_missing_heading_is_an_error() {
     let copy = Copy::new();
-    copy.edit("book/src/lessons/04-sync.md", "synccheck.md#what-it-cannot-see", "synccheck.md#blind-spots");
+    copy.edit(
+        "book/src/lessons/04-sync.md",
+        "synccheck.md#what-it-cannot-see",
+        "synccheck.md#blind-spots",
+    );
     let error = copy.build_error();
-    assert!(error.contains("lessons/04-sync.html") && error.contains("no heading or element with id `blind-spots`"), "{error}");
+    assert!(
+        error.contains("lessons/04-sync.html")
+            && error.contains("no heading or element with id `blind-spots`"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -184,15 +289,28 @@ fn an_exercise_newer_than_the_record_is_said_to_be_not_yet_run_on_a_gpu() {
     let copy = Copy::new();
     // 03-race as if it had been added after the last GPU run.
     let path = copy.path("book/verification.json");
-    let mut record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    record["exercises"].as_array_mut().unwrap().retain(|e| e["id"] != "03-race");
+    let mut record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    record["exercises"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|e| e["id"] != "03-race");
     std::fs::write(&path, serde_json::to_string(&record).unwrap()).unwrap();
-    let html = cudabugs_book::build(&copy.path("book"), copy.dir.path(), Some(&copy.path("out"))).unwrap();
+    let html =
+        cudabugs_book::build(&copy.path("book"), copy.dir.path(), Some(&copy.path("out"))).unwrap();
     let lesson = std::fs::read_to_string(html.join("lessons/03-race.html")).unwrap();
-    assert!(lesson.contains("Not yet run on a GPU.") && !lesson.contains("racecheck: no errors"), "the lesson invents no result");
+    assert!(
+        lesson.contains("Not yet run on a GPU.") && !lesson.contains("racecheck: no errors"),
+        "the lesson invents no result"
+    );
     for page in ["tool-matrix.html", "verification.html"] {
         let text = std::fs::read_to_string(html.join(page)).unwrap();
-        let note = &text[text.find("Not yet run on a GPU (newer than this record").unwrap_or_else(|| panic!("{page} names the unrecorded exercises"))..];
-        assert!(note[..note.find('\n').unwrap_or(note.len())].contains("03-race"), "{page}");
+        let note = &text[text
+            .find("Not yet run on a GPU (newer than this record")
+            .unwrap_or_else(|| panic!("{page} names the unrecorded exercises"))..];
+        assert!(
+            note[..note.find('\n').unwrap_or(note.len())].contains("03-race"),
+            "{page}"
+        );
     }
 }

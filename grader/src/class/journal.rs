@@ -61,7 +61,10 @@ impl<E: Entry> Journal<E> {
             std::fs::create_dir_all(dir).map_err(io)?;
         }
         if fresh && path.exists() {
-            let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+            let stamp = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0);
             std::fs::rename(path, path.with_extension(format!("{stamp}.jsonl"))).map_err(io)?;
         }
         let (lines, bad) = read::<E>(path)?;
@@ -72,23 +75,49 @@ impl<E: Entry> Journal<E> {
         }
         let dropped = bad + (count - entries.len());
         let lock_path = path.with_extension("lock");
-        let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).map_err(io)?;
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(io)?;
         // SAFETY: flock on a descriptor we own; the lock lives as long as the journal (it keeps it).
-        if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        if unsafe {
+            libc::flock(
+                std::os::fd::AsRawFd::as_raw_fd(&lock),
+                libc::LOCK_EX | libc::LOCK_NB,
+            )
+        } != 0
+        {
             return Err(JournalError::Locked(path.to_path_buf()));
         }
         if dropped > 0 {
             // Rewrite without the torn or superseded lines, atomically.
-            let text: String = entries.values().map(|e| serde_json::to_string(e).expect("serialisable") + "\n").collect();
+            let text: String = entries
+                .values()
+                .map(|e| serde_json::to_string(e).expect("serialisable") + "\n")
+                .collect();
             crate::exercise::workbook::write_atomically(path, &text).map_err(io)?;
         }
-        let file = std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(io)?;
-        Ok(Journal { path: path.to_path_buf(), file, _lock: lock, entries, dropped })
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(io)?;
+        Ok(Journal {
+            path: path.to_path_buf(),
+            file,
+            _lock: lock,
+            entries,
+            dropped,
+        })
     }
 
     /// Whether the pair is done under this fingerprint.
     pub fn has(&self, student: &str, exercise: &str, fingerprint: &str) -> bool {
-        self.entries.get(&(student.to_string(), exercise.to_string())).is_some_and(|e| e.fingerprint() == fingerprint)
+        self.entries
+            .get(&(student.to_string(), exercise.to_string()))
+            .is_some_and(|e| e.fingerprint() == fingerprint)
     }
 
     /// Append one finished pair and sync it to disk. A pair already in the journal (graded again
@@ -97,9 +126,16 @@ impl<E: Entry> Journal<E> {
         let io = |e| JournalError::Io(self.path.clone(), e);
         let line = serde_json::to_string(&entry).expect("serialisable") + "\n";
         if self.entries.insert(entry.key(), entry).is_some() {
-            let text: String = self.entries.values().map(|e| serde_json::to_string(e).expect("serialisable") + "\n").collect();
+            let text: String = self
+                .entries
+                .values()
+                .map(|e| serde_json::to_string(e).expect("serialisable") + "\n")
+                .collect();
             crate::exercise::workbook::write_atomically(&self.path, &text).map_err(io)?;
-            self.file = std::fs::OpenOptions::new().append(true).open(&self.path).map_err(io)?;
+            self.file = std::fs::OpenOptions::new()
+                .append(true)
+                .open(&self.path)
+                .map_err(io)?;
         } else {
             self.file.write_all(line.as_bytes()).map_err(io)?;
         }
@@ -133,7 +169,12 @@ mod tests {
     }
 
     fn e(student: &str, fp: &str, points: f64) -> E {
-        E { student: student.into(), exercise: "03-race".into(), fp: fp.into(), points }
+        E {
+            student: student.into(),
+            exercise: "03-race".into(),
+            fp: fp.into(),
+            points,
+        }
     }
 
     #[test]
@@ -144,7 +185,13 @@ mod tests {
             let mut j = Journal::<E>::open(&path, false).unwrap();
             j.record(e("alice", "a1", 90.0)).unwrap();
             j.record(e("bob", "b1", 50.0)).unwrap();
-            assert!(matches!(Journal::<E>::open(&path, false), Err(JournalError::Locked(_))), "a second grader is refused");
+            assert!(
+                matches!(
+                    Journal::<E>::open(&path, false),
+                    Err(JournalError::Locked(_))
+                ),
+                "a second grader is refused"
+            );
         }
         // A kill in the middle of a write leaves half a line.
         let mut text = std::fs::read_to_string(&path).unwrap();
@@ -152,7 +199,11 @@ mod tests {
         std::fs::write(&path, text).unwrap();
         let mut j = Journal::<E>::open(&path, false).unwrap();
         assert_eq!(j.dropped, 1);
-        assert!(j.has("alice", "03-race", "a1") && !j.has("alice", "03-race", "a2") && !j.has("carol", "03-race", "c1"));
+        assert!(
+            j.has("alice", "03-race", "a1")
+                && !j.has("alice", "03-race", "a2")
+                && !j.has("carol", "03-race", "c1")
+        );
         j.record(e("alice", "a2", 95.0)).unwrap();
         j.record(e("carol", "c1", 10.0)).unwrap();
         drop(j);
@@ -161,6 +212,9 @@ mod tests {
         let mut keys: Vec<String> = lines.iter().map(|l| l.student.clone()).collect();
         keys.sort();
         assert_eq!(keys, ["alice", "bob", "carol"], "each pair once");
-        assert_eq!(lines.iter().find(|l| l.student == "alice").unwrap().points, 95.0);
+        assert_eq!(
+            lines.iter().find(|l| l.student == "alice").unwrap().points,
+            95.0
+        );
     }
 }

@@ -18,16 +18,26 @@ pub struct Tampered {
 /// Preprocessor directives that act outside the line they are on: an `#include` of a file of the
 /// student's own, a `#define` that rewrites the harness code after the region, a `#line` that
 /// moves the tools' findings. `#pragma unroll` and the like stay allowed.
-const REACHING_DIRECTIVES: &[&str] = &["include", "import", "define", "undef", "line", "if", "ifdef", "ifndef", "elif", "else", "endif", "error"];
+const REACHING_DIRECTIVES: &[&str] = &[
+    "include", "import", "define", "undef", "line", "if", "ifdef", "ifndef", "elif", "else",
+    "endif", "error",
+];
 
 fn directive(line: &str) -> Option<&str> {
     let rest = line.trim_start().strip_prefix('#')?;
-    let word: &str = rest.trim_start().split(|c: char| !c.is_ascii_alphanumeric() && c != '_').next()?;
+    let word: &str = rest
+        .trim_start()
+        .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+        .next()?;
     REACHING_DIRECTIVES.contains(&word).then_some(word)
 }
 
 fn diff(original: &str, submitted: &str, path: &str) -> String {
-    similar::TextDiff::from_lines(original, submitted).unified_diff().context_radius(2).header(&format!("a/{path}"), &format!("b/{path}")).to_string()
+    similar::TextDiff::from_lines(original, submitted)
+        .unified_diff()
+        .context_radius(2)
+        .header(&format!("a/{path}"), &format!("b/{path}"))
+        .to_string()
 }
 
 /// Check one exercise's file against the workbook's original.
@@ -35,7 +45,13 @@ pub fn check(ex: &Exercise, submitted: &str) -> Result<(), Tampered> {
     let path = format!("exercises/{}/{}", ex.id(), ex.manifest.source_name());
     match regions::differ_only_inside(ex.original, submitted) {
         Err(e) => {
-            return Err(Tampered { reason: format!("the marked regions are broken at line {}: {}", e.line, e.message), diff: diff(ex.original, submitted, &path) });
+            return Err(Tampered {
+                reason: format!(
+                    "the marked regions are broken at line {}: {}",
+                    e.line, e.message
+                ),
+                diff: diff(ex.original, submitted, &path),
+            });
         }
         Ok(Some(d)) => {
             let reason = format!(
@@ -44,7 +60,10 @@ pub fn check(ex: &Exercise, submitted: &str) -> Result<(), Tampered> {
                 d.a.trim(),
                 d.b.trim()
             );
-            return Err(Tampered { reason, diff: diff(ex.original, submitted, &path) });
+            return Err(Tampered {
+                reason,
+                diff: diff(ex.original, submitted, &path),
+            });
         }
         Ok(None) => {}
     }
@@ -69,7 +88,9 @@ pub fn harness_changes(wb: &Workbook, student_root: &std::path::Path) -> Option<
     }
     for (name, text) in wb.harness {
         let path = dir.join(name);
-        let Ok(theirs) = std::fs::read_to_string(&path) else { continue };
+        let Ok(theirs) = std::fs::read_to_string(&path) else {
+            continue;
+        };
         if theirs != *text {
             return Some(Tampered {
                 reason: format!("harness/{name} differs from the workbook's: the harness is the grader's own and may not change"),
@@ -86,7 +107,10 @@ mod tests {
 
     #[test]
     fn directives_that_reach_outside_are_named_and_pragmas_are_not() {
-        assert_eq!(directive("  #define cudaMemcpy(a,b,c,d) cheat(a,b,c,d)"), Some("define"));
+        assert_eq!(
+            directive("  #define cudaMemcpy(a,b,c,d) cheat(a,b,c,d)"),
+            Some("define")
+        );
         assert_eq!(directive("# include \"../x.h\""), Some("include"));
         assert_eq!(directive("#pragma unroll 4"), None);
         assert_eq!(directive("x = a # b;"), None);

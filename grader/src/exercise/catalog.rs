@@ -37,12 +37,18 @@ pub struct OnDisk {
 }
 
 fn io_error(path: &Path, e: std::io::Error) -> ManifestError {
-    ManifestError { path: path.to_path_buf(), line: None, message: e.to_string() }
+    ManifestError {
+        path: path.to_path_buf(),
+        line: None,
+        message: e.to_string(),
+    }
 }
 
 /// Every `exercises/<id>/exercise.toml` under `root`, each parsed and validated on its own, sorted
 /// by id: one broken exercise does not stop the others. The learner's file is never read.
-pub fn discover_each(root: &Path) -> Result<Vec<(String, Result<OnDisk, ManifestError>)>, ManifestError> {
+pub fn discover_each(
+    root: &Path,
+) -> Result<Vec<(String, Result<OnDisk, ManifestError>)>, ManifestError> {
     let dir = root.join("exercises");
     let mut ids: Vec<String> = fs::read_dir(&dir)
         .map_err(|e| io_error(&dir, e))?
@@ -51,7 +57,10 @@ pub fn discover_each(root: &Path) -> Result<Vec<(String, Result<OnDisk, Manifest
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     ids.sort();
-    Ok(ids.into_iter().map(|id| (id.clone(), load(root, &id))).collect())
+    Ok(ids
+        .into_iter()
+        .map(|id| (id.clone(), load(root, &id)))
+        .collect())
 }
 
 /// Every exercise, or the first error (for the book and `verify`, which need all of them sound).
@@ -66,12 +75,26 @@ pub fn load(root: &Path, id: &str) -> Result<OnDisk, ManifestError> {
     let text = fs::read_to_string(root.join(&rel)).map_err(|e| io_error(&rel, e))?;
     let manifest = manifest::parse(id, &rel, &text)?;
     let exercise_path = root.join("exercises").join(id).join(manifest.source_name());
-    let solution_rel = PathBuf::from("solutions").join(id).join(manifest.source_name());
-    let solution = fs::read_to_string(root.join(&solution_rel)).map_err(|e| io_error(&solution_rel, e))?;
+    let solution_rel = PathBuf::from("solutions")
+        .join(id)
+        .join(manifest.source_name());
+    let solution =
+        fs::read_to_string(root.join(&solution_rel)).map_err(|e| io_error(&solution_rel, e))?;
     let regions_rel = PathBuf::from("solutions").join(id).join(ORIGINAL_REGIONS);
-    let regions = fs::read_to_string(root.join(&regions_rel)).map_err(|e| io_error(&regions_rel, e))?;
-    let original = crate::exercise::regions::splice(&solution, &regions)
-        .map_err(|e| ManifestError { path: regions_rel.clone(), line: Some(e.line), message: e.message })?;
+    let regions =
+        fs::read_to_string(root.join(&regions_rel)).map_err(|e| io_error(&regions_rel, e))?;
+    let original =
+        crate::exercise::regions::splice(&solution, &regions).map_err(|e| ManifestError {
+            path: regions_rel.clone(),
+            line: Some(e.line),
+            message: e.message,
+        })?;
     manifest::validate_sources(&manifest, &original, &solution)?;
-    Ok(OnDisk { manifest, exercise_path, solution_path: root.join(solution_rel), original, solution })
+    Ok(OnDisk {
+        manifest,
+        exercise_path,
+        solution_path: root.join(solution_rel),
+        original,
+        solution,
+    })
 }

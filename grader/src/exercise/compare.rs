@@ -19,7 +19,9 @@ pub struct Mismatch {
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub enum Comparison {
-    Equal { max_abs_error: f64 },
+    Equal {
+        max_abs_error: f64,
+    },
     Mismatch(Mismatch),
     /// A buffer is missing or has another type or length.
     Shape(String),
@@ -55,7 +57,11 @@ pub fn compare(expected: &[Buffer], got: &[Buffer], tol: Tolerance) -> Compariso
         let mut buffer_max = 0f64;
         for i in 0..want.data.len() {
             let (e, g) = (want.data.get_f64(i), have.data.get_f64(i));
-            let err = if g.is_nan() || e.is_nan() { f64::INFINITY } else { (g - e).abs() };
+            let err = if g.is_nan() || e.is_nan() {
+                f64::INFINITY
+            } else {
+                (g - e).abs()
+            };
             buffer_max = buffer_max.max(err);
             if !close(e, g, tol, exact) {
                 bad_count += 1;
@@ -93,42 +99,78 @@ mod tests {
     use super::*;
 
     fn f(v: Vec<f32>) -> Vec<Buffer> {
-        vec![Buffer { name: "y".into(), data: Data::F32(v) }]
+        vec![Buffer {
+            name: "y".into(),
+            data: Data::F32(v),
+        }]
     }
-    const TOL: Tolerance = Tolerance { atol: 1e-6, rtol: 1e-5 };
+    const TOL: Tolerance = Tolerance {
+        atol: 1e-6,
+        rtol: 1e-5,
+    };
 
     #[test]
     fn within_tolerance_is_equal_and_reports_the_max_error() {
         match compare(&f(vec![1.0, 100.0]), &f(vec![1.0, 100.0005]), TOL) {
-            Comparison::Equal { max_abs_error } => assert!(max_abs_error > 4e-4 && max_abs_error < 6e-4),
+            Comparison::Equal { max_abs_error } => {
+                assert!(max_abs_error > 4e-4 && max_abs_error < 6e-4)
+            }
             other => panic!("{other:?}"),
         }
     }
 
     #[test]
     fn reports_the_first_bad_index_and_the_count() {
-        let Comparison::Mismatch(m) = compare(&f(vec![1.0, 2.0, 3.0]), &f(vec![1.0, 2.5, 4.0]), TOL) else { panic!() };
-        assert_eq!((m.index, m.expected, m.got, m.bad_count, m.len), (1, 2.0, 2.5, 2, 3));
+        let Comparison::Mismatch(m) =
+            compare(&f(vec![1.0, 2.0, 3.0]), &f(vec![1.0, 2.5, 4.0]), TOL)
+        else {
+            panic!()
+        };
+        assert_eq!(
+            (m.index, m.expected, m.got, m.bad_count, m.len),
+            (1, 2.0, 2.5, 2, 3)
+        );
     }
 
     #[test]
     fn nan_never_passes_even_with_huge_tolerance() {
-        let loose = Tolerance { atol: 1e30, rtol: 1e30 };
-        assert!(matches!(compare(&f(vec![1.0]), &f(vec![f32::NAN]), loose), Comparison::Mismatch(_)));
+        let loose = Tolerance {
+            atol: 1e30,
+            rtol: 1e30,
+        };
+        assert!(matches!(
+            compare(&f(vec![1.0]), &f(vec![f32::NAN]), loose),
+            Comparison::Mismatch(_)
+        ));
         assert!(is_poison(&Data::F32(vec![f32::from_bits(u32::MAX)]), 0));
     }
 
     #[test]
     fn integers_compare_exactly() {
-        let e = vec![Buffer { name: "b".into(), data: Data::U32(vec![5]) }];
-        let g = vec![Buffer { name: "b".into(), data: Data::U32(vec![6]) }];
-        let loose = Tolerance { atol: 10.0, rtol: 1.0 };
+        let e = vec![Buffer {
+            name: "b".into(),
+            data: Data::U32(vec![5]),
+        }];
+        let g = vec![Buffer {
+            name: "b".into(),
+            data: Data::U32(vec![6]),
+        }];
+        let loose = Tolerance {
+            atol: 10.0,
+            rtol: 1.0,
+        };
         assert!(matches!(compare(&e, &g, loose), Comparison::Mismatch(_)));
     }
 
     #[test]
     fn missing_or_mis_sized_outputs_are_shape_errors() {
-        assert!(matches!(compare(&f(vec![1.0]), &[], TOL), Comparison::Shape(_)));
-        assert!(matches!(compare(&f(vec![1.0]), &f(vec![1.0, 2.0]), TOL), Comparison::Shape(_)));
+        assert!(matches!(
+            compare(&f(vec![1.0]), &[], TOL),
+            Comparison::Shape(_)
+        ));
+        assert!(matches!(
+            compare(&f(vec![1.0]), &f(vec![1.0, 2.0]), TOL),
+            Comparison::Shape(_)
+        ));
     }
 }

@@ -28,7 +28,9 @@ impl DType {
         }
     }
     pub fn from_code(code: u8) -> Option<DType> {
-        [DType::F32, DType::F64, DType::I32, DType::U32].into_iter().find(|d| d.code() == code)
+        [DType::F32, DType::F64, DType::I32, DType::U32]
+            .into_iter()
+            .find(|d| d.code() == code)
     }
     pub fn is_float(self) -> bool {
         matches!(self, DType::F32 | DType::F64)

@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
 pub use crate::exercise::dtype::DType;
+pub use crate::exercise::metric::Metric;
 use crate::exercise::reference;
 use crate::exercise::regions;
-pub use crate::exercise::metric::Metric;
 
 /// The manifest format this grader writes about. Bump it when a field changes meaning. Format 2 added
 /// `kind` (the bug and performance tracks) and `[perf]`; format 1 manifests (bug exercises) are still
@@ -75,7 +75,11 @@ impl Manifest {
     /// The harness options every run of the exercise's bench and cases gets: its host memory, and
     /// spinning waits where the call is the clock (the harness spins only in timed calls).
     pub fn harness_flags(&self) -> Vec<&'static str> {
-        self.host_memory.harness_flag().into_iter().chain(self.clock().harness_flag()).collect()
+        self.host_memory
+            .harness_flag()
+            .into_iter()
+            .chain(self.clock().harness_flag())
+            .collect()
     }
 }
 
@@ -112,7 +116,10 @@ impl Expect {
     /// For a hang, the tool whose deadlock report shows it, where the manifest names one.
     pub fn sanitizer(&self) -> Option<(Tool, FindingKind)> {
         match self.detector {
-            Detector::Sanitizer => Some((self.tool.expect("validated manifest"), self.kind.expect("validated manifest"))),
+            Detector::Sanitizer => Some((
+                self.tool.expect("validated manifest"),
+                self.kind.expect("validated manifest"),
+            )),
             Detector::Hang => self.tool.zip(self.kind),
             Detector::WrongOutput | Detector::Crash | Detector::Speed => None,
         }
@@ -144,11 +151,15 @@ impl Capability {
     /// "9.0" -> 9.0; None for anything else.
     pub fn parse(text: &str) -> Option<Capability> {
         let (major, minor) = text.split_once('.')?;
-        let digits = |s: &str| !s.is_empty() && s.len() <= 2 && s.bytes().all(|b| b.is_ascii_digit());
+        let digits =
+            |s: &str| !s.is_empty() && s.len() <= 2 && s.bytes().all(|b| b.is_ascii_digit());
         if !(digits(major) && digits(minor)) {
             return None;
         }
-        Some(Capability { major: major.parse().ok()?, minor: minor.parse().ok()? })
+        Some(Capability {
+            major: major.parse().ok()?,
+            minor: minor.parse().ok()?,
+        })
     }
 
     /// The architecture's name, for messages ("Hopper").
@@ -181,21 +192,73 @@ impl fmt::Display for Capability {
 /// values each takes: the modes made for one class of bug. Options that change what a record
 /// means for the grader (`--print-limit`, `--xml`, `--racecheck-report`) are not among them.
 pub const SANITIZER_OPTIONS: &[(Tool, &str, OptionValue)] = &[
-    (Tool::Memcheck, "--leak-check", OptionValue::OneOf(&["full", "no"])),
-    (Tool::Memcheck, "--track-stream-ordered-races", OptionValue::OneOf(&["all", "use-before-alloc", "use-after-free", "no"])),
-    (Tool::Memcheck, "--check-bulk-copy", OptionValue::OneOf(&["yes", "no"])),
-    (Tool::Memcheck, "--check-device-heap", OptionValue::OneOf(&["yes", "no"])),
-    (Tool::Memcheck, "--report-api-errors", OptionValue::OneOf(&["all", "explicit", "no"])),
+    (
+        Tool::Memcheck,
+        "--leak-check",
+        OptionValue::OneOf(&["full", "no"]),
+    ),
+    (
+        Tool::Memcheck,
+        "--track-stream-ordered-races",
+        OptionValue::OneOf(&["all", "use-before-alloc", "use-after-free", "no"]),
+    ),
+    (
+        Tool::Memcheck,
+        "--check-bulk-copy",
+        OptionValue::OneOf(&["yes", "no"]),
+    ),
+    (
+        Tool::Memcheck,
+        "--check-device-heap",
+        OptionValue::OneOf(&["yes", "no"]),
+    ),
+    (
+        Tool::Memcheck,
+        "--report-api-errors",
+        OptionValue::OneOf(&["all", "explicit", "no"]),
+    ),
     (Tool::Memcheck, "--padding", OptionValue::Number),
-    (Tool::Racecheck, "--racecheck-deadlock-timeout", OptionValue::Number),
-    (Tool::Racecheck, "--racecheck-continue-on-deadlock", OptionValue::OneOf(&["yes", "no"])),
-    (Tool::Racecheck, "--racecheck-memcpy-async", OptionValue::OneOf(&["yes", "no"])),
-    (Tool::Racecheck, "--racecheck-detect-level", OptionValue::OneOf(&["info", "warn", "error"])),
-    (Tool::Racecheck, "--check-bulk-copy", OptionValue::OneOf(&["yes", "no"])),
+    (
+        Tool::Racecheck,
+        "--racecheck-deadlock-timeout",
+        OptionValue::Number,
+    ),
+    (
+        Tool::Racecheck,
+        "--racecheck-continue-on-deadlock",
+        OptionValue::OneOf(&["yes", "no"]),
+    ),
+    (
+        Tool::Racecheck,
+        "--racecheck-memcpy-async",
+        OptionValue::OneOf(&["yes", "no"]),
+    ),
+    (
+        Tool::Racecheck,
+        "--racecheck-detect-level",
+        OptionValue::OneOf(&["info", "warn", "error"]),
+    ),
+    (
+        Tool::Racecheck,
+        "--check-bulk-copy",
+        OptionValue::OneOf(&["yes", "no"]),
+    ),
     (Tool::Initcheck, "--track-unused-memory", OptionValue::Flag),
-    (Tool::Initcheck, "--unused-memory-threshold", OptionValue::Number),
-    (Tool::Initcheck, "--check-api-memory-access", OptionValue::OneOf(&["yes", "no"])),
-    (Tool::Synccheck, "--missing-barrier-init-is-fatal", OptionValue::OneOf(&["yes", "no"])),
+    (
+        Tool::Initcheck,
+        "--unused-memory-threshold",
+        OptionValue::Number,
+    ),
+    (
+        Tool::Initcheck,
+        "--check-api-memory-access",
+        OptionValue::OneOf(&["yes", "no"]),
+    ),
+    (
+        Tool::Synccheck,
+        "--missing-barrier-init-is-fatal",
+        OptionValue::OneOf(&["yes", "no"]),
+    ),
 ];
 
 /// What follows an option in `options`: nothing, one of some words, or a whole number.
@@ -211,24 +274,50 @@ pub enum OptionValue {
 pub fn check_options(tool: Tool, options: &[String]) -> Result<(), String> {
     let mut items = options.iter();
     while let Some(option) = items.next() {
-        let Some((_, _, value)) = SANITIZER_OPTIONS.iter().find(|(t, name, _)| *t == tool && name == option) else {
-            let other = SANITIZER_OPTIONS.iter().filter(|(_, name, _)| name == option).map(|(t, _, _)| t.name()).collect::<Vec<_>>();
-            let known = SANITIZER_OPTIONS.iter().filter(|(t, _, _)| *t == tool).map(|(_, n, _)| *n).collect::<Vec<_>>().join(", ");
+        let Some((_, _, value)) = SANITIZER_OPTIONS
+            .iter()
+            .find(|(t, name, _)| *t == tool && name == option)
+        else {
+            let other = SANITIZER_OPTIONS
+                .iter()
+                .filter(|(_, name, _)| name == option)
+                .map(|(t, _, _)| t.name())
+                .collect::<Vec<_>>();
+            let known = SANITIZER_OPTIONS
+                .iter()
+                .filter(|(t, _, _)| *t == tool)
+                .map(|(_, n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", ");
             return Err(if other.is_empty() {
                 format!("option `{option}` is not one the grader passes to {tool} (it takes: {known}; write a value as its own item, `[\"--leak-check\", \"full\"]`)")
             } else {
-                format!("option `{option}` belongs to {}, not {tool}", other.join(" and "))
+                format!(
+                    "option `{option}` belongs to {}, not {tool}",
+                    other.join(" and ")
+                )
             });
         };
         match value {
             OptionValue::Flag => {}
             OptionValue::OneOf(words) => match items.next() {
                 Some(v) if words.contains(&v.as_str()) => {}
-                got => return Err(format!("option `{option}` takes one of {} as the next item, got {}", words.join("|"), got.map(|g| format!("`{g}`")).unwrap_or("nothing".into()))),
+                got => {
+                    return Err(format!(
+                        "option `{option}` takes one of {} as the next item, got {}",
+                        words.join("|"),
+                        got.map(|g| format!("`{g}`")).unwrap_or("nothing".into())
+                    ))
+                }
             },
             OptionValue::Number => match items.next() {
                 Some(v) if v.parse::<u32>().is_ok() => {}
-                got => return Err(format!("option `{option}` takes a whole number as the next item, got {}", got.map(|g| format!("`{g}`")).unwrap_or("nothing".into()))),
+                got => {
+                    return Err(format!(
+                        "option `{option}` takes a whole number as the next item, got {}",
+                        got.map(|g| format!("`{g}`")).unwrap_or("nothing".into())
+                    ))
+                }
             },
         }
     }
@@ -379,7 +468,6 @@ pub enum Detector {
     Speed,
 }
 
-
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Explain {
@@ -399,7 +487,12 @@ pub enum Tool {
 }
 
 impl Tool {
-    pub const ALL: [Tool; 4] = [Tool::Memcheck, Tool::Racecheck, Tool::Initcheck, Tool::Synccheck];
+    pub const ALL: [Tool; 4] = [
+        Tool::Memcheck,
+        Tool::Racecheck,
+        Tool::Initcheck,
+        Tool::Synccheck,
+    ];
     pub fn name(self) -> &'static str {
         match self {
             Tool::Memcheck => "memcheck",
@@ -497,7 +590,8 @@ impl FindingKind {
     pub fn tool(self) -> Option<Tool> {
         use FindingKind::*;
         match self {
-            OutOfBounds | Misaligned | Leak | ApiError | DeviceException | HeapError | HeapLeak | StreamOrderedRace | BulkCopy | StackOverflow => Some(Tool::Memcheck),
+            OutOfBounds | Misaligned | Leak | ApiError | DeviceException | HeapError | HeapLeak
+            | StreamOrderedRace | BulkCopy | StackOverflow => Some(Tool::Memcheck),
             SharedRace | AsyncCopyRace | Deadlock => Some(Tool::Racecheck),
             UninitializedRead | UninitializedCopy | UnusedMemory => Some(Tool::Initcheck),
             DivergentBarrier | InvalidBarrier => Some(Tool::Synccheck),
@@ -602,8 +696,16 @@ impl LoadedManifest {
         line_of(&self.text, offset)
     }
 
-    pub fn error_at(&self, span: std::ops::Range<usize>, message: impl Into<String>) -> ManifestError {
-        ManifestError { path: self.path.clone(), line: Some(self.line_of(span.start)), message: message.into() }
+    pub fn error_at(
+        &self,
+        span: std::ops::Range<usize>,
+        message: impl Into<String>,
+    ) -> ManifestError {
+        ManifestError {
+            path: self.path.clone(),
+            line: Some(self.line_of(span.start)),
+            message: message.into(),
+        }
     }
 
     /// The marked region the exercise is about: where the bug is, or the slow code.
@@ -639,28 +741,51 @@ impl LoadedManifest {
 
     /// The compute capability the exercise needs, if it declares one (validated).
     pub fn requires(&self) -> Option<Capability> {
-        self.manifest.requires.as_ref().and_then(|r| Capability::parse(r.get_ref()))
+        self.manifest
+            .requires
+            .as_ref()
+            .and_then(|r| Capability::parse(r.get_ref()))
     }
 
     /// Extra options for `tool`'s runs of this exercise and its solution.
     pub fn tool_options(&self, tool: Tool) -> &[String] {
-        self.manifest.expect.as_ref().map(|e| e.options_for(tool)).unwrap_or_default()
+        self.manifest
+            .expect
+            .as_ref()
+            .map(|e| e.options_for(tool))
+            .unwrap_or_default()
     }
 
     /// A hang exercise's limit: every run of its untouched version is bounded by it. None for
     /// the other detectors.
     pub fn hang_timeout(&self) -> Option<std::time::Duration> {
-        let e = self.manifest.expect.as_ref().filter(|e| e.detector == Detector::Hang)?;
-        Some(std::time::Duration::from_secs_f64(e.timeout_s.as_ref().map(|t| *t.get_ref()).unwrap_or(DEFAULT_HANG_TIMEOUT_S)))
+        let e = self
+            .manifest
+            .expect
+            .as_ref()
+            .filter(|e| e.detector == Detector::Hang)?;
+        Some(std::time::Duration::from_secs_f64(
+            e.timeout_s
+                .as_ref()
+                .map(|t| *t.get_ref())
+                .unwrap_or(DEFAULT_HANG_TIMEOUT_S),
+        ))
     }
 
     pub fn all_cases(&self) -> impl Iterator<Item = (&str, u64, &BTreeMap<String, i64>)> {
-        self.manifest.cases.iter().map(|c| (c.name.as_str(), c.seed, &c.params))
+        self.manifest
+            .cases
+            .iter()
+            .map(|c| (c.name.as_str(), c.seed, &c.params))
     }
 }
 
 pub fn line_of(text: &str, offset: usize) -> usize {
-    text[..offset.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1
+    text[..offset.min(text.len())]
+        .bytes()
+        .filter(|&b| b == b'\n')
+        .count()
+        + 1
 }
 
 /// Parse one manifest's text. `id` is the exercise folder name.
@@ -670,7 +795,12 @@ pub fn parse(id: &str, path: &Path, text: &str) -> Result<LoadedManifest, Manife
         line: e.span().map(|s| line_of(text, s.start)),
         message: e.message().to_string(),
     })?;
-    let loaded = LoadedManifest { id: id.to_string(), path: path.to_path_buf(), text: text.to_string(), manifest };
+    let loaded = LoadedManifest {
+        id: id.to_string(),
+        path: path.to_path_buf(),
+        text: text.to_string(),
+        manifest,
+    };
     validate_fields(&loaded)?;
     Ok(loaded)
 }
@@ -691,7 +821,10 @@ fn validate_fields(m: &LoadedManifest) -> Result<(), ManifestError> {
         ));
     }
     if let Some(kind) = man.kind.as_ref().filter(|_| format < 2) {
-        return Err(m.error_at(kind.span(), "`kind` needs `format = 2` (format 1 manifests are bug exercises)"));
+        return Err(m.error_at(
+            kind.span(),
+            "`kind` needs `format = 2` (format 1 manifests are bug exercises)",
+        ));
     }
     if !is_valid_id(&m.id) {
         return Err(ManifestError {
@@ -701,12 +834,19 @@ fn validate_fields(m: &LoadedManifest) -> Result<(), ManifestError> {
         });
     }
     if !man.source.get_ref().ends_with(".cu") || man.source.get_ref().contains('/') {
-        return Err(m.error_at(man.source.span(), "source must be a bare file name ending in .cu"));
+        return Err(m.error_at(
+            man.source.span(),
+            "source must be a bare file name ending in .cu",
+        ));
     }
     if reference::lookup(man.reference.get_ref()).is_none() {
         return Err(m.error_at(
             man.reference.span(),
-            format!("unknown reference `{}`; known: {}", man.reference.get_ref(), reference::names().join(", ")),
+            format!(
+                "unknown reference `{}`; known: {}",
+                man.reference.get_ref(),
+                reference::names().join(", ")
+            ),
         ));
     }
     if man.cases.len() < 5 {
@@ -730,28 +870,68 @@ fn validate_fields(m: &LoadedManifest) -> Result<(), ManifestError> {
             return Err(ManifestError {
                 path: m.path.clone(),
                 line: find_line(&m.text, &format!("\"{}\"", case.name)),
-                message: format!("case `{}` has params {names:?}, but [bench] has {params:?}", case.name),
+                message: format!(
+                    "case `{}` has params {names:?}, but [bench] has {params:?}",
+                    case.name
+                ),
             });
         }
     }
     // The buffers must be the reference's own: names, dtypes and lengths.
-    let signature = reference::signature(man.reference.get_ref()).expect("every reference has a signature");
+    let signature =
+        reference::signature(man.reference.get_ref()).expect("every reference has a signature");
     let norm = |e: &str| e.split_whitespace().collect::<String>();
-    for (label, declared, expected) in [("input", &man.inputs, signature.inputs), ("output", &man.outputs, signature.outputs)] {
-        let got: Vec<(String, DType, String)> = declared.iter().map(|b| (b.name.clone(), b.dtype, norm(b.len.get_ref()))).collect();
-        let want: Vec<(String, DType, String)> = expected.iter().map(|(n, d, l)| (n.to_string(), *d, norm(l))).collect();
+    for (label, declared, expected) in [
+        ("input", &man.inputs, signature.inputs),
+        ("output", &man.outputs, signature.outputs),
+    ] {
+        let got: Vec<(String, DType, String)> = declared
+            .iter()
+            .map(|b| (b.name.clone(), b.dtype, norm(b.len.get_ref())))
+            .collect();
+        let want: Vec<(String, DType, String)> = expected
+            .iter()
+            .map(|(n, d, l)| (n.to_string(), *d, norm(l)))
+            .collect();
         if got != want {
-            let show = |v: &[(String, DType, String)]| v.iter().map(|(n, d, l)| format!("{n}: {d:?}[{l}]")).collect::<Vec<_>>().join(", ");
-            let at = declared.first().map(|b| b.len.span()).unwrap_or(man.reference.span());
-            return Err(m.error_at(at, format!("reference `{}` takes {label}s [{}], the manifest declares [{}]", man.reference.get_ref(), show(&want), show(&got))));
+            let show = |v: &[(String, DType, String)]| {
+                v.iter()
+                    .map(|(n, d, l)| format!("{n}: {d:?}[{l}]"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let at = declared
+                .first()
+                .map(|b| b.len.span())
+                .unwrap_or(man.reference.span());
+            return Err(m.error_at(
+                at,
+                format!(
+                    "reference `{}` takes {label}s [{}], the manifest declares [{}]",
+                    man.reference.get_ref(),
+                    show(&want),
+                    show(&got)
+                ),
+            ));
         }
     }
     // Every case (and the bench) must give every buffer a length that can be allocated.
-    let all_params = man.cases.iter().map(|c| (c.name.as_str(), &c.params)).chain([("bench", &man.bench.params)]);
+    let all_params = man
+        .cases
+        .iter()
+        .map(|c| (c.name.as_str(), &c.params))
+        .chain([("bench", &man.bench.params)]);
     for (case, params) in all_params {
-        let line = find_line(&m.text, &format!("\"{case}\"")).or_else(|| find_line(&m.text, "[bench]"));
+        let line =
+            find_line(&m.text, &format!("\"{case}\"")).or_else(|| find_line(&m.text, "[bench]"));
         if let Some((name, v)) = params.iter().find(|(_, v)| **v < 0 || **v > MAX_PARAM) {
-            return Err(ManifestError { path: m.path.clone(), line, message: format!("case `{case}`: parameter `{name}` = {v} is outside 0..={MAX_PARAM}") });
+            return Err(ManifestError {
+                path: m.path.clone(),
+                line,
+                message: format!(
+                    "case `{case}`: parameter `{name}` = {v} is outside 0..={MAX_PARAM}"
+                ),
+            });
         }
         for spec in man.inputs.iter().chain(&man.outputs) {
             match eval_len(spec.len.get_ref(), params) {
@@ -771,15 +951,32 @@ fn validate_fields(m: &LoadedManifest) -> Result<(), ManifestError> {
         let fits = match (input.dtype, input.dist) {
             (_, None) => Err("needs a `dist`".to_string()),
             (d, Some(Dist::Uniform { lo, hi })) if d.is_float() => {
-                if lo.is_finite() && hi.is_finite() && lo < hi && lo.abs() <= f32::MAX as f64 && hi.abs() <= f32::MAX as f64 {
+                if lo.is_finite()
+                    && hi.is_finite()
+                    && lo < hi
+                    && lo.abs() <= f32::MAX as f64
+                    && hi.abs() <= f32::MAX as f64
+                {
                     Ok(())
                 } else {
-                    Err(format!("uniform needs finite lo < hi within f32, got [{lo}, {hi})"))
+                    Err(format!(
+                        "uniform needs finite lo < hi within f32, got [{lo}, {hi})"
+                    ))
                 }
             }
-            (DType::I32, Some(Dist::Integers { lo, hi })) if lo <= hi && lo >= i32::MIN as i64 && hi <= i32::MAX as i64 => Ok(()),
-            (DType::U32, Some(Dist::Integers { lo, hi })) if lo <= hi && lo >= 0 && hi <= u32::MAX as i64 => Ok(()),
-            (d, Some(Dist::Integers { lo, hi })) if !d.is_float() => Err(format!("integers [{lo}, {hi}] do not fit {d:?} (lo <= hi, within the type)")),
+            (DType::I32, Some(Dist::Integers { lo, hi }))
+                if lo <= hi && lo >= i32::MIN as i64 && hi <= i32::MAX as i64 =>
+            {
+                Ok(())
+            }
+            (DType::U32, Some(Dist::Integers { lo, hi }))
+                if lo <= hi && lo >= 0 && hi <= u32::MAX as i64 =>
+            {
+                Ok(())
+            }
+            (d, Some(Dist::Integers { lo, hi })) if !d.is_float() => Err(format!(
+                "integers [{lo}, {hi}] do not fit {d:?} (lo <= hi, within the type)"
+            )),
             (d, _) => Err(format!("dist kind does not fit dtype {d:?}")),
         };
         if let Err(why) = fits {
@@ -806,7 +1003,12 @@ fn validate_fields(m: &LoadedManifest) -> Result<(), ManifestError> {
             message: "timing.kernels must name at least one kernel".into(),
         });
     }
-    if let Some(ratio) = man.timing.max_ratio_to_reference.as_ref().filter(|r| *r.get_ref() < 1.0) {
+    if let Some(ratio) = man
+        .timing
+        .max_ratio_to_reference
+        .as_ref()
+        .filter(|r| *r.get_ref() < 1.0)
+    {
         return Err(m.error_at(ratio.span(), "max_ratio_to_reference must be >= 1.0"));
     }
     if man.bench.repeat == 0 {
@@ -822,7 +1024,11 @@ fn validate_fields(m: &LoadedManifest) -> Result<(), ManifestError> {
 /// What each detector needs and forbids in `[expect]`.
 fn validate_expect(m: &LoadedManifest, expect: &Expect) -> Result<(), ManifestError> {
     let expect_line = find_line(&m.text, "[expect]");
-    let err = |message: String| ManifestError { path: m.path.clone(), line: expect_line, message };
+    let err = |message: String| ManifestError {
+        path: m.path.clone(),
+        line: expect_line,
+        message,
+    };
     let detector = match expect.detector {
         Detector::Sanitizer => "sanitizer",
         Detector::WrongOutput => "wrong-output",
@@ -840,12 +1046,24 @@ fn validate_expect(m: &LoadedManifest, expect: &Expect) -> Result<(), ManifestEr
     if let (Some(tool), Some(kind)) = (expect.tool, expect.kind) {
         if kind.tool().is_some_and(|t| t != tool) {
             let at = find_line(&m.text, &format!("\"{}\"", kind.name())).or(expect_line);
-            return Err(ManifestError { path: m.path.clone(), line: at, message: format!("kind `{kind}` is a record of {}, not of {tool}", kind.tool().expect("checked")) });
+            return Err(ManifestError {
+                path: m.path.clone(),
+                line: at,
+                message: format!(
+                    "kind `{kind}` is a record of {}, not of {tool}",
+                    kind.tool().expect("checked")
+                ),
+            });
         }
     }
     if let Some(options) = &expect.options {
         let Some(tool) = expect.tool else {
-            return Err(m.error_at(options.span(), format!("`options` are a tool's: detector `{detector}` names no `tool` to pass them to")));
+            return Err(m.error_at(
+                options.span(),
+                format!(
+                    "`options` are a tool's: detector `{detector}` names no `tool` to pass them to"
+                ),
+            ));
         };
         check_options(tool, options.get_ref()).map_err(|why| m.error_at(options.span(), why))?;
     }
@@ -854,7 +1072,13 @@ fn validate_expect(m: &LoadedManifest, expect: &Expect) -> Result<(), ManifestEr
             return Err(m.error_at(t.span(), "`timeout_s` is the limit of a hang (`detector = \"hang\"`); other runs have the grader's own limits"));
         }
         if !(t.get_ref().is_finite() && (0.5..=60.0).contains(t.get_ref())) {
-            return Err(m.error_at(t.span(), format!("timeout_s = {} must lie between 0.5 and 60 seconds", t.get_ref())));
+            return Err(m.error_at(
+                t.span(),
+                format!(
+                    "timeout_s = {} must lie between 0.5 and 60 seconds",
+                    t.get_ref()
+                ),
+            ));
         }
     }
     Ok(())
@@ -866,7 +1090,11 @@ fn validate_expect(m: &LoadedManifest, expect: &Expect) -> Result<(), ManifestEr
 fn validate_track(m: &LoadedManifest) -> Result<(), ManifestError> {
     let man = &m.manifest;
     let at = |needle: &str| find_line(&m.text, needle);
-    let err = |line: Option<usize>, message: String| ManifestError { path: m.path.clone(), line, message };
+    let err = |line: Option<usize>, message: String| ManifestError {
+        path: m.path.clone(),
+        line,
+        message,
+    };
     match man.track() {
         Track::Bug => {
             if man.expect.is_none() {
@@ -894,16 +1122,38 @@ fn validate_track(m: &LoadedManifest) -> Result<(), ManifestError> {
             }
             let shown = perf.metrics.get_ref();
             if !(3..=5).contains(&shown.len()) {
-                return Err(m.error_at(perf.metrics.span(), format!("name 3 to 5 metrics that explain this exercise, not {}", shown.len())));
+                return Err(m.error_at(
+                    perf.metrics.span(),
+                    format!(
+                        "name 3 to 5 metrics that explain this exercise, not {}",
+                        shown.len()
+                    ),
+                ));
             }
-            if let Some(needs) = shown.iter().find(|k| k.needs_baseline()).filter(|_| perf.baseline.is_none()) {
-                return Err(m.error_at(perf.metrics.span(), format!("metric `{}` compares with a library kernel: set `baseline`", needs.key())));
+            if let Some(needs) = shown
+                .iter()
+                .find(|k| k.needs_baseline())
+                .filter(|_| perf.baseline.is_none())
+            {
+                return Err(m.error_at(
+                    perf.metrics.span(),
+                    format!(
+                        "metric `{}` compares with a library kernel: set `baseline`",
+                        needs.key()
+                    ),
+                ));
             }
             for goal in &perf.goals {
                 let line = at(&format!("\"{}\"", goal.metric.key()));
                 match (goal.at_least, goal.at_most) {
                     (Some(v), None) | (None, Some(v)) if v.is_finite() => {}
-                    _ => return Err(err(line, format!("goal for `{}`: give exactly one finite bound, `at_least` or `at_most`", goal.metric.key()))),
+                    _ => return Err(err(
+                        line,
+                        format!(
+                            "goal for `{}`: give exactly one finite bound, `at_least` or `at_most`",
+                            goal.metric.key()
+                        ),
+                    )),
                 }
                 if !shown.contains(&goal.metric) {
                     return Err(err(line, format!("goal for `{}`: add the metric to `metrics`, so the learner sees what is judged", goal.metric.key())));
@@ -912,11 +1162,24 @@ fn validate_track(m: &LoadedManifest) -> Result<(), ManifestError> {
             if perf.clock == Clock::Call && man.bench.repeat < 2 {
                 return Err(err(at("repeat"), "`clock = \"call\"` judges the fastest call after the first (which loads the kernels): set bench.repeat to 2 or more".into()));
             }
-            if let Some(timeline) = shown.iter().find(|k| k.from_timeline()).filter(|_| perf.clock != Clock::Call) {
-                return Err(m.error_at(perf.metrics.span(), format!("metric `{}` is read from the call's timeline: set `clock = \"call\"`", timeline.key())));
+            if let Some(timeline) = shown
+                .iter()
+                .find(|k| k.from_timeline())
+                .filter(|_| perf.clock != Clock::Call)
+            {
+                return Err(m.error_at(
+                    perf.metrics.span(),
+                    format!(
+                        "metric `{}` is read from the call's timeline: set `clock = \"call\"`",
+                        timeline.key()
+                    ),
+                ));
             }
             if perf.baseline == Some(Baseline::CublasSgemm) {
-                if let Some(missing) = ["m", "n", "k"].iter().find(|p| !man.bench.params.contains_key(**p)) {
+                if let Some(missing) = ["m", "n", "k"]
+                    .iter()
+                    .find(|p| !man.bench.params.contains_key(**p))
+                {
                     return Err(err(at("[bench]"), format!("baseline cublas-sgemm takes the bench's `m`, `n` and `k`: `{missing}` is missing")));
                 }
             }
@@ -926,7 +1189,11 @@ fn validate_track(m: &LoadedManifest) -> Result<(), ManifestError> {
 }
 
 /// Checks that need the exercise's sources: the marked regions exist and parse.
-pub fn validate_sources(m: &LoadedManifest, exercise: &str, solution: &str) -> Result<(), ManifestError> {
+pub fn validate_sources(
+    m: &LoadedManifest,
+    exercise: &str,
+    solution: &str,
+) -> Result<(), ManifestError> {
     let expect_region = m.region().get_ref();
     for (label, text) in [("exercise", exercise), ("solution", solution)] {
         let regions = regions::parse(text).map_err(|e| ManifestError {
@@ -961,7 +1228,9 @@ pub fn is_valid_id(id: &str) -> bool {
         && b[0].is_ascii_digit()
         && b[1].is_ascii_digit()
         && b[2] == b'-'
-        && id[3..].bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
+        && id[3..]
+            .bytes()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
 }
 
 /// Evaluate a length expression: a `*`-separated product of integers and parameter names.
@@ -975,7 +1244,9 @@ pub fn eval_len(expr: &str, params: &BTreeMap<String, i64>) -> Result<usize, Str
         } else {
             return Err(format!("unknown parameter `{factor}` in length `{expr}`"));
         };
-        product = product.checked_mul(value).ok_or_else(|| format!("length `{expr}` overflows"))?;
+        product = product
+            .checked_mul(value)
+            .ok_or_else(|| format!("length `{expr}` overflows"))?;
     }
     usize::try_from(product).map_err(|_| format!("length `{expr}` is negative"))
 }
@@ -991,9 +1262,20 @@ mod tests {
     #[test]
     fn a_performance_exercise_names_its_target_metrics_and_baseline() {
         let m = parsed("54-matmul", MATMUL).unwrap();
-        assert_eq!((m.track(), m.detector(), m.region().get_ref().as_str(), m.expected_finding()), (Track::Perf, Detector::Speed, "kernel", None));
+        assert_eq!(
+            (
+                m.track(),
+                m.detector(),
+                m.region().get_ref().as_str(),
+                m.expected_finding()
+            ),
+            (Track::Perf, Detector::Speed, "kernel", None)
+        );
         let perf = m.manifest.perf.as_ref().unwrap();
-        assert_eq!((*perf.speedup.get_ref(), perf.baseline), (3.0, Some(Baseline::CublasSgemm)));
+        assert_eq!(
+            (*perf.speedup.get_ref(), perf.baseline),
+            (3.0, Some(Baseline::CublasSgemm))
+        );
         assert_eq!(perf.goals[0].metric, Metric::ShareOfBaseline);
     }
 
@@ -1001,20 +1283,41 @@ mod tests {
     fn the_call_clock_needs_repeats_and_the_timeline_metrics_need_the_call_clock() {
         let error = |text: &str| parsed("54-matmul", text).unwrap_err();
         let m = parsed("54-matmul", MATMUL).unwrap();
-        assert_eq!((m.manifest.perf.as_ref().unwrap().clock, m.manifest.host_memory), (Clock::Kernel, HostMemory::Pageable), "the defaults");
+        assert_eq!(
+            (
+                m.manifest.perf.as_ref().unwrap().clock,
+                m.manifest.host_memory
+            ),
+            (Clock::Kernel, HostMemory::Pageable),
+            "the defaults"
+        );
         let by_call = MATMUL.replace("[perf]\n", "[perf]\nclock = \"call\"\n");
         let m = parsed("54-matmul", &by_call).unwrap();
         assert_eq!(m.manifest.perf.as_ref().unwrap().clock, Clock::Call);
         let once = by_call.replace("repeat = 3", "repeat = 1");
         let e = error(&once);
-        assert!(e.message.contains("fastest call after the first") && e.line == find_line(&once, "repeat = 1"), "{e}");
+        assert!(
+            e.message.contains("fastest call after the first")
+                && e.line == find_line(&once, "repeat = 1"),
+            "{e}"
+        );
         let e = error(&MATMUL.replace("\"dram-share\"", "\"launches\""));
-        assert!(e.message.contains("read from the call's timeline") && e.message.contains("launches"), "{e}");
-        parsed("54-matmul", &by_call.replace("\"dram-share\"", "\"copy-overlap\"")).unwrap();
+        assert!(
+            e.message.contains("read from the call's timeline") && e.message.contains("launches"),
+            "{e}"
+        );
+        parsed(
+            "54-matmul",
+            &by_call.replace("\"dram-share\"", "\"copy-overlap\""),
+        )
+        .unwrap();
         let pinned = parsed("54-matmul", &format!("host_memory = \"pinned\"\n{MATMUL}")).unwrap();
         assert_eq!(pinned.manifest.harness_flags(), ["--pinned"]);
         let both = parsed("54-matmul", &format!("host_memory = \"pinned\"\n{by_call}")).unwrap();
-        assert_eq!((both.manifest.clock(), both.manifest.harness_flags()), (Clock::Call, vec!["--pinned", "--spin"]));
+        assert_eq!(
+            (both.manifest.clock(), both.manifest.harness_flags()),
+            (Clock::Call, vec!["--pinned", "--spin"])
+        );
         let e = error(&format!("host_memory = \"locked\"\n{MATMUL}"));
         assert!(e.message.contains("locked") && e.line == Some(1), "{e}");
     }
@@ -1024,17 +1327,31 @@ mod tests {
         let error = |text: &str| parsed("54-matmul", text).unwrap_err();
         // Format 1 knows only bug exercises.
         let e = error(&MATMUL.replace("format = 2", "format = 1"));
-        assert!(e.message.contains("`kind` needs `format = 2`") && e.line == Some(2), "{e}");
-        let with_expect = format!("{MATMUL}\n[expect]\ntool = \"memcheck\"\nkind = \"leak\"\nregion = \"kernel\"\n");
+        assert!(
+            e.message.contains("`kind` needs `format = 2`") && e.line == Some(2),
+            "{e}"
+        );
+        let with_expect = format!(
+            "{MATMUL}\n[expect]\ntool = \"memcheck\"\nkind = \"leak\"\nregion = \"kernel\"\n"
+        );
         let e = error(&with_expect);
-        assert!(e.message.contains("no bug to expect") && e.line == find_line(&with_expect, "[expect]"), "{e}");
+        assert!(
+            e.message.contains("no bug to expect") && e.line == find_line(&with_expect, "[expect]"),
+            "{e}"
+        );
         let e = error(&MATMUL.replace("[timing]\n", "[timing]\nmax_ratio_to_reference = 1.5\n"));
         assert!(e.message.contains("judged by `[perf] speedup`"), "{e}");
         let e = error(&MATMUL.replace("speedup = 3.0", "speedup = 0.9"));
-        assert!(e.message.contains("above 1.0") && e.line == find_line(MATMUL, "speedup = 3.0"), "{e}");
+        assert!(
+            e.message.contains("above 1.0") && e.line == find_line(MATMUL, "speedup = 3.0"),
+            "{e}"
+        );
         // An unknown metric is a serde error at its line.
         let e = error(&MATMUL.replace("\"dram-share\"", "\"dram-bandwidth\""));
-        assert!(e.message.contains("dram-bandwidth") && e.line == find_line(MATMUL, "metrics = ["), "{e}");
+        assert!(
+            e.message.contains("dram-bandwidth") && e.line == find_line(MATMUL, "metrics = ["),
+            "{e}"
+        );
         let e = error(&MATMUL.replace("metric = \"share-of-baseline\"", "metric = \"occupancy\""));
         assert!(e.message.contains("add the metric to `metrics`"), "{e}");
         let e = error(&MATMUL.replace("baseline = \"cublas-sgemm\"\n", ""));
@@ -1042,10 +1359,16 @@ mod tests {
         let e = error(&MATMUL.replace("at_least = 30.0", "at_least = 30.0\nat_most = 90.0"));
         assert!(e.message.contains("exactly one finite bound"), "{e}");
         // A bug exercise still needs its ratio target and its [expect].
-        let e = parsed("07-leak", &LEAK.replace("max_ratio_to_reference = 1.5\n", "")).unwrap_err();
-        assert!(e.message.contains("needs `timing.max_ratio_to_reference`"), "{e}");
+        let e = parsed(
+            "07-leak",
+            &LEAK.replace("max_ratio_to_reference = 1.5\n", ""),
+        )
+        .unwrap_err();
+        assert!(
+            e.message.contains("needs `timing.max_ratio_to_reference`"),
+            "{e}"
+        );
     }
-
 
     fn parsed(id: &str, text: &str) -> Result<LoadedManifest, ManifestError> {
         parse(id, Path::new("exercise.toml"), text)
@@ -1054,17 +1377,30 @@ mod tests {
     #[test]
     fn a_bug_no_tool_sees_names_the_cases_and_no_tool() {
         let m = parsed("15-global-race", RACE).unwrap();
-        assert_eq!((m.detector(), m.expected_finding()), (Detector::WrongOutput, None));
+        assert_eq!(
+            (m.detector(), m.expected_finding()),
+            (Detector::WrongOutput, None)
+        );
         // Claiming a tool for it is refused, at the [expect] line.
-        let claimed = RACE.replace("detector = \"wrong-output\"", "detector = \"wrong-output\"\ntool = \"racecheck\"");
+        let claimed = RACE.replace(
+            "detector = \"wrong-output\"",
+            "detector = \"wrong-output\"\ntool = \"racecheck\"",
+        );
         let e = parsed("15-global-race", &claimed).unwrap_err();
-        assert!(e.message.contains("names no `tool` or `kind`") && e.line == find_line(&claimed, "[expect]"), "{e}");
+        assert!(
+            e.message.contains("names no `tool` or `kind`")
+                && e.line == find_line(&claimed, "[expect]"),
+            "{e}"
+        );
     }
 
     #[test]
     fn a_sanitizer_detector_needs_its_tool_and_kind() {
         let m = parsed("07-leak", LEAK).unwrap();
-        assert_eq!(m.expected_finding(), Some((Tool::Memcheck, FindingKind::Leak)));
+        assert_eq!(
+            m.expected_finding(),
+            Some((Tool::Memcheck, FindingKind::Leak))
+        );
         let e = parsed("07-leak", &LEAK.replace("kind = \"leak\"\n", "")).unwrap_err();
         assert!(e.message.contains("needs `tool` and `kind`"), "{e}");
     }
@@ -1080,33 +1416,93 @@ mod tests {
     fn tool_options_are_checked_against_the_tools_allow_list_at_their_line() {
         let text = with_expect("[expect]\ntool = \"memcheck\"\nkind = \"stream-ordered-race\"\noptions = [\"--track-stream-ordered-races\", \"all\"]\nregion = \"alloc\"");
         let m = parsed("07-leak", &text).unwrap();
-        assert_eq!(m.tool_options(Tool::Memcheck), ["--track-stream-ordered-races", "all"]);
-        assert!(m.tool_options(Tool::Racecheck).is_empty(), "the options are the named tool's only");
+        assert_eq!(
+            m.tool_options(Tool::Memcheck),
+            ["--track-stream-ordered-races", "all"]
+        );
+        assert!(
+            m.tool_options(Tool::Racecheck).is_empty(),
+            "the options are the named tool's only"
+        );
         let options_line = find_line(&text, "options = ");
         for (bad, says) in [
-            ("[\"--racecheck-deadlock-timeout\", \"1000\"]", "belongs to racecheck, not memcheck"),
-            ("[\"--print-limit\", \"1\"]", "not one the grader passes to memcheck"),
+            (
+                "[\"--racecheck-deadlock-timeout\", \"1000\"]",
+                "belongs to racecheck, not memcheck",
+            ),
+            (
+                "[\"--print-limit\", \"1\"]",
+                "not one the grader passes to memcheck",
+            ),
             ("[\"--track-stream-ordered-races\"]", "got nothing"),
             ("[\"--track-stream-ordered-races\", \"some\"]", "got `some`"),
             ("[\"--track-stream-ordered-races=all\"]", "as its own item"),
         ] {
-            let e = parsed("07-leak", &text.replace("[\"--track-stream-ordered-races\", \"all\"]", bad)).unwrap_err();
-            assert!(e.message.contains(says) && e.line == options_line, "{bad}: {e}");
+            let e = parsed(
+                "07-leak",
+                &text.replace("[\"--track-stream-ordered-races\", \"all\"]", bad),
+            )
+            .unwrap_err();
+            assert!(
+                e.message.contains(says) && e.line == options_line,
+                "{bad}: {e}"
+            );
         }
         // A flag takes no value; a number must be one.
-        assert!(check_options(Tool::Initcheck, &["--track-unused-memory".into(), "--unused-memory-threshold".into(), "50".into()]).is_ok());
-        assert!(check_options(Tool::Racecheck, &["--racecheck-deadlock-timeout".into(), "soon".into()]).unwrap_err().contains("whole number"));
+        assert!(check_options(
+            Tool::Initcheck,
+            &[
+                "--track-unused-memory".into(),
+                "--unused-memory-threshold".into(),
+                "50".into()
+            ]
+        )
+        .is_ok());
+        assert!(check_options(
+            Tool::Racecheck,
+            &["--racecheck-deadlock-timeout".into(), "soon".into()]
+        )
+        .unwrap_err()
+        .contains("whole number"));
         // Options need a tool to go to.
-        let e = parsed("15-global-race", &RACE.replace("detector = \"wrong-output\"", "detector = \"wrong-output\"\noptions = [\"--leak-check\", \"full\"]")).unwrap_err();
+        let e = parsed(
+            "15-global-race",
+            &RACE.replace(
+                "detector = \"wrong-output\"",
+                "detector = \"wrong-output\"\noptions = [\"--leak-check\", \"full\"]",
+            ),
+        )
+        .unwrap_err();
         assert!(e.message.contains("names no `tool`"), "{e}");
     }
 
     #[test]
     fn a_kind_belongs_to_its_tool() {
-        let e = parsed("07-leak", &with_expect("[expect]\ntool = \"memcheck\"\nkind = \"deadlock\"\nregion = \"alloc\"")).unwrap_err();
-        assert!(e.message.contains("kind `deadlock` is a record of racecheck, not of memcheck") && e.line.is_some(), "{e}");
-        for kind in ["heap-error", "heap-leak", "stream-ordered-race", "bulk-copy", "stack-overflow"] {
-            parsed("07-leak", &with_expect(&format!("[expect]\ntool = \"memcheck\"\nkind = \"{kind}\"\nregion = \"alloc\""))).unwrap();
+        let e = parsed(
+            "07-leak",
+            &with_expect("[expect]\ntool = \"memcheck\"\nkind = \"deadlock\"\nregion = \"alloc\""),
+        )
+        .unwrap_err();
+        assert!(
+            e.message
+                .contains("kind `deadlock` is a record of racecheck, not of memcheck")
+                && e.line.is_some(),
+            "{e}"
+        );
+        for kind in [
+            "heap-error",
+            "heap-leak",
+            "stream-ordered-race",
+            "bulk-copy",
+            "stack-overflow",
+        ] {
+            parsed(
+                "07-leak",
+                &with_expect(&format!(
+                    "[expect]\ntool = \"memcheck\"\nkind = \"{kind}\"\nregion = \"alloc\""
+                )),
+            )
+            .unwrap();
         }
         parsed("07-leak", &with_expect("[expect]\ntool = \"racecheck\"\nkind = \"async-copy-race\"\noptions = [\"--racecheck-memcpy-async\", \"yes\"]\nregion = \"alloc\"")).unwrap();
         parsed("07-leak", &with_expect("[expect]\ntool = \"initcheck\"\nkind = \"unused-memory\"\noptions = [\"--track-unused-memory\"]\nregion = \"alloc\"")).unwrap();
@@ -1116,19 +1512,42 @@ mod tests {
     fn a_hang_has_a_limit_and_may_name_the_tool_that_reports_it() {
         let hang = with_expect("[expect]\ndetector = \"hang\"\nregion = \"alloc\"\ntimeout_s = 2\ntool = \"racecheck\"\nkind = \"deadlock\"\noptions = [\"--racecheck-deadlock-timeout\", \"1000\"]");
         let m = parsed("07-leak", &hang).unwrap();
-        assert_eq!((m.detector(), m.expected_finding(), m.hang_timeout()), (Detector::Hang, Some((Tool::Racecheck, FindingKind::Deadlock)), Some(std::time::Duration::from_secs(2))));
-        assert_eq!(m.tool_options(Tool::Racecheck), ["--racecheck-deadlock-timeout", "1000"]);
+        assert_eq!(
+            (m.detector(), m.expected_finding(), m.hang_timeout()),
+            (
+                Detector::Hang,
+                Some((Tool::Racecheck, FindingKind::Deadlock)),
+                Some(std::time::Duration::from_secs(2))
+            )
+        );
+        assert_eq!(
+            m.tool_options(Tool::Racecheck),
+            ["--racecheck-deadlock-timeout", "1000"]
+        );
         // Without a tool: a timeout is the only evidence; the default limit applies.
         let bare = with_expect("[expect]\ndetector = \"hang\"\nregion = \"alloc\"");
         let m = parsed("07-leak", &bare).unwrap();
-        assert_eq!((m.expected_finding(), m.hang_timeout()), (None, Some(std::time::Duration::from_secs_f64(DEFAULT_HANG_TIMEOUT_S))));
+        assert_eq!(
+            (m.expected_finding(), m.hang_timeout()),
+            (
+                None,
+                Some(std::time::Duration::from_secs_f64(DEFAULT_HANG_TIMEOUT_S))
+            )
+        );
         assert_eq!(shown_by(None, Detector::Hang), "timeout");
         let e = parsed("07-leak", &hang.replace("kind = \"deadlock\"\n", "")).unwrap_err();
         assert!(e.message.contains("both `tool` and `kind`"), "{e}");
         let e = parsed("07-leak", &hang.replace("timeout_s = 2", "timeout_s = 600")).unwrap_err();
-        assert!(e.message.contains("between 0.5 and 60") && e.line == find_line(&hang, "timeout_s"), "{e}");
+        assert!(
+            e.message.contains("between 0.5 and 60") && e.line == find_line(&hang, "timeout_s"),
+            "{e}"
+        );
         // A limit belongs to hangs only.
-        let e = parsed("07-leak", &LEAK.replace("kind = \"leak\"", "kind = \"leak\"\ntimeout_s = 3")).unwrap_err();
+        let e = parsed(
+            "07-leak",
+            &LEAK.replace("kind = \"leak\"", "kind = \"leak\"\ntimeout_s = 3"),
+        )
+        .unwrap_err();
         assert!(e.message.contains("limit of a hang"), "{e}");
     }
 
@@ -1136,9 +1555,19 @@ mod tests {
     fn a_crash_names_no_tool() {
         let crash = with_expect("[expect]\ndetector = \"crash\"\nregion = \"alloc\"");
         let m = parsed("07-leak", &crash).unwrap();
-        assert_eq!((m.detector(), m.expected_finding(), m.hang_timeout()), (Detector::Crash, None, None));
-        let e = parsed("07-leak", &crash.replace("region", "tool = \"memcheck\"\nkind = \"leak\"\nregion")).unwrap_err();
-        assert!(e.message.contains("`detector = \"crash\"` names no `tool`"), "{e}");
+        assert_eq!(
+            (m.detector(), m.expected_finding(), m.hang_timeout()),
+            (Detector::Crash, None, None)
+        );
+        let e = parsed(
+            "07-leak",
+            &crash.replace("region", "tool = \"memcheck\"\nkind = \"leak\"\nregion"),
+        )
+        .unwrap_err();
+        assert!(
+            e.message.contains("`detector = \"crash\"` names no `tool`"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -1146,12 +1575,37 @@ mod tests {
         let gated = format!("requires = \"9.0\"\n{LEAK}");
         let m = parsed("07-leak", &gated).unwrap();
         let cap = m.requires().unwrap();
-        assert_eq!((cap, cap.to_string(), cap.family(), cap.tag()), (Capability { major: 9, minor: 0 }, "9.0".into(), "Hopper", "sm_90+".into()));
-        assert!(Capability { major: 8, minor: 0 } < cap && Capability { major: 10, minor: 0 } > cap && Capability { major: 9, minor: 1 } > cap);
+        assert_eq!(
+            (cap, cap.to_string(), cap.family(), cap.tag()),
+            (
+                Capability { major: 9, minor: 0 },
+                "9.0".into(),
+                "Hopper",
+                "sm_90+".into()
+            )
+        );
+        assert!(
+            Capability { major: 8, minor: 0 } < cap
+                && Capability {
+                    major: 10,
+                    minor: 0
+                } > cap
+                && Capability { major: 9, minor: 1 } > cap
+        );
         assert_eq!(parsed("07-leak", LEAK).unwrap().requires(), None);
         for bad in ["9", "sm_90", "9.0.1", "nine"] {
-            let e = parsed("07-leak", &format!("format = 1\nrequires = \"{bad}\"\n{}", LEAK.replacen("format = 1\n", "", 1))).unwrap_err();
-            assert!(e.message.contains("major.minor") && e.line == Some(2), "{bad}: {e}");
+            let e = parsed(
+                "07-leak",
+                &format!(
+                    "format = 1\nrequires = \"{bad}\"\n{}",
+                    LEAK.replacen("format = 1\n", "", 1)
+                ),
+            )
+            .unwrap_err();
+            assert!(
+                e.message.contains("major.minor") && e.line == Some(2),
+                "{bad}: {e}"
+            );
         }
     }
 }

@@ -106,7 +106,14 @@ impl Metric {
 
     /// Read from the harness's timeline of a call (`clock = "call"` exercises), not from ncu.
     pub fn from_timeline(self) -> bool {
-        matches!(self, Metric::Launches | Metric::Syncs | Metric::KernelShare | Metric::CopyBytes | Metric::CopyOverlap)
+        matches!(
+            self,
+            Metric::Launches
+                | Metric::Syncs
+                | Metric::KernelShare
+                | Metric::CopyBytes
+                | Metric::CopyOverlap
+        )
     }
 
     pub fn key(self) -> &'static str {
@@ -155,7 +162,17 @@ impl Metric {
     }
 
     pub fn is_percent(self) -> bool {
-        matches!(self, Metric::LoadEfficiency | Metric::Occupancy | Metric::SmBusy | Metric::DramShare | Metric::Fp32Share | Metric::ShareOfBaseline | Metric::KernelShare | Metric::CopyOverlap)
+        matches!(
+            self,
+            Metric::LoadEfficiency
+                | Metric::Occupancy
+                | Metric::SmBusy
+                | Metric::DramShare
+                | Metric::Fp32Share
+                | Metric::ShareOfBaseline
+                | Metric::KernelShare
+                | Metric::CopyOverlap
+        )
     }
 
     /// The metric in plain words: what it counts and what good looks like.
@@ -183,7 +200,17 @@ impl Metric {
 
     /// Whether a larger value is better.
     pub fn higher_is_better(self) -> bool {
-        !matches!(self, Metric::SectorsPerRequest | Metric::BankConflicts | Metric::GlobalAtomics | Metric::Registers | Metric::LocalBytes | Metric::Launches | Metric::Syncs | Metric::CopyBytes)
+        !matches!(
+            self,
+            Metric::SectorsPerRequest
+                | Metric::BankConflicts
+                | Metric::GlobalAtomics
+                | Metric::Registers
+                | Metric::LocalBytes
+                | Metric::Launches
+                | Metric::Syncs
+                | Metric::CopyBytes
+        )
     }
 
     pub fn needs_baseline(self) -> bool {
@@ -193,21 +220,41 @@ impl Metric {
     /// The raw ncu counters this metric is computed from.
     pub fn counters(self) -> &'static [&'static str] {
         match self {
-            Metric::LoadEfficiency => &["smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct"],
-            Metric::SectorsPerRequest => &["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"],
+            Metric::LoadEfficiency => {
+                &["smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct"]
+            }
+            Metric::SectorsPerRequest => &[
+                "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+                "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+            ],
             Metric::BankConflicts => &[
                 "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
                 "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
                 "smsp__sass_inst_executed_op_shared_ld.sum",
                 "smsp__sass_inst_executed_op_shared_st.sum",
             ],
-            Metric::ThreadsPerInstruction => &["smsp__thread_inst_executed.sum", "smsp__inst_executed.sum"],
+            Metric::ThreadsPerInstruction => {
+                &["smsp__thread_inst_executed.sum", "smsp__inst_executed.sum"]
+            }
             Metric::Occupancy => &["sm__warps_active.avg.pct_of_peak_sustained_active"],
             Metric::SmBusy => &["sm__cycles_active.avg", "sm__cycles_elapsed.avg"],
-            Metric::GlobalAtomics => &["l1tex__t_requests_pipe_lsu_mem_global_op_red.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum"],
+            Metric::GlobalAtomics => &[
+                "l1tex__t_requests_pipe_lsu_mem_global_op_red.sum",
+                "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum",
+            ],
             Metric::Registers => &["launch__registers_per_thread"],
-            Metric::LocalBytes => &["l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum", "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum"],
-            Metric::DramShare | Metric::Fp32Share | Metric::ShareOfBaseline | Metric::Launches | Metric::Syncs | Metric::KernelShare | Metric::CopyBytes | Metric::CopyOverlap => &[],
+            Metric::LocalBytes => &[
+                "l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum",
+                "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum",
+            ],
+            Metric::DramShare
+            | Metric::Fp32Share
+            | Metric::ShareOfBaseline
+            | Metric::Launches
+            | Metric::Syncs
+            | Metric::KernelShare
+            | Metric::CopyBytes
+            | Metric::CopyOverlap => &[],
         }
     }
 
@@ -217,24 +264,41 @@ impl Metric {
         let raw = |name: &str| c.raw.get(name).copied();
         let ratio = |a: f64, b: f64| (b > 0.0).then(|| a / b);
         match self {
-            Metric::LoadEfficiency | Metric::Occupancy | Metric::Registers => raw(self.counters()[0]),
+            Metric::LoadEfficiency | Metric::Occupancy | Metric::Registers => {
+                raw(self.counters()[0])
+            }
             Metric::LocalBytes => Some(raw(self.counters()[0])? + raw(self.counters()[1])?),
             Metric::SectorsPerRequest => ratio(raw(self.counters()[0])?, raw(self.counters()[1])?),
             Metric::BankConflicts => {
                 let n = self.counters();
                 ratio(raw(n[0])? + raw(n[1])?, raw(n[2])? + raw(n[3])?)
             }
-            Metric::ThreadsPerInstruction => ratio(raw(self.counters()[0])?, raw(self.counters()[1])?),
-            Metric::SmBusy => ratio(raw(self.counters()[0])?, raw(self.counters()[1])?).map(|r| 100.0 * r),
+            Metric::ThreadsPerInstruction => {
+                ratio(raw(self.counters()[0])?, raw(self.counters()[1])?)
+            }
+            Metric::SmBusy => {
+                ratio(raw(self.counters()[0])?, raw(self.counters()[1])?).map(|r| 100.0 * r)
+            }
             Metric::GlobalAtomics => Some(raw(self.counters()[0])? + raw(self.counters()[1])?),
-            Metric::DramShare => ratio(dram_bytes(c)?, c.nanoseconds).map(|gbps| 100.0 * gbps / peaks.bandwidth_gbps),
-            Metric::Fp32Share => ratio(flops(c)?, c.nanoseconds).map(|gflops| 100.0 * gflops / peaks.fp32_gflops),
+            Metric::DramShare => {
+                ratio(dram_bytes(c)?, c.nanoseconds).map(|gbps| 100.0 * gbps / peaks.bandwidth_gbps)
+            }
+            Metric::Fp32Share => {
+                ratio(flops(c)?, c.nanoseconds).map(|gflops| 100.0 * gflops / peaks.fp32_gflops)
+            }
             Metric::ShareOfBaseline => ratio(baseline_ns?, c.nanoseconds).map(|r| 100.0 * r),
             Metric::Launches => raw(timeline_keys::LAUNCHES),
             Metric::Syncs => raw(timeline_keys::SYNCS),
             Metric::CopyBytes => raw(timeline_keys::COPY_BYTES),
-            Metric::KernelShare => ratio(raw(timeline_keys::KERNEL_NS)?, raw(timeline_keys::CALL_NS)?).map(|r| 100.0 * r),
-            Metric::CopyOverlap => ratio(raw(timeline_keys::OVERLAP_NS)?, raw(timeline_keys::COPY_NS)?).map(|r| 100.0 * r),
+            Metric::KernelShare => {
+                ratio(raw(timeline_keys::KERNEL_NS)?, raw(timeline_keys::CALL_NS)?)
+                    .map(|r| 100.0 * r)
+            }
+            Metric::CopyOverlap => ratio(
+                raw(timeline_keys::OVERLAP_NS)?,
+                raw(timeline_keys::COPY_NS)?,
+            )
+            .map(|r| 100.0 * r),
         }
     }
 
@@ -245,7 +309,19 @@ impl Metric {
             Some(v) if self.is_percent() => format!("{v:.1}%"),
             Some(v) if v >= 1e6 => format!("{:.2} M", v / 1e6),
             Some(v) if v >= 1e4 => format!("{:.1} k", v / 1e3),
-            Some(v) if matches!(self, Metric::GlobalAtomics | Metric::Registers | Metric::LocalBytes | Metric::Launches | Metric::Syncs | Metric::CopyBytes) => format!("{v:.0}"),
+            Some(v)
+                if matches!(
+                    self,
+                    Metric::GlobalAtomics
+                        | Metric::Registers
+                        | Metric::LocalBytes
+                        | Metric::Launches
+                        | Metric::Syncs
+                        | Metric::CopyBytes
+                ) =>
+            {
+                format!("{v:.0}")
+            }
             Some(v) => format!("{v:.2}"),
         }
     }
@@ -258,14 +334,24 @@ pub fn dram_bytes(c: &Counters) -> Option<f64> {
 
 /// Single-precision floating-point operations per repeat (an FMA is two).
 pub fn flops(c: &Counters) -> Option<f64> {
-    let get = |op: &str| c.raw.get(&format!("smsp__sass_thread_inst_executed_op_{op}_pred_on.sum")).copied();
+    let get = |op: &str| {
+        c.raw
+            .get(&format!(
+                "smsp__sass_thread_inst_executed_op_{op}_pred_on.sum"
+            ))
+            .copied()
+    };
     Some(2.0 * get("ffma")? + get("fadd")? + get("fmul")?)
 }
 
 /// Every raw counter the given metrics and the roofline need, without repeats.
 pub fn needed(metrics: &[Metric]) -> Vec<String> {
     let mut all: Vec<String> = Vec::new();
-    for name in metrics.iter().flat_map(|m| m.counters().iter()).chain(ROOFLINE_COUNTERS) {
+    for name in metrics
+        .iter()
+        .flat_map(|m| m.counters().iter())
+        .chain(ROOFLINE_COUNTERS)
+    {
         if !all.iter().any(|n| n == name) {
             all.push(name.to_string());
         }
@@ -283,8 +369,14 @@ mod tests {
         let c = Counters {
             nanoseconds: 382_000.0,
             raw: [
-                ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", 6.64e7),
-                ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", 4.57e4),
+                (
+                    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+                    6.64e7,
+                ),
+                (
+                    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+                    4.57e4,
+                ),
                 ("smsp__sass_inst_executed_op_shared_ld.sum", 2.1e6),
                 ("smsp__sass_inst_executed_op_shared_st.sum", 2.1e6),
                 ("dram__bytes_read.sum", 2.68e8),
@@ -294,19 +386,48 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v))
             .collect(),
         };
-        let peaks = Peaks { bandwidth_gbps: 2993.3, fp32_gflops: 51_300.0 };
+        let peaks = Peaks {
+            bandwidth_gbps: 2993.3,
+            fp32_gflops: 51_300.0,
+        };
         let conflicts = Metric::BankConflicts.value(&c, peaks, None).unwrap();
-        assert!((conflicts - (6.64e7 + 4.57e4) / 4.2e6).abs() < 1e-9, "{conflicts}");
+        assert!(
+            (conflicts - (6.64e7 + 4.57e4) / 4.2e6).abs() < 1e-9,
+            "{conflicts}"
+        );
         let share = Metric::DramShare.value(&c, peaks, None).unwrap();
-        assert!((share - 100.0 * (5.2e8 / 382_000.0) / 2993.3).abs() < 1e-9, "{share}");
-        assert_eq!(Metric::Fp32Share.value(&c, peaks, None), None, "no FLOP counters collected");
-        assert_eq!(Metric::ShareOfBaseline.value(&c, peaks, Some(191_000.0)), Some(50.0));
+        assert!(
+            (share - 100.0 * (5.2e8 / 382_000.0) / 2993.3).abs() < 1e-9,
+            "{share}"
+        );
+        assert_eq!(
+            Metric::Fp32Share.value(&c, peaks, None),
+            None,
+            "no FLOP counters collected"
+        );
+        assert_eq!(
+            Metric::ShareOfBaseline.value(&c, peaks, Some(191_000.0)),
+            Some(50.0)
+        );
         assert_eq!(Metric::ThreadsPerInstruction.value(&c, peaks, None), None);
         let spills = Counters {
             nanoseconds: 1.0,
-            raw: [("launch__registers_per_thread", 32.0), ("l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum", 3.0e6), ("l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum", 1.0e6)].into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+            raw: [
+                ("launch__registers_per_thread", 32.0),
+                ("l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum", 3.0e6),
+                ("l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum", 1.0e6),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
         };
-        assert_eq!((Metric::Registers.value(&spills, peaks, None), Metric::LocalBytes.value(&spills, peaks, None)), (Some(32.0), Some(4.0e6)));
+        assert_eq!(
+            (
+                Metric::Registers.value(&spills, peaks, None),
+                Metric::LocalBytes.value(&spills, peaks, None)
+            ),
+            (Some(32.0), Some(4.0e6))
+        );
         assert_eq!(Metric::LocalBytes.show(Some(4.0e6)), "4.00 M");
         assert_eq!(Metric::Registers.show(Some(32.0)), "32");
     }
@@ -321,6 +442,9 @@ mod tests {
         unique.sort();
         unique.dedup();
         assert_eq!(unique.len(), all.len());
-        assert!(all.iter().any(|n| n == "dram__bytes_write.sum"), "the roofline's counters are always there");
+        assert!(
+            all.iter().any(|n| n == "dram__bytes_write.sum"),
+            "the roofline's counters are always there"
+        );
     }
 }

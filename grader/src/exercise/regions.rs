@@ -47,10 +47,19 @@ fn marker(line: &str) -> Option<Result<Marker<'_>, String>> {
     if name.is_empty() {
         return Some(Err("marker needs a region name".into()));
     }
-    if !name.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-') {
-        return Some(Err(format!("region name `{name}` may only hold letters, digits, `-` and `_`")));
+    if !name
+        .chars()
+        .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+    {
+        return Some(Err(format!(
+            "region name `{name}` may only hold letters, digits, `-` and `_`"
+        )));
     }
-    Some(Ok(if is_begin { Marker::Begin(name) } else { Marker::End(name) }))
+    Some(Ok(if is_begin {
+        Marker::Begin(name)
+    } else {
+        Marker::End(name)
+    }))
 }
 
 /// All regions of a source, in order. Regions may not nest or repeat a name.
@@ -64,26 +73,45 @@ pub fn parse(source: &str) -> Result<Vec<Region>, RegionError> {
             Some(Err(message)) => return Err(RegionError { line: n, message }),
             Some(Ok(Marker::Begin(name))) => {
                 if let Some((outer, _)) = &open {
-                    return Err(RegionError { line: n, message: format!("region `{name}` begins inside `{outer}`") });
+                    return Err(RegionError {
+                        line: n,
+                        message: format!("region `{name}` begins inside `{outer}`"),
+                    });
                 }
                 if regions.iter().any(|r| r.name == name) {
-                    return Err(RegionError { line: n, message: format!("region `{name}` is marked twice") });
+                    return Err(RegionError {
+                        line: n,
+                        message: format!("region `{name}` is marked twice"),
+                    });
                 }
                 open = Some((name.to_string(), n));
             }
             Some(Ok(Marker::End(name))) => match open.take() {
-                Some((open_name, begin)) if open_name == name => {
-                    regions.push(Region { name: open_name, begin_line: begin, end_line: n })
-                }
+                Some((open_name, begin)) if open_name == name => regions.push(Region {
+                    name: open_name,
+                    begin_line: begin,
+                    end_line: n,
+                }),
                 Some((open_name, _)) => {
-                    return Err(RegionError { line: n, message: format!("`ANCHOR_END: {name}` closes region `{open_name}`") })
+                    return Err(RegionError {
+                        line: n,
+                        message: format!("`ANCHOR_END: {name}` closes region `{open_name}`"),
+                    })
                 }
-                None => return Err(RegionError { line: n, message: format!("`ANCHOR_END: {name}` without an `ANCHOR: {name}`") }),
+                None => {
+                    return Err(RegionError {
+                        line: n,
+                        message: format!("`ANCHOR_END: {name}` without an `ANCHOR: {name}`"),
+                    })
+                }
             },
         }
     }
     if let Some((name, begin)) = open {
-        return Err(RegionError { line: begin, message: format!("region `{name}` is never closed") });
+        return Err(RegionError {
+            line: begin,
+            message: format!("region `{name}` is never closed"),
+        });
     }
     Ok(regions)
 }
@@ -101,7 +129,12 @@ fn segments(source: &str) -> Result<Vec<Segment<'_>>, RegionError> {
     let mut inside = false;
     for (i, line) in source.lines().enumerate() {
         match marker(line) {
-            Some(Err(message)) => return Err(RegionError { line: i + 1, message }),
+            Some(Err(message)) => {
+                return Err(RegionError {
+                    line: i + 1,
+                    message,
+                })
+            }
             Some(Ok(Marker::Begin(name))) => {
                 out.push(Segment::Outside(std::mem::take(&mut outside)));
                 out.push(Segment::Inside(name));
@@ -134,7 +167,9 @@ pub fn differ_only_inside(a: &str, b: &str) -> Result<Option<OutsideDifference>,
         match (x, y) {
             (Segment::Outside(lx), Segment::Outside(ly)) => {
                 if let Some(k) = (0..lx.len().max(ly.len())).find(|&k| lx.get(k) != ly.get(k)) {
-                    let line = outside_lines_a.get(seen_outside + k.min(lx.len().saturating_sub(1))).copied();
+                    let line = outside_lines_a
+                        .get(seen_outside + k.min(lx.len().saturating_sub(1)))
+                        .copied();
                     return Ok(Some(OutsideDifference {
                         line_in_a: line.unwrap_or(1),
                         a: lx.get(k).copied().unwrap_or("(end of section)").to_string(),
@@ -181,7 +216,10 @@ fn outside_line_numbers(source: &str) -> Vec<usize> {
 fn region_bodies(source: &str) -> Result<Vec<(String, Vec<&str>)>, RegionError> {
     let regions = parse(source)?;
     let lines: Vec<&str> = source.lines().collect();
-    Ok(regions.into_iter().map(|r| (r.name, lines[r.begin_line - 1..r.end_line].to_vec())).collect())
+    Ok(regions
+        .into_iter()
+        .map(|r| (r.name, lines[r.begin_line - 1..r.end_line].to_vec()))
+        .collect())
 }
 
 /// `base` with each of its regions replaced by the region of the same name in `replacements` (a file
@@ -192,8 +230,15 @@ pub fn splice(base: &str, replacements: &str) -> Result<String, RegionError> {
     let regions = parse(base)?;
     for (name, _) in &bodies {
         if !regions.iter().any(|r| &r.name == name) {
-            let line = parse(replacements)?.iter().find(|r| &r.name == name).map(|r| r.begin_line).unwrap_or(1);
-            return Err(RegionError { line, message: format!("region `{name}` has no region of that name to replace") });
+            let line = parse(replacements)?
+                .iter()
+                .find(|r| &r.name == name)
+                .map(|r| r.begin_line)
+                .unwrap_or(1);
+            return Err(RegionError {
+                line,
+                message: format!("region `{name}` has no region of that name to replace"),
+            });
         }
     }
     let lines: Vec<&str> = base.lines().collect();
@@ -201,7 +246,10 @@ pub fn splice(base: &str, replacements: &str) -> Result<String, RegionError> {
     let mut next = 0;
     for r in &regions {
         let Some((_, body)) = bodies.iter().find(|(n, _)| n == &r.name) else {
-            return Err(RegionError { line: r.begin_line, message: format!("region `{}` has no replacement", r.name) });
+            return Err(RegionError {
+                line: r.begin_line,
+                message: format!("region `{}` has no replacement", r.name),
+            });
         };
         out.extend_from_slice(&lines[next..r.begin_line - 1]);
         out.extend_from_slice(body);
@@ -224,7 +272,14 @@ mod tests {
     #[test]
     fn parses_regions_with_lines() {
         let r = parse(A).unwrap();
-        assert_eq!(r, vec![Region { name: "bug".into(), begin_line: 2, end_line: 4 }]);
+        assert_eq!(
+            r,
+            vec![Region {
+                name: "bug".into(),
+                begin_line: 2,
+                end_line: 4
+            }]
+        );
         assert!(r[0].contains(3) && !r[0].contains(5));
     }
 
@@ -235,8 +290,14 @@ mod tests {
         assert!(parse(nested).unwrap_err().message.contains("inside"));
         let twice = "// ANCHOR: a\n// ANCHOR_END: a\n// ANCHOR: a\n// ANCHOR_END: a\n";
         assert_eq!(parse(twice).unwrap_err().line, 3);
-        assert!(parse("// ANCHOR_END: a\n").unwrap_err().message.contains("without"));
-        assert!(parse("// ANCHOR: a(\n").unwrap_err().message.contains("may only hold"));
+        assert!(parse("// ANCHOR_END: a\n")
+            .unwrap_err()
+            .message
+            .contains("without"));
+        assert!(parse("// ANCHOR: a(\n")
+            .unwrap_err()
+            .message
+            .contains("may only hold"));
     }
 
     #[test]
@@ -249,7 +310,10 @@ mod tests {
     fn differences_outside_regions_are_reported_with_line() {
         let b = A.replace("int b;", "int c;");
         let d = differ_only_inside(A, &b).unwrap().unwrap();
-        assert_eq!((d.line_in_a, d.a.as_str(), d.b.as_str()), (5, "int b;", "int c;"));
+        assert_eq!(
+            (d.line_in_a, d.a.as_str(), d.b.as_str()),
+            (5, "int b;", "int c;")
+        );
         let extra = format!("{A}int extra;\n");
         assert!(differ_only_inside(A, &extra).unwrap().is_some());
         let renamed = A.replace(": bug", ": other");
@@ -263,7 +327,13 @@ mod tests {
         let original = splice(solution, regions).unwrap();
         assert_eq!(original, "head\n// ANCHOR: a\nbug a\n// ANCHOR_END: a\nmiddle\n// ANCHOR: b\nbug b\nmore b\n// ANCHOR_END: b\ntail\n");
         assert_eq!(differ_only_inside(&original, solution).unwrap(), None);
-        assert!(splice(solution, "// ANCHOR: a\nx\n// ANCHOR_END: a\n").unwrap_err().message.contains("`b` has no replacement"));
-        assert!(splice(solution, "// ANCHOR: c\nx\n// ANCHOR_END: c\n").unwrap_err().message.contains("`c` has no region"));
+        assert!(splice(solution, "// ANCHOR: a\nx\n// ANCHOR_END: a\n")
+            .unwrap_err()
+            .message
+            .contains("`b` has no replacement"));
+        assert!(splice(solution, "// ANCHOR: c\nx\n// ANCHOR_END: c\n")
+            .unwrap_err()
+            .message
+            .contains("`c` has no region"));
     }
 }

@@ -24,7 +24,14 @@ pub enum GradeStage {
 }
 
 impl GradeStage {
-    pub const ALL: [GradeStage; 6] = [GradeStage::Builds, GradeStage::NamedTool, GradeStage::OtherTools, GradeStage::Public, GradeStage::Hidden, GradeStage::Speed];
+    pub const ALL: [GradeStage; 6] = [
+        GradeStage::Builds,
+        GradeStage::NamedTool,
+        GradeStage::OtherTools,
+        GradeStage::Public,
+        GradeStage::Hidden,
+        GradeStage::Speed,
+    ];
 
     pub fn key(self) -> &'static str {
         match self {
@@ -66,7 +73,14 @@ pub struct Rubric {
 
 impl Default for Rubric {
     fn default() -> Rubric {
-        Rubric { builds: 10.0, named_tool: 40.0, other_tools: 10.0, public: 15.0, hidden: 10.0, speed: 15.0 }
+        Rubric {
+            builds: 10.0,
+            named_tool: 40.0,
+            other_tools: 10.0,
+            public: 15.0,
+            hidden: 10.0,
+            speed: 15.0,
+        }
     }
 }
 
@@ -95,7 +109,17 @@ impl Rubric {
         GradeStage::ALL
             .iter()
             .filter(|s| !(moved_to.is_some() && **s == GradeStage::NamedTool))
-            .map(|&s| (s, self.get(s) + if Some(s) == moved_to { self.named_tool } else { 0.0 }))
+            .map(|&s| {
+                (
+                    s,
+                    self.get(s)
+                        + if Some(s) == moved_to {
+                            self.named_tool
+                        } else {
+                            0.0
+                        },
+                )
+            })
             .collect()
     }
 
@@ -106,11 +130,24 @@ impl Rubric {
 
 /// Every value a finite number >= 0, and more than 0 in all.
 pub fn validate(m: &LoadedManifest) -> Result<(), ManifestError> {
-    let Some(r) = &m.manifest.rubric else { return Ok(()) };
+    let Some(r) = &m.manifest.rubric else {
+        return Ok(());
+    };
     let line = crate::exercise::manifest::find_line(&m.text, "[rubric]");
-    let err = |message: String| ManifestError { path: m.path.clone(), line, message };
-    if let Some(s) = GradeStage::ALL.iter().find(|s| !(r.get(**s).is_finite() && r.get(**s) >= 0.0)) {
-        return Err(err(format!("[rubric] {}: points must be a number >= 0, got {}", s.key().replace('-', "_"), r.get(*s))));
+    let err = |message: String| ManifestError {
+        path: m.path.clone(),
+        line,
+        message,
+    };
+    if let Some(s) = GradeStage::ALL
+        .iter()
+        .find(|s| !(r.get(**s).is_finite() && r.get(**s) >= 0.0))
+    {
+        return Err(err(format!(
+            "[rubric] {}: points must be a number >= 0, got {}",
+            s.key().replace('-', "_"),
+            r.get(*s)
+        )));
     }
     if r.total() <= 0.0 {
         return Err(err("[rubric] gives no points at all".into()));
@@ -132,14 +169,29 @@ mod tests {
     fn the_defaults_give_100_and_move_the_named_tools_points_where_nothing_is_named() {
         let r = Rubric::default();
         assert_eq!(r.total(), 100.0);
-        let points = |id: &str, text: &str| r.for_exercise(&parse(id, Path::new("x.toml"), text).unwrap());
+        let points =
+            |id: &str, text: &str| r.for_exercise(&parse(id, Path::new("x.toml"), text).unwrap());
         let race = points("03-race", RACE);
         assert_eq!(race.len(), 6);
         let early = points("13-early-return", EARLY_RETURN);
         assert!(!early.iter().any(|(s, _)| *s == GradeStage::NamedTool));
-        assert_eq!(early.iter().find(|(s, _)| *s == GradeStage::Hidden).unwrap().1, r.hidden + r.named_tool);
+        assert_eq!(
+            early
+                .iter()
+                .find(|(s, _)| *s == GradeStage::Hidden)
+                .unwrap()
+                .1,
+            r.hidden + r.named_tool
+        );
         let reduction = points("57-reduction", REDUCTION);
-        assert_eq!(reduction.iter().find(|(s, _)| *s == GradeStage::Speed).unwrap().1, r.speed + r.named_tool);
+        assert_eq!(
+            reduction
+                .iter()
+                .find(|(s, _)| *s == GradeStage::Speed)
+                .unwrap()
+                .1,
+            r.speed + r.named_tool
+        );
         for p in [race, early, reduction] {
             assert_eq!(p.iter().map(|(_, v)| v).sum::<f64>(), 100.0);
         }
@@ -148,14 +200,36 @@ mod tests {
     #[test]
     fn a_rubric_is_read_and_a_bad_one_names_its_line() {
         let text = format!("{RACE}\n[rubric]\nspeed = 30\nbuilds = 0\n");
-        let m = parse("03-race", Path::new("exercises/03-race/exercise.toml"), &text).unwrap();
+        let m = parse(
+            "03-race",
+            Path::new("exercises/03-race/exercise.toml"),
+            &text,
+        )
+        .unwrap();
         let r = m.manifest.rubric.unwrap();
-        assert_eq!((r.speed, r.builds, r.named_tool), (30.0, 0.0, 40.0), "unset fields keep their defaults");
+        assert_eq!(
+            (r.speed, r.builds, r.named_tool),
+            (30.0, 0.0, 40.0),
+            "unset fields keep their defaults"
+        );
         let line = text.lines().position(|l| l == "[rubric]").unwrap() + 1;
-        let e = parse("03-race", Path::new("exercises/03-race/exercise.toml"), &format!("{RACE}\n[rubric]\nhidden = -5\n")).unwrap_err();
+        let e = parse(
+            "03-race",
+            Path::new("exercises/03-race/exercise.toml"),
+            &format!("{RACE}\n[rubric]\nhidden = -5\n"),
+        )
+        .unwrap_err();
         assert_eq!(e.line, Some(line));
-        assert!(e.message.contains("hidden") && e.message.contains(">= 0"), "{e}");
-        let e = parse("03-race", Path::new("x.toml"), &format!("{RACE}\n[rubric]\nstyle = 5\n")).unwrap_err();
+        assert!(
+            e.message.contains("hidden") && e.message.contains(">= 0"),
+            "{e}"
+        );
+        let e = parse(
+            "03-race",
+            Path::new("x.toml"),
+            &format!("{RACE}\n[rubric]\nstyle = 5\n"),
+        )
+        .unwrap_err();
         assert!(e.message.contains("unknown field"), "{e}");
     }
 }

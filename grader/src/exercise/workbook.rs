@@ -75,9 +75,17 @@ fn is_root(dir: &Path) -> bool {
 /// `CUDABUGS_ROOT`, else the nearest folder at or above `start` that holds exercises/ and solutions/.
 pub fn find_root(start: &Path) -> Result<PathBuf, WorkbookError> {
     if let Some(root) = std::env::var_os("CUDABUGS_ROOT").map(PathBuf::from) {
-        return if is_root(&root) { Ok(root) } else { Err(WorkbookError::NoRoot(root)) };
+        return if is_root(&root) {
+            Ok(root)
+        } else {
+            Err(WorkbookError::NoRoot(root))
+        };
     }
-    start.ancestors().find(|d| is_root(d)).map(Path::to_path_buf).ok_or_else(|| WorkbookError::NoRoot(start.to_path_buf()))
+    start
+        .ancestors()
+        .find(|d| is_root(d))
+        .map(Path::to_path_buf)
+        .ok_or_else(|| WorkbookError::NoRoot(start.to_path_buf()))
 }
 
 impl Workbook {
@@ -88,44 +96,81 @@ impl Workbook {
     ) -> Result<Workbook, WorkbookError> {
         let (mut exercises, mut broken) = (Vec::new(), Vec::new());
         for e in embedded {
-            let path = PathBuf::from("exercises").join(e.id).join(crate::exercise::catalog::MANIFEST_FILE);
+            let path = PathBuf::from("exercises")
+                .join(e.id)
+                .join(crate::exercise::catalog::MANIFEST_FILE);
             let parsed = match e.error {
                 Some(error) => Err(error.to_string()),
                 None => manifest::parse(e.id, &path, e.manifest).map_err(|err| err.to_string()),
             };
             match parsed {
-                Ok(manifest) => exercises.push(Exercise { manifest, original: e.original, solution: e.solution }),
-                Err(error) => broken.push(Broken { id: e.id.to_string(), error }),
+                Ok(manifest) => exercises.push(Exercise {
+                    manifest,
+                    original: e.original,
+                    solution: e.solution,
+                }),
+                Err(error) => broken.push(Broken {
+                    id: e.id.to_string(),
+                    error,
+                }),
             }
         }
-        Ok(Workbook { root, exercises, broken, harness })
+        Ok(Workbook {
+            root,
+            exercises,
+            broken,
+            harness,
+        })
     }
 
     /// Resolve an id given in full (`03-race`), by number (`3`, `03`) or by name or name prefix (`race`).
     pub fn resolve(&self, query: &str) -> Result<&Exercise, WorkbookError> {
         let q = query.trim().to_lowercase();
-        let named = |id: &str| id == q || id.get(3..).is_some_and(|n| n.starts_with(&q)) || q.parse::<u32>().ok() == id.get(..2).and_then(|n| n.parse().ok());
+        let named = |id: &str| {
+            id == q
+                || id.get(3..).is_some_and(|n| n.starts_with(&q))
+                || q.parse::<u32>().ok() == id.get(..2).and_then(|n| n.parse().ok())
+        };
         if let Some(b) = self.broken.iter().find(|b| named(&b.id)) {
             if !self.exercises.iter().any(|e| e.id() == q) {
-                return Err(WorkbookError::Broken { id: b.id.clone(), error: b.error.clone() });
+                return Err(WorkbookError::Broken {
+                    id: b.id.clone(),
+                    error: b.error.clone(),
+                });
             }
         }
         // The whole id, or the whole name after the number ("sync" is 04-sync, not 12-syncwarp).
-        if let Some(ex) = self.exercises.iter().find(|e| e.id() == q || e.short_name() == q) {
+        if let Some(ex) = self
+            .exercises
+            .iter()
+            .find(|e| e.id() == q || e.short_name() == q)
+        {
             return Ok(ex);
         }
         if let Ok(n) = q.parse::<u32>() {
-            if let Some(ex) = self.exercises.iter().find(|e| e.number().parse::<u32>() == Ok(n)) {
+            if let Some(ex) = self
+                .exercises
+                .iter()
+                .find(|e| e.number().parse::<u32>() == Ok(n))
+            {
                 return Ok(ex);
             }
         }
-        let matches: Vec<&Exercise> =
-            self.exercises.iter().filter(|e| e.short_name().starts_with(&q) || e.id().starts_with(&q)).collect();
+        let matches: Vec<&Exercise> = self
+            .exercises
+            .iter()
+            .filter(|e| e.short_name().starts_with(&q) || e.id().starts_with(&q))
+            .collect();
         match matches.as_slice() {
             [one] => Ok(one),
             [] => Err(WorkbookError::Unknown {
                 query: query.to_string(),
-                known: self.exercises.iter().map(|e| e.id()).collect::<Vec<_>>().join(", "),
+                known: self
+                    .exercises
+                    .iter()
+                    .map(|e| e.id())
+                    .collect::<Vec<_>>()
+                    .join(", "),
             }),
             many => Err(WorkbookError::Ambiguous {
                 query: query.to_string(),
@@ -136,11 +181,17 @@ impl Workbook {
 
     /// The learner's file for an exercise.
     pub fn learner_path(&self, ex: &Exercise) -> PathBuf {
-        self.root.join("exercises").join(ex.id()).join(ex.manifest.source_name())
+        self.root
+            .join("exercises")
+            .join(ex.id())
+            .join(ex.manifest.source_name())
     }
 
     pub fn solution_path(&self, ex: &Exercise) -> PathBuf {
-        self.root.join("solutions").join(ex.id()).join(ex.manifest.source_name())
+        self.root
+            .join("solutions")
+            .join(ex.id())
+            .join(ex.manifest.source_name())
     }
 
     /// Scratch space for builds and tool output (ignored by git).
@@ -150,7 +201,10 @@ impl Workbook {
 
     /// A path relative to the root, for messages; absolute paths elsewhere stay as they are.
     pub fn display_path(&self, path: &Path) -> String {
-        path.strip_prefix(&self.root).unwrap_or(path).display().to_string()
+        path.strip_prefix(&self.root)
+            .unwrap_or(path)
+            .display()
+            .to_string()
     }
 }
 

@@ -64,7 +64,10 @@ pub struct VersionPerf {
 
 impl VersionPerf {
     pub fn metric(&self, m: Metric) -> Option<f64> {
-        self.metrics.iter().find(|v| v.metric == m).and_then(|v| v.value)
+        self.metrics
+            .iter()
+            .find(|v| v.metric == m)
+            .and_then(|v| v.value)
     }
 }
 
@@ -110,18 +113,37 @@ pub fn roofline(c: &Counters, peak: &Peak) -> Option<RooflinePoint> {
         return None;
     }
     let intensity = flops / bytes;
-    Some(RooflinePoint { flops, dram_bytes: bytes, intensity, gflops: flops / c.nanoseconds, roof_gflops: peak.roof_gflops(intensity) })
+    Some(RooflinePoint {
+        flops,
+        dram_bytes: bytes,
+        intensity,
+        gflops: flops / c.nanoseconds,
+        roof_gflops: peak.roof_gflops(intensity),
+    })
 }
 
 /// One version from the counters of its ncu measurement.
-fn version(name: &str, c: &Counters, repeat_spread: Option<f64>, shown: &[Metric], peak: &Peak, baseline_ns: Option<f64>) -> VersionPerf {
+fn version(
+    name: &str,
+    c: &Counters,
+    repeat_spread: Option<f64>,
+    shown: &[Metric],
+    peak: &Peak,
+    baseline_ns: Option<f64>,
+) -> VersionPerf {
     VersionPerf {
         version: name.into(),
         nanoseconds: c.nanoseconds,
         kernel_ns: None,
         timeline: None,
         speedup: 1.0,
-        metrics: shown.iter().map(|&m| MetricValue { metric: m, value: m.value(c, peak.peaks(), baseline_ns) }).collect(),
+        metrics: shown
+            .iter()
+            .map(|&m| MetricValue {
+                metric: m,
+                value: m.value(c, peak.peaks(), baseline_ns),
+            })
+            .collect(),
         roofline: roofline(c, peak),
         repeat_spread,
         counters: Some(c.clone()),
@@ -131,9 +153,15 @@ fn version(name: &str, c: &Counters, repeat_spread: Option<f64>, shown: &[Metric
 /// A timing output's measurement and its counters, or why it has none.
 fn measured(o: Option<&Output>) -> Result<(&Measured, &Counters), String> {
     match o {
-        Some(Output::Timed { measured: Ok(m), .. }) if m.counters.is_some() => Ok((m, m.counters.as_ref().expect("checked"))),
-        Some(Output::Timed { measured: Ok(m), .. }) => Err(m.tool_failure.clone().unwrap_or_else(|| m.why_untimed())),
-        Some(Output::Timed { measured: Err(e), .. }) => Err(e.to_string()),
+        Some(Output::Timed {
+            measured: Ok(m), ..
+        }) if m.counters.is_some() => Ok((m, m.counters.as_ref().expect("checked"))),
+        Some(Output::Timed {
+            measured: Ok(m), ..
+        }) => Err(m.tool_failure.clone().unwrap_or_else(|| m.why_untimed())),
+        Some(Output::Timed {
+            measured: Err(e), ..
+        }) => Err(e.to_string()),
         Some(Output::NotRun(b)) => Err(crate::judge::verdict::why_not_run(b)),
         _ => Err("not timed".into()),
     }
@@ -152,15 +180,24 @@ pub struct Runs<'a> {
 impl<'a> Runs<'a> {
     /// A version's runs, read from a plan's results by stage kind.
     pub fn of(name: &'a str, get: impl Fn(StageKind) -> Option<&'a Output>) -> Runs<'a> {
-        Runs { name, ncu: get(StageKind::Timing), call: get(StageKind::Call), timeline: get(StageKind::Timeline) }
+        Runs {
+            name,
+            ncu: get(StageKind::Timing),
+            call: get(StageKind::Call),
+            timeline: get(StageKind::Timeline),
+        }
     }
 }
 
 /// The whole call the judge holds a version to, or why there is none.
 fn call_ns(o: Option<&Output>) -> Result<f64, String> {
     match o {
-        Some(Output::Called { times: Some(t), .. }) => t.judged_ns().ok_or_else(|| "the harness timed no call".into()),
-        Some(Output::Called { failure, .. }) => Err(failure.clone().unwrap_or_else(|| "the harness wrote no call times".into())),
+        Some(Output::Called { times: Some(t), .. }) => t
+            .judged_ns()
+            .ok_or_else(|| "the harness timed no call".into()),
+        Some(Output::Called { failure, .. }) => Err(failure
+            .clone()
+            .unwrap_or_else(|| "the harness wrote no call times".into())),
         Some(Output::NotRun(b)) => Err(crate::judge::verdict::why_not_run(b)),
         _ => Err("the whole call was not timed".into()),
     }
@@ -168,7 +205,12 @@ fn call_ns(o: Option<&Output>) -> Result<f64, String> {
 
 /// The call a timeline stage recorded, with its figures added to the counters the metrics read.
 fn recorded(o: Option<&Output>, c: &mut Counters) -> Option<timeline::Call> {
-    let Some(Output::Called { timeline: Some(t), .. }) = o else { return None };
+    let Some(Output::Called {
+        timeline: Some(t), ..
+    }) = o
+    else {
+        return None;
+    };
     let call = t.shown()?.clone();
     let s = call.stats();
     for (k, v) in [
@@ -187,11 +229,18 @@ fn recorded(o: Option<&Output>, c: &mut Counters) -> Option<timeline::Call> {
 
 /// The versions' summary from their timed runs (the original first) and the baseline's
 /// measurement. Err names the version that could not be timed.
-pub fn summarize(ex: &Exercise, peak: &Peak, timed: &[Runs], baseline: Option<&Measured>) -> Result<PerfSummary, (String, String)> {
+pub fn summarize(
+    ex: &Exercise,
+    peak: &Peak,
+    timed: &[Runs],
+    baseline: Option<&Measured>,
+) -> Result<PerfSummary, (String, String)> {
     let m = &ex.manifest.manifest;
     let perf = m.perf.as_ref().expect("a performance exercise");
     let shown = perf.metrics.get_ref().clone();
-    let baseline_ns = baseline.and_then(|b| b.counters.as_ref()).map(|c| c.nanoseconds);
+    let baseline_ns = baseline
+        .and_then(|b| b.counters.as_ref())
+        .map(|c| c.nanoseconds);
     let mut versions = Vec::new();
     let mut commands = Vec::new();
     for runs in timed {
@@ -204,7 +253,8 @@ pub fn summarize(ex: &Exercise, peak: &Peak, timed: &[Runs], baseline: Option<&M
         let mut v = version(name, &counters, spread, &shown, peak, baseline_ns);
         v.timeline = timeline;
         if perf.clock == Clock::Call {
-            v.nanoseconds = call_ns(runs.call).map_err(|why| (name.to_string(), format!("no whole-call time: {why}")))?;
+            v.nanoseconds = call_ns(runs.call)
+                .map_err(|why| (name.to_string(), format!("no whole-call time: {why}")))?;
             v.kernel_ns = Some(c.nanoseconds);
             for o in [runs.call, runs.timeline].into_iter().flatten() {
                 if let Output::Called { command, .. } = o {
@@ -223,7 +273,15 @@ pub fn summarize(ex: &Exercise, peak: &Peak, timed: &[Runs], baseline: Option<&M
     for v in &mut versions {
         v.speedup = original_ns / v.nanoseconds;
     }
-    Ok(PerfSummary { kernels: m.timing.kernels.clone(), clock: perf.clock, target_speedup: *perf.speedup.get_ref(), shown, peak: peak.clone(), versions, commands })
+    Ok(PerfSummary {
+        kernels: m.timing.kernels.clone(),
+        clock: perf.clock,
+        target_speedup: *perf.speedup.get_ref(),
+        shown,
+        peak: peak.clone(),
+        versions,
+        commands,
+    })
 }
 
 fn baseline_name(perf: &Perf) -> &'static str {
@@ -256,7 +314,10 @@ pub fn describe_goal(g: &GoalResult, original: &VersionPerf) -> String {
         (_, b) => ("at most", b.unwrap_or(0.0)),
     };
     if g.goal.of_original {
-        format!("{word} {b}x the original's {}", g.goal.metric.show(original.metric(g.goal.metric)))
+        format!(
+            "{word} {b}x the original's {}",
+            g.goal.metric.show(original.metric(g.goal.metric))
+        )
     } else {
         format!("{word} {}", g.goal.metric.show(Some(b)))
     }
@@ -264,21 +325,56 @@ pub fn describe_goal(g: &GoalResult, original: &VersionPerf) -> String {
 
 /// The steps of one version's performance verdict: its speed against the target, then each goal.
 pub fn judge(label: &str, perf: &Perf, summary: &PerfSummary, who: &str) -> Vec<Step> {
-    let (Some(v), Some(original)) = (summary.version(who), summary.versions.first()) else { return Vec::new() };
+    let (Some(v), Some(original)) = (summary.version(who), summary.versions.first()) else {
+        return Vec::new();
+    };
     let target = summary.target_speedup;
-    let status = if v.speedup >= target { Status::Passed } else { Status::Failed };
-    let roof = v.roofline.as_ref().map(|r| format!("; {:.0}% of the roof at {:.2} FLOP/B", 100.0 * r.gflops / r.roof_gflops, r.intensity)).unwrap_or_default();
+    let status = if v.speedup >= target {
+        Status::Passed
+    } else {
+        Status::Failed
+    };
+    let roof = v
+        .roofline
+        .as_ref()
+        .map(|r| {
+            format!(
+                "; {:.0}% of the roof at {:.2} FLOP/B",
+                100.0 * r.gflops / r.roof_gflops,
+                r.intensity
+            )
+        })
+        .unwrap_or_default();
     let mut steps = vec![Step::new(
         format!("{label} speed"),
         status,
-        format!("{:.1} us, {:.2}x the original's {:.1} us (target >= {target:.2}x){roof}", v.nanoseconds / 1e3, v.speedup, original.nanoseconds / 1e3),
+        format!(
+            "{:.1} us, {:.2}x the original's {:.1} us (target >= {target:.2}x){roof}",
+            v.nanoseconds / 1e3,
+            v.speedup,
+            original.nanoseconds / 1e3
+        ),
     )
     .command(summary.commands.join("\n"))
     .stage("timing")];
     for g in goals(perf, v, original) {
-        let status = if g.met { Status::Passed } else { Status::Failed };
+        let status = if g.met {
+            Status::Passed
+        } else {
+            Status::Failed
+        };
         steps.push(
-            Step::new(format!("{label} {}", g.goal.metric.key()), status, format!("{} {} (goal: {})", g.goal.metric.label(), g.goal.metric.show(g.value), describe_goal(&g, original))).stage("timing"),
+            Step::new(
+                format!("{label} {}", g.goal.metric.key()),
+                status,
+                format!(
+                    "{} {} (goal: {})",
+                    g.goal.metric.label(),
+                    g.goal.metric.show(g.value),
+                    describe_goal(&g, original)
+                ),
+            )
+            .stage("timing"),
         );
     }
     steps
@@ -287,7 +383,10 @@ pub fn judge(label: &str, perf: &Perf, summary: &PerfSummary, who: &str) -> Vec<
 /// This GPU's peak: the cached measurement, or a new one (cached for next time). `again` measures
 /// even where a cached one exists.
 pub fn peak(ctx: &Context, wb: &Workbook, again: bool) -> Result<Peak, PeakError> {
-    let device = ctx.gpu_info().map(|g| g.name.clone()).unwrap_or_else(|| "gpu".into());
+    let device = ctx
+        .gpu_info()
+        .map(|g| g.name.clone())
+        .unwrap_or_else(|| "gpu".into());
     let driver = context::driver_version();
     let path = peak::cache_path(&wb.work_dir(), &device, driver.as_deref());
     if !again {
@@ -307,42 +406,74 @@ pub fn peak(ctx: &Context, wb: &Workbook, again: bool) -> Result<Peak, PeakError
     };
     // The build of the peak program made `dir`, where the cache file goes too.
     let measured = peak::measure(&setup)?;
-    let _ = crate::exercise::workbook::write_atomically(&path, &serde_json::to_string_pretty(&measured).unwrap_or_default());
+    let _ = crate::exercise::workbook::write_atomically(
+        &path,
+        &serde_json::to_string_pretty(&measured).unwrap_or_default(),
+    );
     Ok(measured)
 }
 
 /// Time the exercise's library baseline under ncu at the bench's size, with the roofline's counters;
 /// None for an exercise without one. The library is the grader's own code, not a submission: it
 /// runs unconfined, after the versions.
-pub fn time_baseline(ctx: &Context, wb: &Workbook, ex: &Exercise) -> Result<Option<Measured>, String> {
+pub fn time_baseline(
+    ctx: &Context,
+    wb: &Workbook,
+    ex: &Exercise,
+) -> Result<Option<Measured>, String> {
     let m = &ex.manifest.manifest;
-    let Some(Baseline::CublasSgemm) = m.perf.as_ref().and_then(|p| p.baseline) else { return Ok(None) };
+    let Some(Baseline::CublasSgemm) = m.perf.as_ref().and_then(|p| p.baseline) else {
+        return Ok(None);
+    };
     let ncu_path = ctx.tools.ncu.as_deref().ok_or("ncu not found")?;
     let dir = wb.work_dir().join("baseline");
     let source = ctx.harness.include_dir.join("baseline-sgemm.cu");
     let flags = ["-lcublas".to_string()];
-    let built = nvcc::build(ctx.launcher.as_ref(), &ctx.recipe(), Flavor::Timing, Inputs::Program { sources: std::slice::from_ref(&source), flags: &flags }, &dir.join("cublas-sgemm"), Reuse::IfUnchanged, &|j| j)
-        .map_err(|e| format!("cannot build the cuBLAS baseline: {e}"))?;
+    let built = nvcc::build(
+        ctx.launcher.as_ref(),
+        &ctx.recipe(),
+        Flavor::Timing,
+        Inputs::Program {
+            sources: std::slice::from_ref(&source),
+            flags: &flags,
+        },
+        &dir.join("cublas-sgemm"),
+        Reuse::IfUnchanged,
+        &|j| j,
+    )
+    .map_err(|e| format!("cannot build the cuBLAS baseline: {e}"))?;
     let p = |k: &str| m.bench.params.get(k).copied().unwrap_or(0).to_string();
     let target = ncu::Target {
         name: "cublas-sgemm".into(),
         program: built.binary.clone(),
         args: vec![p("m"), p("n"), p("k"), m.bench.repeat.to_string()],
         kernels: Vec::new(),
-        counters: counters::ROOFLINE_COUNTERS.iter().map(|s| s.to_string()).collect(),
+        counters: counters::ROOFLINE_COUNTERS
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
         every_kernel: false,
         repeat: m.bench.repeat,
     };
     let csv = dir.join("cublas-sgemm.csv");
     let lock = stages::ncu_lock_dir(ctx, wb);
-    let job = ncu::job(ncu_path, &target, &csv, ctx.config.timeouts.ncu).env("TMPDIR", &lock).key("baseline/cublas-sgemm").output(&csv);
-    let measured = ncu::measure(ctx.launcher.as_ref(), &job, &target, &csv).map_err(|e| e.to_string())?;
+    let job = ncu::job(ncu_path, &target, &csv, ctx.config.timeouts.ncu)
+        .env("TMPDIR", &lock)
+        .key("baseline/cublas-sgemm")
+        .output(&csv);
+    let measured =
+        ncu::measure(ctx.launcher.as_ref(), &job, &target, &csv).map_err(|e| e.to_string())?;
     match measured.counters {
         Some(_) => Ok(Some(measured)),
-        None => Err(format!("ncu could not time cuBLAS: {}", measured.tool_failure.clone().unwrap_or_else(|| measured.why_untimed()))),
+        None => Err(format!(
+            "ncu could not time cuBLAS: {}",
+            measured
+                .tool_failure
+                .clone()
+                .unwrap_or_else(|| measured.why_untimed())
+        )),
     }
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -355,7 +486,13 @@ mod tests {
             kernel_ns: None,
             timeline: None,
             speedup: 1.0,
-            metrics: metrics.iter().map(|&(metric, v)| MetricValue { metric, value: Some(v) }).collect(),
+            metrics: metrics
+                .iter()
+                .map(|&(metric, v)| MetricValue {
+                    metric,
+                    value: Some(v),
+                })
+                .collect(),
             roofline: None,
             repeat_spread: None,
             counters: None,
@@ -371,20 +508,58 @@ mod tests {
 
     #[test]
     fn goals_hold_absolute_and_relative_bounds() {
-        let original = version("original", 382.0, &[(Metric::BankConflicts, 31.6), (Metric::DramShare, 45.0)]);
-        let fixed = version("learner", 202.0, &[(Metric::BankConflicts, 0.1), (Metric::DramShare, 88.0)]);
-        let half = version("learner", 245.0, &[(Metric::BankConflicts, 15.4), (Metric::DramShare, 73.0)]);
-        let relative = Goal { metric: Metric::BankConflicts, at_least: None, at_most: Some(0.1), of_original: true };
-        let absolute = Goal { metric: Metric::DramShare, at_least: Some(70.0), at_most: None, of_original: false };
+        let original = version(
+            "original",
+            382.0,
+            &[(Metric::BankConflicts, 31.6), (Metric::DramShare, 45.0)],
+        );
+        let fixed = version(
+            "learner",
+            202.0,
+            &[(Metric::BankConflicts, 0.1), (Metric::DramShare, 88.0)],
+        );
+        let half = version(
+            "learner",
+            245.0,
+            &[(Metric::BankConflicts, 15.4), (Metric::DramShare, 73.0)],
+        );
+        let relative = Goal {
+            metric: Metric::BankConflicts,
+            at_least: None,
+            at_most: Some(0.1),
+            of_original: true,
+        };
+        let absolute = Goal {
+            metric: Metric::DramShare,
+            at_least: Some(70.0),
+            at_most: None,
+            of_original: false,
+        };
         let p = perf(vec![relative, absolute]);
         let ok = goals(&p, &fixed, &original);
         assert!(ok.iter().all(|g| g.met), "{ok:?}");
-        assert!((ok[0].bound.unwrap() - 3.16).abs() < 1e-9, "a tenth of the original's 31.6");
+        assert!(
+            (ok[0].bound.unwrap() - 3.16).abs() < 1e-9,
+            "a tenth of the original's 31.6"
+        );
         let half_goals = goals(&p, &half, &original);
-        assert_eq!(half_goals.iter().map(|g| g.met).collect::<Vec<_>>(), vec![false, true], "16-way conflicts are not a tenth of 32-way");
-        assert_eq!(describe_goal(&half_goals[0], &original), "at most 0.1x the original's 31.60");
+        assert_eq!(
+            half_goals.iter().map(|g| g.met).collect::<Vec<_>>(),
+            vec![false, true],
+            "16-way conflicts are not a tenth of 32-way"
+        );
+        assert_eq!(
+            describe_goal(&half_goals[0], &original),
+            "at most 0.1x the original's 31.60"
+        );
         // A metric ncu could not measure never meets a goal.
-        let unknown = VersionPerf { metrics: vec![MetricValue { metric: Metric::DramShare, value: None }], ..fixed };
+        let unknown = VersionPerf {
+            metrics: vec![MetricValue {
+                metric: Metric::DramShare,
+                value: None,
+            }],
+            ..fixed
+        };
         assert!(!goals(&p, &unknown, &original)[1].met);
     }
 }

@@ -244,20 +244,34 @@ fn merge(per_tool: Vec<Vec<Finding>>) -> Vec<MergedFinding> {
     let mut out: Vec<MergedFinding> = Vec::new();
     for found in per_tool {
         let base = out.len();
-        let first_kernel_error = found.iter().position(|f| !matches!(f.kind, FindingKind::ApiError | FindingKind::Leak)).map(|p| base + p);
+        let first_kernel_error = found
+            .iter()
+            .position(|f| !matches!(f.kind, FindingKind::ApiError | FindingKind::Leak))
+            .map(|p| base + p);
         for f in found {
             let index = out.len();
             // After a faulting kernel the context is gone: every later API call fails, and so do the
             // frees, which memcheck then reports as leaks (seen on an H100).
-            let follow_on_of = first_kernel_error.filter(|&k| matches!(f.kind, FindingKind::ApiError | FindingKind::Leak) && index > k);
-            out.push(MergedFinding { explanation: explain(f.kind), finding: f, follow_on_of });
+            let follow_on_of = first_kernel_error.filter(|&k| {
+                matches!(f.kind, FindingKind::ApiError | FindingKind::Leak) && index > k
+            });
+            out.push(MergedFinding {
+                explanation: explain(f.kind),
+                finding: f,
+                follow_on_of,
+            });
         }
     }
     out
 }
 
 /// Sanitize one submission (a program, or an exercise's file). `say` receives progress lines.
-pub fn sanitize(ctx: &Context, wb: &Workbook, sub: Submission, mut say: impl FnMut(&str)) -> SanitizeReport {
+pub fn sanitize(
+    ctx: &Context,
+    wb: &Workbook,
+    sub: Submission,
+    mut say: impl FnMut(&str),
+) -> SanitizeReport {
     let started = Instant::now();
     let (program, args, caveat) = match &sub.target {
         Target::Program(p) => (
@@ -293,13 +307,20 @@ pub fn sanitize(ctx: &Context, wb: &Workbook, sub: Submission, mut say: impl FnM
     for t in Tool::ALL {
         let stage = Stage::new(0, StageKind::Sanitize(t));
         let (step, found, records) = match results.get_run(&stage) {
-            Some(o @ Output::Sanitized { findings, run, .. }) => {
-                (verdict::tool(t.name(), &stage.id(), o), findings.clone(), run.as_ref().map(|r| r.records.len()).unwrap_or(0))
-            }
+            Some(o @ Output::Sanitized { findings, run, .. }) => (
+                verdict::tool(t.name(), &stage.id(), o),
+                findings.clone(),
+                run.as_ref().map(|r| r.records.len()).unwrap_or(0),
+            ),
             Some(Output::NotRun(b)) => (verdict::not_run(t.name(), &stage.id(), b), Vec::new(), 0),
             _ => (None, Vec::new(), 0),
         };
-        tools.push(tool_summary(t, step.as_ref().filter(|s| s.name != "gpu"), &found, records));
+        tools.push(tool_summary(
+            t,
+            step.as_ref().filter(|s| s.name != "gpu"),
+            &found,
+            records,
+        ));
         if let Some(s) = step {
             if s.name == "gpu" {
                 if !steps.iter().any(|x| x.name == "gpu") {
@@ -314,29 +335,62 @@ pub fn sanitize(ctx: &Context, wb: &Workbook, sub: Submission, mut say: impl FnM
     let findings = merge(per_tool);
     let profile = profile.then(|| {
         let build = results.get(0, StageKind::BuildRelease);
-        if let Some(step) = build.and_then(|o| verdict::build("build -O3", o, Flavor::Timing, &ctx.arch)) {
+        if let Some(step) =
+            build.and_then(|o| verdict::build("build -O3", o, Flavor::Timing, &ctx.arch))
+        {
             steps.push(step);
         }
         match results.get(0, StageKind::Profile) {
-            Some(Output::Profiled { command, run, launches }) => {
+            Some(Output::Profiled {
+                command,
+                run,
+                launches,
+            }) => {
                 let error = match (run, launches) {
                     (Err(e), _) => Some(e.to_string()),
-                    (Ok(f), _) if !f.success() && !matches!(launches, Ok(l) if !l.is_empty()) => Some(format!("the program failed under ncu ({})", f.describe_exit())),
+                    (Ok(f), _) if !f.success() && !matches!(launches, Ok(l) if !l.is_empty()) => {
+                        Some(format!(
+                            "the program failed under ncu ({})",
+                            f.describe_exit()
+                        ))
+                    }
                     (_, Err(e)) => Some(e.clone()),
                     (_, Ok(l)) if l.is_empty() => Some("ncu saw no kernel launch".into()),
                     _ => None,
                 };
-                ProfileReport { command: command.clone(), kernels: launches.as_deref().map(kernel_profiles).unwrap_or_default(), error, note: PROFILE_NOTE }
+                ProfileReport {
+                    command: command.clone(),
+                    kernels: launches.as_deref().map(kernel_profiles).unwrap_or_default(),
+                    error,
+                    note: PROFILE_NOTE,
+                }
             }
-            Some(Output::NotRun(b)) => ProfileReport { command: String::new(), kernels: Vec::new(), error: Some(verdict::why_not_run(b)), note: PROFILE_NOTE },
-            _ => ProfileReport { command: String::new(), kernels: Vec::new(), error: Some("not run".into()), note: PROFILE_NOTE },
+            Some(Output::NotRun(b)) => ProfileReport {
+                command: String::new(),
+                kernels: Vec::new(),
+                error: Some(verdict::why_not_run(b)),
+                note: PROFILE_NOTE,
+            },
+            _ => ProfileReport {
+                command: String::new(),
+                kernels: Vec::new(),
+                error: Some("not run".into()),
+                note: PROFILE_NOTE,
+            },
         }
     });
     // Like a linter: any tool's findings fail the run, whatever another tool did.
-    let mut outcomes: Vec<Outcome> = steps.iter().chain(&tool_steps).map(|s| Outcome::from_steps(std::slice::from_ref(s))).collect();
+    let mut outcomes: Vec<Outcome> = steps
+        .iter()
+        .chain(&tool_steps)
+        .map(|s| Outcome::from_steps(std::slice::from_ref(s)))
+        .collect();
     outcomes.retain(|o| *o != Outcome::Pass);
     if let Some(e) = profile.as_ref().and_then(|p| p.error.as_ref()) {
-        outcomes.push(Outcome::ToolError { step: "profile".into(), message: e.clone() });
+        outcomes.push(Outcome::ToolError {
+            step: "profile".into(),
+            message: e.clone(),
+        });
     }
     let outcome = Outcome::worst(&outcomes);
     SanitizeReport {
@@ -369,7 +423,12 @@ mod tests {
             hazards: None,
             thread: None,
             block: None,
-            locations: vec![SourceLocation { path: "p.cu".into(), line, function: None, role: "access".into() }],
+            locations: vec![SourceLocation {
+                path: "p.cu".into(),
+                line,
+                function: None,
+                role: "access".into(),
+            }],
             region: None,
             threads: 1,
             blocks: 1,
@@ -379,13 +438,20 @@ mod tests {
     #[test]
     fn api_errors_after_a_kernel_error_are_tied_to_it_and_not_across_tools() {
         let merged = merge(vec![
-            vec![finding(FindingKind::OutOfBounds, 10), finding(FindingKind::ApiError, 20), finding(FindingKind::Leak, 30)],
+            vec![
+                finding(FindingKind::OutOfBounds, 10),
+                finding(FindingKind::ApiError, 20),
+                finding(FindingKind::Leak, 30),
+            ],
             vec![finding(FindingKind::ApiError, 40)],
         ]);
         let tied: Vec<Option<usize>> = merged.iter().map(|m| m.follow_on_of).collect();
         assert_eq!(tied, [None, Some(0), Some(0), None]);
         // A leak with no kernel error before it is a leak.
-        assert_eq!(merge(vec![vec![finding(FindingKind::Leak, 1)]])[0].follow_on_of, None);
+        assert_eq!(
+            merge(vec![vec![finding(FindingKind::Leak, 1)]])[0].follow_on_of,
+            None
+        );
         assert!(merged[0].explanation.contains("outside every allocation"));
     }
 }

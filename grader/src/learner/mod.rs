@@ -28,7 +28,11 @@ pub struct Reset {
 }
 
 fn backup_path(wb: &Workbook, ex: &Exercise) -> PathBuf {
-    let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string().replace([':', '-'], "").replace('T', "-").replace('Z', "");
+    let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+        .to_string()
+        .replace([':', '-'], "")
+        .replace('T', "-")
+        .replace('Z', "");
     let dir = wb.root.join(BACKUP_DIR).join(ex.id());
     let name = ex.manifest.source_name();
     let mut candidate = dir.join(format!("{name}.{stamp}"));
@@ -53,7 +57,12 @@ pub fn reset(wb: &Workbook, ex: &Exercise) -> std::io::Result<Reset> {
     let mut backup = None;
     if let Some(text) = &current {
         if text == ex.original {
-            return Ok(Reset { exercise: ex.id().to_string(), path: wb.display_path(&path), backup: None, restored: false });
+            return Ok(Reset {
+                exercise: ex.id().to_string(),
+                path: wb.display_path(&path),
+                backup: None,
+                restored: false,
+            });
         }
         let to = backup_path(wb, ex);
         std::fs::create_dir_all(to.parent().expect("backup folder"))?;
@@ -61,7 +70,12 @@ pub fn reset(wb: &Workbook, ex: &Exercise) -> std::io::Result<Reset> {
         backup = Some(wb.display_path(&to));
     }
     crate::exercise::workbook::write_atomically(&path, ex.original)?;
-    Ok(Reset { exercise: ex.id().to_string(), path: wb.display_path(&path), backup, restored: true })
+    Ok(Reset {
+        exercise: ex.id().to_string(),
+        path: wb.display_path(&path),
+        backup,
+        restored: true,
+    })
 }
 
 /// The reference solution as a unified diff against the learner's text (empty when identical).
@@ -76,7 +90,9 @@ pub fn solution_diff(ex: &Exercise, learner: &str) -> String {
 
 /// Whether the learner's file differs from the original (they have started on it).
 pub fn is_edited(wb: &Workbook, ex: &Exercise) -> bool {
-    std::fs::read_to_string(wb.learner_path(ex)).map(|t| t != ex.original).unwrap_or(true)
+    std::fs::read_to_string(wb.learner_path(ex))
+        .map(|t| t != ex.original)
+        .unwrap_or(true)
 }
 
 /// Whether an exercise has passed `check`.
@@ -126,7 +142,11 @@ pub fn list(wb: &Workbook, state: &crate::learner::state::State) -> Vec<ListEntr
                 track: ex.manifest.track(),
                 tool: ex.manifest.expected_finding().map(|(t, _)| t),
                 detector: ex.manifest.detector(),
-                status: if state.is_done(ex.id()) { Progress::Done } else { Progress::Pending },
+                status: if state.is_done(ex.id()) {
+                    Progress::Done
+                } else {
+                    Progress::Pending
+                },
                 next: next == Some(ex.id()),
                 edited: is_edited(wb, ex),
                 hints_shown: state.hints_shown(ex.id()),

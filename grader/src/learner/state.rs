@@ -34,18 +34,30 @@ pub struct State {
 
 impl Default for State {
     fn default() -> Self {
-        State { format: FORMAT, done: BTreeMap::new(), hints: BTreeMap::new() }
+        State {
+            format: FORMAT,
+            done: BTreeMap::new(),
+            hints: BTreeMap::new(),
+        }
     }
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum StateError {
     #[error("{path}:{line}:{column}: the progress file is damaged ({message}). It was left as it is; `cargo xtask check <id>` records each passed exercise again, and the next save moves the damaged file to {path}.damaged")]
-    Damaged { path: String, line: usize, column: usize, message: String },
+    Damaged {
+        path: String,
+        line: usize,
+        column: usize,
+        message: String,
+    },
     #[error("{path}: written by a newer cudabugs (format {found}, this one reads {FORMAT}); it was left as it is")]
     NewerFormat { path: String, found: u32 },
     #[error("{path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
 }
 
 /// What loading found: the state to use, and a warning to show when the file could not be used.
@@ -67,25 +79,66 @@ pub fn load(root: &Path) -> Loaded {
     let shown = STATE_FILE.to_string();
     let text = match std::fs::read_to_string(&p) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Loaded { state: State::default(), problem: None, path: p },
-        Err(source) => return Loaded { state: State::default(), problem: Some(StateError::Io { path: shown, source }), path: p },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Loaded {
+                state: State::default(),
+                problem: None,
+                path: p,
+            }
+        }
+        Err(source) => {
+            return Loaded {
+                state: State::default(),
+                problem: Some(StateError::Io {
+                    path: shown,
+                    source,
+                }),
+                path: p,
+            }
+        }
     };
     let problem = match serde_json::from_str::<State>(&text) {
-        Ok(state) if state.format <= FORMAT => return Loaded { state, problem: None, path: p },
-        Ok(state) => StateError::NewerFormat { path: shown, found: state.format },
-        Err(e) => StateError::Damaged { path: shown, line: e.line(), column: e.column(), message: e.to_string() },
+        Ok(state) if state.format <= FORMAT => {
+            return Loaded {
+                state,
+                problem: None,
+                path: p,
+            }
+        }
+        Ok(state) => StateError::NewerFormat {
+            path: shown,
+            found: state.format,
+        },
+        Err(e) => StateError::Damaged {
+            path: shown,
+            line: e.line(),
+            column: e.column(),
+            message: e.to_string(),
+        },
     };
-    Loaded { state: State::default(), problem: Some(problem), path: p }
+    Loaded {
+        state: State::default(),
+        problem: Some(problem),
+        path: p,
+    }
 }
 
 impl Loaded {
     /// Write the state atomically. A damaged file is first moved to `<file>.damaged` (never
     /// deleted); a file of a newer format is never replaced.
     pub fn save(&self) -> Result<Option<PathBuf>, StateError> {
-        let io = |source| StateError::Io { path: self.path.display().to_string(), source };
+        let io = |source| StateError::Io {
+            path: self.path.display().to_string(),
+            source,
+        };
         let mut moved = None;
         match &self.problem {
-            Some(StateError::NewerFormat { path, found }) => return Err(StateError::NewerFormat { path: path.clone(), found: *found }),
+            Some(StateError::NewerFormat { path, found }) => {
+                return Err(StateError::NewerFormat {
+                    path: path.clone(),
+                    found: *found,
+                })
+            }
             Some(StateError::Damaged { .. }) if self.path.exists() => {
                 let aside = self.path.with_extension("json.damaged");
                 std::fs::rename(&self.path, &aside).map_err(io)?;
@@ -107,7 +160,10 @@ impl State {
     /// Record a pass; the first pass's date is kept, the latest ratio replaces an older one.
     pub fn mark_done(&mut self, id: &str, ratio_to_reference: Option<f64>) {
         let at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
-        let entry = self.done.entry(id.to_string()).or_insert(Done { at, ratio_to_reference: None });
+        let entry = self.done.entry(id.to_string()).or_insert(Done {
+            at,
+            ratio_to_reference: None,
+        });
         entry.ratio_to_reference = ratio_to_reference.or(entry.ratio_to_reference);
     }
 
@@ -153,12 +209,19 @@ mod tests {
     #[test]
     fn a_damaged_file_is_reported_with_its_line_and_moved_aside_on_save() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(path(dir.path()), "{\n  \"format\": 1,\n  \"done\": {\n    \"01-index\" oops\n").unwrap();
+        std::fs::write(
+            path(dir.path()),
+            "{\n  \"format\": 1,\n  \"done\": {\n    \"01-index\" oops\n",
+        )
+        .unwrap();
         let loaded = load(dir.path());
         let message = loaded.problem.as_ref().expect("damaged").to_string();
         assert!(message.starts_with(".cudabugs-state.json:4:"), "{message}");
         let moved = loaded.save().unwrap().expect("moved aside");
-        assert!(std::fs::read_to_string(moved).unwrap().contains("oops"), "the damaged text is kept");
+        assert!(
+            std::fs::read_to_string(moved).unwrap().contains("oops"),
+            "the damaged text is kept"
+        );
         assert!(load(dir.path()).problem.is_none());
     }
 
@@ -167,9 +230,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(path(dir.path()), r#"{"format": 99}"#).unwrap();
         let loaded = load(dir.path());
-        assert!(matches!(loaded.problem, Some(StateError::NewerFormat { found: 99, .. })));
+        assert!(matches!(
+            loaded.problem,
+            Some(StateError::NewerFormat { found: 99, .. })
+        ));
         assert!(loaded.save().is_err());
-        assert_eq!(std::fs::read_to_string(path(dir.path())).unwrap(), r#"{"format": 99}"#);
+        assert_eq!(
+            std::fs::read_to_string(path(dir.path())).unwrap(),
+            r#"{"format": 99}"#
+        );
     }
 
     #[test]

@@ -29,20 +29,48 @@ impl FileWatcher {
         let mut fallback_reason = None;
         if !force_poll {
             let (tx, rx) = mpsc::channel();
-            match RecommendedWatcher::new(tx, Config::default()).and_then(|mut w| w.watch(&dir, RecursiveMode::NonRecursive).map(|_| w)) {
-                Ok(w) => return Ok(FileWatcher { file: file.to_path_buf(), events: rx, _watcher: Box::new(w), mode: "file notifications", fallback_reason }),
+            match RecommendedWatcher::new(tx, Config::default())
+                .and_then(|mut w| w.watch(&dir, RecursiveMode::NonRecursive).map(|_| w))
+            {
+                Ok(w) => {
+                    return Ok(FileWatcher {
+                        file: file.to_path_buf(),
+                        events: rx,
+                        _watcher: Box::new(w),
+                        mode: "file notifications",
+                        fallback_reason,
+                    })
+                }
                 Err(e) => fallback_reason = Some(e.to_string()),
             }
         }
         let (tx, rx) = mpsc::channel();
-        let mut w = PollWatcher::new(tx, Config::default().with_poll_interval(POLL_INTERVAL).with_compare_contents(true))?;
+        let mut w = PollWatcher::new(
+            tx,
+            Config::default()
+                .with_poll_interval(POLL_INTERVAL)
+                .with_compare_contents(true),
+        )?;
         w.watch(&dir, RecursiveMode::NonRecursive)?;
-        Ok(FileWatcher { file: file.to_path_buf(), events: rx, _watcher: Box::new(w), mode: "polling every 500 ms", fallback_reason })
+        Ok(FileWatcher {
+            file: file.to_path_buf(),
+            events: rx,
+            _watcher: Box::new(w),
+            mode: "polling every 500 ms",
+            fallback_reason,
+        })
     }
 
     fn concerns_file(&self, event: &notify::Event) -> bool {
-        let changed = matches!(event.kind, EventKind::Create(_) | EventKind::Modify(_) | EventKind::Any);
-        changed && event.paths.iter().any(|p| p.file_name() == self.file.file_name())
+        let changed = matches!(
+            event.kind,
+            EventKind::Create(_) | EventKind::Modify(_) | EventKind::Any
+        );
+        changed
+            && event
+                .paths
+                .iter()
+                .any(|p| p.file_name() == self.file.file_name())
     }
 
     /// Block until the file was saved (and the events about it have settled). Errors of the watcher
@@ -60,7 +88,9 @@ impl FileWatcher {
             match self.events.recv_timeout(SETTLE) {
                 Ok(_) => continue,
                 Err(RecvTimeoutError::Timeout) => return Ok(()),
-                Err(RecvTimeoutError::Disconnected) => return Err(notify::Error::generic("the file watcher stopped")),
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(notify::Error::generic("the file watcher stopped"))
+                }
             }
         }
     }
@@ -80,7 +110,14 @@ mod tests {
         std::fs::write(dir.path().join("other.txt"), "x").unwrap();
         std::fs::write(&file, "changed").unwrap();
         let mode = waiter.join().unwrap().unwrap();
-        assert_eq!(mode, if force_poll { "polling every 500 ms" } else { "file notifications" });
+        assert_eq!(
+            mode,
+            if force_poll {
+                "polling every 500 ms"
+            } else {
+                "file notifications"
+            }
+        );
     }
 
     #[test]

@@ -10,9 +10,16 @@ use crate::judge::sanitize::SanitizeReport;
 use crate::judge::verdict::Outcome;
 use crate::report::{first_column, shown_path};
 
-pub const SCHEMA: &str = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json";
+pub const SCHEMA: &str =
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json";
 
-fn location(path: &str, line: u32, cwd: &Path, text: Option<&str>, message: Option<String>) -> Value {
+fn location(
+    path: &str,
+    line: u32,
+    cwd: &Path,
+    text: Option<&str>,
+    message: Option<String>,
+) -> Value {
     let column = text.map(|t| first_column(t, line as usize)).unwrap_or(1);
     let mut loc = json!({
         "physicalLocation": {
@@ -49,19 +56,34 @@ pub fn sarif(r: &SanitizeReport, cwd: &Path) -> Value {
                 rules.len() - 1
             }
         };
-        let text_of = |p: &str, texts: &mut std::collections::BTreeMap<String, Option<String>>| texts.entry(p.to_string()).or_insert_with(|| std::fs::read_to_string(p).ok()).clone();
+        let text_of = |p: &str, texts: &mut std::collections::BTreeMap<String, Option<String>>| {
+            texts
+                .entry(p.to_string())
+                .or_insert_with(|| std::fs::read_to_string(p).ok())
+                .clone()
+        };
         let mut locations = Vec::new();
         let mut related = Vec::new();
         for (k, l) in f.locations.iter().enumerate() {
             let t = text_of(&l.path, &mut texts);
-            let role = format!("{}{}", l.role, l.function.as_deref().map(|f| format!(" in {f}")).unwrap_or_default());
+            let role = format!(
+                "{}{}",
+                l.role,
+                l.function
+                    .as_deref()
+                    .map(|f| format!(" in {f}"))
+                    .unwrap_or_default()
+            );
             if k == 0 {
                 locations.push(location(&l.path, l.line, cwd, t.as_deref(), None));
             } else {
                 related.push(location(&l.path, l.line, cwd, t.as_deref(), Some(role)));
             }
         }
-        let follow = m.follow_on_of.map(|k| format!(" (a follow-on of result {}: fix that one first)", k + 1)).unwrap_or_default();
+        let follow = m
+            .follow_on_of
+            .map(|k| format!(" (a follow-on of result {}: fix that one first)", k + 1))
+            .unwrap_or_default();
         let level = match (f.level.as_deref(), f.kind) {
             (Some("Warning"), _) | (_, crate::exercise::manifest::FindingKind::Leak) => "warning",
             _ if m.follow_on_of.is_some() => "note",
@@ -75,9 +97,19 @@ pub fn sarif(r: &SanitizeReport, cwd: &Path) -> Value {
             "locations": locations,
         });
         if !related.is_empty() {
-            result["relatedLocations"] = Value::Array(related.into_iter().enumerate().map(|(k, mut l)| { l["id"] = json!(k + 1); l }).collect());
+            result["relatedLocations"] = Value::Array(
+                related
+                    .into_iter()
+                    .enumerate()
+                    .map(|(k, mut l)| {
+                        l["id"] = json!(k + 1);
+                        l
+                    })
+                    .collect(),
+            );
         }
-        result["properties"] = json!({ "tool": f.tool.name(), "kind": f.kind.name(), "index": i + 1 });
+        result["properties"] =
+            json!({ "tool": f.tool.name(), "kind": f.kind.name(), "index": i + 1 });
         results.push(result);
     }
     let notifications: Vec<Value> = r

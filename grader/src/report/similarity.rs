@@ -51,7 +51,15 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Config {
-        Config { k: 8, min_own: 30, threshold: 0.8, list_floor: 0.1, common_min: 10, common_share: 0.5, heat_max: 30 }
+        Config {
+            k: 8,
+            min_own: 30,
+            threshold: 0.8,
+            list_floor: 0.1,
+            common_min: 10,
+            common_share: 0.5,
+            heat_max: 30,
+        }
     }
 }
 
@@ -66,27 +74,205 @@ pub enum Token {
 /// libraries: a student does not rename these, so they stay as written.
 const KEPT_WORDS: &[&str] = &[
     // C++ keywords.
-    "alignas", "alignof", "and", "asm", "auto", "bool", "break", "case", "catch", "char", "char16_t", "char32_t", "char8_t", "class", "const",
-    "consteval", "constexpr", "constinit", "const_cast", "continue", "decltype", "default", "delete", "do", "double", "dynamic_cast", "else",
-    "enum", "explicit", "export", "extern", "false", "float", "for", "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace",
-    "new", "noexcept", "not", "nullptr", "operator", "or", "private", "protected", "public", "register", "reinterpret_cast", "return",
-    "short", "signed", "sizeof", "static", "static_assert", "static_cast", "struct", "switch", "template", "this", "thread_local", "throw",
-    "true", "try", "typedef", "typeid", "typename", "union", "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while", "xor",
+    "alignas",
+    "alignof",
+    "and",
+    "asm",
+    "auto",
+    "bool",
+    "break",
+    "case",
+    "catch",
+    "char",
+    "char16_t",
+    "char32_t",
+    "char8_t",
+    "class",
+    "const",
+    "consteval",
+    "constexpr",
+    "constinit",
+    "const_cast",
+    "continue",
+    "decltype",
+    "default",
+    "delete",
+    "do",
+    "double",
+    "dynamic_cast",
+    "else",
+    "enum",
+    "explicit",
+    "export",
+    "extern",
+    "false",
+    "float",
+    "for",
+    "friend",
+    "goto",
+    "if",
+    "inline",
+    "int",
+    "long",
+    "mutable",
+    "namespace",
+    "new",
+    "noexcept",
+    "not",
+    "nullptr",
+    "operator",
+    "or",
+    "private",
+    "protected",
+    "public",
+    "register",
+    "reinterpret_cast",
+    "return",
+    "short",
+    "signed",
+    "sizeof",
+    "static",
+    "static_assert",
+    "static_cast",
+    "struct",
+    "switch",
+    "template",
+    "this",
+    "thread_local",
+    "throw",
+    "true",
+    "try",
+    "typedef",
+    "typeid",
+    "typename",
+    "union",
+    "unsigned",
+    "using",
+    "virtual",
+    "void",
+    "volatile",
+    "wchar_t",
+    "while",
+    "xor",
     // Preprocessor.
-    "include", "define", "undef", "ifdef", "ifndef", "endif", "elif", "pragma", "unroll", "once", "defined",
+    "include",
+    "define",
+    "undef",
+    "ifdef",
+    "ifndef",
+    "endif",
+    "elif",
+    "pragma",
+    "unroll",
+    "once",
+    "defined",
     // CUDA built-in variables and types.
-    "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "dim3", "half", "half2", "nv_bfloat16", "nv_bfloat162",
+    "threadIdx",
+    "blockIdx",
+    "blockDim",
+    "gridDim",
+    "warpSize",
+    "dim3",
+    "half",
+    "half2",
+    "nv_bfloat16",
+    "nv_bfloat162",
     // Fixed-width and library types and constants.
-    "size_t", "ptrdiff_t", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t", "uintptr_t", "NULL",
-    "FLT_MAX", "FLT_MIN", "DBL_MAX", "INT_MAX", "INT_MIN", "UINT_MAX", "INFINITY", "NAN", "std", "numeric_limits", "vector", "swap",
-    "cooperative_groups", "thread_block", "tiled_partition", "this_thread_block", "this_grid", "sync",
+    "size_t",
+    "ptrdiff_t",
+    "int8_t",
+    "int16_t",
+    "int32_t",
+    "int64_t",
+    "uint8_t",
+    "uint16_t",
+    "uint32_t",
+    "uint64_t",
+    "uintptr_t",
+    "NULL",
+    "FLT_MAX",
+    "FLT_MIN",
+    "DBL_MAX",
+    "INT_MAX",
+    "INT_MIN",
+    "UINT_MAX",
+    "INFINITY",
+    "NAN",
+    "std",
+    "numeric_limits",
+    "vector",
+    "swap",
+    "cooperative_groups",
+    "thread_block",
+    "tiled_partition",
+    "this_thread_block",
+    "this_grid",
+    "sync",
     // Math and C library functions.
-    "min", "max", "abs", "fabs", "fabsf", "fminf", "fmaxf", "fmin", "fmax", "sqrt", "sqrtf", "rsqrt", "rsqrtf", "exp", "expf", "exp2f", "log",
-    "logf", "log2f", "pow", "powf", "floor", "floorf", "ceil", "ceilf", "round", "roundf", "sin", "sinf", "cos", "cosf", "tanh", "tanhf",
-    "erf", "erff", "fma", "fmaf", "isnan", "isinf", "printf", "fprintf", "malloc", "free", "calloc", "memcpy", "memset", "assert", "exit",
+    "min",
+    "max",
+    "abs",
+    "fabs",
+    "fabsf",
+    "fminf",
+    "fmaxf",
+    "fmin",
+    "fmax",
+    "sqrt",
+    "sqrtf",
+    "rsqrt",
+    "rsqrtf",
+    "exp",
+    "expf",
+    "exp2f",
+    "log",
+    "logf",
+    "log2f",
+    "pow",
+    "powf",
+    "floor",
+    "floorf",
+    "ceil",
+    "ceilf",
+    "round",
+    "roundf",
+    "sin",
+    "sinf",
+    "cos",
+    "cosf",
+    "tanh",
+    "tanhf",
+    "erf",
+    "erff",
+    "fma",
+    "fmaf",
+    "isnan",
+    "isinf",
+    "printf",
+    "fprintf",
+    "malloc",
+    "free",
+    "calloc",
+    "memcpy",
+    "memset",
+    "assert",
+    "exit",
 ];
 
-const VECTOR_BASES: &[&str] = &["char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "longlong", "ulonglong", "float", "double"];
+const VECTOR_BASES: &[&str] = &[
+    "char",
+    "uchar",
+    "short",
+    "ushort",
+    "int",
+    "uint",
+    "long",
+    "ulong",
+    "longlong",
+    "ulonglong",
+    "float",
+    "double",
+];
 
 fn kept_words() -> &'static HashSet<&'static str> {
     static SET: OnceLock<HashSet<&'static str>> = OnceLock::new();
@@ -96,7 +282,9 @@ fn kept_words() -> &'static HashSet<&'static str> {
 /// `float4`, `uint2`, `make_float4`, ...
 fn is_vector_type(word: &str) -> bool {
     let word = word.strip_prefix("make_").unwrap_or(word);
-    let Some(base) = word.strip_suffix(['1', '2', '3', '4']) else { return false };
+    let Some(base) = word.strip_suffix(['1', '2', '3', '4']) else {
+        return false;
+    };
     VECTOR_BASES.contains(&base)
 }
 
@@ -104,12 +292,23 @@ fn is_vector_type(word: &str) -> bool {
 /// the implementation (`__syncthreads`, `__shfl_down_sync`, `__ldg`, `__global__`), the CUDA runtime
 /// (`cudaMalloc`, `cudaMemcpyHostToDevice`, `cudaStream_t`) or an atomic (`atomicAdd`, `atomicCAS`).
 pub fn is_kept_word(word: &str) -> bool {
-    let upper_after = |prefix: &str| word.strip_prefix(prefix).and_then(|r| r.chars().next()).is_some_and(|c| c.is_ascii_uppercase());
-    kept_words().contains(word) || is_vector_type(word) || word.starts_with("__") || upper_after("cuda") || upper_after("atomic")
+    let upper_after = |prefix: &str| {
+        word.strip_prefix(prefix)
+            .and_then(|r| r.chars().next())
+            .is_some_and(|c| c.is_ascii_uppercase())
+    };
+    kept_words().contains(word)
+        || is_vector_type(word)
+        || word.starts_with("__")
+        || upper_after("cuda")
+        || upper_after("atomic")
 }
 
 const PUNCT3: &[&str] = &["<<<", ">>>", "<<=", ">>=", "->*", "..."];
-const PUNCT2: &[&str] = &["::", "->", "++", "--", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", ".*", "##"];
+const PUNCT2: &[&str] = &[
+    "::", "->", "++", "--", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||", "+=", "-=", "*=", "/=",
+    "%=", "&=", "|=", "^=", ".*", "##",
+];
 
 /// The tokens of C++/CUDA source: comments and white space dropped, literals kept as written.
 pub fn tokens(source: &str) -> Vec<Token> {
@@ -145,8 +344,15 @@ pub fn tokens(source: &str) -> Vec<Token> {
             i += 1;
             while i < b.len() {
                 let d = b[i];
-                let exponent_sign = matches!(d, b'+' | b'-') && matches!(b[i - 1], b'e' | b'E' | b'p' | b'P') && !b[start..i].starts_with(b"0x");
-                if d.is_ascii_alphanumeric() || d == b'.' || d == b'_' || d == b'\'' || exponent_sign {
+                let exponent_sign = matches!(d, b'+' | b'-')
+                    && matches!(b[i - 1], b'e' | b'E' | b'p' | b'P')
+                    && !b[start..i].starts_with(b"0x");
+                if d.is_ascii_alphanumeric()
+                    || d == b'.'
+                    || d == b'_'
+                    || d == b'\''
+                    || exponent_sign
+                {
                     i += 1;
                 } else {
                     break;
@@ -160,8 +366,13 @@ pub fn tokens(source: &str) -> Vec<Token> {
             }
             let word = text(start, i);
             // A vector's members (`v.x`, `p->w`) are the type's, not the student's.
-            let member = matches!(out.last(), Some(Token::Kept(p)) if p == "." || p == "->") && matches!(word.as_str(), "x" | "y" | "z" | "w");
-            out.push(if member || is_kept_word(&word) { Token::Kept(word) } else { Token::Name(word) });
+            let member = matches!(out.last(), Some(Token::Kept(p)) if p == "." || p == "->")
+                && matches!(word.as_str(), "x" | "y" | "z" | "w");
+            out.push(if member || is_kept_word(&word) {
+                Token::Kept(word)
+            } else {
+                Token::Name(word)
+            });
         } else {
             let rest = &b[i..];
             let len = if PUNCT3.iter().any(|p| rest.starts_with(p.as_bytes())) {
@@ -308,7 +519,9 @@ impl ExerciseSimilarity {
     }
 
     pub fn flagged<'a>(&'a self, cfg: &'a Config) -> impl Iterator<Item = &'a Pair> + 'a {
-        self.pairs.iter().filter(move |p| p.similarity >= cfg.threshold - 1e-12)
+        self.pairs
+            .iter()
+            .filter(move |p| p.similarity >= cfg.threshold - 1e-12)
     }
 }
 
@@ -345,26 +558,47 @@ fn shared(a: &[u64], b: &[u64]) -> usize {
 
 /// Compare the submissions of one exercise, given the exercise's untouched file and its reference
 /// solution (whose code is nobody's own).
-pub fn compare_exercise(exercise: &str, original: &str, reference: &str, submissions: &[Submission], cfg: &Config) -> ExerciseSimilarity {
-    let names: Vec<String> = crate::exercise::regions::parse(original).map(|rs| rs.into_iter().map(|r| r.name).collect()).unwrap_or_default();
-    let workbook: HashSet<u64> = fingerprints(original, cfg.k).into_iter().chain(fingerprints(reference, cfg.k)).collect();
+pub fn compare_exercise(
+    exercise: &str,
+    original: &str,
+    reference: &str,
+    submissions: &[Submission],
+    cfg: &Config,
+) -> ExerciseSimilarity {
+    let names: Vec<String> = crate::exercise::regions::parse(original)
+        .map(|rs| rs.into_iter().map(|r| r.name).collect())
+        .unwrap_or_default();
+    let workbook: HashSet<u64> = fingerprints(original, cfg.k)
+        .into_iter()
+        .chain(fingerprints(reference, cfg.k))
+        .collect();
     let mut own: Vec<Vec<u64>> = submissions
         .iter()
         .map(|s| {
-            let mut v: Vec<u64> = region_texts(&s.text, &names).iter().flat_map(|r| kgrams(&tokens(r), cfg.k)).filter(|h| !workbook.contains(h)).collect();
+            let mut v: Vec<u64> = region_texts(&s.text, &names)
+                .iter()
+                .flat_map(|r| kgrams(&tokens(r), cfg.k))
+                .filter(|h| !workbook.contains(h))
+                .collect();
             v.sort_unstable();
             v.dedup();
             v
         })
         .collect();
-    let limit = cfg.common_min.max((cfg.common_share * submissions.len() as f64).ceil() as usize);
+    let limit = cfg
+        .common_min
+        .max((cfg.common_share * submissions.len() as f64).ceil() as usize);
     let mut counts: HashMap<u64, usize> = HashMap::new();
     for v in &own {
         for h in v {
             *counts.entry(*h).or_default() += 1;
         }
     }
-    let common: HashSet<u64> = counts.into_iter().filter(|(_, n)| *n > limit).map(|(h, _)| h).collect();
+    let common: HashSet<u64> = counts
+        .into_iter()
+        .filter(|(_, n)| *n > limit)
+        .map(|(h, _)| h)
+        .collect();
     if !common.is_empty() {
         for v in &mut own {
             v.retain(|h| !common.contains(h));
@@ -394,7 +628,12 @@ pub fn compare_exercise(exercise: &str, original: &str, reference: &str, submiss
             });
         }
     }
-    pairs.sort_by(|x, y| y.similarity.total_cmp(&x.similarity).then(y.jaccard.total_cmp(&x.jaccard)).then_with(|| (&x.student_a, &x.student_b).cmp(&(&y.student_a, &y.student_b))));
+    pairs.sort_by(|x, y| {
+        y.similarity
+            .total_cmp(&x.similarity)
+            .then(y.jaccard.total_cmp(&x.jaccard))
+            .then_with(|| (&x.student_a, &x.student_b).cmp(&(&y.student_a, &y.student_b)))
+    });
     ExerciseSimilarity {
         exercise: exercise.to_string(),
         students: submissions.iter().map(|s| s.student.clone()).collect(),
@@ -407,7 +646,11 @@ pub fn compare_exercise(exercise: &str, original: &str, reference: &str, submiss
 /// Read every student's file for each exercise of `exercises` (ids, in order) again, the way
 /// `grade` found it, and compare them. Students without a file for an exercise are left out of it.
 pub fn class_report(roster: &Roster, exercises: &[String], wb: &Workbook, cfg: &Config) -> Report {
-    let mut report = Report { config: cfg.clone(), exercises: Vec::new(), missing: Vec::new() };
+    let mut report = Report {
+        config: cfg.clone(),
+        exercises: Vec::new(),
+        missing: Vec::new(),
+    };
     for id in exercises {
         let Some(ex) = wb.exercises.iter().find(|e| e.id() == id) else {
             report.missing.push(id.clone());
@@ -419,10 +662,19 @@ pub fn class_report(roster: &Roster, exercises: &[String], wb: &Workbook, cfg: &
             .filter_map(|s| {
                 let path = roster::find_file(s, ex, wb)?;
                 let bytes = std::fs::read(path).ok()?;
-                Some(Submission { student: s.id.clone(), text: String::from_utf8_lossy(&bytes).into_owned() })
+                Some(Submission {
+                    student: s.id.clone(),
+                    text: String::from_utf8_lossy(&bytes).into_owned(),
+                })
             })
             .collect();
-        report.exercises.push(compare_exercise(id, ex.original, ex.solution, &submissions, cfg));
+        report.exercises.push(compare_exercise(
+            id,
+            ex.original,
+            ex.solution,
+            &submissions,
+            cfg,
+        ));
     }
     report
 }
@@ -434,11 +686,40 @@ fn share(x: f64) -> String {
 /// `similarity.csv`: every compared pair at or above the list floor, most similar first.
 pub fn to_csv(report: &Report) -> String {
     let mut w = csv::Writer::from_writer(Vec::new());
-    let _ = w.write_record(["exercise", "student_a", "student_b", "similarity", "shared_kgrams", "own_kgrams_a", "own_kgrams_b", "jaccard"]);
+    let _ = w.write_record([
+        "exercise",
+        "student_a",
+        "student_b",
+        "similarity",
+        "shared_kgrams",
+        "own_kgrams_a",
+        "own_kgrams_b",
+        "jaccard",
+    ]);
     let mut pairs: Vec<&Pair> = report.exercises.iter().flat_map(|e| &e.pairs).collect();
-    pairs.sort_by(|x, y| y.similarity.total_cmp(&x.similarity).then(y.jaccard.total_cmp(&x.jaccard)).then_with(|| (&x.exercise, &x.student_a, &x.student_b).cmp(&(&y.exercise, &y.student_a, &y.student_b))));
+    pairs.sort_by(|x, y| {
+        y.similarity
+            .total_cmp(&x.similarity)
+            .then(y.jaccard.total_cmp(&x.jaccard))
+            .then_with(|| {
+                (&x.exercise, &x.student_a, &x.student_b).cmp(&(
+                    &y.exercise,
+                    &y.student_a,
+                    &y.student_b,
+                ))
+            })
+    });
     for p in pairs {
-        let _ = w.write_record([p.exercise.clone(), p.student_a.clone(), p.student_b.clone(), share(p.similarity), p.shared.to_string(), p.own_a.to_string(), p.own_b.to_string(), share(p.jaccard)]);
+        let _ = w.write_record([
+            p.exercise.clone(),
+            p.student_a.clone(),
+            p.student_b.clone(),
+            share(p.similarity),
+            p.shared.to_string(),
+            p.own_a.to_string(),
+            p.own_b.to_string(),
+            share(p.jaccard),
+        ]);
     }
     String::from_utf8_lossy(&w.into_inner().unwrap_or_default()).into_owned()
 }
@@ -474,17 +755,44 @@ pub fn to_markdown(report: &Report) -> String {
     } else {
         md.push_str("| exercise | student a | student b | similarity | shared k-grams | own k-grams a | own k-grams b | Jaccard |\n|---|---|---|---|---|---|---|---|\n");
         for p in &flagged {
-            let _ = writeln!(md, "| {} | {} | {} | {:.2} | {} | {} | {} | {:.2} |", p.exercise, p.student_a, p.student_b, p.similarity, p.shared, p.own_a, p.own_b, p.jaccard);
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {:.2} | {} | {} | {} | {:.2} |",
+                p.exercise,
+                p.student_a,
+                p.student_b,
+                p.similarity,
+                p.shared,
+                p.own_a,
+                p.own_b,
+                p.jaccard
+            );
         }
         md.push('\n');
     }
     md.push_str("## Per exercise\n\n| exercise | files read | with enough own code | pairs flagged | highest similarity |\n|---|---|---|---|---|\n");
     for e in &report.exercises {
-        let highest = e.pairs.first().map(|p| format!("{:.2} ({} / {})", p.similarity, p.student_a, p.student_b)).unwrap_or_else(|| "-".into());
-        let _ = writeln!(md, "| {} | {} | {} | {} | {} |", e.exercise, e.students.len(), e.compared(cfg), e.flagged(cfg).count(), highest);
+        let highest = e
+            .pairs
+            .first()
+            .map(|p| format!("{:.2} ({} / {})", p.similarity, p.student_a, p.student_b))
+            .unwrap_or_else(|| "-".into());
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} |",
+            e.exercise,
+            e.students.len(),
+            e.compared(cfg),
+            e.flagged(cfg).count(),
+            highest
+        );
     }
     if !report.missing.is_empty() {
-        let _ = writeln!(md, "\nNot compared (not in this workbook, or not loadable): {}.", report.missing.join(", "));
+        let _ = writeln!(
+            md,
+            "\nNot compared (not in this workbook, or not loadable): {}.",
+            report.missing.join(", ")
+        );
     }
     md.push_str("\n## Method\n\n");
     md.push_str(&method(cfg));
@@ -498,7 +806,12 @@ fn heat_students(e: &ExerciseSimilarity, cfg: &Config) -> Vec<usize> {
     if e.students.len() <= cfg.heat_max {
         return (0..e.students.len()).collect();
     }
-    let index: HashMap<&str, usize> = e.students.iter().enumerate().map(|(i, s)| (s.as_str(), i)).collect();
+    let index: HashMap<&str, usize> = e
+        .students
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.as_str(), i))
+        .collect();
     let mut chosen: Vec<usize> = Vec::new();
     for p in &e.pairs {
         for s in [&p.student_a, &p.student_b] {
@@ -518,7 +831,12 @@ pub fn heatmap_svg(report: &Report) -> Result<String, String> {
     use plotters::prelude::*;
     use plotters::style::text_anchor::{HPos, Pos, VPos};
     let cfg = &report.config;
-    let shown: Vec<(&ExerciseSimilarity, Vec<usize>)> = report.exercises.iter().map(|e| (e, heat_students(e, cfg))).filter(|(_, s)| s.len() >= 2).collect();
+    let shown: Vec<(&ExerciseSimilarity, Vec<usize>)> = report
+        .exercises
+        .iter()
+        .map(|e| (e, heat_students(e, cfg)))
+        .filter(|(_, s)| s.len() >= 2)
+        .collect();
     const CELL: i32 = 12;
     const LABEL: i32 = 130;
     const HEAD: i32 = 40;
@@ -531,42 +849,92 @@ pub fn heatmap_svg(report: &Report) -> Result<String, String> {
     let height = top + rows.max(1) * panel_h.max(60);
     let mut out = String::new();
     {
-        let root = SVGBackend::with_string(&mut out, (width as u32, height as u32)).into_drawing_area();
+        let root =
+            SVGBackend::with_string(&mut out, (width as u32, height as u32)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| e.to_string())?;
         let err = |e: DrawingAreaErrorKind<_>| e.to_string();
-        root.draw(&Text::new("Similarity of submissions (flags for review, not grades)", (10, 8), ("sans-serif", 18).into_font())).map_err(err)?;
+        root.draw(&Text::new(
+            "Similarity of submissions (flags for review, not grades)",
+            (10, 8),
+            ("sans-serif", 18).into_font(),
+        ))
+        .map_err(err)?;
         let legend = [
             format!("colour: similarity of the students' own code, 0 (white) to 1 (red); boxed: at or above {:.2}.", cfg.threshold),
             "grey: too little own code to compare. Rows and columns are the same students, numbered.".to_string(),
         ];
         for (line, text) in legend.into_iter().enumerate() {
-            root.draw(&Text::new(text, (10, 32 + 16 * line as i32), ("sans-serif", 12).into_font())).map_err(err)?;
+            root.draw(&Text::new(
+                text,
+                (10, 32 + 16 * line as i32),
+                ("sans-serif", 12).into_font(),
+            ))
+            .map_err(err)?;
         }
         if shown.is_empty() {
-            root.draw(&Text::new("No exercise has two submissions to compare.", (10, top + 10), ("sans-serif", 14).into_font())).map_err(err)?;
+            root.draw(&Text::new(
+                "No exercise has two submissions to compare.",
+                (10, top + 10),
+                ("sans-serif", 14).into_font(),
+            ))
+            .map_err(err)?;
         }
         let label_style = TextStyle::from(("sans-serif", 10).into_font());
         for (k, (e, students)) in shown.iter().enumerate() {
-            let (x0, y0) = ((k as i32 % columns) * panel_w, top + (k as i32 / columns) * panel_h);
+            let (x0, y0) = (
+                (k as i32 % columns) * panel_w,
+                top + (k as i32 / columns) * panel_h,
+            );
             let n = students.len() as i32;
-            let title = if students.len() < e.students.len() { format!("{} ({} of {} students)", e.exercise, n, e.students.len()) } else { e.exercise.clone() };
-            root.draw(&Text::new(title, (x0 + 10, y0 + 4), ("sans-serif", 14).into_font())).map_err(err)?;
+            let title = if students.len() < e.students.len() {
+                format!("{} ({} of {} students)", e.exercise, n, e.students.len())
+            } else {
+                e.exercise.clone()
+            };
+            root.draw(&Text::new(
+                title,
+                (x0 + 10, y0 + 4),
+                ("sans-serif", 14).into_font(),
+            ))
+            .map_err(err)?;
             let (gx, gy) = (x0 + LABEL, y0 + HEAD);
-            let similarity: HashMap<(&str, &str), f64> = e.pairs.iter().flat_map(|p| [((p.student_a.as_str(), p.student_b.as_str()), p.similarity), ((p.student_b.as_str(), p.student_a.as_str()), p.similarity)]).collect();
+            let similarity: HashMap<(&str, &str), f64> = e
+                .pairs
+                .iter()
+                .flat_map(|p| {
+                    [
+                        ((p.student_a.as_str(), p.student_b.as_str()), p.similarity),
+                        ((p.student_b.as_str(), p.student_a.as_str()), p.similarity),
+                    ]
+                })
+                .collect();
             for (r, &i) in students.iter().enumerate() {
                 let mut name = format!("{} {}", r + 1, e.students[i]);
                 if name.chars().count() > 20 {
                     name = name.chars().take(19).collect::<String>() + "…";
                 }
                 let y = gy + r as i32 * CELL;
-                root.draw(&Text::new(name, (gx - 4, y + CELL / 2), label_style.pos(Pos::new(HPos::Right, VPos::Center)))).map_err(err)?;
+                root.draw(&Text::new(
+                    name,
+                    (gx - 4, y + CELL / 2),
+                    label_style.pos(Pos::new(HPos::Right, VPos::Center)),
+                ))
+                .map_err(err)?;
                 if r % 5 == 0 || n <= 10 {
-                    root.draw(&Text::new(format!("{}", r + 1), (gx + r as i32 * CELL + CELL / 2, gy - 4), label_style.pos(Pos::new(HPos::Center, VPos::Bottom)))).map_err(err)?;
+                    root.draw(&Text::new(
+                        format!("{}", r + 1),
+                        (gx + r as i32 * CELL + CELL / 2, gy - 4),
+                        label_style.pos(Pos::new(HPos::Center, VPos::Bottom)),
+                    ))
+                    .map_err(err)?;
                 }
                 for (c, &j) in students.iter().enumerate() {
                     let x = gx + c as i32 * CELL;
                     let compared = e.own[i] >= cfg.min_own && e.own[j] >= cfg.min_own;
-                    let value = similarity.get(&(e.students[i].as_str(), e.students[j].as_str())).copied().unwrap_or(0.0);
+                    let value = similarity
+                        .get(&(e.students[i].as_str(), e.students[j].as_str()))
+                        .copied()
+                        .unwrap_or(0.0);
                     let colour = if i == j {
                         RGBColor(90, 90, 90)
                     } else if !compared {
@@ -575,13 +943,25 @@ pub fn heatmap_svg(report: &Report) -> Result<String, String> {
                         let fade = (255.0 * (1.0 - value.clamp(0.0, 1.0))).round() as u8;
                         RGBColor(255, fade, fade)
                     };
-                    root.draw(&Rectangle::new([(x, y), (x + CELL, y + CELL)], colour.filled())).map_err(err)?;
+                    root.draw(&Rectangle::new(
+                        [(x, y), (x + CELL, y + CELL)],
+                        colour.filled(),
+                    ))
+                    .map_err(err)?;
                     if i != j && compared && value >= cfg.threshold - 1e-12 {
-                        root.draw(&Rectangle::new([(x, y), (x + CELL - 1, y + CELL - 1)], BLACK.stroke_width(1))).map_err(err)?;
+                        root.draw(&Rectangle::new(
+                            [(x, y), (x + CELL - 1, y + CELL - 1)],
+                            BLACK.stroke_width(1),
+                        ))
+                        .map_err(err)?;
                     }
                 }
             }
-            root.draw(&Rectangle::new([(gx, gy), (gx + n * CELL, gy + n * CELL)], RGBColor(160, 160, 160).stroke_width(1))).map_err(err)?;
+            root.draw(&Rectangle::new(
+                [(gx, gy), (gx + n * CELL, gy + n * CELL)],
+                RGBColor(160, 160, 160).stroke_width(1),
+            ))
+            .map_err(err)?;
         }
         root.present().map_err(|e| e.to_string())?;
     }
@@ -591,10 +971,18 @@ pub fn heatmap_svg(report: &Report) -> Result<String, String> {
 /// The section of `summary.md` that links the report.
 pub fn summary_section(report: &Report) -> String {
     let flagged = report.flagged().count();
-    let exercises = report.exercises.iter().filter(|e| e.flagged(&report.config).next().is_some()).count();
+    let exercises = report
+        .exercises
+        .iter()
+        .filter(|e| e.flagged(&report.config).next().is_some())
+        .count();
     let mut md = String::from("## Similarity (a flag for review, not a grade)\n\n");
     if flagged == 0 {
-        let _ = writeln!(md, "No pair of submissions reached {:.2} similarity of their own code.", report.config.threshold);
+        let _ = writeln!(
+            md,
+            "No pair of submissions reached {:.2} similarity of their own code.",
+            report.config.threshold
+        );
     } else {
         let _ = writeln!(md, "{flagged} pair(s) of submissions in {exercises} exercise(s) at or above {:.2} similarity of their own code (names, comments and white space normalised; the workbook's code and the reference excluded).", report.config.threshold);
     }
@@ -650,43 +1038,105 @@ void launch(const float* x, float* y, int n) {
 }"#;
 
     fn file(region: &str) -> String {
-        REFERENCE.replace(REFERENCE.split("// ANCHOR: kernel\n").nth(1).unwrap().split("// ANCHOR_END: kernel").next().unwrap(), &format!("{region}\n"))
+        REFERENCE.replace(
+            REFERENCE
+                .split("// ANCHOR: kernel\n")
+                .nth(1)
+                .unwrap()
+                .split("// ANCHOR_END: kernel")
+                .next()
+                .unwrap(),
+            &format!("{region}\n"),
+        )
     }
 
     /// `OWN_A` with every name of the student's changed, lines re-indented, comments and a line added.
     fn renamed_a() -> String {
         let mut s = OWN_A.to_string();
-        for (from, to) in [("stride", "step"), ("in4", "src_vec"), ("out4", "dst_vec"), ("blocks", "num_blocks"), ("k ", "idx "), ("k;", "idx;"), ("k]", "idx]"), ("k +=", "idx +=")] {
+        for (from, to) in [
+            ("stride", "step"),
+            ("in4", "src_vec"),
+            ("out4", "dst_vec"),
+            ("blocks", "num_blocks"),
+            ("k ", "idx "),
+            ("k;", "idx;"),
+            ("k]", "idx]"),
+            ("k +=", "idx +="),
+        ] {
             s = s.replace(from, to);
         }
-        s = s.replace("    ", "\t").replace("; v.", ";\n    v.").replace("  for", "  // vectorised main loop\n  for");
+        s = s
+            .replace("    ", "\t")
+            .replace("; v.", ";\n    v.")
+            .replace("  for", "  // vectorised main loop\n  for");
         // And a line of their own, to look different.
-        s.replace("float4* dst_vec", "int unused_count = 0;\n  float4* dst_vec")
+        s.replace(
+            "float4* dst_vec",
+            "int unused_count = 0;\n  float4* dst_vec",
+        )
     }
 
     fn subs(list: &[(&str, String)]) -> Vec<Submission> {
-        list.iter().map(|(s, t)| Submission { student: s.to_string(), text: t.clone() }).collect()
+        list.iter()
+            .map(|(s, t)| Submission {
+                student: s.to_string(),
+                text: t.clone(),
+            })
+            .collect()
     }
 
     fn pair<'a>(e: &'a ExerciseSimilarity, a: &str, b: &str) -> Option<&'a Pair> {
-        e.pairs.iter().find(|p| (p.student_a == a && p.student_b == b) || (p.student_a == b && p.student_b == a))
+        e.pairs.iter().find(|p| {
+            (p.student_a == a && p.student_b == b) || (p.student_a == b && p.student_b == a)
+        })
     }
 
     #[test]
     fn tokens_drop_comments_keep_literals_and_builtins() {
-        let t = tokens("int /* c */ i = threadIdx.x; // gone\nprintf(\"a // b\", 1.5e-3f, v.w, q.k);");
+        let t =
+            tokens("int /* c */ i = threadIdx.x; // gone\nprintf(\"a // b\", 1.5e-3f, v.w, q.k);");
         let kept = |s: &str| Token::Kept(s.into());
         let name = |s: &str| Token::Name(s.into());
         assert_eq!(
             t,
             vec![
-                kept("int"), name("i"), kept("="), kept("threadIdx"), kept("."), kept("x"), kept(";"),
-                kept("printf"), kept("("), kept("\"a // b\""), kept(","), kept("1.5e-3f"), kept(","), name("v"), kept("."), kept("w"), kept(","),
-                name("q"), kept("."), name("k"), kept(")"), kept(";"),
+                kept("int"),
+                name("i"),
+                kept("="),
+                kept("threadIdx"),
+                kept("."),
+                kept("x"),
+                kept(";"),
+                kept("printf"),
+                kept("("),
+                kept("\"a // b\""),
+                kept(","),
+                kept("1.5e-3f"),
+                kept(","),
+                name("v"),
+                kept("."),
+                kept("w"),
+                kept(","),
+                name("q"),
+                kept("."),
+                name("k"),
+                kept(")"),
+                kept(";"),
             ]
         );
-        assert!(is_kept_word("__shfl_down_sync") && is_kept_word("atomicAdd") && is_kept_word("float4") && is_kept_word("make_float4") && is_kept_word("cudaMemcpyHostToDevice"));
-        assert!(!is_kept_word("atomic") && !is_kept_word("cuda_sum") && !is_kept_word("float5") && !is_kept_word("acc"));
+        assert!(
+            is_kept_word("__shfl_down_sync")
+                && is_kept_word("atomicAdd")
+                && is_kept_word("float4")
+                && is_kept_word("make_float4")
+                && is_kept_word("cudaMemcpyHostToDevice")
+        );
+        assert!(
+            !is_kept_word("atomic")
+                && !is_kept_word("cuda_sum")
+                && !is_kept_word("float5")
+                && !is_kept_word("acc")
+        );
         assert_eq!(normalise("k<<<g, b>>>(x);"), "$0 <<< $1 , $2 >>> ( $3 ) ;");
     }
 
@@ -696,15 +1146,33 @@ void launch(const float* x, float* y, int n) {
         let b = "// dot product\nfor(int j=0;j<len;++j){\n    /* weight */ sum+=in[j]*wt[j];\n}\n";
         assert_eq!(normalise(a), normalise(b));
         assert_eq!(fingerprints(a, 8), fingerprints(b, 8));
-        let spaced = file(OWN_A).replace(" = ", "   =   ").replace('\n', "\n\n  // a comment\n");
-        let e = compare_exercise("ex", ORIGINAL, REFERENCE, &subs(&[("a", file(OWN_A)), ("b", spaced)]), &Config::default());
+        let spaced = file(OWN_A)
+            .replace(" = ", "   =   ")
+            .replace('\n', "\n\n  // a comment\n");
+        let e = compare_exercise(
+            "ex",
+            ORIGINAL,
+            REFERENCE,
+            &subs(&[("a", file(OWN_A)), ("b", spaced)]),
+            &Config::default(),
+        );
         assert_eq!(pair(&e, "a", "b").expect("compared").similarity, 1.0);
     }
 
     #[test]
     fn a_renamed_copy_scores_high() {
         let cfg = Config::default();
-        let e = compare_exercise("ex", ORIGINAL, REFERENCE, &subs(&[("a", file(OWN_A)), ("b", file(&renamed_a())), ("c", file(OWN_C))]), &cfg);
+        let e = compare_exercise(
+            "ex",
+            ORIGINAL,
+            REFERENCE,
+            &subs(&[
+                ("a", file(OWN_A)),
+                ("b", file(&renamed_a())),
+                ("c", file(OWN_C)),
+            ]),
+            &cfg,
+        );
         assert!(e.own[0] >= cfg.min_own, "own k-grams of a: {}", e.own[0]);
         let p = pair(&e, "a", "b").expect("compared");
         assert!(p.similarity >= 0.9, "{p:?}");
@@ -714,7 +1182,13 @@ void launch(const float* x, float* y, int n) {
     #[test]
     fn independent_fixes_score_low() {
         let cfg = Config::default();
-        let e = compare_exercise("ex", ORIGINAL, REFERENCE, &subs(&[("a", file(OWN_A)), ("c", file(OWN_C))]), &cfg);
+        let e = compare_exercise(
+            "ex",
+            ORIGINAL,
+            REFERENCE,
+            &subs(&[("a", file(OWN_A)), ("c", file(OWN_C))]),
+            &cfg,
+        );
         assert!(e.own.iter().all(|&n| n >= cfg.min_own), "{:?}", e.own);
         let similarity = pair(&e, "a", "c").map(|p| p.similarity).unwrap_or(0.0);
         assert!(similarity < 0.3, "{similarity} {:?}", e.pairs);
@@ -723,23 +1197,49 @@ void launch(const float* x, float* y, int n) {
     #[test]
     fn the_reference_or_the_untouched_file_is_nobodys_own_code() {
         let cfg = Config::default();
-        let list = [("r1", REFERENCE.to_string()), ("r2", REFERENCE.replace("  ", "    ")), ("u1", ORIGINAL.to_string()), ("u2", ORIGINAL.to_string()), ("a", file(OWN_A))];
+        let list = [
+            ("r1", REFERENCE.to_string()),
+            ("r2", REFERENCE.replace("  ", "    ")),
+            ("u1", ORIGINAL.to_string()),
+            ("u2", ORIGINAL.to_string()),
+            ("a", file(OWN_A)),
+        ];
         let e = compare_exercise("ex", ORIGINAL, REFERENCE, &subs(&list), &cfg);
         assert_eq!(&e.own[..4], &[0, 0, 0, 0]);
         assert!(e.pairs.is_empty(), "{:?}", e.pairs);
         assert_eq!(e.flagged(&cfg).count(), 0);
         // A student whose fix is the reference with a line of their own has too little own code.
-        let tweaked = REFERENCE.replace("if (i < n) y[i] = 2.0f * x[i];", "if (i < n) { y[i] = x[i] + x[i]; }");
-        let e = compare_exercise("ex", ORIGINAL, REFERENCE, &subs(&[("t1", tweaked.clone()), ("t2", tweaked)]), &cfg);
-        assert!(e.own.iter().all(|&n| n > 0 && n < cfg.min_own) && e.pairs.is_empty(), "{:?}", e.own);
+        let tweaked = REFERENCE.replace(
+            "if (i < n) y[i] = 2.0f * x[i];",
+            "if (i < n) { y[i] = x[i] + x[i]; }",
+        );
+        let e = compare_exercise(
+            "ex",
+            ORIGINAL,
+            REFERENCE,
+            &subs(&[("t1", tweaked.clone()), ("t2", tweaked)]),
+            &cfg,
+        );
+        assert!(
+            e.own.iter().all(|&n| n > 0 && n < cfg.min_own) && e.pairs.is_empty(),
+            "{:?}",
+            e.own
+        );
     }
 
     #[test]
     fn code_most_of_a_large_class_shares_is_not_evidence() {
-        let cfg = Config { common_min: 3, ..Config::default() };
-        let mut list: Vec<(String, String)> = (0..8).map(|i| (format!("s{i}"), file(OWN_A))).collect();
+        let cfg = Config {
+            common_min: 3,
+            ..Config::default()
+        };
+        let mut list: Vec<(String, String)> =
+            (0..8).map(|i| (format!("s{i}"), file(OWN_A))).collect();
         list.push(("c".into(), file(OWN_C)));
-        let submissions: Vec<Submission> = list.into_iter().map(|(student, text)| Submission { student, text }).collect();
+        let submissions: Vec<Submission> = list
+            .into_iter()
+            .map(|(student, text)| Submission { student, text })
+            .collect();
         let e = compare_exercise("ex", ORIGINAL, REFERENCE, &submissions, &cfg);
         assert!(e.common_removed > 0);
         assert_eq!(&e.own[..8], &[0; 8], "what 8 of 9 share is removed");
@@ -748,28 +1248,77 @@ void launch(const float* x, float* y, int n) {
     #[test]
     fn the_reports_say_what_they_flag() {
         let cfg = Config::default();
-        let e = compare_exercise("01-ex", ORIGINAL, REFERENCE, &subs(&[("a", file(OWN_A)), ("b", file(&renamed_a())), ("c", file(OWN_C)), ("u", ORIGINAL.into())]), &cfg);
-        let report = Report { config: cfg, exercises: vec![e], missing: vec!["02-gone".into()] };
+        let e = compare_exercise(
+            "01-ex",
+            ORIGINAL,
+            REFERENCE,
+            &subs(&[
+                ("a", file(OWN_A)),
+                ("b", file(&renamed_a())),
+                ("c", file(OWN_C)),
+                ("u", ORIGINAL.into()),
+            ]),
+            &cfg,
+        );
+        let report = Report {
+            config: cfg,
+            exercises: vec![e],
+            missing: vec!["02-gone".into()],
+        };
         let csv = to_csv(&report);
         let mut lines = csv.lines();
         assert_eq!(lines.next(), Some("exercise,student_a,student_b,similarity,shared_kgrams,own_kgrams_a,own_kgrams_b,jaccard"));
-        assert!(lines.next().unwrap().starts_with("01-ex,a,b,1.000,") || csv.contains("01-ex,a,b,0.9"), "{csv}");
+        assert!(
+            lines.next().unwrap().starts_with("01-ex,a,b,1.000,") || csv.contains("01-ex,a,b,0.9"),
+            "{csv}"
+        );
         let md = to_markdown(&report);
-        assert!(md.contains("never a grade") && md.contains("| 01-ex | a | b |") && md.contains("02-gone") && md.contains("similarity.svg"), "{md}");
+        assert!(
+            md.contains("never a grade")
+                && md.contains("| 01-ex | a | b |")
+                && md.contains("02-gone")
+                && md.contains("similarity.svg"),
+            "{md}"
+        );
         assert!(summary_section(&report).contains("1 pair(s) of submissions in 1 exercise(s)"));
         let svg = heatmap_svg(&report).unwrap();
-        assert!(svg.starts_with("<svg") && svg.contains("01-ex") && svg.contains("rect"), "{svg}");
-        let empty = Report { config: Config::default(), exercises: vec![], missing: vec![] };
+        assert!(
+            svg.starts_with("<svg") && svg.contains("01-ex") && svg.contains("rect"),
+            "{svg}"
+        );
+        let empty = Report {
+            config: Config::default(),
+            exercises: vec![],
+            missing: vec![],
+        };
         assert!(heatmap_svg(&empty).unwrap().contains("No exercise"));
         assert!(to_markdown(&empty).contains("None."));
     }
 
     #[test]
     fn a_large_class_shows_the_students_of_the_most_similar_pairs() {
-        let cfg = Config { heat_max: 4, ..Config::default() };
+        let cfg = Config {
+            heat_max: 4,
+            ..Config::default()
+        };
         let students: Vec<String> = (0..10).map(|i| format!("s{i}")).collect();
-        let p = |a: usize, b: usize, s: f64| Pair { exercise: "e".into(), student_a: students[a].clone(), student_b: students[b].clone(), similarity: s, jaccard: s, shared: 30, own_a: 30, own_b: 30 };
-        let e = ExerciseSimilarity { exercise: "e".into(), students: students.clone(), own: vec![30; 10], common_removed: 0, pairs: vec![p(7, 2, 0.95), p(1, 2, 0.5), p(3, 4, 0.4)] };
+        let p = |a: usize, b: usize, s: f64| Pair {
+            exercise: "e".into(),
+            student_a: students[a].clone(),
+            student_b: students[b].clone(),
+            similarity: s,
+            jaccard: s,
+            shared: 30,
+            own_a: 30,
+            own_b: 30,
+        };
+        let e = ExerciseSimilarity {
+            exercise: "e".into(),
+            students: students.clone(),
+            own: vec![30; 10],
+            common_removed: 0,
+            pairs: vec![p(7, 2, 0.95), p(1, 2, 0.5), p(3, 4, 0.4)],
+        };
         assert_eq!(heat_students(&e, &cfg), vec![1, 2, 3, 7]);
     }
 
@@ -809,27 +1358,69 @@ void launch_sum(const float* x, float* total, int n) {
     #[test]
     fn the_gradebook_writes_the_report_and_its_summary_section() {
         use crate::exercise::catalog::Embedded;
-        let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
-        let read = |p: &str| -> &'static str { Box::leak(std::fs::read_to_string(repo.join(p)).unwrap().into_boxed_str()) };
-        let (original, solution) = (read("exercises/57-reduction/sum.cu"), read("solutions/57-reduction/sum.cu"));
-        let embedded: &'static [Embedded] = Box::leak(Box::new([Embedded { id: "57-reduction", manifest: read("exercises/57-reduction/exercise.toml"), original, solution, error: None }]));
+        let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .unwrap()
+            .to_path_buf();
+        let read = |p: &str| -> &'static str {
+            Box::leak(
+                std::fs::read_to_string(repo.join(p))
+                    .unwrap()
+                    .into_boxed_str(),
+            )
+        };
+        let (original, solution) = (
+            read("exercises/57-reduction/sum.cu"),
+            read("solutions/57-reduction/sum.cu"),
+        );
+        let embedded: &'static [Embedded] = Box::leak(Box::new([Embedded {
+            id: "57-reduction",
+            manifest: read("exercises/57-reduction/exercise.toml"),
+            original,
+            solution,
+            error: None,
+        }]));
         let wb = crate::exercise::workbook::Workbook::new(repo.clone(), embedded, &[]).unwrap();
         assert_eq!(wb.exercises.len(), 1, "{:?}", wb.broken);
 
         let class = tempfile::tempdir().unwrap();
         let with_region = |region: &str| {
-            let body = solution.split("// ANCHOR: kernel\n").nth(1).unwrap().split("// ANCHOR_END: kernel").next().unwrap();
+            let body = solution
+                .split("// ANCHOR: kernel\n")
+                .nth(1)
+                .unwrap()
+                .split("// ANCHOR_END: kernel")
+                .next()
+                .unwrap();
             solution.replace(body, region)
         };
-        let renamed = REDUCTION_OWN.replace("partial", "buf").replace("mine", "acc").replace("first", "start").replace("half_width", "s").replace("lane_gap", "off").replace("grid", "nb").replace("  ", "    ");
-        let files = [("alice", with_region(REDUCTION_OWN)), ("bob", with_region(&renamed)), ("carol", solution.to_string()), ("dave", original.to_string()), ("erin", solution.replace("  ", " "))];
+        let renamed = REDUCTION_OWN
+            .replace("partial", "buf")
+            .replace("mine", "acc")
+            .replace("first", "start")
+            .replace("half_width", "s")
+            .replace("lane_gap", "off")
+            .replace("grid", "nb")
+            .replace("  ", "    ");
+        let files = [
+            ("alice", with_region(REDUCTION_OWN)),
+            ("bob", with_region(&renamed)),
+            ("carol", solution.to_string()),
+            ("dave", original.to_string()),
+            ("erin", solution.replace("  ", " ")),
+        ];
         for (student, text) in &files {
             std::fs::create_dir_all(class.path().join(student)).unwrap();
             std::fs::write(class.path().join(student).join("sum.cu"), text).unwrap();
         }
         std::fs::create_dir_all(class.path().join("frank")).unwrap();
         let roster = crate::class::roster::discover(class.path()).unwrap();
-        let info = crate::judge::grade::ClassInfo { submissions: class.path().to_path_buf(), roster, exercises: vec!["57-reduction".into(), "99-gone".into()], secret: String::new() };
+        let info = crate::judge::grade::ClassInfo {
+            submissions: class.path().to_path_buf(),
+            roster,
+            exercises: vec!["57-reduction".into(), "99-gone".into()],
+            secret: String::new(),
+        };
 
         let out = tempfile::tempdir().unwrap();
         std::fs::write(out.path().join("summary.md"), "# Class summary\n\ntext\n").unwrap();
@@ -840,14 +1431,32 @@ void launch_sum(const float* x, float* total, int n) {
         assert!(first.starts_with("57-reduction,alice,bob,"), "{csv}");
         let similarity: f64 = first.split(',').nth(3).unwrap().parse().unwrap();
         assert!(similarity >= 0.9, "{csv}");
-        assert!(!csv.contains("carol") && !csv.contains("dave") && !csv.contains("erin"), "the reference and the untouched file are nobody's own: {csv}");
+        assert!(
+            !csv.contains("carol") && !csv.contains("dave") && !csv.contains("erin"),
+            "the reference and the untouched file are nobody's own: {csv}"
+        );
         let md = std::fs::read_to_string(out.path().join("similarity.md")).unwrap();
-        assert!(md.contains("| 57-reduction | alice | bob |") && md.contains("99-gone") && md.contains("| 57-reduction | 5 | 2 | 1 |"), "{md}");
-        assert!(std::fs::read_to_string(out.path().join("similarity.svg")).unwrap().contains("57-reduction"));
+        assert!(
+            md.contains("| 57-reduction | alice | bob |")
+                && md.contains("99-gone")
+                && md.contains("| 57-reduction | 5 | 2 | 1 |"),
+            "{md}"
+        );
+        assert!(std::fs::read_to_string(out.path().join("similarity.svg"))
+            .unwrap()
+            .contains("57-reduction"));
         let summary = std::fs::read_to_string(out.path().join("summary.md")).unwrap();
-        assert!(summary.starts_with("# Class summary\n\ntext\n\n<!-- similarity") && summary.contains("1 pair(s)") && summary.contains("(similarity.svg)"), "{summary}");
+        assert!(
+            summary.starts_with("# Class summary\n\ntext\n\n<!-- similarity")
+                && summary.contains("1 pair(s)")
+                && summary.contains("(similarity.svg)"),
+            "{summary}"
+        );
         // Written again (a `grade merge` after more shards): the section is replaced, not repeated.
         crate::report::gradebook::write_similarity(out.path(), &info, &wb).unwrap();
-        assert_eq!(std::fs::read_to_string(out.path().join("summary.md")).unwrap(), summary);
+        assert_eq!(
+            std::fs::read_to_string(out.path().join("summary.md")).unwrap(),
+            summary
+        );
     }
 }

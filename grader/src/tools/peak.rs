@@ -58,7 +58,10 @@ pub struct Pcie {
 
 impl Peak {
     pub fn peaks(&self) -> Peaks {
-        Peaks { bandwidth_gbps: self.memcpy_gbps, fp32_gflops: self.fma_ncu_gflops }
+        Peaks {
+            bandwidth_gbps: self.memcpy_gbps,
+            fp32_gflops: self.fma_ncu_gflops,
+        }
     }
 
     /// The roof at an arithmetic intensity (FLOP per DRAM byte), in GFLOP/s: the lower of the
@@ -107,9 +110,16 @@ pub fn parse_plain(text: &str) -> Result<Plain, PeakError> {
         text.lines()
             .find_map(|l| l.strip_prefix(key).and_then(|r| r.strip_prefix(' ')))
             .map(str::trim)
-            .ok_or_else(|| PeakError::Missing(key, text.lines().take(3).collect::<Vec<_>>().join(" | ")))
+            .ok_or_else(|| {
+                PeakError::Missing(key, text.lines().take(3).collect::<Vec<_>>().join(" | "))
+            })
     };
-    let number = |key: &'static str| get(key).and_then(|v| v.parse::<f64>().map_err(|_| PeakError::Missing(key, v.to_string())));
+    let number = |key: &'static str| {
+        get(key).and_then(|v| {
+            v.parse::<f64>()
+                .map_err(|_| PeakError::Missing(key, v.to_string()))
+        })
+    };
     Ok(Plain {
         device: get("device")?.to_string(),
         sms: number("sms")? as u32,
@@ -132,14 +142,27 @@ pub fn parse_plain(text: &str) -> Result<Plain, PeakError> {
 
 /// The median ncu time of each peak kernel's launches (ns).
 fn median_ns(launches: &[ncu::Launch], kernel: &str) -> Option<f64> {
-    let mut t: Vec<f64> = launches.iter().filter(|l| l.kernel == kernel).map(|l| l.nanoseconds).collect();
+    let mut t: Vec<f64> = launches
+        .iter()
+        .filter(|l| l.kernel == kernel)
+        .map(|l| l.nanoseconds)
+        .collect();
     t.sort_by(f64::total_cmp);
     (!t.is_empty()).then(|| t[t.len() / 2])
 }
 
 /// Where the peak of a GPU is cached: one file per device name and driver.
 pub fn cache_path(work_dir: &Path, device: &str, driver: Option<&str>) -> PathBuf {
-    let slug: String = format!("{device}-{}", driver.unwrap_or("driver")).chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' { c.to_ascii_lowercase() } else { '-' }).collect();
+    let slug: String = format!("{device}-{}", driver.unwrap_or("driver"))
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
     work_dir.join("peak").join(format!("{slug}.json"))
 }
 
@@ -165,12 +188,26 @@ pub fn measure(setup: &Setup) -> Result<Peak, PeakError> {
     let ncu_path = setup.ncu.ok_or(PeakError::NoNcu)?;
     let source = setup.recipe.harness.include_dir.join("peak.cu");
     let binary = setup.dir.join("peak");
-    let built = nvcc::build(setup.launcher, &setup.recipe, Flavor::Timing, Inputs::Program { sources: std::slice::from_ref(&source), flags: &[] }, &binary, Reuse::IfUnchanged, &|j| j)?;
+    let built = nvcc::build(
+        setup.launcher,
+        &setup.recipe,
+        Flavor::Timing,
+        Inputs::Program {
+            sources: std::slice::from_ref(&source),
+            flags: &[],
+        },
+        &binary,
+        Reuse::IfUnchanged,
+        &|j| j,
+    )?;
     // Keyed, so that a recording keeps them and a replay serves them like any tool run.
     let plain_job = Job::new(&built.binary, setup.timeout).key("peak/plain");
     let done = setup.launcher.launch(&plain_job)?;
     if !done.success() {
-        return Err(PeakError::Failed { exit: done.describe_exit(), output: done.output() });
+        return Err(PeakError::Failed {
+            exit: done.describe_exit(),
+            output: done.output(),
+        });
     }
     let plain = parse_plain(&done.stdout.text())?;
     let target = ncu::Target {
@@ -184,11 +221,25 @@ pub fn measure(setup: &Setup) -> Result<Peak, PeakError> {
         repeat: 1,
     };
     let csv = setup.dir.join("peak.csv");
-    let job = ncu::job(ncu_path, &target, &csv, setup.timeout).env("TMPDIR", &setup.ncu_lock).key("peak/ncu").output(&csv);
-    let measured = ncu::measure(setup.launcher, &job, &target, &csv).map_err(|e| PeakError::Ncu(e.to_string()))?;
-    let (copy_ns, fma_ns) = match (median_ns(&measured.launches, COPY_KERNEL), median_ns(&measured.launches, FMA_KERNEL)) {
+    let job = ncu::job(ncu_path, &target, &csv, setup.timeout)
+        .env("TMPDIR", &setup.ncu_lock)
+        .key("peak/ncu")
+        .output(&csv);
+    let measured = ncu::measure(setup.launcher, &job, &target, &csv)
+        .map_err(|e| PeakError::Ncu(e.to_string()))?;
+    let (copy_ns, fma_ns) = match (
+        median_ns(&measured.launches, COPY_KERNEL),
+        median_ns(&measured.launches, FMA_KERNEL),
+    ) {
         (Some(c), Some(f)) => (c, f),
-        _ => return Err(PeakError::Ncu(measured.tool_failure.clone().unwrap_or_else(|| measured.why_untimed()))),
+        _ => {
+            return Err(PeakError::Ncu(
+                measured
+                    .tool_failure
+                    .clone()
+                    .unwrap_or_else(|| measured.why_untimed()),
+            ))
+        }
     };
     Ok(Peak {
         device: plain.device,
@@ -217,12 +268,25 @@ mod tests {
     #[test]
     fn parses_what_the_peak_program_printed() {
         let p = parse_plain(H100).unwrap();
-        assert_eq!((p.device.as_str(), p.sms, p.memcpy_gbps, p.fma_flops), ("NVIDIA H100 80GB HBM3", 132, 2993.3, 35_433_480_192.0));
+        assert_eq!(
+            (p.device.as_str(), p.sms, p.memcpy_gbps, p.fma_flops),
+            ("NVIDIA H100 80GB HBM3", 132, 2993.3, 35_433_480_192.0)
+        );
         let e = parse_plain("device X\nsms 1\n").unwrap_err();
         assert!(e.to_string().contains("copy_bytes"), "{e}");
-        assert_eq!(p.pcie, None, "a peak program from before the copies were measured");
+        assert_eq!(
+            p.pcie, None,
+            "a peak program from before the copies were measured"
+        );
         let with = parse_plain(&format!("{H100}{PCIE}")).unwrap().pcie.unwrap();
-        assert_eq!((with.h2d_pinned_gbps, with.h2d_pageable_gbps, with.both_pinned_gbps), (52.3, 6.4, 79.0));
+        assert_eq!(
+            (
+                with.h2d_pinned_gbps,
+                with.h2d_pageable_gbps,
+                with.both_pinned_gbps
+            ),
+            (52.3, 6.4, 79.0)
+        );
     }
 
     #[test]
@@ -244,6 +308,9 @@ mod tests {
         assert_eq!(peak.roof_gflops(100.0), 51_000.0);
         assert_eq!(peak.ridge(), 17.0);
         let path = cache_path(Path::new("/w"), "NVIDIA H100 80GB HBM3", Some("580.159.04"));
-        assert_eq!(path, Path::new("/w/peak/nvidia-h100-80gb-hbm3-580.159.04.json"));
+        assert_eq!(
+            path,
+            Path::new("/w/peak/nvidia-h100-80gb-hbm3-580.159.04.json")
+        );
     }
 }

@@ -147,7 +147,15 @@ fn shared(x: &[(f64, f64)], y: &[(f64, f64)]) -> f64 {
 
 impl Call {
     pub fn stats(&self) -> Stats {
-        let spans = |keep: fn(OpKind) -> bool| union(self.ops.iter().filter(|o| keep(o.kind)).filter_map(|o| o.gpu).collect());
+        let spans = |keep: fn(OpKind) -> bool| {
+            union(
+                self.ops
+                    .iter()
+                    .filter(|o| keep(o.kind))
+                    .filter_map(|o| o.gpu)
+                    .collect(),
+            )
+        };
         let (kernels, copies) = (spans(OpKind::computes), spans(OpKind::crosses));
         Stats {
             launches: self.ops.iter().filter(|o| o.kind.computes()).count() as f64,
@@ -155,7 +163,12 @@ impl Call {
             kernel_ns: length(&kernels),
             copy_ns: length(&copies),
             overlap_ns: shared(&kernels, &copies),
-            copy_bytes: self.ops.iter().filter(|o| o.kind.crosses()).map(|o| o.bytes as f64).sum(),
+            copy_bytes: self
+                .ops
+                .iter()
+                .filter(|o| o.kind.crosses())
+                .map(|o| o.bytes as f64)
+                .sum(),
         }
     }
 }
@@ -170,13 +183,30 @@ impl Timeline {
     /// The file the harness wrote; Err says which line it could not read.
     pub fn parse(text: &str) -> Result<Timeline, String> {
         let mut t = Timeline::default();
-        for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-            let bad = || format!("line {}: `{}`", n + 1, line.chars().take(80).collect::<String>());
+        for (n, line) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            let bad = || {
+                format!(
+                    "line {}: `{}`",
+                    n + 1,
+                    line.chars().take(80).collect::<String>()
+                )
+            };
             let w: Vec<&str> = line.split_whitespace().collect();
             let num = |i: usize| w.get(i).and_then(|v| v.parse::<f64>().ok()).ok_or_else(bad);
             match w[0] {
-                "call" if w.len() == 3 => t.calls.push(Call { index: num(1)? as u32, wall_ns: num(2)?, ops: Vec::new(), dropped: 0 }),
-                "dropped" if w.len() == 2 => t.calls.last_mut().ok_or_else(bad)?.dropped = num(1)? as u64,
+                "call" if w.len() == 3 => t.calls.push(Call {
+                    index: num(1)? as u32,
+                    wall_ns: num(2)?,
+                    ops: Vec::new(),
+                    dropped: 0,
+                }),
+                "dropped" if w.len() == 2 => {
+                    t.calls.last_mut().ok_or_else(bad)?.dropped = num(1)? as u64
+                }
                 "op" if w.len() == 9 => {
                     let (g0, g1) = (num(5)?, num(6)?);
                     let op = Op {
@@ -185,7 +215,11 @@ impl Timeline {
                         host: (num(3)?, num(4)?),
                         gpu: (g0 >= 0.0 && g1 >= 0.0).then_some((g0, g1)),
                         bytes: num(7)? as u64,
-                        name: if w[8] == "-" { String::new() } else { w[8].to_string() },
+                        name: if w[8] == "-" {
+                            String::new()
+                        } else {
+                            w[8].to_string()
+                        },
                     };
                     t.calls.last_mut().ok_or_else(bad)?.ops.push(op);
                 }
@@ -222,7 +256,15 @@ mod tests {
         let t = Timeline::parse(text).unwrap();
         assert_eq!(t.calls.len(), 2);
         let call = t.shown().unwrap();
-        assert_eq!((call.index, call.ops.len(), call.ops[0].gpu, call.ops[2].name.as_str()), (1, 7, None, "map"));
+        assert_eq!(
+            (
+                call.index,
+                call.ops.len(),
+                call.ops[0].gpu,
+                call.ops[2].name.as_str()
+            ),
+            (1, 7, None, "map")
+        );
         let s = call.stats();
         assert_eq!((s.launches, s.syncs, s.copy_bytes), (2.0, 1.0, 12288.0));
         assert_eq!(s.kernel_ns, 28000.0, "16-30 and 30-44 us merge");
@@ -233,7 +275,11 @@ mod tests {
     #[test]
     fn what_it_cannot_read_is_named() {
         assert!(Timeline::parse("").unwrap_err().contains("no call"));
-        assert!(Timeline::parse("op kernel 0 1 2 3 4 0 k\n").unwrap_err().contains("line 1"));
-        assert!(Timeline::parse("call 0 5\nop teleport 0 1 2 3 4 0 -\n").unwrap_err().contains("line 2"));
+        assert!(Timeline::parse("op kernel 0 1 2 3 4 0 k\n")
+            .unwrap_err()
+            .contains("line 1"));
+        assert!(Timeline::parse("call 0 5\nop teleport 0 1 2 3 4 0 -\n")
+            .unwrap_err()
+            .contains("line 2"));
     }
 }

@@ -18,14 +18,26 @@ pub struct Merged {
 /// file: each pair exactly once.
 pub fn merge(out: &Path) -> Result<Merged, String> {
     let class_file = out.join(CLASS_FILE);
-    let text = std::fs::read_to_string(&class_file).map_err(|e| format!("{}: {e} (run `grade` into this folder first)", class_file.display()))?;
-    let info: ClassInfo = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", class_file.display()))?;
+    let text = std::fs::read_to_string(&class_file).map_err(|e| {
+        format!(
+            "{}: {e} (run `grade` into this folder first)",
+            class_file.display()
+        )
+    })?;
+    let info: ClassInfo =
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", class_file.display()))?;
     let mut entries: BTreeMap<(String, String), PairResult> = BTreeMap::new();
     let mut journals: Vec<PathBuf> = std::fs::read_dir(out)
         .map_err(|e| format!("{}: {e}", out.display()))?
         .filter_map(Result::ok)
         .map(|e| e.path())
-        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("journal") && n.ends_with(".jsonl") && (n == "journal.jsonl" || n.starts_with("journal.shard-"))))
+        .filter(|p| {
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                n.starts_with("journal")
+                    && n.ends_with(".jsonl")
+                    && (n == "journal.jsonl" || n.starts_with("journal.shard-"))
+            })
+        })
         .collect();
     journals.sort();
     for path in &journals {
@@ -48,5 +60,9 @@ pub fn merge(out: &Path) -> Result<Merged, String> {
             }
         }
     }
-    Ok(Merged { info, results: entries.into_values().collect(), missing })
+    Ok(Merged {
+        info,
+        results: entries.into_values().collect(),
+        missing,
+    })
 }
