@@ -531,14 +531,7 @@ fn run(cli: Cli) -> Result<i32> {
                     let text = std::fs::read_to_string(&path)
                         .with_context(|| path.display().to_string())?;
                     grader::judge::plan::Submission::new(
-                        &wb,
-                        "sanitize",
-                        ex,
-                        variant,
-                        path,
-                        text,
-                        grader::tools::nvcc::Reuse::Never,
-                        &cases,
+                        &wb, "sanitize", ex, variant, path, text, &cases,
                     )
                 }
                 None => grader::judge::plan::Submission::program(

@@ -44,11 +44,12 @@ fn io_error(path: &Path, e: std::io::Error) -> ManifestError {
     }
 }
 
+/// One exercise's folder name, and its manifest or why it could not be read.
+pub type Discovered = (String, Result<OnDisk, ManifestError>);
+
 /// Every `exercises/<id>/exercise.toml` under `root`, each parsed and validated on its own, sorted
 /// by id: one broken exercise does not stop the others. The learner's file is never read.
-pub fn discover_each(
-    root: &Path,
-) -> Result<Vec<(String, Result<OnDisk, ManifestError>)>, ManifestError> {
+pub fn discover_each(root: &Path) -> Result<Vec<Discovered>, ManifestError> {
     let dir = root.join("exercises");
     let mut ids: Vec<String> = fs::read_dir(&dir)
         .map_err(|e| io_error(&dir, e))?

@@ -1147,13 +1147,15 @@ fn validate_track(m: &LoadedManifest) -> Result<(), ManifestError> {
                 let line = at(&format!("\"{}\"", goal.metric.key()));
                 match (goal.at_least, goal.at_most) {
                     (Some(v), None) | (None, Some(v)) if v.is_finite() => {}
-                    _ => return Err(err(
-                        line,
-                        format!(
+                    _ => {
+                        return Err(err(
+                            line,
+                            format!(
                             "goal for `{}`: give exactly one finite bound, `at_least` or `at_most`",
                             goal.metric.key()
                         ),
-                    )),
+                        ))
+                    }
                 }
                 if !shown.contains(&goal.metric) {
                     return Err(err(line, format!("goal for `{}`: add the metric to `metrics`, so the learner sees what is judged", goal.metric.key())));

@@ -127,9 +127,9 @@ pub fn check(
             "learner",
             learner.clone(),
             text.clone(),
-            Reuse::IfUnchanged,
             cases.as_ref().unwrap_or(&empty),
-        ),
+        )
+        .reusing(Reuse::IfUnchanged),
         Submission::new(
             wb,
             "check",
@@ -137,9 +137,9 @@ pub fn check(
             "original",
             wb.learner_path(ex),
             ex.original.to_string(),
-            Reuse::IfUnchanged,
             cases.as_ref().unwrap_or(&empty),
-        ),
+        )
+        .reusing(Reuse::IfUnchanged),
         Submission::new(
             wb,
             "check",
@@ -147,9 +147,9 @@ pub fn check(
             "reference",
             wb.solution_path(ex),
             ex.solution.to_string(),
-            Reuse::IfUnchanged,
             cases.as_ref().unwrap_or(&empty),
-        ),
+        )
+        .reusing(Reuse::IfUnchanged),
     ];
     // The tool that flags this bug class; none where no tool does and the cases are the check. A
     // performance exercise's fix must leave all four clean: a faster kernel with a race is no fix.

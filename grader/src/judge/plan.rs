@@ -75,7 +75,6 @@ impl<'a> Submission<'a> {
         variant: &str,
         origin: PathBuf,
         text: String,
-        reuse: Reuse,
         cases: &'a Cases,
     ) -> Submission<'a> {
         let regions = crate::exercise::regions::parse(&text).unwrap_or_default();
@@ -86,10 +85,16 @@ impl<'a> Submission<'a> {
             text,
             regions,
             work: work_root(wb).join(plan).join(exercise.id()).join(variant),
-            reuse,
+            reuse: Reuse::Never,
             target: Target::Exercise { exercise, cases },
             secret: None,
         }
+    }
+
+    /// Whether a binary an earlier build left may be kept (new submissions: never).
+    pub fn reusing(mut self, reuse: Reuse) -> Submission<'a> {
+        self.reuse = reuse;
+        self
     }
 
     /// Any program, named after its first source (or binary).
@@ -451,7 +456,6 @@ mod tests {
                 "learner",
                 PathBuf::from("leak.cu"),
                 text.to_string(),
-                Reuse::Never,
                 &cases,
             )
         };

@@ -24,7 +24,7 @@ use crate::judge::speed;
 use crate::judge::stages::Output;
 use crate::judge::verdict::{self, Finding, Outcome, Status, Step};
 use crate::tools::gpu::GpuInfo;
-use crate::tools::nvcc::{Flavor, Reuse};
+use crate::tools::nvcc::Flavor;
 use crate::tools::sandbox::Level;
 use crate::tools::toolchain;
 
@@ -394,7 +394,6 @@ pub fn verify(
                     "original",
                     wb.learner_path(w.ex),
                     exercise,
-                    Reuse::Never,
                     cases,
                 ),
                 Submission::new(
@@ -404,7 +403,6 @@ pub fn verify(
                     "reference",
                     wb.solution_path(w.ex),
                     solution,
-                    Reuse::Never,
                     cases,
                 ),
             ]

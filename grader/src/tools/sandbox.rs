@@ -1053,11 +1053,9 @@ unsafe fn for_each_child(mut f: impl FnMut(libc::pid_t)) {
     let mut path = [0u8; 64];
     let prefix = b"/proc/self/task/";
     path[..prefix.len()].copy_from_slice(prefix);
-    let mut at = put_decimal(&mut path, prefix.len(), libc::getpid() as u64);
-    for &c in b"/children\0" {
-        path[at] = c;
-        at += 1;
-    }
+    let at = put_decimal(&mut path, prefix.len(), libc::getpid() as u64);
+    let suffix = b"/children\0";
+    path[at..at + suffix.len()].copy_from_slice(suffix);
     let fd = libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC);
     if fd < 0 {
         return;

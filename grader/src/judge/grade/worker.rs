@@ -272,9 +272,9 @@ impl<'a> Worker<'a> {
                     &p.student.id,
                     p.origin.clone(),
                     p.text.clone(),
-                    Reuse::IfUnchanged,
                     &cases.graded,
-                );
+                )
+                .reusing(Reuse::IfUnchanged);
                 s.secret = Some(&cases.secret);
                 s
             })
@@ -323,22 +323,24 @@ impl<'a> Worker<'a> {
             "reference",
             wb.solution_path(ex),
             ex.solution.to_string(),
-            Reuse::IfUnchanged,
             &prepared.public,
-        );
+        )
+        .reusing(Reuse::IfUnchanged);
         reference.secret = Some(&prepared.secret);
         subs.push(reference);
         let original = (ex.manifest.track() == Track::Perf).then(|| {
-            subs.push(Submission::new(
-                wb,
-                plan,
-                ex,
-                "original",
-                wb.learner_path(ex),
-                ex.original.to_string(),
-                Reuse::IfUnchanged,
-                &prepared.public,
-            ));
+            subs.push(
+                Submission::new(
+                    wb,
+                    plan,
+                    ex,
+                    "original",
+                    wb.learner_path(ex),
+                    ex.original.to_string(),
+                    &prepared.public,
+                )
+                .reusing(Reuse::IfUnchanged),
+            );
             students + 1
         });
         (subs, students, original)
