@@ -97,11 +97,12 @@ enum Command {
     },
     /// Build your version of an exercise, run it under its tool, check it and time it.
     Check {
-        /// Exercise id: `03-race`, `3` or `race`.
-        id: String,
+        /// Exercise id: `03-race`, `3` or `race`; none: the next pending exercise (as `list` names it).
+        id: Option<String>,
     },
     /// Run any CUDA program (or an exercise's file) under memcheck, racecheck, initcheck and
-    /// synccheck, sandboxed: one merged report. Exit 0 clean, 1 findings.
+    /// synccheck, sandboxed: one merged report. Exit 0 clean, 1 findings, 3 a tool failed, 4 the
+    /// program timed out or hung, 6 skipped (no GPU: the build ran, the tools need one).
     Sanitize {
         /// The program's .cu files, built with nvcc -G. An exercise's file (or its solution) is
         /// built with the harness and run on the exercise's cases.
@@ -410,7 +411,23 @@ fn run(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Check { id } => {
             let wb = open_workbook()?;
-            let ex = wb.resolve(&id)?;
+            let ex = match &id {
+                Some(id) => wb.resolve(id)?,
+                None => match next_pending(&wb) {
+                    Some(next) => {
+                        if format == Format::Text {
+                            eprintln!("checking {}, the next pending exercise", next.id());
+                        }
+                        next
+                    }
+                    None => {
+                        if format == Format::Text {
+                            println!("Every exercise is done: `cargo xtask list` shows them, `cargo xtask check <id>` checks one again.");
+                        }
+                        return Ok(0);
+                    }
+                },
+            };
             let ctx = context(&wb, &settings, format)?;
             let report = check_and_record(&ctx, &wb, ex, format);
             show_check(&report, &wb, ex, format, false)?;

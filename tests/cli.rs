@@ -116,6 +116,39 @@ fn without_nvcc_check_says_how_to_get_one() {
         );
 }
 
+#[test]
+fn check_without_an_id_checks_the_next_pending_exercise() {
+    // A fresh workbook (no progress file): the next pending exercise is the first `list` names. No
+    // nvcc, so that the check stops right after choosing (a tool error, 3).
+    let dir = tempfile::tempdir().unwrap();
+    for sub in ["exercises", "solutions"] {
+        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+    }
+    if std::path::Path::new("/usr/local/cuda/bin/nvcc").exists() {
+        eprintln!("SKIPPED check_without_an_id_checks_the_next_pending_exercise: this machine has /usr/local/cuda/bin/nvcc");
+        return;
+    }
+    let listed = xtask()
+        .env("CUDABUGS_ROOT", dir.path())
+        .args(["--format", "json", "list"])
+        .output()
+        .unwrap();
+    let entries: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let first = entries[0]["id"].as_str().unwrap().to_string();
+    xtask()
+        .env("CUDABUGS_ROOT", dir.path())
+        .env("PATH", "")
+        .env_remove("CUDA_HOME")
+        .env_remove("CUDA_PATH")
+        .env_remove("CUDABUGS_NVCC")
+        .arg("check")
+        .assert()
+        .code(3)
+        .stderr(predicate::str::contains(format!(
+            "checking {first}, the next pending exercise"
+        )));
+}
+
 /// Whether this machine has nvcc and no GPU, as the CPU-only tests need; if not, the test says so.
 fn cpu_only_or_skip(test: &str) -> bool {
     if !nvcc_or_skip(test) {
