@@ -659,7 +659,14 @@ fn run(cli: Cli) -> Result<i32> {
                 grader::tools::toolchain::PINNED_WHEELS.join(" "),
                 grader::tools::toolchain::LOCAL_TOOLKIT
             );
-            let nvcc = grader::tools::toolchain::install(&wb.root)?;
+            let started = std::time::Instant::now();
+            let nvcc = grader::tools::toolchain::install(&wb.root, |mb| {
+                eprintln!(
+                    "  .. {mb} MB of about {} MB unpacked",
+                    grader::tools::toolchain::INSTALLED_MB
+                )
+            })?;
+            eprintln!("installed in {:.0} s", started.elapsed().as_secs_f64());
             match format {
                 Format::Json | Format::Sarif => print_json(&serde_json::json!({ "nvcc": nvcc }))?,
                 Format::Text => println!("nvcc ready: {}", wb.display_path(&nvcc)),

@@ -67,7 +67,18 @@ impl Context {
                 "no nvcc found: installing the pinned nvcc 13.0 wheels from PyPI into {} (once; set CUDABUGS_NO_INSTALL=1 to stop this)",
                 toolchain::LOCAL_TOOLKIT
             ));
-            toolchain::install(&wb.root)?;
+            let started = std::time::Instant::now();
+            toolchain::install(&wb.root, |mb| {
+                say(&format!(
+                    "nvcc wheels: {mb} MB of about {} MB unpacked",
+                    toolchain::INSTALLED_MB
+                ))
+            })?;
+            say(&format!(
+                "nvcc installed into {} in {:.0} s",
+                toolchain::LOCAL_TOOLKIT,
+                started.elapsed().as_secs_f64()
+            ));
             tools = Toolchain::discover(&wb.root);
         }
         let nvcc = tools.nvcc.clone().ok_or_else(|| ContextError::NoNvcc {

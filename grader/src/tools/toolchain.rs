@@ -176,8 +176,55 @@ pub fn install_job(root: &Path) -> Result<Job, InstallError> {
         .args(PINNED_WHEELS.iter().copied()))
 }
 
-pub fn install(root: &Path) -> Result<PathBuf, InstallError> {
-    let done = runner::run(&install_job(root)?)?;
+/// About what the pinned wheels take unpacked (277 MB on 2026-11-25), for the progress line.
+pub const INSTALLED_MB: u64 = 277;
+
+/// Sends the megabytes pip has unpacked into the toolkit folder, each time they grow, while the
+/// install runs (pip itself is quiet: its own bar is meant for a terminal, not a log).
+#[derive(Debug)]
+struct Unpacked {
+    dir: PathBuf,
+    grown: std::sync::mpsc::Sender<u64>,
+}
+
+impl runner::Driver for Unpacked {
+    fn drive(&self, run: &runner::Running) {
+        let mut said = crate::tools::untrusted::folder_bytes(&self.dir) >> 20;
+        let mut last = std::time::Instant::now();
+        while run.alive() {
+            std::thread::sleep(Duration::from_millis(200));
+            if last.elapsed() < Duration::from_secs(2) {
+                continue;
+            }
+            last = std::time::Instant::now();
+            let mb = crate::tools::untrusted::folder_bytes(&self.dir) >> 20;
+            if mb > said {
+                let _ = self.grown.send(mb);
+                said = mb;
+            }
+        }
+    }
+}
+
+/// Install the pinned wheels; `report` hears the megabytes unpacked so far as they grow.
+pub fn install(root: &Path, mut report: impl FnMut(u64)) -> Result<PathBuf, InstallError> {
+    let mut job = install_job(root)?;
+    let (grown, heard) = std::sync::mpsc::channel();
+    job.driver = Some(std::sync::Arc::new(Unpacked {
+        dir: root.join(LOCAL_TOOLKIT),
+        grown,
+    }));
+    let done = std::thread::scope(|scope| {
+        let installing = scope.spawn(move || {
+            let done = runner::run(&job);
+            drop(job); // the last sender: the loop below ends
+            done
+        });
+        for mb in heard {
+            report(mb);
+        }
+        installing.join().expect("the install thread")
+    })?;
     if !done.success() {
         return Err(InstallError::Pip {
             exit: done.describe_exit(),

@@ -31,7 +31,7 @@ use crate::judge::verdict::{Finding, Status, Step};
 pub use crate::judge::speed::{Flag, Rule, SpeedResult};
 pub use class::{configure_worker, grade_class, journal_path, worker_gpus};
 pub use merge::{merge, Merged};
-pub use worker::{folder_bytes, Chunk, ExerciseCases, Pending, Phases, Worker};
+pub use worker::{Chunk, ExerciseCases, Pending, Phases, Worker};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StageScore {

@@ -2,7 +2,7 @@
 //! scheduler runs (builds, tools and cases; timing alone on the GPU; fresh inputs), then the scores.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -720,7 +720,7 @@ impl<'a> Worker<'a> {
         let empty = ExerciseCases::default();
         let subs = self.students(wb, chunk, &empty);
         for (sub, r) in subs.iter().zip(results.iter_mut()) {
-            r.disk_bytes = Some(folder_bytes(&sub.work));
+            r.disk_bytes = Some(crate::tools::untrusted::folder_bytes(&sub.work));
             let _ = std::fs::remove_dir_all(&sub.work);
         }
     }
@@ -760,19 +760,4 @@ impl<'a> Worker<'a> {
             })
             .collect()
     }
-}
-
-/// The bytes of every file under `dir` (links not followed).
-pub fn folder_bytes(dir: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .filter_map(Result::ok)
-        .map(|e| match e.file_type() {
-            Ok(t) if t.is_dir() => folder_bytes(&e.path()),
-            Ok(t) if t.is_file() => e.metadata().map(|m| m.len()).unwrap_or(0),
-            _ => 0,
-        })
-        .sum()
 }
