@@ -105,11 +105,31 @@ mod tests {
         let file = dir.path().join("reduce.cu");
         std::fs::write(&file, "a").unwrap();
         let w = FileWatcher::new(&file, force_poll).unwrap();
-        let waiter = std::thread::spawn(move || w.wait_for_save().map(|_| w.mode));
-        // Another file in the folder is not a save of ours; then the real save.
+        // Another file of the folder is not a save of ours; a rename over ours is.
+        let event = |kind, name: &str| notify::Event::new(kind).add_path(dir.path().join(name));
+        let written = EventKind::Modify(notify::event::ModifyKind::Any);
+        assert!(!w.concerns_file(&event(written, "other.txt")));
+        assert!(w.concerns_file(&event(written, "reduce.cu")));
+        assert!(w.concerns_file(&event(
+            EventKind::Create(notify::event::CreateKind::File),
+            "reduce.cu"
+        )));
+        assert!(!w.concerns_file(&event(
+            EventKind::Access(notify::event::AccessKind::Any),
+            "reduce.cu"
+        )));
+        // The real thing, another file's events first: the save wakes the watcher (a failure, not
+        // a hang, where it does not).
+        let (done, woke) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = done.send(w.wait_for_save().map(|_| w.mode));
+        });
         std::fs::write(dir.path().join("other.txt"), "x").unwrap();
         std::fs::write(&file, "changed").unwrap();
-        let mode = waiter.join().unwrap().unwrap();
+        let mode = woke
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the save did not wake the watcher within 30 s")
+            .unwrap();
         assert_eq!(
             mode,
             if force_poll {
