@@ -96,6 +96,19 @@ fn the_untouched_copy_builds() {
         !table.contains("51-coalesce"),
         "the performance track has no bug for a tool to catch"
     );
+    // Search is on: the lessons' sections are in its index.
+    let index = std::fs::read_dir(&html)
+        .unwrap()
+        .filter_map(Result::ok)
+        .find(|e| e.file_name().to_string_lossy().starts_with("searchindex"))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .expect("a search index (mdbook-driver's `search` feature)");
+    for section in ["lessons/03-race.html#", "lessons/52-bank-conflicts.html#"] {
+        assert!(
+            index.contains(section),
+            "{section} is not in the search index"
+        );
+    }
     // A performance lesson: the versions' metrics from the record and the roofline drawn inline.
     let lesson = std::fs::read_to_string(html.join("lessons/52-bank-conflicts.html")).unwrap();
     let chart = &lesson[lesson
