@@ -278,7 +278,10 @@ fn expand(
                     .as_ref()
                     .map(|p| p.components().count().saturating_sub(1))
                     .unwrap_or(0);
-                out.push_str(&render_summary(record, &"../".repeat(depth)));
+                // `{{#cudabugs-summary lessons}}`: the learners' index names each bug's class, not
+                // its line; the GPU record's table (no word) keeps the finding where it was seen.
+                let learners = id == Some("lessons");
+                out.push_str(&render_summary(record, &"../".repeat(depth), learners));
                 out.push_str(&unrecorded(record, exercises, &"../".repeat(depth)));
             }
             "machine" => out.push_str(&machine(record)),
@@ -754,11 +757,16 @@ fn render_region(e: &Exercise, name: &str) -> Result<String> {
         .collect())
 }
 
-fn render_summary(record: &VerificationRecord, up: &str) -> String {
+fn render_summary(record: &VerificationRecord, up: &str, learners: bool) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "| exercise | tool | intended finding | plain run | original | fix | outcome |\n| --- | --- | --- | --- | --- | --- | --- |");
+    let what = if learners { "bug" } else { "intended finding" };
+    let _ = writeln!(out, "| exercise | tool | {what} | plain run | original | fix | outcome |\n| --- | --- | --- | --- | --- | --- | --- |");
     for e in &record.exercises {
-        let found = e.evidence();
+        let found = match (learners, e.bug_class.is_empty()) {
+            (true, false) => e.bug_class.clone(),
+            (true, true) => "too slow".into(),
+            (false, _) => e.evidence(),
+        };
         let plain = match (e.plain_runs, e.plain_run_correct) {
             (Some(p), _) => plain_runs_text(&p),
             (None, Some(true)) => "right (silent)".into(),

@@ -327,3 +327,111 @@ fn an_exercise_newer_than_the_record_is_said_to_be_not_yet_run_on_a_gpu() {
         );
     }
 }
+
+/// The words of `text` that could be C++ identifiers.
+fn identifiers(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| {
+            w.chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        })
+}
+
+/// `html` without its `<details>` elements (the folds) and without its tags.
+fn outside_the_folds(html: &str) -> String {
+    let mut rest = html;
+    let mut kept = String::new();
+    while let Some(at) = rest.find("<details>") {
+        kept.push_str(&rest[..at]);
+        rest = rest[at..]
+            .find("</details>")
+            .map_or("", |end| &rest[at + end + "</details>".len()..]);
+    }
+    kept.push_str(rest);
+    let mut text = String::new();
+    let mut in_tag = false;
+    for c in kept.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' => {
+                in_tag = false;
+                text.push(' ');
+            }
+            c if !in_tag => text.push(c),
+            _ => {}
+        }
+    }
+    text
+}
+
+/// A lesson keeps its answer folded: the CUDA calls and intrinsics its solution adds (names the
+/// exercise's file does not have at all) appear only inside a `<details>`, and so do the other
+/// fixes of "Another fix, and a half-fix". The tools' output and the times stay open.
+#[test]
+fn no_lesson_names_its_fix_outside_the_fold() {
+    let copy = Copy::new();
+    let html =
+        cudabugs_book::build(&copy.path("book"), copy.dir.path(), Some(&copy.path("out"))).unwrap();
+    let mut spoilers = Vec::new();
+    let mut lessons = 0;
+    for entry in std::fs::read_dir(copy.path("exercises")).unwrap() {
+        let dir = entry.unwrap().path();
+        let id = dir.file_name().unwrap().to_string_lossy().into_owned();
+        let manifest = std::fs::read_to_string(dir.join("exercise.toml")).unwrap();
+        let source = manifest
+            .lines()
+            .find_map(|l| l.strip_prefix("source = \""))
+            .and_then(|l| l.strip_suffix('"'))
+            .unwrap();
+        let original = std::fs::read_to_string(dir.join(source)).unwrap();
+        let solution =
+            std::fs::read_to_string(copy.path("solutions").join(&id).join(source)).unwrap();
+        let known: std::collections::BTreeSet<&str> = identifiers(&original).collect();
+        let diff = similar::TextDiff::from_lines(&original, &solution);
+        let added: std::collections::BTreeSet<String> = diff
+            .iter_all_changes()
+            .filter(|c| c.tag() == similar::ChangeTag::Insert)
+            .flat_map(|c| {
+                let line = c.value();
+                let code = line.split("//").next().unwrap_or_default().to_string();
+                identifiers(&code).map(str::to_string).collect::<Vec<_>>()
+            })
+            .filter(|w| {
+                !known.contains(w.as_str())
+                    && ((w.starts_with("cuda")
+                        && w[4..].starts_with(|c: char| c.is_ascii_uppercase()))
+                        || (w.starts_with("__") && w.len() > 4))
+            })
+            .collect();
+        let page = std::fs::read_to_string(html.join(format!("lessons/{id}.html"))).unwrap();
+        let main = &page[page.find("<main>").unwrap()..page.find("</main>").unwrap()];
+        lessons += 1;
+        let text = outside_the_folds(main);
+        let open: std::collections::BTreeSet<&str> = identifiers(&text).collect();
+        for name in added.iter().filter(|n| open.contains(n.as_str())) {
+            spoilers.push(format!("{id}: `{name}` outside the fold"));
+        }
+        let heading = "Another fix, and a half-fix</a></h2>";
+        if let Some(at) = main.find(heading) {
+            let section = &main[at + heading.len()..];
+            let section = &section[..section.find("<h2").unwrap_or(section.len())];
+            if !outside_the_folds(section).trim().is_empty() {
+                spoilers.push(format!("{id}: the other fixes outside the fold"));
+            }
+        }
+    }
+    assert_eq!(lessons, 43);
+    // The lessons' index names each bug's class, not the line it is on (the GPU record's page does).
+    let index = std::fs::read_to_string(html.join("lessons/index.html")).unwrap();
+    if index.contains(".cu:") {
+        spoilers.push("the lessons' index gives a bug's file and line".into());
+    }
+    assert!(
+        std::fs::read_to_string(html.join("verification.html"))
+            .unwrap()
+            .contains("reduce.cu:"),
+        "the GPU record keeps the lines"
+    );
+    assert!(spoilers.is_empty(), "{}", spoilers.join("\n"));
+}
