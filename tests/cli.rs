@@ -89,23 +89,36 @@ fn outside_a_workbook_says_so() {
         .stderr(predicate::str::contains("not inside a cudabugs workbook"));
 }
 
-#[test]
-fn without_nvcc_check_says_how_to_get_one() {
-    // A copy of the workbook where no nvcc can be found: empty PATH, no CUDA_HOME, no local toolkit.
+/// An empty workbook folder (the catalog is the binary's) where no nvcc can be found: empty PATH,
+/// no CUDA_HOME, no local toolkit; None, said as SKIPPED, where this machine has a system nvcc.
+fn without_nvcc(test: &str) -> Option<(tempfile::TempDir, impl Fn() -> assert_cmd::Command)> {
+    if std::path::Path::new("/usr/local/cuda/bin/nvcc").exists() {
+        eprintln!("SKIPPED {test}: this machine has /usr/local/cuda/bin/nvcc");
+        return None;
+    }
     let dir = tempfile::tempdir().unwrap();
     for sub in ["exercises", "solutions"] {
         std::fs::create_dir_all(dir.path().join(sub)).unwrap();
     }
-    if std::path::Path::new("/usr/local/cuda/bin/nvcc").exists() {
-        eprintln!("SKIPPED without_nvcc_check_says_how_to_get_one: this machine has /usr/local/cuda/bin/nvcc");
+    let root = dir.path().to_path_buf();
+    let command = move || {
+        let mut c = xtask();
+        c.env("CUDABUGS_ROOT", &root)
+            .env("PATH", "")
+            .env_remove("CUDA_HOME")
+            .env_remove("CUDA_PATH")
+            .env_remove("CUDABUGS_NVCC");
+        c
+    };
+    Some((dir, command))
+}
+
+#[test]
+fn without_nvcc_check_says_how_to_get_one() {
+    let Some((_dir, xtask)) = without_nvcc("without_nvcc_check_says_how_to_get_one") else {
         return;
-    }
+    };
     xtask()
-        .env("CUDABUGS_ROOT", dir.path())
-        .env("PATH", "")
-        .env_remove("CUDA_HOME")
-        .env_remove("CUDA_PATH")
-        .env_remove("CUDABUGS_NVCC")
         .args(["check", "race"])
         .assert()
         // A missing toolkit is a tool error (3), not a usage error (2).
@@ -120,27 +133,14 @@ fn without_nvcc_check_says_how_to_get_one() {
 fn check_without_an_id_checks_the_next_pending_exercise() {
     // A fresh workbook (no progress file): the next pending exercise is the first `list` names. No
     // nvcc, so that the check stops right after choosing (a tool error, 3).
-    let dir = tempfile::tempdir().unwrap();
-    for sub in ["exercises", "solutions"] {
-        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
-    }
-    if std::path::Path::new("/usr/local/cuda/bin/nvcc").exists() {
-        eprintln!("SKIPPED check_without_an_id_checks_the_next_pending_exercise: this machine has /usr/local/cuda/bin/nvcc");
+    let Some((_dir, xtask)) = without_nvcc("check_without_an_id_checks_the_next_pending_exercise")
+    else {
         return;
-    }
-    let listed = xtask()
-        .env("CUDABUGS_ROOT", dir.path())
-        .args(["--format", "json", "list"])
-        .output()
-        .unwrap();
+    };
+    let listed = xtask().args(["--format", "json", "list"]).output().unwrap();
     let entries: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
     let first = entries[0]["id"].as_str().unwrap().to_string();
     xtask()
-        .env("CUDABUGS_ROOT", dir.path())
-        .env("PATH", "")
-        .env_remove("CUDA_HOME")
-        .env_remove("CUDA_PATH")
-        .env_remove("CUDABUGS_NVCC")
         .arg("check")
         .assert()
         .code(3)
