@@ -52,6 +52,11 @@ struct Exercise {
     /// The pristine exercise and the solution, as the catalog makes them.
     original: String,
     solution_text: String,
+    /// The tool that flags the untouched exercise, and the kind of its record (the manifest's).
+    finding: Option<(
+        grader::exercise::manifest::Tool,
+        grader::exercise::manifest::FindingKind,
+    )>,
 }
 
 impl Cudabugs {
@@ -65,6 +70,7 @@ impl Cudabugs {
                 chapter: d.manifest.manifest.chapter.clone(),
                 exercise: d.exercise_path,
                 solution: d.solution_path,
+                finding: d.manifest.expected_finding(),
                 original: d.original,
                 solution_text: d.solution,
             })
@@ -284,6 +290,17 @@ fn expand(
                 out.push_str(&render_summary(record, &"../".repeat(depth), learners));
                 out.push_str(&unrecorded(record, exercises, &"../".repeat(depth)));
             }
+            "lessons-for" => {
+                // A tool page's lessons, from the manifests: the list cannot go stale.
+                let tool =
+                    id.context("the directive needs a tool: {{#cudabugs-lessons-for TOOL}}")?;
+                let depth = chapter
+                    .path
+                    .as_ref()
+                    .map(|p| p.components().count().saturating_sub(1))
+                    .unwrap_or(0);
+                out.push_str(&lessons_for(exercises, tool, &"../".repeat(depth))?);
+            }
             "machine" => out.push_str(&machine(record)),
             "second-gpu" => {
                 // The same catalog verified on another GPU, set against the book's record.
@@ -482,7 +499,7 @@ fn render_record(record: &VerificationRecord, r: &ExerciseRecord) -> String {
             let _ = writeln!(
                 out,
                 "Plain `-O3` runs of the same exercise, each a fresh process: {}. {}\n",
-                plain_runs_text(p),
+                plain_runs_text(p, stopped(r)),
                 plain_example(p, plain)
             );
         }
@@ -539,7 +556,11 @@ fn render_record(record: &VerificationRecord, r: &ExerciseRecord) -> String {
                 );
             }
             None => {
-                let _ = writeln!(out, "| original (the bug) | not timed: it crashed | - |");
+                let _ = writeln!(
+                    out,
+                    "| original (the bug) | not timed: it {} | - |",
+                    stopped(r)
+                );
             }
         }
         let _ = writeln!(out, "| the fix | {} | 1.00x |", us(t.reference_ns));
@@ -616,8 +637,19 @@ fn render_perf(p: &grader::judge::perf::PerfSummary) -> String {
     out
 }
 
-/// "right in 5 of 5 (the bug is silent)", "wrong in 5 of 5", "right in 2 of 5, wrong in 3".
-fn plain_runs_text(p: &PlainRuns) -> String {
+/// What became of a run that did not finish: a hang exercise's runs hung (killed at its limit),
+/// any other's crashed.
+fn stopped(e: &ExerciseRecord) -> &'static str {
+    if e.detector == grader::exercise::manifest::Detector::Hang {
+        "hung"
+    } else {
+        "crashed"
+    }
+}
+
+/// "right in 5 of 5 (the bug is silent)", "wrong in 5 of 5", "right in 2 of 5, wrong in 3",
+/// "hung in 5 of 5" (`stopped`: the word for a run that did not finish).
+fn plain_runs_text(p: &PlainRuns, stopped: &str) -> String {
     let wrong = p.runs - p.correct - p.failed;
     let mut parts = Vec::new();
     if p.correct > 0 {
@@ -627,7 +659,7 @@ fn plain_runs_text(p: &PlainRuns) -> String {
         parts.push(format!("wrong in {wrong} of {}", p.runs));
     }
     if p.failed > 0 {
-        parts.push(format!("crashed in {} of {}", p.failed, p.runs));
+        parts.push(format!("{stopped} in {} of {}", p.failed, p.runs));
     }
     let silent = if p.correct == p.runs {
         " (the bug is silent)"
@@ -696,7 +728,16 @@ fn render_tool_matrix(record: &VerificationRecord, up: &str) -> Result<String> {
                 }
                 Some(s) => match s.status {
                     ToolStatus::Clean => "silent".to_string(),
-                    ToolStatus::Findings => format!("elsewhere: {}", s.kinds.join("; ")),
+                    ToolStatus::Findings => format!(
+                        "elsewhere: {}",
+                        s.kinds
+                            .iter()
+                            .map(|k| k
+                                .strip_suffix(" in -")
+                                .map_or(k.clone(), |kind| format!("{kind} (no line)")))
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    ),
                     ToolStatus::Crashed => "no record; the program failed".to_string(),
                     ToolStatus::TimedOut => "did not finish".to_string(),
                     ToolStatus::ToolError => "the tool failed".to_string(),
@@ -739,7 +780,40 @@ fn render_diff(e: &Exercise, workbook: &Path) -> String {
         .context_radius(2)
         .header(&rel(&e.exercise), &rel(&e.solution))
         .to_string();
-    format!("```diff\n{diff}```\n")
+    // The region markers (`// ANCHOR: bug`) are the grader's, the same on both sides: a reader of
+    // the fix does not need them among its context lines (the hunk headers keep the file's lines).
+    let shown: String = diff
+        .lines()
+        .filter(|l| !(l.starts_with(' ') && is_region_marker(l)))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    format!("```diff\n{shown}```\n")
+}
+
+fn is_region_marker(line: &str) -> bool {
+    let t = line.trim_start();
+    t.starts_with("// ANCHOR:") || t.starts_with("// ANCHOR_END:")
+}
+
+/// "Lessons: [03-race](../lessons/03-race.md) (shared-race), ...": every exercise whose manifest
+/// expects `tool` to flag it, with the kind of record it expects.
+fn lessons_for(exercises: &[Exercise], tool: &str, up: &str) -> Result<String> {
+    let tool = grader::exercise::manifest::Tool::ALL
+        .into_iter()
+        .find(|t| t.name() == tool)
+        .with_context(|| format!("no tool `{tool}` (memcheck, racecheck, initcheck, synccheck)"))?;
+    let lessons: Vec<String> = exercises
+        .iter()
+        .filter_map(|e| {
+            let (t, kind) = e.finding?;
+            (t == tool).then(|| format!("[{}]({up}lessons/{}.md) ({})", e.id, e.id, kind.name()))
+        })
+        .collect();
+    Ok(match lessons.len() {
+        0 => String::new(),
+        1 => format!("Lesson: {}.\n", lessons[0]),
+        _ => format!("Lessons: {}.\n", lessons.join(", ")),
+    })
 }
 
 /// The lines between a region's markers in the pristine exercise.
@@ -768,7 +842,7 @@ fn render_summary(record: &VerificationRecord, up: &str, learners: bool) -> Stri
             (false, _) => e.evidence(),
         };
         let plain = match (e.plain_runs, e.plain_run_correct) {
-            (Some(p), _) => plain_runs_text(&p),
+            (Some(p), _) => plain_runs_text(&p, stopped(e)),
             (None, Some(true)) => "right (silent)".into(),
             (None, Some(false)) => "wrong".into(),
             (None, None) => "-".into(),
@@ -779,7 +853,7 @@ fn render_summary(record: &VerificationRecord, up: &str, learners: bool) -> Stri
             e.id,
             e.id,
             grader::exercise::manifest::shown_by(e.tool, e.detector),
-            e.original_ns().map(us).unwrap_or_else(|| "crashed".into()),
+            e.original_ns().map(us).unwrap_or_else(|| stopped(e).into()),
             e.reference_ns().map(us).unwrap_or_else(|| "-".into()),
             e.outcome.label()
         );
@@ -817,7 +891,7 @@ fn verdict_key(e: &ExerciseRecord) -> String {
         e.label(),
         sightings.join(","),
         e.plain_runs
-            .map(|p| plain_runs_text(&p))
+            .map(|p| plain_runs_text(&p, stopped(e)))
             .unwrap_or_default()
     )
 }

@@ -96,6 +96,26 @@ fn the_untouched_copy_builds() {
         !table.contains("51-coalesce"),
         "the performance track has no bug for a tool to catch"
     );
+    // A kind whose records name no line says so, not "in -"; a hang exercise's runs hung.
+    assert!(!table.contains(" in -"), "a kind shown `in -`");
+    let index = std::fs::read_to_string(html.join("lessons/index.html")).unwrap();
+    let hang = &index[index.find("21-spin-flag.html").unwrap()..];
+    let row = &hang[..hang.find("</tr>").unwrap()];
+    assert!(row.contains("hung in") && !row.contains("crashed"), "{row}");
+    // The tool pages' lessons come from the manifests: every exercise racecheck is expected to
+    // flag is listed on its page, the Hopper ones included.
+    let racecheck = std::fs::read_to_string(html.join("tools/racecheck.html")).unwrap();
+    for id in [
+        "03-race",
+        "27-async-copy",
+        "28-cluster-dsmem",
+        "30-mbarrier-count",
+    ] {
+        assert!(
+            racecheck.contains(&format!("../lessons/{id}.html")),
+            "racecheck's page does not list {id}"
+        );
+    }
     // Search is on: the lessons' sections are in its index.
     let index = std::fs::read_dir(&html)
         .unwrap()
@@ -407,6 +427,10 @@ fn no_lesson_names_its_fix_outside_the_fold() {
         let page = std::fs::read_to_string(html.join(format!("lessons/{id}.html"))).unwrap();
         let main = &page[page.find("<main>").unwrap()..page.find("</main>").unwrap()];
         lessons += 1;
+        // The grader's region markers are not part of the lesson's code or of its fix.
+        if main.contains("ANCHOR:") || main.contains("ANCHOR_END:") {
+            spoilers.push(format!("{id}: region markers (`// ANCHOR:`) in the page"));
+        }
         let text = outside_the_folds(main);
         let open: std::collections::BTreeSet<&str> = identifiers(&text).collect();
         for name in added.iter().filter(|n| open.contains(n.as_str())) {
@@ -434,4 +458,16 @@ fn no_lesson_names_its_fix_outside_the_fold() {
         "the GPU record keeps the lines"
     );
     assert!(spoilers.is_empty(), "{}", spoilers.join("\n"));
+}
+
+#[test]
+fn a_tool_page_that_names_no_tool_is_an_error() {
+    let copy = Copy::new();
+    copy.edit(
+        "book/src/tools/memcheck.md",
+        "{{#cudabugs-lessons-for memcheck}}",
+        "{{#cudabugs-lessons-for memchek}}",
+    );
+    let error = copy.build_error();
+    assert!(error.contains("no tool `memchek`"), "{error}");
 }
