@@ -448,9 +448,37 @@ fn trimmed(line: &str) -> String {
     }
 }
 
+/// NVIDIA's manual for a tool: the section that documents it.
+pub fn manual(tool: grader::exercise::manifest::Tool) -> String {
+    format!(
+        "https://docs.nvidia.com/cuda/sanitizer-docs/ComputeSanitizer/index.html#{}-tool",
+        tool.name()
+    )
+}
+
+/// Nsight Compute's guide to what it measures.
+pub const NCU_MANUAL: &str = "https://docs.nvidia.com/nsight-compute/ProfilingGuide/index.html";
+
 fn render_record(record: &VerificationRecord, r: &ExerciseRecord) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", machine(record));
+    match (r.tool, &r.perf) {
+        (Some(t), _) => {
+            let _ = writeln!(
+                out,
+                "NVIDIA's manual for this tool: [{}]({}).\n",
+                t.name(),
+                manual(t)
+            );
+        }
+        (None, Some(_)) => {
+            let _ = writeln!(
+                out,
+                "NVIDIA's guide to these metrics: [the Nsight Compute profiling guide]({NCU_MANUAL}).\n"
+            );
+        }
+        (None, None) => {}
+    }
     let tool_step = r
         .checks
         .iter()

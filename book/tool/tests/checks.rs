@@ -116,6 +116,11 @@ fn the_untouched_copy_builds() {
             "racecheck's page does not list {id}"
         );
     }
+    // Each lesson links to NVIDIA's manual for its tool (or Nsight Compute's guide).
+    let race = std::fs::read_to_string(html.join("lessons/03-race.html")).unwrap();
+    assert!(race.contains("ComputeSanitizer/index.html#racecheck-tool"));
+    let reduction = std::fs::read_to_string(html.join("lessons/57-reduction.html")).unwrap();
+    assert!(reduction.contains("nsight-compute/ProfilingGuide"));
     // Search is on: the lessons' sections are in its index.
     let index = std::fs::read_dir(&html)
         .unwrap()
