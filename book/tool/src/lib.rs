@@ -449,7 +449,7 @@ fn trimmed(line: &str) -> String {
 }
 
 /// NVIDIA's manual for a tool: the section that documents it.
-pub fn manual(tool: grader::exercise::manifest::Tool) -> String {
+fn manual(tool: grader::exercise::manifest::Tool) -> String {
     format!(
         "https://docs.nvidia.com/cuda/sanitizer-docs/ComputeSanitizer/index.html#{}-tool",
         tool.name()
@@ -457,7 +457,7 @@ pub fn manual(tool: grader::exercise::manifest::Tool) -> String {
 }
 
 /// Nsight Compute's guide to what it measures.
-pub const NCU_MANUAL: &str = "https://docs.nvidia.com/nsight-compute/ProfilingGuide/index.html";
+const NCU_MANUAL: &str = "https://docs.nvidia.com/nsight-compute/ProfilingGuide/index.html";
 
 fn render_record(record: &VerificationRecord, r: &ExerciseRecord) -> String {
     let mut out = String::new();
