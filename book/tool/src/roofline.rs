@@ -8,6 +8,13 @@ use plotters::prelude::*;
 
 const SIZE: (u32, u32) = (720, 420);
 
+/// Okabe and Ito's colours, which readers with any common colour-vision deficiency tell apart; each
+/// version also has a shape of its own, so that the chart reads in grey too.
+const ROOF: RGBColor = RGBColor(60, 60, 60);
+const ORIGINAL: RGBColor = RGBColor(213, 94, 0); // vermillion
+const FIX: RGBColor = RGBColor(0, 114, 178); // blue
+const LIBRARY: RGBColor = RGBColor(0, 0, 0);
+
 /// The chart as SVG markup; an error where the record has no roofline points.
 pub fn svg(perf: &PerfSummary) -> Result<String> {
     let points: Vec<(&str, f64, f64)> = perf
@@ -43,16 +50,19 @@ pub fn svg(perf: &PerfSummary) -> Result<String> {
         let mut chart = ChartBuilder::on(&root)
             .caption(
                 format!("Roofline of the {} (measured)", peak.device),
-                ("sans-serif", 18),
+                ("sans-serif", 20),
             )
             .margin(12)
-            .x_label_area_size(44)
-            .y_label_area_size(70)
+            .x_label_area_size(50)
+            .y_label_area_size(80)
             .build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())
             .map_err(|e| anyhow!("{e}"))?;
         chart
             .configure_mesh()
             .light_line_style(WHITE)
+            // plotters draws text at 0.8 of the size asked: 17 is about 14 px.
+            .label_style(("sans-serif", 17))
+            .axis_desc_style(("sans-serif", 17))
             .y_labels(8)
             .x_desc("arithmetic intensity (FLOP per DRAM byte)")
             .y_desc("GFLOP/s")
@@ -71,35 +81,39 @@ pub fn svg(perf: &PerfSummary) -> Result<String> {
             (x, peak.roof_gflops(x))
         });
         chart
-            .draw_series(LineSeries::new(roof, BLUE.stroke_width(2)))
+            .draw_series(LineSeries::new(roof, ROOF.stroke_width(2)))
             .map_err(|e| anyhow!("{e}"))?
             .label(format!(
                 "memcpy {:.0} GB/s, fp32 FMA {:.1} TFLOP/s (ncu clocks)",
                 peak.memcpy_gbps,
                 peak.fma_ncu_gflops / 1e3
             ))
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLUE.stroke_width(2)));
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], ROOF.stroke_width(2)));
         for (name, x, y) in &points {
-            let colour = match *name {
-                "original" => RED,
-                "reference" => GREEN,
-                _ => BLACK,
-            };
             let label = match *name {
                 "reference" => "the fix".to_string(),
                 other => other.to_string(),
             };
-            chart
-                .draw_series(std::iter::once(
-                    EmptyElement::at((*x, *y))
-                        + Circle::new((0, 0), 6, colour.filled())
-                        + Text::new(label, (9, -16), ("sans-serif", 15)),
-                ))
-                .map_err(|e| anyhow!("{e}"))?;
+            let at = EmptyElement::at((*x, *y));
+            let text = Text::new(label, (10, -20), ("sans-serif", 17));
+            // The original a circle, the fix a triangle, a library a cross.
+            let drawn = match *name {
+                "original" => chart.draw_series(std::iter::once(
+                    at + Circle::new((0, 0), 7, ORIGINAL.filled()) + text,
+                )),
+                "reference" => chart.draw_series(std::iter::once(
+                    at + TriangleMarker::new((0, 0), 9, FIX.filled()) + text,
+                )),
+                _ => chart.draw_series(std::iter::once(
+                    at + Cross::new((0, 0), 7, LIBRARY.stroke_width(3)) + text,
+                )),
+            };
+            drawn.map_err(|e| anyhow!("{e}"))?;
         }
         chart
             .configure_series_labels()
             .position(SeriesLabelPosition::LowerRight)
+            .label_font(("sans-serif", 16))
             .background_style(WHITE.mix(0.8))
             .border_style(BLACK)
             .draw()

@@ -146,6 +146,12 @@ fn the_untouched_copy_builds() {
             && chart.contains(" the fix "),
         "the points are labelled: {chart}"
     );
+    // Colours a colour-blind reader tells apart (Okabe-Ito vermillion and blue), and a shape for
+    // each version (the fix a triangle), not red against green.
+    assert!(
+        chart.contains("#D55E00") && chart.contains("#0072B2") && chart.contains("<polygon"),
+        "the versions' colours and shapes: {chart}"
+    );
     assert!(
         lesson.contains("bank conflicts per shared access") && lesson.contains("the fix"),
         "the metrics table"
