@@ -36,9 +36,6 @@ use mdbook_preprocessor::{Preprocessor, PreprocessorContext};
 mod links;
 
 pub const RECORD_FILE: &str = "verification.json";
-/// How many lines of a tool's output a lesson shows.
-const OUTPUT_LINES: usize = 40;
-
 /// The preprocessor. `workbook` is the folder with exercises/ and solutions/.
 pub struct Cudabugs {
     pub workbook: PathBuf,
@@ -263,7 +260,15 @@ fn expand(
         };
         match what {
             "record" => match exercise(id)? {
-                (Some(r), _) => out.push_str(&render_record(record, r)),
+                (Some(r), e) => {
+                    let source = e
+                        .exercise
+                        .strip_prefix(workbook)
+                        .unwrap_or(&e.exercise)
+                        .display()
+                        .to_string();
+                    out.push_str(&render_record(record, r, &source))
+                }
                 (None, e) => out.push_str(&not_yet_run(&e.id)),
             },
             "diff" => {
@@ -438,14 +443,73 @@ fn us(ns: f64) -> String {
     format!("{:.1} µs", ns / 1e3)
 }
 
-/// The longest line of tool output a lesson shows; longer ones (host backtraces, long paths) are cut.
-const LINE_CHARS: usize = 110;
+/// The widest line a code block of a lesson holds without scrolling at 1280 px.
+const LINE_CHARS: usize = 96;
+/// The tool output a lesson shows open; the rest is folded.
+const SHOWN_LINES: usize = 20;
 
-fn trimmed(line: &str) -> String {
-    match line.char_indices().nth(LINE_CHARS) {
-        Some((at, _)) => format!("{} …", &line[..at]),
-        None => line.to_string(),
+/// A line cut into pieces of at most `LINE_CHARS`, at spaces where it can; the pieces after the
+/// first are indented.
+fn wrapped(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = line.trim_end().to_string();
+    let indent = "    ";
+    while rest.chars().count() > LINE_CHARS {
+        let limit = rest
+            .char_indices()
+            .nth(LINE_CHARS)
+            .map_or(rest.len(), |(at, _)| at);
+        let cut = rest[..limit]
+            .rfind(' ')
+            .filter(|&at| at > LINE_CHARS / 2)
+            .unwrap_or(limit);
+        out.push(rest[..cut].trim_end().to_string());
+        rest = format!("{indent}{}", rest[cut..].trim_start());
     }
+    out.push(rest);
+    out
+}
+
+/// A tool's output without the records that repeat an earlier one (racecheck reports the same
+/// pair of lines again for another launch, with another hazard count), and how many records were
+/// left out. A record is the lines between two frame-only lines (`=========`).
+fn distinct_lines(text: &str) -> (Vec<String>, usize) {
+    let frame_only = |l: &str| l.trim_start_matches('=').trim().is_empty();
+    // What makes two records the same: their text without the counts of hazards.
+    let key = |record: &[&str]| -> String {
+        record
+            .iter()
+            .filter(|l| !frame_only(l) && !l.contains("COMPUTE-SANITIZER"))
+            .map(|l| match l.find(" hazards]") {
+                Some(end) => l[..l[..end].rfind('[').unwrap_or(end)].to_string(),
+                None => l.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let mut seen = BTreeSet::new();
+    let mut kept = Vec::new();
+    let mut repeated = 0;
+    let mut record: Vec<&str> = Vec::new();
+    let mut flush = |record: &mut Vec<&str>, kept: &mut Vec<String>| {
+        if record.is_empty() {
+            return;
+        }
+        if (record.len() > 1 || !frame_only(record[0])) && !seen.insert(key(record)) {
+            repeated += 1;
+            record.clear();
+            return;
+        }
+        kept.extend(record.drain(..).map(str::to_string));
+    };
+    for l in text.lines() {
+        record.push(l);
+        if frame_only(l) {
+            flush(&mut record, &mut kept);
+        }
+    }
+    flush(&mut record, &mut kept);
+    (kept, repeated)
 }
 
 /// NVIDIA's manual for a tool: the section that documents it.
@@ -459,7 +523,7 @@ fn manual(tool: grader::exercise::manifest::Tool) -> String {
 /// Nsight Compute's guide to what it measures.
 const NCU_MANUAL: &str = "https://docs.nvidia.com/nsight-compute/ProfilingGuide/index.html";
 
-fn render_record(record: &VerificationRecord, r: &ExerciseRecord) -> String {
+fn render_record(record: &VerificationRecord, r: &ExerciseRecord, source: &str) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", machine(record));
     match (r.tool, &r.perf) {
@@ -479,33 +543,55 @@ fn render_record(record: &VerificationRecord, r: &ExerciseRecord) -> String {
         }
         (None, None) => {}
     }
-    let tool_step = r
-        .checks
-        .iter()
-        .find(|c| c.name.starts_with("exercise fails under"));
-    if let Some(cmd) = tool_step.and_then(|s| s.command.as_deref()) {
+    if let Some(t) = r.tool {
         let _ = writeln!(
             out,
-            "The command the grader ran on the untouched exercise:\n\n```console\n$ {}\n```\n",
-            relative_command(cmd)
+            "Run it yourself: `cargo xtask check {id}` (the grader's whole check), or the tools alone on \
+             your file, built with `-G` and run on the exercise's cases:\n\n```console\n$ cargo xtask sanitize {source}\n```\n\n\
+             On a program of your own, built with `nvcc -G`, the tool itself is `compute-sanitizer --tool {} ./program`.\n",
+            t.name(),
+            id = r.id,
         );
     }
     if let Some(text) = &r.tool_output {
-        let lines: Vec<&str> = text.lines().collect();
         let tool = r.tool.map(|t| t.name()).unwrap_or("the tool");
-        let _ = writeln!(
-            out,
-            "What {tool} printed{}:\n\n```text",
-            if lines.len() > OUTPUT_LINES {
-                format!(" (the first {OUTPUT_LINES} of {} lines)", lines.len())
-            } else {
-                String::new()
-            }
-        );
-        for l in lines.iter().take(OUTPUT_LINES) {
-            let _ = writeln!(out, "{}", trimmed(&relative_command(l)));
+        let (shown, repeated) = distinct_lines(text);
+        let repeats = match repeated {
+            0 => String::new(),
+            1 => "; one record that repeats an earlier one is left out".into(),
+            n => format!("; {n} records that repeat earlier ones are left out"),
+        };
+        let block = |lines: &[String]| -> String {
+            lines
+                .iter()
+                .flat_map(|l| wrapped(&relative_command(l)))
+                .map(|l| format!("{l}\n"))
+                .collect()
+        };
+        if shown.len() > SHOWN_LINES {
+            let _ = writeln!(
+                out,
+                "What {tool} printed (its first {SHOWN_LINES} lines{repeats}):\n\n```text\n{}```\n",
+                block(&shown[..SHOWN_LINES])
+            );
+            let _ = writeln!(
+                out,
+                "<details>\n<summary>All {} lines</summary>\n\n```text\n{}```\n\n</details>\n",
+                shown.len(),
+                block(&shown)
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "What {tool} printed{}:\n\n```text\n{}```\n",
+                if repeats.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", &repeats[2..])
+                },
+                block(&shown)
+            );
         }
-        let _ = writeln!(out, "```\n");
     }
     if let Some(f) = &r.finding {
         let at: Vec<String> = f
@@ -544,6 +630,25 @@ fn render_record(record: &VerificationRecord, r: &ExerciseRecord) -> String {
         }
         _ => {}
     }
+    // How the grader verified it: its command and every check, for the curious and for authors.
+    let _ = writeln!(
+        out,
+        "<details>\n<summary>How this was verified: the grader's command and checks</summary>\n"
+    );
+    let tool_step = r
+        .checks
+        .iter()
+        .find(|c| c.name.starts_with("exercise fails under"));
+    if let Some(cmd) = tool_step.and_then(|s| s.command.as_deref()) {
+        let command: String = wrapped(&format!("$ {}", relative_command(cmd)))
+            .into_iter()
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "The command the grader ran on the untouched exercise:\n\n```console\n{command}```\n"
+        );
+    }
     let _ = writeln!(out, "| check | result | summary |\n| --- | --- | --- |");
     for c in &r.checks {
         let status = match c.status {
@@ -561,6 +666,7 @@ fn render_record(record: &VerificationRecord, r: &ExerciseRecord) -> String {
             c.summary.replace('|', "\\|")
         );
     }
+    let _ = writeln!(out, "\n</details>\n");
     if let Some(p) = &r.perf {
         out.push_str(&render_perf(p));
     }
@@ -1136,6 +1242,48 @@ pub fn serve(
 
 #[cfg(test)]
 mod tests {
+    use super::{distinct_lines, wrapped, LINE_CHARS};
+
+    #[test]
+    fn a_record_reported_again_with_another_count_is_shown_once() {
+        // racecheck's output on 03-race (the record of 2026-11-24), two of its records, the first
+        // reported again for the second launch with its hazards summed.
+        let text = "========= COMPUTE-SANITIZER
+========= Warning: Race reported between Write access at warp_sum+0xe50 in reduce.cu:22
+=========     and Read access at warp_sum+0xf80 in reduce.cu:23 [124 hazards]
+=========
+========= Warning: Race reported between Write access at warp_sum+0xb90 in reduce.cu:21
+=========     and Read access at warp_sum+0xcc0 in reduce.cu:22 [120 hazards]
+=========
+========= Warning: Race reported between Write access at warp_sum+0xe50 in reduce.cu:22
+=========     and Read access at warp_sum+0xf80 in reduce.cu:23 [48484 hazards]
+=========
+========= RACECHECK SUMMARY: 3 hazards displayed (0 errors, 3 warnings)";
+        let (kept, repeated) = distinct_lines(text);
+        assert_eq!(repeated, 1);
+        assert_eq!(kept.len(), 8, "{kept:#?}");
+        assert!(!kept.iter().any(|l| l.contains("48484")));
+        assert!(kept.last().unwrap().contains("SUMMARY"));
+    }
+
+    #[test]
+    fn a_long_line_is_wrapped_at_a_space_and_nothing_is_lost() {
+        let line = format!("========= Program hit cudaErrorInvalidValue (error 1) due to \"invalid argument\" on CUDA API call to cudaLaunchKernel. {}", "x".repeat(150));
+        let pieces = wrapped(&line);
+        assert!(
+            pieces.iter().all(|p| p.chars().count() <= LINE_CHARS),
+            "{pieces:#?}"
+        );
+        assert!(pieces[1].starts_with("    "));
+        let joined: String = pieces
+            .iter()
+            .map(|p| p.trim())
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert_eq!(joined.replace(' ', ""), line.replace(' ', ""));
+        assert_eq!(wrapped("short"), vec!["short".to_string()]);
+    }
+
     use super::*;
 
     #[test]

@@ -369,17 +369,25 @@ fn identifiers(text: &str) -> impl Iterator<Item = &str> {
         })
 }
 
-/// `html` without its `<details>` elements (the folds) and without its tags.
-fn outside_the_folds(html: &str) -> String {
+/// `html` without the elements that open with `open` and close with `close`.
+fn without(html: &str, open: &str, close: &str) -> String {
     let mut rest = html;
     let mut kept = String::new();
-    while let Some(at) = rest.find("<details>") {
+    while let Some(at) = rest.find(open) {
         kept.push_str(&rest[..at]);
         rest = rest[at..]
-            .find("</details>")
-            .map_or("", |end| &rest[at + end + "</details>".len()..]);
+            .find(close)
+            .map_or("", |end| &rest[at + end + close.len()..]);
     }
     kept.push_str(rest);
+    kept
+}
+
+/// A lesson's own words: `html` without its `<details>` elements (the folds), its code blocks
+/// (the exercise's code, which has none of the fix, and the tools' output, which is evidence and
+/// stays open) and its tags.
+fn outside_the_folds(html: &str) -> String {
+    let kept = without(&without(html, "<details>", "</details>"), "<pre>", "</pre>");
     let mut text = String::new();
     let mut in_tag = false;
     for c in kept.chars() {
