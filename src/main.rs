@@ -266,11 +266,17 @@ fn main() -> ExitCode {
 }
 
 fn open_workbook() -> Result<Workbook> {
+    open_workbook_about(None)
+}
+
+/// The workbook, for a command about the exercise `about` (where it names one).
+fn open_workbook_about(about: Option<&str>) -> Result<Workbook> {
     let cwd = std::env::current_dir()?;
     let root = workbook::find_root(&cwd)?;
     let wb = Workbook::new(root, catalog::EXERCISES, catalog::HARNESS)?;
-    // A broken exercise is said once, on stderr; every other one works as usual.
-    for b in &wb.broken {
+    // A broken exercise is said once, on stderr (the one the command names by its own error);
+    // every other one works as usual.
+    for b in wb.broken_besides(about) {
         eprintln!(
             "warning: exercise {} is left out until it is fixed: {}",
             b.id, b.error
@@ -410,7 +416,7 @@ fn run(cli: Cli) -> Result<i32> {
     };
     match cli.command {
         Command::Check { id } => {
-            let wb = open_workbook()?;
+            let wb = open_workbook_about(id.as_deref())?;
             let ex = match &id {
                 Some(id) => wb.resolve(id)?,
                 None => match next_pending(&wb) {
@@ -444,7 +450,7 @@ fn run(cli: Cli) -> Result<i32> {
             Ok(0)
         }
         Command::Hint { id } => {
-            let wb = open_workbook()?;
+            let wb = open_workbook_about(Some(&id))?;
             let ex = wb.resolve(&id)?;
             let mut state = load_state(&wb);
             let hints = grader::learner::reveal_hint(ex, &mut state.state);
@@ -456,7 +462,7 @@ fn run(cli: Cli) -> Result<i32> {
             Ok(0)
         }
         Command::Reset { id } => {
-            let wb = open_workbook()?;
+            let wb = open_workbook_about(Some(&id))?;
             let ex = wb.resolve(&id)?;
             let reset = grader::learner::reset(&wb, ex).with_context(|| {
                 format!(
@@ -484,7 +490,7 @@ fn run(cli: Cli) -> Result<i32> {
             Ok(0)
         }
         Command::Watch { id, poll } => {
-            let wb = open_workbook()?;
+            let wb = open_workbook_about(id.as_deref())?;
             let mut current = match &id {
                 Some(id) => wb.resolve(id)?,
                 None => match next_pending(&wb) {

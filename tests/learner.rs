@@ -576,6 +576,16 @@ fn a_broken_manifest_is_named_with_its_line_and_the_others_still_load() {
         "{err}"
     );
     assert_eq!(wb.resolve("2").unwrap_err().exit_code(), 5);
+    // Said once per command: a command about 03 says its error, and warns only of 02.
+    let warned = |about| {
+        wb.broken_besides(about)
+            .iter()
+            .map(|b| b.id.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(warned(Some("race")), ["02-bounds"]);
+    assert_eq!(warned(Some("index")), ["02-bounds", "03-race"]);
+    assert_eq!(warned(None), ["02-bounds", "03-race"]);
 }
 
 #[test]

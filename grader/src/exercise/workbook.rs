@@ -123,6 +123,19 @@ impl Workbook {
         })
     }
 
+    /// The broken exercises a command warns about: every one but the exercise it names (`about`),
+    /// whose own error says it, so that a broken manifest is said once per command.
+    pub fn broken_besides(&self, about: Option<&str>) -> Vec<&Broken> {
+        let named = about.and_then(|q| match self.resolve(q) {
+            Err(WorkbookError::Broken { id, .. }) => Some(id),
+            _ => None,
+        });
+        self.broken
+            .iter()
+            .filter(|b| Some(&b.id) != named.as_ref())
+            .collect()
+    }
+
     /// Resolve an id given in full (`03-race`), by number (`3`, `03`) or by name or name prefix (`race`).
     pub fn resolve(&self, query: &str) -> Result<&Exercise, WorkbookError> {
         let q = query.trim().to_lowercase();
