@@ -227,8 +227,28 @@ enum ToolkitAction {
     Show,
 }
 
+/// The command as the user typed it, for usage lines: `cargo xtask` where cargo ran this binary,
+/// the binary's own name in a bundle (`./cudabugs`).
+fn typed_name() -> String {
+    let argv0 = std::env::args_os().next().unwrap_or_default();
+    let name = Path::new(&argv0)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match name.as_str() {
+        "xtask" | "" => "cargo xtask".into(),
+        other => format!("./{other}"),
+    }
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = <Cli as clap::CommandFactory>::command()
+        .bin_name(typed_name())
+        .get_matches();
+    let cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     match cli.color {
         ColorWhen::Auto => {}
         ColorWhen::Always => anstream::ColorChoice::Always.write_global(),

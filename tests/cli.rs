@@ -472,3 +472,22 @@ fn check_names_tool_aware_code_by_its_line_and_its_compiled_clock_reads() {
         "{report}"
     );
 }
+
+#[test]
+fn usage_lines_name_the_command_as_it_is_typed() {
+    // Run through cargo the binary is `xtask`: its usage says `cargo xtask`, a command one can type.
+    xtask()
+        .arg("frob")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "Usage: cargo xtask [OPTIONS] <COMMAND>",
+        ));
+    xtask()
+        .args(["check", "--help"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "Usage: cargo xtask check [OPTIONS] [ID]",
+        ));
+}
