@@ -379,6 +379,28 @@ fn next_pending(wb: &Workbook) -> Option<&Exercise> {
     wb.exercises.iter().find(|e| !state.state.is_done(e.id()))
 }
 
+/// After a pass: the next pending exercise, what it is about and where its lesson is.
+fn say_next(wb: &Workbook) {
+    match next_pending(wb) {
+        Some(next) => {
+            let m = &next.manifest;
+            let found = match m.expected_finding() {
+                Some((tool, _)) => format!("found with {}", tool.name()),
+                None if m.manifest.perf.is_some() => "a kernel that is right and slow".into(),
+                None => "found by its cases".into(),
+            };
+            println!(
+                "Next: {} ({}; {found}): `cargo xtask check {}`; its lesson: book/src/{}",
+                next.id(),
+                m.manifest.bug_class,
+                next.id(),
+                m.manifest.chapter
+            );
+        }
+        None => println!("Every exercise is done."),
+    }
+}
+
 /// Check one exercise and record a pass in the progress file.
 fn check_and_record(
     ctx: &Context,
@@ -457,6 +479,9 @@ fn run(cli: Cli) -> Result<i32> {
             let ctx = context(&wb, &settings, format)?;
             let report = check_and_record(&ctx, &wb, ex, format);
             show_check(&report, &wb, ex, format, false)?;
+            if format == Format::Text && report.outcome.exit_code() == 0 {
+                say_next(&wb);
+            }
             Ok(report.outcome.exit_code())
         }
         Command::List => {

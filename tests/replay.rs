@@ -117,6 +117,22 @@ fn the_fixed_race_passes_with_the_recorded_times_and_shows_the_diff() {
     // The pass is recorded in the progress file.
     let state = std::fs::read_to_string(copy.path(".cudabugs-state.json")).unwrap();
     assert!(state.contains("03-race"), "{state}");
+    // In text, a pass says what comes next (the first pending exercise) and where its lesson is.
+    let text = copy
+        .xtask()
+        .arg("--replay-tools")
+        .arg(&rec)
+        .args(["check", "race"])
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8_lossy(&text);
+    assert!(
+        text.contains("Next: 01-index (") && text.contains("lessons/01-index.md"),
+        "{text}"
+    );
 }
 
 #[test]
