@@ -946,3 +946,81 @@ pub fn gradebook_text(book: &gradebook::Gradebook) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The text without its colours (anstream strips them on the way to a terminal that has none).
+    fn plain(text: &str) -> String {
+        let mut out = String::new();
+        let mut chars = text.chars();
+        while let Some(c) = chars.next() {
+            if c == '\u{1b}' {
+                // CSI: ESC [ ... final byte in @..~
+                for d in chars.by_ref() {
+                    if ('@'..='~').contains(&d) && d != '[' {
+                        break;
+                    }
+                }
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn an_excerpt_marks_its_line_between_its_neighbours_and_refuses_lines_outside_the_file() {
+        let source = "a\nb\nc\nd\ne\n";
+        let shown = plain(&excerpt(source, 3, 1).unwrap());
+        assert_eq!(
+            shown.lines().collect::<Vec<_>>(),
+            ["         2 | b", "    >    3 | c", "         4 | d"]
+        );
+        // At the file's ends the context shrinks; past them there is no excerpt.
+        assert_eq!(plain(&excerpt(source, 1, 2).unwrap()).lines().count(), 3);
+        assert!(excerpt(source, 0, 1).is_none());
+        assert!(excerpt(source, 6, 1).is_none());
+    }
+
+    #[test]
+    fn a_column_is_the_first_non_blank_character_of_its_line() {
+        let source = "int a;\n    a = 1;\n\tb;\n";
+        assert_eq!(first_column(source, 1), 1);
+        assert_eq!(first_column(source, 2), 5);
+        assert_eq!(first_column(source, 3), 2);
+        // A line the file does not have: column 1, as editors accept.
+        assert_eq!(first_column(source, 0), 1);
+        assert_eq!(first_column(source, 9), 1);
+    }
+
+    #[test]
+    fn each_outcome_reads_as_its_word_with_the_step_or_reason() {
+        let said = |o: Outcome| plain(&verdict(&o));
+        assert_eq!(said(Outcome::Pass), "PASS");
+        assert_eq!(
+            said(Outcome::Fail {
+                step: "racecheck".into()
+            }),
+            "FAIL at step `racecheck`"
+        );
+        assert_eq!(
+            said(Outcome::Skipped {
+                reason: "no GPU".into()
+            }),
+            "SKIPPED (exit 6): no GPU"
+        );
+        assert!(said(Outcome::Timeout {
+            step: "correctness".into()
+        })
+        .contains("the process group was killed"));
+    }
+
+    #[test]
+    fn indented_text_says_how_many_lines_it_left_out() {
+        let text = "one\ntwo\nthree\nfour\n";
+        assert_eq!(indent(text, 2, 10), "  one\n  two\n  three\n  four\n");
+        assert_eq!(indent(text, 2, 2), "  one\n  two\n  [... 2 more lines]\n");
+    }
+}
