@@ -705,3 +705,34 @@ pub fn write_similarity(
     )?);
     Ok(written)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn points_are_written_without_trailing_zeros() {
+        assert_eq!(points(100.0), "100");
+        assert_eq!(points(26.666_666), "26.67");
+        assert_eq!(points(70.85), "70.85");
+        assert_eq!(points(97.5), "97.5");
+        assert_eq!(points(0.0), "0");
+    }
+
+    #[test]
+    fn the_similarity_section_is_appended_once_and_replaced_when_written_again() {
+        let summary = "# Class summary\n\nsome table\n";
+        let once = with_similarity_section(summary, "3 pairs flagged");
+        assert!(
+            once.starts_with("# Class summary\n\nsome table\n\n"),
+            "{once}"
+        );
+        assert_eq!(once.matches(SIMILARITY_BEGIN).count(), 1);
+        let twice = with_similarity_section(&once, "1 pair flagged");
+        assert_eq!(twice.matches(SIMILARITY_BEGIN).count(), 1, "{twice}");
+        assert!(twice.contains("1 pair flagged") && !twice.contains("3 pairs flagged"));
+        assert!(twice.starts_with("# Class summary\n\nsome table\n\n"));
+        // An empty summary gets the section alone.
+        assert!(with_similarity_section("", "x").starts_with(SIMILARITY_BEGIN));
+    }
+}
