@@ -18,6 +18,7 @@
 //! - `{{#cudabugs-tool-matrix}}`: which tool flagged which exercise's untouched file, how often a
 //!   plain run was right, and the bug classes no tool flagged, all from the record.
 
+mod layout;
 mod roofline;
 mod timeline;
 
@@ -236,7 +237,28 @@ fn expand(
     workbook: &Path,
 ) -> Result<String> {
     let mut out = String::new();
+    // A fenced `cudabugs-layout` block is the data of a picture: drawn here as SVG.
+    let mut layout: Option<String> = None;
     for line in chapter.content.lines() {
+        if let Some(spec) = layout.as_mut() {
+            if line.trim() == "```" {
+                // One message: the book's problem list shows each error's first line.
+                let picture = layout::svg(spec)
+                    .map_err(|e| anyhow::anyhow!("a cudabugs-layout block: {e:#}"))?;
+                out.push_str(&format!(
+                    "\n<div class=\"cudabugs-layout\">\n{picture}</div>\n\n"
+                ));
+                layout = None;
+            } else {
+                spec.push_str(line);
+                spec.push('\n');
+            }
+            continue;
+        }
+        if line.trim() == "```cudabugs-layout" {
+            layout = Some(String::new());
+            continue;
+        }
         let t = line.trim();
         let Some(inner) = t
             .strip_prefix("{{#cudabugs-")
@@ -350,6 +372,9 @@ fn expand(
             }
             other => bail!("unknown directive `{{{{#cudabugs-{other}}}}}`"),
         }
+    }
+    if layout.is_some() {
+        bail!("a cudabugs-layout block is not closed with ```");
     }
     Ok(out)
 }

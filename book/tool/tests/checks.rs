@@ -116,6 +116,18 @@ fn the_untouched_copy_builds() {
             "racecheck's page does not list {id}"
         );
     }
+    // Layout pictures, drawn from the lessons' `cudabugs-layout` blocks: at least ten lessons have one.
+    let drawn = std::fs::read_dir(html.join("lessons"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| {
+            std::fs::read_to_string(e.path()).is_ok_and(|page| {
+                page.contains("class=\"cudabugs-layout\"><svg")
+                    || page.contains("class=\"cudabugs-layout\">\n<svg")
+            })
+        })
+        .count();
+    assert!(drawn >= 10, "{drawn} lessons with a layout picture");
     // Each lesson links to NVIDIA's manual for its tool (or Nsight Compute's guide).
     let race = std::fs::read_to_string(html.join("lessons/03-race.html")).unwrap();
     assert!(race.contains("ComputeSanitizer/index.html#racecheck-tool"));
@@ -489,4 +501,20 @@ fn a_tool_page_that_names_no_tool_is_an_error() {
     );
     let error = copy.build_error();
     assert!(error.contains("no tool `memchek`"), "{error}");
+}
+
+#[test]
+fn a_layout_block_that_does_not_fit_its_cells_names_its_lesson() {
+    let copy = Copy::new();
+    copy.edit(
+        "book/src/lessons/02-bounds.md",
+        "cells = \"10..12\"",
+        "cells = \"10..13\"",
+    );
+    let error = copy.build_error();
+    assert!(
+        error.contains("lessons/02-bounds.md: a cudabugs-layout block")
+            && error.contains("not a run inside the 12 cells"),
+        "{error}"
+    );
 }
