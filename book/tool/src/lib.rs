@@ -50,6 +50,10 @@ struct Exercise {
     /// The pristine exercise and the solution, as the catalog makes them.
     original: String,
     solution_text: String,
+    /// Where the exercise sits on the path (1 to 3) and the GPU it needs, as its manifest says.
+    level: Option<u8>,
+    requires: Option<String>,
+    perf: bool,
     /// The tool that flags the untouched exercise, and the kind of its record (the manifest's).
     finding: Option<(
         grader::exercise::manifest::Tool,
@@ -69,6 +73,9 @@ impl Cudabugs {
                 exercise: d.exercise_path,
                 solution: d.solution_path,
                 finding: d.manifest.expected_finding(),
+                level: d.manifest.level(),
+                requires: d.manifest.requires().map(|c| c.to_string()),
+                perf: d.manifest.manifest.perf.is_some(),
                 original: d.original,
                 solution_text: d.solution,
             })
@@ -237,6 +244,11 @@ fn expand(
     workbook: &Path,
 ) -> Result<String> {
     let mut out = String::new();
+    // A lesson says under its title where it sits on the path and what it needs (its manifest's).
+    let lesson = exercises
+        .iter()
+        .find(|e| chapter.path.as_deref() == Some(Path::new(&e.chapter)));
+    let mut marked = false;
     // A fenced `cudabugs-layout` block is the data of a picture: drawn here as SVG.
     let mut layout: Option<String> = None;
     for line in chapter.content.lines() {
@@ -253,6 +265,14 @@ fn expand(
                 spec.push_str(line);
                 spec.push('\n');
             }
+            continue;
+        }
+        if let (Some(e), false, true) = (lesson, marked, line.starts_with("# ")) {
+            out.push_str(line);
+            out.push_str("\n\n");
+            out.push_str(&lesson_marks(e));
+            out.push('\n');
+            marked = true;
             continue;
         }
         if line.trim() == "```cudabugs-layout" {
@@ -952,6 +972,24 @@ fn render_diff(e: &Exercise, workbook: &Path) -> String {
 fn is_region_marker(line: &str) -> bool {
     let t = line.trim_start();
     t.starts_with("// ANCHOR:") || t.starts_with("// ANCHOR_END:")
+}
+
+/// "*Level 2 of 3* · found with racecheck · any CUDA GPU": a lesson's place and needs.
+fn lesson_marks(e: &Exercise) -> String {
+    let level = match e.level {
+        Some(n) => format!("*Level {n} of 3*"),
+        None => "*Level not given*".into(),
+    };
+    let found = match (e.finding, e.perf) {
+        (Some((tool, _)), _) => format!("found with {}", tool.name()),
+        (None, true) => "timed with Nsight Compute".into(),
+        (None, false) => "found by its cases (no tool sees it)".into(),
+    };
+    let gpu = match &e.requires {
+        Some(cap) => format!("needs compute capability {cap} (Hopper: H100, H200)"),
+        None => "any CUDA GPU".into(),
+    };
+    format!("{level} · {found} · {gpu}\n")
 }
 
 /// "Lessons: [03-race](../lessons/03-race.md) (shared-race), ...": every exercise whose manifest

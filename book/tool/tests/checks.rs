@@ -128,6 +128,14 @@ fn the_untouched_copy_builds() {
         })
         .count();
     assert!(drawn >= 10, "{drawn} lessons with a layout picture");
+    // Under each lesson's title, its level, what finds the bug and the GPU it needs (manifests).
+    let lesson_page =
+        |id: &str| std::fs::read_to_string(html.join(format!("lessons/{id}.html"))).unwrap();
+    assert!(
+        lesson_page("03-race").contains("Level 2 of 3</em> · found with racecheck · any CUDA GPU")
+    );
+    assert!(lesson_page("28-cluster-dsmem").contains("needs compute capability 9.0"));
+    assert!(lesson_page("57-reduction").contains("timed with Nsight Compute"));
     // Each lesson links to NVIDIA's manual for its tool (or Nsight Compute's guide).
     let race = std::fs::read_to_string(html.join("lessons/03-race.html")).unwrap();
     assert!(race.contains("ComputeSanitizer/index.html#racecheck-tool"));

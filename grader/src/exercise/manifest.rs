@@ -30,6 +30,10 @@ pub struct Manifest {
     /// The track: a bug to find (format 1 knows only these) or a correct kernel to make fast.
     pub kind: Option<Spanned<Track>>,
     pub title: String,
+    /// How far along the path the exercise sits: 1 (first steps: one index, one size, one call),
+    /// 2 (practice: synchronisation, the API's errors, layouts), 3 (deeper: what the tools see
+    /// only in part, or the newest hardware). The book marks each lesson with it.
+    pub level: Option<Spanned<u8>>,
     /// What is wrong, in a few words: the bug class, or for the performance track the cause of the
     /// slowness ("uncoalesced loads").
     pub bug_class: String,
@@ -739,6 +743,11 @@ impl LoadedManifest {
         self.manifest.source.get_ref()
     }
 
+    /// The exercise's level on the path, 1 to 3 (validated), where it declares one.
+    pub fn level(&self) -> Option<u8> {
+        self.manifest.level.as_ref().map(|l| *l.get_ref())
+    }
+
     /// The compute capability the exercise needs, if it declares one (validated).
     pub fn requires(&self) -> Option<Capability> {
         self.manifest
@@ -985,6 +994,17 @@ fn validate_fields(m: &LoadedManifest) -> Result<(), ManifestError> {
     }
     validate_track(m)?;
     crate::exercise::rubric::validate(m)?;
+    if let Some(level) = &man.level {
+        if !(1..=3).contains(level.get_ref()) {
+            return Err(m.error_at(
+                level.span(),
+                format!(
+                    "level = {}: 1 (first steps), 2 (practice) or 3 (deeper)",
+                    level.get_ref()
+                ),
+            ));
+        }
+    }
     if let Some(req) = &man.requires {
         if Capability::parse(req.get_ref()).is_none() {
             return Err(m.error_at(req.span(), format!("requires = \"{}\": write a compute capability as \"major.minor\", e.g. \"9.0\" for Hopper", req.get_ref())));
@@ -1570,6 +1590,15 @@ mod tests {
             e.message.contains("`detector = \"crash\"` names no `tool`"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_level_is_one_to_three() {
+        assert_eq!(parsed("07-leak", LEAK).unwrap().level(), Some(1));
+        let unleveled = LEAK.replacen("level = 1\n", "", 1);
+        assert_eq!(parsed("07-leak", &unleveled).unwrap().level(), None);
+        let e = parsed("07-leak", &LEAK.replacen("level = 1", "level = 4", 1)).unwrap_err();
+        assert!(e.message.contains("level = 4") && e.line == Some(3), "{e}");
     }
 
     #[test]
