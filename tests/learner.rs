@@ -137,6 +137,13 @@ fn list_json_has_the_documented_fields() {
         (first["tool"].as_str(), first["detector"].as_str()),
         (Some("memcheck"), Some("sanitizer"))
     );
+    // Every exercise has its level on the path, 1 to 3.
+    assert!(
+        entries
+            .iter()
+            .all(|e| e["level"].as_u64().is_some_and(|l| (1..=3).contains(&l))),
+        "{entries:?}"
+    );
 }
 
 /// The exercises in the repository, however many there are.

@@ -127,6 +127,9 @@ pub struct ListEntry {
     /// The compute capability it needs ("9.0"), where it needs more than any CUDA GPU.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub requires: Option<crate::exercise::manifest::Capability>,
+    /// Its level on the learning path, 1 to 3 (the manifest's), where it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub level: Option<u8>,
 }
 
 pub fn list(wb: &Workbook, state: &crate::learner::state::State) -> Vec<ListEntry> {
@@ -153,6 +156,7 @@ pub fn list(wb: &Workbook, state: &crate::learner::state::State) -> Vec<ListEntr
                 hints_total: m.hints.get_ref().len(),
                 ratio_to_reference: state.done.get(ex.id()).and_then(|d| d.ratio_to_reference),
                 requires: ex.manifest.requires(),
+                level: ex.manifest.level(),
             }
         })
         .collect()
