@@ -27,8 +27,8 @@ struct Spec {
     cols: usize,
     #[serde(default = "one")]
     rows: usize,
-    #[serde(default)]
-    label: Label,
+    /// Each cell's text; none: its flat index.
+    label: Option<Label>,
     #[serde(default)]
     mark: Vec<Mark>,
     #[serde(default)]
@@ -39,11 +39,9 @@ fn one() -> usize {
     1
 }
 
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Deserialize)]
 #[serde(untagged)]
 enum Label {
-    #[default]
-    Index,
     Word(String),
     Each(Vec<String>),
 }
@@ -178,12 +176,12 @@ pub fn svg(source: &str) -> Result<String> {
         }
     }
     let texts: Vec<String> = match &spec.label {
-        Label::Index => (0..count).map(|i| i.to_string()).collect(),
-        Label::Word(w) if w == "index" => (0..count).map(|i| i.to_string()).collect(),
-        Label::Word(w) if w == "none" => vec![String::new(); count],
-        Label::Word(w) => bail!("label `{w}`: index, none, or a list of the cells' texts"),
-        Label::Each(list) if list.len() == count => list.clone(),
-        Label::Each(list) => bail!("{} labels for {count} cells", list.len()),
+        None => (0..count).map(|i| i.to_string()).collect(),
+        Some(Label::Word(w)) if w == "index" => (0..count).map(|i| i.to_string()).collect(),
+        Some(Label::Word(w)) if w == "none" => vec![String::new(); count],
+        Some(Label::Word(w)) => bail!("label `{w}`: index, none, or a list of the cells' texts"),
+        Some(Label::Each(list)) if list.len() == count => list.clone(),
+        Some(Label::Each(list)) => bail!("{} labels for {count} cells", list.len()),
     };
     let top = MARGIN + 6 + caption.len() * 18;
     let grid_bottom = top + spec.rows * CELL;

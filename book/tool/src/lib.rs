@@ -244,6 +244,14 @@ fn expand(
     workbook: &Path,
 ) -> Result<String> {
     let mut out = String::new();
+    // Links to other pages, relative to this chapter's folder ("../" from lessons/).
+    let up = &"../".repeat(
+        chapter
+            .path
+            .as_ref()
+            .map(|p| p.components().count().saturating_sub(1))
+            .unwrap_or(0),
+    );
     // A lesson says under its title where it sits on the path and what it needs (its manifest's).
     let lesson = exercises
         .iter()
@@ -325,28 +333,17 @@ fn expand(
                 out.push_str(&render_region(e, region)?);
             }
             "summary" => {
-                // Links to the lessons, relative to this chapter's folder.
-                let depth = chapter
-                    .path
-                    .as_ref()
-                    .map(|p| p.components().count().saturating_sub(1))
-                    .unwrap_or(0);
                 // `{{#cudabugs-summary lessons}}`: the learners' index names each bug's class, not
                 // its line; the GPU record's table (no word) keeps the finding where it was seen.
                 let learners = id == Some("lessons");
-                out.push_str(&render_summary(record, &"../".repeat(depth), learners));
-                out.push_str(&unrecorded(record, exercises, &"../".repeat(depth)));
+                out.push_str(&render_summary(record, up, learners));
+                out.push_str(&unrecorded(record, exercises, up));
             }
             "lessons-for" => {
                 // A tool page's lessons, from the manifests: the list cannot go stale.
                 let tool =
                     id.context("the directive needs a tool: {{#cudabugs-lessons-for TOOL}}")?;
-                let depth = chapter
-                    .path
-                    .as_ref()
-                    .map(|p| p.components().count().saturating_sub(1))
-                    .unwrap_or(0);
-                out.push_str(&lessons_for(exercises, tool, &"../".repeat(depth))?);
+                out.push_str(&lessons_for(exercises, tool, up)?);
             }
             "machine" => out.push_str(&machine(record)),
             "second-gpu" => {
@@ -363,13 +360,8 @@ fn expand(
                 out.push_str(&render_second_gpu(record, &other));
             }
             "tool-matrix" => {
-                let depth = chapter
-                    .path
-                    .as_ref()
-                    .map(|p| p.components().count().saturating_sub(1))
-                    .unwrap_or(0);
-                out.push_str(&render_tool_matrix(record, &"../".repeat(depth))?);
-                out.push_str(&unrecorded(record, exercises, &"../".repeat(depth)));
+                out.push_str(&render_tool_matrix(record, up)?);
+                out.push_str(&unrecorded(record, exercises, up));
             }
             // Charts from the record, inline so they travel with the page; one line, so Markdown
             // leaves them whole.

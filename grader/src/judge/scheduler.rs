@@ -461,14 +461,8 @@ mod tests {
             dropped: 0,
         };
         let finished = Finished {
-            exit: Exit::Code(code),
             stdout,
-            stderr: Captured::default(),
-            wall: Default::default(),
-            leftovers: 0,
-            escaped: false,
-            oom_killed: false,
-            isolation: None,
+            ..Finished::ended(Exit::Code(code), Default::default())
         };
         Output::Ran {
             command: String::new(),
@@ -578,18 +572,9 @@ mod tests {
     #[test]
     fn a_stalled_tool_waits_alone_only_as_long_as_its_peers_took_and_a_program_stalls_alone_once() {
         use crate::exercise::manifest::Tool;
-        use crate::tools::runner::{Captured, Exit, Finished};
+        use crate::tools::runner::{Exit, Finished};
         use std::time::Duration;
-        let finished = |exit, secs| Finished {
-            exit,
-            stdout: Captured::default(),
-            stderr: Captured::default(),
-            wall: Duration::from_secs(secs),
-            leftovers: 0,
-            escaped: false,
-            oom_killed: false,
-            isolation: None,
-        };
+        let finished = |exit, secs| Finished::ended(exit, Duration::from_secs(secs));
         let tool = |tool, exit, secs| Output::Sanitized {
             tool,
             run: Ok(crate::tools::sanitizer::ToolRun {

@@ -946,17 +946,8 @@ mod tests {
 
     /// A version's timed runs as the stages leave them: ncu's kernel time, and call timings.
     fn runs(kernel_us: f64, calls: Vec<Option<CallTimes>>) -> (Output, Vec<Option<Output>>) {
-        use crate::tools::runner::{Captured, Exit, Finished};
-        let finished = || Finished {
-            exit: Exit::Code(0),
-            stdout: Captured::default(),
-            stderr: Captured::default(),
-            wall: std::time::Duration::from_millis(500),
-            leftovers: 0,
-            escaped: false,
-            oom_killed: false,
-            isolation: None,
-        };
+        use crate::tools::runner::{Exit, Finished};
+        let finished = || Finished::ended(Exit::Code(0), std::time::Duration::from_millis(500));
         let timing = Output::Timed {
             target: ncu::Target {
                 name: "t".into(),

@@ -1669,101 +1669,79 @@ mod tests {
         scan_regions(&region(body))
     }
 
+    /// The region `body` is flagged for exactly `expected` (kind and token), in that order.
+    fn flags(body: &str, expected: &[(Kind, &str)]) {
+        assert_eq!(kinds(&raw(body)), expected, "{body}");
+    }
+
     #[test]
     fn clocks_and_timers() {
-        assert_eq!(
-            kinds(&raw("long long t0 = clock64();")),
-            [(Kind::Clock, "clock64")]
+        flags("long long t0 = clock64();", &[(Kind::Clock, "clock64")]);
+        flags("long long t0 = clock64 ();", &[(Kind::Clock, "clock64")]);
+        flags("int t = clock();", &[(Kind::Clock, "clock")]);
+        flags(
+            "auto t = std::chrono::steady_clock::now();",
+            &[(Kind::Clock, "chrono"), (Kind::Clock, "steady_clock")],
         );
-        assert_eq!(
-            kinds(&raw("long long t0 = clock64 ();")),
-            [(Kind::Clock, "clock64")]
-        );
-        assert_eq!(kinds(&raw("int t = clock();")), [(Kind::Clock, "clock")]);
-        assert_eq!(
-            kinds(&raw("auto t = std::chrono::steady_clock::now();")),
-            [(Kind::Clock, "chrono"), (Kind::Clock, "steady_clock")]
-        );
-        assert_eq!(
-            kinds(&raw("timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts);")),
-            [
+        flags(
+            "timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts);",
+            &[
                 (Kind::Clock, "clock_gettime"),
-                (Kind::Clock, "CLOCK_MONOTONIC")
-            ]
+                (Kind::Clock, "CLOCK_MONOTONIC"),
+            ],
         );
-        assert_eq!(
-            kinds(&raw("cudaEventElapsedTime(&ms, a, b);")),
-            [(Kind::Clock, "cudaEventElapsedTime")]
+        flags(
+            "cudaEventElapsedTime(&ms, a, b);",
+            &[(Kind::Clock, "cudaEventElapsedTime")],
         );
-        assert_eq!(
-            kinds(&raw("long t = time(nullptr);")),
-            [(Kind::Clock, "time")]
-        );
-        assert_eq!(
-            kinds(&raw("auto t = cuda::ptx::get_sreg_clock64();")),
-            [(Kind::Clock, "get_sreg_clock64")]
+        flags("long t = time(nullptr);", &[(Kind::Clock, "time")]);
+        flags(
+            "auto t = cuda::ptx::get_sreg_clock64();",
+            &[(Kind::Clock, "get_sreg_clock64")],
         );
         // Events that time nothing, sleeps, member names and longer names are not clocks.
         assert!(raw("cudaEventRecord(e); __nanosleep(100); x.clock(); s->time(3); int my_clock64_count = 0; float time_ms = 1;").is_empty());
         // A function taken by name is as good as a call, unless the name is a variable of the file's.
-        assert_eq!(kinds(&raw("auto c = &::clock;")), [(Kind::Clock, "clock")]);
-        assert_eq!(
-            kinds(&raw("long (*now)(long*) = time;")),
-            [(Kind::Clock, "time")]
-        );
-        assert_eq!(
-            kinds(&raw("auto c = std::clock;")),
-            [(Kind::Clock, "clock")]
-        );
+        flags("auto c = &::clock;", &[(Kind::Clock, "clock")]);
+        flags("long (*now)(long*) = time;", &[(Kind::Clock, "time")]);
+        flags("auto c = std::clock;", &[(Kind::Clock, "clock")]);
         assert!(raw("float time = 0.0f;\nfor (int s = 0; s < 4; ++s) time += dt(s, time);\nconst float* clock, *open;\nuse(&open[1], clock[0]);").is_empty());
     }
 
     #[test]
     fn environment_files_processes_symbols() {
-        assert_eq!(
-            kinds(&raw("const char* p = std::getenv(\"HOME\");")),
-            [(Kind::Environment, "getenv")]
+        flags(
+            "const char* p = std::getenv(\"HOME\");",
+            &[(Kind::Environment, "getenv")],
         );
-        assert_eq!(
-            kinds(&raw("extern char** environ;")),
-            [(Kind::Environment, "environ")]
+        flags("extern char** environ;", &[(Kind::Environment, "environ")]);
+        flags(
+            "FILE* f = std::fopen(\"cache.bin\", \"rb\");",
+            &[(Kind::Files, "FILE"), (Kind::Files, "fopen")],
         );
-        assert_eq!(
-            kinds(&raw("FILE* f = std::fopen(\"cache.bin\", \"rb\");")),
-            [(Kind::Files, "FILE"), (Kind::Files, "fopen")]
+        flags(
+            "auto s = proc_strings(\"/proc/self/cmdline\");",
+            &[(Kind::Files, "/proc")],
         );
-        assert_eq!(
-            kinds(&raw("auto s = proc_strings(\"/proc/self/cmdline\");")),
-            [(Kind::Files, "/proc")]
-        );
-        assert_eq!(
-            kinds(&raw("write(2, buf, n);")),
-            [(Kind::Files, "write(fd)")]
-        );
+        flags("write(2, buf, n);", &[(Kind::Files, "write(fd)")]);
         assert!(raw("write(out, buf, n); io.read(0, x); printf(\"host/device\\n\");").is_empty());
-        assert_eq!(
-            kinds(&raw("if (fork() == 0) _exit(0);")),
-            [(Kind::Processes, "fork")]
+        flags("if (fork() == 0) _exit(0);", &[(Kind::Processes, "fork")]);
+        flags(
+            "static int f = std::atexit(forge);",
+            &[(Kind::Processes, "atexit")],
         );
-        assert_eq!(
-            kinds(&raw("static int f = std::atexit(forge);")),
-            [(Kind::Processes, "atexit")]
+        flags("std::thread t(work);", &[(Kind::Processes, "std::thread")]);
+        flags(
+            "pthread_create(&t, nullptr, f, nullptr);",
+            &[(Kind::Processes, "pthread_create")],
         );
-        assert_eq!(
-            kinds(&raw("std::thread t(work);")),
-            [(Kind::Processes, "std::thread")]
+        flags(
+            "void* f = dlsym(RTLD_NEXT, \"clock_gettime\");",
+            &[(Kind::Symbols, "dlsym"), (Kind::Symbols, "RTLD_NEXT")],
         );
-        assert_eq!(
-            kinds(&raw("pthread_create(&t, nullptr, f, nullptr);")),
-            [(Kind::Processes, "pthread_create")]
-        );
-        assert_eq!(
-            kinds(&raw("void* f = dlsym(RTLD_NEXT, \"clock_gettime\");")),
-            [(Kind::Symbols, "dlsym"), (Kind::Symbols, "RTLD_NEXT")]
-        );
-        assert_eq!(
-            kinds(&raw("extern \"C\" unsigned sleep(unsigned);")),
-            [(Kind::Symbols, "extern \"C\"")]
+        flags(
+            "extern \"C\" unsigned sleep(unsigned);",
+            &[(Kind::Symbols, "extern \"C\"")],
         );
         let interposed =
             raw("extern \"C\" int clock_gettime(int c, timespec* t) {\n  return 0;\n}");
@@ -1783,13 +1761,13 @@ mod tests {
         )
         .is_empty());
         assert!(raw("CB_CHECK(cudaMemcpy(d, s, n, cudaMemcpyHostToDevice));\nif (cudaDeviceSynchronize() != cudaSuccess) { return; }").is_empty());
-        assert_eq!(
-            kinds(&raw("__attribute__((constructor)) static void early() {}")),
-            [(Kind::Symbols, "attribute constructor")]
+        flags(
+            "__attribute__((constructor)) static void early() {}",
+            &[(Kind::Symbols, "attribute constructor")],
         );
-        assert_eq!(
-            kinds(&raw("namespace std { int x; }")),
-            [(Kind::Symbols, "namespace std")]
+        flags(
+            "namespace std { int x; }",
+            &[(Kind::Symbols, "namespace std")],
         );
         // A kernel named like a CUDA call is the student's own; a specialisation of the harness's is not.
         assert!(raw("__global__ void cudaSum(const float* x, float* total, int n) {}").is_empty());
@@ -1824,38 +1802,25 @@ mod tests {
 
     #[test]
     fn normalisation_sees_through_split_literals_comments_and_splices() {
-        assert_eq!(
-            kinds(&raw(
-                "auto f = std::fopen(\"/pr\" \"oc/self/environ\", \"r\");"
-            )),
-            [(Kind::Files, "fopen"), (Kind::Files, "/proc")]
+        flags(
+            "auto f = std::fopen(\"/pr\" \"oc/self/environ\", \"r\");",
+            &[(Kind::Files, "fopen"), (Kind::Files, "/proc")],
         );
-        assert_eq!(
-            kinds(&raw("auto s = \"/pr\"\n   \"oc\";")),
-            [(Kind::Files, "/proc")]
-        );
-        assert_eq!(
-            kinds(&raw("auto s = \"\\x2fproc\";")),
-            [(Kind::Files, "/proc")]
-        );
-        assert_eq!(
-            kinds(&raw(
-                "asm volatile(\"mov.u64 %0, %%glob\" \"altimer;\" : \"=l\"(t));"
-            )),
-            [(Kind::Clock, "%globaltimer"), (Kind::InlineAssembly, "asm")]
+        flags("auto s = \"/pr\"\n   \"oc\";", &[(Kind::Files, "/proc")]);
+        flags("auto s = \"\\x2fproc\";", &[(Kind::Files, "/proc")]);
+        flags(
+            "asm volatile(\"mov.u64 %0, %%glob\" \"altimer;\" : \"=l\"(t));",
+            &[(Kind::Clock, "%globaltimer"), (Kind::InlineAssembly, "asm")],
         );
         // A name split by a comment is two names; a name joined by a backslash-newline is one.
         assert!(
             raw("long long t = clo/* */ck64; // clock64() in a comment\n/* getenv(\"X\") */")
                 .is_empty()
         );
-        assert_eq!(
-            kinds(&raw("long long t = clo\\\nck64();")),
-            [(Kind::Clock, "clock64")]
-        );
-        assert_eq!(
-            kinds(&raw("long long t = \\u0063lock64();")),
-            [(Kind::Clock, "clock64")]
+        flags("long long t = clo\\\nck64();", &[(Kind::Clock, "clock64")]);
+        flags(
+            "long long t = \\u0063lock64();",
+            &[(Kind::Clock, "clock64")],
         );
         // Whole tokens only.
         assert!(raw(
@@ -1864,20 +1829,14 @@ mod tests {
         .is_empty());
         // Paths only as paths.
         assert!(raw("printf(\"host/device /tmpl\\n\");").is_empty());
-        assert_eq!(
-            kinds(&raw("mark(\"/tmp/leftover-marker\");")),
-            [(Kind::Files, "/tmp")]
-        );
-        assert_eq!(
-            kinds(&raw("const char* d = R\"(/dev/shm)\";")),
-            [(Kind::Files, "/dev")]
-        );
-        assert_eq!(
-            kinds(&raw("if (starts_with(*e, \"NV_NSIGHT_INJECTION\")) {}")),
-            [
+        flags("mark(\"/tmp/leftover-marker\");", &[(Kind::Files, "/tmp")]);
+        flags("const char* d = R\"(/dev/shm)\";", &[(Kind::Files, "/dev")]);
+        flags(
+            "if (starts_with(*e, \"NV_NSIGHT_INJECTION\")) {}",
+            &[
                 (Kind::Environment, "nsight"),
-                (Kind::Environment, "injection")
-            ]
+                (Kind::Environment, "injection"),
+            ],
         );
     }
 
@@ -1933,11 +1892,9 @@ mod tests {
         );
         // An empty template is a compiler barrier, not code.
         assert!(raw("asm volatile(\"\" ::: \"memory\");").is_empty());
-        assert_eq!(
-            kinds(&raw(
-                "unsigned lo, hi; __asm__ volatile(\"rdtsc\" : \"=a\"(lo), \"=d\"(hi));"
-            )),
-            [(Kind::Clock, "rdtsc"), (Kind::InlineAssembly, "__asm__")]
+        flags(
+            "unsigned lo, hi; __asm__ volatile(\"rdtsc\" : \"=a\"(lo), \"=d\"(hi));",
+            &[(Kind::Clock, "rdtsc"), (Kind::InlineAssembly, "__asm__")],
         );
     }
 

@@ -660,19 +660,9 @@ pub fn profiler_failure<'a>(outputs: impl IntoIterator<Item = &'a Output>) -> Op
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::runner::Captured;
 
     fn finished(exit: Exit) -> Finished {
-        Finished {
-            exit,
-            stdout: Captured::default(),
-            stderr: Captured::default(),
-            wall: Default::default(),
-            leftovers: 0,
-            escaped: false,
-            oom_killed: false,
-            isolation: None,
-        }
+        Finished::ended(exit, Default::default())
     }
 
     fn ran(exit: Exit, detector: Detector) -> Output {

@@ -1243,16 +1243,7 @@ mod tests {
         use crate::judge::stages::Bounds;
         use crate::tools::runner::{Exit, Finished};
         let ran = |exit: Exit, detector: Detector| {
-            let finished = Finished {
-                exit,
-                stdout: Default::default(),
-                stderr: Default::default(),
-                wall: Default::default(),
-                leftovers: 0,
-                escaped: false,
-                oom_killed: false,
-                isolation: None,
-            };
+            let finished = Finished::ended(exit, Default::default());
             let bounds = Bounds {
                 limit: std::time::Duration::from_secs(3),
                 detector,

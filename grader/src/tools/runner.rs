@@ -187,6 +187,22 @@ pub struct Finished {
 }
 
 impl Finished {
+    /// A run that ended with `exit` after `wall`, printed nothing and left nothing: what the
+    /// judges' tests hand them.
+    #[cfg(test)]
+    pub fn ended(exit: Exit, wall: Duration) -> Finished {
+        Finished {
+            exit,
+            stdout: Captured::default(),
+            stderr: Captured::default(),
+            wall,
+            leftovers: 0,
+            escaped: false,
+            oom_killed: false,
+            isolation: None,
+        }
+    }
+
     pub fn success(&self) -> bool {
         self.exit == Exit::Code(0)
     }

@@ -329,16 +329,7 @@ mod tests {
     }
 
     fn ran(exit: Exit, outputs: Vec<PathBuf>) -> Output {
-        let finished = crate::tools::runner::Finished {
-            exit,
-            stdout: Default::default(),
-            stderr: Default::default(),
-            wall: Default::default(),
-            leftovers: 0,
-            escaped: false,
-            oom_killed: false,
-            isolation: None,
-        };
+        let finished = crate::tools::runner::Finished::ended(exit, Default::default());
         Output::Ran {
             command: String::new(),
             run: Ok(finished),
