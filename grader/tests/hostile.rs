@@ -648,3 +648,43 @@ fn a_folder_of_the_user_s_own_is_never_handed_over() {
         .collect();
     assert_eq!(after, before, "the user's folder changed owner");
 }
+
+/// System V shared memory outlives the process that made it, and a segment's key is all another
+/// process needs to find it: without an IPC namespace of its own, a run could leave answers (or a
+/// gigabyte of memory) for its own next run or for another student's. Each run's segments are its
+/// own and go with it.
+#[test]
+fn shared_memory_one_run_leaves_is_not_there_for_the_next() {
+    if !needs(
+        Level::Namespaces,
+        "shared_memory_one_run_leaves_is_not_there_for_the_next",
+    ) {
+        return;
+    }
+    let fx = Fixture::new();
+    let leave = r#"exec python3 - <<'PY'
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+IPC_CREAT = 0o1000
+shm = libc.shmget(0xCB0B, 4096, IPC_CREAT | 0o666)
+addr = libc.shmat(shm, None, 0)
+ctypes.memmove(addr, b"the answer is 42", 16)
+print("left", shm)
+PY"#;
+    let find = r#"exec python3 - <<'PY'
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+shm = libc.shmget(0xCB0B, 0, 0)
+print("found" if shm >= 0 else "absent " + os.strerror(ctypes.get_errno()))
+PY"#;
+    let left = fx.run(leave, Duration::from_secs(30), limits());
+    assert!(left.stdout.text().starts_with("left"), "{}", left.output());
+    let found = fx.run(find, Duration::from_secs(30), limits());
+    assert_eq!(
+        found.stdout.text().trim(),
+        "absent No such file or directory",
+        "{}",
+        found.output()
+    );
+}

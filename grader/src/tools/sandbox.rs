@@ -59,7 +59,8 @@ pub enum Level {
     /// A subreaper process catches whatever the program daemonises and kills it at the end; the
     /// filesystem, the network and the grader's processes are reachable.
     Subreaper,
-    /// PID, mount and network namespaces (plus a user namespace when not root): the full sandbox.
+    /// PID, mount, network and IPC namespaces (plus a user namespace when not root): the full
+    /// sandbox.
     Namespaces,
 }
 
@@ -490,7 +491,12 @@ impl Prepared {
                 }
             }
             Level::Namespaces => {
-                let mut flags = libc::CLONE_NEWNS | libc::CLONE_NEWNET | libc::CLONE_NEWPID;
+                // IPC too: System V shared memory and message queues outlive their process, and
+                // a key is all another run (another student's) needs to find them.
+                let mut flags = libc::CLONE_NEWNS
+                    | libc::CLONE_NEWNET
+                    | libc::CLONE_NEWPID
+                    | libc::CLONE_NEWIPC;
                 if self.user_ns {
                     flags |= libc::CLONE_NEWUSER;
                 }
