@@ -688,3 +688,27 @@ PY"#;
         found.output()
     );
 }
+
+/// The harness writes a case's outputs in the run's folder, and the program it runs in can write
+/// there after it: an output file whose header claims 2^50 floats. The grader read the claim and
+/// allocated it (an abort: every pair of a class lost with it); now the claim is refused.
+#[test]
+fn an_output_file_that_claims_more_than_it_holds_is_refused_not_allocated() {
+    let fx = Fixture::new();
+    let forge = r#"exec python3 - <<'PY'
+import os, struct
+header = b"CBOT" + struct.pack("<II", 1, 1) + struct.pack("<H", 1) + b"x" + bytes([1])
+with open(os.path.join(os.environ["WORK"], "case0.out"), "wb") as f:
+    f.write(header + struct.pack("<Q", 1 << 50) + b"\0" * 16)
+print("forged")
+PY"#;
+    let f = fx.run(forge, Duration::from_secs(30), limits());
+    assert!(f.stdout.text().starts_with("forged"), "{}", f.output());
+    let why = grader::exercise::data::read_outputs(&fx.work().join("case0.out"))
+        .expect_err("a claim the file cannot hold is refused");
+    assert!(
+        why.to_string()
+            .contains("claims 1125899906842624 elements, more than the file's"),
+        "{why}"
+    );
+}

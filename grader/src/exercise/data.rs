@@ -169,7 +169,9 @@ pub fn write_raw_outputs(path: &Path, outputs: &[(&str, DType, Vec<u8>)]) -> io:
 
 /// The input buffers of a case file (`write_case`'s).
 pub fn read_inputs(path: &Path) -> io::Result<Vec<Buffer>> {
-    let mut r = io::BufReader::new(std::fs::File::open(path)?);
+    let file = std::fs::File::open(path)?;
+    let room = file.metadata()?.len();
+    let mut r = io::BufReader::new(file);
     if &take::<4>(&mut r)? != b"CBIN" || u32::from_le_bytes(take(&mut r)?) != 1 {
         return Err(bad("not a cudabugs input file"));
     }
@@ -180,18 +182,28 @@ pub fn read_inputs(path: &Path) -> io::Result<Vec<Buffer>> {
         take::<8>(&mut r)?;
     }
     (0..u32::from_le_bytes(take(&mut r)?))
-        .map(|_| read_buffer(&mut r))
+        .map(|_| read_buffer(&mut r, room))
         .collect()
 }
 
-/// One named buffer: name, dtype code, element count, data.
-fn read_buffer(r: &mut impl Read) -> io::Result<Buffer> {
+/// One named buffer: name, dtype code, element count, data. `room` is what the file holds, which
+/// no claimed length may pass: an output file is the program's to write, and a claim of 2^50
+/// elements would otherwise be allocated (and abort the grader).
+fn read_buffer(r: &mut impl Read, room: u64) -> io::Result<Buffer> {
     let name_len = u16::from_le_bytes(take(r)?) as usize;
     let mut name = vec![0u8; name_len];
     r.read_exact(&mut name)?;
     let dtype = DType::from_code(take::<1>(r)?[0]).ok_or_else(|| bad("unknown dtype"))?;
-    let len = u64::from_le_bytes(take(r)?) as usize;
-    let mut bytes = vec![0u8; len * dtype.size()];
+    let len = u64::from_le_bytes(take(r)?);
+    let size = len
+        .checked_mul(dtype.size() as u64)
+        .filter(|&n| n <= room)
+        .ok_or_else(|| {
+            bad(&format!(
+                "a buffer claims {len} elements, more than the file's {room} bytes hold"
+            ))
+        })?;
+    let mut bytes = vec![0u8; size as usize];
     r.read_exact(&mut bytes)?;
     Ok(Buffer {
         name: String::from_utf8_lossy(&name).into_owned(),
@@ -211,12 +223,14 @@ fn bad(msg: &str) -> io::Error {
 
 /// Read the outputs the harness wrote (in a run's folder: never through a link).
 pub fn read_outputs(path: &Path) -> io::Result<Vec<Buffer>> {
-    let mut r = io::BufReader::new(crate::tools::untrusted::open(path)?);
+    let file = crate::tools::untrusted::open(path)?;
+    let room = file.metadata()?.len();
+    let mut r = io::BufReader::new(file);
     if &take::<4>(&mut r)? != b"CBOT" || u32::from_le_bytes(take(&mut r)?) != 1 {
         return Err(bad("not a cudabugs output file"));
     }
     let count = u32::from_le_bytes(take(&mut r)?);
-    (0..count).map(|_| read_buffer(&mut r)).collect()
+    (0..count).map(|_| read_buffer(&mut r, room)).collect()
 }
 
 #[cfg(test)]

@@ -252,14 +252,23 @@ unsafe impl Sync for Region {}
 
 impl Region {
     fn new(len: usize) -> std::io::Result<Region> {
-        // SAFETY: memfd_create, ftruncate and mmap on a descriptor we own; results checked.
+        // SAFETY: memfd_create, ftruncate, fcntl and mmap on a descriptor we own; results checked.
         unsafe {
-            let fd = libc::memfd_create(c"cudabugs-served".as_ptr(), libc::MFD_CLOEXEC);
+            let fd = libc::memfd_create(
+                c"cudabugs-served".as_ptr(),
+                libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING,
+            );
             if fd < 0 {
                 return Err(std::io::Error::last_os_error());
             }
             let fd = OwnedFd::from_raw_fd(fd);
             if libc::ftruncate(fd.as_raw_fd(), len as libc::off_t) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The program holds the same file: truncated under the grader's mapping, the grader's
+            // next read of it would die of SIGBUS. Sealed, its size is fixed for good.
+            let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+            if libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, seals) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
             let base = libc::mmap(
@@ -661,6 +670,23 @@ impl CallTimes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What the timed program can do with the descriptor it is handed: write, not resize. A
+    /// truncated file under the grader's mapping killed the grader with SIGBUS at its next read.
+    #[test]
+    fn the_program_cannot_shrink_the_shared_memory_under_the_grader() {
+        let r = Region::new(4 * PAGE).unwrap();
+        // SAFETY: plain system calls on a descriptor this test owns.
+        let (shrunk, errno, grown) = unsafe {
+            let shrunk = libc::ftruncate(r.fd.as_raw_fd(), 0);
+            let errno = std::io::Error::last_os_error().raw_os_error();
+            let grown = libc::ftruncate(r.fd.as_raw_fd(), (8 * PAGE) as libc::off_t);
+            (shrunk, errno, grown)
+        };
+        assert_eq!((shrunk, errno, grown), (-1, Some(libc::EPERM), -1));
+        r.put(PAGE, b"still here");
+        assert_eq!(r.get(PAGE, 10), b"still here");
+    }
 
     #[test]
     fn the_layout_is_the_harness_s_pages_and_the_record_round_trips() {
