@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The trust boundary on a GPU, with a release bundle built elsewhere ($B). PART (comma-separated):
+# The trust boundary and the performance track's loop on a GPU, with a release bundle built elsewhere ($B). PART (comma-separated):
 #   smoke   check of the fixed 03, 57, 62 (twice) and 63 (twice), and of two adversarial files; a
 #           grade of 62 and 63's reference fixes beside the lazy 63: the served calls end to end
 #   mini    check of the fixed 57 and 63 (ncu's shared lock: no busy profiler)
@@ -14,6 +14,15 @@
 #   check   `check` of the adversarial files of CHECK_EX (default "03-race,57-reduction"), and of
 #           CHECK_62_63 (comma-separated student/exercise pairs), for the check-against-grade table
 #   bench   grade's throughput on a class of bug exercises
+#   perfcheck  the learner's loop on each of PERF_EX (default: every performance exercise): `check`
+#           of the untouched file from a cold work folder, then of the reference fix (a changed
+#           file: rebuilt, the original's and reference's measurements kept), then of it again;
+#           each report's time_spent summed up by scripts/check-time-spent.py (PERF_RUNS: which of
+#           cold,fix,again)
+#   spread  SPREAD_N (default 5) checks of the reference fix of each of SPREAD_EX (default 62 and
+#           63): the noise of the verdicts
+#   verify  `verify` of the whole catalog from a cold work folder: its text transcript
+#   gradeperf  grade's throughput on a class of performance exercises (GRADE_PERF_EX, 5 students)
 # Logs, gradebooks and recordings go to $OUT (tarred); a table is printed last.
 set -uo pipefail
 B=${B:-.gpu/xtask}
@@ -40,13 +49,14 @@ with() { # with FILE DEST CMD...: DEST replaced by FILE for one command
   cp "$backup" "$dest"; rm -f "$backup"
   return $code
 }
-source_of() { case $1 in 03-race) echo reduce.cu ;; 57-reduction) echo sum.cu ;; 62-launches) echo heat.cu ;; 63-transfers) echo cool.cu ;; esac; }
+source_of() { sed -n 's/^source = "\(.*\)"/\1/p' "exercises/$1/exercise.toml"; }
 # check_json NAME EXERCISE FILE: `check --format json` of FILE as EXERCISE, one line of the table.
 check_json() {
   local name=$1 ex=$2 file=$3 s; s=$(now)
   with "$file" "exercises/$ex/$(source_of "$ex")" $B --format json check "$ex" > "$L/$name.json" 2> "$L/$name.err"
   local code=$?
-  table+=("$name: exit $code, $(secs "$s" "$(now)") s; $(python3 -c "
+  secs "$s" "$(now)" > "$L/$name.secs"
+  table+=("$name: exit $code, $(cat "$L/$name.secs") s; $(python3 -c "
 import json,sys
 try: r=json.load(open('$L/$name.json'))
 except Exception as e: print('unreadable', e); sys.exit()
@@ -169,6 +179,57 @@ if has bench; then
   code=$?; t=$(secs "$s" "$(now)")
   table+=("throughput bug: $((n * 6)) pairs in $t s = $(python3 -c "print(round($n * 6 * 60 / $t, 1))") per minute (exit $code)")
   cp grades-bench/grades.csv "$L/bench-bug-grades.csv"
+fi
+PERF_ALL=51-coalesce,52-bank-conflicts,53-divergence,54-matmul,55-histogram,56-occupancy,57-reduction,58-registers,59-aos-soa,60-scan,61-convolution,62-launches,63-transfers
+if has perfcheck; then
+  exs=${PERF_EX:-$PERF_ALL}
+  # The GPU's peak is measured once, by the first check that needs it, and kept: not a check's cost.
+  [ -n "$(ls .cudabugs/peak/*.json 2>/dev/null)" ] || $B peak > "$L/peak.txt" 2>&1
+  for ex in ${exs//,/ }; do
+    src=$(source_of "$ex")
+    rm -rf ".cudabugs/work/check/$ex" ".cudabugs/work/kept/$ex" .cudabugs/work/build-cache
+    runs=,${PERF_RUNS:-cold,fix,again},
+    [[ $runs == *,cold,* ]] && check_json "perf-$ex-cold" "$ex" "exercises/$ex/$src"
+    [[ $runs == *,fix,* ]] && check_json "perf-$ex-fix" "$ex" "solutions/$ex/$src"
+    [[ $runs == *,again,* ]] && check_json "perf-$ex-again" "$ex" "solutions/$ex/$src"
+  done
+  python3 scripts/check-time-spent.py "$L"/perf-*.json > "$L/perf-time-spent.txt" 2>&1
+  table+=("$(cat "$L/perf-time-spent.txt")")
+fi
+
+if has spread; then
+  exs=${SPREAD_EX:-62-launches,63-transfers}
+  for ex in ${exs//,/ }; do
+    for k in $(seq 1 "${SPREAD_N:-5}"); do
+      check_json "spread-$ex-$k" "$ex" "solutions/$ex/$(source_of "$ex")"
+    done
+  done
+fi
+
+if has verify; then
+  rm -rf .cudabugs/work
+  $B peak > "$L/peak.txt" 2>&1
+  s=$(now)
+  $B verify > "$L/verify.txt" 2>&1
+  code=$?
+  table+=("verify of the catalog: exit $code, $(secs "$s" "$(now)") s; $(tail -3 "$L/verify.txt" | tr '\n' ' ')")
+fi
+
+if has gradeperf; then
+  rm -rf perf-class grades-perf
+  gex=${GRADE_PERF_EX:-57-reduction,62-launches,63-transfers}
+  n=${GRADE_PERF_STUDENTS:-5}
+  for k in $(seq 1 "$n"); do
+    for ex in ${gex//,/ }; do
+      mkdir -p "perf-class/student-$k"; cp "solutions/$ex/$(source_of "$ex")" "perf-class/student-$k/"
+    done
+  done
+  for ex in ${gex//,/ }; do
+    s=$(now)
+    $B grade perf-class --exercises "$ex" --secret-seed 7 --out "grades-perf-$ex" --format json > "$L/grade-perf-$ex.jsonl" 2> "$L/grade-perf-$ex.err"
+    code=$?; t=$(secs "$s" "$(now)")
+    table+=("throughput $ex: $n pairs in $t s = $(python3 -c "print(round($n * 60 / $t, 1))") per minute (exit $code); $(tr '\n' ';' < "grades-perf-$ex/grades.csv" | cut -c1-300)")
+  done
 fi
 tar czf "$OUT/logs.tgz" -C "$OUT" logs && rm -rf "$L"
 printf '%s\n' "${table[@]}" | tee "$OUT/table.txt"

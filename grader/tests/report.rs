@@ -51,6 +51,7 @@ fn check_report(ex: &Exercise, file: &str, steps: Vec<Step>) -> CheckReport {
         perf: None,
         solution_diff: None,
         trust: String::new(),
+        time_spent: Vec::new(),
     }
 }
 

@@ -63,6 +63,9 @@ pub struct CheckReport {
     /// Who the learner's code ran as, and whether ncu could read the counters as that user.
     #[serde(default)]
     pub trust: String,
+    /// Where the time went: each stage's start and length, in the order they started.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub time_spent: Vec<scheduler::Spent>,
     #[serde(flatten)]
     pub outcome: Outcome,
 }
@@ -90,6 +93,7 @@ pub fn check(
         perf: None,
         solution_diff: None,
         trust: ctx.trust_line(),
+        time_spent: Vec::new(),
         outcome: Outcome::Pass,
     };
     // An exercise for a newer GPU is skipped before anything is built: its -arch is not this GPU's.
@@ -139,7 +143,8 @@ pub fn check(
             ex.original.to_string(),
             cases.as_ref().unwrap_or(&empty),
         )
-        .reusing(Reuse::IfUnchanged),
+        .reusing(Reuse::IfUnchanged)
+        .keeping(Role::Original),
         Submission::new(
             wb,
             "check",
@@ -149,7 +154,8 @@ pub fn check(
             ex.solution.to_string(),
             cases.as_ref().unwrap_or(&empty),
         )
-        .reusing(Reuse::IfUnchanged),
+        .reusing(Reuse::IfUnchanged)
+        .keeping(Role::Reference),
     ];
     // The tool that flags this bug class; none where no tool does and the cases are the check. A
     // performance exercise's fix must leave all four clean: a faster kernel with a race is no fix.
@@ -214,12 +220,12 @@ pub fn check(
         ));
     }
     if report.steps.iter().any(|s| s.status != Status::Passed) {
-        return finish(report, watched);
+        return finish_spent(report, watched, &results);
     }
     // 2. Everything else needs a GPU.
     if let Some(reason) = (!gpu_stages).then(|| ctx.no_gpu_reason()).flatten() {
         report.steps.push(Step::new("gpu", Status::Skipped, reason));
-        return finish(report, watched);
+        return finish_spent(report, watched, &results);
     }
     let cases = match &cases {
         Ok(c) => c,
@@ -229,7 +235,7 @@ pub fn check(
                 Status::ToolError,
                 format!("cannot write the inputs: {e}"),
             ));
-            return finish(report, watched);
+            return finish_spent(report, watched, &results);
         }
     };
     // 3. The named tool and 4. correctness, even after a tool failure: "the output was right
@@ -261,7 +267,7 @@ pub fn check(
         ));
     }
     if report.steps.iter().any(|s| s.status != Status::Passed) {
-        return finish(report, watched);
+        return finish_spent(report, watched, &results);
     }
 
     // 5. Timing against the original and the reference fix, in one ncu phase, then each whole
@@ -272,7 +278,7 @@ pub fn check(
         crate::judge::stages::forget_calls(sub);
     }
     report.steps.extend(steps);
-    let mut report = finish(report, watched);
+    let mut report = finish_spent(report, watched, &results);
     if report.outcome == Outcome::Pass {
         // Against the text that was graded, read once at the start.
         report.solution_diff = Some(crate::learner::solution_diff(ex, &text));
@@ -281,15 +287,17 @@ pub fn check(
 }
 
 /// The timed phase both tracks share: every version under ncu (one process each), then the whole
-/// calls (and timelines) alone on the GPU, as `plan::timed_kinds` says. A tool error where the
-/// embedded versions do not build or the profiler failed.
+/// calls (and timelines) alone on the GPU, as `plan::timed_kinds` says; the original's and the
+/// reference fix's kept from an earlier check where the GPU still times them the same
+/// (`judge::kept`), with the line that says so. A tool error where the embedded versions do not
+/// build or the profiler failed.
 fn run_timing(
     ctx: &Context,
     wb: &Workbook,
     subs: &[Submission],
     results: &mut Results,
     started: Instant,
-) -> Result<(), Box<Step>> {
+) -> Result<Option<String>, Box<Step>> {
     let ex = subs[LEARNER].exercise().expect("check grades an exercise");
     let timing: Vec<Stage> = [
         (LEARNER, Role::Learner),
@@ -304,6 +312,15 @@ fn run_timing(
     })
     .collect();
     scheduler::execute(ctx, wb, subs, &timing, results, started);
+    let kept = crate::judge::kept::stand_or_measure_again(
+        ctx,
+        wb,
+        subs,
+        &timing,
+        &Stage::new(REFERENCE, StageKind::Call),
+        results,
+        started,
+    );
     // The original and the reference come from this binary: built once, then kept until they change.
     for (i, sub) in subs.iter().enumerate().skip(1) {
         if let Some(Output::Built(Err(e))) = results.get(i, StageKind::BuildRelease) {
@@ -336,7 +353,7 @@ fn run_timing(
         let confirming = plan::confirming_calls(REFERENCE, &[LEARNER], 0);
         scheduler::execute(ctx, wb, subs, &confirming, results, started);
     }
-    Ok(())
+    Ok(kept)
 }
 
 const LEARNER: usize = 0;
@@ -370,9 +387,10 @@ fn time_and_judge(
         }
         Err(_) => None,
     };
-    if let Err(step) = run_timing(ctx, wb, subs, results, started) {
-        return vec![(*step).wall(phase.elapsed())];
-    }
+    let kept = match run_timing(ctx, wb, subs, results, started) {
+        Ok(kept) => kept,
+        Err(step) => return vec![(*step).wall(phase.elapsed())],
+    };
     let commands = (0..subs.len())
         .filter_map(|i| {
             results
@@ -503,6 +521,9 @@ fn time_and_judge(
         steps.extend(perf::judge("timing:", p, s, "learner").into_iter().skip(1));
         report.perf = Some(s.clone());
     }
+    if let Some(line) = kept {
+        steps.push(Step::new("timing: kept", Status::Passed, line).stage("timing"));
+    }
     steps.extend(speed::flag_steps(&judged.flags));
     report.flags = judged.flags.clone();
     steps.into_iter().map(|s| s.wall(phase.elapsed())).collect()
@@ -530,6 +551,21 @@ fn timed_cases(wb: &Workbook, ex: &Exercise) -> std::io::Result<Cases> {
         &wb.work_dir().join("cases").join(ex.id()),
         bench_seed,
         cases::unpredictable_seed(),
+    )
+}
+
+/// `finish`, with where the time went.
+fn finish_spent(
+    report: CheckReport,
+    watched: Option<&speed::Flag>,
+    results: &Results,
+) -> CheckReport {
+    finish(
+        CheckReport {
+            time_spent: results.spent.clone(),
+            ..report
+        },
+        watched,
     )
 }
 

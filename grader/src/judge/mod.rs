@@ -5,6 +5,7 @@ pub mod check;
 pub mod config;
 pub mod context;
 pub mod grade;
+pub mod kept;
 pub mod perf;
 pub mod plan;
 pub mod sanitize;

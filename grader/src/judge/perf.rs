@@ -247,7 +247,11 @@ pub fn summarize(
         let name = runs.name;
         let (meas, c) = measured(runs.ncu).map_err(|why| (name.to_string(), why))?;
         commands.push(meas.command.clone());
-        let spread = ncu::repeat_spread(&meas.launches, &m.timing.kernels, m.bench.repeat);
+        let spread = ncu::repeat_spread(
+            &meas.launches,
+            &m.timing.kernels,
+            crate::judge::plan::profiled_calls(ex),
+        );
         let mut counters = c.clone();
         let timeline = recorded(runs.timeline, &mut counters);
         let mut v = version(name, &counters, spread, &shown, peak, baseline_ns);
@@ -461,8 +465,25 @@ pub fn time_baseline(
         .env("TMPDIR", &lock)
         .key("baseline/cublas-sgemm")
         .output(&csv);
-    let measured =
-        ncu::measure(ctx.launcher.as_ref(), &job, &target, &csv).map_err(|e| e.to_string())?;
+    // The library does not change between runs: its measurement is kept per GPU and binary.
+    let kept = crate::judge::kept::shelf(
+        ctx,
+        crate::judge::plan::work_root(wb)
+            .join("kept")
+            .join("baseline"),
+        ex,
+        "baseline-cublas-sgemm",
+        &built.binary,
+        &[&format!("{target:?}")],
+        Vec::new(),
+    );
+    let launcher = crate::tools::launcher::Kept::or(&kept, ctx.launcher.as_ref());
+    let measured = ncu::measure(launcher, &job, &target, &csv).map_err(|e| e.to_string())?;
+    if measured.counters.is_none() {
+        if let Some(k) = &kept {
+            k.forget();
+        }
+    }
     match measured.counters {
         Some(_) => Ok(Some(measured)),
         None => Err(format!(

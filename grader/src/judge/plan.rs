@@ -58,6 +58,8 @@ pub struct Submission<'a> {
     pub target: Target<'a>,
     /// `grade`'s hidden and fresh cases (none elsewhere).
     pub secret: Option<&'a SecretCases>,
+    /// The timed stages whose runs are kept between plans (`judge::kept`): none unless a plan says.
+    pub keeps: &'static [StageKind],
 }
 
 /// An exercise's hidden cases and the fresh inputs of the check after timing.
@@ -88,7 +90,16 @@ impl<'a> Submission<'a> {
             reuse: Reuse::Never,
             target: Target::Exercise { exercise, cases },
             secret: None,
+            keeps: &[],
         }
+    }
+
+    /// Keep the runs of the timed stages `role` keeps between plans (`judge::kept::kinds`).
+    pub fn keeping(mut self, role: Role) -> Submission<'a> {
+        if let Some(ex) = self.exercise() {
+            self.keeps = crate::judge::kept::kinds(role, ex.manifest.manifest.clock());
+        }
+        self
     }
 
     /// Whether a binary an earlier build left may be kept (new submissions: never).
@@ -128,6 +139,7 @@ impl<'a> Submission<'a> {
             reuse: Reuse::Never,
             target: Target::Program(program),
             secret: None,
+            keeps: &[],
         }
     }
 
@@ -346,10 +358,24 @@ pub fn timed_kinds(ex: &Exercise, role: Role) -> Vec<StageKind> {
     kinds
 }
 
+/// How many of the bench's calls run under ncu: every one where ncu's kernel time is the judged
+/// time; one where the clock is the whole call, whose time the call timing takes (ncu then gives the
+/// counters and the rules' evidence per call: 62-launches' original launches 96 kernels a call,
+/// each about 0.25 s under ncu on an H100).
+pub fn profiled_calls(ex: &Exercise) -> u32 {
+    let m = &ex.manifest.manifest;
+    if m.clock() == crate::exercise::manifest::Clock::Call {
+        1
+    } else {
+        m.bench.repeat.max(1)
+    }
+}
+
 /// How many times a doubted comparison of whole calls is timed again (`speed::against_reference_call`):
 /// each round the reference fix's call timing, then each doubted version's, back to back.
 pub const CONFIRMING_ROUNDS: u32 = 2;
-const CONFIRMING_RUNS: u32 = 1 << 20;
+/// The first run number of the confirming call timings (`confirming_runs`).
+pub const CONFIRMING_RUNS: u32 = 1 << 20;
 
 /// The run numbers of the confirming call timings of batch `batch` (grade's chunk): apart from every
 /// other run of the same subjects, whose folders another batch may still be reading.

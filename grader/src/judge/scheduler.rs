@@ -12,10 +12,21 @@ use crate::judge::plan::{Resource, Stage, StageKind, Submission};
 use crate::judge::stages::{self, Blocked, Output};
 use crate::tools::nvcc::{BuildError, Built, Flavor};
 
-/// Every stage's output, by stage.
+/// Every stage's output, by stage, and where the time went.
 #[derive(Debug, Default)]
 pub struct Results {
     pub outputs: BTreeMap<Stage, Output>,
+    pub spent: Vec<Spent>,
+}
+
+/// One stage's run: when it started (seconds from the plan's start) and how long it took. Stages
+/// run side by side, so these do not add up to the plan's time; the report shows where it went.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Spent {
+    /// "original timing", "learner sanitize:racecheck".
+    pub stage: String,
+    pub from_s: f64,
+    pub secs: f64,
 }
 
 impl Results {
@@ -172,6 +183,25 @@ pub fn execute(
             (_, Some(b)) => stages::run_within(ctx, wb, &subs[s.subject], s, Some(&b), tool_limit),
         }
     };
+    let spent = std::sync::Mutex::new(Vec::new());
+    // Every stage through here, so that the report can say where the time went.
+    let clocked = |s: &Stage, run: &dyn Fn() -> Output| -> Output {
+        let from = start.elapsed().as_secs_f64();
+        let out = run();
+        let to = start.elapsed().as_secs_f64();
+        spent
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(Spent {
+                stage: format!("{} {}", subs[s.subject].variant, s.id()),
+                from_s: from,
+                secs: to - from,
+            });
+        out
+    };
+    let run_within = |s: &Stage, limit: Option<std::time::Duration>| -> Output {
+        clocked(s, &|| run_within(s, limit))
+    };
     let run_on_build = |s: &Stage| run_within(s, None);
     let mut timeline = Timeline::default();
     let share = gpu_share(ctx.config.gpu.as_deref());
@@ -191,7 +221,7 @@ pub fn execute(
                             subs[s.subject].work.clone(),
                             std::io::Error::new(e.kind(), e.to_string()),
                         ))),
-                        None => stages::run(ctx, wb, &subs[s.subject], s, None),
+                        None => clocked(s, &|| stages::run(ctx, wb, &subs[s.subject], s, None)),
                     }
                 }));
             let flavor = if s.kind == StageKind::BuildDebug {
@@ -261,6 +291,11 @@ pub fn execute(
     {
         results.outputs.insert(s, o);
     }
+    let mut spent = spent
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    spent.sort_by(|a, b| a.from_s.total_cmp(&b.from_s));
+    results.spent.extend(spent);
     timeline
 }
 

@@ -410,7 +410,7 @@ fn written_late(calls: Option<&CallTimes>, what: &str) -> Option<String> {
 /// that failed, or a reference fix it could not time, as its own error first.
 pub fn judge(i: &Inputs) -> Verdict {
     let m = &i.ex.manifest.manifest;
-    let repeat = m.bench.repeat;
+    let repeat = crate::judge::plan::profiled_calls(i.ex);
     let learner = i
         .learner
         .measured
@@ -449,11 +449,19 @@ pub fn judge(i: &Inputs) -> Verdict {
         );
     }
     let kept = i.reference.read_once;
+    // Every timed stage of a session serves the same calls: where the reference fix's run under ncu
+    // was kept from an earlier check (`judge::kept`), its whole calls of this check stand for it.
+    let (reference_ncu, reference_ncu_kept) = if i.reference.ncu_outputs.is_empty() {
+        let served = (repeat as usize).min(i.reference.call_outputs.len());
+        (&i.reference.call_outputs[..served], kept.map(|k| &k.call))
+    } else {
+        (i.reference.ncu_outputs, kept.map(|k| &k.ncu))
+    };
     for (mine, theirs, kept, calls, what) in [
         (
             i.learner.ncu_outputs,
-            i.reference.ncu_outputs,
-            kept.map(|k| &k.ncu),
+            reference_ncu,
+            reference_ncu_kept,
             i.learner.ncu_calls,
             "run under ncu",
         ),
@@ -970,6 +978,7 @@ mod tests {
             }),
             calls: None,
             outputs: Vec::new(),
+            kept: false,
         };
         let called = |times: Option<CallTimes>| Output::Called {
             command: String::new(),
@@ -980,6 +989,7 @@ mod tests {
             times,
             timeline: None,
             outputs: Vec::new(),
+            kept: false,
         };
         (timing, calls.into_iter().map(|c| Some(called(c))).collect())
     }
@@ -1216,6 +1226,17 @@ mod tests {
             write("b3.out", 4500.0),
         ];
         let kept = ReadOnce::default();
+        let flags_of = |learner: Timed, reference: Timed| {
+            judge(&Inputs {
+                ex: &ex,
+                learner,
+                reference,
+                original: Timed::default(),
+                peak: None,
+                perf: None,
+            })
+            .flags
+        };
         let judged = |mine: &[PathBuf], reference: &[PathBuf], late: Option<&CallTimes>| {
             let learner = Timed {
                 ncu_outputs: mine,
@@ -1227,15 +1248,7 @@ mod tests {
                 read_once: Some(&kept),
                 ..Timed::default()
             };
-            judge(&Inputs {
-                ex: &ex,
-                learner,
-                reference,
-                original: Timed::default(),
-                peak: None,
-                perf: None,
-            })
-            .flags
+            flags_of(learner, reference)
         };
         let timed_outputs = |flags: &[Flag]| {
             flags
@@ -1267,5 +1280,28 @@ mod tests {
         };
         assert!(timed_outputs(&judged(&right, &theirs, Some(&late)))
             .is_some_and(|w| w.contains("call 2 of the run under ncu went on writing")));
+
+        // The reference fix's profile kept from an earlier check (no outputs under ncu): its
+        // whole calls of this check, the same calls, judge the learner's calls under ncu.
+        let fresh = vec![
+            write("c1.out", 5000.0),
+            write("c2.out", 4000.0),
+            write("c3.out", 4500.0),
+        ];
+        let against_calls = |mine: &[PathBuf]| {
+            let learner = Timed {
+                ncu_outputs: mine,
+                call_outputs: &right,
+                ..Timed::default()
+            };
+            let reference = Timed {
+                call_outputs: &fresh,
+                ..Timed::default()
+            };
+            timed_outputs(&flags_of(learner, reference))
+        };
+        assert_eq!(against_calls(&right), None);
+        assert!(against_calls(&lazy)
+            .is_some_and(|w| w.starts_with("call 2 of the run under ncu: total[0] = 5000")));
     }
 }

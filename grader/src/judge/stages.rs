@@ -95,6 +95,8 @@ pub enum Output {
         measured: Result<Measured, ncu::RunError>,
         calls: Option<CallTimes>,
         outputs: Vec<PathBuf>,
+        /// Served from the measurements kept between checks (`judge::kept`), not run now.
+        kept: bool,
     },
     /// The call timing: each whole call on the grader's clock (None, with `failure`, where the run
     /// failed or the grader recorded nothing) and each call's outputs.
@@ -106,6 +108,8 @@ pub enum Output {
         timeline: Option<crate::tools::timeline::Timeline>,
         outputs: Vec<PathBuf>,
         failure: Option<String>,
+        /// Served from the measurements kept between checks (`judge::kept`), not run now.
+        kept: bool,
     },
     /// `sanitize --profile`: every launch's metrics, or why there are none.
     Profiled {
@@ -121,6 +125,14 @@ pub enum Output {
 }
 
 impl Output {
+    /// Whether a timed stage's run was served from the measurements kept between checks.
+    pub fn was_kept(&self) -> bool {
+        matches!(
+            self,
+            Output::Timed { kept: true, .. } | Output::Called { kept: true, .. }
+        )
+    }
+
     /// What ncu measured, where the timing ran (whether or not it timed anything).
     pub fn measured(&self) -> Option<&Measured> {
         match self {
@@ -558,8 +570,9 @@ pub fn time(
     }
     let m = &exercise.manifest.manifest;
     let clock = fresh_clock_dir(sub, stage);
+    let calls = crate::judge::plan::profiled_calls(exercise);
     // Under ncu only the kernels' times count: the grader polls instead of spinning.
-    let served = match serve(sub, &clock, false, true) {
+    let served = match serve(sub, &clock, calls, false, true) {
         Ok(s) => s,
         Err(why) => return Output::NotRun(Blocked::Setup(why)),
     };
@@ -587,7 +600,7 @@ pub fn time(
             c
         },
         every_kernel: ctx.config.audit,
-        repeat: m.bench.repeat,
+        repeat: calls,
     };
     let csv = run_dir(sub, stage).join(format!("{}.csv", file_tag(stage)));
     let lock = ncu_lock_dir(ctx, wb);
@@ -600,13 +613,34 @@ pub fn time(
     .output(&csv);
     let files = drive(&mut job, served);
     let job = confined(ctx, wb, sub, stage, job, Some(&lock));
-    let measured = ncu::measure(ctx.launcher.as_ref(), &job, &target, &csv);
+    let what = format!(
+        "{:?} {:?} {:?} {} {:?}",
+        target.kernels,
+        target.counters,
+        target.every_kernel,
+        target.repeat,
+        m.harness_flags()
+    );
+    let kept = crate::judge::kept::launcher(ctx, sub, stage, built, &what, call_outputs(&files));
+    let served_kept = kept.as_ref().is_some_and(|k| k.holds());
+    let launcher = crate::tools::launcher::Kept::or(&kept, ctx.launcher.as_ref());
+    let measured = ncu::measure(launcher, &job, &target, &csv);
+    // A kept run is only as good as what it measured: one that timed nothing is taken again.
+    if let Some(k) = &kept {
+        if !measured
+            .as_ref()
+            .is_ok_and(|m| m.nanoseconds.is_some() && !m.busy && m.tool_failure.is_none())
+        {
+            k.forget();
+        }
+    }
     let (calls, outputs) = clocked(&files);
     Output::Timed {
         target,
         measured,
         calls,
         outputs,
+        kept: served_kept,
     }
 }
 
@@ -627,7 +661,13 @@ pub fn forget_calls(sub: &Submission) {
 
 /// The served calls of a submission's bench: its layout, the bench's inputs, the session's secret.
 /// `spin`: the grader spins while a call runs (the judged clock); `keep`: each call's outputs kept.
-fn serve(sub: &Submission, dir: &Path, spin: bool, keep: bool) -> Result<Served, String> {
+fn serve(
+    sub: &Submission,
+    dir: &Path,
+    count: u32,
+    spin: bool,
+    keep: bool,
+) -> Result<Served, String> {
     let ex = sub.exercise().expect("an exercise");
     let m = &ex.manifest.manifest;
     let cases = sub.cases();
@@ -653,7 +693,7 @@ fn serve(sub: &Submission, dir: &Path, spin: bool, keep: bool) -> Result<Served,
     let calls = served::Calls {
         base,
         layout,
-        count: m.bench.repeat.max(1),
+        count: count.max(1),
         secret: cases.call_secret,
     };
     Served::new(calls, spin, dir, keep)
@@ -681,6 +721,11 @@ fn drive(job: &mut Job, served: Served) -> Vec<PathBuf> {
     job.pass_fds = vec![served.fd()];
     job.driver = Some(std::sync::Arc::new(served));
     files
+}
+
+/// The calls' outputs among what the driver leaves (`Served::files`): all but the clock's record.
+fn call_outputs(files: &[PathBuf]) -> Vec<PathBuf> {
+    files.iter().skip(1).cloned().collect()
 }
 
 /// What the driver left in `files` (`Served::files`): the clock's record and the calls' outputs
@@ -714,7 +759,10 @@ pub fn call(
     }
     let recording = stage.kind == StageKind::Timeline;
     let clock = fresh_clock_dir(sub, stage);
-    let served = match serve(sub, &clock, true, !recording) {
+    let repeat = sub
+        .exercise()
+        .map_or(1, |e| e.manifest.manifest.bench.repeat.max(1));
+    let served = match serve(sub, &clock, repeat, true, !recording) {
         Ok(s) => s,
         Err(why) => return Output::NotRun(Blocked::Setup(why)),
     };
@@ -731,16 +779,27 @@ pub fn call(
     }
     let job = confined(ctx, wb, sub, stage, job, None);
     let command = job.display();
-    let run = ctx.launcher.launch(&job);
+    let harness = sub
+        .exercise()
+        .map(|e| e.manifest.manifest.harness_flags())
+        .unwrap_or_default();
+    let kept = crate::judge::kept::launcher(
+        ctx,
+        sub,
+        stage,
+        built,
+        &format!("{repeat} {harness:?}"),
+        call_outputs(&files),
+    );
+    let served_kept = kept.as_ref().is_some_and(|k| k.holds());
+    let run = crate::tools::launcher::Kept::or(&kept, ctx.launcher.as_ref()).launch(&job);
     let (times, outputs) = clocked(&files);
     let timeline = recording.then(|| {
         crate::tools::untrusted::read_text(&timeline_path)
             .map_err(|e| e.to_string())
             .and_then(|t| crate::tools::timeline::Timeline::parse(&t))
     });
-    let repeat = sub
-        .exercise()
-        .map_or(1, |e| e.manifest.manifest.bench.repeat.max(1)) as usize;
+    let repeat = repeat as usize;
     let failure = match &run {
         Err(e) => Some(e.to_string()),
         Ok(f) if !f.success() => Some(format!("the program failed: {}", f.describe_exit())),
@@ -766,6 +825,10 @@ pub fn call(
                 _ => None,
             }),
     };
+    // A kept run that the judge could not use is taken again next time.
+    if let (Some(k), Some(_)) = (&kept, &failure) {
+        k.forget();
+    }
     Output::Called {
         command,
         run,
@@ -773,6 +836,7 @@ pub fn call(
         timeline: timeline.and_then(Result::ok),
         outputs,
         failure,
+        kept: served_kept,
     }
 }
 

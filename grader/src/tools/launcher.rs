@@ -8,6 +8,8 @@
 //!   it wrote: a recording made on a GPU.
 //! - `Replay` serves such a recording back, so that `check` and `verify` run end to end on a machine
 //!   without a GPU, through the same plans, with real tool output.
+//! - `Kept` runs a job once and serves that run again afterwards: the measurements of versions that
+//!   do not change between a learner's checks (`judge::kept` decides which, and for how long).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -178,35 +180,153 @@ impl<L: Launcher> Launcher for Recorder<L> {
     fn launch(&self, job: &Job) -> Result<Finished, SpawnError> {
         let finished = self.inner.launch(job)?;
         if let Some(key) = &job.key {
-            let stem = file_stem(key);
-            let _ = std::fs::create_dir_all(&self.dir);
-            let outputs = job
-                .outputs
-                .iter()
-                .enumerate()
-                .map(|(i, p)| {
-                    let name = format!("{stem}.out{i}");
-                    std::fs::copy(p, self.dir.join(&name)).ok().map(|_| name)
-                })
-                .collect();
-            let rec = Recorded {
-                command: job.display(),
-                exit: exit_text(finished.exit),
-                stdout: finished.stdout.text(),
-                stderr: finished.stderr.text(),
-                wall_ms: finished.wall.as_millis() as u64,
-                leftovers: finished.leftovers,
-                outputs,
-            };
-            let _ = std::fs::write(
-                self.dir.join(format!("{stem}.json")),
-                serde_json::to_string_pretty(&rec).unwrap_or_default(),
-            );
+            let _ = Recorded::keep(job, &finished, &self.dir, &file_stem(key), &[]);
         }
         Ok(finished)
     }
     fn isolation(&self) -> Level {
         self.inner.isolation()
+    }
+}
+
+impl Recorded {
+    /// Keep `finished` of `job` in `dir` as `stem.json`, with each output file beside it, but those
+    /// in `leave` (what is too large to keep and not needed again).
+    pub fn keep(
+        job: &Job,
+        finished: &Finished,
+        dir: &Path,
+        stem: &str,
+        leave: &[PathBuf],
+    ) -> std::io::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        let outputs = job
+            .outputs
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let name = format!("{stem}.out{i}");
+                // Copied aside, then renamed: a reader never serves a half-written file.
+                let copied = |p: &Path| -> std::io::Result<()> {
+                    let aside = tempfile::NamedTempFile::new_in(dir)?;
+                    std::fs::copy(p, aside.path())?;
+                    aside.persist(dir.join(&name)).map_err(|e| e.error)?;
+                    Ok(())
+                };
+                (!leave.contains(p))
+                    .then(|| copied(p).ok().map(|_| name.clone()))
+                    .flatten()
+            })
+            .collect();
+        let rec = Recorded {
+            command: job.display(),
+            exit: exit_text(finished.exit),
+            stdout: finished.stdout.text(),
+            stderr: finished.stderr.text(),
+            wall_ms: finished.wall.as_millis() as u64,
+            leftovers: finished.leftovers,
+            outputs,
+        };
+        let text = serde_json::to_string_pretty(&rec).map_err(std::io::Error::other)?;
+        crate::exercise::workbook::write_atomically(&dir.join(format!("{stem}.json")), &text)
+    }
+
+    /// Read what `keep` left as `stem.json` in `dir`.
+    pub fn read(dir: &Path, stem: &str) -> std::io::Result<Recorded> {
+        let path = dir.join(format!("{stem}.json"));
+        let text = std::fs::read_to_string(&path)?;
+        serde_json::from_str(&text)
+            .map_err(|e| std::io::Error::other(format!("{}: {e}", path.display())))
+    }
+
+    /// Serve this run to `job`: its output files written where `job` wants them (from `dir`), its
+    /// exit and output as a `Finished` at `isolation`.
+    pub fn serve(
+        &self,
+        job: &Job,
+        dir: &Path,
+        isolation: Option<Level>,
+    ) -> Result<Finished, SpawnError> {
+        for (to, from) in job.outputs.iter().zip(&self.outputs) {
+            let _ = std::fs::remove_file(to);
+            if let Some(name) = from {
+                std::fs::copy(dir.join(name), to).map_err(|e| SpawnError {
+                    program: job.program.display().to_string(),
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::NotFound,
+                        format!("{name}: {e}"),
+                    ),
+                })?;
+            }
+        }
+        let captured = |s: &str| Captured {
+            bytes: s.as_bytes().to_vec(),
+            dropped: 0,
+        };
+        Ok(Finished {
+            exit: parse_exit(&self.exit),
+            stdout: captured(&self.stdout),
+            stderr: captured(&self.stderr),
+            wall: Duration::from_millis(self.wall_ms),
+            leftovers: self.leftovers,
+            escaped: false,
+            oom_killed: false,
+            isolation,
+        })
+    }
+}
+
+/// Runs a job once and serves that run again, from `dir/stem.json` and its files, for as long as
+/// they are there. Only a run that succeeded is kept, and not the files in `leave` (each call's
+/// outputs: up to 256 MiB a call, and not needed again).
+pub struct Kept<'a> {
+    pub inner: &'a dyn Launcher,
+    pub dir: PathBuf,
+    pub stem: String,
+    pub leave: Vec<PathBuf>,
+}
+
+impl Kept<'_> {
+    /// `kept` where there is one, `plain` otherwise.
+    pub fn or<'b>(kept: &'b Option<Kept<'_>>, plain: &'b dyn Launcher) -> &'b dyn Launcher {
+        match kept {
+            Some(k) => k,
+            None => plain,
+        }
+    }
+    /// Whether a kept run is there to serve.
+    pub fn holds(&self) -> bool {
+        self.dir.join(format!("{}.json", self.stem)).is_file()
+    }
+    /// Drop the kept run (one the caller found unusable).
+    pub fn forget(&self) {
+        let _ = std::fs::remove_file(self.dir.join(format!("{}.json", self.stem)));
+    }
+}
+
+impl Launcher for Kept<'_> {
+    fn launch(&self, job: &Job) -> Result<Finished, SpawnError> {
+        let isolation = job.confine.as_ref().map(|_| self.isolation());
+        if let Ok(served) = Recorded::read(&self.dir, &self.stem)
+            .map_err(|e| e.to_string())
+            .and_then(|rec| {
+                rec.serve(job, &self.dir, isolation)
+                    .map_err(|e| e.to_string())
+            })
+        {
+            return Ok(served);
+        }
+        let finished = self.inner.launch(job)?;
+        if finished.success() && finished.left_running().is_none() {
+            let _ = Recorded::keep(job, &finished, &self.dir, &self.stem, &self.leave);
+        }
+        Ok(finished)
+    }
+    fn isolation(&self) -> Level {
+        self.inner.isolation()
+    }
+    fn replays(&self) -> bool {
+        self.inner.replays()
     }
 }
 
@@ -253,37 +373,21 @@ impl<L: Launcher> Launcher for Replay<L> {
         let Some(key) = &job.key else {
             return self.builds.launch(job);
         };
-        let missing = |what: String| SpawnError {
-            program: job.program.display().to_string(),
-            source: std::io::Error::new(std::io::ErrorKind::NotFound, what),
-        };
-        let rec = self.recorded.get(&file_stem(key)).ok_or_else(|| {
-            missing(format!(
-                "the recording in {} has no job `{key}`",
-                self.dir.display()
-            ))
-        })?;
-        for (to, from) in job.outputs.iter().zip(&rec.outputs) {
-            let _ = std::fs::remove_file(to);
-            if let Some(name) = from {
-                std::fs::copy(self.dir.join(name), to)
-                    .map_err(|e| missing(format!("{name}: {e}")))?;
-            }
-        }
-        let captured = |s: &str| Captured {
-            bytes: s.as_bytes().to_vec(),
-            dropped: 0,
-        };
-        Ok(Finished {
-            exit: parse_exit(&rec.exit),
-            stdout: captured(&rec.stdout),
-            stderr: captured(&rec.stderr),
-            wall: Duration::from_millis(rec.wall_ms),
-            leftovers: rec.leftovers,
-            escaped: false,
-            oom_killed: false,
-            isolation: job.confine.as_ref().map(|_| self.isolation()),
-        })
+        let rec = self
+            .recorded
+            .get(&file_stem(key))
+            .ok_or_else(|| SpawnError {
+                program: job.program.display().to_string(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    format!("the recording in {} has no job `{key}`", self.dir.display()),
+                ),
+            })?;
+        rec.serve(
+            job,
+            &self.dir,
+            job.confine.as_ref().map(|_| self.isolation()),
+        )
     }
     fn isolation(&self) -> Level {
         self.builds.isolation()
@@ -329,5 +433,50 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("no job `01-index/x`"));
+    }
+
+    #[test]
+    fn a_kept_run_is_served_again_without_the_files_it_leaves() {
+        let kept_dir = tempfile::tempdir().unwrap();
+        let work = tempfile::tempdir().unwrap();
+        let (small, big) = (work.path().join("times"), work.path().join("call-1.out"));
+        let counter = work.path().join("runs");
+        let job = Job::new("/bin/sh", Duration::from_secs(10))
+            .arg("-c")
+            .arg(format!(
+                "echo run >> {c}; echo 12 > {s}; echo outputs > {b}",
+                c = counter.display(),
+                s = small.display(),
+                b = big.display()
+            ))
+            .output(&small)
+            .output(&big);
+        let kept = Kept {
+            inner: &Local,
+            dir: kept_dir.path().to_path_buf(),
+            stem: "original-timing-1".into(),
+            leave: vec![big.clone()],
+        };
+        assert!(!kept.holds());
+        assert!(kept.launch(&job).unwrap().success());
+        assert!(kept.holds());
+        std::fs::remove_file(&small).unwrap();
+        assert!(kept.launch(&job).unwrap().success());
+        assert_eq!(
+            std::fs::read_to_string(&counter).unwrap(),
+            "run\n",
+            "served, not run"
+        );
+        assert_eq!(std::fs::read_to_string(&small).unwrap(), "12\n");
+        assert!(!big.exists(), "a file it leaves is not served");
+
+        // A failed run is not kept; a forgotten one runs again.
+        kept.forget();
+        assert!(!kept.holds());
+        let failing = Job::new("/bin/sh", Duration::from_secs(10))
+            .arg("-c")
+            .arg("exit 1");
+        assert!(!kept.launch(&failing).unwrap().success());
+        assert!(!kept.holds());
     }
 }

@@ -325,7 +325,8 @@ impl<'a> Worker<'a> {
             ex.solution.to_string(),
             &prepared.public,
         )
-        .reusing(Reuse::IfUnchanged);
+        .reusing(Reuse::IfUnchanged)
+        .keeping(Role::Reference);
         reference.secret = Some(&prepared.secret);
         subs.push(reference);
         let original = (ex.manifest.track() == Track::Perf).then(|| {
@@ -339,7 +340,8 @@ impl<'a> Worker<'a> {
                     ex.original.to_string(),
                     &prepared.public,
                 )
-                .reusing(Reuse::IfUnchanged),
+                .reusing(Reuse::IfUnchanged)
+                .keeping(Role::Original),
             );
             students + 1
         });
@@ -542,6 +544,17 @@ impl<'a> Worker<'a> {
         let phase = Instant::now();
         let timeline = scheduler::execute(&self.ctx, wb, &subs, &timing, &mut results, started);
         phases.calls = timeline.exclusive.unwrap_or(0.0);
+        // The reference's and the original's profiles are kept from chunk to chunk (and grade to
+        // grade) while the GPU times the reference fix's fresh whole call the same.
+        crate::judge::kept::stand_or_measure_again(
+            &self.ctx,
+            wb,
+            &subs,
+            &timing,
+            &Stage::again(reference, StageKind::Call, chunk.index),
+            &mut results,
+            started,
+        );
         // A whole call that weighs badly against the reference fix's, each timed once at its own
         // moment, is timed again with the reference's, back to back, while the GPU is still this
         // chunk's alone: a classmate's copies or builds must not cost an honest file its points.

@@ -1,0 +1,325 @@
+//! The original's and the reference fix's measurements, kept between a learner's checks (and
+//! between `grade`'s chunks).
+//!
+//! Neither changes while the learner edits, yet every check used to profile both again: 62-launches'
+//! original alone was 288 launches under ncu. So each of their timed runs (ncu's log, the grader's
+//! clock record, the timeline) is kept under a key of everything that decides the measurement: the
+//! GPU and its driver, the binary's content, the bench, the profiler and what it collects. A changed
+//! key is a new measurement.
+//!
+//! The reference fix's whole call is timed afresh every time all the same: its outputs are what each
+//! of the learner's timed calls is compared with. Where the judged time is ncu's, that call is also
+//! the check that the GPU still times them as it did (`same_gpu`): outside `BAND` of the call of the
+//! run that took the kept measurements, everything kept is measured again in the same run. Nothing
+//! the learner's program does reaches what is kept: the original and the reference fix run in
+//! folders of their own, and what is kept lies in the work root, which no run can see.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::exercise::manifest::Clock;
+use crate::exercise::workbook::{Exercise, Workbook};
+use crate::judge::context::Context;
+use crate::judge::plan::{Role, Stage, StageKind, Submission};
+use crate::judge::scheduler::{self, Results};
+use crate::judge::stages::Output;
+use crate::tools::launcher::{Kept, Launcher};
+use crate::tools::nvcc::Built;
+
+/// Kept measurements from an older layout are not read.
+const FORMAT: &str = "kept-1";
+
+/// How far the reference fix's fresh whole call may stray from its kept one before the kept
+/// measurements are taken again. What is kept is either counted (launches, bytes, instructions) or
+/// timed by ncu at base clocks (within about 1% from one process to the next), so the band only has
+/// to catch a GPU that now runs differently (another tenant, a throttled or different card). The
+/// whole calls themselves move more: on an H100 a minute apart, 62-launches' 55 us call moved by
+/// 11% and 57-reduction's 33 ms call (64 MB through the host) by 14%.
+pub const BAND: f64 = 1.25;
+
+/// The timed stages a version keeps between checks: the original's and the reference fix's
+/// profiles and timelines; the original's whole call too, where the judged time is ncu's (where it
+/// is the call's, the original's call is timed afresh, as the learner's and the reference fix's
+/// are: the speedup a check reports compares calls of the same moment). None of the learner's.
+pub fn kinds(role: Role, clock: Clock) -> &'static [StageKind] {
+    const PROFILES: &[StageKind] = &[StageKind::Timing, StageKind::Timeline];
+    match (role, clock) {
+        (Role::Original, Clock::Kernel) => {
+            &[StageKind::Timing, StageKind::Call, StageKind::Timeline]
+        }
+        (Role::Original | Role::Reference, _) => PROFILES,
+        (Role::Learner | Role::Solution, _) => &[],
+    }
+}
+
+/// Where a plan keeps an exercise's measurements: beside its submissions' folders (check's and
+/// grade's are apart: each builds its own binaries), inside the work root no run can see.
+pub fn dir(ctx: &Context, sub: &Submission) -> PathBuf {
+    // One folder per GPU a grade's workers time on: each has its own measurements and reference call.
+    let gpu = format!("gpu-{}", ctx.config.gpu.as_deref().unwrap_or("any"));
+    sub.work
+        .parent()
+        .map_or_else(|| sub.work.join("kept"), |p| p.join("kept"))
+        .join(gpu.replace(['/', ','], "_"))
+}
+
+/// Everything kept in `dir`, gone: the next plan measures again.
+pub fn forget(dir: &Path) {
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The launcher of one timed stage: a `Kept` one where the submission keeps this stage (confirming
+/// runs are always fresh), None (`ctx`'s own) otherwise. `what` is the stage's
+/// own part of the key (the profiler's target, the harness's arguments); `leave`, the files not kept.
+pub fn launcher<'a>(
+    ctx: &'a Context,
+    sub: &Submission,
+    stage: &Stage,
+    built: &Built,
+    what: &str,
+    leave: Vec<PathBuf>,
+) -> Option<Kept<'a>> {
+    let ex = sub.exercise()?;
+    if stage.run >= crate::judge::plan::CONFIRMING_RUNS || !sub.keeps.contains(&stage.kind) {
+        return None;
+    }
+    let bench = sub
+        .cases()
+        .bench_input
+        .file_name()?
+        .to_string_lossy()
+        .into_owned();
+    shelf(
+        ctx,
+        dir(ctx, sub),
+        ex,
+        &format!("{}-{}", sub.variant, stage.kind.id().replace(':', "-")),
+        &built.binary,
+        &[&bench, what],
+        leave,
+    )
+}
+
+/// A `Kept` launcher in `dir` for `name`'s run of `binary` for `ex` (one kept run per name: an
+/// older key's is removed), keyed by the binary's content, `parts`, the GPU, its driver and the
+/// profiler. None where runs are replayed from a recording, or the binary cannot be read.
+pub fn shelf<'a>(
+    ctx: &'a Context,
+    dir: PathBuf,
+    ex: &Exercise,
+    name: &str,
+    binary: &Path,
+    parts: &[&str],
+    leave: Vec<PathBuf>,
+) -> Option<Kept<'a>> {
+    if ctx.launcher.replays() {
+        return None;
+    }
+    let content = blake3::hash(&std::fs::read(binary).ok()?).to_hex();
+    let tool = |p: Option<&Path>| {
+        p.and_then(|p| {
+            std::fs::metadata(p)
+                .ok()
+                .map(|m| (p.to_path_buf(), m.len()))
+        })
+    };
+    let gpu = ctx.gpu_info().map(|g| g.name.clone()).unwrap_or_default();
+    let fixed = [
+        FORMAT.to_string(),
+        ex.id().to_string(),
+        name.to_string(),
+        content.to_string(),
+        gpu,
+        crate::judge::context::driver_version().unwrap_or_default(),
+        format!("{:?}", ctx.config.gpu),
+        format!("{:?}", tool(ctx.tools.ncu.as_deref())),
+    ];
+    let key = crate::class::secret::stable_hash(
+        &fixed
+            .iter()
+            .map(String::as_str)
+            .chain(parts.iter().copied())
+            .collect::<Vec<_>>(),
+    );
+    let prefix = format!("{name}-");
+    let stem = format!("{prefix}{key:016x}");
+    // One measurement per name: an older key's is gone with its files.
+    if let Ok(entries) = std::fs::read_dir(&dir) {
+        for e in entries.flatten() {
+            let file = e.file_name().to_string_lossy().into_owned();
+            if file.starts_with(&prefix) && !file.starts_with(&stem) {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+    Some(Kept {
+        inner: ctx.launcher.as_ref(),
+        dir,
+        stem,
+        leave,
+    })
+}
+
+/// The reference fix's whole call when its kept measurements were taken.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Anchor {
+    reference_call_ns: f64,
+    taken: String,
+}
+
+fn anchor_path(dir: &Path) -> PathBuf {
+    dir.join("anchor.json")
+}
+
+/// Note the reference fix's whole call of the plan that took the measurements kept in `dir`.
+pub fn anchor(dir: &Path, reference_call_ns: f64) {
+    let a = Anchor {
+        reference_call_ns,
+        taken: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+    };
+    if let Ok(text) = serde_json::to_string_pretty(&a) {
+        let _ = std::fs::create_dir_all(dir);
+        let _ = crate::exercise::workbook::write_atomically(&anchor_path(dir), &text);
+    }
+}
+
+/// Whether the measurements kept in `dir` still stand: Ok with a line for the report, or Err saying
+/// why they are taken again. Where the judged time is ncu's (`Clock::Kernel`), the GPU must still
+/// time the reference fix's whole call as it did when they were taken, within `BAND`. Where it is
+/// the whole call's, every call the verdict reads is timed afresh and what is kept is counted
+/// (launches, bytes, instructions) or shown (ncu's kernel times): a whole call of 60 us moved by
+/// up to 1.6x between two checks on an H100's host, so it is no test of the GPU.
+pub fn same_gpu(
+    dir: &Path,
+    reference_call_ns: Option<f64>,
+    clock: Clock,
+) -> Result<String, String> {
+    let Some(now) = reference_call_ns else {
+        return Err("the reference fix's whole call has no time in this run".into());
+    };
+    let a: Anchor = std::fs::read_to_string(anchor_path(dir))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .ok_or("the kept measurements have no call of the reference fix to compare with")?;
+    if clock == Clock::Call {
+        return Ok(format!(
+            "the original's and the reference fix's profiles and timelines kept from {} (counts and kernel times at base clocks; every whole call judged here was timed now)",
+            a.taken
+        ));
+    }
+    let ratio = now / a.reference_call_ns;
+    let line = format!(
+        "the original's and the reference fix's profiles kept from {} (the reference fix's whole call now {:.1} us, then {:.1} us: {ratio:.3}x)",
+        a.taken,
+        now / 1e3,
+        a.reference_call_ns / 1e3
+    );
+    if (1.0 / BAND..=BAND).contains(&ratio) {
+        Ok(line)
+    } else {
+        Err(format!(
+            "{line}, outside the {:.0}% band: measured again",
+            (BAND - 1.0) * 100.0
+        ))
+    }
+}
+
+/// After `timing` ran: where some of its runs were served from an earlier plan, whether the GPU
+/// still times `reference_call` (the reference fix's fresh whole call) the same; if not, every
+/// kept stage of `timing` is taken again now. Where none was served, this call is what later plans
+/// are held to. The line for the report where any was kept.
+pub fn stand_or_measure_again(
+    ctx: &Context,
+    wb: &Workbook,
+    subs: &[Submission],
+    timing: &[Stage],
+    reference_call: &Stage,
+    results: &mut Results,
+    started: std::time::Instant,
+) -> Option<String> {
+    let dir = dir(ctx, &subs[reference_call.subject]);
+    let served = timing
+        .iter()
+        .any(|s| results.get_run(s).is_some_and(Output::was_kept));
+    let call_ns = crate::judge::speed::evidence(None, results.get_run(reference_call))
+        .call
+        .and_then(crate::judge::speed::CallTimes::judged_ns);
+    if !served {
+        if let Some(ns) = call_ns {
+            anchor(&dir, ns);
+        }
+        return None;
+    }
+    let clock = subs[reference_call.subject]
+        .exercise()
+        .map_or(Clock::Kernel, |e| e.manifest.manifest.clock());
+    match same_gpu(&dir, call_ns, clock) {
+        Ok(line) => Some(line),
+        Err(why) => {
+            forget(&dir);
+            let again: Vec<Stage> = timing
+                .iter()
+                .filter(|s| subs[s.subject].keeps.contains(&s.kind))
+                .cloned()
+                .collect();
+            for s in &again {
+                results.outputs.remove(s);
+            }
+            scheduler::execute(ctx, wb, subs, &again, results, started);
+            if let Some(ns) = call_ns {
+                anchor(&dir, ns);
+            }
+            Some(why)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kept_measurements_stand_while_the_reference_call_times_the_same_and_go_when_not() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("kept");
+        assert!(
+            same_gpu(&dir, Some(1e6), Clock::Kernel).is_err(),
+            "nothing to compare with: measured again"
+        );
+        anchor(&dir, 1_000_000.0);
+        let line = same_gpu(&dir, Some(1_050_000.0), Clock::Kernel).unwrap();
+        assert!(line.contains("1050.0 us, then 1000.0 us: 1.050x"), "{line}");
+        assert!(same_gpu(&dir, Some(0.85e6), Clock::Kernel).is_ok());
+        for strayed in [1.3e6, 0.78e6] {
+            let why = same_gpu(&dir, Some(strayed), Clock::Kernel).unwrap_err();
+            assert!(
+                why.contains("outside the 25% band: measured again"),
+                "{why}"
+            );
+        }
+        assert!(
+            same_gpu(&dir, None, Clock::Kernel).is_err(),
+            "no fresh call: measured again"
+        );
+        forget(&dir);
+        assert!(!dir.exists());
+        assert!(same_gpu(&dir, Some(1e6), Clock::Kernel).is_err());
+    }
+
+    #[test]
+    fn only_the_original_and_the_reference_fix_keep_and_no_judged_whole_call_is_kept() {
+        for clock in [Clock::Kernel, Clock::Call] {
+            assert!(
+                kinds(Role::Learner, clock).is_empty() && kinds(Role::Solution, clock).is_empty()
+            );
+            assert!(!kinds(Role::Reference, clock).contains(&StageKind::Call));
+            assert!(kinds(Role::Reference, clock).contains(&StageKind::Timing));
+        }
+        assert!(kinds(Role::Original, Clock::Kernel).contains(&StageKind::Call));
+        assert!(
+            !kinds(Role::Original, Clock::Call).contains(&StageKind::Call),
+            "the speedup over the original compares calls of one moment"
+        );
+    }
+}
