@@ -13,7 +13,8 @@
 #   alone   the honest students graded alone (their points must not depend on the class)
 #   check   `check` of the adversarial files of CHECK_EX (default "03-race,57-reduction"), and of
 #           CHECK_62_63 (comma-separated student/exercise pairs), for the check-against-grade table
-#   bench   grade's throughput on a class of bug exercises
+#   bench   grade's throughput on a class of bug exercises (BENCH_ISOLATION=none: without the sandbox)
+#   ncucost 03's fix checked with and without the sandbox: where a timed run's time goes
 #   perfcheck  the learner's loop on each of PERF_EX (default: every performance exercise): `check`
 #           of the untouched file from a cold work folder, then of the reference fix (a changed
 #           file: rebuilt, the original's and reference's measurements kept), then of it again;
@@ -175,11 +176,24 @@ if has bench; then
   n=${BENCH_STUDENTS:-5}
   python3 scripts/grade-bench-class.py bench-class "$n" 01-index 02-bounds 03-race 05-memset 06-misaligned 10-shared-bounds
   s=$(now)
-  $B grade bench-class --exercises 01-index,02-bounds,03-race,05-memset,06-misaligned,10-shared-bounds --secret-seed 7 --out grades-bench --format json > "$L/bench-bug.jsonl" 2> "$L/bench-bug.err"
+  # BENCH_ISOLATION=none: the same class without the sandbox (what the boundary costs).
+  $B ${BENCH_ISOLATION:+--isolation "$BENCH_ISOLATION"} grade bench-class --exercises 01-index,02-bounds,03-race,05-memset,06-misaligned,10-shared-bounds --secret-seed 7 --out grades-bench --format json > "$L/bench-bug.jsonl" 2> "$L/bench-bug.err"
   code=$?; t=$(secs "$s" "$(now)")
   table+=("throughput bug: $((n * 6)) pairs in $t s = $(python3 -c "print(round($n * 6 * 60 / $t, 1))") per minute (exit $code)")
   cp grades-bench/grades.csv "$L/bench-bug-grades.csv"
 fi
+if has ncucost; then
+  # Where a timed run's time goes: 03's fix checked in the sandbox and without it, twice each
+  # (the second with the builds and the profiles kept); each report's time_spent says which stage.
+  for iso in auto none; do
+    for k in 1 2; do
+      with solutions/03-race/reduce.cu exercises/03-race/reduce.cu $B --isolation $iso --format json check 03-race > "$L/ncucost-$iso-$k.json" 2> "$L/ncucost-$iso-$k.err"
+    done
+  done
+  python3 scripts/check-time-spent.py "$L"/ncucost-*.json > "$L/ncucost.txt" 2>&1
+  table+=("$(cat "$L/ncucost.txt")")
+fi
+
 PERF_ALL=51-coalesce,52-bank-conflicts,53-divergence,54-matmul,55-histogram,56-occupancy,57-reduction,58-registers,59-aos-soa,60-scan,61-convolution,62-launches,63-transfers
 if has perfcheck; then
   exs=${PERF_EX:-$PERF_ALL}
