@@ -103,7 +103,8 @@ pub fn launcher<'a>(
 
 /// A `Kept` launcher in `dir` for `name`'s run of `binary` for `ex` (one kept run per name: an
 /// older key's is removed), keyed by the binary's content, `parts`, the GPU, its driver and the
-/// profiler. None where runs are replayed from a recording, or the binary cannot be read.
+/// profiler. None where runs are replayed from a recording or recorded (a recording must hold every
+/// run), or the binary cannot be read.
 pub fn shelf<'a>(
     ctx: &'a Context,
     dir: PathBuf,
@@ -113,7 +114,7 @@ pub fn shelf<'a>(
     parts: &[&str],
     leave: Vec<PathBuf>,
 ) -> Option<Kept<'a>> {
-    if ctx.launcher.replays() {
+    if ctx.launcher.replays() || ctx.launcher.records() {
         return None;
     }
     let content = blake3::hash(&std::fs::read(binary).ok()?).to_hex();

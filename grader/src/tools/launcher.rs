@@ -29,6 +29,10 @@ pub trait Launcher: Send + Sync {
     fn replays(&self) -> bool {
         false
     }
+    /// Whether it keeps a recording of every job: then every job must really run through it.
+    fn records(&self) -> bool {
+        false
+    }
 }
 
 /// Runs every job as it is: a process group of its own, the timeout, leak detection on the pipes.
@@ -110,6 +114,9 @@ impl Launcher for Box<dyn Launcher> {
     fn replays(&self) -> bool {
         self.as_ref().replays()
     }
+    fn records(&self) -> bool {
+        self.as_ref().records()
+    }
 }
 
 impl Launcher for Sandboxed {
@@ -186,6 +193,9 @@ impl<L: Launcher> Launcher for Recorder<L> {
     }
     fn isolation(&self) -> Level {
         self.inner.isolation()
+    }
+    fn records(&self) -> bool {
+        true
     }
 }
 
@@ -328,6 +338,9 @@ impl Launcher for Kept<'_> {
     fn replays(&self) -> bool {
         self.inner.replays()
     }
+    fn records(&self) -> bool {
+        self.inner.records()
+    }
 }
 
 /// Serves a recording: a keyed job gets the recorded output, exit and files, written where this
@@ -415,6 +428,10 @@ mod tests {
             inner: Local,
             dir: rec_dir.path().to_path_buf(),
         };
+        assert!(
+            recorder.records() && !Local.records(),
+            "a recording is made of every job: nothing is served from what was kept"
+        );
         let real = recorder.launch(&job).unwrap();
         assert_eq!(real.exit, Exit::Code(3));
 
