@@ -588,10 +588,9 @@ fn run(cli: Cli) -> Result<i32> {
             };
             let gpu_stages = ctx.no_gpu_reason().is_none() || settings.replay_tools.is_some();
             let cases = match (&exercise, gpu_stages) {
-                (Some((ex, _, _)), true) => grader::exercise::cases::prepare(
-                    ex,
-                    &wb.work_dir().join("cases").join(ex.id()),
-                )?,
+                (Some((ex, _, _)), true) => {
+                    grader::exercise::cases::prepare(ex, &grader::exercise::cases::dir(&wb, ex))?
+                }
                 _ => Default::default(),
             };
             let sub = match exercise {

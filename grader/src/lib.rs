@@ -17,6 +17,8 @@ pub mod exercise;
 pub mod class;
 
 #[cfg(feature = "engine")]
+pub mod hash;
+#[cfg(feature = "engine")]
 pub mod judge;
 #[cfg(feature = "engine")]
 pub mod learner;

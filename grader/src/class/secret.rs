@@ -16,13 +16,10 @@ use toml::Spanned;
 use crate::exercise::cases::{self, Cases};
 use crate::exercise::manifest::{self, Case};
 use crate::exercise::workbook::Exercise;
+use crate::hash::{feed, first_u64};
 
 /// The context string of `blake3::derive_key`: a seed names a different key in any other use.
 const KEY_CONTEXT: &str = "cudabugs 2026 instructor secret";
-/// Between the parts of a hashed message; no UTF-8 string holds this byte, so the join is
-/// unambiguous.
-const SEPARATOR: u8 = 0xff;
-
 /// An extra hidden case for one exercise, from the secret file.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -75,32 +72,6 @@ pub enum SecretError {
     },
     #[error("{0}: the secret file lies inside {1}, where students' code or repositories can read it; keep it outside")]
     Exposed(PathBuf, PathBuf),
-}
-
-/// Feed `parts` to a hasher, separated by `SEPARATOR`.
-fn feed(hasher: &mut blake3::Hasher, parts: &[&str]) {
-    for (i, part) in parts.iter().enumerate() {
-        if i > 0 {
-            hasher.update(&[SEPARATOR]);
-        }
-        hasher.update(part.as_bytes());
-    }
-}
-
-fn first_u64(hash: &blake3::Hash) -> u64 {
-    u64::from_le_bytes(
-        hash.as_bytes()[..8]
-            .try_into()
-            .expect("a BLAKE3 hash has 32 bytes"),
-    )
-}
-
-/// A stable 64-bit hash of several strings (the journal's fingerprints of submissions): unkeyed
-/// BLAKE3 of the parts separated by 0xff, its first 8 bytes little-endian. Not secret.
-pub fn stable_hash(parts: &[&str]) -> u64 {
-    let mut hasher = blake3::Hasher::new();
-    feed(&mut hasher, parts);
-    first_u64(&hasher.finalize())
 }
 
 impl Secret {
@@ -450,14 +421,6 @@ mod tests {
             !shown.contains("key") && !shown.contains(&format!("{key:?}")[1..20]),
             "{shown}"
         );
-        // The journal's hash: unkeyed BLAKE3 of the parts separated by 0xff.
-        let want = blake3::hash(b"a\xffbc");
-        assert_eq!(
-            stable_hash(&["a", "bc"]),
-            u64::from_le_bytes(want.as_bytes()[..8].try_into().unwrap())
-        );
-        assert_eq!(stable_hash(&["a", "bc"]), stable_hash(&["a", "bc"]));
-        assert_ne!(stable_hash(&["a", "bc"]), stable_hash(&["ab", "c"]));
         // A file with the same seed and extra cases: the same seeds for the public sizes, another
         // fingerprint, and the extra case after them.
         let (_dir, _, file) = load("seed = 7\n\n[[case]]\nexercise = \"57-reduction\"\nname = \"big\"\nparams = { n = 3000000 }\n");

@@ -10,6 +10,12 @@ use crate::exercise::manifest::Case;
 use crate::exercise::reference::{self, Buffer};
 use crate::exercise::workbook::Exercise;
 
+/// Where an exercise's case files are written: one folder per exercise in the workbook's work
+/// folder, readable by every submission (they hold inputs only).
+pub fn dir(wb: &crate::exercise::workbook::Workbook, ex: &Exercise) -> PathBuf {
+    wb.work_dir().join("cases").join(ex.id())
+}
+
 #[derive(Debug, Clone)]
 pub struct PreparedCase {
     pub name: String,
@@ -82,7 +88,7 @@ fn bench(ex: &Exercise, dir: &Path, seed: u64) -> std::io::Result<PathBuf> {
     let made_of = format!("{:?}{:?}{:?}{seed}", m.inputs, m.outputs, m.bench.params);
     let bench_input = dir.join(format!(
         "bench-{:016x}.in",
-        crate::class::secret::stable_hash(&[&made_of])
+        crate::hash::stable(&[&made_of])
     ));
     if !bench_input.is_file() {
         let inputs = data::generate(&m.inputs, &m.bench.params, seed);

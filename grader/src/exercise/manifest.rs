@@ -695,6 +695,23 @@ pub struct LoadedManifest {
 }
 
 impl LoadedManifest {
+    /// The points each stage of `grade` is worth for this exercise. Where no tool sees the bug (the
+    /// cases are the detector) the named tool's points go to the hidden cases; on the performance
+    /// track, where nothing is named, to speed.
+    pub fn grade_points(&self) -> Vec<(crate::exercise::rubric::GradeStage, f64)> {
+        use crate::exercise::rubric::GradeStage;
+        let moved_to = match self.track() {
+            Track::Perf => Some(GradeStage::Speed),
+            // No tool named (wrong outputs, a hang no tool reports, a crash): the cases decide.
+            Track::Bug if self.expected_finding().is_none() => Some(GradeStage::Hidden),
+            Track::Bug => None,
+        };
+        self.manifest
+            .rubric
+            .unwrap_or_default()
+            .for_exercise(moved_to)
+    }
+
     /// Line (1-based) of a byte offset in the manifest text.
     pub fn line_of(&self, offset: usize) -> usize {
         line_of(&self.text, offset)
@@ -993,7 +1010,13 @@ fn validate_fields(m: &LoadedManifest) -> Result<(), ManifestError> {
         }
     }
     validate_track(m)?;
-    crate::exercise::rubric::validate(m)?;
+    if let Some(r) = &m.manifest.rubric {
+        crate::exercise::rubric::validate(r).map_err(|message| ManifestError {
+            path: m.path.clone(),
+            line: find_line(&m.text, "[rubric]"),
+            message,
+        })?;
+    }
     if let Some(level) = &man.level {
         if !(1..=3).contains(level.get_ref()) {
             return Err(m.error_at(

@@ -3,8 +3,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::exercise::manifest::{LoadedManifest, ManifestError, Track};
-
 /// The stages `grade` gives points for, in the order of the gradebook.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -96,16 +94,9 @@ impl Rubric {
         }
     }
 
-    /// The points each stage is worth for this exercise. Where no tool sees the bug (the cases are
-    /// the detector) the named tool's points go to the hidden cases; on the performance track,
-    /// where nothing is named, to speed. The total never changes.
-    pub fn for_exercise(&self, m: &LoadedManifest) -> Vec<(GradeStage, f64)> {
-        let moved_to = match (m.track(), m.detector()) {
-            (Track::Perf, _) => Some(GradeStage::Speed),
-            // No tool named (wrong outputs, a hang no tool reports, a crash): the cases decide.
-            (Track::Bug, _) if m.expected_finding().is_none() => Some(GradeStage::Hidden),
-            _ => None,
-        };
+    /// The points each stage is worth for an exercise whose named tool's points go to `moved_to`
+    /// (`LoadedManifest::grade_points` decides where); the total never changes.
+    pub fn for_exercise(&self, moved_to: Option<GradeStage>) -> Vec<(GradeStage, f64)> {
         GradeStage::ALL
             .iter()
             .filter(|s| !(moved_to.is_some() && **s == GradeStage::NamedTool))
@@ -128,29 +119,20 @@ impl Rubric {
     }
 }
 
-/// Every value a finite number >= 0, and more than 0 in all.
-pub fn validate(m: &LoadedManifest) -> Result<(), ManifestError> {
-    let Some(r) = &m.manifest.rubric else {
-        return Ok(());
-    };
-    let line = crate::exercise::manifest::find_line(&m.text, "[rubric]");
-    let err = |message: String| ManifestError {
-        path: m.path.clone(),
-        line,
-        message,
-    };
+/// Every value a finite number >= 0, and more than 0 in all: Err says what is wrong.
+pub fn validate(r: &Rubric) -> Result<(), String> {
     if let Some(s) = GradeStage::ALL
         .iter()
         .find(|s| !(r.get(**s).is_finite() && r.get(**s) >= 0.0))
     {
-        return Err(err(format!(
+        return Err(format!(
             "[rubric] {}: points must be a number >= 0, got {}",
             s.key().replace('-', "_"),
             r.get(*s)
-        )));
+        ));
     }
     if r.total() <= 0.0 {
-        return Err(err("[rubric] gives no points at all".into()));
+        return Err("[rubric] gives no points at all".into());
     }
     Ok(())
 }
@@ -170,7 +152,7 @@ mod tests {
         let r = Rubric::default();
         assert_eq!(r.total(), 100.0);
         let points =
-            |id: &str, text: &str| r.for_exercise(&parse(id, Path::new("x.toml"), text).unwrap());
+            |id: &str, text: &str| parse(id, Path::new("x.toml"), text).unwrap().grade_points();
         let race = points("03-race", RACE);
         assert_eq!(race.len(), 6);
         let early = points("13-early-return", EARLY_RETURN);

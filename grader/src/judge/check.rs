@@ -545,10 +545,10 @@ fn timed_cases(wb: &Workbook, ex: &Exercise) -> std::io::Result<Cases> {
             s
         }
     };
-    let bench_seed = crate::class::secret::stable_hash(&[&seed.to_string(), ex.id()]);
+    let bench_seed = crate::hash::stable(&[&seed.to_string(), ex.id()]);
     cases::prepare_with(
         ex,
-        &wb.work_dir().join("cases").join(ex.id()),
+        &cases::dir(wb, ex),
         bench_seed,
         cases::unpredictable_seed(),
     )

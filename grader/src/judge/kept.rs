@@ -136,7 +136,7 @@ pub fn shelf<'a>(
         format!("{:?}", ctx.config.gpu),
         format!("{:?}", tool(ctx.tools.ncu.as_deref())),
     ];
-    let key = crate::class::secret::stable_hash(
+    let key = crate::hash::stable(
         &fixed
             .iter()
             .map(String::as_str)

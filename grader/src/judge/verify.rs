@@ -342,9 +342,7 @@ pub fn verify(
             let cases = match (&texts, gpu_stages) {
                 _ if not_applicable.is_some() => None,
                 (None, _) => None,
-                (Some(_), true) => {
-                    cases::prepare(ex, &wb.work_dir().join("cases").join(ex.id())).ok()
-                }
+                (Some(_), true) => cases::prepare(ex, &cases::dir(wb, ex)).ok(),
                 (Some(_), false) => Some(Cases::default()),
             };
             let w = Work {

@@ -3,8 +3,21 @@
 
 use std::collections::BTreeMap;
 
+use serde::{Deserialize, Serialize};
+
 pub use crate::exercise::metric::*;
-use crate::tools::ncu::LaunchMetrics;
+
+/// The kernel time, in every ncu run.
+pub const TIME: &str = "gpu__time_duration.sum";
+
+/// One launch's metrics, by name, as `ncu::parse_metrics` reads them from ncu's CSV.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LaunchMetrics {
+    pub kernel: String,
+    pub grid: String,
+    pub block: String,
+    pub metrics: BTreeMap<String, f64>,
+}
 
 /// One version's counters from ncu's launches: the launches of `kernels` split into `repeat` equal
 /// runs of the bench; the time is the median run's, the raw counters the per-run aggregate (sums
@@ -19,7 +32,7 @@ pub fn aggregate(launches: &[LaunchMetrics], kernels: &[String], repeat: u32) ->
     if mine.is_empty() || !mine.len().is_multiple_of(repeat) {
         return None;
     }
-    let time = |l: &LaunchMetrics| l.metrics.get(crate::tools::ncu::METRIC).copied();
+    let time = |l: &LaunchMetrics| l.metrics.get(TIME).copied();
     let mut per_run: Vec<f64> = mine
         .chunks(mine.len() / repeat)
         .map(|run| run.iter().map(|l| time(l).unwrap_or(0.0)).sum())
@@ -38,7 +51,7 @@ pub fn aggregate(launches: &[LaunchMetrics], kernels: &[String], repeat: u32) ->
     let names: std::collections::BTreeSet<&String> = mine
         .iter()
         .flat_map(|l| l.metrics.keys())
-        .filter(|n| n.as_str() != crate::tools::ncu::METRIC)
+        .filter(|n| n.as_str() != TIME)
         .collect();
     for name in names {
         let value = if name.ends_with(".sum") {
@@ -71,7 +84,7 @@ mod tests {
 
     #[test]
     fn counters_add_sums_weight_ratios_and_take_the_median_run() {
-        let t = crate::tools::ncu::METRIC;
+        let t = TIME;
         let launches = [
             launch(
                 "k",

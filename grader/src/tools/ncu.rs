@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 use crate::tools::launcher::Launcher;
 use crate::tools::runner::{self, Finished, Job};
 
-pub const METRIC: &str = "gpu__time_duration.sum";
+/// The kernel time every ncu run collects (`counters::TIME`).
+pub const METRIC: &str = crate::tools::counters::TIME;
 
 /// One profiled kernel launch.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -328,14 +329,7 @@ pub fn profile_job(
         .args(args.iter().cloned())
 }
 
-/// One launch's metrics, by name.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LaunchMetrics {
-    pub kernel: String,
-    pub grid: String,
-    pub block: String,
-    pub metrics: BTreeMap<String, f64>,
-}
+pub use crate::tools::counters::LaunchMetrics;
 
 /// Every launch in ncu's CSV with all its metrics (one row per metric, grouped by the launch ID).
 pub fn parse_metrics(text: &str) -> Result<Vec<LaunchMetrics>, ParseError> {

@@ -108,8 +108,9 @@ impl PairResult {
         let rubric = rubric_of(ex);
         // A pair this GPU cannot grade is worth nothing either way here: 0 of 0, no stages.
         let unsupported = matches!(state, PairState::Unsupported { .. });
-        let stages: Vec<StageScore> = rubric
-            .for_exercise(&ex.manifest)
+        let stages: Vec<StageScore> = ex
+            .manifest
+            .grade_points()
             .into_iter()
             .filter(|_| !unsupported)
             .map(|(stage, max)| StageScore {
@@ -182,7 +183,7 @@ pub fn rubric_of(ex: &Exercise) -> Rubric {
 /// Names what was graded: the text, the exercise (manifest, original, solution), this grader and
 /// the secret. A pair is graded again when any of them changes.
 pub fn fingerprint(ex: &Exercise, text: &str, secret: &Secret) -> String {
-    let h = crate::class::secret::stable_hash(&[
+    let h = crate::hash::stable(&[
         text,
         &ex.manifest.text,
         ex.original,

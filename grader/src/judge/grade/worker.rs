@@ -235,7 +235,7 @@ impl<'a> Worker<'a> {
         if let Some(c) = all.get(ex.id()) {
             return Ok(c.clone());
         }
-        let dir = wb.work_dir().join("cases").join(ex.id());
+        let dir = cases::dir(wb, ex);
         // The timed runs' inputs come from the secret: a program cannot know the bench's answer, nor
         // how the inputs change between its calls.
         let public = cases::prepare_with(
