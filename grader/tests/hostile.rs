@@ -708,7 +708,7 @@ PY"#;
         .expect_err("a claim the file cannot hold is refused");
     assert!(
         why.to_string()
-            .contains("claims 1125899906842624 elements, more than the file's"),
+            .contains("claims 1125899906842624 elements, more than the 16 bytes left in the file"),
         "{why}"
     );
 }

@@ -169,9 +169,8 @@ pub fn write_raw_outputs(path: &Path, outputs: &[(&str, DType, Vec<u8>)]) -> io:
 
 /// The input buffers of a case file (`write_case`'s).
 pub fn read_inputs(path: &Path) -> io::Result<Vec<Buffer>> {
-    let file = std::fs::File::open(path)?;
-    let room = file.metadata()?.len();
-    let mut r = io::BufReader::new(file);
+    let bytes = std::fs::read(path)?;
+    let mut r = bytes.as_slice();
     if &take::<4>(&mut r)? != b"CBIN" || u32::from_le_bytes(take(&mut r)?) != 1 {
         return Err(bad("not a cudabugs input file"));
     }
@@ -182,32 +181,33 @@ pub fn read_inputs(path: &Path) -> io::Result<Vec<Buffer>> {
         take::<8>(&mut r)?;
     }
     (0..u32::from_le_bytes(take(&mut r)?))
-        .map(|_| read_buffer(&mut r, room))
+        .map(|_| read_buffer(&mut r))
         .collect()
 }
 
-/// One named buffer: name, dtype code, element count, data. `room` is what the file holds, which
-/// no claimed length may pass: an output file is the program's to write, and a claim of 2^50
-/// elements would otherwise be allocated (and abort the grader).
-fn read_buffer(r: &mut impl Read, room: u64) -> io::Result<Buffer> {
+/// One named buffer (name, dtype code, element count, data) from the front of `r`. No claimed
+/// length may pass what is left of the file: an output file is the program's to write, and a claim
+/// of 2^50 elements was allocated as it stood (and aborted the grader).
+fn read_buffer(r: &mut &[u8]) -> io::Result<Buffer> {
     let name_len = u16::from_le_bytes(take(r)?) as usize;
     let mut name = vec![0u8; name_len];
     r.read_exact(&mut name)?;
     let dtype = DType::from_code(take::<1>(r)?[0]).ok_or_else(|| bad("unknown dtype"))?;
     let len = u64::from_le_bytes(take(r)?);
+    let left = r.len();
     let size = len
         .checked_mul(dtype.size() as u64)
-        .filter(|&n| n <= room)
+        .filter(|&n| n <= left as u64)
         .ok_or_else(|| {
             bad(&format!(
-                "a buffer claims {len} elements, more than the file's {room} bytes hold"
+                "a buffer claims {len} elements, more than the {left} bytes left in the file"
             ))
-        })?;
-    let mut bytes = vec![0u8; size as usize];
-    r.read_exact(&mut bytes)?;
+        })? as usize;
+    let (data, rest) = r.split_at(size);
+    *r = rest;
     Ok(Buffer {
         name: String::from_utf8_lossy(&name).into_owned(),
-        data: from_bytes(dtype, &bytes),
+        data: from_bytes(dtype, data),
     })
 }
 
@@ -223,14 +223,15 @@ fn bad(msg: &str) -> io::Error {
 
 /// Read the outputs the harness wrote (in a run's folder: never through a link).
 pub fn read_outputs(path: &Path) -> io::Result<Vec<Buffer>> {
-    let file = crate::tools::untrusted::open(path)?;
-    let room = file.metadata()?.len();
-    let mut r = io::BufReader::new(file);
+    // Read whole, then each buffer converted straight from the file's bytes (a 256 MiB output: 0.3 s
+    // here, as through a reader).
+    let bytes = crate::tools::untrusted::read(path)?;
+    let mut r = bytes.as_slice();
     if &take::<4>(&mut r)? != b"CBOT" || u32::from_le_bytes(take(&mut r)?) != 1 {
         return Err(bad("not a cudabugs output file"));
     }
     let count = u32::from_le_bytes(take(&mut r)?);
-    (0..count).map(|_| read_buffer(&mut r, room)).collect()
+    (0..count).map(|_| read_buffer(&mut r)).collect()
 }
 
 #[cfg(test)]
