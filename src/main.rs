@@ -3,6 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use grader::exit::ExitStatus;
+
 use anstream::{eprintln, print, println};
 use anyhow::{Context as _, Result};
 use clap::{Parser, Subcommand, ValueEnum};
@@ -259,28 +261,28 @@ fn main() -> ExitCode {
     let _ = ctrlc::set_handler(|| {
         grader::tools::runner::kill_all_running();
         eprintln!("\ninterrupted (Ctrl-C): every tool and program it started was stopped; nothing was graded");
-        std::process::exit(130);
+        std::process::exit(ExitStatus::Interrupted.code().into());
     });
     let format = cli.format;
     match run(cli) {
-        Ok(code) => ExitCode::from(code as u8),
+        Ok(status) => status.into(),
         Err(e) => {
-            let code = match (
+            let status = match (
                 e.downcast_ref::<ToolError>(),
                 e.downcast_ref::<workbook::WorkbookError>(),
             ) {
-                (Some(_), _) => 3,
-                (_, Some(w)) => w.exit_code(),
-                _ => 2,
+                (Some(_), _) => ExitStatus::ToolError,
+                (_, Some(w)) => w.exit(),
+                _ => ExitStatus::Usage,
             };
             eprintln!("error: {e:#}");
             if format == Format::Json {
                 println!(
                     "{}",
-                    serde_json::json!({ "error": format!("{e:#}"), "exit_code": code })
+                    serde_json::json!({ "error": format!("{e:#}"), "exit_code": status.code() })
                 );
             }
-            ExitCode::from(code as u8)
+            status.into()
         }
     }
 }
@@ -445,7 +447,7 @@ fn show_check(
     Ok(())
 }
 
-fn run(cli: Cli) -> Result<i32> {
+fn run(cli: Cli) -> Result<ExitStatus> {
     let format = cli.format;
     if format == Format::Sarif && !matches!(cli.command, Command::Sanitize { .. }) {
         anyhow::bail!("--format sarif is for `sanitize`; use text or json here");
@@ -472,17 +474,17 @@ fn run(cli: Cli) -> Result<i32> {
                         if format == Format::Text {
                             println!("Every exercise is done: `cargo xtask list` shows them, `cargo xtask check <id>` checks one again.");
                         }
-                        return Ok(0);
+                        return Ok(ExitStatus::Pass);
                     }
                 },
             };
             let ctx = context(&wb, &settings, format)?;
             let report = check_and_record(&ctx, &wb, ex, format);
             show_check(&report, &wb, ex, format, false)?;
-            if format == Format::Text && report.outcome.exit_code() == 0 {
+            if format == Format::Text && report.outcome.exit() == ExitStatus::Pass {
                 say_next(&wb);
             }
-            Ok(report.outcome.exit_code())
+            Ok(report.outcome.exit())
         }
         Command::List => {
             let wb = open_workbook()?;
@@ -492,7 +494,7 @@ fn run(cli: Cli) -> Result<i32> {
                 Format::Json | Format::Sarif => print_json(&entries)?,
                 Format::Text => print!("{}", grader::report::list_text(&entries)),
             }
-            Ok(0)
+            Ok(ExitStatus::Pass)
         }
         Command::Hint { id } => {
             let wb = open_workbook_about(Some(&id))?;
@@ -504,7 +506,7 @@ fn run(cli: Cli) -> Result<i32> {
                 Format::Json | Format::Sarif => print_json(&hints)?,
                 Format::Text => print!("{}", grader::report::hints_text(&hints)),
             }
-            Ok(0)
+            Ok(ExitStatus::Pass)
         }
         Command::Reset { id } => {
             let wb = open_workbook_about(Some(&id))?;
@@ -532,7 +534,7 @@ fn run(cli: Cli) -> Result<i32> {
                     }
                 }
             }
-            Ok(0)
+            Ok(ExitStatus::Pass)
         }
         Command::Watch { id, poll } => {
             let wb = open_workbook_about(id.as_deref())?;
@@ -544,7 +546,7 @@ fn run(cli: Cli) -> Result<i32> {
                         if format == Format::Text {
                             println!("Every exercise is done: `cargo xtask list` shows them, `cargo xtask watch <id>` watches one again.");
                         }
-                        return Ok(0);
+                        return Ok(ExitStatus::Pass);
                     }
                 },
             };
@@ -586,7 +588,7 @@ fn run(cli: Cli) -> Result<i32> {
                 }),
                 _ => None,
             };
-            let gpu_stages = ctx.no_gpu_reason().is_none() || settings.replay_tools.is_some();
+            let gpu_stages = ctx.gpu_stages();
             let cases = match (&exercise, gpu_stages) {
                 (Some((ex, _, _)), true) => {
                     grader::exercise::cases::prepare(ex, &grader::exercise::cases::dir(&wb, ex))?
@@ -620,7 +622,7 @@ fn run(cli: Cli) -> Result<i32> {
                 Format::Sarif => print_json(&grader::report::sarif::sarif(&report, &cwd))?,
                 Format::Text => print!("{}", grader::report::sanitize_text(&report, &cwd)),
             }
-            Ok(report.outcome.exit_code())
+            Ok(report.outcome.exit())
         }
         Command::Grade {
             action: Some(GradeAction::Merge { out }),
@@ -665,40 +667,40 @@ fn run(cli: Cli) -> Result<i32> {
                 } else {
                     print_json(&result)?;
                 }
-                return Ok(1);
+                return Ok(ExitStatus::Fail);
             }
             match format {
                 Format::Json | Format::Sarif => print_json(&result)?,
                 Format::Text => print!("{}", grader::report::verify_text(&result)),
             }
-            Ok(result.outcome.exit_code())
+            Ok(result.outcome.exit())
         }
         Command::Peak { again } => {
             let wb = open_workbook()?;
             let ctx = context(&wb, &settings, format)?;
             if let Some(reason) = ctx.no_gpu_reason() {
                 eprintln!("SKIPPED: the peak is measured on a GPU ({reason})");
-                return Ok(grader::judge::verdict::Outcome::Skipped { reason }.exit_code());
+                return Ok(grader::judge::verdict::Outcome::Skipped { reason }.exit());
             }
             let peak = grader::judge::perf::peak(&ctx, &wb, again)?;
             match format {
                 Format::Json | Format::Sarif => print_json(&peak)?,
                 Format::Text => print!("{}", grader::report::peak_text(&peak)),
             }
-            Ok(0)
+            Ok(ExitStatus::Pass)
         }
         Command::Book { serve, addr, out } => {
             let wb = open_workbook()?;
             if serve {
                 book(&wb, None, Some(&addr))?;
-                return Ok(0);
+                return Ok(ExitStatus::Pass);
             }
             let dir = book(&wb, out.as_deref(), None)?.context("the book tool said nothing")?;
             match format {
                 Format::Json | Format::Sarif => print_json(&serde_json::json!({ "book": dir }))?,
                 Format::Text => println!("book built: {}", dir.join("index.html").display()),
             }
-            Ok(0)
+            Ok(ExitStatus::Pass)
         }
         Command::Toolkit {
             action: ToolkitAction::Install,
@@ -721,7 +723,7 @@ fn run(cli: Cli) -> Result<i32> {
                 Format::Json | Format::Sarif => print_json(&serde_json::json!({ "nvcc": nvcc }))?,
                 Format::Text => println!("nvcc ready: {}", wb.display_path(&nvcc)),
             }
-            Ok(0)
+            Ok(ExitStatus::Pass)
         }
         Command::Toolkit {
             action: ToolkitAction::Show,
@@ -771,7 +773,7 @@ fn run(cli: Cli) -> Result<i32> {
                     }
                 }
             }
-            Ok(0)
+            Ok(ExitStatus::Pass)
         }
         Command::Bundle { out } => {
             let wb = open_workbook()?;
@@ -788,7 +790,7 @@ fn run(cli: Cli) -> Result<i32> {
                     out.display()
                 ),
             }
-            Ok(0)
+            Ok(ExitStatus::Pass)
         }
     }
 }
@@ -801,7 +803,7 @@ fn watch<'a>(
     current: &mut &'a Exercise,
     poll: bool,
     format: Format,
-) -> Result<i32> {
+) -> Result<ExitStatus> {
     loop {
         let ex = *current;
         let file = wb.learner_path(ex);
@@ -832,7 +834,7 @@ fn watch<'a>(
             if format == Format::Text {
                 println!("\nEvery exercise is done. Well found, well fixed.");
             }
-            return Ok(0);
+            return Ok(ExitStatus::Pass);
         };
         *current = next;
         if format == Format::Text {
@@ -930,7 +932,7 @@ fn bundle(wb: &Workbook, out: &Path) -> Result<()> {
 }
 
 /// `grade`: the class, one worker per GPU, then the gradebook.
-fn grade(args: GradeArgs, settings: &Settings, format: Format) -> Result<i32> {
+fn grade(args: GradeArgs, settings: &Settings, format: Format) -> Result<ExitStatus> {
     use grader::class::secret::Secret;
     use grader::judge::grade::{self, ClassJob, Event};
     let Some(submissions) = args.submissions else {
@@ -1041,7 +1043,7 @@ fn grade(args: GradeArgs, settings: &Settings, format: Format) -> Result<i32> {
     }
     if grader::tools::runner::interrupted() {
         eprintln!("interrupted: the journal keeps every pair graded so far; run the same command again to go on");
-        return Ok(130);
+        return Ok(ExitStatus::Interrupted);
     }
     // A shard writes only its journal; `grade merge` makes the gradebook of them all.
     if job.shard.is_some() {
@@ -1061,30 +1063,21 @@ fn grade(args: GradeArgs, settings: &Settings, format: Format) -> Result<i32> {
 /// The exit code of a batch: 3 where the grader's own tools failed on a pair, 5 where an exercise
 /// needs a newer GPU than this one (not gradable here), 6 where the GPU stages were skipped, else 0
 /// (students' failures are grades, not errors).
-fn grade_exit(results: &[grader::judge::grade::PairResult]) -> i32 {
+fn grade_exit(results: &[grader::judge::grade::PairResult]) -> ExitStatus {
     use grader::judge::grade::PairState;
-    if results
+    results
         .iter()
-        .any(|r| matches!(r.state, PairState::ToolError { .. }))
-    {
-        3
-    } else if results
-        .iter()
-        .any(|r| matches!(r.state, PairState::Unsupported { .. }))
-    {
-        5
-    } else if results
-        .iter()
-        .any(|r| matches!(r.state, PairState::Skipped { .. }))
-    {
-        6
-    } else {
-        0
-    }
+        .map(|r| match r.state {
+            PairState::ToolError { .. } => ExitStatus::ToolError,
+            PairState::Unsupported { .. } => ExitStatus::NotGradable,
+            PairState::Skipped { .. } => ExitStatus::Skipped,
+            _ => ExitStatus::Pass,
+        })
+        .fold(ExitStatus::Pass, ExitStatus::worst)
 }
 
 /// Every journal in `out` into the gradebook; exit 1 while pairs are missing.
-fn finish_gradebook(out: &Path, format: Format) -> Result<i32> {
+fn finish_gradebook(out: &Path, format: Format) -> Result<ExitStatus> {
     let grader::judge::grade::Merged {
         info,
         results,
@@ -1098,15 +1091,15 @@ fn finish_gradebook(out: &Path, format: Format) -> Result<i32> {
         grader::report::gradebook::write_similarity(out, &info, &wb)
             .with_context(|| format!("writing the similarity report into {}", out.display()))?,
     );
-    let code = if missing.is_empty() {
+    let status = if missing.is_empty() {
         grade_exit(&results)
     } else {
-        1
+        ExitStatus::Fail
     };
     match format {
         Format::Json | Format::Sarif => println!(
             "{}",
-            serde_json::json!({ "event": "finished", "gradebook": out, "pairs": results.len(), "missing": missing, "files": written.len(), "exit_code": code })
+            serde_json::json!({ "event": "finished", "gradebook": out, "pairs": results.len(), "missing": missing, "files": written.len(), "exit_code": status.code() })
         ),
         Format::Text => {
             let book = grader::report::gradebook::Gradebook::new(&info, &results);
@@ -1130,5 +1123,5 @@ fn finish_gradebook(out: &Path, format: Format) -> Result<i32> {
             );
         }
     }
-    Ok(code)
+    Ok(status)
 }

@@ -577,12 +577,12 @@ fn a_broken_manifest_is_named_with_its_line_and_the_others_still_load() {
         .unwrap();
     assert_eq!(wb.resolve("index").unwrap().id(), "01-index");
     let err = wb.resolve("race").unwrap_err();
-    assert_eq!(err.exit_code(), 5);
+    assert_eq!(err.exit().code(), 5);
     assert!(
         err.to_string().contains("exercises/03-race/exercise.toml:"),
         "{err}"
     );
-    assert_eq!(wb.resolve("2").unwrap_err().exit_code(), 5);
+    assert_eq!(wb.resolve("2").unwrap_err().exit().code(), 5);
     // Said once per command: a command about 03 says its error, and warns only of 02.
     let warned = |about| {
         wb.broken_besides(about)

@@ -12,6 +12,7 @@
 //! `engine` feature.
 
 pub mod exercise;
+pub mod exit;
 
 #[cfg(feature = "engine")]
 pub mod class;

@@ -95,7 +95,7 @@ fn check_skips_a_gated_exercise_before_building_and_says_why() {
     let ex = wb.resolve(ID).unwrap();
     let report = grader::judge::check::check(&ctx, &wb, ex, |_| {});
     assert_eq!(report.outcome, Outcome::Skipped { reason: WHY.into() });
-    assert_eq!(report.outcome.exit_code(), 6);
+    assert_eq!(report.outcome.exit().code(), 6);
     assert_eq!(
         (report.steps.len(), report.steps[0].status),
         (1, Status::Skipped),
@@ -151,7 +151,7 @@ fn verify_reports_a_gated_exercise_as_not_applicable_never_as_a_failure() {
         e.checks
     );
     // Nothing applicable ran: skipped (exit 6), not failed.
-    assert_eq!(record.outcome.exit_code(), 6, "{:?}", record.outcome);
+    assert_eq!(record.outcome.exit().code(), 6, "{:?}", record.outcome);
     let text = grader::report::verify_text(&record);
     assert!(
         text.contains("[n/a ] not applicable on this GPU: needs compute capability 9.0")
@@ -173,7 +173,7 @@ fn verify_reports_a_gated_exercise_as_not_applicable_never_as_a_failure() {
     assert_eq!(
         (
             record.exercises[0].not_applicable.as_deref(),
-            record.outcome.exit_code()
+            record.outcome.exit().code()
         ),
         (None, 1),
         "{:#?}",

@@ -360,7 +360,7 @@ fn a_hang_is_its_own_outcome_and_gets_the_exercises_explanation() {
         Step::new("correctness", Status::Hung, hung),
     ];
     let r = check_report(&ex, "center.cu", steps);
-    assert_eq!((r.outcome.label(), r.outcome.exit_code()), ("hung", 4));
+    assert_eq!((r.outcome.label(), r.outcome.exit().code()), ("hung", 4));
     let text = report::check_text(&r, &ex, Path::new("center.cu"));
     // Without the colours' escape sequences.
     let plain: String = text

@@ -43,11 +43,11 @@ pub enum WorkbookError {
 }
 
 impl WorkbookError {
-    /// The documented exit code: 5 (not gradable) for a broken exercise, else 2 (usage).
-    pub fn exit_code(&self) -> i32 {
+    /// Not gradable for a broken exercise, else a usage error.
+    pub fn exit(&self) -> crate::exit::ExitStatus {
         match self {
-            WorkbookError::Broken { .. } => 5,
-            _ => 2,
+            WorkbookError::Broken { .. } => crate::exit::ExitStatus::NotGradable,
+            _ => crate::exit::ExitStatus::Usage,
         }
     }
 }

@@ -98,7 +98,7 @@ pub fn check(
     };
     // An exercise for a newer GPU is skipped before anything is built: its -arch is not this GPU's.
     if let Some(why) = ctx.unsupported(&ex.manifest) {
-        report.steps.push(Step::new("gpu", Status::Skipped, why));
+        report.steps.push(Step::gpu_skipped(why));
         return finish(report, None);
     }
     // Read once: what is graded, built and diffed is this text, whatever happens to the file.
@@ -116,7 +116,7 @@ pub fn check(
         }
     };
     let started = Instant::now();
-    let gpu_stages = ctx.no_gpu_reason().is_none() || ctx.launcher.replays();
+    let gpu_stages = ctx.gpu_stages();
     let cases = if gpu_stages {
         timed_cases(wb, ex)
     } else {
@@ -173,8 +173,8 @@ pub fn check(
     //    starting as soon as its build is there. A file saved unchanged is not rebuilt.
     // The device code of the learner's build and the reference's, for clock reads (no GPU needed).
     let mut stages = vec![
-        Stage::new(LEARNER, StageKind::BuildDebug),
-        Stage::new(LEARNER, StageKind::BuildRelease),
+        Stage::new(LEARNER, StageKind::Build(Flavor::Sanitize)),
+        Stage::new(LEARNER, StageKind::Build(Flavor::Timing)),
         Stage::new(LEARNER, StageKind::Sass),
         Stage::new(REFERENCE, StageKind::Sass),
     ];
@@ -210,7 +210,7 @@ pub fn check(
     let watched = watched.as_ref();
     for flavor in Flavor::BOTH {
         let output = results
-            .get(LEARNER, StageKind::build(flavor))
+            .get(LEARNER, StageKind::Build(flavor))
             .expect("built");
         report.steps.extend(verdict::build(
             &format!("build {}", flavor.flags()[0]),
@@ -223,8 +223,8 @@ pub fn check(
         return finish_spent(report, watched, &results);
     }
     // 2. Everything else needs a GPU.
-    if let Some(reason) = (!gpu_stages).then(|| ctx.no_gpu_reason()).flatten() {
-        report.steps.push(Step::new("gpu", Status::Skipped, reason));
+    if let Some(reason) = ctx.gpu_blocked() {
+        report.steps.push(Step::gpu_skipped(reason));
         return finish_spent(report, watched, &results);
     }
     let cases = match &cases {
@@ -323,7 +323,7 @@ fn run_timing(
     );
     // The original and the reference come from this binary: built once, then kept until they change.
     for (i, sub) in subs.iter().enumerate().skip(1) {
-        if let Some(Output::Built(Err(e))) = results.get(i, StageKind::BuildRelease) {
+        if let Some(Output::Built(Err(e))) = results.get(i, StageKind::Build(Flavor::Timing)) {
             return Err(Box::new(
                 Step::new(
                     "timing",

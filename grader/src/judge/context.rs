@@ -213,7 +213,23 @@ impl Context {
         below_requirement(&self.gpu, m)
     }
 
-    /// Why the GPU steps cannot run here, if they cannot.
+    /// Why the GPU stages cannot run here, if they cannot: decided here for every plan. A recording
+    /// stands in for a GPU; otherwise this process must see a usable one.
+    pub fn gpu_blocked(&self) -> Option<String> {
+        if self.launcher.replays() {
+            None
+        } else {
+            self.no_gpu_reason()
+        }
+    }
+
+    /// Whether the GPU stages can run here (`gpu_blocked`).
+    pub fn gpu_stages(&self) -> bool {
+        self.gpu_blocked().is_none()
+    }
+
+    /// Why this process sees no usable GPU, if it does not (a replay may still stand in for one:
+    /// see `gpu_blocked`).
     pub fn no_gpu_reason(&self) -> Option<String> {
         match &self.gpu {
             GpuStatus::Present(_) => None,

@@ -224,10 +224,9 @@ pub fn work_root(wb: &Workbook) -> PathBuf {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum StageKind {
-    /// nvcc -G, for the sanitizers.
-    BuildDebug,
-    /// nvcc -O3 -lineinfo, for correctness and timing.
-    BuildRelease,
+    /// An nvcc build: `-G` for the sanitizers (`Flavor::Sanitize`), `-O3 -lineinfo` for correctness
+    /// and timing (`Flavor::Timing`).
+    Build(Flavor),
     /// The -G build under one compute-sanitizer tool, on the cases marked `sanitize`.
     Sanitize(Tool),
     /// The release build on every case, outputs poisoned first, compared with the reference.
@@ -256,8 +255,8 @@ impl StageKind {
     /// The stable id reports and recordings use.
     pub fn id(self) -> String {
         match self {
-            StageKind::BuildDebug => "build-debug".into(),
-            StageKind::BuildRelease => "build-release".into(),
+            StageKind::Build(Flavor::Sanitize) => "build-debug".into(),
+            StageKind::Build(Flavor::Timing) => "build-release".into(),
             StageKind::Sanitize(t) => format!("sanitize:{t}"),
             StageKind::Correctness => "correctness".into(),
             StageKind::Hidden => "hidden".into(),
@@ -273,7 +272,7 @@ impl StageKind {
     /// Which build the stage runs, if it runs one.
     pub fn needs(self) -> Option<Flavor> {
         match self {
-            StageKind::BuildDebug | StageKind::BuildRelease => None,
+            StageKind::Build(_) => None,
             StageKind::Sanitize(_) => Some(Flavor::Sanitize),
             StageKind::Correctness
             | StageKind::Hidden
@@ -297,15 +296,12 @@ impl StageKind {
 
     /// Whether the stage needs a GPU (every stage that runs the submission's code does).
     pub fn needs_gpu(self) -> bool {
-        !matches!(
-            self,
-            StageKind::BuildDebug | StageKind::BuildRelease | StageKind::Sass
-        )
+        !matches!(self, StageKind::Build(_) | StageKind::Sass)
     }
 
     pub fn resource(self) -> Resource {
         match self {
-            StageKind::BuildDebug | StageKind::BuildRelease => Resource::Cpu,
+            StageKind::Build(_) => Resource::Cpu,
             // Beside the GPU stages, as soon as its build is there; it needs no GPU (`needs_gpu`).
             StageKind::Sass => Resource::Gpu,
             StageKind::Sanitize(_)
@@ -314,13 +310,6 @@ impl StageKind {
             | StageKind::Fresh => Resource::Gpu,
             StageKind::Timing | StageKind::Profile => Resource::Profiler,
             StageKind::Call | StageKind::Timeline => Resource::Exclusive,
-        }
-    }
-
-    pub fn build(flavor: Flavor) -> StageKind {
-        match flavor {
-            Flavor::Sanitize => StageKind::BuildDebug,
-            Flavor::Timing => StageKind::BuildRelease,
         }
     }
 }

@@ -13,7 +13,7 @@ use crate::judge::context::Context;
 use crate::judge::plan::{Stage, StageKind, Submission, Target};
 use crate::judge::scheduler::{self, Results};
 use crate::judge::stages::Output;
-use crate::judge::verdict::{self, Finding, Outcome, Status, Step};
+use crate::judge::verdict::{self, Finding, Outcome, Status, Step, GPU_SKIPPED};
 use crate::tools::gpu::GpuInfo;
 use crate::tools::nvcc::Flavor;
 use crate::tools::sandbox::Level;
@@ -286,7 +286,7 @@ pub fn sanitize(
         ),
         Target::Exercise { .. } => (sub.origin.display().to_string(), vec!["(the exercise's sanitize cases)".to_string()], None),
     };
-    let mut stages = vec![Stage::new(0, StageKind::BuildDebug)];
+    let mut stages = vec![Stage::new(0, StageKind::Build(Flavor::Sanitize))];
     stages.extend(Tool::ALL.map(|t| Stage::new(0, StageKind::Sanitize(t))));
     let profile = matches!(&sub.target, Target::Program(p) if p.profile);
     if profile {
@@ -298,7 +298,7 @@ pub fn sanitize(
     scheduler::execute(ctx, wb, &subs, &stages, &mut results, started);
 
     let mut steps: Vec<Step> = Vec::new();
-    if let Some(o) = results.get(0, StageKind::BuildDebug) {
+    if let Some(o) = results.get(0, StageKind::Build(Flavor::Sanitize)) {
         steps.extend(verdict::build("build -G", o, Flavor::Sanitize, &ctx.arch));
     }
     let mut tools = Vec::new();
@@ -317,13 +317,13 @@ pub fn sanitize(
         };
         tools.push(tool_summary(
             t,
-            step.as_ref().filter(|s| s.name != "gpu"),
+            step.as_ref().filter(|s| s.name != GPU_SKIPPED),
             &found,
             records,
         ));
         if let Some(s) = step {
-            if s.name == "gpu" {
-                if !steps.iter().any(|x| x.name == "gpu") {
+            if s.name == GPU_SKIPPED {
+                if !steps.iter().any(|x| x.name == GPU_SKIPPED) {
                     steps.push(s);
                 }
             } else {
@@ -334,7 +334,7 @@ pub fn sanitize(
     }
     let findings = merge(per_tool);
     let profile = profile.then(|| {
-        let build = results.get(0, StageKind::BuildRelease);
+        let build = results.get(0, StageKind::Build(Flavor::Timing));
         if let Some(step) =
             build.and_then(|o| verdict::build("build -O3", o, Flavor::Timing, &ctx.arch))
         {

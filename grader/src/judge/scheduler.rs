@@ -45,7 +45,7 @@ impl Results {
             .collect()
     }
     pub fn built(&self, subject: usize, flavor: Flavor) -> Option<&Built> {
-        self.get(subject, StageKind::build(flavor))
+        self.get(subject, StageKind::Build(flavor))
             .and_then(Output::built)
     }
 }
@@ -112,10 +112,7 @@ fn longest_first(kind: StageKind) -> u8 {
 
 /// Why GPU stages cannot run here (no GPU, unless a recording stands in for it).
 fn gpu_blocked(ctx: &Context) -> Option<Blocked> {
-    if ctx.launcher.replays() {
-        return None;
-    }
-    ctx.no_gpu_reason().map(Blocked::NoGpu)
+    ctx.gpu_blocked().map(Blocked::NoGpu)
 }
 
 /// Run `stages` (and the builds they need) over `subs`, adding every output to `results`.
@@ -139,13 +136,13 @@ pub fn execute(
         .collect();
     for s in stages {
         if let Some(flavor) = s.kind.needs() {
-            let b = Stage::new(s.subject, StageKind::build(flavor));
+            let b = Stage::new(s.subject, StageKind::Build(flavor));
             if !results.outputs.contains_key(&b) && !builds.contains(&b) {
                 builds.push(b);
             }
         }
     }
-    builds.sort_by_key(|s| (s.kind != StageKind::BuildDebug, s.subject));
+    builds.sort_by_key(|s| (s.kind != StageKind::Build(Flavor::Sanitize), s.subject));
     builds.dedup();
     let of = |r: Resource| {
         stages
@@ -169,7 +166,7 @@ pub fn execute(
     let binaries: Slots<Option<Built>> = Slots::new(subs.len() * 2);
     for (i, _) in subs.iter().enumerate() {
         for flavor in Flavor::BOTH {
-            if !builds.contains(&Stage::new(i, StageKind::build(flavor))) {
+            if !builds.contains(&Stage::new(i, StageKind::Build(flavor))) {
                 binaries.put(slot_of(i, flavor), results.built(i, flavor).cloned());
             }
         }
@@ -224,10 +221,8 @@ pub fn execute(
                         None => clocked(s, &|| stages::run(ctx, wb, &subs[s.subject], s, None)),
                     }
                 }));
-            let flavor = if s.kind == StageKind::BuildDebug {
-                Flavor::Sanitize
-            } else {
-                Flavor::Timing
+            let StageKind::Build(flavor) = s.kind else {
+                unreachable!("only builds run on the CPU")
             };
             binaries.put(
                 slot_of(s.subject, flavor),

@@ -926,8 +926,8 @@ pub fn run_within(
     tool_limit: Option<std::time::Duration>,
 ) -> Output {
     match (stage.kind, built) {
-        (StageKind::BuildDebug, _) => build(ctx, wb, sub, stage, Flavor::Sanitize),
-        (StageKind::BuildRelease, _) => build(ctx, wb, sub, stage, Flavor::Timing),
+        (StageKind::Build(Flavor::Sanitize), _) => build(ctx, wb, sub, stage, Flavor::Sanitize),
+        (StageKind::Build(Flavor::Timing), _) => build(ctx, wb, sub, stage, Flavor::Timing),
         (_, None) => Output::NotRun(Blocked::BuildFailed),
         (StageKind::Sanitize(tool), Some(b)) => sanitize(ctx, wb, sub, stage, b, tool, tool_limit),
         (StageKind::Correctness, Some(b)) => correctness(ctx, wb, sub, stage, b, sub.cases()),

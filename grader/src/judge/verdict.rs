@@ -2,6 +2,7 @@
 //! make an outcome, how outcomes rank, and the exit code of each. Stages only run and collect; the
 //! plans (`check`, `verify`) assemble their reports from these functions.
 
+use crate::exit::ExitStatus;
 use serde::{Deserialize, Serialize};
 
 use crate::exercise::cases::Cases;
@@ -46,7 +47,14 @@ pub struct Step {
     pub wall_ms: u64,
 }
 
+/// The name of the step that says the GPU stages did not run here, and why.
+pub const GPU_SKIPPED: &str = "gpu";
+
 impl Step {
+    /// The GPU stages did not run here: `why` (no GPU, or one too old for the exercise).
+    pub fn gpu_skipped(why: impl Into<String>) -> Step {
+        Step::new(GPU_SKIPPED, Status::Skipped, why)
+    }
     pub fn new(name: impl Into<String>, status: Status, summary: impl Into<String>) -> Step {
         Step {
             name: name.into(),
@@ -107,14 +115,14 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    pub fn exit_code(&self) -> i32 {
+    pub fn exit(&self) -> ExitStatus {
         match self {
-            Outcome::Pass => 0,
-            Outcome::Fail { .. } => 1,
-            Outcome::ToolError { .. } => 3,
-            Outcome::Timeout { .. } | Outcome::Hung { .. } => 4,
-            Outcome::NotGradable { .. } => 5,
-            Outcome::Skipped { .. } => 6,
+            Outcome::Pass => ExitStatus::Pass,
+            Outcome::Fail { .. } => ExitStatus::Fail,
+            Outcome::ToolError { .. } => ExitStatus::ToolError,
+            Outcome::Timeout { .. } | Outcome::Hung { .. } => ExitStatus::Timeout,
+            Outcome::NotGradable { .. } => ExitStatus::NotGradable,
+            Outcome::Skipped { .. } => ExitStatus::Skipped,
         }
     }
 
@@ -295,7 +303,7 @@ pub fn findings_in(
 pub fn not_run(name: &str, stage: &str, blocked: &Blocked) -> Option<Step> {
     match blocked {
         Blocked::BuildFailed => None,
-        Blocked::NoGpu(reason) => Some(Step::new("gpu", Status::Skipped, reason.clone())),
+        Blocked::NoGpu(reason) => Some(Step::gpu_skipped(reason.clone())),
         Blocked::Missing(tool) => Some(
             Step::new(
                 name,
@@ -329,7 +337,7 @@ pub fn why_not_run(blocked: &Blocked) -> String {
 
 /// A build: passed (perhaps kept from an earlier one), failed to compile, timed out, or nvcc broke.
 pub fn build(name: &str, output: &Output, flavor: Flavor, arch: &str) -> Option<Step> {
-    let stage = crate::judge::plan::StageKind::build(flavor).id();
+    let stage = crate::judge::plan::StageKind::Build(flavor).id();
     let Output::Built(result) = output else {
         return None;
     };
@@ -726,8 +734,8 @@ mod tests {
             }
         );
         assert_eq!(
-            Outcome::from_steps(&[step]).exit_code(),
-            4,
+            Outcome::from_steps(&[step]).exit(),
+            ExitStatus::Timeout,
             "a hang is still the documented timeout exit"
         );
         // The tool's deadlock record is named with it.

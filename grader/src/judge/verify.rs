@@ -324,8 +324,7 @@ pub fn verify(
 ) -> VerificationRecord {
     let started = Instant::now();
     let cores = ctx.config.cpu_jobs;
-    let gpu_stages =
-        (ctx.no_gpu_reason().is_none() || ctx.launcher.replays()) && ctx.tools.sanitizer.is_some();
+    let gpu_stages = ctx.gpu_stages() && ctx.tools.sanitizer.is_some();
     let plain_runs = if opts.survey { PLAIN_RUNS } else { 1 };
 
     // Phase 1 (CPU): manifests, regions and inputs of every exercise, in parallel.
@@ -416,9 +415,12 @@ pub fn verify(
     for &k in &with_cases {
         let (ex, sol) = pair(k);
         stages.extend(
-            [StageKind::BuildDebug, StageKind::BuildRelease]
-                .into_iter()
-                .flat_map(|b| [Stage::new(ex, b), Stage::new(sol, b)]),
+            [
+                StageKind::Build(Flavor::Sanitize),
+                StageKind::Build(Flavor::Timing),
+            ]
+            .into_iter()
+            .flat_map(|b| [Stage::new(ex, b), Stage::new(sol, b)]),
         );
     }
     if gpu_stages {
@@ -472,7 +474,7 @@ pub fn verify(
         for (i, who) in [(ex, "exercise"), (sol, "solution")] {
             for flavor in Flavor::BOTH {
                 let output = results
-                    .get(i, StageKind::build(flavor))
+                    .get(i, StageKind::Build(flavor))
                     .expect("every build ran");
                 w.record.checks.extend(verdict::build(
                     &format!("{who} build {}", flavor.flags()[0]),
@@ -500,8 +502,8 @@ pub fn verify(
         }
         if !gpu_stages {
             let reason = ctx
-                .no_gpu_reason()
-                .map(|r| (Status::Skipped, "gpu", r))
+                .gpu_blocked()
+                .map(|r| (Status::Skipped, crate::judge::verdict::GPU_SKIPPED, r))
                 .unwrap_or((
                     Status::ToolError,
                     "tools",

@@ -461,7 +461,7 @@ pub fn verdict(outcome: &Outcome) -> String {
         Outcome::Skipped { reason } => format!(
             "{} (exit {}): {reason}",
             paint(WARN.bold(), "SKIPPED"),
-            outcome.exit_code()
+            outcome.exit().code()
         ),
     }
 }

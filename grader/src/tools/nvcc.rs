@@ -43,7 +43,7 @@ fn timeline_wrap() -> String {
 /// The harness object's build (the grader's own code, run once).
 pub const HARNESS_TIMEOUT: Duration = Duration::from_secs(180);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Flavor {
     /// `-G`: device debug info for the sanitizers.

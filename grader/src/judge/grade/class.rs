@@ -122,9 +122,7 @@ pub fn grade_class(
         .filter(|(i, _)| job.shard.is_none_or(|s| s.takes(*i)))
         .map(|(_, p)| p)
         .collect();
-    let gpu_here = workers
-        .first()
-        .is_some_and(|c| c.no_gpu_reason().is_none() || c.launcher.replays());
+    let gpu_here = workers.first().is_some_and(|c| c.gpu_stages());
     let mut todo: Vec<(&Exercise, Pending)> = Vec::new();
     let mut done_now: Vec<PairResult> = Vec::new();
     let mut already = 0;
@@ -190,7 +188,7 @@ pub fn grade_class(
                     reason: reason.clone(),
                 },
             );
-            r.steps.push(Step::new("gpu", Status::Skipped, reason));
+            r.steps.push(Step::gpu_skipped(reason));
             done_now.push(r);
             continue;
         }

@@ -107,7 +107,7 @@ fn tally_part(output: Option<&Output>, cases: &Cases, skip: usize, ex: &Exercise
 pub(super) fn score_builds(ctx: &Context, results: &Results, i: usize, r: &mut PairResult) {
     let mut ok = true;
     for flavor in crate::tools::nvcc::Flavor::BOTH {
-        if let Some(step) = results.get(i, StageKind::build(flavor)).and_then(|o| {
+        if let Some(step) = results.get(i, StageKind::Build(flavor)).and_then(|o| {
             verdict::build(
                 &format!("build {}", flavor.flags()[0]),
                 o,

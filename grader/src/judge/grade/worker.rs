@@ -21,7 +21,7 @@ use crate::judge::scheduler::{self, Results};
 use crate::judge::speed;
 use crate::judge::stages::Output;
 use crate::judge::verdict::{self, Status, Step};
-use crate::tools::nvcc::Reuse;
+use crate::tools::nvcc::{Flavor, Reuse};
 use crate::tools::peak::Peak;
 
 use super::score::{
@@ -213,7 +213,7 @@ impl<'a> Worker<'a> {
     }
 
     pub(super) fn gpu_stages(&self) -> bool {
-        self.ctx.no_gpu_reason().is_none() || self.ctx.launcher.replays()
+        self.ctx.gpu_stages()
     }
 
     /// This GPU's peak (measured once, cached on disk); None where it cannot be measured.
@@ -289,8 +289,8 @@ impl<'a> Worker<'a> {
         let builds: Vec<Stage> = (0..subs.len())
             .flat_map(|i| {
                 [
-                    Stage::new(i, StageKind::BuildDebug),
-                    Stage::new(i, StageKind::BuildRelease),
+                    Stage::new(i, StageKind::Build(Flavor::Sanitize)),
+                    Stage::new(i, StageKind::Build(Flavor::Timing)),
                 ]
             })
             .collect();
@@ -389,8 +389,8 @@ impl<'a> Worker<'a> {
         let reference_sass = Stage::again(reference, StageKind::Sass, chunk.index);
         stages.push(reference_sass.clone());
         for i in 0..students {
-            stages.push(Stage::new(i, StageKind::BuildDebug));
-            stages.push(Stage::new(i, StageKind::BuildRelease));
+            stages.push(Stage::new(i, StageKind::Build(Flavor::Sanitize)));
+            stages.push(Stage::new(i, StageKind::Build(Flavor::Timing)));
             stages.push(Stage::new(i, StageKind::Sass));
             if gpu_stages {
                 stages.extend(
@@ -449,7 +449,7 @@ impl<'a> Worker<'a> {
             }
         }
         if !gpu_stages {
-            let reason = self.ctx.no_gpu_reason().unwrap_or_default();
+            let reason = self.ctx.gpu_blocked().unwrap_or_default();
             for r in &mut out {
                 if r.stage(GradeStage::Builds)
                     .is_some_and(|s| s.status == Status::Passed)
@@ -457,8 +457,7 @@ impl<'a> Worker<'a> {
                     r.state = PairState::Skipped {
                         reason: reason.clone(),
                     };
-                    r.steps
-                        .push(Step::new("gpu", Status::Skipped, reason.clone()));
+                    r.steps.push(Step::gpu_skipped(reason.clone()));
                 }
                 r.total();
             }
