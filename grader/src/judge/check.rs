@@ -312,7 +312,7 @@ fn run_timing(
     })
     .collect();
     scheduler::execute(ctx, wb, subs, &timing, results, started);
-    let kept = crate::judge::kept::stand_or_measure_again(
+    let kept = scheduler::keep_or_measure_again(
         ctx,
         wb,
         subs,

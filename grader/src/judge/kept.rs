@@ -19,11 +19,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::exercise::manifest::Clock;
-use crate::exercise::workbook::{Exercise, Workbook};
+use crate::exercise::workbook::Exercise;
 use crate::judge::context::Context;
-use crate::judge::plan::{Role, Stage, StageKind, Submission};
-use crate::judge::scheduler::{self, Results};
-use crate::judge::stages::Output;
+use crate::judge::plan::{Stage, Submission};
 use crate::tools::launcher::{Kept, Launcher};
 use crate::tools::nvcc::Built;
 
@@ -37,21 +35,6 @@ const FORMAT: &str = "kept-1";
 /// whole calls themselves move more: on an H100 a minute apart, 62-launches' 55 us call moved by
 /// 11% and 57-reduction's 33 ms call (64 MB through the host) by 14%.
 pub const BAND: f64 = 1.25;
-
-/// The timed stages a version keeps between checks: the original's and the reference fix's
-/// profiles and timelines; the original's whole call too, where the judged time is ncu's (where it
-/// is the call's, the original's call is timed afresh, as the learner's and the reference fix's
-/// are: the speedup a check reports compares calls of the same moment). None of the learner's.
-pub fn kinds(role: Role, clock: Clock) -> &'static [StageKind] {
-    const PROFILES: &[StageKind] = &[StageKind::Timing, StageKind::Timeline];
-    match (role, clock) {
-        (Role::Original, Clock::Kernel) => {
-            &[StageKind::Timing, StageKind::Call, StageKind::Timeline]
-        }
-        (Role::Original | Role::Reference, _) => PROFILES,
-        (Role::Learner | Role::Solution, _) => &[],
-    }
-}
 
 /// Where a plan keeps an exercise's measurements: beside its submissions' folders (check's and
 /// grade's are apart: each builds its own binaries), inside the work root no run can see.
@@ -226,56 +209,6 @@ pub fn same_gpu(
     }
 }
 
-/// After `timing` ran: where some of its runs were served from an earlier plan, whether the GPU
-/// still times `reference_call` (the reference fix's fresh whole call) the same; if not, every
-/// kept stage of `timing` is taken again now. Where none was served, this call is what later plans
-/// are held to. The line for the report where any was kept.
-pub fn stand_or_measure_again(
-    ctx: &Context,
-    wb: &Workbook,
-    subs: &[Submission],
-    timing: &[Stage],
-    reference_call: &Stage,
-    results: &mut Results,
-    started: std::time::Instant,
-) -> Option<String> {
-    let dir = dir(ctx, &subs[reference_call.subject]);
-    let served = timing
-        .iter()
-        .any(|s| results.get_run(s).is_some_and(Output::was_kept));
-    let call_ns = crate::judge::speed::evidence(None, results.get_run(reference_call))
-        .call
-        .and_then(crate::judge::speed::CallTimes::judged_ns);
-    if !served {
-        if let Some(ns) = call_ns {
-            anchor(&dir, ns);
-        }
-        return None;
-    }
-    let clock = subs[reference_call.subject]
-        .exercise()
-        .map_or(Clock::Kernel, |e| e.manifest.manifest.clock());
-    match same_gpu(&dir, call_ns, clock) {
-        Ok(line) => Some(line),
-        Err(why) => {
-            forget(&dir);
-            let again: Vec<Stage> = timing
-                .iter()
-                .filter(|s| subs[s.subject].keeps.contains(&s.kind))
-                .cloned()
-                .collect();
-            for s in &again {
-                results.outputs.remove(s);
-            }
-            scheduler::execute(ctx, wb, subs, &again, results, started);
-            if let Some(ns) = call_ns {
-                anchor(&dir, ns);
-            }
-            Some(why)
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -306,21 +239,5 @@ mod tests {
         forget(&dir);
         assert!(!dir.exists());
         assert!(same_gpu(&dir, Some(1e6), Clock::Kernel).is_err());
-    }
-
-    #[test]
-    fn only_the_original_and_the_reference_fix_keep_and_no_judged_whole_call_is_kept() {
-        for clock in [Clock::Kernel, Clock::Call] {
-            assert!(
-                kinds(Role::Learner, clock).is_empty() && kinds(Role::Solution, clock).is_empty()
-            );
-            assert!(!kinds(Role::Reference, clock).contains(&StageKind::Call));
-            assert!(kinds(Role::Reference, clock).contains(&StageKind::Timing));
-        }
-        assert!(kinds(Role::Original, Clock::Kernel).contains(&StageKind::Call));
-        assert!(
-            !kinds(Role::Original, Clock::Call).contains(&StageKind::Call),
-            "the speedup over the original compares calls of one moment"
-        );
     }
 }

@@ -4,6 +4,7 @@
 pub mod check;
 pub mod config;
 pub mod context;
+pub mod findings;
 pub mod grade;
 pub mod kept;
 pub mod perf;

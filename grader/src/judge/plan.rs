@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use crate::exercise::cases::Cases;
-use crate::exercise::manifest::Tool;
+use crate::exercise::manifest::{Clock, Tool};
 use crate::exercise::regions::Region;
 use crate::exercise::workbook::{Exercise, Workbook};
 use crate::tools::nvcc::{Flavor, Reuse};
@@ -94,10 +94,10 @@ impl<'a> Submission<'a> {
         }
     }
 
-    /// Keep the runs of the timed stages `role` keeps between plans (`judge::kept::kinds`).
+    /// Keep the runs of the timed stages `role` keeps between plans (`kept_kinds`).
     pub fn keeping(mut self, role: Role) -> Submission<'a> {
         if let Some(ex) = self.exercise() {
-            self.keeps = crate::judge::kept::kinds(role, ex.manifest.manifest.clock());
+            self.keeps = kept_kinds(role, ex.manifest.manifest.clock());
         }
         self
     }
@@ -347,6 +347,21 @@ pub fn timed_kinds(ex: &Exercise, role: Role) -> Vec<StageKind> {
     kinds
 }
 
+/// The timed stages a version keeps between plans (`judge::kept`): the original's and the reference fix's
+/// profiles and timelines; the original's whole call too, where the judged time is ncu's (where it
+/// is the call's, the original's call is timed afresh, as the learner's and the reference fix's
+/// are: the speedup a check reports compares calls of the same moment). None of the learner's.
+pub fn kept_kinds(role: Role, clock: Clock) -> &'static [StageKind] {
+    const PROFILES: &[StageKind] = &[StageKind::Timing, StageKind::Timeline];
+    match (role, clock) {
+        (Role::Original, Clock::Kernel) => {
+            &[StageKind::Timing, StageKind::Call, StageKind::Timeline]
+        }
+        (Role::Original | Role::Reference, _) => PROFILES,
+        (Role::Learner | Role::Solution, _) => &[],
+    }
+}
+
 /// How many of the bench's calls run under ncu: every one where ncu's kernel time is the judged
 /// time; one where the clock is the whole call, whose time the call timing takes (ncu then gives the
 /// counters and the rules' evidence per call: 62-launches' original launches 96 kernels a call,
@@ -511,6 +526,23 @@ mod tests {
             )
             .limit,
             std::time::Duration::from_secs(60)
+        );
+    }
+
+    #[test]
+    fn only_the_original_and_the_reference_fix_keep_and_no_judged_whole_call_is_kept() {
+        let kinds = kept_kinds;
+        for clock in [Clock::Kernel, Clock::Call] {
+            assert!(
+                kinds(Role::Learner, clock).is_empty() && kinds(Role::Solution, clock).is_empty()
+            );
+            assert!(!kinds(Role::Reference, clock).contains(&StageKind::Call));
+            assert!(kinds(Role::Reference, clock).contains(&StageKind::Timing));
+        }
+        assert!(kinds(Role::Original, Clock::Kernel).contains(&StageKind::Call));
+        assert!(
+            !kinds(Role::Original, Clock::Call).contains(&StageKind::Call),
+            "the speedup over the original compares calls of one moment"
         );
     }
 }

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use crate::exercise::workbook::Workbook;
 use crate::judge::context::Context;
+use crate::judge::kept;
 use crate::judge::plan::{Resource, Stage, StageKind, Submission};
 use crate::judge::stages::{self, Blocked, Output};
 use crate::tools::nvcc::{BuildError, Built, Flavor};
@@ -292,6 +293,58 @@ pub fn execute(
     spent.sort_by(|a, b| a.from_s.total_cmp(&b.from_s));
     results.spent.extend(spent);
     timeline
+}
+
+/// The measurements kept between plans (`judge::kept`), after `timing` ran: where some of its runs were served from an earlier plan, whether the GPU
+/// still times `reference_call` (the reference fix's fresh whole call) the same; if not, every
+/// kept stage of `timing` is taken again now. Where none was served, this call is what later plans
+/// are held to. The line for the report where any was kept.
+pub fn keep_or_measure_again(
+    ctx: &Context,
+    wb: &Workbook,
+    subs: &[Submission],
+    timing: &[Stage],
+    reference_call: &Stage,
+    results: &mut Results,
+    started: std::time::Instant,
+) -> Option<String> {
+    let dir = kept::dir(ctx, &subs[reference_call.subject]);
+    let served = timing
+        .iter()
+        .any(|s| results.get_run(s).is_some_and(Output::was_kept));
+    let call_ns = crate::judge::speed::evidence(None, results.get_run(reference_call))
+        .call
+        .and_then(crate::judge::speed::CallTimes::judged_ns);
+    if !served {
+        if let Some(ns) = call_ns {
+            kept::anchor(&dir, ns);
+        }
+        return None;
+    }
+    let clock = subs[reference_call.subject]
+        .exercise()
+        .map_or(crate::exercise::manifest::Clock::Kernel, |e| {
+            e.manifest.manifest.clock()
+        });
+    match kept::same_gpu(&dir, call_ns, clock) {
+        Ok(line) => Some(line),
+        Err(why) => {
+            kept::forget(&dir);
+            let again: Vec<Stage> = timing
+                .iter()
+                .filter(|s| subs[s.subject].keeps.contains(&s.kind))
+                .cloned()
+                .collect();
+            for s in &again {
+                results.outputs.remove(s);
+            }
+            execute(ctx, wb, subs, &again, results, started);
+            if let Some(ns) = call_ns {
+                kept::anchor(&dir, ns);
+            }
+            Some(why)
+        }
+    }
 }
 
 /// Who has a GPU: any number of executions side by side (sanitizers, cases), or one alone (reruns

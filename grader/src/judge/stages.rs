@@ -9,8 +9,8 @@ use crate::exercise::cases;
 use crate::exercise::manifest::{Detector, Tool};
 use crate::exercise::workbook::Workbook;
 use crate::judge::context::Context;
+use crate::judge::findings::{findings_in, Finding};
 use crate::judge::plan::{Stage, StageKind, Submission, Target};
-use crate::judge::verdict::{findings_in, Finding};
 use crate::tools::ncu::{self, Measured};
 use crate::tools::nvcc::{self, BuildError, Built, Flavor};
 use crate::tools::runner::{Finished, Job, SpawnError};
@@ -119,7 +119,7 @@ pub enum Output {
     },
     /// The release build's clock reads, or why they could not be read.
     Sass {
-        reads: Result<Vec<crate::judge::tool_aware::SassClockRead>, String>,
+        reads: Result<Vec<crate::tools::sass::SassClockRead>, String>,
     },
     NotRun(Blocked),
 }
@@ -891,13 +891,11 @@ pub fn sass(
         wb,
         sub,
         stage,
-        crate::judge::tool_aware::sass_job(cuobjdump, &built.binary, ctx.config.timeouts.build),
+        crate::tools::sass::sass_job(cuobjdump, &built.binary, ctx.config.timeouts.build),
         None,
     );
     let reads = match ctx.launcher.launch(&job) {
-        Ok(f) if f.success() => Ok(crate::judge::tool_aware::clock_reads_in_sass(
-            &f.stdout.text(),
-        )),
+        Ok(f) if f.success() => Ok(crate::tools::sass::clock_reads_in_sass(&f.stdout.text())),
         Ok(f) => Err(format!("cuobjdump failed: {}", f.describe_exit())),
         Err(e) => Err(e.to_string()),
     };

@@ -12,6 +12,7 @@ pub mod peak;
 pub mod runner;
 pub mod sandbox;
 pub mod sanitizer;
+pub mod sass;
 pub mod seccomp;
 pub mod served;
 pub mod timeline;

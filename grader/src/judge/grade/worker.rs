@@ -545,7 +545,7 @@ impl<'a> Worker<'a> {
         phases.calls = timeline.exclusive.unwrap_or(0.0);
         // The reference's and the original's profiles are kept from chunk to chunk (and grade to
         // grade) while the GPU times the reference fix's fresh whole call the same.
-        crate::judge::kept::stand_or_measure_again(
+        scheduler::keep_or_measure_again(
             &self.ctx,
             wb,
             &subs,
