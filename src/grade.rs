@@ -1,0 +1,199 @@
+//! `grade`: the class, one worker per GPU, then the gradebook (and `grade merge`).
+
+use super::*;
+use anstream::{eprintln, print, println};
+
+/// `grade`: the class, one worker per GPU, then the gradebook.
+pub(crate) fn grade(args: GradeArgs, settings: &Settings, format: Format) -> Result<ExitStatus> {
+    use grader::class::secret::Secret;
+    use grader::judge::grade::{self, ClassJob, Event};
+    let Some(submissions) = args.submissions else {
+        anyhow::bail!("give the submissions folder: cargo xtask grade SUBMISSIONS [--out DIR] --secret-seed N")
+    };
+    let wb = open_workbook()?;
+    let submissions = submissions
+        .canonicalize()
+        .with_context(|| submissions.display().to_string())?;
+    let exercises: Vec<&Exercise> = if args.exercises.is_empty() {
+        wb.exercises.iter().collect()
+    } else {
+        args.exercises
+            .iter()
+            .map(|id| wb.resolve(id))
+            .collect::<Result<_, _>>()?
+    };
+    let secret = match (args.secret_seed, &args.secret, std::env::var("CUDABUGS_SECRET_SEED").ok()) {
+        (Some(seed), _, _) => Secret::from_seed(seed),
+        (None, Some(file), _) => Secret::load(file, &[&wb.root, &submissions])?,
+        (None, None, Some(v)) => Secret::from_seed(v.trim().parse().with_context(|| format!("CUDABUGS_SECRET_SEED={v} is not a number"))?),
+        (None, None, None) => anyhow::bail!("the hidden cases need the instructor's secret: --secret-seed N, --secret FILE (outside the workbook) or CUDABUGS_SECRET_SEED"),
+    };
+    if let Some(problem) = secret
+        .problems(&wb.exercises.iter().collect::<Vec<_>>())
+        .first()
+    {
+        anyhow::bail!("{problem}");
+    }
+    let roster = grader::class::roster::discover(&submissions)?;
+    let out = std::env::current_dir()?.join(&args.out);
+    std::fs::create_dir_all(&out).with_context(|| out.display().to_string())?;
+    let gpus = grade::worker_gpus(&args.gpus);
+    let hidden: Vec<PathBuf> = [
+        Some(submissions.clone()),
+        Some(out.clone()),
+        secret.file.clone(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let mut contexts = Vec::new();
+    for gpu in &gpus {
+        let mut ctx = context(&wb, settings, format)?;
+        grade::configure_worker(&mut ctx.config, gpu.clone(), gpus.len(), &hidden);
+        contexts.push(ctx);
+    }
+    let job = ClassJob {
+        submissions,
+        roster,
+        exercises,
+        secret,
+        out: out.clone(),
+        shard: args.shard,
+        regrade: args.regrade,
+        chunk: args.chunk,
+    };
+    let bar = (format == Format::Text && std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .then(|| {
+            let bar = indicatif::ProgressBar::new(0);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} pairs, ETA {eta} {msg}",
+                )
+                .expect("a valid template"),
+            );
+            bar
+        });
+    let on_event = |e: Event| {
+        if format == Format::Json {
+            println!("{}", serde_json::to_string(&e).unwrap_or_default());
+            return;
+        }
+        match (&bar, &e) {
+            (Some(bar), Event::Started { pairs, already_graded, .. }) => {
+                bar.set_length(*pairs as u64);
+                bar.set_position(*already_graded as u64);
+                bar.reset_eta();
+            }
+            (Some(bar), Event::Graded { student, exercise, done, .. }) => {
+                bar.set_position(*done as u64);
+                bar.set_message(format!("{student} / {exercise}"));
+            }
+            (Some(bar), Event::Note { message }) => bar.println(message),
+            (None, Event::Started { layout, students, exercises, pairs, already_graded, workers }) => eprintln!(
+                "  .. {} students ({}), {exercises} exercises: {pairs} pairs, {already_graded} already in the journal; workers: {}",
+                students,
+                layout.describe(),
+                workers.join(", ")
+            ),
+            (None, Event::Graded { student, exercise, state, points, max, flags, done, of, .. }) => {
+                let flags = if flags.is_empty() { String::new() } else { format!(" flags: {}", flags.iter().map(|f| f.key()).collect::<Vec<_>>().join(", ")) };
+                eprintln!("  .. [{done}/{of}] {student} / {exercise}: {points} / {max} ({state}){flags}");
+            }
+            (None, Event::Note { message }) => eprintln!("  .. {message}"),
+            (_, Event::Chunk { exercise, pairs, phases, .. }) => {
+                let line = format!("{exercise}: {pairs} pair(s): tools and cases {:.1} s, timing {:.1} s, fresh inputs {:.1} s", phases.tools, phases.timing, phases.fresh);
+                match &bar {
+                    Some(bar) => bar.println(line),
+                    None => eprintln!("  .. {line}"),
+                }
+            }
+        }
+    };
+    let results = grade::grade_class(&wb, contexts, &job, &on_event)?;
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    if grader::tools::runner::interrupted() {
+        eprintln!("interrupted: the journal keeps every pair graded so far; run the same command again to go on");
+        return Ok(ExitStatus::Interrupted);
+    }
+    // A shard writes only its journal; `grade merge` makes the gradebook of them all.
+    if job.shard.is_some() {
+        if format == Format::Text {
+            println!(
+                "shard {} graded {} pair(s) into {}",
+                job.shard.map(|s| s.to_string()).unwrap_or_default(),
+                results.len(),
+                grade::journal_path(&out, job.shard).display()
+            );
+        }
+        return Ok(grade_exit(&results));
+    }
+    finish_gradebook(&out, format)
+}
+
+/// The exit code of a batch: 3 where the grader's own tools failed on a pair, 5 where an exercise
+/// needs a newer GPU than this one (not gradable here), 6 where the GPU stages were skipped, else 0
+/// (students' failures are grades, not errors).
+pub(crate) fn grade_exit(results: &[grader::judge::grade::PairResult]) -> ExitStatus {
+    use grader::judge::grade::PairState;
+    results
+        .iter()
+        .map(|r| match r.state {
+            PairState::ToolError { .. } => ExitStatus::ToolError,
+            PairState::Unsupported { .. } => ExitStatus::NotGradable,
+            PairState::Skipped { .. } => ExitStatus::Skipped,
+            _ => ExitStatus::Pass,
+        })
+        .fold(ExitStatus::Pass, ExitStatus::worst)
+}
+
+/// Every journal in `out` into the gradebook; exit 1 while pairs are missing.
+pub(crate) fn finish_gradebook(out: &Path, format: Format) -> Result<ExitStatus> {
+    let grader::judge::grade::Merged {
+        info,
+        results,
+        missing,
+    } = grader::judge::grade::merge(out).map_err(|e| anyhow::anyhow!(e))?;
+    let mut written = grader::report::gradebook::write_all(&info, &results, out)
+        .with_context(|| format!("writing the gradebook into {}", out.display()))?;
+    // The similarity report reads the students' files again; the exercises' texts are embedded, so the root does not matter.
+    let wb = Workbook::new(out.to_path_buf(), catalog::EXERCISES, catalog::HARNESS)?;
+    written.extend(
+        grader::report::gradebook::write_similarity(out, &info, &wb)
+            .with_context(|| format!("writing the similarity report into {}", out.display()))?,
+    );
+    let status = if missing.is_empty() {
+        grade_exit(&results)
+    } else {
+        ExitStatus::Fail
+    };
+    match format {
+        Format::Json | Format::Sarif => println!(
+            "{}",
+            serde_json::json!({ "event": "finished", "gradebook": out, "pairs": results.len(), "missing": missing, "files": written.len(), "exit_code": status.code() })
+        ),
+        Format::Text => {
+            let book = grader::report::gradebook::Gradebook::new(&info, &results);
+            print!("{}", grader::report::gradebook_text(&book));
+            if !missing.is_empty() {
+                println!(
+                    "{} pair(s) not graded yet (a shard still running or failed): {}",
+                    missing.len(),
+                    missing
+                        .iter()
+                        .take(8)
+                        .map(|(s, e)| format!("{s}/{e}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
+            println!(
+                "gradebook: {} ({} files: grades.csv, feedback/, gradescope/, summary.md)",
+                out.display(),
+                written.len()
+            );
+        }
+    }
+    Ok(status)
+}

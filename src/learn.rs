@@ -1,0 +1,144 @@
+//! The learner's loop: the progress file, a check recorded, what comes next, and `watch`.
+
+use super::*;
+use anstream::{eprintln, print, println};
+
+/// The progress file; a problem with it is shown once and never stops a command.
+pub(crate) fn load_state(wb: &Workbook) -> grader::learner::state::Loaded {
+    let loaded = grader::learner::state::load(&wb.root);
+    if let Some(problem) = &loaded.problem {
+        eprintln!("warning: {problem}");
+    }
+    loaded
+}
+
+pub(crate) fn save_state(state: &grader::learner::state::Loaded) {
+    match state.save() {
+        Ok(Some(moved)) => eprintln!(
+            "note: the damaged progress file was moved to {}",
+            moved.display()
+        ),
+        Ok(None) => {}
+        Err(e) => eprintln!("warning: progress not saved: {e}"),
+    }
+}
+
+/// The first exercise, in order, that has not passed yet.
+pub(crate) fn next_pending(wb: &Workbook) -> Option<&Exercise> {
+    let state = load_state(wb);
+    wb.exercises.iter().find(|e| !state.state.is_done(e.id()))
+}
+
+/// After a pass: the next pending exercise, what it is about and where its lesson is.
+pub(crate) fn say_next(wb: &Workbook) {
+    match next_pending(wb) {
+        Some(next) => {
+            let m = &next.manifest;
+            let found = match m.expected_finding() {
+                Some((tool, _)) => format!("found with {}", tool.name()),
+                None if m.manifest.perf.is_some() => "a kernel that is right and slow".into(),
+                None => "found by its cases".into(),
+            };
+            println!(
+                "Next: {} ({}; {found}): `cargo xtask check {}`; its lesson: book/src/{}",
+                next.id(),
+                m.manifest.bug_class,
+                next.id(),
+                m.manifest.chapter
+            );
+        }
+        None => println!("Every exercise is done."),
+    }
+}
+
+/// Check one exercise and record a pass in the progress file.
+pub(crate) fn check_and_record(
+    ctx: &Context,
+    wb: &Workbook,
+    ex: &Exercise,
+    format: Format,
+) -> grader::judge::check::CheckReport {
+    let report = grader::judge::check::check(ctx, wb, ex, progress(format));
+    if report.outcome == grader::judge::verdict::Outcome::Pass
+        && !grader::tools::runner::interrupted()
+    {
+        let mut state = load_state(wb);
+        state.state.mark_done(
+            ex.id(),
+            report.timing.as_ref().map(|t| t.ratio_to_reference),
+        );
+        save_state(&state);
+    }
+    report
+}
+
+pub(crate) fn show_check(
+    report: &grader::judge::check::CheckReport,
+    wb: &Workbook,
+    ex: &Exercise,
+    format: Format,
+    compact: bool,
+) -> Result<()> {
+    // Ctrl-C killed the tools: what they "reported" is the interruption, not a verdict on the file.
+    if grader::tools::runner::interrupted() {
+        eprintln!("interrupted: {} was not checked", ex.id());
+        return Ok(());
+    }
+    match format {
+        Format::Json if compact => println!("{}", serde_json::to_string(report)?),
+        Format::Json | Format::Sarif => print_json(report)?,
+        Format::Text => print!(
+            "{}",
+            grader::report::check_text(report, ex, &wb.learner_path(ex))
+        ),
+    }
+    Ok(())
+}
+
+/// Check `current` now and on every save; after a pass, go on to the next pending exercise. Returns
+/// when every exercise is done (Ctrl-C quits earlier, through the handler in `main`).
+pub(crate) fn watch<'a>(
+    ctx: &Context,
+    wb: &'a Workbook,
+    current: &mut &'a Exercise,
+    poll: bool,
+    format: Format,
+) -> Result<ExitStatus> {
+    loop {
+        let ex = *current;
+        let file = wb.learner_path(ex);
+        // Watching starts before the check, so that a save during a check is not missed.
+        let watcher = grader::learner::watch::FileWatcher::new(&file, poll)
+            .with_context(|| format!("watching {}", wb.display_path(&file)))?;
+        if let Some(why) = &watcher.fallback_reason {
+            eprintln!("note: file notifications do not work here ({why}); polling instead");
+        }
+        loop {
+            let report = check_and_record(ctx, wb, ex, format);
+            show_check(&report, wb, ex, format, true)?;
+            if report.outcome == grader::judge::verdict::Outcome::Pass {
+                break;
+            }
+            if format == Format::Text {
+                println!(
+                    "\nwatching {} ({}); save it to check again, Ctrl-C to quit",
+                    wb.display_path(&file),
+                    watcher.mode
+                );
+            }
+            watcher
+                .wait_for_save()
+                .with_context(|| format!("watching {}", wb.display_path(&file)))?;
+        }
+        let Some(next) = next_pending(wb) else {
+            if format == Format::Text {
+                println!("\nEvery exercise is done. Well found, well fixed.");
+            }
+            return Ok(ExitStatus::Pass);
+        };
+        *current = next;
+        if format == Format::Text {
+            println!("\n{} passed. Next: {}\n", ex.id(), current.id());
+        }
+    }
+}
