@@ -142,3 +142,112 @@ pub(crate) fn watch<'a>(
         }
     }
 }
+
+/// `check`: one exercise (the next pending one without an id), its pass recorded.
+pub(crate) fn check(id: Option<String>, settings: &Settings, format: Format) -> Result<ExitStatus> {
+    let wb = open_workbook_about(id.as_deref())?;
+    let ex = match &id {
+        Some(id) => wb.resolve(id)?,
+        None => match next_pending(&wb) {
+            Some(next) => {
+                if format == Format::Text {
+                    eprintln!("checking {}, the next pending exercise", next.id());
+                }
+                next
+            }
+            None => {
+                if format == Format::Text {
+                    println!("Every exercise is done: `cargo xtask list` shows them, `cargo xtask check <id>` checks one again.");
+                }
+                return Ok(ExitStatus::Pass);
+            }
+        },
+    };
+    let ctx = context(&wb, settings, format)?;
+    let report = check_and_record(&ctx, &wb, ex, format);
+    show_check(&report, &wb, ex, format, false)?;
+    if format == Format::Text && report.outcome.exit() == ExitStatus::Pass {
+        say_next(&wb);
+    }
+    Ok(report.outcome.exit())
+}
+
+/// `list`: every exercise, its status and level, the next one marked.
+pub(crate) fn list(format: Format) -> Result<ExitStatus> {
+    let wb = open_workbook()?;
+    let state = load_state(&wb);
+    let entries = grader::learner::list(&wb, &state.state);
+    match format {
+        Format::Json | Format::Sarif => print_json(&entries)?,
+        Format::Text => print!("{}", grader::report::list_text(&entries)),
+    }
+    Ok(ExitStatus::Pass)
+}
+
+/// `hint`: the next hint of an exercise, and the ones already shown.
+pub(crate) fn hint(id: &str, format: Format) -> Result<ExitStatus> {
+    let wb = open_workbook_about(Some(id))?;
+    let ex = wb.resolve(id)?;
+    let mut state = load_state(&wb);
+    let hints = grader::learner::reveal_hint(ex, &mut state.state);
+    save_state(&state);
+    match format {
+        Format::Json | Format::Sarif => print_json(&hints)?,
+        Format::Text => print!("{}", grader::report::hints_text(&hints)),
+    }
+    Ok(ExitStatus::Pass)
+}
+
+/// `reset`: the exercise's original back (the learner's file kept aside), marked pending again.
+pub(crate) fn reset(id: &str, format: Format) -> Result<ExitStatus> {
+    let wb = open_workbook_about(Some(id))?;
+    let ex = wb.resolve(id)?;
+    let reset = grader::learner::reset(&wb, ex).with_context(|| {
+        format!(
+            "resetting {} (nothing was changed)",
+            wb.display_path(&wb.learner_path(ex))
+        )
+    })?;
+    let mut was_done = false;
+    if reset.restored {
+        let mut state = load_state(&wb);
+        was_done = state.state.mark_pending(ex.id());
+        if was_done {
+            save_state(&state);
+        }
+    }
+    match format {
+        Format::Json | Format::Sarif => print_json(&reset)?,
+        Format::Text => {
+            print!("{}", grader::report::reset_text(&reset));
+            if was_done {
+                println!("{} is pending again.", ex.id());
+            }
+        }
+    }
+    Ok(ExitStatus::Pass)
+}
+
+/// `watch`: check the exercise (the next pending one without an id) on every save.
+pub(crate) fn watch_from(
+    id: Option<String>,
+    poll: bool,
+    settings: &Settings,
+    format: Format,
+) -> Result<ExitStatus> {
+    let wb = open_workbook_about(id.as_deref())?;
+    let mut current = match &id {
+        Some(id) => wb.resolve(id)?,
+        None => match next_pending(&wb) {
+            Some(next) => next,
+            None => {
+                if format == Format::Text {
+                    println!("Every exercise is done: `cargo xtask list` shows them, `cargo xtask watch <id>` watches one again.");
+                }
+                return Ok(ExitStatus::Pass);
+            }
+        },
+    };
+    let ctx = context(&wb, settings, format)?;
+    watch(&ctx, &wb, &mut current, poll, format)
+}

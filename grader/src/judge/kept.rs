@@ -53,8 +53,8 @@ pub fn forget(dir: &Path) {
 }
 
 /// The launcher of one timed stage: a `Kept` one where the submission keeps this stage (confirming
-/// runs are always fresh), None (`ctx`'s own) otherwise. `what` is the stage's
-/// own part of the key (the profiler's target, the harness's arguments); `leave`, the files not kept.
+/// runs are always fresh), None (`ctx`'s own) otherwise. `what` is the stage's own part of the key
+/// (the profiler's target, the harness's arguments); `leave`, the files not kept.
 pub fn launcher<'a>(
     ctx: &'a Context,
     sub: &Submission,
