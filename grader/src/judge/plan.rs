@@ -347,8 +347,8 @@ pub fn timed_kinds(ex: &Exercise, role: Role) -> Vec<StageKind> {
     kinds
 }
 
-/// The timed stages a version keeps between plans (`judge::kept`): the original's and the reference fix's
-/// profiles and timelines; the original's whole call too, where the judged time is ncu's (where it
+/// The timed stages a version keeps between plans (`judge::kept`): the original's and the
+/// reference fix's profiles and timelines; the original's whole call too, where the judged time is ncu's (where it
 /// is the call's, the original's call is timed afresh, as the learner's and the reference fix's
 /// are: the speedup a check reports compares calls of the same moment). None of the learner's.
 pub fn kept_kinds(role: Role, clock: Clock) -> &'static [StageKind] {

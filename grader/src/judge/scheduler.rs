@@ -295,9 +295,9 @@ pub fn execute(
     timeline
 }
 
-/// The measurements kept between plans (`judge::kept`), after `timing` ran: where some of its runs were served from an earlier plan, whether the GPU
-/// still times `reference_call` (the reference fix's fresh whole call) the same; if not, every
-/// kept stage of `timing` is taken again now. Where none was served, this call is what later plans
+/// The measurements kept between plans (`judge::kept`), after `timing` ran: where some of its runs
+/// were served from an earlier plan, whether the GPU still times `reference_call` (the reference
+/// fix's fresh whole call) the same; if not, every kept stage of `timing` is taken again now. Where none was served, this call is what later plans
 /// are held to. The line for the report where any was kept.
 pub fn keep_or_measure_again(
     ctx: &Context,

@@ -290,7 +290,7 @@ pub fn grade_class(
     // GPUs of one model do not build and run the peak program in one folder at once.
     if let Some(first) = workers
         .first()
-        .filter(|w| w.gpu_stages() && !queue.lock().unwrap().is_empty())
+        .filter(|w| w.ctx.gpu_stages() && !queue.lock().unwrap().is_empty())
     {
         first.peak(wb);
     }

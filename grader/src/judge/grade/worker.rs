@@ -212,10 +212,6 @@ impl<'a> Worker<'a> {
         self.ctx.config.gpu.clone()
     }
 
-    pub(super) fn gpu_stages(&self) -> bool {
-        self.ctx.gpu_stages()
-    }
-
     /// This GPU's peak (measured once, cached on disk); None where it cannot be measured.
     pub(super) fn peak(&self, wb: &Workbook) -> Option<Peak> {
         let mut peak = self.peak.lock().unwrap();
@@ -361,7 +357,7 @@ impl<'a> Worker<'a> {
         let started = Instant::now();
         let mut phases = Phases::default();
         let ex = chunk.exercise;
-        let gpu_stages = self.gpu_stages();
+        let gpu_stages = self.ctx.gpu_stages();
         let prepared = if gpu_stages {
             match self.cases(wb, ex) {
                 Ok(c) => c,
