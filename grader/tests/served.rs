@@ -20,36 +20,9 @@ use grader::tools::served::{CallTimes, Calls, Layout, Served};
 
 /// The harness's loop in C, with a `mode`: `honest` copies the input to the output, then says
 /// done; `early` takes its input, says done, and writes the answer 300 ms later; `die` exits
-/// during its second call;
+/// during its second call; `ahead` says its second call is the third done, then hangs;
 /// `second` copies a stale input (the first call's) in its second call.
-const FAKE_HARNESS: &str = r#"
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-static uint64_t ld(unsigned char* r, size_t at) { return __atomic_load_n((uint64_t*)(r + at), __ATOMIC_ACQUIRE); }
-static void st(unsigned char* r, size_t at, uint64_t v) { __atomic_store_n((uint64_t*)(r + at), v, __ATOMIC_RELEASE); }
-int main(int argc, char** argv) {
-  int fd = atoi(argv[1]); size_t in = atol(argv[2]), out = atol(argv[3]), bytes = atol(argv[4]); const char* mode = argv[5];
-  struct stat s; fstat(fd, &s);
-  unsigned char* r = mmap(0, s.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  unsigned char* first = malloc(bytes);
-  st(r, 192, 1);
-  for (uint64_t last = 0;;) {
-    uint64_t k;
-    while ((k = ld(r, 64)) == last) {}
-    if (k == ~0ull) return 0;
-    last = k;
-    if (k == 1) memcpy(first, r + in, bytes);
-    if (!strcmp(mode, "die") && k == 2) _exit(9);
-    if (!strcmp(mode, "early")) { memcpy(first, r + in, bytes); st(r, 128, k); usleep(300000); memcpy(r + out, first, bytes); continue; }
-    memcpy(r + out, !strcmp(mode, "second") && k == 2 ? first : r + in, bytes);
-    st(r, 128, k);
-  }
-}
-"#;
+const FAKE_HARNESS: &str = include_str!("fixtures/fake-harness.c");
 
 fn fake_harness(dir: &Path) -> Option<PathBuf> {
     let src = dir.join("fake.c");
@@ -189,6 +162,31 @@ fn every_call_gets_inputs_of_its_own_and_its_outputs_are_kept() {
     assert_eq!(again, outputs);
     let (_, _, other) = serve("honest", 8).unwrap();
     assert_ne!(other[1], outputs[1]);
+}
+
+#[test]
+fn a_done_written_out_of_turn_ends_the_calls_at_once_not_at_the_time_limit() {
+    let Some((exit, times, outputs)) = serve("ahead", 17).or_else(skipped) else {
+        return;
+    };
+    assert_eq!(
+        exit,
+        Exit::Signal(libc::SIGTERM),
+        "ended by the grader once its calls stopped, not at its time limit"
+    );
+    // fd-scribble's thread wrote `done` ahead of every call, and 62's timed run waited out its
+    // limit. The program hangs after writing it: a grader that waited would say its time ran out.
+    assert_eq!(
+        (times.calls_ns.len(), outputs.len()),
+        (1, 1),
+        "the first call stands"
+    );
+    let why = times.failure.unwrap_or_default();
+    assert!(
+        why.contains("written out of turn (3 where the harness writes 2)")
+            && why.contains("call 2"),
+        "{why}"
+    );
 }
 
 #[test]

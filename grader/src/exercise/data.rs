@@ -143,28 +143,35 @@ pub fn write_case(
 /// Write outputs the way harness.cu does (the grader's copy of a served call's outputs; tests
 /// stand in for a program's run with it).
 pub fn write_outputs(path: &Path, outputs: &[Buffer]) -> io::Result<()> {
-    write_raw_outputs(
-        path,
-        &outputs
-            .iter()
-            .map(|b| (b.name.as_str(), b.data.dtype(), to_bytes(&b.data)))
-            .collect::<Vec<_>>(),
-    )
+    let bytes: Vec<Vec<u8>> = outputs.iter().map(|b| to_bytes(&b.data)).collect();
+    let named: Vec<(&str, DType, &[u8])> = outputs
+        .iter()
+        .zip(&bytes)
+        .map(|(b, raw)| (b.name.as_str(), b.data.dtype(), raw.as_slice()))
+        .collect();
+    write_raw_outputs(path, &named).map(drop)
 }
 
-/// `write_outputs` from each buffer's raw little-endian bytes.
-pub fn write_raw_outputs(path: &Path, outputs: &[(&str, DType, Vec<u8>)]) -> io::Result<()> {
+/// `write_outputs` from each buffer's raw little-endian bytes; where each buffer's bytes start in
+/// the file.
+pub fn write_raw_outputs(path: &Path, outputs: &[(&str, DType, &[u8])]) -> io::Result<Vec<u64>> {
     let mut w = io::BufWriter::new(std::fs::File::create(path)?);
     w.write_all(b"CBOT")?;
     w.write_all(&1u32.to_le_bytes())?;
     w.write_all(&(outputs.len() as u32).to_le_bytes())?;
+    let mut at = 12u64;
+    let mut starts = Vec::with_capacity(outputs.len());
     for (name, dtype, bytes) in outputs {
         put_name(&mut w, name)?;
         w.write_all(&[dtype.code()])?;
         w.write_all(&((bytes.len() / dtype.size()) as u64).to_le_bytes())?;
+        at += 2 + name.len() as u64 + 1 + 8;
+        starts.push(at);
         w.write_all(bytes)?;
+        at += bytes.len() as u64;
     }
-    w.flush()
+    w.flush()?;
+    Ok(starts)
 }
 
 /// The input buffers of a case file (`write_case`'s).
@@ -244,6 +251,20 @@ mod tests {
             b: Vec<BufferSpec>,
         }
         toml::from_str::<W>(text).unwrap().b
+    }
+
+    #[test]
+    fn a_written_output_file_says_where_each_buffer_starts() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("o");
+        let (a, b) = (1.5f32.to_le_bytes(), [7u8, 0, 0, 0, 9, 0, 0, 0]);
+        let starts =
+            write_raw_outputs(&path, &[("a", DType::F32, &a), ("bee", DType::U32, &b)]).unwrap();
+        let file = std::fs::read(&path).unwrap();
+        let (sa, sb) = (starts[0] as usize, starts[1] as usize);
+        assert_eq!((&file[sa..sa + 4], &file[sb..sb + 8]), (&a[..], &b[..]));
+        assert_eq!(file.len(), sb + 8);
+        assert_eq!(read_outputs(&path).unwrap()[1].data, Data::U32(vec![7, 9]));
     }
 
     #[test]

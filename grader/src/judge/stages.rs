@@ -802,7 +802,15 @@ pub fn call(
     let repeat = repeat as usize;
     let failure = match &run {
         Err(e) => Some(e.to_string()),
-        Ok(f) if !f.success() => Some(format!("the program failed: {}", f.describe_exit())),
+        // Where the grader's calls stopped first (and the grader ended the program for it), why
+        // they stopped comes first.
+        Ok(f) if !f.success() => Some(match times.as_ref().and_then(|t| t.failure.as_ref()) {
+            Some(why) => format!(
+                "the calls stopped: {why} (the program: {})",
+                f.describe_exit()
+            ),
+            None => format!("the program failed: {}", f.describe_exit()),
+        }),
         Ok(f) => f
             .left_running()
             .or_else(|| match &times {

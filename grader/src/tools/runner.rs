@@ -57,7 +57,23 @@ pub struct Job {
 pub trait Driver: Send + Sync + std::fmt::Debug {
     /// Before the job starts (again: a job may be run more than once).
     fn prepare(&self) {}
-    fn drive(&self, run: &Running);
+    fn drive(&self, run: &Running) -> Then;
+}
+
+/// What the runner does with a job once its driver is done with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Then {
+    /// Let it end by itself, within its time.
+    Wait,
+    /// End it now (SIGTERM, SIGKILL after the grace): the driver found it broken, and a program
+    /// that hangs after that must not hold the grader to its time limit.
+    Stop,
+}
+
+/// What the runner hears while a job runs.
+enum Heard {
+    Exited,
+    Stop,
 }
 
 /// A job in progress, as its driver sees it.
@@ -424,28 +440,50 @@ pub fn run(job: &Job) -> Result<Finished, SpawnError> {
     let (tx, rx) = mpsc::channel();
     let alive = std::sync::atomic::AtomicBool::new(true);
     let (timed_out, status) = thread::scope(|scope| {
-        let waiter = scope.spawn(|| {
+        let exited = tx.clone();
+        let (child, alive) = (&mut child, &alive);
+        let waiter = scope.spawn(move || {
             let status = child.wait();
             alive.store(false, std::sync::atomic::Ordering::Release);
-            let _ = tx.send(());
+            let _ = exited.send(Heard::Exited);
             status
         });
         let driver = job.driver.as_ref().map(|d| {
             let running = Running {
-                alive: &alive,
+                alive,
                 started: start,
                 deadline: start + job.timeout,
                 cgroup: cgroup.as_ref(),
             };
-            scope.spawn(move || d.drive(&running))
-        });
-        let timed_out = match rx.recv_timeout(job.timeout) {
-            Ok(()) => false,
-            Err(_) => {
-                signal_group(pgid, libc::SIGTERM);
-                if rx.recv_timeout(KILL_GRACE).is_err() {
-                    signal_group(pgid, libc::SIGKILL);
+            let stop = tx.clone();
+            scope.spawn(move || {
+                if d.drive(&running) == Then::Stop {
+                    let _ = stop.send(Heard::Stop);
                 }
+            })
+        });
+        let deadline = start + job.timeout;
+        let end = |grace: Duration| {
+            signal_group(pgid, libc::SIGTERM);
+            let exited = loop {
+                match rx.recv_timeout(grace) {
+                    Ok(Heard::Exited) => break true,
+                    Ok(Heard::Stop) => continue,
+                    Err(_) => break false,
+                }
+            };
+            if !exited {
+                signal_group(pgid, libc::SIGKILL);
+            }
+        };
+        let timed_out = match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(Heard::Exited) => false,
+            Ok(Heard::Stop) => {
+                end(KILL_GRACE);
+                false
+            }
+            Err(_) => {
+                end(KILL_GRACE);
                 true
             }
         };

@@ -188,7 +188,7 @@ struct Unpacked {
 }
 
 impl runner::Driver for Unpacked {
-    fn drive(&self, run: &runner::Running) {
+    fn drive(&self, run: &runner::Running) -> runner::Then {
         let mut said = crate::tools::untrusted::folder_bytes(&self.dir) >> 20;
         let mut last = std::time::Instant::now();
         while run.alive() {
@@ -203,6 +203,7 @@ impl runner::Driver for Unpacked {
                 said = mb;
             }
         }
+        runner::Then::Wait
     }
 }
 
