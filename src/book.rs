@@ -17,7 +17,9 @@ pub(crate) fn book(
     }
     // With this package selected too, the build resolves the features `check` does and reuses its
     // grader (Cargo.toml's workspace-hack dependencies), where `cargo run` of the book alone would not.
-    let mut cargo = Process::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    let mut cargo = Process::new(
+        grader::environment::path(grader::environment::CARGO).unwrap_or_else(|| "cargo".into()),
+    );
     cargo
         .arg("build")
         .arg("--manifest-path")

@@ -22,7 +22,7 @@ pub(crate) fn grade(args: GradeArgs, settings: &Settings, format: Format) -> Res
             .map(|id| wb.resolve(id))
             .collect::<Result<_, _>>()?
     };
-    let secret = match (args.secret_seed, &args.secret, std::env::var("CUDABUGS_SECRET_SEED").ok()) {
+    let secret = match (args.secret_seed, &args.secret, grader::environment::text(grader::environment::SECRET_SEED)) {
         (Some(seed), _, _) => Secret::from_seed(seed),
         (None, Some(file), _) => Secret::load(file, &[&wb.root, &submissions])?,
         (None, None, Some(v)) => Secret::from_seed(v.trim().parse().with_context(|| format!("CUDABUGS_SECRET_SEED={v} is not a number"))?),

@@ -13,7 +13,7 @@ use common::{nvcc_or_skip, Copy};
 fn check(copy: &Copy, cache: &Path) -> (serde_json::Value, usize) {
     let out = copy
         .xtask()
-        .env(grader::tools::nvcc::BUILD_CACHE_VAR, cache)
+        .env(grader::environment::BUILD_CACHE, cache)
         .args(["--format", "json", "check", "race"])
         .output()
         .unwrap();

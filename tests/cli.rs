@@ -249,7 +249,7 @@ fn check_keeps_the_binaries_of_an_unchanged_file_and_rebuilds_an_edited_one() {
         // The copy's own build cache, empty at first (the shared one may hold these builds).
         let out = copy
             .xtask()
-            .env_remove(grader::tools::nvcc::BUILD_CACHE_VAR)
+            .env_remove(grader::environment::BUILD_CACHE)
             .args(["--format", "json", "check", "race"])
             .output()
             .unwrap();

@@ -223,7 +223,7 @@ fn on_the_cpu_the_class_builds_tamper_is_refused_and_a_killed_batch_resumes_with
     child
         .current_dir(repo())
         .envs(common::env())
-        .env(grader::tools::nvcc::BUILD_CACHE_VAR, own_cache.path())
+        .env(grader::environment::BUILD_CACHE, own_cache.path())
         .env("CUDABUGS_ROOT", copy.root())
         .arg("grade")
         .arg(repo().join(CLASS));

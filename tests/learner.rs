@@ -606,7 +606,7 @@ fn ctrl_c_during_a_build_is_an_interruption_not_a_failure() {
         .env("CUDABUGS_ROOT", copy.root())
         .envs(common::env())
         // The copy's own cache: the shared one may hold this build, and nvcc must be running.
-        .env_remove(grader::tools::nvcc::BUILD_CACHE_VAR)
+        .env_remove(grader::environment::BUILD_CACHE)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -11,6 +11,7 @@
 //! dependencies so that `build.rs` can validate exercises with it; everything else sits behind the
 //! `engine` feature.
 
+pub mod environment;
 pub mod exercise;
 pub mod exit;
 

@@ -54,7 +54,7 @@ fn gated_workbook(root: &Path) -> Workbook {
 /// would fail, so a pass shows that nothing did.
 fn context_on_fake_a100() -> Context {
     // Every test of this file sets the same value: the seam is read by `gpu::probe`, as the CLI reads it.
-    std::env::set_var(gpu::FAKE_GPU_VAR, "NVIDIA A100;8.0");
+    std::env::set_var(grader::environment::FAKE_GPU, "NVIDIA A100;8.0");
     let gpu = gpu::probe();
     assert!(
         matches!(&gpu, GpuStatus::Present(info) if info.compute_capability == (8, 0)),

@@ -29,7 +29,7 @@ pub fn xtask() -> Command {
 pub fn env() -> Vec<(&'static str, std::ffi::OsString)> {
     let mut env = vec![
         ("CUDABUGS_NO_INSTALL", "1".into()),
-        (grader::tools::nvcc::BUILD_CACHE_VAR, build_cache().into()),
+        (grader::environment::BUILD_CACHE, build_cache().into()),
     ];
     if let Some(nvcc) = nvcc() {
         env.push(("CUDABUGS_NVCC", nvcc.path.clone().into()));

@@ -74,7 +74,7 @@ fn is_root(dir: &Path) -> bool {
 
 /// `CUDABUGS_ROOT`, else the nearest folder at or above `start` that holds exercises/ and solutions/.
 pub fn find_root(start: &Path) -> Result<PathBuf, WorkbookError> {
-    if let Some(root) = std::env::var_os("CUDABUGS_ROOT").map(PathBuf::from) {
+    if let Some(root) = crate::environment::path(crate::environment::ROOT) {
         return if is_root(&root) {
             Ok(root)
         } else {

@@ -144,9 +144,9 @@ impl Config {
     pub fn from_env() -> Result<Config, EnvError> {
         let mut c = Config::default();
         fn get<T: std::str::FromStr>(var: &'static str) -> Result<Option<T>, EnvError> {
-            match std::env::var(var) {
-                Err(_) => Ok(None),
-                Ok(v) => v.trim().parse().map(Some).map_err(|_| EnvError {
+            match crate::environment::text(var) {
+                None => Ok(None),
+                Some(v) => v.trim().parse().map(Some).map_err(|_| EnvError {
                     var,
                     value: v.clone(),
                     why: "not a valid value".into(),
@@ -166,7 +166,7 @@ impl Config {
         if let Some(n) = get::<usize>("CUDABUGS_NCU_JOBS")? {
             c.ncu_jobs = n.clamp(1, 16);
         }
-        if let Ok(v) = std::env::var("CUDABUGS_ISOLATION") {
+        if let Some(v) = crate::environment::text("CUDABUGS_ISOLATION") {
             c.isolation = v.parse().map_err(|why| EnvError {
                 var: "CUDABUGS_ISOLATION",
                 value: v.clone(),
@@ -197,7 +197,7 @@ impl Config {
         if let Some(mb) = get::<u64>("CUDABUGS_MEMORY_MAX_MB")? {
             c.limits.memory_bytes = Some(mb << 20);
         }
-        c.install_toolkit = std::env::var_os("CUDABUGS_NO_INSTALL").is_none();
+        c.install_toolkit = !crate::environment::is_set("CUDABUGS_NO_INSTALL");
         Ok(c)
     }
 }

@@ -78,13 +78,13 @@ pub fn launcher<'a>(
         dir(ctx, sub),
         ex,
         &format!("{}-{}", sub.variant, stage.kind.id().replace(':', "-")),
-        &built.binary,
+        built,
         &[&bench, what],
         leave,
     )
 }
 
-/// A `Kept` launcher in `dir` for `name`'s run of `binary` for `ex` (one kept run per name: an
+/// A `Kept` launcher in `dir` for `name`'s run of `built` for `ex` (one kept run per name: an
 /// older key's is removed), keyed by the binary's content, `parts`, the GPU, its driver and the
 /// profiler. None where runs are replayed from a recording or recorded (a recording must hold every
 /// run), or the binary cannot be read.
@@ -93,14 +93,14 @@ pub fn shelf<'a>(
     dir: PathBuf,
     ex: &Exercise,
     name: &str,
-    binary: &Path,
+    built: &Built,
     parts: &[&str],
     leave: Vec<PathBuf>,
 ) -> Option<Kept<'a>> {
     if ctx.launcher.replays() || ctx.launcher.records() {
         return None;
     }
-    let content = blake3::hash(&std::fs::read(binary).ok()?).to_hex();
+    let content = built.content()?.to_hex();
     let tool = |p: Option<&Path>| {
         p.and_then(|p| {
             std::fs::metadata(p)

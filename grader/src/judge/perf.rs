@@ -473,7 +473,7 @@ pub fn time_baseline(
             .join("baseline"),
         ex,
         "baseline-cublas-sgemm",
-        &built.binary,
+        &built,
         &[&format!("{target:?}")],
         Vec::new(),
     );

@@ -302,7 +302,7 @@ pub fn confinement(ctx: &Context, wb: &Workbook, sub: &Submission, writable: &Pa
 pub fn sandbox_env(ctx: &Context, run: &Path, kind: StageKind) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = PASSED_THROUGH
         .iter()
-        .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+        .filter_map(|k| crate::environment::text(k).map(|v| (k.to_string(), v)))
         .collect();
     if !env.iter().any(|(k, _)| k == "PATH") {
         env.push((
@@ -416,14 +416,14 @@ pub fn build(
         Target::Program(p) => {
             if let Some(bin) = &p.prebuilt {
                 let command = format!("(built elsewhere: {})", bin.display());
-                return Output::Built(Ok(Built {
-                    binary: bin.clone(),
-                    source: bin.clone(),
+                return Output::Built(Ok(Built::new(
+                    bin.clone(),
+                    bin.clone(),
                     flavor,
                     command,
-                    wall: std::time::Duration::ZERO,
-                    reused: true,
-                }));
+                    std::time::Duration::ZERO,
+                    true,
+                )));
             }
             nvcc::Inputs::Program {
                 sources: &p.sources,

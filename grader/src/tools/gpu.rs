@@ -118,14 +118,12 @@ impl Settings {
     }
 }
 
-/// A test seam: `CUDABUGS_FAKE_GPU="NVIDIA A100;8.0"` makes `probe` report that GPU (and `count`
-/// one) without touching a driver, so that the capability gate can be tested on a machine with no
-/// GPU. Nothing that needs a real GPU works under it; it is for tests of what happens before.
-pub const FAKE_GPU_VAR: &str = "CUDABUGS_FAKE_GPU";
-
-/// The faked GPU, where the test seam is set: "NAME;MAJOR.MINOR".
+/// The faked GPU, where the test seam is set: "NAME;MAJOR.MINOR". `CUDABUGS_FAKE_GPU="NVIDIA
+/// A100;8.0"` makes `probe` report that GPU (and `count` one) without touching a driver, so that the
+/// capability gate can be tested on a machine with no GPU. Nothing that needs a real GPU works under
+/// it; it is for tests of what happens before.
 fn fake() -> Option<Result<GpuInfo, String>> {
-    std::env::var(FAKE_GPU_VAR).ok().map(|t| parse_fake(&t))
+    crate::environment::text(crate::environment::FAKE_GPU).map(|t| parse_fake(&t))
 }
 
 fn parse_fake(text: &str) -> Result<GpuInfo, String> {
@@ -140,7 +138,8 @@ fn parse_fake(text: &str) -> Result<GpuInfo, String> {
     });
     parsed.ok_or_else(|| {
         format!(
-            "{FAKE_GPU_VAR}={text:?}: write it as \"NAME;MAJOR.MINOR\", e.g. \"NVIDIA A100;8.0\""
+            "{}={text:?}: write it as \"NAME;MAJOR.MINOR\", e.g. \"NVIDIA A100;8.0\"",
+            crate::environment::FAKE_GPU
         )
     })
 }

@@ -80,6 +80,37 @@ pub struct Built {
     /// No nvcc ran: the binary from an earlier build of the same source with the same command was
     /// kept, or copied from the build cache.
     pub reused: bool,
+    /// The binary's content hash, read once on first use and shared by every clone (a check's kept
+    /// stages each key on it: five reads of the same binary before).
+    content: std::sync::Arc<std::sync::OnceLock<Option<blake3::Hash>>>,
+}
+
+impl Built {
+    pub fn new(
+        binary: PathBuf,
+        source: PathBuf,
+        flavor: Flavor,
+        command: String,
+        wall: Duration,
+        reused: bool,
+    ) -> Built {
+        Built {
+            binary,
+            source,
+            flavor,
+            command,
+            wall,
+            reused,
+            content: Default::default(),
+        }
+    }
+
+    /// The binary's blake3 hash (None where it cannot be read).
+    pub fn content(&self) -> Option<blake3::Hash> {
+        *self
+            .content
+            .get_or_init(|| std::fs::read(&self.binary).ok().map(|b| blake3::hash(&b)))
+    }
 }
 
 /// Whether a build may keep a binary that an earlier build made from the same inputs.
@@ -110,9 +141,6 @@ pub enum BuildError {
     Io(PathBuf, std::io::Error),
 }
 
-/// Overrides where the build cache lives (tests point every temporary workbook at one).
-pub const BUILD_CACHE_VAR: &str = "CUDABUGS_BUILD_CACHE";
-
 /// Binaries kept by what they were built from, so that the same text built again (in another plan's
 /// folder, for another student, in another copy of the workbook) costs a file copy instead of nvcc:
 /// `cargo test` asks for 188 builds; with the cache 85 ran nvcc (counted with `CUDABUGS_BUILD_LOG`),
@@ -141,9 +169,8 @@ impl BuildCache {
     /// inside the work root that every sandboxed run has hidden, unless `CUDABUGS_BUILD_CACHE` names
     /// another folder (which the caller must hide as well).
     pub fn for_workbook(work_dir: &Path) -> BuildCache {
-        let dir = std::env::var_os(BUILD_CACHE_VAR)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
+        let dir = crate::environment::path(crate::environment::BUILD_CACHE)
+            .filter(|v| !v.as_os_str().is_empty())
             .unwrap_or_else(|| work_dir.join("work").join("build-cache"));
         BuildCache {
             dir,
@@ -257,7 +284,7 @@ fn build_env(job: &Job) -> Vec<(OsString, OsString)> {
     let mut env: Vec<(OsString, OsString)> = if job.clear_env {
         Vec::new()
     } else {
-        std::env::vars_os().collect()
+        crate::environment::all()
     };
     for (k, v) in &job.env {
         env.retain(|(have, _)| have != k);
@@ -553,13 +580,15 @@ pub fn build(
         }
     };
     let recipe_path = binary.with_extension("recipe");
-    let built = |command: &Job, wall, reused| Built {
-        binary: binary.to_path_buf(),
-        source: source.to_path_buf(),
-        flavor,
-        command: command.display(),
-        wall,
-        reused,
+    let built = |command: &Job, wall, reused| {
+        Built::new(
+            binary.to_path_buf(),
+            source.to_path_buf(),
+            flavor,
+            command.display(),
+            wall,
+            reused,
+        )
     };
     if reuse == Reuse::IfUnchanged
         && binary.is_file()
@@ -690,7 +719,7 @@ fn same_file(source: &Path, dep: &Path, cwd: Option<&Path>) -> bool {
 /// `CUDABUGS_BUILD_LOG=FILE`: one line per nvcc run or cache hit appended to FILE (how the test suite's
 /// builds were counted).
 fn log_build(what: &str, binary: &Path) {
-    if let Some(path) = std::env::var_os("CUDABUGS_BUILD_LOG") {
+    if let Some(path) = crate::environment::path(crate::environment::BUILD_LOG) {
         use std::io::Write;
         if let Ok(mut f) = std::fs::OpenOptions::new()
             .create(true)

@@ -69,12 +69,12 @@ pub struct Toolchain {
 fn candidates(tool: ToolName, root: &Path) -> Vec<PathBuf> {
     let bin = tool.binary();
     let mut list = Vec::new();
-    if let Some(p) = std::env::var_os(tool.env_override()) {
-        list.push(PathBuf::from(p));
+    if let Some(p) = crate::environment::path(tool.env_override()) {
+        list.push(p);
     }
-    for var in ["CUDA_HOME", "CUDA_PATH"] {
-        if let Some(home) = std::env::var_os(var) {
-            list.push(PathBuf::from(home).join("bin").join(bin));
+    for var in crate::environment::CUDA_HOMES {
+        if let Some(home) = crate::environment::path(var) {
+            list.push(home.join("bin").join(bin));
         }
     }
     if let Ok(p) = which::which(bin) {

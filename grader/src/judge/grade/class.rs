@@ -26,8 +26,7 @@ pub fn worker_gpus(requested: &[String]) -> Vec<Option<String>> {
     if !requested.is_empty() {
         return requested.iter().cloned().map(Some).collect();
     }
-    let visible: Vec<String> = std::env::var("CUDA_VISIBLE_DEVICES")
-        .ok()
+    let visible: Vec<String> = crate::environment::text(crate::environment::VISIBLE_DEVICES)
         .map(|v| {
             v.split(',')
                 .map(|s| s.trim().to_string())

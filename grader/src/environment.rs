@@ -1,0 +1,87 @@
+//! Every environment variable cudabugs reads, named here and read only through here: one table
+//! of what each does. `judge::config` turns the run settings among them into a `Config`; the rest
+//! (where the workbook, the tools and the build cache are, test seams, what a sandboxed program or
+//! nvcc inherits) are read where their decision is made, through the functions below.
+//!
+//! | variable | read by | what it does |
+//! |---|---|---|
+//! | `CUDABUGS_ROOT` | `exercise::workbook::find_root` | the workbook, wherever the command runs |
+//! | `CUDABUGS_NVCC`, `CUDABUGS_COMPUTE_SANITIZER`, `CUDABUGS_NCU`, `CUDABUGS_CUOBJDUMP` | `tools::toolchain` | a tool's path, before any other place |
+//! | `CUDA_HOME`, `CUDA_PATH` | `tools::toolchain` | a toolkit's folder (`bin/` under it) |
+//! | `CUDABUGS_BUILD_CACHE` | `tools::nvcc` | where built binaries are kept (tests share one) |
+//! | `CUDABUGS_BUILD_LOG` | `tools::nvcc` | a file that gets a line for every nvcc that ran |
+//! | `CUDABUGS_FAKE_GPU` | `tools::gpu` | a test seam: the GPU `probe` reports, with no driver |
+//! | `CUDABUGS_SECRET_SEED` | the `grade` command | the hidden cases' secret, as a number |
+//! | `CUDA_VISIBLE_DEVICES` | `judge::grade::class` | the GPUs `grade` spreads its workers over |
+//! | `CUDABUGS_TIMEOUT_SECS`, `CUDABUGS_SANITIZER_JOBS`, `CUDABUGS_NCU_JOBS`, `CUDABUGS_ISOLATION`, `CUDABUGS_MEMORY_MAX_MB`, `CUDABUGS_SANDBOX_UID`, `CUDABUGS_SANDBOX_GID`, `CUDABUGS_NO_INSTALL` | `judge::config` | run settings (`Config::from_env`) |
+//! | `PATH`, `LD_LIBRARY_PATH`, the `CUDA_`/`NVIDIA_` device and debugging switches | `judge::stages` | passed through to sandboxed programs (`PASSED_THROUGH`) |
+//! | `CARGO` | the `book` command | the cargo that runs it, to build the book's tool |
+//! | the whole environment | `tools::nvcc` | what nvcc inherits, less what would change its output |
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+pub const ROOT: &str = "CUDABUGS_ROOT";
+pub const CUDA_HOMES: [&str; 2] = ["CUDA_HOME", "CUDA_PATH"];
+pub const BUILD_CACHE: &str = "CUDABUGS_BUILD_CACHE";
+pub const BUILD_LOG: &str = "CUDABUGS_BUILD_LOG";
+pub const FAKE_GPU: &str = "CUDABUGS_FAKE_GPU";
+pub const SECRET_SEED: &str = "CUDABUGS_SECRET_SEED";
+pub const VISIBLE_DEVICES: &str = "CUDA_VISIBLE_DEVICES";
+pub const CARGO: &str = "CARGO";
+
+/// A variable's value, where it is set and is text.
+pub fn text(var: &str) -> Option<String> {
+    std::env::var(var).ok()
+}
+
+/// A variable's value as a path, where it is set.
+pub fn path(var: &str) -> Option<PathBuf> {
+    std::env::var_os(var).map(PathBuf::from)
+}
+
+/// Whether a variable is set, to anything.
+pub fn is_set(var: &str) -> bool {
+    std::env::var_os(var).is_some()
+}
+
+/// The whole environment, for a child that inherits it (filtered by the caller).
+pub fn all() -> Vec<(OsString, OsString)> {
+    std::env::vars_os().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    /// The one place stays one: no other source file of the engine or the command line reads the
+    /// environment itself (tests set and read it as they need).
+    #[test]
+    fn nothing_else_reads_the_environment() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut readers = Vec::new();
+        let mut dirs = vec![root.join("src"), root.join("../src")];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    dirs.push(path);
+                    continue;
+                }
+                if path.extension().is_none_or(|e| e != "rs") || path.ends_with("environment.rs") {
+                    continue;
+                }
+                let text = std::fs::read_to_string(&path).unwrap();
+                // A file's own unit tests may set what they test.
+                let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+                for read in ["env::var(", "env::var_os(", "env::vars_os(", "env::vars("] {
+                    if code.contains(read) {
+                        readers.push(format!("{} ({read})", path.display()));
+                    }
+                }
+            }
+        }
+        assert!(
+            readers.is_empty(),
+            "read the environment through grader::environment: {readers:?}"
+        );
+    }
+}
