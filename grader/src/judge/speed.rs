@@ -405,49 +405,9 @@ fn written_late(calls: Option<&CallTimes>, what: &str) -> Option<String> {
     Some(format!("call {k} of the {what} went on writing its outputs after it said it was done (what the grader read at the end of the call differs from what was there a moment later): work after the clock stopped"))
 }
 
-/// Judge one version's speed and the rules. A version with no kernel time gets no speed points
-/// (and the no-kernel rule where none of the named kernels ran); the caller reports a profiler
-/// that failed, or a reference fix it could not time, as its own error first.
-pub fn judge(i: &Inputs) -> Verdict {
-    let m = &i.ex.manifest.manifest;
-    let repeat = crate::judge::plan::profiled_calls(i.ex);
-    let learner = i
-        .learner
-        .measured
-        .map(|x| audit(x, &m.timing.kernels, repeat))
-        .unwrap_or_default();
-    let reference = i
-        .reference
-        .measured
-        .map(|x| audit(x, &m.timing.kernels, repeat))
-        .unwrap_or_default();
-    let original = i
-        .original
-        .measured
-        .map(|x| audit(x, &m.timing.kernels, repeat))
-        .unwrap_or_default();
-    let mut flags: Vec<Flag> = Vec::new();
-    let mut flag = |rule: Rule, message: String| flags.push(Flag::new(rule, message));
-
-    if !learner.named_launched {
-        let ran = if learner.kernels.is_empty() {
-            "no kernel at all".to_string()
-        } else {
-            learner
-                .kernels
-                .iter()
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        flag(
-            Rule::NoKernel,
-            format!(
-                "the timed runs launched {ran}; the exercise's kernels are {}",
-                m.timing.kernels.join(", ")
-            ),
-        );
-    }
+/// The timed-outputs rule: every call of the learner's runs under ncu and on the grader's clock,
+/// compared with the reference fix's of the same call, and none written after its call ended.
+fn timed_outputs(i: &Inputs, repeat: u32) -> Option<Flag> {
     let kept = i.reference.read_once;
     // Every timed stage of a session serves the same calls: where the reference fix's run under ncu
     // was kept from an earlier check (`judge::kept`), its whole calls of this check stand for it.
@@ -476,13 +436,153 @@ pub fn judge(i: &Inputs) -> Verdict {
         if let Some(why) =
             outputs_differ(mine, theirs, kept, i.ex, what).or_else(|| written_late(calls, what))
         {
-            flag(Rule::TimedOutputs, why);
+            return Some(Flag::new(Rule::TimedOutputs, why));
         }
     }
-    let compulsory = compulsory_bytes(i.ex);
-    let needed = reference
-        .dram_read
-        .map_or(compulsory, |r| r.min(compulsory));
+    None
+}
+
+/// The rules of the whole call on the grader's clock against the kernels ncu timed (`ns`) and the
+/// reference fix's whole call: work on the host, time outside the calls, GPU memory.
+fn call_rules(
+    i: &Inputs,
+    named_launched: bool,
+    call_l: Option<f64>,
+    ns: Option<f64>,
+    by_call: bool,
+) -> Vec<Flag> {
+    let mut flags: Vec<Flag> = Vec::new();
+    let mut flag = |rule: Rule, message: String| flags.push(Flag::new(rule, message));
+    if let Some(why) = i.learner.call_failure.filter(|_| named_launched) {
+        flag(Rule::HostWork, format!("the call timing run failed ({why}): a program whose time depends on being profiled gets no speed credit"));
+    }
+    if let (Some(cl), Some(kl)) = (call_l, ns) {
+        if cl < 0.5 * kl {
+            flag(Rule::HostWork, format!("the grader clocked calls of {:.1} us, shorter than the {:.1} us its kernels take under ncu: the run that was clocked did not run the kernels that were timed", cl / 1e3, kl / 1e3));
+        }
+    }
+    // Outside the reported calls, clocked by the grader: what the harness's own numbers cannot hide.
+    let outside = |t: &Timed| Some(t.call_wall_ns? - t.call?.total_ns());
+    if let (Some(ol), Some(or)) = (outside(&i.learner), outside(&i.reference)) {
+        if ol > or + 500e6_f64.max(0.5 * or) {
+            flag(Rule::Unaccounted, format!("the call timing's process spent {:.2} s outside the calls it reported, the reference fix's {:.2} s", ol / 1e9, or / 1e9));
+        }
+    }
+    let (mem_l, mem_r) = (
+        i.learner.call.and_then(|c| c.gpu_memory),
+        i.reference.call.and_then(|c| c.gpu_memory),
+    );
+    if let (Some(ml), Some(mr)) = (mem_l, mem_r) {
+        if ml > 2.0 * mr + 256.0 * 1024.0 * 1024.0 {
+            flag(Rule::GpuMemory, format!("{:.0} MiB of GPU memory in use during the timed calls, against the reference fix's {:.0} MiB", ml / 1048576.0, mr / 1048576.0));
+        }
+    }
+    flags.extend(against_reference_call(&i.learner, &i.reference, by_call));
+    flags
+}
+
+/// The share of the speed points, the target in words, and the verdict in words: against the
+/// original where the exercise sets a speedup (from the edge of the original's noise, halved where
+/// a performance goal is missed), else against the reference fix.
+fn score(
+    i: &Inputs,
+    ns: f64,
+    ratio: f64,
+    original_ns: Option<f64>,
+    original_spread: Option<f64>,
+    clock: &str,
+) -> (f64, String, String) {
+    let m = &i.ex.manifest.manifest;
+    match (&m.perf, m.timing.max_ratio_to_reference.as_ref()) {
+        (Some(p), _) => {
+            let goal = *p.speedup.get_ref();
+            let speedup = original_ns.map(|o| o / ns).unwrap_or(f64::NAN);
+            // Credit from the edge of the noise band: the untouched file earns nothing.
+            let band = NOISE_BAND
+                .max(original_spread.unwrap_or(1.0))
+                .min(goal.sqrt());
+            let mut f = ((speedup / band).ln() / (goal / band).ln()).clamp(0.0, 1.0);
+            if speedup >= goal {
+                f = 1.0;
+            }
+            let missed: Vec<String> = i
+                .perf
+                .and_then(|s| {
+                    Some(perf::goals(
+                        p,
+                        s.version("learner")?,
+                        s.version("original")?,
+                    ))
+                })
+                .unwrap_or_default()
+                .iter()
+                .filter(|g| !g.met)
+                .map(|g| g.goal.metric.label().to_string())
+                .collect();
+            if !missed.is_empty() {
+                f = f.min(0.5);
+            }
+            let goals = if missed.is_empty() {
+                String::new()
+            } else {
+                format!("; goals missed: {}", missed.join(", "))
+            };
+            (
+                f,
+                format!(">= {goal:.1}x the original{clock}"),
+                format!("{speedup:.2}x the original{clock} (target {goal:.1}x){goals}"),
+            )
+        }
+        (None, Some(max)) => {
+            let max = *max.get_ref();
+            // Full points within the target, none at twice it, a straight line between.
+            let f = if ratio <= max {
+                1.0
+            } else {
+                (2.0 - ratio / max).clamp(0.0, 1.0)
+            };
+            (
+                f,
+                format!("<= {max:.2}x the reference fix"),
+                format!("{ratio:.2}x the reference fix (target {max:.2}x)"),
+            )
+        }
+        (None, None) => (0.0, String::new(), "no speed target".into()),
+    }
+}
+
+/// The rules of what the timed kernels did, from ncu's launches and counters (the learner's, the
+/// reference fix's and the original's audits): the exercise's kernels ran, read their inputs, split
+/// evenly into the calls, and did their share of the work; no other kernel ran.
+fn kernel_rules(
+    i: &Inputs,
+    [learner, reference, original]: [&Audit; 3],
+    repeat: u32,
+    compulsory: f64,
+    needed: f64,
+) -> Vec<Flag> {
+    let m = &i.ex.manifest.manifest;
+    let mut flags: Vec<Flag> = Vec::new();
+    let mut flag = |rule: Rule, message: String| flags.push(Flag::new(rule, message));
+    if !learner.named_launched {
+        let ran = if learner.kernels.is_empty() {
+            "no kernel at all".to_string()
+        } else {
+            learner
+                .kernels
+                .iter()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        flag(
+            Rule::NoKernel,
+            format!(
+                "the timed runs launched {ran}; the exercise's kernels are {}",
+                m.timing.kernels.join(", ")
+            ),
+        );
+    }
     if let Some(read) = learner.dram_read.filter(|_| learner.named_launched) {
         if read < 0.8 * needed {
             flag(Rule::ProofOfWork, format!("the timed kernels read {} from DRAM per run; the inputs are {} and the reference fix reads {}", mb(read), mb(compulsory), reference.dram_read.map_or("?".into(), mb)));
@@ -531,6 +631,49 @@ pub fn judge(i: &Inputs) -> Verdict {
                 ),
             );
         }
+    }
+    flags
+}
+
+/// Judge one version's speed and the rules. A version with no kernel time gets no speed points
+/// (and the no-kernel rule where none of the named kernels ran); the caller reports a profiler
+/// that failed, or a reference fix it could not time, as its own error first.
+pub fn judge(i: &Inputs) -> Verdict {
+    let m = &i.ex.manifest.manifest;
+    let repeat = crate::judge::plan::profiled_calls(i.ex);
+    let learner = i
+        .learner
+        .measured
+        .map(|x| audit(x, &m.timing.kernels, repeat))
+        .unwrap_or_default();
+    let reference = i
+        .reference
+        .measured
+        .map(|x| audit(x, &m.timing.kernels, repeat))
+        .unwrap_or_default();
+    let original = i
+        .original
+        .measured
+        .map(|x| audit(x, &m.timing.kernels, repeat))
+        .unwrap_or_default();
+    let mut flags: Vec<Flag> = Vec::new();
+    let mut flag = |rule: Rule, message: String| flags.push(Flag::new(rule, message));
+
+    if let Some(f) = timed_outputs(i, repeat) {
+        flag(f.rule, f.message);
+    }
+    let compulsory = compulsory_bytes(i.ex);
+    let needed = reference
+        .dram_read
+        .map_or(compulsory, |r| r.min(compulsory));
+    for f in kernel_rules(
+        i,
+        [&learner, &reference, &original],
+        repeat,
+        compulsory,
+        needed,
+    ) {
+        flag(f.rule, f.message);
     }
     // ncu's kernel time; the judged time is the exercise's clock's (`judged_ns`).
     let ns = i.learner.measured.and_then(|x| x.nanoseconds);
@@ -581,31 +724,7 @@ pub fn judge(i: &Inputs) -> Verdict {
         i.learner.call.and_then(CallTimes::judged_cpu_ns),
         i.reference.call.and_then(CallTimes::judged_cpu_ns),
     );
-    if let Some(why) = i.learner.call_failure.filter(|_| learner.named_launched) {
-        flag(Rule::HostWork, format!("the call timing run failed ({why}): a program whose time depends on being profiled gets no speed credit"));
-    }
-    if let (Some(cl), Some(kl)) = (call_l, ns) {
-        if cl < 0.5 * kl {
-            flag(Rule::HostWork, format!("the grader clocked calls of {:.1} us, shorter than the {:.1} us its kernels take under ncu: the run that was clocked did not run the kernels that were timed", cl / 1e3, kl / 1e3));
-        }
-    }
-    // Outside the reported calls, clocked by the grader: what the harness's own numbers cannot hide.
-    let outside = |t: &Timed| Some(t.call_wall_ns? - t.call?.total_ns());
-    if let (Some(ol), Some(or)) = (outside(&i.learner), outside(&i.reference)) {
-        if ol > or + 500e6_f64.max(0.5 * or) {
-            flag(Rule::Unaccounted, format!("the call timing's process spent {:.2} s outside the calls it reported, the reference fix's {:.2} s", ol / 1e9, or / 1e9));
-        }
-    }
-    let (mem_l, mem_r) = (
-        i.learner.call.and_then(|c| c.gpu_memory),
-        i.reference.call.and_then(|c| c.gpu_memory),
-    );
-    if let (Some(ml), Some(mr)) = (mem_l, mem_r) {
-        if ml > 2.0 * mr + 256.0 * 1024.0 * 1024.0 {
-            flag(Rule::GpuMemory, format!("{:.0} MiB of GPU memory in use during the timed calls, against the reference fix's {:.0} MiB", ml / 1048576.0, mr / 1048576.0));
-        }
-    }
-    flags.extend(against_reference_call(&i.learner, &i.reference, by_call));
+    flags.extend(call_rules(i, learner.named_launched, call_l, ns, by_call));
     flags.sort_by_key(|f| f.rule);
     flags.dedup_by_key(|f| f.rule);
 
@@ -629,62 +748,7 @@ pub fn judge(i: &Inputs) -> Verdict {
     };
     let clock = if by_call { " (whole call)" } else { "" };
     let ratio = ns / reference_ns;
-    let (fraction, target, summary) = match (&m.perf, m.timing.max_ratio_to_reference.as_ref()) {
-        (Some(p), _) => {
-            let goal = *p.speedup.get_ref();
-            let speedup = original_ns.map(|o| o / ns).unwrap_or(f64::NAN);
-            // Credit from the edge of the noise band: the untouched file earns nothing.
-            let band = NOISE_BAND
-                .max(original.spread.unwrap_or(1.0))
-                .min(goal.sqrt());
-            let mut f = ((speedup / band).ln() / (goal / band).ln()).clamp(0.0, 1.0);
-            if speedup >= goal {
-                f = 1.0;
-            }
-            let missed: Vec<String> = i
-                .perf
-                .and_then(|s| {
-                    Some(perf::goals(
-                        p,
-                        s.version("learner")?,
-                        s.version("original")?,
-                    ))
-                })
-                .unwrap_or_default()
-                .iter()
-                .filter(|g| !g.met)
-                .map(|g| g.goal.metric.label().to_string())
-                .collect();
-            if !missed.is_empty() {
-                f = f.min(0.5);
-            }
-            let goals = if missed.is_empty() {
-                String::new()
-            } else {
-                format!("; goals missed: {}", missed.join(", "))
-            };
-            (
-                f,
-                format!(">= {goal:.1}x the original{clock}"),
-                format!("{speedup:.2}x the original{clock} (target {goal:.1}x){goals}"),
-            )
-        }
-        (None, Some(max)) => {
-            let max = *max.get_ref();
-            // Full points within the target, none at twice it, a straight line between.
-            let f = if ratio <= max {
-                1.0
-            } else {
-                (2.0 - ratio / max).clamp(0.0, 1.0)
-            };
-            (
-                f,
-                format!("<= {max:.2}x the reference fix"),
-                format!("{ratio:.2}x the reference fix (target {max:.2}x)"),
-            )
-        }
-        (None, None) => (0.0, String::new(), "no speed target".into()),
-    };
+    let (fraction, target, summary) = score(i, ns, ratio, original_ns, original.spread, clock);
     let status = if fraction >= 1.0 {
         Status::Passed
     } else {
@@ -714,7 +778,7 @@ pub fn judge(i: &Inputs) -> Verdict {
             reference_call_ns: call_r,
             learner_call_cpu_ns: cpu_l,
             reference_call_cpu_ns: cpu_r,
-            gpu_memory_bytes: mem_l,
+            gpu_memory_bytes: i.learner.call.and_then(|c| c.gpu_memory),
         }),
         flags,
     }
