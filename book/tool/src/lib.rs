@@ -54,6 +54,8 @@ struct Exercise {
     level: Option<u8>,
     requires: Option<String>,
     perf: bool,
+    /// What is wrong, in the manifest's words: what a reader searches for.
+    bug_class: String,
     /// The tool that flags the untouched exercise, and the kind of its record (the manifest's).
     finding: Option<(
         grader::exercise::manifest::Tool,
@@ -76,6 +78,7 @@ impl Cudabugs {
                 level: d.manifest.level(),
                 requires: d.manifest.requires().map(|c| c.to_string()),
                 perf: d.manifest.manifest.perf.is_some(),
+                bug_class: d.manifest.manifest.bug_class.clone(),
                 original: d.original,
                 solution_text: d.solution,
             })
@@ -966,7 +969,8 @@ fn is_region_marker(line: &str) -> bool {
     t.starts_with("// ANCHOR:") || t.starts_with("// ANCHOR_END:")
 }
 
-/// "*Level 2 of 3* · found with racecheck · any CUDA GPU": a lesson's place and needs.
+/// "*Level 2 of 3* · shared-memory race · found with racecheck · any CUDA GPU": a lesson's place,
+/// its bug class (so that search finds the lesson by it) and its needs.
 fn lesson_marks(e: &Exercise) -> String {
     let level = match e.level {
         Some(n) => format!("*Level {n} of 3*"),
@@ -981,7 +985,7 @@ fn lesson_marks(e: &Exercise) -> String {
         Some(cap) => format!("needs compute capability {cap} (Hopper: H100, H200)"),
         None => "any CUDA GPU".into(),
     };
-    format!("{level} · {found} · {gpu}\n")
+    format!("{level} · {} · {found} · {gpu}\n", e.bug_class)
 }
 
 /// "Lessons: [03-race](../lessons/03-race.md) (shared-race), ...": every exercise whose manifest
@@ -1223,6 +1227,7 @@ fn newest_source(book_root: &Path, workbook: &Path) -> std::time::SystemTime {
     for p in [
         book_root.join("src"),
         book_root.join("book.toml"),
+        book_root.join("theme"),
         book_root.join(RECORD_FILE),
         workbook.join("exercises"),
         workbook.join("solutions"),

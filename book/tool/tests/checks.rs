@@ -12,7 +12,13 @@ impl Copy {
     fn new() -> Copy {
         let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let dir = tempfile::tempdir().unwrap();
-        for sub in ["book/src", "book/gpu-runs", "exercises", "solutions"] {
+        for sub in [
+            "book/src",
+            "book/theme",
+            "book/gpu-runs",
+            "exercises",
+            "solutions",
+        ] {
             grader::exercise::workbook::copy_tree(&repo.join(sub), &dir.path().join(sub)).unwrap();
         }
         for file in [
@@ -131,9 +137,8 @@ fn the_untouched_copy_builds() {
     // Under each lesson's title, its level, what finds the bug and the GPU it needs (manifests).
     let lesson_page =
         |id: &str| std::fs::read_to_string(html.join(format!("lessons/{id}.html"))).unwrap();
-    assert!(
-        lesson_page("03-race").contains("Level 2 of 3</em> · found with racecheck · any CUDA GPU")
-    );
+    assert!(lesson_page("03-race")
+        .contains("Level 2 of 3</em> · shared-memory race · found with racecheck · any CUDA GPU"));
     assert!(lesson_page("28-cluster-dsmem").contains("needs compute capability 9.0"));
     assert!(lesson_page("57-reduction").contains("timed with Nsight Compute"));
     // Each lesson links to NVIDIA's manual for its tool (or Nsight Compute's guide).

@@ -88,3 +88,196 @@ fn a_lesson_renders_with_its_title_code_and_record_table() {
         "no record table with {fix}"
     );
 }
+
+/// The audit the harness page runs in Chromium: every page of the book in a 1280 px frame, its
+/// folds opened, each code block and table measured; then each lesson searched for by its bug
+/// class through mdBook's own search (`?search=`), the results read back.
+const HARNESS: &str = r#"<!doctype html><html><body>
+<iframe id="f" style="width:1280px;height:900px;border:0"></iframe>
+<pre id="result"></pre>
+<script>
+const PAGES = __PAGES__;
+const SEARCHES = __SEARCHES__;
+const frame = document.getElementById('f');
+const load = src => new Promise(done => { frame.onload = done; frame.src = src; });
+const pause = ms => new Promise(done => setTimeout(done, ms));
+const text = el => (el.textContent || '').trim().replace(/\s+/g, ' ').slice(0, 80);
+async function run() {
+  const result = { width: {}, wide: {}, search: {} };
+  for (const page of PAGES) {
+    await load(page);
+    await pause(100);
+    const doc = frame.contentDocument;
+    doc.querySelectorAll('details').forEach(d => { d.open = true; });
+    await pause(50);
+    const main = doc.querySelector('main');
+    result.width[page] = main.clientWidth;
+    const wide = [];
+    for (const pre of main.querySelectorAll('pre')) {
+      const code = pre.querySelector('code') || pre;
+      const over = Math.max(code.scrollWidth - code.clientWidth, pre.scrollWidth - pre.clientWidth);
+      if (over > 1) wide.push('code block ' + over + ' px too wide: ' + text(pre));
+    }
+    for (const table of main.querySelectorAll('table')) {
+      const box = table.parentElement;
+      const over = Math.max(box.scrollWidth - box.clientWidth,
+        table.getBoundingClientRect().right - main.getBoundingClientRect().right);
+      if (over > 1) wide.push('table ' + Math.round(over) + ' px too wide: ' + text(table));
+    }
+    if (wide.length) result.wide[page] = wide;
+  }
+  for (const [id, query] of SEARCHES) {
+    await load('index.html?search=' + encodeURIComponent(query));
+    let found = [];
+    for (let i = 0; i < 50 && found.length === 0; i++) {
+      await pause(100);
+      found = [...frame.contentDocument.querySelectorAll('#mdbook-searchresults a')]
+        .map(a => a.getAttribute('href'));
+    }
+    result.search[id] = found;
+  }
+  document.getElementById('result').textContent = 'RESULT' + JSON.stringify(result) + 'END';
+}
+run();
+</script></body></html>"#;
+
+fn headless(browser: &Path, profile: &Path, budget_ms: u32) -> Job {
+    Job::new(browser, Duration::from_secs(300))
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("--virtual-time-budget={budget_ms}"))
+}
+
+/// At 1280 px (the sidebar open) no code block or table of any page, folds opened, is wider than
+/// its column: before the book's stylesheet, 279 code blocks and 20 tables scrolled sideways and
+/// hid their lines' ends. Search finds every lesson by its bug class. Three lessons are kept as
+/// screenshots under `target/book-screenshots/` (CI's artefacts).
+#[test]
+fn every_page_fits_1280_px_and_search_finds_each_lesson_by_its_bug_class() {
+    let Some(browser) = chromium() else {
+        assert!(
+            std::env::var_os("CUDABUGS_REQUIRE_CHROMIUM").is_none(),
+            "CUDABUGS_REQUIRE_CHROMIUM is set but no chromium was found"
+        );
+        eprintln!("SKIPPED every_page_fits_1280_px_and_search_finds_each_lesson_by_its_bug_class: no chromium (apt-get install chromium)");
+        return;
+    };
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let html = cudabugs_book::build(&repo.join("book"), &repo, Some(out.path())).unwrap();
+    let mut pages: Vec<String> = Vec::new();
+    for dir in ["", "lessons", "tools"] {
+        for e in std::fs::read_dir(html.join(dir)).unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let skip = ["print.html", "404.html", "toc.html"].contains(&name.as_str());
+            if name.ends_with(".html") && !skip {
+                pages.push(if dir.is_empty() {
+                    name
+                } else {
+                    format!("{dir}/{name}")
+                });
+            }
+        }
+    }
+    pages.sort();
+    let exercises = grader::exercise::catalog::discover(&repo).unwrap();
+    let searches: Vec<(String, String)> = exercises
+        .iter()
+        .map(|d| (d.manifest.id.clone(), d.manifest.manifest.bug_class.clone()))
+        .collect();
+    assert!(pages.len() > 50 && searches.len() >= 43);
+    let harness = html.join("cudabugs-audit.html");
+    std::fs::write(
+        &harness,
+        HARNESS
+            .replace("__PAGES__", &serde_json::to_string(&pages).unwrap())
+            .replace("__SEARCHES__", &serde_json::to_string(&searches).unwrap()),
+    )
+    .unwrap();
+    let profile = tempfile::tempdir().unwrap();
+    let job = headless(&browser, profile.path(), 600_000)
+        .args([
+            "--allow-file-access-from-files",
+            "--window-size=1400,1000",
+            "--dump-dom",
+        ])
+        .arg(format!("file://{}", harness.display()));
+    let done = runner::run(&job).unwrap();
+    assert!(done.success(), "chromium failed: {}", done.output());
+    let dom = done.stdout.text();
+    let json = dom
+        .split_once("RESULT")
+        .and_then(|(_, r)| r.split_once("END"))
+        .map(|(j, _)| {
+            j.replace("&amp;", "&")
+                .replace("&lt;", "<")
+                .replace("&gt;", ">")
+        })
+        .unwrap_or_else(|| panic!("the audit did not finish:\n{}", &dom[..dom.len().min(3000)]));
+    let result: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let widths = result["width"].as_object().unwrap();
+    assert_eq!(widths.len(), pages.len(), "every page was measured");
+    assert!(
+        widths["lessons/03-race.html"].as_f64().unwrap() > 800.0,
+        "the lesson column at 1280 px: {}",
+        widths["lessons/03-race.html"]
+    );
+    let wide = result["wide"].as_object().unwrap();
+    assert!(
+        wide.is_empty(),
+        "wider than the column at 1280 px: {wide:#?}"
+    );
+    let search = result["search"].as_object().unwrap();
+    // Among the first three results: what a reader sees without scrolling the list.
+    let missed: Vec<String> = searches
+        .iter()
+        .filter(|(id, _)| {
+            !search[id.as_str()]
+                .as_array()
+                .unwrap()
+                .iter()
+                .take(3)
+                .any(|h| h.as_str().unwrap().contains(&format!("lessons/{id}.html")))
+        })
+        .map(|(id, class)| format!("{id} ({class}): {}", search[id.as_str()]))
+        .collect();
+    assert!(
+        missed.is_empty(),
+        "search for the bug class did not find the lesson in its first three results: {missed:#?}"
+    );
+
+    // Screenshots of three lessons at 1280 px, kept for people to look at.
+    let shots = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/book-screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    for id in ["03-race", "28-cluster-dsmem", "63-transfers"] {
+        let png = shots.join(format!("{id}.png"));
+        let _ = std::fs::remove_file(&png);
+        let job = headless(&browser, profile.path(), 3000)
+            .arg("--window-size=1280,2000")
+            .arg(format!("--screenshot={}", png.display()))
+            .arg(format!(
+                "file://{}",
+                html.join(format!("lessons/{id}.html")).display()
+            ));
+        let done = runner::run(&job).unwrap();
+        assert!(done.success(), "chromium failed: {}", done.output());
+        let bytes = std::fs::read(&png).unwrap();
+        assert!(
+            bytes.starts_with(b"\x89PNG") && bytes.len() > 50_000,
+            "{id}: no screenshot"
+        );
+    }
+}
