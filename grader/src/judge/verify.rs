@@ -249,6 +249,285 @@ struct Work<'a> {
     texts: Option<(String, String)>,
 }
 
+/// Phase 1 of `verify` for one exercise: its manifest, regions and texts checked, its cases
+/// written where it will run, and its record begun.
+fn prepare<'a>(
+    ctx: &Context,
+    wb: &Workbook,
+    ex: &'a Exercise,
+    gpu_stages: bool,
+) -> (Work<'a>, Option<Cases>) {
+    let m = &ex.manifest.manifest;
+    let (checks, texts) = disk_checks(wb, ex);
+    // A sound exercise this GPU is too old for is not applicable: no builds, no runs.
+    let not_applicable = texts.as_ref().and_then(|_| ctx.unsupported(&ex.manifest));
+    let cases = match (&texts, gpu_stages) {
+        _ if not_applicable.is_some() => None,
+        (None, _) => None,
+        (Some(_), true) => cases::prepare(ex, &cases::dir(wb, ex)).ok(),
+        (Some(_), false) => Some(Cases::default()),
+    };
+    let w = Work {
+        ex,
+        record: ExerciseRecord {
+            id: ex.id().to_string(),
+            title: m.title.clone(),
+            bug_class: m.bug_class.clone(),
+            tool: ex.manifest.expected_finding().map(|(t, _)| t),
+            expected_kind: ex.manifest.expected_finding().map(|(_, k)| k),
+            detector: ex.manifest.detector(),
+            region: ex.manifest.region().get_ref().clone(),
+            checks,
+            finding: None,
+            tool_output: None,
+            plain_run: None,
+            plain_run_correct: None,
+            plain_runs: None,
+            original_under_tools: Vec::new(),
+            timing: None,
+            track: ex.manifest.track(),
+            perf: None,
+            not_applicable,
+            outcome: Outcome::Pass,
+        },
+        texts,
+    };
+    (w, cases)
+}
+
+/// Phase 2's verdicts for one exercise (`subjects`: its untouched and solution submissions) from
+/// the runs in `results`: whether the untouched file is caught for its intended reason, and the
+/// solution is clean and correct.
+#[allow(clippy::too_many_arguments)]
+fn record_runs(
+    ctx: &Context,
+    opts: &VerifyOptions,
+    w: &mut Work,
+    subs: &[Submission],
+    results: &Results,
+    subjects: (usize, usize),
+    gpu_stages: bool,
+    plain_runs: u32,
+) {
+    let (ex, sol) = subjects;
+    let m = &subs[ex]
+        .exercise()
+        .expect("verify grades exercises")
+        .manifest
+        .manifest;
+    let cases = subs[ex].cases();
+    let all_built = w.record.checks.iter().all(|s| s.status == Status::Passed);
+    if !all_built {
+        return;
+    }
+    if !gpu_stages {
+        let reason = ctx
+            .gpu_blocked()
+            .map(|r| (Status::Skipped, crate::judge::verdict::GPU_SKIPPED, r))
+            .unwrap_or((
+                Status::ToolError,
+                "tools",
+                "compute-sanitizer not found".into(),
+            ));
+        w.record
+            .checks
+            .push(Step::new(reason.1, reason.0, reason.2));
+        return;
+    }
+    let bug_region = w.record.region.clone();
+    for t in Tool::ALL {
+        let stage = Stage::new(ex, StageKind::Sanitize(t));
+        let Some(o @ Output::Sanitized { run, findings, .. }) = results.get_run(&stage) else {
+            continue;
+        };
+        // The XML the parser refused is kept too: it is what the parser must learn to read.
+        let xml = match run {
+            Ok(r) => Some(&r.xml_path),
+            Err(crate::tools::sanitizer::RunError::Parse(_, path)) => Some(path),
+            Err(_) => None,
+        };
+        if let Some(xml) = xml {
+            keep(opts, xml, &format!("{}-exercise-{t}.xml", w.ex.id()));
+        }
+        let tool_step = verdict::tool("exercise", &stage.id(), o).expect("a sanitizer output");
+        if opts.survey {
+            w.record
+                .original_under_tools
+                .push(sighting(t, &tool_step, findings, &bug_region));
+        }
+        if w.record.track == Track::Perf {
+            w.record
+                .checks
+                .extend(verdict::tool(&format!("exercise {t}"), &stage.id(), o));
+        }
+        if w.record.tool == Some(t) {
+            if let Ok(r) = run {
+                w.record.tool_output = Some(r.finished.stdout.text());
+            }
+            let (step, finding) = intended_reason(&w.record, tool_step, findings);
+            w.record.checks.push(step);
+            w.record.finding = finding;
+        }
+    }
+    for t in Tool::ALL {
+        let s = Stage::new(sol, StageKind::Sanitize(t));
+        if let Some(o) = results.get_run(&s) {
+            w.record
+                .checks
+                .extend(verdict::tool(&format!("solution {t}"), &s.id(), o));
+        }
+    }
+    let plain_outputs: Vec<&Output> = (0..plain_runs)
+        .filter_map(|r| results.get_run(&Stage::again(ex, StageKind::Correctness, r)))
+        .collect();
+    let plain: Vec<Step> = plain_outputs
+        .iter()
+        .filter_map(|o| {
+            verdict::correctness("exercise plain run", "correctness", o, cases, m.tolerance)
+        })
+        .collect();
+    if let Some(first) = plain.first() {
+        w.record.plain_run_correct = Some(first.status == Status::Passed);
+        // The first wrong run tells most: its first wrong element.
+        w.record.plain_run = Some(
+            plain
+                .iter()
+                .find(|s| s.status != Status::Passed)
+                .unwrap_or(first)
+                .summary
+                .clone(),
+        );
+        let runs = PlainRuns {
+            runs: plain.len() as u32,
+            correct: plain.iter().filter(|s| s.status == Status::Passed).count() as u32,
+            failed: plain
+                .iter()
+                .filter(|s| s.status != Status::Passed && !verdict::is_wrong_output(s))
+                .count() as u32,
+        };
+        w.record.plain_runs = Some(runs);
+        match w.record.detector {
+            Detector::WrongOutput => w.record.checks.push(wrong_output_step(
+                &w.record.region,
+                runs,
+                plain.iter().find(|s| verdict::is_wrong_output(s)),
+            )),
+            // Correct but slow: every plain run of the original must be right.
+            Detector::Speed => w.record.checks.extend(plain.iter().map(|s| Step {
+                name: "exercise correctness".into(),
+                ..s.clone()
+            })),
+            Detector::Hang | Detector::Crash => {
+                w.record
+                    .checks
+                    .push(stop_step(w.record.detector, &plain_outputs, &plain))
+            }
+            Detector::Sanitizer => {}
+        }
+    }
+    if let Some(o) = results.get(sol, StageKind::Correctness) {
+        w.record.checks.extend(verdict::correctness(
+            "solution correctness",
+            "correctness",
+            o,
+            cases,
+            m.tolerance,
+        ));
+    }
+}
+
+/// Phase 3 of `verify`: ncu times what `timing_stages` names of each exercise in `with_cases`
+/// whose other checks all passed, and the timing verdicts join their records. How long the
+/// profiler ran, where it ran.
+#[allow(clippy::too_many_arguments)]
+fn time_exercises(
+    ctx: &Context,
+    wb: &Workbook,
+    opts: &VerifyOptions,
+    work: &mut [Work],
+    with_cases: &[usize],
+    subs: &[Submission],
+    results: &mut Results,
+    started: Instant,
+    say: &mut dyn FnMut(&str),
+) -> Option<f64> {
+    let timed: Vec<usize> = with_cases
+        .iter()
+        .copied()
+        .filter(|&k| {
+            !timing_stages(&work[k], pair(k), opts).is_empty()
+                && work[k]
+                    .record
+                    .checks
+                    .iter()
+                    .all(|s| s.status == Status::Passed)
+        })
+        .collect();
+    let stages: Vec<Stage> = timed
+        .iter()
+        .flat_map(|&k| timing_stages(&work[k], pair(k), opts))
+        .collect();
+    if stages.is_empty() {
+        return None;
+    }
+    let which = if opts.survey {
+        "original, solution, solution again"
+    } else {
+        "performance exercises: original and solution"
+    };
+    say(&format!(
+        "timing {} exercise(s) with ncu ({which}; {} ncu processes at a time)",
+        timed.len(),
+        ctx.config.ncu_jobs
+    ));
+    let timeline = scheduler::execute(ctx, wb, subs, &stages, results, started);
+    let outputs: Vec<&Output> = stages.iter().filter_map(|s| results.get_run(s)).collect();
+    let tool_failure = verdict::profiler_failure(outputs.iter().copied());
+    let wall = std::time::Duration::from_secs_f64(timeline.profiler.unwrap_or(0.0));
+    let peak = timed
+        .iter()
+        .any(|&k| work[k].record.track == Track::Perf)
+        .then(|| perf::peak(ctx, wb, false));
+    for &k in &timed {
+        let steps = match (&tool_failure, work[k].record.track, &peak) {
+            (Some(f), _, _) => {
+                vec![Step::new("solution timing", Status::ToolError, f.clone()).stage("timing")]
+            }
+            (None, Track::Bug, _) => timing_steps(&mut work[k], results, pair(k), opts),
+            (None, Track::Perf, Some(Err(e))) => vec![Step::new(
+                "solution timing",
+                Status::ToolError,
+                format!("cannot measure this GPU's peak: {e}"),
+            )
+            .stage("timing")],
+            (None, Track::Perf, Some(Ok(peak))) => {
+                if work[k]
+                    .ex
+                    .manifest
+                    .manifest
+                    .perf
+                    .as_ref()
+                    .is_some_and(|p| p.baseline.is_some())
+                {
+                    say(&format!("{}: timing the library baseline", work[k].ex.id()));
+                }
+                perf_steps(ctx, wb, &mut work[k], results, pair(k), peak, opts)
+            }
+            (None, Track::Perf, None) => {
+                unreachable!("the peak is measured where a performance exercise is timed")
+            }
+        };
+        work[k]
+            .record
+            .checks
+            .extend(steps.into_iter().map(|s| s.wall(wall)));
+    }
+    for sub in subs {
+        crate::judge::stages::forget_calls(sub);
+    }
+    timeline.profiler
+}
+
 /// Its two submissions' indices: the untouched exercise and the solution.
 fn pair(k: usize) -> (usize, usize) {
     (2 * k, 2 * k + 1)
@@ -333,46 +612,9 @@ pub fn verify(
         exercises.len()
     ));
     let (mut work, case_sets): (Vec<Work>, Vec<Option<Cases>>) =
-        scheduler::parallel(exercises, cores, |ex| {
-            let m = &ex.manifest.manifest;
-            let (checks, texts) = disk_checks(wb, ex);
-            // A sound exercise this GPU is too old for is not applicable: no builds, no runs.
-            let not_applicable = texts.as_ref().and_then(|_| ctx.unsupported(&ex.manifest));
-            let cases = match (&texts, gpu_stages) {
-                _ if not_applicable.is_some() => None,
-                (None, _) => None,
-                (Some(_), true) => cases::prepare(ex, &cases::dir(wb, ex)).ok(),
-                (Some(_), false) => Some(Cases::default()),
-            };
-            let w = Work {
-                ex,
-                record: ExerciseRecord {
-                    id: ex.id().to_string(),
-                    title: m.title.clone(),
-                    bug_class: m.bug_class.clone(),
-                    tool: ex.manifest.expected_finding().map(|(t, _)| t),
-                    expected_kind: ex.manifest.expected_finding().map(|(_, k)| k),
-                    detector: ex.manifest.detector(),
-                    region: ex.manifest.region().get_ref().clone(),
-                    checks,
-                    finding: None,
-                    tool_output: None,
-                    plain_run: None,
-                    plain_run_correct: None,
-                    plain_runs: None,
-                    original_under_tools: Vec::new(),
-                    timing: None,
-                    track: ex.manifest.track(),
-                    perf: None,
-                    not_applicable,
-                    outcome: Outcome::Pass,
-                },
-                texts,
-            };
-            (w, cases)
-        })
-        .into_iter()
-        .unzip();
+        scheduler::parallel(exercises, cores, |ex| prepare(ctx, wb, ex, gpu_stages))
+            .into_iter()
+            .unzip();
     let with_cases: Vec<usize> = (0..work.len())
         .filter(|&k| case_sets[k].is_some())
         .collect();
@@ -486,212 +728,32 @@ pub fn verify(
         }
     }
     for &k in &with_cases {
-        let (ex, sol) = pair(k);
-        let (w, m) = (
+        record_runs(
+            ctx,
+            opts,
             &mut work[k],
-            &subs[ex]
-                .exercise()
-                .expect("verify grades exercises")
-                .manifest
-                .manifest,
+            &subs,
+            &results,
+            pair(k),
+            gpu_stages,
+            plain_runs,
         );
-        let cases = subs[ex].cases();
-        let all_built = w.record.checks.iter().all(|s| s.status == Status::Passed);
-        if !all_built {
-            continue;
-        }
-        if !gpu_stages {
-            let reason = ctx
-                .gpu_blocked()
-                .map(|r| (Status::Skipped, crate::judge::verdict::GPU_SKIPPED, r))
-                .unwrap_or((
-                    Status::ToolError,
-                    "tools",
-                    "compute-sanitizer not found".into(),
-                ));
-            w.record
-                .checks
-                .push(Step::new(reason.1, reason.0, reason.2));
-            continue;
-        }
-        let bug_region = w.record.region.clone();
-        for t in Tool::ALL {
-            let stage = Stage::new(ex, StageKind::Sanitize(t));
-            let Some(o @ Output::Sanitized { run, findings, .. }) = results.get_run(&stage) else {
-                continue;
-            };
-            // The XML the parser refused is kept too: it is what the parser must learn to read.
-            let xml = match run {
-                Ok(r) => Some(&r.xml_path),
-                Err(crate::tools::sanitizer::RunError::Parse(_, path)) => Some(path),
-                Err(_) => None,
-            };
-            if let Some(xml) = xml {
-                keep(opts, xml, &format!("{}-exercise-{t}.xml", w.ex.id()));
-            }
-            let tool_step = verdict::tool("exercise", &stage.id(), o).expect("a sanitizer output");
-            if opts.survey {
-                w.record
-                    .original_under_tools
-                    .push(sighting(t, &tool_step, findings, &bug_region));
-            }
-            if w.record.track == Track::Perf {
-                w.record
-                    .checks
-                    .extend(verdict::tool(&format!("exercise {t}"), &stage.id(), o));
-            }
-            if w.record.tool == Some(t) {
-                if let Ok(r) = run {
-                    w.record.tool_output = Some(r.finished.stdout.text());
-                }
-                let (step, finding) = intended_reason(&w.record, tool_step, findings);
-                w.record.checks.push(step);
-                w.record.finding = finding;
-            }
-        }
-        for t in Tool::ALL {
-            let s = Stage::new(sol, StageKind::Sanitize(t));
-            if let Some(o) = results.get_run(&s) {
-                w.record
-                    .checks
-                    .extend(verdict::tool(&format!("solution {t}"), &s.id(), o));
-            }
-        }
-        let plain_outputs: Vec<&Output> = (0..plain_runs)
-            .filter_map(|r| results.get_run(&Stage::again(ex, StageKind::Correctness, r)))
-            .collect();
-        let plain: Vec<Step> = plain_outputs
-            .iter()
-            .filter_map(|o| {
-                verdict::correctness("exercise plain run", "correctness", o, cases, m.tolerance)
-            })
-            .collect();
-        if let Some(first) = plain.first() {
-            w.record.plain_run_correct = Some(first.status == Status::Passed);
-            // The first wrong run tells most: its first wrong element.
-            w.record.plain_run = Some(
-                plain
-                    .iter()
-                    .find(|s| s.status != Status::Passed)
-                    .unwrap_or(first)
-                    .summary
-                    .clone(),
-            );
-            let runs = PlainRuns {
-                runs: plain.len() as u32,
-                correct: plain.iter().filter(|s| s.status == Status::Passed).count() as u32,
-                failed: plain
-                    .iter()
-                    .filter(|s| s.status != Status::Passed && !verdict::is_wrong_output(s))
-                    .count() as u32,
-            };
-            w.record.plain_runs = Some(runs);
-            match w.record.detector {
-                Detector::WrongOutput => w.record.checks.push(wrong_output_step(
-                    &w.record.region,
-                    runs,
-                    plain.iter().find(|s| verdict::is_wrong_output(s)),
-                )),
-                // Correct but slow: every plain run of the original must be right.
-                Detector::Speed => w.record.checks.extend(plain.iter().map(|s| Step {
-                    name: "exercise correctness".into(),
-                    ..s.clone()
-                })),
-                Detector::Hang | Detector::Crash => {
-                    w.record
-                        .checks
-                        .push(stop_step(w.record.detector, &plain_outputs, &plain))
-                }
-                Detector::Sanitizer => {}
-            }
-        }
-        if let Some(o) = results.get(sol, StageKind::Correctness) {
-            w.record.checks.extend(verdict::correctness(
-                "solution correctness",
-                "correctness",
-                o,
-                cases,
-                m.tolerance,
-            ));
-        }
     }
 
     // Phase 3 (GPU): ncu times what `timing_stages` names of each exercise whose other checks all
     // passed, kernels one at a time, with nothing else on the GPU.
-    let timed: Vec<usize> = with_cases
-        .iter()
-        .copied()
-        .filter(|&k| {
-            gpu_stages
-                && !timing_stages(&work[k], pair(k), opts).is_empty()
-                && work[k]
-                    .record
-                    .checks
-                    .iter()
-                    .all(|s| s.status == Status::Passed)
-        })
-        .collect();
-    let stages: Vec<Stage> = timed
-        .iter()
-        .flat_map(|&k| timing_stages(&work[k], pair(k), opts))
-        .collect();
-    if !stages.is_empty() {
-        let which = if opts.survey {
-            "original, solution, solution again"
-        } else {
-            "performance exercises: original and solution"
-        };
-        say(&format!(
-            "timing {} exercise(s) with ncu ({which}; {} ncu processes at a time)",
-            timed.len(),
-            ctx.config.ncu_jobs
-        ));
-        let timeline = scheduler::execute(ctx, wb, &subs, &stages, &mut results, started);
-        phases.timing = timeline.profiler;
-        let outputs: Vec<&Output> = stages.iter().filter_map(|s| results.get_run(s)).collect();
-        let tool_failure = verdict::profiler_failure(outputs.iter().copied());
-        let wall = std::time::Duration::from_secs_f64(phases.timing.unwrap_or(0.0));
-        let peak = timed
-            .iter()
-            .any(|&k| work[k].record.track == Track::Perf)
-            .then(|| perf::peak(ctx, wb, false));
-        for &k in &timed {
-            let steps = match (&tool_failure, work[k].record.track, &peak) {
-                (Some(f), _, _) => {
-                    vec![Step::new("solution timing", Status::ToolError, f.clone()).stage("timing")]
-                }
-                (None, Track::Bug, _) => timing_steps(&mut work[k], &results, pair(k), opts),
-                (None, Track::Perf, Some(Err(e))) => vec![Step::new(
-                    "solution timing",
-                    Status::ToolError,
-                    format!("cannot measure this GPU's peak: {e}"),
-                )
-                .stage("timing")],
-                (None, Track::Perf, Some(Ok(peak))) => {
-                    if work[k]
-                        .ex
-                        .manifest
-                        .manifest
-                        .perf
-                        .as_ref()
-                        .is_some_and(|p| p.baseline.is_some())
-                    {
-                        say(&format!("{}: timing the library baseline", work[k].ex.id()));
-                    }
-                    perf_steps(ctx, wb, &mut work[k], &results, pair(k), peak, opts)
-                }
-                (None, Track::Perf, None) => {
-                    unreachable!("the peak is measured where a performance exercise is timed")
-                }
-            };
-            work[k]
-                .record
-                .checks
-                .extend(steps.into_iter().map(|s| s.wall(wall)));
-        }
-        for sub in &subs {
-            crate::judge::stages::forget_calls(sub);
-        }
+    if gpu_stages {
+        phases.timing = time_exercises(
+            ctx,
+            wb,
+            opts,
+            &mut work,
+            &with_cases,
+            &subs,
+            &mut results,
+            started,
+            &mut say,
+        );
     }
 
     let exercises: Vec<ExerciseRecord> = work
