@@ -9,6 +9,7 @@
 //! - `{{#cudabugs-code ID REGION}}`: the lines of a marked region of the pristine exercise (never
 //!   the learner's working copy, which may be edited);
 //! - `{{#cudabugs-diff ID}}`: the fix, as a diff of the pristine exercise against its solution;
+//! - `{{#cudabugs-hints ID}}`: the manifest's hints, each folded on its own, in order;
 //! - `{{#cudabugs-summary}}`: one table over every exercise; `{{#cudabugs-machine}}`: the GPU and tools;
 //! - `{{#cudabugs-second-gpu FILE}}`: another GPU's record (`book/FILE`) beside the book's: the
 //!   verdicts that differ, and each exercise's times on both;
@@ -56,6 +57,8 @@ struct Exercise {
     perf: bool,
     /// What is wrong, in the manifest's words: what a reader searches for.
     bug_class: String,
+    /// The manifest's hints, from the first nudge to the last.
+    hints: Vec<String>,
     /// The tool that flags the untouched exercise, and the kind of its record (the manifest's).
     finding: Option<(
         grader::exercise::manifest::Tool,
@@ -79,6 +82,7 @@ impl Cudabugs {
                 requires: d.manifest.requires().map(|c| c.to_string()),
                 perf: d.manifest.manifest.perf.is_some(),
                 bug_class: d.manifest.manifest.bug_class.clone(),
+                hints: d.manifest.manifest.hints.get_ref().clone(),
                 original: d.original,
                 solution_text: d.solution,
             })
@@ -327,6 +331,10 @@ fn expand(
             "diff" => {
                 let (_, e) = exercise(id)?;
                 out.push_str(&render_diff(e, workbook));
+            }
+            "hints" => {
+                let (_, e) = exercise(id)?;
+                out.push_str(&render_hints(e));
             }
             "code" => {
                 let (_, e) = exercise(id)?;
@@ -962,6 +970,22 @@ fn render_diff(e: &Exercise, workbook: &Path) -> String {
         .map(|l| format!("{l}\n"))
         .collect();
     format!("```diff\n{shown}```\n")
+}
+
+/// Each hint folded on its own ("Hint 1 of 3"), so that a reader opens only as many as they need:
+/// the same hints, in the same order, as `cargo xtask hint` gives one at a time.
+fn render_hints(e: &Exercise) -> String {
+    let n = e.hints.len();
+    e.hints
+        .iter()
+        .enumerate()
+        .map(|(k, hint)| {
+            format!(
+                "<details>\n<summary>Hint {} of {n}</summary>\n\n{hint}\n\n</details>\n\n",
+                k + 1
+            )
+        })
+        .collect()
 }
 
 fn is_region_marker(line: &str) -> bool {

@@ -140,6 +140,33 @@ fn the_untouched_copy_builds() {
     assert!(lesson_page("03-race")
         .contains("Level 2 of 3</em> · shared-memory race · found with racecheck · any CUDA GPU"));
     assert!(lesson_page("28-cluster-dsmem").contains("needs compute capability 9.0"));
+    // Every lesson folds its manifest's hints one by one, in order, before the fix.
+    let exercises = grader::exercise::catalog::discover(copy.dir.path()).unwrap();
+    for d in &exercises {
+        let page = lesson_page(&d.manifest.id);
+        let hints = d.manifest.manifest.hints.get_ref();
+        let n = hints.len();
+        let mut at = 0;
+        for k in 1..=n {
+            let summary = format!("<summary>Hint {k} of {n}</summary>");
+            let found = page[at..].find(&summary).map(|i| at + i);
+            at = found.unwrap_or_else(|| panic!("{}: no `{summary}` in order", d.manifest.id));
+            let fold_opened = page[..at].rfind("<details>").unwrap_or(0);
+            assert!(
+                page[fold_opened..at]
+                    .trim_start_matches("<details>")
+                    .trim()
+                    .is_empty(),
+                "{}: hint {k} is not the first thing in its fold",
+                d.manifest.id
+            );
+        }
+        assert!(
+            n == 0 || at < page.find("<summary>Show the fix</summary>").unwrap(),
+            "{}: the hints come before the fix",
+            d.manifest.id
+        );
+    }
     assert!(lesson_page("57-reduction").contains("timed with Nsight Compute"));
     // Each lesson links to NVIDIA's manual for its tool (or Nsight Compute's guide).
     let race = std::fs::read_to_string(html.join("lessons/03-race.html")).unwrap();
