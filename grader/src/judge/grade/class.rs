@@ -132,90 +132,20 @@ pub fn grade_class(
             .entry(student.id.as_str())
             .or_insert_with(|| tamper::harness_changes(wb, &student.folder))
             .clone();
-        let Some(path) = roster::find_file(student, ex, wb) else {
-            let fp = format!("missing-{}", job.secret.fingerprint());
-            if finished(&journal, &student.id, ex.id(), &fp) {
-                already += 1;
-            } else {
-                let mut r = PairResult::empty(&student.id, ex, fp, PairState::NotSubmitted);
-                r.steps.push(Step::new(
-                    "submission",
-                    Status::Failed,
-                    format!("no file for {} in {}", ex.id(), student.folder.display()),
-                ));
-                done_now.push(r);
-            }
-            continue;
-        };
-        let text = match std::fs::read(&path) {
-            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-            Err(e) => {
-                let mut r = PairResult::empty(
-                    &student.id,
-                    ex,
-                    String::new(),
-                    PairState::NotGradable {
-                        reason: format!("cannot read {}: {e}", path.display()),
-                        diff: String::new(),
-                    },
-                );
-                r.total();
-                done_now.push(r);
-                continue;
-            }
-        };
-        let mut fp = fingerprint(ex, &text, &job.secret);
-        if !gpu_here {
-            fp.push_str("-nogpu");
-        }
-        // An exercise for a newer GPU is refused here, not scored zero; the fingerprint differs
-        // from a real grading's, so a GPU that has the capability grades it again.
-        let unsupported = workers.first().and_then(|c| c.unsupported(&ex.manifest));
-        if unsupported.is_some() {
-            fp.push_str("-unsupported");
-        }
-        if finished(&journal, &student.id, ex.id(), &fp) {
-            already += 1;
-            continue;
-        }
-        if let Some(reason) = unsupported {
-            let mut r = PairResult::empty(
-                &student.id,
-                ex,
-                fp,
-                PairState::Unsupported {
-                    reason: reason.clone(),
-                },
-            );
-            r.steps.push(Step::gpu_skipped(reason));
-            done_now.push(r);
-            continue;
-        }
-        if let Some(Tampered { reason, diff }) = harness.or_else(|| tamper::check(ex, &text).err())
-        {
-            let mut r = PairResult::empty(
-                &student.id,
-                ex,
-                fp,
-                PairState::NotGradable {
-                    reason: reason.clone(),
-                    diff,
-                },
-            );
-            r.steps
-                .push(Step::new("tamper check", Status::Failed, reason));
-            done_now.push(r);
-            continue;
-        }
-        todo.push((
+        match triage(
+            wb,
+            job,
+            &journal,
+            workers.first(),
+            gpu_here,
+            student,
             ex,
-            Pending {
-                student,
-                origin: path,
-                text,
-                fingerprint: fp,
-            },
-        ));
+            harness,
+        ) {
+            Triage::Already => already += 1,
+            Triage::Decided(r) => done_now.push(*r),
+            Triage::Grade(pending) => todo.push((ex, pending)),
+        }
     }
     let total = mine.len();
     on_event(Event::Started {
@@ -260,25 +190,7 @@ pub fn grade_class(
     for r in done_now {
         record(r)?;
     }
-    // Chunks of one exercise each, in exercise order; workers take the next one free.
-    let mut by_exercise: BTreeMap<String, (&Exercise, Vec<Pending>)> = BTreeMap::new();
-    for (ex, p) in todo {
-        by_exercise
-            .entry(ex.id().to_string())
-            .or_insert_with(|| (ex, Vec::new()))
-            .1
-            .push(p);
-    }
-    let mut queue: VecDeque<Chunk> = VecDeque::new();
-    for (_, (ex, pairs)) in by_exercise {
-        for (k, part) in pairs.chunks(job.chunk.max(1)).enumerate() {
-            queue.push_back(Chunk {
-                exercise: ex,
-                pairs: part.to_vec(),
-                index: k as u32,
-            });
-        }
-    }
+    let queue = chunks(todo, job.chunk);
     let queue = Mutex::new(queue);
     let failure: Mutex<Option<GradeError>> = Mutex::new(None);
     let workers: Vec<Worker> = workers
@@ -376,6 +288,130 @@ pub fn grade_class(
         .filter(|(k, _)| keys.contains(k))
         .map(|(_, v)| v)
         .collect())
+}
+
+/// The pairs to grade as chunks of at most `size` pairs of one exercise each, in exercise order:
+/// workers take the next one free.
+fn chunks<'a>(todo: Vec<(&'a Exercise, Pending<'a>)>, size: usize) -> VecDeque<Chunk<'a>> {
+    let mut by_exercise: BTreeMap<String, (&Exercise, Vec<Pending>)> = BTreeMap::new();
+    for (ex, p) in todo {
+        by_exercise
+            .entry(ex.id().to_string())
+            .or_insert_with(|| (ex, Vec::new()))
+            .1
+            .push(p);
+    }
+    let mut queue: VecDeque<Chunk> = VecDeque::new();
+    for (_, (ex, pairs)) in by_exercise {
+        for (k, part) in pairs.chunks(size.max(1)).enumerate() {
+            queue.push_back(Chunk {
+                exercise: ex,
+                pairs: part.to_vec(),
+                index: k as u32,
+            });
+        }
+    }
+    queue
+}
+
+/// What becomes of one (student, exercise) pair before any tool runs.
+enum Triage<'a> {
+    /// Graded before with the same file and secret (in the journal).
+    Already,
+    /// Decided without running anything: no file, an unreadable one, an exercise this GPU cannot
+    /// run, a tampered file or harness.
+    Decided(Box<PairResult>),
+    Grade(Pending<'a>),
+}
+
+/// One pair's triage: its file found and read, fingerprinted (with this machine's GPU and
+/// capability), looked up in the journal and tamper-checked (`harness`: the student's workbook
+/// copy's own harness changes, read once per student).
+#[allow(clippy::too_many_arguments)]
+fn triage<'a>(
+    wb: &Workbook,
+    job: &ClassJob,
+    journal: &Journal<PairResult>,
+    ctx: Option<&Context>,
+    gpu_here: bool,
+    student: &'a Student,
+    ex: &Exercise,
+    harness: Option<Tampered>,
+) -> Triage<'a> {
+    let Some(path) = roster::find_file(student, ex, wb) else {
+        let fp = format!("missing-{}", job.secret.fingerprint());
+        if finished(journal, &student.id, ex.id(), &fp) {
+            return Triage::Already;
+        }
+        let mut r = PairResult::empty(&student.id, ex, fp, PairState::NotSubmitted);
+        r.steps.push(Step::new(
+            "submission",
+            Status::Failed,
+            format!("no file for {} in {}", ex.id(), student.folder.display()),
+        ));
+        return Triage::Decided(Box::new(r));
+    };
+    let text = match std::fs::read(&path) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(e) => {
+            let mut r = PairResult::empty(
+                &student.id,
+                ex,
+                String::new(),
+                PairState::NotGradable {
+                    reason: format!("cannot read {}: {e}", path.display()),
+                    diff: String::new(),
+                },
+            );
+            r.total();
+            return Triage::Decided(Box::new(r));
+        }
+    };
+    let mut fp = fingerprint(ex, &text, &job.secret);
+    if !gpu_here {
+        fp.push_str("-nogpu");
+    }
+    // An exercise for a newer GPU is refused here, not scored zero; the fingerprint differs
+    // from a real grading's, so a GPU that has the capability grades it again.
+    let unsupported = ctx.and_then(|c| c.unsupported(&ex.manifest));
+    if unsupported.is_some() {
+        fp.push_str("-unsupported");
+    }
+    if finished(journal, &student.id, ex.id(), &fp) {
+        return Triage::Already;
+    }
+    if let Some(reason) = unsupported {
+        let mut r = PairResult::empty(
+            &student.id,
+            ex,
+            fp,
+            PairState::Unsupported {
+                reason: reason.clone(),
+            },
+        );
+        r.steps.push(Step::gpu_skipped(reason));
+        return Triage::Decided(Box::new(r));
+    }
+    if let Some(Tampered { reason, diff }) = harness.or_else(|| tamper::check(ex, &text).err()) {
+        let mut r = PairResult::empty(
+            &student.id,
+            ex,
+            fp,
+            PairState::NotGradable {
+                reason: reason.clone(),
+                diff,
+            },
+        );
+        r.steps
+            .push(Step::new("tamper check", Status::Failed, reason));
+        return Triage::Decided(Box::new(r));
+    }
+    Triage::Grade(Pending {
+        student,
+        origin: path,
+        text,
+        fingerprint: fp,
+    })
 }
 
 /// Whether the journal holds the pair under this fingerprint and it needs no second try (a pair
