@@ -177,10 +177,7 @@ pub(crate) fn list(format: Format) -> Result<ExitStatus> {
     let wb = open_workbook()?;
     let state = load_state(&wb);
     let entries = grader::learner::list(&wb, &state.state);
-    match format {
-        Format::Json | Format::Sarif => print_json(&entries)?,
-        Format::Text => print!("{}", grader::report::list_text(&entries)),
-    }
+    emit(format, &entries, || grader::report::list_text(&entries))?;
     Ok(ExitStatus::Pass)
 }
 
@@ -191,10 +188,7 @@ pub(crate) fn hint(id: &str, format: Format) -> Result<ExitStatus> {
     let mut state = load_state(&wb);
     let hints = grader::learner::reveal_hint(ex, &mut state.state);
     save_state(&state);
-    match format {
-        Format::Json | Format::Sarif => print_json(&hints)?,
-        Format::Text => print!("{}", grader::report::hints_text(&hints)),
-    }
+    emit(format, &hints, || grader::report::hints_text(&hints))?;
     Ok(ExitStatus::Pass)
 }
 

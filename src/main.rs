@@ -145,6 +145,21 @@ fn print_json(value: &impl serde::Serialize) -> Result<()> {
     Ok(())
 }
 
+/// A command's result on stdout: `value` as JSON, or `text()` for people.
+fn emit(
+    format: Format,
+    value: &impl serde::Serialize,
+    text: impl FnOnce() -> String,
+) -> Result<()> {
+    match format {
+        Format::Json | Format::Sarif => print_json(value),
+        Format::Text => {
+            print!("{}", text());
+            Ok(())
+        }
+    }
+}
+
 fn run(cli: Cli) -> Result<ExitStatus> {
     let format = cli.format;
     if format == Format::Sarif && !matches!(cli.command, Command::Sanitize { .. }) {
@@ -188,10 +203,7 @@ fn run(cli: Cli) -> Result<ExitStatus> {
                 return Ok(grader::judge::verdict::Outcome::Skipped { reason }.exit());
             }
             let peak = grader::judge::perf::peak(&ctx, &wb, again)?;
-            match format {
-                Format::Json | Format::Sarif => print_json(&peak)?,
-                Format::Text => print!("{}", grader::report::peak_text(&peak)),
-            }
+            emit(format, &peak, || grader::report::peak_text(&peak))?;
             Ok(ExitStatus::Pass)
         }
         Command::Book { serve, addr, out } => {
@@ -201,10 +213,9 @@ fn run(cli: Cli) -> Result<ExitStatus> {
                 return Ok(ExitStatus::Pass);
             }
             let dir = book(&wb, out.as_deref(), None)?.context("the book tool said nothing")?;
-            match format {
-                Format::Json | Format::Sarif => print_json(&serde_json::json!({ "book": dir }))?,
-                Format::Text => println!("book built: {}", dir.join("index.html").display()),
-            }
+            emit(format, &serde_json::json!({ "book": dir }), || {
+                format!("book built: {}\n", dir.join("index.html").display())
+            })?;
             Ok(ExitStatus::Pass)
         }
         Command::Toolkit {
@@ -221,13 +232,12 @@ fn run(cli: Cli) -> Result<ExitStatus> {
                 wb.root.join(out)
             };
             bundle(&wb, &out)?;
-            match format {
-                Format::Json | Format::Sarif => print_json(&serde_json::json!({ "bundle": out }))?,
-                Format::Text => println!(
-                    "bundle ready: {} (run ./cudabugs check 03-race inside it)",
+            emit(format, &serde_json::json!({ "bundle": out }), || {
+                format!(
+                    "bundle ready: {} (run ./cudabugs check 03-race inside it)\n",
                     out.display()
-                ),
-            }
+                )
+            })?;
             Ok(ExitStatus::Pass)
         }
     }

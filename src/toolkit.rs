@@ -19,10 +19,9 @@ pub(crate) fn toolkit_install(format: Format) -> Result<ExitStatus> {
         )
     })?;
     eprintln!("installed in {:.0} s", started.elapsed().as_secs_f64());
-    match format {
-        Format::Json | Format::Sarif => print_json(&serde_json::json!({ "nvcc": nvcc }))?,
-        Format::Text => println!("nvcc ready: {}", wb.display_path(&nvcc)),
-    }
+    emit(format, &serde_json::json!({ "nvcc": nvcc }), || {
+        format!("nvcc ready: {}\n", wb.display_path(&nvcc))
+    })?;
     Ok(ExitStatus::Pass)
 }
 

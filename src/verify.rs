@@ -45,9 +45,6 @@ pub(crate) fn verify(
         }
         return Ok(ExitStatus::Fail);
     }
-    match format {
-        Format::Json | Format::Sarif => print_json(&result)?,
-        Format::Text => print!("{}", grader::report::verify_text(&result)),
-    }
+    emit(format, &result, || grader::report::verify_text(&result))?;
     Ok(result.outcome.exit())
 }

@@ -5,111 +5,48 @@
 //! process it cannot trust, which is the same with or without CUDA (harness.cu's CUDA side ran on
 //! an H100: book/gpu-runs/2026-11-25-trust/).
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+mod fake_harness;
+
 use std::time::Duration;
 
 use grader::exercise::data;
-use grader::exercise::dtype::DType;
 use grader::exercise::manifest::Dist;
-use grader::exercise::reference::{Buffer, Data};
-use grader::tools::launcher::{Launcher, Sandboxed};
-use grader::tools::runner::{Exit, Job};
-use grader::tools::sandbox::{Confinement, Isolation};
-use grader::tools::served::{CallTimes, Calls, Layout, Served};
+use grader::exercise::reference::Data;
+use grader::tools::runner::Exit;
+use grader::tools::sandbox::Isolation;
+use grader::tools::served::CallTimes;
 
-/// The harness's loop in C, with a `mode`: `honest` copies the input to the output, then says
-/// done; `early` takes its input, says done, and writes the answer 300 ms later; `die` exits
-/// during its second call; `ahead` says its second call is the third done, then hangs;
-/// `second` copies a stale input (the first call's) in its second call.
-const FAKE_HARNESS: &str = include_str!("fixtures/fake-harness.c");
-
-fn fake_harness(dir: &Path) -> Option<PathBuf> {
-    let src = dir.join("fake.c");
-    let bin = dir.join("fake");
-    std::fs::write(&src, FAKE_HARNESS).unwrap();
-    let cc = ["cc", "gcc", "clang"].into_iter().find(|c| {
-        std::process::Command::new(c)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    })?;
-    let ok = std::process::Command::new(cc)
-        .args(["-O2", "-o"])
-        .arg(&bin)
-        .arg(&src)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "the fake harness builds");
-    Some(bin)
-}
+// The fake harness (`fixtures/fake-harness.c`) has a `mode`: `honest` copies the input to the
+// output, then says done; `early` takes its input, says done, and writes the answer 300 ms later;
+// `die` exits during its second call; `ahead` says its second call is the third done, then hangs;
+// `second` copies a stale input (the first call's) in its second call.
 
 const N: usize = 1 << 20; // 4 MiB of f32: a large input (perturbed), a large output (sampled)
-
-fn calls(secret: u64) -> Calls {
-    let dist = Some(Dist::Uniform { lo: 0.0, hi: 1.0 });
-    let layout = Layout::new(
-        &[("x".into(), DType::F32, N, dist)],
-        &[("y".into(), DType::F32, N)],
-    );
-    let base: Vec<f32> = (0..N).map(|i| (i % 1000) as f32 / 1000.0).collect();
-    Calls {
-        base: Arc::new(vec![Buffer {
-            name: "x".into(),
-            data: Data::F32(base),
-        }]),
-        layout,
-        count: 3,
-        secret,
-    }
-}
 
 /// Run the fake harness in `mode` under the sandbox with the grader serving its calls; the
 /// grader's record and each call's outputs.
 fn serve(mode: &str, secret: u64) -> Option<(Exit, CallTimes, Vec<Vec<f32>>)> {
     let dir = tempfile::tempdir().unwrap();
-    let bin = fake_harness(dir.path())?;
-    let clock = dir.path().join("clock");
-    let work = dir.path().join("work");
-    std::fs::create_dir_all(&clock).unwrap();
-    std::fs::create_dir_all(&work).unwrap();
-    let c = calls(secret);
-    let (input, output) = (c.layout.inputs[0].offset, c.layout.outputs[0].offset);
-    let served = Served::new(c, true, &clock, true).unwrap();
-    let files = served.files();
-    let mut job = Job::new(&bin, Duration::from_secs(30))
-        .args([
-            served.fd().to_string(),
-            input.to_string(),
-            output.to_string(),
-            (N * 4).to_string(),
-            mode.to_string(),
-        ])
-        .cwd(&work);
-    job.confine = Some(Confinement {
-        writable: vec![work.clone()],
-        handed_over: vec![work.clone()],
-        readable: vec![dir.path().to_path_buf()],
-        ..Confinement::default()
-    });
-    job.pass_fds = vec![served.fd()];
-    job.driver = Some(Arc::new(served));
-    let f = Sandboxed::for_isolation(Isolation::Auto)
-        .unwrap()
-        .launch(&job)
-        .unwrap();
-    let times = CallTimes::parse(&std::fs::read_to_string(&files[0]).unwrap())
-        .expect("the grader's record");
-    let outputs = files[1..]
+    let bin = fake_harness::build(dir.path())?;
+    let base: Vec<f32> = (0..N).map(|i| (i % 1000) as f32 / 1000.0).collect();
+    let calls = fake_harness::calls(base, Dist::Uniform { lo: 0.0, hi: 1.0 }, 3, secret);
+    let run = fake_harness::serve(
+        &bin,
+        calls,
+        mode,
+        Isolation::Auto,
+        true,
+        Duration::from_secs(30),
+    );
+    let outputs = run
+        .call_files
         .iter()
-        .filter(|p| p.is_file())
         .map(|p| match &data::read_outputs(p).unwrap()[0].data {
             Data::F32(v) => v.clone(),
             other => panic!("{other:?}"),
         })
         .collect();
-    Some((f.exit, times, outputs))
+    Some((run.finished.exit, run.times, outputs))
 }
 
 fn skipped() -> Option<(Exit, CallTimes, Vec<Vec<f32>>)> {

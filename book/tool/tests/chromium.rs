@@ -9,12 +9,32 @@ use std::time::Duration;
 use grader::judge::verify::VerificationRecord;
 use grader::tools::runner::{self, Job};
 
-fn chromium() -> Option<std::path::PathBuf> {
-    std::env::var_os("CHROMIUM").map(Into::into).or_else(|| {
+/// The browser, or None (the test `test` says SKIPPED) where there is none and none is required.
+fn chromium(test: &str) -> Option<std::path::PathBuf> {
+    let found = std::env::var_os("CHROMIUM").map(Into::into).or_else(|| {
         ["chromium", "chromium-browser", "google-chrome"]
             .iter()
             .find_map(|n| which(n))
-    })
+    });
+    if found.is_none() {
+        assert!(
+            std::env::var_os("CUDABUGS_REQUIRE_CHROMIUM").is_none(),
+            "CUDABUGS_REQUIRE_CHROMIUM is set but no chromium was found"
+        );
+        eprintln!("SKIPPED {test}: no chromium (apt-get install chromium)");
+    }
+    found
+}
+
+/// The repository, the temporary folder the book is built into, and the built book.
+fn built_book() -> (std::path::PathBuf, tempfile::TempDir, std::path::PathBuf) {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let html = cudabugs_book::build(&repo.join("book"), &repo, Some(out.path())).unwrap();
+    (repo, out, html)
 }
 
 fn which(name: &str) -> Option<std::path::PathBuf> {
@@ -27,35 +47,14 @@ fn which(name: &str) -> Option<std::path::PathBuf> {
 
 #[test]
 fn a_lesson_renders_with_its_title_code_and_record_table() {
-    let Some(browser) = chromium() else {
-        assert!(
-            std::env::var_os("CUDABUGS_REQUIRE_CHROMIUM").is_none(),
-            "CUDABUGS_REQUIRE_CHROMIUM is set but no chromium was found"
-        );
-        eprintln!("SKIPPED a_lesson_renders_with_its_title_code_and_record_table: no chromium (apt-get install chromium)");
+    let Some(browser) = chromium("a_lesson_renders_with_its_title_code_and_record_table") else {
         return;
     };
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap();
-    let out = tempfile::tempdir().unwrap();
-    let html = cudabugs_book::build(&repo.join("book"), &repo, Some(out.path())).unwrap();
+    let (repo, _out, html) = built_book();
     let page = html.join("lessons/03-race.html");
     let profile = tempfile::tempdir().unwrap();
-    let job = Job::new(browser, Duration::from_secs(120))
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .args(["--virtual-time-budget=3000", "--dump-dom"])
+    let job = headless(&browser, profile.path(), 3000)
+        .arg("--dump-dom")
         .arg(format!("file://{}", page.display()));
     let done = runner::run(&job).unwrap();
     assert!(done.success(), "chromium failed: {}", done.output());
@@ -164,20 +163,12 @@ fn headless(browser: &Path, profile: &Path, budget_ms: u32) -> Job {
 /// screenshots under `target/book-screenshots/` (CI's artefacts).
 #[test]
 fn every_page_fits_1280_px_and_search_finds_each_lesson_by_its_bug_class() {
-    let Some(browser) = chromium() else {
-        assert!(
-            std::env::var_os("CUDABUGS_REQUIRE_CHROMIUM").is_none(),
-            "CUDABUGS_REQUIRE_CHROMIUM is set but no chromium was found"
-        );
-        eprintln!("SKIPPED every_page_fits_1280_px_and_search_finds_each_lesson_by_its_bug_class: no chromium (apt-get install chromium)");
+    let Some(browser) =
+        chromium("every_page_fits_1280_px_and_search_finds_each_lesson_by_its_bug_class")
+    else {
         return;
     };
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap();
-    let out = tempfile::tempdir().unwrap();
-    let html = cudabugs_book::build(&repo.join("book"), &repo, Some(out.path())).unwrap();
+    let (repo, _out, html) = built_book();
     let mut pages: Vec<String> = Vec::new();
     for dir in ["", "lessons", "tools"] {
         for e in std::fs::read_dir(html.join(dir)).unwrap().flatten() {

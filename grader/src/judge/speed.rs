@@ -656,25 +656,19 @@ pub fn judge(i: &Inputs) -> Verdict {
         .measured
         .map(|x| audit(x, &m.timing.kernels, repeat))
         .unwrap_or_default();
-    let mut flags: Vec<Flag> = Vec::new();
-    let mut flag = |rule: Rule, message: String| flags.push(Flag::new(rule, message));
-
-    if let Some(f) = timed_outputs(i, repeat) {
-        flag(f.rule, f.message);
-    }
     let compulsory = compulsory_bytes(i.ex);
     let needed = reference
         .dram_read
         .map_or(compulsory, |r| r.min(compulsory));
-    for f in kernel_rules(
+    let mut flags: Vec<Flag> = timed_outputs(i, repeat).into_iter().collect();
+    flags.extend(kernel_rules(
         i,
         [&learner, &reference, &original],
         repeat,
         compulsory,
         needed,
-    ) {
-        flag(f.rule, f.message);
-    }
+    ));
+    let mut flag = |rule: Rule, message: String| flags.push(Flag::new(rule, message));
     // ncu's kernel time; the judged time is the exercise's clock's (`judged_ns`).
     let ns = i.learner.measured.and_then(|x| x.nanoseconds);
     let by_call = m.clock() == Clock::Call;

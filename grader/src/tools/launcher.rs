@@ -317,14 +317,11 @@ impl Kept<'_> {
 impl Launcher for Kept<'_> {
     fn launch(&self, job: &Job) -> Result<Finished, SpawnError> {
         let isolation = job.confine.as_ref().map(|_| self.isolation());
-        if let Ok(served) = Recorded::read(&self.dir, &self.stem)
-            .map_err(|e| e.to_string())
-            .and_then(|rec| {
-                rec.serve(job, &self.dir, isolation)
-                    .map_err(|e| e.to_string())
-            })
-        {
-            return Ok(served);
+        // Nothing kept, or a kept run that cannot be served: run it.
+        if let Ok(rec) = Recorded::read(&self.dir, &self.stem) {
+            if let Ok(served) = rec.serve(job, &self.dir, isolation) {
+                return Ok(served);
+            }
         }
         let finished = self.inner.launch(job)?;
         if finished.success() && finished.left_running().is_none() {
