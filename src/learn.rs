@@ -23,31 +23,62 @@ pub(crate) fn save_state(state: &grader::learner::state::Loaded) {
     }
 }
 
-/// The first exercise, in order, that has not passed yet.
+/// The first exercise on the learning path that has not passed yet.
 pub(crate) fn next_pending(wb: &Workbook) -> Option<&Exercise> {
     let state = load_state(wb);
-    wb.exercises.iter().find(|e| !state.state.is_done(e.id()))
+    let ids: Vec<&str> = wb.path.order().collect();
+    let next = state.state.next_pending(ids)?;
+    wb.exercises.iter().find(|e| e.id() == next)
 }
 
-/// After a pass: the next pending exercise, what it is about and where its lesson is.
-pub(crate) fn say_next(wb: &Workbook) {
-    match next_pending(wb) {
-        Some(next) => {
-            let m = &next.manifest;
-            let found = match m.expected_finding() {
-                Some((tool, _)) => format!("found with {}", tool.name()),
-                None if m.manifest.perf.is_some() => "a kernel that is right and slow".into(),
-                None => "found by its cases".into(),
-            };
-            println!(
-                "Next: {} ({}; {found}): `cargo xtask check {}`; its lesson: book/src/{}",
-                next.id(),
-                m.manifest.bug_class,
-                next.id(),
-                m.manifest.chapter
-            );
-        }
-        None => println!("Every exercise is done."),
+/// After `done` passed: the next pending exercise on the path, why it comes next (its place in its
+/// chapter, or the new chapter's purpose) and where its lesson is.
+pub(crate) fn say_next(wb: &Workbook, done: &Exercise) {
+    let Some(next) = next_pending(wb) else {
+        println!("Every exercise is done.");
+        return;
+    };
+    let m = &next.manifest;
+    let found = match m.expected_finding() {
+        Some((tool, _)) => format!("found with {}", tool.name()),
+        None if m.manifest.perf.is_some() => "a kernel that is right and slow".into(),
+        None => "found by its cases".into(),
+    };
+    let level = m
+        .level()
+        .map(|l| format!("level {l}, "))
+        .unwrap_or_default();
+    println!(
+        "Next: {} ({}; {level}{found}): `cargo xtask check {}`; its lesson: book/src/{}",
+        next.id(),
+        m.manifest.bug_class,
+        next.id(),
+        m.manifest.chapter
+    );
+    let Some((chapter, place)) = wb.path.place(next.id()) else {
+        return;
+    };
+    let same_chapter = wb
+        .path
+        .place(done.id())
+        .is_some_and(|(c, _)| c.title == chapter.title);
+    if same_chapter {
+        println!(
+            "Why: it is {} of {} in \"{}\", which goes from the easiest to the hardest.",
+            place + 1,
+            chapter.exercises.len(),
+            chapter.title
+        );
+    } else {
+        let opens = if place == 0 {
+            "it opens".to_string()
+        } else {
+            format!("it is {} of {} in", place + 1, chapter.exercises.len())
+        };
+        println!(
+            "Why: {opens} the chapter \"{}\": {}",
+            chapter.title, chapter.why
+        );
     }
 }
 
@@ -167,7 +198,7 @@ pub(crate) fn check(id: Option<String>, settings: &Settings, format: Format) -> 
     let report = check_and_record(&ctx, &wb, ex, format);
     show_check(&report, &wb, ex, format, false)?;
     if format == Format::Text && report.outcome.exit() == ExitStatus::Pass {
-        say_next(&wb);
+        say_next(&wb, ex);
     }
     Ok(report.outcome.exit())
 }

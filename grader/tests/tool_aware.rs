@@ -42,7 +42,8 @@ fn exercise<'a>(all: &'a [Exercise], id: &str) -> &'a Exercise {
 }
 
 /// The exercise a bare student file belongs to, by its source name (`reduce.cu` is 03-race; of
-/// the exercises that share a name, `sum.cu` is 57-reduction, as in the fixtures' READMEs).
+/// the exercises that share a name, `sum.cu` is 57-reduction and `cool.cu` 63-transfers, as in
+/// the fixtures' READMEs).
 fn exercise_of_file<'a>(all: &'a [Exercise], path: &Path) -> &'a Exercise {
     let name = path.file_name().unwrap().to_str().unwrap();
     let named: Vec<&Exercise> = all
@@ -52,6 +53,7 @@ fn exercise_of_file<'a>(all: &'a [Exercise], path: &Path) -> &'a Exercise {
     match named.as_slice() {
         [one] => one,
         _ if name == "sum.cu" => exercise(all, "57-reduction"),
+        _ if name == "cool.cu" => exercise(all, "63-transfers"),
         _ => panic!(
             "which exercise is {}? ({} have that source name)",
             path.display(),
@@ -454,14 +456,20 @@ fn compiled_reads(
     let source = dir.join(format!("{name}.cu"));
     std::fs::write(&source, text).unwrap();
     let cubin = dir.join(format!("{name}.cubin"));
-    // sm_90a where the exercise needs Hopper's instructions, as the grader builds it there.
-    let arch = if ex.manifest.requires().is_some() {
+    // sm_90a where the exercise needs Hopper's instructions (a cubin of sm_90a alone: no PTX for
+    // ptxas to check against plain sm_90), and relocatable device code where it launches kernels
+    // from the GPU, as its `[build]` asks.
+    let options = ex.manifest.manifest.build;
+    let arch = if ex.manifest.requires().is_some() || options.arch_specific {
         "-arch=sm_90a"
     } else {
         "-arch=sm_90"
     };
+    let rdc: &[&str] = if options.rdc { &["-rdc=true"] } else { &[] };
     let built = std::process::Command::new(&nvcc.path)
-        .args(["-std=c++17", arch, "-O3", "-cubin", "-I"])
+        .args(["-std=c++17", arch, "-O3", "-cubin"])
+        .args(rdc)
+        .arg("-I")
         .arg(repo().join("harness"))
         .arg("-o")
         .arg(&cubin)

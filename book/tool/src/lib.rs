@@ -17,7 +17,9 @@
 //! - `{{#cudabugs-timeline ID}}`: a call-clocked exercise's timeline, one call of the original and
 //!   one of the fix on the same scale (inline SVG), from the record;
 //! - `{{#cudabugs-tool-matrix}}`: which tool flagged which exercise's untouched file, how often a
-//!   plain run was right, and the bug classes no tool flagged, all from the record.
+//!   plain run was right, and the bug classes no tool flagged, all from the record;
+//! - `{{#cudabugs-path}}`: the map of the learning path (`exercises/path.toml`): its chapters in
+//!   order, what each teaches and its lessons by level. The table of contents must follow the path.
 
 mod layout;
 mod roofline;
@@ -28,11 +30,12 @@ use std::fmt::Write as _;
 use std::path::{Component, Path, PathBuf};
 
 use anyhow::{bail, Context as _, Result};
+use grader::exercise::path::{LearningPath, Stop};
 use grader::judge::sanitize::ToolStatus;
 use grader::judge::verdict::Status;
 use grader::judge::verify::{ExerciseRecord, PlainRuns, VerificationRecord};
 use mdbook_driver::MDBook;
-use mdbook_preprocessor::book::{Book, Chapter};
+use mdbook_preprocessor::book::{Book, BookItem, Chapter};
 use mdbook_preprocessor::{Preprocessor, PreprocessorContext};
 
 mod links;
@@ -90,6 +93,66 @@ impl Cudabugs {
     }
 }
 
+impl Cudabugs {
+    /// The learning path, as `list` and `check` read it; a book is never built from a broken one.
+    fn path(&self, exercises: &[Exercise]) -> Result<LearningPath> {
+        let file = self.workbook.join(grader::exercise::path::PATH_FILE);
+        let text = std::fs::read_to_string(&file)
+            .with_context(|| format!("reading {}", file.display()))?;
+        let stops: Vec<Stop> = exercises
+            .iter()
+            .map(|e| Stop {
+                id: &e.id,
+                level: e.level,
+            })
+            .collect();
+        Ok(grader::exercise::path::parse(
+            Path::new(grader::exercise::path::PATH_FILE),
+            &text,
+            &stops,
+        )?)
+    }
+}
+
+/// The table of contents takes the lessons in the path's order, each under a part titled as its
+/// chapter: a reader of the book and a learner at `list` walk the same path.
+fn summary_follows_path(book: &Book, path: &LearningPath, exercises: &[Exercise]) -> Vec<String> {
+    let lesson_of = |p: &Path| exercises.iter().find(|e| Path::new(&e.chapter) == p);
+    let mut part = String::new();
+    let mut seen = Vec::new();
+    let mut errors = Vec::new();
+    for item in book.iter() {
+        match item {
+            BookItem::PartTitle(title) => part = title.clone(),
+            BookItem::Chapter(c) => {
+                let Some(e) = c.path.as_deref().and_then(lesson_of) else {
+                    continue;
+                };
+                seen.push(e.id.clone());
+                if let Some((chapter, _)) = path.place(&e.id) {
+                    if chapter.title != part {
+                        errors.push(format!(
+                            "SUMMARY.md: {} is under \"{part}\", but the path puts it in \"{}\"",
+                            e.id, chapter.title
+                        ));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let order: Vec<&str> = path.order().collect();
+    if errors.is_empty() && seen != order {
+        errors.push(format!(
+            "SUMMARY.md lists the lessons as {}, but {} orders them {}",
+            seen.join(", "),
+            grader::exercise::path::PATH_FILE,
+            order.join(", ")
+        ));
+    }
+    errors
+}
+
 impl Preprocessor for Cudabugs {
     fn name(&self) -> &str {
         "cudabugs"
@@ -108,7 +171,8 @@ impl Preprocessor for Cudabugs {
         )
         .with_context(|| format!("{} is not a verification record", record_path.display()))?;
         let exercises = self.exercises()?;
-        let mut errors = Vec::new();
+        let path = self.path(&exercises)?;
+        let mut errors = summary_follows_path(&book, &path, &exercises);
 
         let chapters: BTreeSet<PathBuf> = book.chapters().filter_map(|c| c.path.clone()).collect();
         for ex in &exercises {
@@ -138,7 +202,7 @@ impl Preprocessor for Cudabugs {
                     "{name}: an include was left unexpanded (see the messages above)"
                 ));
             }
-            match expand(chapter, &record, &exercises, &self.workbook) {
+            match expand(chapter, &record, &exercises, &path, &self.workbook) {
                 Ok(text) => chapter.content = text,
                 Err(e) => errors.push(format!("{name}: {e}")),
             }
@@ -248,6 +312,7 @@ fn expand(
     chapter: &Chapter,
     record: &VerificationRecord,
     exercises: &[Exercise],
+    path: &LearningPath,
     workbook: &Path,
 ) -> Result<String> {
     let mut out = String::new();
@@ -357,6 +422,7 @@ fn expand(
                 out.push_str(&lessons_for(exercises, tool, up)?);
             }
             "machine" => out.push_str(&machine(record)),
+            "path" => out.push_str(&render_path(path, exercises, up)),
             "second-gpu" => {
                 // The same catalog verified on another GPU, set against the book's record.
                 let file = id.context(
@@ -1005,10 +1071,14 @@ fn lesson_marks(e: &Exercise) -> String {
         (None, true) => "timed with Nsight Compute".into(),
         (None, false) => "found by its cases (no tool sees it)".into(),
     };
-    let gpu = match &e.requires {
-        Some(cap) => format!("needs compute capability {cap} (Hopper: H100, H200)"),
-        None => "any CUDA GPU".into(),
-    };
+    let gpu =
+        match grader::exercise::manifest::Capability::parse(e.requires.as_deref().unwrap_or("")) {
+            Some(cap) if cap.family() == "Hopper" => {
+                format!("needs compute capability {cap} (Hopper: H100, H200)")
+            }
+            Some(cap) => format!("needs compute capability {cap} ({} or newer)", cap.family()),
+            None => "any CUDA GPU".into(),
+        };
     format!("{level} · {} · {found} · {gpu}\n", e.bug_class)
 }
 
@@ -1031,6 +1101,46 @@ fn lessons_for(exercises: &[Exercise], tool: &str, up: &str) -> Result<String> {
         1 => format!("Lesson: {}.\n", lessons[0]),
         _ => format!("Lessons: {}.\n", lessons.join(", ")),
     })
+}
+
+/// The map of the learning path: one row per chapter, in order, with what it teaches and its
+/// lessons grouped by level (the path goes from easy to hard inside each chapter).
+fn render_path(path: &LearningPath, exercises: &[Exercise], up: &str) -> String {
+    let mut out = String::from(
+        "| | chapter | what it teaches | its lessons, easiest first |\n| --- | --- | --- | --- |\n",
+    );
+    for (n, chapter) in path.chapters.iter().enumerate() {
+        let mut by_level: Vec<(Option<u8>, Vec<String>)> = Vec::new();
+        for id in &chapter.exercises {
+            let Some(e) = exercises.iter().find(|e| &e.id == id) else {
+                continue;
+            };
+            let link = format!("[{}]({up}{})", e.id, e.chapter);
+            match by_level.last_mut() {
+                Some((level, links)) if *level == e.level => links.push(link),
+                _ => by_level.push((e.level, vec![link])),
+            }
+        }
+        let lessons: Vec<String> = by_level
+            .into_iter()
+            .map(|(level, links)| match level {
+                Some(l) => format!("level {l}: {}", links.join(", ")),
+                None => links.join(", "),
+            })
+            .collect();
+        let mut why = chapter.why.clone();
+        if let Some(first) = why.get(..1) {
+            why.replace_range(..1, &first.to_uppercase());
+        }
+        let _ = writeln!(
+            out,
+            "| {} | **{}** | {why} | {} |",
+            n + 1,
+            chapter.title,
+            lessons.join("<br>")
+        );
+    }
+    out
 }
 
 /// The lines between a region's markers in the pristine exercise.

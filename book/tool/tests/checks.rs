@@ -208,13 +208,16 @@ fn the_untouched_copy_builds() {
         lesson.contains("bank conflicts per shared access") && lesson.contains("the fix"),
         "the metrics table"
     );
-    // The H200's record beside the H100's: the same verdict for every exercise.
+    // The H200's record beside the H100's: the same verdict for every exercise but 04-sync, whose
+    // two divergent barriers synccheck reports one or the other of (line 23 in one run, 29 in
+    // another): the comparison names it rather than hide it.
     let verification = std::fs::read_to_string(html.join("verification.html")).unwrap();
     assert!(
-        verification.contains("43 of 43 exercises got the same verdict on both GPUs"),
+        verification.contains("65 of 66 exercises got the same verdict on both GPUs"),
         "the second GPU's comparison"
     );
-    assert!(!verification.contains("differs:"));
+    assert_eq!(verification.matches("</strong> differs").count(), 1);
+    assert!(verification.contains("04-sync</strong> differs"));
     // A call-clocked lesson: the timeline of one call of the original and of the fix, as the
     // harness recorded them on the GPU, one lane per stream.
     let lesson = std::fs::read_to_string(html.join("lessons/63-transfers.html")).unwrap();
@@ -262,7 +265,7 @@ fn a_verdict_that_differs_on_the_second_gpu_is_named() {
         cudabugs_book::build(&copy.path("book"), copy.dir.path(), Some(&copy.path("out"))).unwrap();
     let verification = std::fs::read_to_string(html.join("verification.html")).unwrap();
     assert!(
-        verification.contains("42 of 43 exercises got the same verdict"),
+        verification.contains("64 of 66 exercises got the same verdict"),
         "the count"
     );
     let note = &verification[verification
@@ -468,6 +471,10 @@ fn no_lesson_names_its_fix_outside_the_fold() {
     let mut lessons = 0;
     for entry in std::fs::read_dir(copy.path("exercises")).unwrap() {
         let dir = entry.unwrap().path();
+        // The learning path's file sits beside the exercises' folders.
+        if !dir.is_dir() {
+            continue;
+        }
         let id = dir.file_name().unwrap().to_string_lossy().into_owned();
         let manifest = std::fs::read_to_string(dir.join("exercise.toml")).unwrap();
         let source = manifest
@@ -516,7 +523,7 @@ fn no_lesson_names_its_fix_outside_the_fold() {
             }
         }
     }
-    assert_eq!(lessons, 43);
+    assert_eq!(lessons, 66);
     // The lessons' index names each bug's class, not the line it is on (the GPU record's page does).
     let index = std::fs::read_to_string(html.join("lessons/index.html")).unwrap();
     if index.contains(".cu:") {

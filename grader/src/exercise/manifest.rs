@@ -51,6 +51,10 @@ pub struct Manifest {
     /// or pinned (`cudaMallocHost`, as an application that streams data allocates them once).
     #[serde(default)]
     pub host_memory: HostMemory,
+    /// How nvcc builds the exercise beyond the plan's flavour: relocatable device code for dynamic
+    /// parallelism, or the GPU's architecture-specific features (`sm_90a`, for `wgmma`).
+    #[serde(default)]
+    pub build: BuildOptions,
     pub inputs: Vec<BufferSpec>,
     pub outputs: Vec<BufferSpec>,
     #[serde(rename = "case")]
@@ -84,6 +88,40 @@ impl Manifest {
             .into_iter()
             .chain(self.clock().harness_flag())
             .collect()
+    }
+}
+
+/// `[build]`: what an exercise needs from nvcc beyond `-G` or `-O3 -lineinfo`. Each key names a
+/// CUDA feature, never a raw flag, so a manifest cannot hand nvcc arbitrary options.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct BuildOptions {
+    /// Relocatable device code, linked with the device runtime: a kernel that launches kernels.
+    #[serde(default)]
+    pub rdc: bool,
+    /// Build for the GPU's architecture-specific target (`sm_90a` on Hopper): `wgmma`,
+    /// `setmaxnreg`. Such code runs on that architecture only, so `requires` must name it.
+    #[serde(default)]
+    pub arch_specific: bool,
+}
+
+impl BuildOptions {
+    /// The nvcc flags these options add (the -arch is the plan's, see `arch`).
+    pub fn flags(self) -> &'static [&'static str] {
+        if self.rdc {
+            &["-rdc=true", "-lcudadevrt"]
+        } else {
+            &[]
+        }
+    }
+
+    /// The -arch for this exercise on a plan whose -arch is `plan_arch` ("sm_90" -> "sm_90a").
+    pub fn arch(self, plan_arch: &str) -> String {
+        if self.arch_specific && !plan_arch.ends_with('a') {
+            format!("{plan_arch}a")
+        } else {
+            plan_arch.to_string()
+        }
     }
 }
 
@@ -748,6 +786,18 @@ impl LoadedManifest {
         self.manifest.expect.as_ref().and_then(Expect::sanitizer)
     }
 
+    /// The compute-sanitizer tools that can check this exercise. racecheck, initcheck and synccheck
+    /// do not support dynamic parallelism (the manual's known limitations; on an H200 each wrote a
+    /// record for 35-dynpar-shared's correct solution), so an exercise built with `rdc` is checked
+    /// by memcheck alone.
+    pub fn tools(&self) -> Vec<Tool> {
+        if self.manifest.build.rdc {
+            vec![Tool::Memcheck]
+        } else {
+            Tool::ALL.to_vec()
+        }
+    }
+
     /// What shows the untouched exercise's problem.
     pub fn detector(&self) -> Detector {
         match &self.manifest.expect {
@@ -959,6 +1009,22 @@ fn validate_fields(m: &LoadedManifest) -> Result<(), ManifestError> {
                 ),
             });
         }
+        // A parameter the reference loops over, which no buffer's length bounds, has the
+        // reference's own limit: past it, computing the expected outputs would take hours.
+        for (name, v) in params {
+            if let Some(limit) = reference::loop_limit(man.reference.get_ref(), name) {
+                if *v > limit {
+                    return Err(ManifestError {
+                        path: m.path.clone(),
+                        line,
+                        message: format!(
+                            "case `{case}`: parameter `{name}` = {v} is more than {limit}, the most times the reference `{}` repeats its step",
+                            man.reference.get_ref()
+                        ),
+                    });
+                }
+            }
+        }
         for spec in man.inputs.iter().chain(&man.outputs) {
             match eval_len(spec.len.get_ref(), params) {
                 Err(msg) => return Err(m.error_at(spec.len.span(), format!("case `{case}`, buffer `{}`: {msg}", spec.name))),
@@ -1032,6 +1098,13 @@ fn validate_fields(m: &LoadedManifest) -> Result<(), ManifestError> {
         if Capability::parse(req.get_ref()).is_none() {
             return Err(m.error_at(req.span(), format!("requires = \"{}\": write a compute capability as \"major.minor\", e.g. \"9.0\" for Hopper", req.get_ref())));
         }
+    }
+    if man.build.arch_specific && man.requires.is_none() {
+        return Err(ManifestError {
+            path: m.path.clone(),
+            line: find_line(&m.text, "arch_specific"),
+            message: "[build] arch_specific = true builds for this GPU's architecture only (sm_90a runs on Hopper alone): name it with requires = \"9.0\"".into(),
+        });
     }
     if let Some(expect) = &man.expect {
         validate_expect(m, expect)?;
@@ -1622,6 +1695,55 @@ mod tests {
         assert_eq!(parsed("07-leak", &unleveled).unwrap().level(), None);
         let e = parsed("07-leak", &LEAK.replacen("level = 1", "level = 4", 1)).unwrap_err();
         assert!(e.message.contains("level = 4") && e.line == Some(3), "{e}");
+    }
+
+    #[test]
+    fn a_loop_count_past_its_references_limit_is_refused_at_its_case() {
+        const ZERO_COPY: &str = include_str!("../../../exercises/67-zero-copy/exercise.toml");
+        assert!(parsed("67-zero-copy", ZERO_COPY).is_ok());
+        let many = ZERO_COPY.replacen("sweeps = 300", "sweeps = 2147483648", 1);
+        let e = parsed("67-zero-copy", &many).unwrap_err();
+        assert!(
+            e.message
+                .contains("`sweeps` = 2147483648 is more than 1024")
+                && e.line == find_line(&many, "\"4096 cells, 300 sweeps"),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn build_options_name_features_not_flags() {
+        let plain = parsed("07-leak", LEAK).unwrap().manifest.build;
+        assert_eq!(
+            (plain.flags(), plain.arch("sm_90")),
+            (&[][..], "sm_90".to_string())
+        );
+        let both =
+            format!("requires = \"9.0\"\n{LEAK}\n[build]\nrdc = true\narch_specific = true\n");
+        let options = parsed("07-leak", &both).unwrap().manifest.build;
+        assert_eq!(
+            (
+                options.flags(),
+                options.arch("sm_90"),
+                options.arch("sm_90a")
+            ),
+            (
+                &["-rdc=true", "-lcudadevrt"][..],
+                "sm_90a".to_string(),
+                "sm_90a".to_string()
+            )
+        );
+        // Architecture-specific code runs on one architecture: the manifest must gate on it.
+        let ungated = format!("{LEAK}\n[build]\narch_specific = true\n");
+        let e = parsed("07-leak", &ungated).unwrap_err();
+        assert!(
+            e.message.contains("requires") && e.line == find_line(&ungated, "arch_specific"),
+            "{e:?}"
+        );
+        // A raw flag is not a key.
+        let raw = format!("{LEAK}\n[build]\nflags = [\"-Xptxas\"]\n");
+        let e = parsed("07-leak", &raw).unwrap_err();
+        assert!(e.message.contains("unknown field"), "{e:?}");
     }
 
     #[test]

@@ -35,8 +35,12 @@ pub enum Metric {
     GlobalAtomics,
     /// DRAM bytes per second as a share of the measured memcpy bandwidth (%).
     DramShare,
+    /// Bytes read from and written to DRAM per run of the timed kernels.
+    DramBytes,
     /// fp32 FLOP per second as a share of the measured FMA peak (%).
     Fp32Share,
+    /// The share of the active cycles the tensor cores' MMA pipe was busy (%).
+    TensorShare,
     /// The library kernel's time over this one's: 100% is as fast as cuBLAS.
     ShareOfBaseline,
     /// Registers each thread of the kernel holds (ptxas's allocation, as the launch reports it).
@@ -84,7 +88,7 @@ pub struct Peaks {
 }
 
 impl Metric {
-    pub const ALL: [Metric; 17] = [
+    pub const ALL: [Metric; 19] = [
         Metric::LoadEfficiency,
         Metric::SectorsPerRequest,
         Metric::BankConflicts,
@@ -93,7 +97,9 @@ impl Metric {
         Metric::SmBusy,
         Metric::GlobalAtomics,
         Metric::DramShare,
+        Metric::DramBytes,
         Metric::Fp32Share,
+        Metric::TensorShare,
         Metric::ShareOfBaseline,
         Metric::Registers,
         Metric::LocalBytes,
@@ -126,7 +132,9 @@ impl Metric {
             Metric::SmBusy => "sm-busy",
             Metric::GlobalAtomics => "global-atomics",
             Metric::DramShare => "dram-share",
+            Metric::DramBytes => "dram-bytes",
             Metric::Fp32Share => "fp32-share",
+            Metric::TensorShare => "tensor-share",
             Metric::ShareOfBaseline => "share-of-baseline",
             Metric::Registers => "registers",
             Metric::LocalBytes => "local-bytes",
@@ -149,7 +157,9 @@ impl Metric {
             Metric::SmBusy => "SMs busy",
             Metric::GlobalAtomics => "global atomic requests",
             Metric::DramShare => "DRAM bandwidth, % of measured peak",
+            Metric::DramBytes => "bytes to and from DRAM",
             Metric::Fp32Share => "fp32 throughput, % of measured peak",
+            Metric::TensorShare => "tensor cores busy",
             Metric::ShareOfBaseline => "speed, % of cuBLAS",
             Metric::Registers => "registers per thread",
             Metric::LocalBytes => "local-memory bytes (spills)",
@@ -169,6 +179,7 @@ impl Metric {
                 | Metric::SmBusy
                 | Metric::DramShare
                 | Metric::Fp32Share
+                | Metric::TensorShare
                 | Metric::ShareOfBaseline
                 | Metric::KernelShare
                 | Metric::CopyOverlap
@@ -185,8 +196,10 @@ impl Metric {
             Metric::Occupancy => "warps resident on an SM while it works, as a share of the most it can hold: more warps hide more memory latency",
             Metric::SmBusy => "the share of the kernel's time the average SM had any work: a grid smaller than the GPU leaves SMs idle",
             Metric::GlobalAtomics => "atomic requests that travel to global memory (L2): every one to a busy address waits its turn",
-            Metric::DramShare => "bytes moved to and from DRAM per second, as a share of this GPU's measured cudaMemcpy bandwidth: near 100% a memory-bound kernel is done",
+            Metric::DramBytes => "bytes the kernels read from and wrote to DRAM in one run: a pass over the data costs its size each time, and what a kernel keeps on chip (registers, shared memory, L1, L2) it never pays again",
+            Metric::DramShare => "bytes moved to and from DRAM per second, as a share of this GPU's measured device-to-device copy bandwidth: near 100% a memory-bound kernel is done",
             Metric::Fp32Share => "single-precision FLOP per second (an FMA counts two), as a share of this GPU's measured FMA peak at ncu's clocks",
+            Metric::TensorShare => "of the cycles the SMs were active, the share during which the tensor cores' matrix-multiply pipe (HMMA: wmma and mma.sync) was busy: 0% for a kernel of plain fp32 FMAs, however fast",
             Metric::ShareOfBaseline => "cuBLAS's time over this kernel's, both timed in this run: 100% is as fast as the library",
             Metric::Registers => "registers ptxas gave each thread (`nvcc -Xptxas -v` prints it too): more registers per thread leave room for fewer warps on an SM, and too few make the compiler spill values to local memory",
             Metric::LocalBytes => "bytes loaded from and stored to local memory per run: per-thread memory that lives in DRAM behind the L1, where spilled registers and arrays indexed at run time go; 0 when everything stays in registers",
@@ -210,6 +223,7 @@ impl Metric {
                 | Metric::Launches
                 | Metric::Syncs
                 | Metric::CopyBytes
+                | Metric::DramBytes
         )
     }
 
@@ -237,6 +251,9 @@ impl Metric {
                 &["smsp__thread_inst_executed.sum", "smsp__inst_executed.sum"]
             }
             Metric::Occupancy => &["sm__warps_active.avg.pct_of_peak_sustained_active"],
+            Metric::TensorShare => {
+                &["sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"]
+            }
             Metric::SmBusy => &["sm__cycles_active.avg", "sm__cycles_elapsed.avg"],
             Metric::GlobalAtomics => &[
                 "l1tex__t_requests_pipe_lsu_mem_global_op_red.sum",
@@ -248,6 +265,7 @@ impl Metric {
                 "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum",
             ],
             Metric::DramShare
+            | Metric::DramBytes
             | Metric::Fp32Share
             | Metric::ShareOfBaseline
             | Metric::Launches
@@ -264,9 +282,10 @@ impl Metric {
         let raw = |name: &str| c.raw.get(name).copied();
         let ratio = |a: f64, b: f64| (b > 0.0).then(|| a / b);
         match self {
-            Metric::LoadEfficiency | Metric::Occupancy | Metric::Registers => {
-                raw(self.counters()[0])
-            }
+            Metric::LoadEfficiency
+            | Metric::Occupancy
+            | Metric::Registers
+            | Metric::TensorShare => raw(self.counters()[0]),
             Metric::LocalBytes => Some(raw(self.counters()[0])? + raw(self.counters()[1])?),
             Metric::SectorsPerRequest => ratio(raw(self.counters()[0])?, raw(self.counters()[1])?),
             Metric::BankConflicts => {
@@ -283,6 +302,7 @@ impl Metric {
             Metric::DramShare => {
                 ratio(dram_bytes(c)?, c.nanoseconds).map(|gbps| 100.0 * gbps / peaks.bandwidth_gbps)
             }
+            Metric::DramBytes => dram_bytes(c),
             Metric::Fp32Share => {
                 ratio(flops(c)?, c.nanoseconds).map(|gflops| 100.0 * gflops / peaks.fp32_gflops)
             }
@@ -318,6 +338,7 @@ impl Metric {
                         | Metric::Launches
                         | Metric::Syncs
                         | Metric::CopyBytes
+                        | Metric::DramBytes
                 ) =>
             {
                 format!("{v:.0}")
@@ -395,6 +416,8 @@ mod tests {
             (conflicts - (6.64e7 + 4.57e4) / 4.2e6).abs() < 1e-9,
             "{conflicts}"
         );
+        assert_eq!(Metric::DramBytes.value(&c, peaks, None), Some(5.2e8));
+        assert_eq!(Metric::DramBytes.show(Some(5.2e8)), "520.00 M");
         let share = Metric::DramShare.value(&c, peaks, None).unwrap();
         assert!(
             (share - 100.0 * (5.2e8 / 382_000.0) / 2993.3).abs() < 1e-9,

@@ -4,6 +4,7 @@ pub mod catalog;
 pub mod dtype;
 pub mod manifest;
 pub mod metric;
+pub mod path;
 pub mod reference;
 pub mod regions;
 pub mod rubric;

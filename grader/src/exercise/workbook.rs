@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::exercise::catalog::Embedded;
 use crate::exercise::manifest::{self, LoadedManifest};
+use crate::exercise::path::{self as learning_path, LearningPath, PathError, Stop};
 
 #[derive(Debug, Clone)]
 pub struct Exercise {
@@ -66,6 +67,10 @@ pub struct Workbook {
     /// Exercises that cannot be graded until their files are fixed; every other command works.
     pub broken: Vec<Broken>,
     pub harness: &'static [(&'static str, &'static str)],
+    /// The chapters a learner goes through, every exercise in one (`exercises/path.toml`).
+    pub path: LearningPath,
+    /// Why the path file could not be used, where it could not (the path is then by id).
+    pub path_problem: Option<PathError>,
 }
 
 fn is_root(dir: &Path) -> bool {
@@ -115,12 +120,41 @@ impl Workbook {
                 }),
             }
         }
+        let path = LearningPath::by_id(exercises.iter().map(Exercise::id));
         Ok(Workbook {
             root,
             exercises,
             broken,
             harness,
+            path,
+            path_problem: None,
         })
+    }
+
+    /// The workbook with its learning path read from `text` (the embedded `exercises/path.toml`). A
+    /// malformed path is kept as `path_problem` and the path stays by id: it never stops a command.
+    pub fn with_path(mut self, text: &str) -> Workbook {
+        let stops: Vec<Stop> = self
+            .exercises
+            .iter()
+            .map(|e| Stop {
+                id: e.id(),
+                level: e.manifest.level(),
+            })
+            .collect();
+        match learning_path::parse(Path::new(learning_path::PATH_FILE), text, &stops) {
+            Ok(path) => self.path = path,
+            Err(problem) => self.path_problem = Some(problem),
+        }
+        self
+    }
+
+    /// The exercises in the order of the learning path.
+    pub fn in_path_order(&self) -> Vec<&Exercise> {
+        self.path
+            .order()
+            .filter_map(|id| self.exercises.iter().find(|e| e.id() == id))
+            .collect()
     }
 
     /// The broken exercises a command warns about: every one but the exercise it names (`about`),

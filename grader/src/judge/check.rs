@@ -166,7 +166,7 @@ pub fn check(
             .map(|(tool, _)| tool)
             .into_iter()
             .collect(),
-        Track::Perf => Tool::ALL.to_vec(),
+        Track::Perf => ex.manifest.tools(),
     };
 
     // 1. Both builds of the learner's file and, on a GPU, its named tool and the cases, each run

@@ -411,8 +411,17 @@ pub fn build(
 ) -> Output {
     let recipe = ctx.recipe();
     let source = sub.source();
+    let exercise_arch;
     let inputs = match &sub.target {
-        Target::Exercise { .. } => nvcc::Inputs::Exercise(&source),
+        Target::Exercise { exercise, .. } => {
+            let options = exercise.manifest.manifest.build;
+            exercise_arch = options.arch(recipe.arch);
+            nvcc::Inputs::Exercise {
+                source: &source,
+                flags: options.flags(),
+                arch: &exercise_arch,
+            }
+        }
         Target::Program(p) => {
             if let Some(bin) = &p.prebuilt {
                 let command = format!("(built elsewhere: {})", bin.display());

@@ -243,7 +243,11 @@ pub fn build(name: &str, output: &Output, flavor: Flavor, arch: &str) -> Option<
                 Step::new(
                     name,
                     Status::Passed,
-                    format!("nvcc {} ({arch}){kept}", flavor.flags().join(" ")),
+                    format!(
+                        "nvcc {} ({}){kept}",
+                        flavor.flags().join(" "),
+                        b.arch.as_deref().unwrap_or(arch)
+                    ),
                 )
                 .command(b.command.clone())
                 .wall(b.wall)

@@ -670,7 +670,7 @@ pub fn verify(
             // A performance exercise's original must be clean under every tool: it is correct, only slow.
             let all = opts.survey || work[k].record.track == Track::Perf;
             let tools: Vec<Tool> = if all {
-                Tool::ALL.to_vec()
+                work[k].ex.manifest.tools()
             } else {
                 work[k].record.tool.into_iter().collect()
             };
@@ -682,7 +682,14 @@ pub fn verify(
         }
         for &k in &with_cases {
             let (ex, sol) = pair(k);
-            stages.extend(Tool::ALL.map(|t| Stage::new(sol, StageKind::Sanitize(t))));
+            stages.extend(
+                work[k]
+                    .ex
+                    .manifest
+                    .tools()
+                    .into_iter()
+                    .map(|t| Stage::new(sol, StageKind::Sanitize(t))),
+            );
             // A plain run of the untouched exercise proves something only where the cases are the
             // detector; elsewhere it tells the book whether the bug is silent (--survey).
             if opts.survey || work[k].record.detector != Detector::Sanitizer {

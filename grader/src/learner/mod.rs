@@ -107,6 +107,8 @@ pub enum Progress {
 #[derive(Debug, Clone, Serialize)]
 pub struct ListEntry {
     pub id: String,
+    /// The chapter of the learning path it is in (`exercises/path.toml`).
+    pub chapter: String,
     pub title: String,
     pub bug_class: String,
     /// "bug" or "perf".
@@ -132,14 +134,20 @@ pub struct ListEntry {
     pub level: Option<u8>,
 }
 
+/// Every exercise in the order of the learning path, each with its chapter.
 pub fn list(wb: &Workbook, state: &crate::learner::state::State) -> Vec<ListEntry> {
-    let next = state.next_pending(wb.exercises.iter().map(|e| e.id()));
-    wb.exercises
-        .iter()
+    let next = state.next_pending(wb.path.order());
+    wb.in_path_order()
+        .into_iter()
         .map(|ex| {
             let m = &ex.manifest.manifest;
             ListEntry {
                 id: ex.id().to_string(),
+                chapter: wb
+                    .path
+                    .place(ex.id())
+                    .map(|(c, _)| c.title.clone())
+                    .unwrap_or_default(),
                 title: m.title.clone(),
                 bug_class: m.bug_class.clone(),
                 track: ex.manifest.track(),

@@ -491,7 +491,25 @@ pub fn list_text(entries: &[crate::learner::ListEntry]) -> String {
         "\n     {:<id_w$} {:<8} {:<5} {:<class_w$} {:<10} {:<6} title",
         "id", "status", "track", "what is wrong", "shown by", "hints"
     );
-    for e in entries {
+    for (i, e) in entries.iter().enumerate() {
+        // A chapter's heading, with how much of it is done, before its first exercise.
+        if i == 0 || entries[i - 1].chapter != e.chapter {
+            let chapter: Vec<&crate::learner::ListEntry> =
+                entries.iter().filter(|x| x.chapter == e.chapter).collect();
+            let done = chapter
+                .iter()
+                .filter(|x| x.status == Progress::Done)
+                .count();
+            let _ = writeln!(
+                out,
+                "\n  {} {}",
+                paint(BOLD, &e.chapter),
+                paint(
+                    if done == chapter.len() { GOOD } else { DIM },
+                    format!("({done} of {} done)", chapter.len())
+                )
+            );
+        }
         let pointer = if e.next {
             paint(WARN.bold(), "->")
         } else {

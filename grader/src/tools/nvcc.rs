@@ -80,6 +80,9 @@ pub struct Built {
     /// No nvcc ran: the binary from an earlier build of the same source with the same command was
     /// kept, or copied from the build cache.
     pub reused: bool,
+    /// The -arch it was built for, where nvcc built it (an exercise's `[build]` may ask for the
+    /// GPU's architecture-specific target rather than the plan's).
+    pub arch: Option<String>,
     /// The binary's content hash, read once on first use and shared by every clone (a check's kept
     /// stages each key on it: five reads of the same binary before).
     content: std::sync::Arc<std::sync::OnceLock<Option<blake3::Hash>>>,
@@ -101,6 +104,7 @@ impl Built {
             command,
             wall,
             reused,
+            arch: None,
             content: Default::default(),
         }
     }
@@ -454,13 +458,30 @@ pub struct Recipe<'a> {
 /// What a build compiles.
 #[derive(Debug, Clone, Copy)]
 pub enum Inputs<'a> {
-    /// An exercise's file, linked with the harness (which has `main`).
-    Exercise(&'a Path),
+    /// An exercise's file, linked with the harness (which has `main`), with the nvcc flags and the
+    /// -arch its manifest's `[build]` asks for.
+    Exercise {
+        source: &'a Path,
+        flags: &'a [&'static str],
+        arch: &'a str,
+    },
     /// Any CUDA program: its own sources (each one's folder on the include path) and nvcc flags.
     Program {
         sources: &'a [PathBuf],
         flags: &'a [String],
     },
+}
+
+/// `-arch=sm_90`, or for an architecture-specific target (`sm_90a`) machine code for it alone:
+/// `-arch=sm_90a` would also embed generic compute_90 PTX, which ptxas checks and rejects where it
+/// holds `wgmma`.
+fn arch_flag(arch: &str) -> String {
+    match arch.strip_prefix("sm_") {
+        Some(number) if number.ends_with('a') => {
+            format!("-gencode=arch=compute_{number},code={arch}")
+        }
+        _ => format!("-arch={arch}"),
+    }
 }
 
 /// `sandbox` turns the nvcc job into the one that runs (the caller's confinement of learner code).
@@ -484,7 +505,7 @@ pub fn build(
         mkdir(dir)?;
     }
     let sources: Vec<&Path> = match inputs {
-        Inputs::Exercise(source) => vec![source],
+        Inputs::Exercise { source, .. } => vec![source],
         Inputs::Program { sources, .. } => sources.iter().map(PathBuf::as_path).collect(),
     };
     let source = sources.first().copied().unwrap_or(Path::new(""));
@@ -496,19 +517,23 @@ pub fn build(
     // With a cache, an exercise is compiled from a copy of the text read above, alone in a folder
     // of its own (see `Stage`); nvcc writes there, and only the grader copies out.
     let stage = match (inputs, cache) {
-        (Inputs::Exercise(_), Some(c)) => Some(Stage::new(c, source, &text)?),
+        (Inputs::Exercise { .. }, Some(c)) => Some(Stage::new(c, source, &text)?),
         _ => None,
     };
     let out = stage
         .as_ref()
         .map(|s| s.dir.join("a.out"))
         .unwrap_or_else(|| binary.to_path_buf());
+    let arch = match inputs {
+        Inputs::Exercise { arch, .. } => arch,
+        Inputs::Program { .. } => arch,
+    };
     let mut job = Job::new(&nvcc.path, timeout)
         .args(flavor.flags().iter().copied())
-        .arg(format!("-arch={arch}"))
+        .arg(arch_flag(arch))
         .arg("-std=c++17");
     match inputs {
-        Inputs::Exercise(source) => {
+        Inputs::Exercise { source, flags, .. } => {
             // Named relative to the stage folder, nvcc's working folder: its messages say `reduce.cu(12)`.
             let compiled = if stage.is_some() {
                 Path::new(source.file_name().unwrap_or_default())
@@ -516,6 +541,7 @@ pub fn build(
                 source
             };
             job = job
+                .args(flags.iter().copied())
                 .arg("-I")
                 .arg(&harness.include_dir)
                 .arg("-o")
@@ -580,8 +606,9 @@ pub fn build(
         }
     };
     let recipe_path = binary.with_extension("recipe");
-    let built = |command: &Job, wall, reused| {
-        Built::new(
+    let built = |command: &Job, wall, reused| Built {
+        arch: Some(arch.to_string()),
+        ..Built::new(
             binary.to_path_buf(),
             source.to_path_buf(),
             flavor,
@@ -733,6 +760,15 @@ fn log_build(what: &str, binary: &Path) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_architecture_specific_target_is_built_for_that_target_alone() {
+        assert_eq!(super::arch_flag("sm_90"), "-arch=sm_90");
+        assert_eq!(
+            super::arch_flag("sm_90a"),
+            "-gencode=arch=compute_90a,code=sm_90a"
+        );
+    }
+
     use super::*;
 
     /// A workbook's grader folder with a harness object, and an exercise's text in a stage folder

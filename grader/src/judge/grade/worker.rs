@@ -11,7 +11,7 @@ use serde::Serialize;
 use crate::class::roster::{Shard, Student};
 use crate::class::secret::Secret;
 use crate::exercise::cases::{self, Cases};
-use crate::exercise::manifest::{Tool, Track};
+use crate::exercise::manifest::Track;
 use crate::exercise::rubric::GradeStage;
 use crate::exercise::workbook::{Exercise, Workbook};
 use crate::judge::context::Context;
@@ -390,9 +390,10 @@ impl<'a> Worker<'a> {
             stages.push(Stage::new(i, StageKind::Sass));
             if gpu_stages {
                 stages.extend(
-                    Tool::ALL
-                        .iter()
-                        .map(|&t| Stage::new(i, StageKind::Sanitize(t))),
+                    ex.manifest
+                        .tools()
+                        .into_iter()
+                        .map(|t| Stage::new(i, StageKind::Sanitize(t))),
                 );
                 stages.push(Stage::new(i, StageKind::Correctness));
             }

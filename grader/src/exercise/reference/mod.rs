@@ -1,72 +1,19 @@
 //! The expected answers, computed in Rust from the same inputs the harness gets. Never taken from a
 //! solution file: a solution is checked against these like any learner's file.
 
-use std::collections::BTreeMap;
-
 use crate::exercise::dtype::DType;
 
-pub type Params = BTreeMap<String, i64>;
+mod buffers;
+mod hopper;
+mod launches;
+mod matrices;
+mod memory;
+mod numerics;
+mod streams;
+mod warps;
 
-/// A typed host buffer: an input the grader generated or an output the harness wrote back.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Data {
-    F32(Vec<f32>),
-    F64(Vec<f64>),
-    I32(Vec<i32>),
-    U32(Vec<u32>),
-}
-
-impl Data {
-    pub fn dtype(&self) -> DType {
-        match self {
-            Data::F32(_) => DType::F32,
-            Data::F64(_) => DType::F64,
-            Data::I32(_) => DType::I32,
-            Data::U32(_) => DType::U32,
-        }
-    }
-    pub fn len(&self) -> usize {
-        match self {
-            Data::F32(v) => v.len(),
-            Data::F64(v) => v.len(),
-            Data::I32(v) => v.len(),
-            Data::U32(v) => v.len(),
-        }
-    }
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-    /// Element `i` widened to f64 (exact for every dtype here).
-    pub fn get_f64(&self, i: usize) -> f64 {
-        match self {
-            Data::F32(v) => v[i] as f64,
-            Data::F64(v) => v[i],
-            Data::I32(v) => v[i] as f64,
-            Data::U32(v) => v[i] as f64,
-        }
-    }
-    fn as_f32(&self) -> &[f32] {
-        match self {
-            Data::F32(v) => v,
-            other => panic!("reference expected f32, got {:?}", other.dtype()),
-        }
-    }
-    fn as_u32(&self) -> &[u32] {
-        match self {
-            Data::U32(v) => v,
-            other => panic!("reference expected u32, got {:?}", other.dtype()),
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Buffer {
-    pub name: String,
-    pub data: Data,
-}
-
-/// Inputs in manifest order in, outputs in manifest order out.
-pub type ReferenceFn = fn(&Params, &[Buffer]) -> Vec<Buffer>;
+use buffers::{out, param};
+pub use buffers::{Buffer, Data, Params, ReferenceFn, Signature};
 
 const REFERENCES: &[(&str, ReferenceFn)] = &[
     ("transpose", transpose),
@@ -109,13 +56,6 @@ const REFERENCES: &[(&str, ReferenceFn)] = &[
     // Exercise 63
     ("cooling", cooling),
 ];
-
-/// What a reference reads and writes: buffers by name, dtype and length expression. A manifest that
-/// names the reference must declare exactly these, so that every case it accepts can be computed.
-pub struct Signature {
-    pub inputs: &'static [(&'static str, DType, &'static str)],
-    pub outputs: &'static [(&'static str, DType, &'static str)],
-}
 
 const SIGNATURES: &[(&str, Signature)] = &[
     (
@@ -364,27 +304,64 @@ const SIGNATURES: &[(&str, Signature)] = &[
     ),
 ];
 
+/// Every group's references and signatures: this file's own (exercises 01-63), then one file per
+/// group of the later exercises.
+type Group = (
+    &'static [(&'static str, ReferenceFn)],
+    &'static [(&'static str, Signature)],
+);
+
+const GROUPS: &[Group] = &[
+    (REFERENCES, SIGNATURES),
+    (memory::REFERENCES, memory::SIGNATURES),
+    (streams::REFERENCES, streams::SIGNATURES),
+    (launches::REFERENCES, launches::SIGNATURES),
+    (warps::REFERENCES, warps::SIGNATURES),
+    (numerics::REFERENCES, numerics::SIGNATURES),
+    (matrices::REFERENCES, matrices::SIGNATURES),
+    (hopper::REFERENCES, hopper::SIGNATURES),
+];
+
+/// Parameters a reference repeats its step for, with no buffer's length to bound them, and how many
+/// times at most: each step costs the reference a pass over its data, and unlike a fixed-point map
+/// (`cooling`, whose loop stops when a step changes nothing) these may not settle for millions of
+/// steps. A manifest's case past the limit is an error at its line.
+const LOOP_LIMITS: &[(&str, &str, i64)] = &[
+    ("jacobi-sweeps", "sweeps", 1024),
+    ("chain-top-mode", "steps", 1024),
+    ("affine-jump4", "squarings", 1024),
+];
+
+/// The most times reference `name` may repeat its step for parameter `param`, where it has a limit.
+pub fn loop_limit(name: &str, param: &str) -> Option<i64> {
+    LOOP_LIMITS
+        .iter()
+        .find(|(r, p, _)| *r == name && *p == param)
+        .map(|(_, _, limit)| *limit)
+}
+
 pub fn signature(name: &str) -> Option<&'static Signature> {
-    SIGNATURES.iter().find(|(n, _)| *n == name).map(|(_, s)| s)
+    GROUPS
+        .iter()
+        .flat_map(|(_, signatures)| signatures.iter())
+        .find(|(n, _)| *n == name)
+        .map(|(_, s)| s)
 }
 
 pub fn lookup(name: &str) -> Option<ReferenceFn> {
-    REFERENCES.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
+    GROUPS
+        .iter()
+        .flat_map(|(references, _)| references.iter())
+        .find(|(n, _)| *n == name)
+        .map(|(_, f)| *f)
 }
 
 pub fn names() -> Vec<&'static str> {
-    REFERENCES.iter().map(|(n, _)| *n).collect()
-}
-
-fn param(p: &Params, name: &str) -> usize {
-    usize::try_from(p[name]).expect("manifest validation keeps parameters non-negative")
-}
-
-fn out(name: &str, data: Data) -> Vec<Buffer> {
-    vec![Buffer {
-        name: name.to_string(),
-        data,
-    }]
+    GROUPS
+        .iter()
+        .flat_map(|(references, _)| references.iter())
+        .map(|(n, _)| *n)
+        .collect()
 }
 
 /// `out` (cols x rows) = transpose of `in` (rows x cols), both row-major.
