@@ -55,30 +55,8 @@ pub(crate) fn say_next(wb: &Workbook, done: &Exercise) {
         next.id(),
         m.manifest.chapter
     );
-    let Some((chapter, place)) = wb.path.place(next.id()) else {
-        return;
-    };
-    let same_chapter = wb
-        .path
-        .place(done.id())
-        .is_some_and(|(c, _)| c.title == chapter.title);
-    if same_chapter {
-        println!(
-            "Why: it is {} of {} in \"{}\", which goes from the easiest to the hardest.",
-            place + 1,
-            chapter.exercises.len(),
-            chapter.title
-        );
-    } else {
-        let opens = if place == 0 {
-            "it opens".to_string()
-        } else {
-            format!("it is {} of {} in", place + 1, chapter.exercises.len())
-        };
-        println!(
-            "Why: {opens} the chapter \"{}\": {}",
-            chapter.title, chapter.why
-        );
+    if let Some(why) = wb.path.why_next(done.id(), next.id()) {
+        println!("Why: {why}");
     }
 }
 

@@ -157,6 +157,35 @@ impl LearningPath {
             .flat_map(|c| c.exercises.iter().map(String::as_str))
     }
 
+    /// Why `next` comes after `done`, in a sentence for the learner: its place in the chapter both
+    /// are in, or the purpose of the chapter it opens (None where `next` is not on the path).
+    pub fn why_next(&self, done: &str, next: &str) -> Option<String> {
+        let (chapter, place) = self.place(next)?;
+        let of = chapter.exercises.len();
+        let same_chapter = self
+            .place(done)
+            .is_some_and(|(c, _)| c.title == chapter.title);
+        Some(if same_chapter {
+            format!(
+                "it is {} of {of} in \"{}\", which goes from the easiest to the hardest.",
+                place + 1,
+                chapter.title
+            )
+        } else if place == 0 {
+            format!(
+                "it opens the chapter \"{}\": {}",
+                chapter.title, chapter.why
+            )
+        } else {
+            format!(
+                "it is {} of {of} in the chapter \"{}\": {}",
+                place + 1,
+                chapter.title,
+                chapter.why
+            )
+        })
+    }
+
     /// The chapter an exercise is in, and its place there (0-based).
     pub fn place(&self, id: &str) -> Option<(&Chapter, usize)> {
         self.chapters
@@ -242,6 +271,25 @@ exercises = ["03-race"]
             e.message.contains("unknown field") && e.line == Some(9),
             "{e}"
         );
+    }
+
+    #[test]
+    fn the_next_exercise_says_why_it_comes_next() {
+        let path = parsed(TEXT).unwrap();
+        assert_eq!(
+            path.why_next("01-index", "05-memset").as_deref(),
+            Some("it is 2 of 2 in \"Memory errors\", which goes from the easiest to the hardest.")
+        );
+        assert_eq!(
+            path.why_next("05-memset", "03-race").as_deref(),
+            Some("it opens the chapter \"Races\": Barriers.")
+        );
+        // A learner who skipped ahead is told where in the new chapter the next one sits.
+        assert_eq!(
+            path.why_next("03-race", "05-memset").as_deref(),
+            Some("it is 2 of 2 in the chapter \"Memory errors\": Indexes.")
+        );
+        assert_eq!(path.why_next("01-index", "99-none"), None);
     }
 
     #[test]
