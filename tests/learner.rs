@@ -76,20 +76,23 @@ fn list_on_a_fresh_workbook_points_at_the_first_exercise() {
     };
     // Each chapter of the learning path heads its exercises, in the path's order, with how many
     // of them are done; the snapshot keeps the headings without their counts, which grow.
-    let path_text = std::fs::read_to_string(common::repo().join("exercises/path.toml")).unwrap();
-    let chapters: Vec<(String, usize)> = path_text
-        .split("[[chapter]]")
-        .skip(1)
-        .map(|c| {
-            let title = c
-                .lines()
-                .find_map(|l| l.strip_prefix("title = \""))
-                .and_then(|t| t.strip_suffix('"'))
-                .unwrap()
-                .to_string();
-            (title, c.matches("\"").count() / 2 - 2)
+    use grader::exercise::path;
+    let catalog = grader::exercise::catalog::discover(common::repo()).unwrap();
+    let stops: Vec<path::Stop> = catalog
+        .iter()
+        .map(|d| path::Stop {
+            id: &d.manifest.id,
+            level: d.manifest.level(),
         })
         .collect();
+    let text = std::fs::read_to_string(common::repo().join(path::PATH_FILE)).unwrap();
+    let chapters: Vec<(String, usize)> =
+        path::parse(std::path::Path::new(path::PATH_FILE), &text, &stops)
+            .unwrap()
+            .chapters
+            .into_iter()
+            .map(|c| (c.title, c.exercises.len()))
+            .collect();
     let headings: Vec<&str> = out
         .lines()
         .filter(|l| l.trim_end().ends_with("done)"))

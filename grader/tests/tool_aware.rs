@@ -456,19 +456,14 @@ fn compiled_reads(
     let source = dir.join(format!("{name}.cu"));
     std::fs::write(&source, text).unwrap();
     let cubin = dir.join(format!("{name}.cubin"));
-    // sm_90a where the exercise needs Hopper's instructions (a cubin of sm_90a alone: no PTX for
-    // ptxas to check against plain sm_90), and relocatable device code where it launches kernels
-    // from the GPU, as its `[build]` asks.
+    // The -arch and flags the grader builds the exercise with (its `[build]`: sm_90a for wgmma,
+    // relocatable device code for kernels launched from the GPU). `-lcudadevrt` is a link flag, and
+    // a cubin is not linked.
     let options = ex.manifest.manifest.build;
-    let arch = if ex.manifest.requires().is_some() || options.arch_specific {
-        "-arch=sm_90a"
-    } else {
-        "-arch=sm_90"
-    };
-    let rdc: &[&str] = if options.rdc { &["-rdc=true"] } else { &[] };
+    let arch = format!("-arch={}", options.arch("sm_90"));
     let built = std::process::Command::new(&nvcc.path)
-        .args(["-std=c++17", arch, "-O3", "-cubin"])
-        .args(rdc)
+        .args(["-std=c++17", &arch, "-O3", "-cubin"])
+        .args(options.flags().iter().filter(|f| !f.starts_with("-l")))
         .arg("-I")
         .arg(repo().join("harness"))
         .arg("-o")

@@ -524,8 +524,9 @@ pub fn build(
         .as_ref()
         .map(|s| s.dir.join("a.out"))
         .unwrap_or_else(|| binary.to_path_buf());
+    // An exercise's own -arch (its `[build]` may ask for sm_90a); a program keeps the plan's.
     let arch = match inputs {
-        Inputs::Exercise { arch, .. } => arch,
+        Inputs::Exercise { arch: own, .. } => own,
         Inputs::Program { .. } => arch,
     };
     let mut job = Job::new(&nvcc.path, timeout)
