@@ -22,7 +22,9 @@
 #           cold,fix,again)
 #   spread  SPREAD_N (default 5) checks of the reference fix of each of SPREAD_EX (default 62 and
 #           63): the noise of the verdicts
-#   verify  `verify` of the whole catalog from a cold work folder: its text transcript
+#   verify  `verify` of the whole catalog from a cold work folder: its text transcript and record
+#   onecon  after verify: the untouched 32, 33 and 34 with CUDA's defaults and with one hardware
+#           queue (scripts/gpu-one-connection.sh)
 #   gradeperf  grade's throughput on a class of performance exercises (GRADE_PERF_EX, 5 students)
 # Logs, gradebooks and recordings go to $OUT (tarred); a table is printed last.
 set -uo pipefail
@@ -194,7 +196,7 @@ if has ncucost; then
   table+=("$(cat "$L/ncucost.txt")")
 fi
 
-PERF_ALL=51-coalesce,52-bank-conflicts,53-divergence,54-matmul,55-histogram,56-occupancy,57-reduction,58-registers,59-aos-soa,60-scan,61-convolution,62-launches,63-transfers
+PERF_ALL=$(ls exercises | grep -E '^(5|6|7)[0-9]-' | paste -sd, -)
 if has perfcheck; then
   exs=${PERF_EX:-$PERF_ALL}
   # The GPU's peak is measured once, by the first check that needs it, and kept: not a check's cost.
@@ -224,9 +226,14 @@ if has verify; then
   rm -rf .cudabugs/work
   $B peak > "$L/peak.txt" 2>&1
   s=$(now)
-  $B verify > "$L/verify.txt" 2>&1
+  $B verify --record "$L/verify-record.json" > "$L/verify.txt" 2>&1
   code=$?
   table+=("verify of the catalog: exit $code, $(secs "$s" "$(now)") s; $(tail -3 "$L/verify.txt" | tr '\n' ' ')")
+fi
+
+if has onecon; then
+  bash scripts/gpu-one-connection.sh > "$L/one-connection.txt" 2>&1
+  table+=("$(cat "$L/one-connection.txt")")
 fi
 
 if has gradeperf; then
@@ -245,5 +252,6 @@ if has gradeperf; then
     table+=("throughput $ex: $n pairs in $t s = $(python3 -c "print(round($n * 60 / $t, 1))") per minute (exit $code); $(tr '\n' ';' < "grades-perf-$ex/grades.csv" | cut -c1-300)")
   done
 fi
+dmesg > "$L/dmesg.txt" 2>&1
 tar czf "$OUT/logs.tgz" -C "$OUT" logs && rm -rf "$L"
 printf '%s\n' "${table[@]}" | tee "$OUT/table.txt"

@@ -391,6 +391,7 @@ fn time_and_judge(
         Ok(kept) => kept,
         Err(step) => return vec![(*step).wall(phase.elapsed())],
     };
+    let judging = started.elapsed().as_secs_f64();
     let commands = (0..subs.len())
         .filter_map(|i| {
             results
@@ -526,6 +527,15 @@ fn time_and_judge(
     }
     steps.extend(speed::flag_steps(&judged.flags));
     report.flags = judged.flags.clone();
+    // The grader's own work after the timed runs (the calls' outputs compared, the rules, the
+    // library baseline where it was not kept), beside the stages' times.
+    results.spent.push(scheduler::Spent {
+        stage: "judge".into(),
+        from_s: judging,
+        secs: started.elapsed().as_secs_f64() - judging,
+        kind: None,
+        name: ex.id().to_string(),
+    });
     steps.into_iter().map(|s| s.wall(phase.elapsed())).collect()
 }
 

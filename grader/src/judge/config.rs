@@ -68,13 +68,15 @@ pub struct Config {
     /// profiles every kernel, named or not. On for every plan, so that `check` fails a cheat for
     /// the reason `grade` does.
     pub audit: bool,
-    /// Every sandboxed run gets `CUDA_DEVICE_MAX_CONNECTIONS=1`: one hardware queue per context
+    /// Every sanitizer run gets `CUDA_DEVICE_MAX_CONNECTIONS=1`: one hardware queue per context
     /// instead of eight. The driver makes and tears down contexts one at a time across the whole
-    /// machine, and the queues are most of that work: on an H100 a bare CUDA process took 0.34 s
-    /// alone and at most 5.1 ran per second however many were started at once; with one
-    /// connection 0.26 s and 12.4 per second (`scripts/gpu-startup-bench.py --set variants`).
-    /// Streams of one program then share one queue (no exercise uses streams; ncu serialises the
-    /// kernels it times anyway). Set by `grade`, which starts thousands of processes.
+    /// machine, and the queues are most of that work: on an H100 sanitizer runs finished 9.6-10.2
+    /// a second with one connection against 4.4-4.7 without (bare processes 12.4 against 5.1;
+    /// `scripts/gpu-startup-bench.py --set variants`). Only the sanitizer runs: the tools
+    /// serialise a program's kernels anyway, whereas a run whose outputs are judged keeps the
+    /// queues its streams need, so that a race between streams (32-event-stream) shows in the
+    /// cases as it would outside the grader. On in every plan; `CUDABUGS_ONE_CONNECTION=0` turns
+    /// it off (to measure what it saves).
     pub one_connection: bool,
 }
 
@@ -102,7 +104,7 @@ impl Default for Config {
             hidden: Vec::new(),
             from_env: FromEnv::default(),
             audit: true,
-            one_connection: false,
+            one_connection: true,
         }
     }
 }
@@ -140,7 +142,8 @@ pub struct EnvError {
 impl Config {
     /// The defaults, with the environment's overrides: `CUDABUGS_TIMEOUT_SECS` (every per-run
     /// limit), `CUDABUGS_SANITIZER_JOBS`, `CUDABUGS_NCU_JOBS`, `CUDABUGS_ISOLATION`,
-    /// `CUDABUGS_MEMORY_MAX_MB`, `CUDABUGS_SANDBOX_UID`, `CUDABUGS_SANDBOX_GID`, `CUDABUGS_NO_INSTALL`.
+    /// `CUDABUGS_MEMORY_MAX_MB`, `CUDABUGS_SANDBOX_UID`, `CUDABUGS_SANDBOX_GID`, `CUDABUGS_NO_INSTALL`,
+    /// `CUDABUGS_ONE_CONNECTION`.
     pub fn from_env() -> Result<Config, EnvError> {
         let mut c = Config::default();
         fn get<T: std::str::FromStr>(var: &'static str) -> Result<Option<T>, EnvError> {
@@ -196,6 +199,9 @@ impl Config {
         }
         if let Some(mb) = get::<u64>("CUDABUGS_MEMORY_MAX_MB")? {
             c.limits.memory_bytes = Some(mb << 20);
+        }
+        if let Some(on) = get::<u8>("CUDABUGS_ONE_CONNECTION")? {
+            c.one_connection = on != 0;
         }
         c.install_toolkit = !crate::environment::is_set("CUDABUGS_NO_INSTALL");
         Ok(c)

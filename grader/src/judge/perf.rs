@@ -270,7 +270,7 @@ pub fn summarize(
     }
     if let Some((b, c)) = baseline.and_then(|b| Some((b, b.counters.as_ref()?))) {
         commands.push(b.command.clone());
-        let spread = ncu::repeat_spread(&b.launches, &[], m.bench.repeat);
+        let spread = ncu::repeat_spread(&b.launches, &[], crate::judge::plan::profiled_calls(ex));
         versions.push(version(baseline_name(perf), c, spread, &[], peak, None));
     }
     let original_ns = versions.first().map(|v| v.nanoseconds).unwrap_or(f64::NAN);
@@ -447,17 +447,19 @@ pub fn time_baseline(
     )
     .map_err(|e| format!("cannot build the cuBLAS baseline: {e}"))?;
     let p = |k: &str| m.bench.params.get(k).copied().unwrap_or(0).to_string();
+    // As many calls as the exercise's versions make under ncu.
+    let calls = crate::judge::plan::profiled_calls(ex);
     let target = ncu::Target {
         name: "cublas-sgemm".into(),
         program: built.binary.clone(),
-        args: vec![p("m"), p("n"), p("k"), m.bench.repeat.to_string()],
+        args: vec![p("m"), p("n"), p("k"), calls.to_string()],
         kernels: Vec::new(),
         counters: counters::ROOFLINE_COUNTERS
             .iter()
             .map(|s| s.to_string())
             .collect(),
         every_kernel: false,
-        repeat: m.bench.repeat,
+        repeat: calls,
     };
     let csv = dir.join("cublas-sgemm.csv");
     let lock = stages::ncu_lock_dir(ctx, wb);

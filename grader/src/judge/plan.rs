@@ -365,7 +365,9 @@ pub fn kept_kinds(role: Role, clock: Clock) -> &'static [StageKind] {
 /// How many of the bench's calls run under ncu: every one where ncu's kernel time is the judged
 /// time; one where the clock is the whole call, whose time the call timing takes (ncu then gives the
 /// counters and the rules' evidence per call: 62-launches' original launches 96 kernels a call,
-/// each about 0.25 s under ncu on an H100).
+/// each about 0.25 s under ncu on an H100). Every call profiled costs its launches times ncu's
+/// passes (on an H200: 0.4 s a call for 51-coalesce, 3.7 s for 60-scan's original;
+/// scripts/gpu-ncu-passes.sh): a bench that launches much repeats less.
 pub fn profiled_calls(ex: &Exercise) -> u32 {
     let m = &ex.manifest.manifest;
     if m.clock() == crate::exercise::manifest::Clock::Call {

@@ -28,6 +28,11 @@ pub struct Spent {
     pub stage: String,
     pub from_s: f64,
     pub secs: f64,
+    /// The stage's kind and its submission's name (the exercise), for a plan's own summary.
+    #[serde(skip)]
+    pub kind: Option<StageKind>,
+    #[serde(skip)]
+    pub name: String,
 }
 
 impl Results {
@@ -194,6 +199,8 @@ pub fn execute(
                 stage: format!("{} {}", subs[s.subject].variant, s.id()),
                 from_s: from,
                 secs: to - from,
+                kind: Some(s.kind),
+                name: subs[s.subject].name.clone(),
             });
         out
     };

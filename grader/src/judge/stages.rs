@@ -321,9 +321,9 @@ pub fn sandbox_env(ctx: &Context, run: &Path, kind: StageKind) -> Vec<(String, S
 }
 
 /// What the configuration says to CUDA in a sandboxed job of `kind`: the worker's GPU, and one
-/// hardware queue per context where nothing is timed (a timed run keeps the queues its streams
-/// need to overlap: with one, 63-transfers' pipeline lost its overlap in `grade` but not in
-/// `check`, and the reference fix lost its speed points).
+/// hardware queue per context for a sanitizer run (`Config::one_connection`). Every other run keeps
+/// the queues its streams need: with one, 63-transfers' pipeline lost its overlap in `grade` but
+/// not in `check`, and a race between two streams may not show in the cases.
 fn cuda_settings(
     config: &crate::judge::config::Config,
     kind: StageKind,
@@ -332,7 +332,7 @@ fn cuda_settings(
     if let Some(gpu) = &config.gpu {
         set.push(("CUDA_VISIBLE_DEVICES", gpu.clone()));
     }
-    if config.one_connection && !kind.timed() {
+    if config.one_connection && matches!(kind, StageKind::Sanitize(_)) {
         set.push(("CUDA_DEVICE_MAX_CONNECTIONS", "1".to_string()));
     }
     set
@@ -595,7 +595,12 @@ pub fn time(
             let mut c = m
                 .perf
                 .as_ref()
-                .map(|p| crate::tools::counters::needed(p.metrics.get_ref()))
+                .map(|p| {
+                    crate::tools::counters::needed(
+                        p.metrics.get_ref(),
+                        p.clock == crate::exercise::manifest::Clock::Kernel,
+                    )
+                })
                 .unwrap_or_default();
             if ctx.config.audit {
                 c.extend(
@@ -975,26 +980,36 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_grade_worker_tells_cuda_its_gpu_and_one_hardware_queue() {
+    fn sanitizer_runs_get_one_hardware_queue_and_a_grade_worker_its_gpu() {
+        use crate::exercise::manifest::Tool;
         let mut config = crate::judge::config::Config::default();
-        assert!(
-            cuda_settings(&config, StageKind::Correctness).is_empty(),
-            "check and verify leave CUDA's defaults"
+        let one = ("CUDA_DEVICE_MAX_CONNECTIONS", "1".to_string());
+        assert_eq!(
+            cuda_settings(&config, StageKind::Sanitize(Tool::Racecheck)),
+            std::slice::from_ref(&one)
         );
         crate::judge::grade::configure_worker(&mut config, Some("1".into()), 2, &[]);
+        let gpu = ("CUDA_VISIBLE_DEVICES", "1".to_string());
         assert_eq!(
-            cuda_settings(&config, StageKind::Correctness),
-            [
-                ("CUDA_VISIBLE_DEVICES", "1".to_string()),
-                ("CUDA_DEVICE_MAX_CONNECTIONS", "1".to_string())
-            ]
+            cuda_settings(&config, StageKind::Sanitize(Tool::Memcheck)),
+            [gpu.clone(), one]
         );
-        // A timed run keeps its hardware queues: 63-transfers' streams overlap in grade as in check.
-        for timed in [StageKind::Timing, StageKind::Call, StageKind::Timeline] {
-            assert_eq!(
-                cuda_settings(&config, timed),
-                [("CUDA_VISIBLE_DEVICES", "1".to_string())]
-            );
+        // A run whose outputs or time are judged keeps its hardware queues: 63-transfers' streams
+        // overlap, and a race between 32-event-stream's streams shows in the cases.
+        for judged in [
+            StageKind::Correctness,
+            StageKind::Hidden,
+            StageKind::Fresh,
+            StageKind::Timing,
+            StageKind::Call,
+            StageKind::Timeline,
+        ] {
+            assert_eq!(cuda_settings(&config, judged), std::slice::from_ref(&gpu));
         }
+        config.one_connection = false;
+        assert_eq!(
+            cuda_settings(&config, StageKind::Sanitize(Tool::Synccheck)),
+            [gpu]
+        );
     }
 }

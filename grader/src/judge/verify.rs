@@ -5,6 +5,7 @@
 //! speed target (and, for the performance track, its metric goals). Produces a verification record; `--survey` adds what
 //! every tool and plain runs said of each untouched exercise, and its time, for the book.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -229,6 +230,43 @@ pub struct Phases {
     pub runs_done_at: Option<f64>,
     /// The ncu phase after them.
     pub timing: Option<f64>,
+    /// Where the time went, by kind of stage: each run's own seconds (they overlap).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_kind: Vec<KindTime>,
+}
+
+/// The runs of one kind of stage in a plan: how many, their seconds added up, the longest.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct KindTime {
+    /// The stage's id without its run number: "build-debug", "sanitize:racecheck", "timing".
+    pub kind: String,
+    pub runs: usize,
+    pub secs: f64,
+    pub longest_secs: f64,
+    /// Whose run was the longest: "63-transfers reference".
+    pub longest: String,
+}
+
+/// `spent` summed by kind of stage, the kind with the most seconds first.
+pub fn time_by_kind(spent: &[scheduler::Spent]) -> Vec<KindTime> {
+    let mut by: BTreeMap<String, KindTime> = BTreeMap::new();
+    for s in spent {
+        let Some(kind) = s.kind else { continue };
+        let k = by.entry(kind.id()).or_insert_with(|| KindTime {
+            kind: kind.id(),
+            ..KindTime::default()
+        });
+        k.runs += 1;
+        k.secs += s.secs;
+        if s.secs > k.longest_secs {
+            k.longest_secs = s.secs;
+            let variant = s.stage.split(' ').next().unwrap_or_default();
+            k.longest = format!("{} {variant}", s.name);
+        }
+    }
+    let mut all: Vec<KindTime> = by.into_values().collect();
+    all.sort_by(|a, b| b.secs.total_cmp(&a.secs));
+    all
 }
 
 #[derive(Debug, Clone, Default)]
@@ -715,6 +753,7 @@ pub fn verify(
         builds_done_at: timeline.builds_done_at,
         runs_done_at: timeline.runs_done_at,
         timing: None,
+        by_kind: Vec::new(),
     };
 
     for &k in &with_cases {
@@ -790,7 +829,10 @@ pub fn verify(
             ncu: ctx.tools.ncu.as_deref().and_then(toolchain::version),
         },
         wall_seconds: started.elapsed().as_secs_f64(),
-        phases: Some(phases),
+        phases: Some(Phases {
+            by_kind: time_by_kind(&results.spent),
+            ..phases
+        }),
         exercises,
         outcome,
     }
@@ -898,7 +940,11 @@ fn timing_steps(
         .get_run(&reference)
         .and_then(Output::measured)
         .and_then(|measured| {
-            crate::tools::ncu::repeat_spread(&measured.launches, &m.timing.kernels, m.bench.repeat)
+            crate::tools::ncu::repeat_spread(
+                &measured.launches,
+                &m.timing.kernels,
+                crate::judge::plan::profiled_calls(w.ex),
+            )
         });
     w.record.timing = Some(VerifyTiming {
         kernels: m.timing.kernels.clone(),
@@ -1247,6 +1293,48 @@ fn keep(opts: &VerifyOptions, from: &Path, name: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_time_is_summed_by_kind_of_stage_the_largest_first() {
+        let spent = |stage: &str, kind, name: &str, secs| scheduler::Spent {
+            stage: stage.into(),
+            from_s: 0.0,
+            secs,
+            kind: Some(kind),
+            name: name.into(),
+        };
+        let racecheck = StageKind::Sanitize(Tool::Racecheck);
+        let by = time_by_kind(&[
+            spent(
+                "original sanitize:racecheck",
+                racecheck,
+                "30-mbarrier-count",
+                6.0,
+            ),
+            spent("reference sanitize:racecheck", racecheck, "03-race", 1.5),
+            spent("reference timing", StageKind::Timing, "63-transfers", 9.5),
+            spent("reference call#3", StageKind::Call, "62-launches", 0.5),
+            spent("original call", StageKind::Call, "62-launches", 0.25),
+        ]);
+        let kinds: Vec<(&str, usize, f64)> = by
+            .iter()
+            .map(|k| (k.kind.as_str(), k.runs, k.secs))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("timing", 1, 9.5),
+                ("sanitize:racecheck", 2, 7.5),
+                ("call", 2, 0.75)
+            ]
+        );
+        assert_eq!(
+            (by[1].longest_secs, by[1].longest.as_str()),
+            (6.0, "30-mbarrier-count original")
+        );
+        let text = crate::report::time_by_kind_text(&by);
+        assert!(text.contains("  sanitize:racecheck     2 runs      7.5 s  (longest 6.0 s: 30-mbarrier-count original)"), "{text}");
+    }
 
     #[test]
     fn a_bug_no_tool_sees_must_give_wrong_output_in_every_plain_run() {

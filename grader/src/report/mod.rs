@@ -727,8 +727,31 @@ pub fn verify_text(record: &VerificationRecord) -> String {
         record.wall_seconds,
         verdict(&record.outcome)
     );
+    if let Some(p) = &record.phases {
+        out.push_str(&time_by_kind_text(&p.by_kind));
+    }
     if let Some(level) = record.isolation {
         let _ = writeln!(out, "Sandbox: {}", level.describe());
+    }
+    out
+}
+
+/// Where a plan's time went, a line per kind of stage: "  sanitize:racecheck  66 runs  154.2 s
+/// (longest 6.1 s: 30-mbarrier-count original)". Nothing where no stage was clocked.
+pub fn time_by_kind_text(by_kind: &[crate::judge::verify::KindTime]) -> String {
+    if by_kind.is_empty() {
+        return String::new();
+    }
+    let width = by_kind.iter().map(|k| k.kind.len()).max().unwrap_or(0);
+    let mut out = String::from(
+        "Where the time went (each run's own seconds; runs overlap, so they add up to more):\n",
+    );
+    for k in by_kind {
+        let _ = writeln!(
+            out,
+            "  {:<width$}  {:>4} runs  {:>7.1} s  (longest {:.1} s: {})",
+            k.kind, k.runs, k.secs, k.longest_secs, k.longest
+        );
     }
     out
 }

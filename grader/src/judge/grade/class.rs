@@ -42,8 +42,7 @@ pub fn worker_gpus(requested: &[String]) -> Vec<Option<String>> {
     }
 }
 
-/// One worker's settings out of `workers`: its GPU, the anti-cheat counters, one hardware queue
-/// per context (cheaper CUDA processes), the class's folders hidden from every run, shorter limits
+/// One worker's settings out of `workers`: its GPU, the anti-cheat counters, the class's folders hidden from every run, shorter limits
 /// than a learner's check (a class has hostile and hung programs), and its share of the cores
 /// (sanitizer runs spend their start-up on the CPU; the builds, the next chunk's included, get a
 /// share each). What the environment set stays.
@@ -57,7 +56,6 @@ pub fn configure_worker(
     config.audit = true;
     // No file of a student's run may exceed 1 GiB (the largest bench output is 256 MiB).
     config.limits.file_bytes = Some(1 << 30);
-    config.one_connection = true;
     config.hidden = hidden.to_vec();
     if !config.from_env.timeouts {
         config.timeouts.tool = std::time::Duration::from_secs(90);
@@ -439,12 +437,7 @@ mod tests {
         let mut one = Config::default();
         let cores = one.cpu_jobs;
         configure_worker(&mut one, None, 1, &[PathBuf::from("/class")]);
-        assert!(
-            one.audit
-                && one.one_connection
-                && one.hidden == [PathBuf::from("/class")]
-                && one.gpu.is_none()
-        );
+        assert!(one.audit && one.hidden == [PathBuf::from("/class")] && one.gpu.is_none());
         assert_eq!(
             (
                 one.cpu_jobs,
