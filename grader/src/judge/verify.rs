@@ -228,8 +228,19 @@ pub struct Phases {
     /// From the start until every sanitizer and program run had finished (each starts as soon as
     /// its binary is built, so they overlap the builds); none without a GPU.
     pub runs_done_at: Option<f64>,
+    /// From the start until the runs' outputs and findings were judged (the cases compared with
+    /// the references, the tools' reports read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judged_at: Option<f64>,
     /// The ncu phase after them.
     pub timing: Option<f64>,
+    /// The whole calls and timelines after it, one at a time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calls: Option<f64>,
+    /// The judgement of the timed runs after them (each call's outputs compared with the reference
+    /// fix's, the rules, the library baselines).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judging_timed: Option<f64>,
     /// Where the time went, by kind of stage: each run's own seconds (they overlap).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub by_kind: Vec<KindTime>,
@@ -488,7 +499,7 @@ fn time_exercises(
     results: &mut Results,
     started: Instant,
     say: &mut dyn FnMut(&str),
-) -> Option<f64> {
+) -> TimedPhases {
     let timed: Vec<usize> = with_cases
         .iter()
         .copied()
@@ -506,7 +517,7 @@ fn time_exercises(
         .flat_map(|&k| timing_stages(&work[k], pair(k), opts))
         .collect();
     if stages.is_empty() {
-        return None;
+        return TimedPhases::default();
     }
     let which = if opts.survey {
         "original, solution, solution again"
@@ -527,43 +538,81 @@ fn time_exercises(
         .any(|&k| work[k].record.track == Track::Perf)
         .then(|| perf::peak(ctx, wb, false));
     for &k in &timed {
-        let steps = match (&tool_failure, work[k].record.track, &peak) {
-            (Some(f), _, _) => {
-                vec![Step::new("solution timing", Status::ToolError, f.clone()).stage("timing")]
+        let w = &work[k];
+        if w.record.track == Track::Perf
+            && w.ex
+                .manifest
+                .manifest
+                .perf
+                .as_ref()
+                .is_some_and(|p| p.baseline.is_some())
+        {
+            say(&format!("{}: timing the library baseline", w.ex.id()));
+        }
+    }
+    // Each exercise's timed runs judged beside the others', a few at a time: the speed judge reads
+    // and compares every call's outputs twice (as the original and as the solution), up to 256 MiB
+    // a call; a library baseline's ncu run needs the GPU, and nothing else is on it now.
+    let judging = Instant::now();
+    let results: &Results = results;
+    let mut mine: Vec<(usize, &mut Work)> = work
+        .iter_mut()
+        .enumerate()
+        .filter(|(k, _)| timed.contains(k))
+        .collect();
+    for chunk in mine.chunks_mut(JUDGED_AT_ONCE) {
+        std::thread::scope(|scope| {
+            for (k, w) in chunk.iter_mut() {
+                let (k, peak, tool_failure) = (*k, &peak, &tool_failure);
+                scope.spawn(move || {
+                    let steps = match (tool_failure, w.record.track, peak) {
+                        (Some(f), _, _) => {
+                            vec![Step::new("solution timing", Status::ToolError, f.clone())
+                                .stage("timing")]
+                        }
+                        (None, Track::Bug, _) => timing_steps(w, results, pair(k), opts),
+                        (None, Track::Perf, Some(Err(e))) => vec![Step::new(
+                            "solution timing",
+                            Status::ToolError,
+                            format!("cannot measure this GPU's peak: {e}"),
+                        )
+                        .stage("timing")],
+                        (None, Track::Perf, Some(Ok(peak))) => {
+                            perf_steps(ctx, wb, w, results, pair(k), peak, opts)
+                        }
+                        (None, Track::Perf, None) => {
+                            unreachable!(
+                                "the peak is measured where a performance exercise is timed"
+                            )
+                        }
+                    };
+                    w.record
+                        .checks
+                        .extend(steps.into_iter().map(|s| s.wall(wall)));
+                });
             }
-            (None, Track::Bug, _) => timing_steps(&mut work[k], results, pair(k), opts),
-            (None, Track::Perf, Some(Err(e))) => vec![Step::new(
-                "solution timing",
-                Status::ToolError,
-                format!("cannot measure this GPU's peak: {e}"),
-            )
-            .stage("timing")],
-            (None, Track::Perf, Some(Ok(peak))) => {
-                if work[k]
-                    .ex
-                    .manifest
-                    .manifest
-                    .perf
-                    .as_ref()
-                    .is_some_and(|p| p.baseline.is_some())
-                {
-                    say(&format!("{}: timing the library baseline", work[k].ex.id()));
-                }
-                perf_steps(ctx, wb, &mut work[k], results, pair(k), peak, opts)
-            }
-            (None, Track::Perf, None) => {
-                unreachable!("the peak is measured where a performance exercise is timed")
-            }
-        };
-        work[k]
-            .record
-            .checks
-            .extend(steps.into_iter().map(|s| s.wall(wall)));
+        });
     }
     for sub in subs {
         crate::judge::stages::forget_calls(sub);
     }
-    timeline.profiler
+    TimedPhases {
+        profiler: timeline.profiler,
+        exclusive: timeline.exclusive,
+        judging: Some(judging.elapsed().as_secs_f64()),
+    }
+}
+
+/// How many exercises' timed runs are judged at once (`time_exercises`): each holds the reference
+/// fix's outputs of every call and four of the other's at a time, up to 2.3 GB for 52-bank-conflicts.
+const JUDGED_AT_ONCE: usize = 4;
+
+/// Where the time of `time_exercises` went, in seconds.
+#[derive(Debug, Default)]
+struct TimedPhases {
+    profiler: Option<f64>,
+    exclusive: Option<f64>,
+    judging: Option<f64>,
 }
 
 /// Its two submissions' indices: the untouched exercise and the solution.
@@ -752,8 +801,7 @@ pub fn verify(
     let mut phases = Phases {
         builds_done_at: timeline.builds_done_at,
         runs_done_at: timeline.runs_done_at,
-        timing: None,
-        by_kind: Vec::new(),
+        ..Phases::default()
     };
 
     for &k in &with_cases {
@@ -785,11 +833,12 @@ pub fn verify(
             plain_runs,
         );
     }
+    phases.judged_at = Some(started.elapsed().as_secs_f64());
 
     // Phase 3 (GPU): ncu times what `timing_stages` names of each exercise whose other checks all
     // passed, kernels one at a time, with nothing else on the GPU.
     if gpu_stages {
-        phases.timing = time_exercises(
+        let timed = time_exercises(
             ctx,
             wb,
             opts,
@@ -800,6 +849,9 @@ pub fn verify(
             started,
             &mut say,
         );
+        phases.timing = timed.profiler;
+        phases.calls = timed.exclusive;
+        phases.judging_timed = timed.judging;
     }
 
     let exercises: Vec<ExerciseRecord> = work

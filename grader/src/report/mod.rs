@@ -756,17 +756,22 @@ pub fn time_by_kind_text(by_kind: &[crate::judge::verify::KindTime]) -> String {
     out
 }
 
-/// "builds done at 3.7 s, sanitizer runs at 13.1 s, then ncu 14.5 s"
+/// "builds done at 3.7 s, sanitizer runs at 13.1 s, judged at 13.4 s, then ncu 14.5 s, whole calls
+/// 2.0 s, the timed runs judged in 1.2 s"
 pub fn phases_text(p: &crate::judge::verify::Phases) -> String {
-    let runs = p
-        .runs_done_at
-        .map(|t| format!(", sanitizer runs at {t:.1} s"))
-        .unwrap_or_default();
-    let ncu = p
-        .timing
-        .map(|t| format!(", then ncu {t:.1} s"))
-        .unwrap_or_default();
-    format!("builds done at {:.1} s{runs}{ncu}", p.builds_done_at)
+    let mut text = format!("builds done at {:.1} s", p.builds_done_at);
+    for (what, at) in [
+        ("sanitizer runs at", p.runs_done_at),
+        ("judged at", p.judged_at),
+        ("then ncu", p.timing),
+        ("whole calls", p.calls),
+        ("the timed runs judged in", p.judging_timed),
+    ] {
+        if let Some(t) = at {
+            text.push_str(&format!(", {what} {t:.1} s"));
+        }
+    }
+    text
 }
 
 /// A path as the user would type it: relative to `cwd` where it lies below it.
