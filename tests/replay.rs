@@ -284,6 +284,21 @@ fn the_untouched_reduction_is_clean_and_right_and_fails_its_speed_target() {
         (0.9..1.1).contains(&speedup(2)) && speedup(1) > perf["target_speedup"].as_f64().unwrap(),
         "{perf}"
     );
+    // The untouched file builds to the original's binary: it was profiled once, as the original,
+    // and that run is the learner's (the same time exactly); its own whole call still ran.
+    let ran: Vec<&str> = report["time_spent"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["stage"].as_str().unwrap())
+        .collect();
+    assert!(
+        ran.contains(&"original timing")
+            && !ran.contains(&"learner timing")
+            && ran.contains(&"learner call"),
+        "{ran:?}"
+    );
+    assert_eq!(v(2)["nanoseconds"], v(0)["nanoseconds"]);
     // The peak came from the recorded peak program, and the DRAM share is of its memcpy figure.
     let plain: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(recording("check-57-untouched").join("peak.plain.json")).unwrap(),
@@ -322,6 +337,14 @@ fn the_reduction_with_its_solution_passes_and_meets_its_goal() {
     }
     let (steps, report) = perf_check("check-57-solution", true, 0);
     assert!(steps.iter().all(|(_, s)| s == "passed"), "{steps:?}");
+    assert!(
+        report["time_spent"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["stage"] == "learner timing"),
+        "a changed file is profiled itself"
+    );
     assert!(
         steps.iter().any(|(n, _)| n == "timing: dram-share"),
         "the goal is judged: {steps:?}"

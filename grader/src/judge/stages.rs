@@ -125,6 +125,45 @@ pub enum Output {
 }
 
 impl Output {
+    /// A copy of a timed stage's run that was made now (not served from what was kept, which keeps
+    /// no call's outputs) and ran: what another subject with the very same binary would have got
+    /// from the same served calls. None for anything else.
+    pub fn copy_of_fresh_run(&self) -> Option<Output> {
+        match self {
+            Output::Timed {
+                target,
+                measured: Ok(m),
+                calls,
+                outputs,
+                kept: false,
+            } => Some(Output::Timed {
+                target: target.clone(),
+                measured: Ok(m.clone()),
+                calls: calls.clone(),
+                outputs: outputs.clone(),
+                kept: false,
+            }),
+            Output::Called {
+                command,
+                run: Ok(f),
+                times,
+                timeline,
+                outputs,
+                failure,
+                kept: false,
+            } => Some(Output::Called {
+                command: command.clone(),
+                run: Ok(f.clone()),
+                times: times.clone(),
+                timeline: timeline.clone(),
+                outputs: outputs.clone(),
+                failure: failure.clone(),
+                kept: false,
+            }),
+            _ => None,
+        }
+    }
+
     /// Whether a timed stage's run was served from the measurements kept between checks.
     pub fn was_kept(&self) -> bool {
         matches!(
