@@ -284,8 +284,8 @@ fn the_untouched_reduction_is_clean_and_right_and_fails_its_speed_target() {
         (0.9..1.1).contains(&speedup(2)) && speedup(1) > perf["target_speedup"].as_f64().unwrap(),
         "{perf}"
     );
-    // The untouched file builds to the original's binary: it was profiled once, as the original,
-    // and that run is the learner's (the same time exactly); its own whole call still ran.
+    // The untouched file is the original: it was profiled once, as the original, and that run is
+    // the learner's (the same time exactly); its own whole call still ran.
     let ran: Vec<&str> = report["time_spent"]
         .as_array()
         .unwrap()

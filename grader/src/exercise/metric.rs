@@ -366,10 +366,11 @@ pub fn flops(c: &Counters) -> Option<f64> {
 }
 
 /// Every raw counter the given metrics need, and the roofline's where asked (where the clock is the
-/// kernel), without repeats. Where the clock is the whole call, the kernels' place on the roofline judges
-/// nothing and no lesson draws it, and its counters cost most: the FLOP counts patch the SASS, one
-/// more pass of every launch (62-launches' original, 96 launches a call: 12.7 s under ncu with
-/// them, 4.3 s without, on an H200; scripts/gpu-ncu-passes.sh).
+/// kernel), without repeats. Where the clock is the whole call, the kernels' place on the roofline
+/// judges nothing and no lesson draws it, and its counters cost most: the FLOP counts patch the
+/// SASS, one more pass of every launch (62-launches' original, 96 launches a call: 12.7 s under
+/// ncu with them, 4.3 s with the time and DRAM bytes alone, on an H200;
+/// scripts/gpu-ncu-passes.sh).
 pub fn needed(metrics: &[Metric], roofline: bool) -> Vec<String> {
     let roofline = if roofline { ROOFLINE_COUNTERS } else { &[] };
     let mut all: Vec<String> = Vec::new();

@@ -7,7 +7,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::exercise::cases::{self, Cases};
-use crate::exercise::manifest::{Tool, Track};
+use crate::exercise::manifest::{Clock, Tool, Track};
 use crate::exercise::workbook::{Exercise, Workbook};
 use crate::judge::context::Context;
 use crate::judge::perf;
@@ -175,8 +175,6 @@ pub fn check(
     let mut stages = vec![
         Stage::new(LEARNER, StageKind::Build(Flavor::Sanitize)),
         Stage::new(LEARNER, StageKind::Build(Flavor::Timing)),
-        // Built (or found in the cache) now, to tell whether the learner's build is the original's.
-        Stage::new(ORIGINAL, StageKind::Build(Flavor::Timing)),
         Stage::new(LEARNER, StageKind::Sass),
         Stage::new(REFERENCE, StageKind::Sass),
     ];
@@ -301,23 +299,19 @@ fn run_timing(
     started: Instant,
 ) -> Result<Option<String>, Box<Step>> {
     let ex = subs[LEARNER].exercise().expect("check grades an exercise");
-    // An untouched file builds to the original's binary, byte for byte: the original's fresh runs
-    // are the learner's too (the same program on the same served calls), and a cold check of
-    // 60-scan's untouched file no longer profiles its 26 launches a call twice.
-    let binary = |i: usize| {
-        results
-            .built(i, Flavor::Timing)
-            .and_then(crate::tools::nvcc::Built::content)
-    };
-    let borrowed: Vec<StageKind> = match (binary(LEARNER), binary(ORIGINAL)) {
-        (Some(mine), Some(original)) if mine == original => {
-            let original = plan::timed_kinds(ex, Role::Original);
-            plan::timed_kinds(ex, Role::Learner)
-                .into_iter()
-                .filter(|k| original.contains(k))
-                .collect()
-        }
-        _ => Vec::new(),
+    // An untouched file is the original, built by the same compiler with the same flags: the
+    // original's fresh runs are the learner's too (the same program on the same served calls), and
+    // a cold check of 60-scan's untouched file no longer profiles its 26 launches a call twice. The
+    // text, not the binary, decides: two builds of one file differ (nvcc names its module after
+    // its temporary files).
+    let borrowed: Vec<StageKind> = if subs[LEARNER].text == subs[ORIGINAL].text {
+        let original = plan::timed_kinds(ex, Role::Original);
+        plan::timed_kinds(ex, Role::Learner)
+            .into_iter()
+            .filter(|k| original.contains(k))
+            .collect()
+    } else {
+        Vec::new()
     };
     let timing: Vec<Stage> = [
         (LEARNER, Role::Learner),
@@ -391,8 +385,20 @@ fn run_timing(
             results.get(i, StageKind::Call),
         )
     };
-    if speed::doubts_call(ex, &evidence(LEARNER), &evidence(REFERENCE)) {
-        let confirming = plan::confirming_calls(REFERENCE, &[LEARNER], 0);
+    if speed::doubts_call(
+        ex,
+        &evidence(LEARNER),
+        &evidence(REFERENCE),
+        &evidence(ORIGINAL),
+    ) {
+        // Where the call is the clock, the original's whole call is the speedup's measure: timed
+        // again in each round too.
+        let doubted: &[usize] = if ex.manifest.manifest.clock() == Clock::Call {
+            &[LEARNER, ORIGINAL]
+        } else {
+            &[LEARNER]
+        };
+        let confirming = plan::confirming_calls(REFERENCE, doubted, 0);
         scheduler::execute(ctx, wb, subs, &confirming, results, started);
     }
     Ok(kept)
@@ -503,7 +509,13 @@ fn time_and_judge(
         (Some(_), Some(p)) => perf::summarize(
             ex,
             p,
-            &order.map(|(i, name)| perf::Runs::of(name, |k| results.get(i, k))),
+            // Each version's quickest whole call where the calls were timed again, as the judge's.
+            &order.map(|(i, name)| {
+                perf::Runs::of(name, |k| match k {
+                    StageKind::Call => speed::quickest_call(results.call_runs(i, 0, 0)),
+                    _ => results.get(i, k),
+                })
+            }),
             baseline.as_ref(),
         )
         .ok(),
@@ -535,6 +547,10 @@ fn time_and_judge(
         speed::TimedRuns {
             timing: results.get(REFERENCE, StageKind::Timing),
             calls: results.call_runs(REFERENCE, 0, 0),
+        },
+        speed::TimedRuns {
+            timing: results.get(ORIGINAL, StageKind::Timing),
+            calls: results.call_runs(ORIGINAL, 0, 0),
         },
     );
     let mut steps = vec![Step::new("timing", judged.status, judged.summary.clone())

@@ -529,7 +529,27 @@ fn time_exercises(
         timed.len(),
         ctx.config.ncu_jobs
     ));
-    let timeline = scheduler::execute(ctx, wb, subs, &stages, results, started);
+    // The library baselines under ncu beside the versions' runs (ncu's lock times their kernels one
+    // at a time, as theirs): `perf_steps` then finds each kept (`perf::time_baseline`).
+    let baselines: Vec<&Exercise> = timed
+        .iter()
+        .map(|&k| work[k].ex)
+        .filter(|ex| {
+            ex.manifest
+                .manifest
+                .perf
+                .as_ref()
+                .is_some_and(|p| p.baseline.is_some())
+        })
+        .collect();
+    let timeline = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            for ex in &baselines {
+                let _ = perf::time_baseline(ctx, wb, ex);
+            }
+        });
+        scheduler::execute(ctx, wb, subs, &stages, results, started)
+    });
     let outputs: Vec<&Output> = stages.iter().filter_map(|s| results.get_run(s)).collect();
     let tool_failure = verdict::profiler_failure(outputs.iter().copied());
     let wall = std::time::Duration::from_secs_f64(timeline.profiler.unwrap_or(0.0));
@@ -555,44 +575,40 @@ fn time_exercises(
     // a call; a library baseline's ncu run needs the GPU, and nothing else is on it now.
     let judging = Instant::now();
     let results: &Results = results;
-    let mut mine: Vec<(usize, &mut Work)> = work
+    let mine: Vec<std::sync::Mutex<(usize, &mut Work)>> = work
         .iter_mut()
         .enumerate()
         .filter(|(k, _)| timed.contains(k))
+        .map(std::sync::Mutex::new)
         .collect();
-    for chunk in mine.chunks_mut(JUDGED_AT_ONCE) {
-        std::thread::scope(|scope| {
-            for (k, w) in chunk.iter_mut() {
-                let (k, peak, tool_failure) = (*k, &peak, &tool_failure);
-                scope.spawn(move || {
-                    let steps = match (tool_failure, w.record.track, peak) {
-                        (Some(f), _, _) => {
-                            vec![Step::new("solution timing", Status::ToolError, f.clone())
-                                .stage("timing")]
-                        }
-                        (None, Track::Bug, _) => timing_steps(w, results, pair(k), opts),
-                        (None, Track::Perf, Some(Err(e))) => vec![Step::new(
-                            "solution timing",
-                            Status::ToolError,
-                            format!("cannot measure this GPU's peak: {e}"),
-                        )
-                        .stage("timing")],
-                        (None, Track::Perf, Some(Ok(peak))) => {
-                            perf_steps(ctx, wb, w, results, pair(k), peak, opts)
-                        }
-                        (None, Track::Perf, None) => {
-                            unreachable!(
-                                "the peak is measured where a performance exercise is timed"
-                            )
-                        }
-                    };
-                    w.record
-                        .checks
-                        .extend(steps.into_iter().map(|s| s.wall(wall)));
-                });
+    scheduler::parallel(&mine, JUDGED_AT_ONCE, |cell| {
+        let mut guard = cell
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (k, w) = &mut *guard;
+        let k = *k;
+        let steps = match (&tool_failure, w.record.track, &peak) {
+            (Some(f), _, _) => {
+                vec![Step::new("solution timing", Status::ToolError, f.clone()).stage("timing")]
             }
-        });
-    }
+            (None, Track::Bug, _) => timing_steps(w, results, pair(k), opts),
+            (None, Track::Perf, Some(Err(e))) => vec![Step::new(
+                "solution timing",
+                Status::ToolError,
+                format!("cannot measure this GPU's peak: {e}"),
+            )
+            .stage("timing")],
+            (None, Track::Perf, Some(Ok(peak))) => {
+                perf_steps(ctx, wb, w, results, pair(k), peak, opts)
+            }
+            (None, Track::Perf, None) => {
+                unreachable!("the peak is measured where a performance exercise is timed")
+            }
+        };
+        w.record
+            .checks
+            .extend(steps.into_iter().map(|s| s.wall(wall)));
+    });
     for sub in subs {
         crate::judge::stages::forget_calls(sub);
     }

@@ -558,6 +558,12 @@ impl<'a> Worker<'a> {
             results.get_run(&Stage::again(reference, StageKind::Timing, chunk.index)),
             results.get_run(&Stage::again(reference, StageKind::Call, chunk.index)),
         );
+        let original_first = original.map_or_else(speed::Timed::default, |o| {
+            speed::evidence(
+                results.get_run(&Stage::again(o, StageKind::Timing, chunk.index)),
+                results.get_run(&Stage::again(o, StageKind::Call, chunk.index)),
+            )
+        });
         let doubted: Vec<usize> = correct
             .iter()
             .copied()
@@ -566,10 +572,17 @@ impl<'a> Worker<'a> {
                     results.get(i, StageKind::Timing),
                     results.get(i, StageKind::Call),
                 );
-                speed::doubts_call(ex, &learner, &reference_first)
+                speed::doubts_call(ex, &learner, &reference_first, &original_first)
             })
             .collect();
         if !doubted.is_empty() {
+            // Where the call is the clock, the original's whole call is the speedup's measure:
+            // timed again in each round too.
+            let by_call = ex.manifest.manifest.clock() == crate::exercise::manifest::Clock::Call;
+            let doubted: Vec<usize> = doubted
+                .into_iter()
+                .chain(original.filter(|_| by_call))
+                .collect();
             let confirming = plan::confirming_calls(reference, &doubted, chunk.index);
             let timeline =
                 scheduler::execute(&self.ctx, wb, &subs, &confirming, &mut results, started);
@@ -673,9 +686,28 @@ impl<'a> Worker<'a> {
             }
             let summary = if perf_track {
                 let timed_versions = [
-                    perf::Runs::of("original", original_run),
-                    perf::Runs::of("reference", reference_run),
-                    perf::Runs::of("learner", |k| results.get(i, k)),
+                    // Each version's quickest whole call where the calls were timed again, as
+                    // the judge's.
+                    perf::Runs::of("original", |k| match (k, original) {
+                        (StageKind::Call, Some(o)) => {
+                            speed::quickest_call(results.call_runs(o, chunk.index, chunk.index))
+                        }
+                        _ => original_run(k),
+                    }),
+                    perf::Runs::of("reference", |k| match k {
+                        StageKind::Call => speed::quickest_call(results.call_runs(
+                            reference,
+                            chunk.index,
+                            chunk.index,
+                        )),
+                        _ => reference_run(k),
+                    }),
+                    perf::Runs::of("learner", |k| match k {
+                        StageKind::Call => {
+                            speed::quickest_call(results.call_runs(i, 0, chunk.index))
+                        }
+                        _ => results.get(i, k),
+                    }),
                 ];
                 peak.as_ref()
                     .and_then(|p| perf::summarize(ex, p, &timed_versions, baseline.as_ref()).ok())
@@ -702,6 +734,12 @@ impl<'a> Worker<'a> {
                 speed::TimedRuns {
                     timing: reference_run(StageKind::Timing),
                     calls: results.call_runs(reference, chunk.index, chunk.index),
+                },
+                speed::TimedRuns {
+                    timing: original_run(StageKind::Timing),
+                    calls: original
+                        .map(|o| results.call_runs(o, chunk.index, chunk.index))
+                        .unwrap_or_default(),
                 },
             );
             score_speed(&verdict, r);
