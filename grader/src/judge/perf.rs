@@ -429,6 +429,14 @@ pub fn time_baseline(
     let Some(Baseline::CublasSgemm) = m.perf.as_ref().and_then(|p| p.baseline) else {
         return Ok(None);
     };
+    // One baseline measurement at a time: they share one build, one CSV and what is kept. Two at
+    // once (verify's, timed beside the ncu phase, and 64-register-blocking's judging) left ncu's
+    // CSV without the kernels on an H100 (book/gpu-runs/2026-11-26-perf-seconds/); the second now
+    // waits and finds the first's measurement kept.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let ncu_path = ctx.tools.ncu.as_deref().ok_or("ncu not found")?;
     let dir = wb.work_dir().join("baseline");
     let source = ctx.harness.include_dir.join("baseline-sgemm.cu");
