@@ -1019,6 +1019,48 @@ mod tests {
     use super::*;
 
     #[test]
+    fn only_a_fresh_timed_run_that_ran_is_copied_for_an_untouched_file() {
+        use crate::tools::runner::{Exit, Finished};
+        let called = |kept: bool, ok: bool| Output::Called {
+            command: "63-original --serve 3".into(),
+            run: if ok {
+                Ok(Finished::ended(
+                    Exit::Code(0),
+                    std::time::Duration::from_millis(700),
+                ))
+            } else {
+                Err(SpawnError {
+                    program: "63-original".into(),
+                    source: std::io::Error::other("no such file"),
+                })
+            },
+            times: None,
+            timeline: None,
+            outputs: vec!["clock/call/out1".into()],
+            failure: None,
+            kept,
+        };
+        match called(false, true).copy_of_fresh_run() {
+            Some(Output::Called {
+                command,
+                outputs,
+                kept: false,
+                ..
+            }) => assert_eq!(
+                (command.as_str(), outputs),
+                ("63-original --serve 3", vec!["clock/call/out1".into()])
+            ),
+            other => panic!("{other:?}"),
+        }
+        // Served from what was kept: no call's outputs to judge, so the learner runs its own.
+        assert!(called(true, true).copy_of_fresh_run().is_none());
+        assert!(called(false, false).copy_of_fresh_run().is_none());
+        assert!(Output::NotRun(Blocked::BuildFailed)
+            .copy_of_fresh_run()
+            .is_none());
+    }
+
+    #[test]
     fn sanitizer_runs_get_one_hardware_queue_and_a_grade_worker_its_gpu() {
         use crate::exercise::manifest::Tool;
         let mut config = crate::judge::config::Config::default();
