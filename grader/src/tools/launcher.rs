@@ -154,12 +154,14 @@ fn exit_text(e: Exit) -> String {
     }
 }
 
-fn parse_exit(s: &str) -> Exit {
+/// `exit_text` read back; None for anything else (a recording edited by hand, or from a newer
+/// grader), which is refused rather than taken for a timeout.
+fn parse_exit(s: &str) -> Option<Exit> {
     let number = |p: &str| s.strip_prefix(p).and_then(|n| n.trim().parse().ok());
     match (number("code "), number("signal ")) {
-        (Some(c), _) => Exit::Code(c),
-        (_, Some(sig)) => Exit::Signal(sig),
-        _ => Exit::TimedOut,
+        (Some(c), _) => Some(Exit::Code(c)),
+        (_, Some(sig)) => Some(Exit::Signal(sig)),
+        _ => (s == exit_text(Exit::TimedOut)).then_some(Exit::TimedOut),
     }
 }
 
@@ -273,8 +275,18 @@ impl Recorded {
             bytes: s.as_bytes().to_vec(),
             dropped: 0,
         };
+        let exit = parse_exit(&self.exit).ok_or_else(|| SpawnError {
+            program: job.program.display().to_string(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "the recording's exit `{}` is none of `code N`, `signal N`, `timed out`",
+                    self.exit
+                ),
+            ),
+        })?;
         Ok(Finished {
-            exit: parse_exit(&self.exit),
+            exit,
             stdout: captured(&self.stdout),
             stderr: captured(&self.stderr),
             wall: Duration::from_millis(self.wall_ms),
@@ -410,6 +422,34 @@ impl<L: Launcher> Launcher for Replay<L> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_recorded_exit_reads_back_as_written_and_other_text_is_refused() {
+        for exit in [
+            Exit::Code(0),
+            Exit::Code(86),
+            Exit::Signal(9),
+            Exit::TimedOut,
+        ] {
+            assert_eq!(parse_exit(&exit_text(exit)), Some(exit));
+        }
+        // Once read back as a timeout: a hand-edited or newer recording now says what it holds.
+        assert_eq!(parse_exit("killed"), None);
+        let rec = Recorded {
+            command: "/bin/true".into(),
+            exit: "killed".into(),
+            stdout: String::new(),
+            stderr: String::new(),
+            wall_ms: 1,
+            leftovers: 0,
+            outputs: Vec::new(),
+        };
+        let job = Job::new("/bin/true", Duration::from_secs(1));
+        let err = rec
+            .serve(&job, Path::new("/nonexistent"), None)
+            .unwrap_err();
+        assert!(err.to_string().contains("`killed`"), "{err}");
+    }
 
     #[test]
     fn a_recording_replays_output_exit_and_files_where_the_new_job_wants_them() {
