@@ -406,13 +406,46 @@ fn outputs_differ(
 
 /// `f` of each item, in order, at most `COMPARING` at a time: a call's outputs take 0.3 s to read
 /// where they are 256 MiB (52-bank-conflicts, 63-transfers), and a check compares ten calls and
-/// more. Memory: `COMPARING` calls' outputs at once, beside the reference fix's.
+/// more. Memory: no more than `READING_AT_ONCE` calls' outputs are read at once in the whole
+/// process, however many pairs `grade` judges side by side (one per core).
 fn on_threads<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     const COMPARING: usize = 4;
+    const READING_AT_ONCE: usize = 8;
+    static READING: (std::sync::Mutex<usize>, std::sync::Condvar) =
+        (std::sync::Mutex::new(0), std::sync::Condvar::new());
+    /// A permit to read, given back when dropped (a panicking comparison included).
+    struct Permit;
+    impl Drop for Permit {
+        fn drop(&mut self) {
+            let (count, freed) = &READING;
+            *count
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) -= 1;
+            freed.notify_one();
+        }
+    }
+    let permitted = |item: &T| {
+        let (count, freed) = &READING;
+        let mut n = count
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        while *n >= READING_AT_ONCE {
+            n = freed
+                .wait(n)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        *n += 1;
+        drop(n);
+        let _permit = Permit;
+        f(item)
+    };
     let mut out = Vec::with_capacity(items.len());
     for chunk in items.chunks(COMPARING) {
         std::thread::scope(|s| {
-            let running: Vec<_> = chunk.iter().map(|item| s.spawn(|| f(item))).collect();
+            let running: Vec<_> = chunk
+                .iter()
+                .map(|item| s.spawn(|| permitted(item)))
+                .collect();
             out.extend(
                 running
                     .into_iter()
@@ -1163,6 +1196,34 @@ mod tests {
         let threads = |wall_ms: f64| Some(calls(wall_ms, 28.8));
         let threaded = runs(40.0, vec![threads(9.84), threads(9.80), threads(9.90)]);
         assert!(rules(&threaded, &reference).1.contains(&Rule::HostCpu));
+    }
+
+    #[test]
+    fn outputs_are_compared_in_order_and_never_more_than_eight_calls_at_once() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let (now, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        let items: Vec<usize> = (0..12).collect();
+        // Three checks' comparisons side by side, as grade judges pairs on every core.
+        let runs: Vec<Vec<usize>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..3)
+                .map(|_| {
+                    s.spawn(|| {
+                        on_threads(&items, |&i| {
+                            let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+                            most.fetch_max(n, Ordering::SeqCst);
+                            std::thread::yield_now();
+                            now.fetch_sub(1, Ordering::SeqCst);
+                            i * 10
+                        })
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for r in runs {
+            assert_eq!(r, items.iter().map(|i| i * 10).collect::<Vec<_>>());
+        }
+        assert!((1..=8).contains(&most.load(Ordering::SeqCst)));
     }
 
     #[test]

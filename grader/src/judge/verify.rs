@@ -542,6 +542,9 @@ fn time_exercises(
                 .is_some_and(|p| p.baseline.is_some())
         })
         .collect();
+    for ex in &baselines {
+        say(&format!("{}: timing the library baseline", ex.id()));
+    }
     let timeline = std::thread::scope(|scope| {
         scope.spawn(|| {
             for ex in &baselines {
@@ -557,22 +560,9 @@ fn time_exercises(
         .iter()
         .any(|&k| work[k].record.track == Track::Perf)
         .then(|| perf::peak(ctx, wb, false));
-    for &k in &timed {
-        let w = &work[k];
-        if w.record.track == Track::Perf
-            && w.ex
-                .manifest
-                .manifest
-                .perf
-                .as_ref()
-                .is_some_and(|p| p.baseline.is_some())
-        {
-            say(&format!("{}: timing the library baseline", w.ex.id()));
-        }
-    }
     // Each exercise's timed runs judged beside the others', a few at a time: the speed judge reads
     // and compares every call's outputs twice (as the original and as the solution), up to 256 MiB
-    // a call; a library baseline's ncu run needs the GPU, and nothing else is on it now.
+    // a call.
     let judging = Instant::now();
     let results: &Results = results;
     let mine: Vec<std::sync::Mutex<(usize, &mut Work)>> = work
