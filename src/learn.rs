@@ -26,8 +26,7 @@ pub(crate) fn save_state(state: &grader::learner::state::Loaded) {
 /// The first exercise on the learning path that has not passed yet.
 pub(crate) fn next_pending(wb: &Workbook) -> Option<&Exercise> {
     let state = load_state(wb);
-    let ids: Vec<&str> = wb.path.order().collect();
-    let next = state.state.next_pending(ids)?;
+    let next = state.state.next_pending(wb.path.order())?;
     wb.exercises.iter().find(|e| e.id() == next)
 }
 

@@ -510,12 +510,7 @@ fn time_and_judge(
             ex,
             p,
             // Each version's quickest whole call where the calls were timed again, as the judge's.
-            &order.map(|(i, name)| {
-                perf::Runs::of(name, |k| match k {
-                    StageKind::Call => speed::quickest_call(results.call_runs(i, 0, 0)),
-                    _ => results.get(i, k),
-                })
-            }),
+            &order.map(|(i, name)| perf::Runs::of(name, |k| results.judged(i, 0, 0, k))),
             baseline.as_ref(),
         )
         .ok(),

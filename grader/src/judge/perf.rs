@@ -430,9 +430,10 @@ pub fn time_baseline(
         return Ok(None);
     };
     // One baseline measurement at a time: they share one build, one CSV and what is kept. Two at
-    // once (verify's, timed beside the ncu phase, and 64-register-blocking's judging) left ncu's
-    // CSV without the kernels on an H100 (book/gpu-runs/2026-11-26-perf-seconds/); the second now
-    // waits and finds the first's measurement kept.
+    // once (a verify that timed one beside the ncu phase while 64-register-blocking's judging
+    // timed another) left ncu's CSV without the kernels on an H100
+    // (book/gpu-runs/2026-11-26-perf-seconds/). verify now times each once; grade's workers may
+    // still ask together, and the second waits and finds the first's measurement kept.
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _turn = ONE_AT_A_TIME
         .lock()

@@ -50,6 +50,16 @@ impl Results {
             .map(|run| self.get_run(&Stage::again(subject, StageKind::Call, run)))
             .collect()
     }
+    /// A subject's timed stage of `kind` as the judge reads it: run `run`'s, but for the whole call
+    /// the quickest of that run and batch `batch`'s confirming runs (`speed::quickest_call`).
+    pub fn judged(&self, subject: usize, run: u32, batch: u32, kind: StageKind) -> Option<&Output> {
+        match kind {
+            StageKind::Call => {
+                crate::judge::speed::quickest_call(self.call_runs(subject, run, batch))
+            }
+            _ => self.get_run(&Stage::again(subject, kind, run)),
+        }
+    }
     pub fn built(&self, subject: usize, flavor: Flavor) -> Option<&Built> {
         self.get(subject, StageKind::Build(flavor))
             .and_then(Output::built)

@@ -530,8 +530,8 @@ fn time_exercises(
         ctx.config.ncu_jobs
     ));
     // The library baselines under ncu beside the versions' runs (ncu's lock times their kernels one
-    // at a time, as theirs): `perf_steps` then finds each kept (`perf::time_baseline`).
-    let baselines: Vec<&Exercise> = timed
+    // at a time, as theirs), measured once each for `perf_steps`.
+    let with_baseline: Vec<&Exercise> = timed
         .iter()
         .map(|&k| work[k].ex)
         .filter(|ex| {
@@ -542,16 +542,21 @@ fn time_exercises(
                 .is_some_and(|p| p.baseline.is_some())
         })
         .collect();
-    for ex in &baselines {
+    for ex in &with_baseline {
         say(&format!("{}: timing the library baseline", ex.id()));
     }
-    let timeline = std::thread::scope(|scope| {
-        scope.spawn(|| {
-            for ex in &baselines {
-                let _ = perf::time_baseline(ctx, wb, ex);
-            }
+    let (timeline, baselines) = std::thread::scope(|scope| {
+        let measuring = scope.spawn(|| {
+            with_baseline
+                .iter()
+                .map(|ex| (ex.id(), perf::time_baseline(ctx, wb, ex)))
+                .collect::<BTreeMap<&str, _>>()
         });
-        scheduler::execute(ctx, wb, subs, &stages, results, started)
+        let timeline = scheduler::execute(ctx, wb, subs, &stages, results, started);
+        let baselines = measuring
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (timeline, baselines)
     });
     let outputs: Vec<&Output> = stages.iter().filter_map(|s| results.get_run(s)).collect();
     let tool_failure = verdict::profiler_failure(outputs.iter().copied());
@@ -589,7 +594,8 @@ fn time_exercises(
             )
             .stage("timing")],
             (None, Track::Perf, Some(Ok(peak))) => {
-                perf_steps(ctx, wb, w, results, pair(k), peak, opts)
+                let baseline = baselines.get(w.ex.id()).cloned().unwrap_or(Ok(None));
+                perf_steps(baseline, w, results, pair(k), peak, opts)
             }
             (None, Track::Perf, None) => {
                 unreachable!("the peak is measured where a performance exercise is timed")
@@ -1071,8 +1077,7 @@ fn timing_steps(
 /// A performance exercise: the original and the solution (and the library baseline, timed now, after
 /// them) summarised; the original must miss its target, the solution reach it and its goals.
 fn perf_steps(
-    ctx: &Context,
-    wb: &Workbook,
+    baseline: Result<Option<crate::tools::ncu::Measured>, String>,
     w: &mut Work,
     results: &Results,
     (ex, sol): (usize, usize),
@@ -1085,7 +1090,7 @@ fn perf_steps(
             .perf
             .as_ref()
             .expect("a performance exercise");
-    let baseline = match perf::time_baseline(ctx, wb, w.ex) {
+    let baseline = match baseline {
         Ok(m) => m,
         Err(e) => return vec![Step::new("baseline timing", Status::ToolError, e).stage("timing")],
     };

@@ -761,16 +761,13 @@ fn log_build(what: &str, binary: &Path) {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn an_architecture_specific_target_is_built_for_that_target_alone() {
-        assert_eq!(super::arch_flag("sm_90"), "-arch=sm_90");
-        assert_eq!(
-            super::arch_flag("sm_90a"),
-            "-gencode=arch=compute_90a,code=sm_90a"
-        );
+        assert_eq!(arch_flag("sm_90"), "-arch=sm_90");
+        assert_eq!(arch_flag("sm_90a"), "-gencode=arch=compute_90a,code=sm_90a");
     }
-
-    use super::*;
 
     /// A workbook's grader folder with a harness object, and an exercise's text in a stage folder
     /// (named `stage`), as `build` compiles it.

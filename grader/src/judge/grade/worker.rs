@@ -688,26 +688,13 @@ impl<'a> Worker<'a> {
                 let timed_versions = [
                     // Each version's quickest whole call where the calls were timed again, as
                     // the judge's.
-                    perf::Runs::of("original", |k| match (k, original) {
-                        (StageKind::Call, Some(o)) => {
-                            speed::quickest_call(results.call_runs(o, chunk.index, chunk.index))
-                        }
-                        _ => original_run(k),
+                    perf::Runs::of("original", |k| {
+                        original.and_then(|o| results.judged(o, chunk.index, chunk.index, k))
                     }),
-                    perf::Runs::of("reference", |k| match k {
-                        StageKind::Call => speed::quickest_call(results.call_runs(
-                            reference,
-                            chunk.index,
-                            chunk.index,
-                        )),
-                        _ => reference_run(k),
+                    perf::Runs::of("reference", |k| {
+                        results.judged(reference, chunk.index, chunk.index, k)
                     }),
-                    perf::Runs::of("learner", |k| match k {
-                        StageKind::Call => {
-                            speed::quickest_call(results.call_runs(i, 0, chunk.index))
-                        }
-                        _ => results.get(i, k),
-                    }),
+                    perf::Runs::of("learner", |k| results.judged(i, 0, chunk.index, k)),
                 ];
                 peak.as_ref()
                     .and_then(|p| perf::summarize(ex, p, &timed_versions, baseline.as_ref()).ok())
