@@ -1,7 +1,7 @@
 // cudabugs harness main: runs the exercise's `cb_run` for the grader.
 //
 //   harness [--poison] [--pinned] IN OUT [IN OUT ...]
-//   harness [--pinned] [--spin] [--timeline FILE] --serve FD IN
+//   harness [--pinned] [--spin] [--timeline FROM FILE] --serve FD IN
 //
 // Cases (the first form): loads each grader-written input file, calls cb_run once, writes the
 // outputs back. --poison fills the outputs with 0xFF bytes (NaN for floats) before the call, so
@@ -20,14 +20,17 @@
 // buffers (cudaHostRegister: copies as fast as from cudaMallocHost, measured on an H100). Waits
 // spin (--spin: the `clock = "call"` exercises, where a blocked thread's wake-up of 20-60 us
 // would swamp their calls) or block. Before the first call the context's persisting-L2 limit is
-// set to 0 (what it was is reported): no earlier setting can shape these calls. --timeline FILE
-// writes every call's copies, launches, syncs and allocations (timeline.cuh) at exit; a timing
-// build only (it links the wrappers), and the program's own account, for the lessons' pictures.
+// set to 0 (what it was is reported): no earlier setting can shape these calls. --timeline FROM
+// FILE writes the copies, launches, syncs and allocations (timeline.cuh) of call FROM and every
+// later call at exit: the grader serves one call more than it clocks for the judge, and only that
+// one is recorded, so that one process gives both. A timing build only (it links the wrappers),
+// and the program's own account, for the lessons' pictures and the launch and copy metrics.
 //
 // Exit status: 0 ok, 2 bad usage or file, 3 a CUDA error (CB_CHECK).
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <type_traits>
@@ -181,7 +184,7 @@ inline void relax() {
 size_t round_up(size_t n) { return (n + kPage - 1) / kPage * kPage; }
 
 // Serve the grader's timed calls on the memory it shares (see the top of this file).
-int serve(int fd, const char* in_path, bool spin, const char* timeline_path) {
+int serve(int fd, const char* in_path, bool spin, const char* timeline_path, uint64_t record_from) {
   cb::Io io;
   load(in_path, io, true);
   size_t need = kPage;
@@ -213,13 +216,14 @@ int serve(int fd, const char* in_path, bool spin, const char* timeline_path) {
     while ((call = load_word(region, kGoAt)) == last) relax();
     if (call == kQuit) break;
     last = call;
-    if (timeline_path) cb_timeline::begin();
+    const bool recording = timeline_path && call >= record_from;
+    if (recording) cb_timeline::begin();
     const auto start = std::chrono::steady_clock::now();
     cb_run(io);
-    if (timeline_path) cb_timeline::stop();
+    if (recording) cb_timeline::stop();
     CB_CHECK(cudaDeviceSynchronize());
     CB_CHECK(cudaGetLastError());
-    if (timeline_path) cb_timeline::end(static_cast<int>(call) - 1, std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+    if (recording) cb_timeline::end(static_cast<int>(call) - 1, std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
     store_word(region, kMemoryAt, memory.peak.load());
     store_word(region, kDoneAt, call);
   }
@@ -271,17 +275,21 @@ int main(int argc, char** argv) {
   bool poison = false, spin = false;
   int i = 1, fd = -1;
   const char* timeline_path = nullptr;
+  uint64_t record_from = 1;
   for (; i < argc && argv[i][0] == '-'; i++) {
     if (!std::strcmp(argv[i], "--poison")) poison = true;
     else if (!std::strcmp(argv[i], "--pinned")) pinned_host_memory = true;
     else if (!std::strcmp(argv[i], "--spin")) spin = true;
-    else if (!std::strcmp(argv[i], "--timeline") && i + 1 < argc) timeline_path = argv[++i];
+    else if (!std::strcmp(argv[i], "--timeline") && i + 2 < argc) {
+      record_from = std::strtoull(argv[++i], nullptr, 10);
+      timeline_path = argv[++i];
+    }
     else if (!std::strcmp(argv[i], "--serve") && i + 1 < argc) fd = std::atoi(argv[++i]);
     else die("unknown option", argv[i]);
   }
   if (fd >= 0) {
-    if (argc - i != 1) die("usage", "harness [--pinned] [--spin] [--timeline FILE] --serve FD IN");
-    return serve(fd, argv[i], spin, timeline_path);
+    if (argc - i != 1) die("usage", "harness [--pinned] [--spin] [--timeline FROM FILE] --serve FD IN");
+    return serve(fd, argv[i], spin, timeline_path, record_from);
   }
   if (i == argc || (argc - i) % 2 != 0 || timeline_path) die("usage", "harness [--poison] [--pinned] IN OUT [IN OUT ...]");
   for (; i + 1 < argc; i += 2) {

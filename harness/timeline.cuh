@@ -10,8 +10,9 @@
 // are weak: the sanitizer builds are not wrapped, and nothing calls them there.
 //
 // The events are recorded beside the work, so an operation's GPU start is when its stream reached
-// it: a copy queued behind a busy copy engine shows from when it was queued. The run that records
-// a timeline is not the one that is judged: two event records per operation cost the host ~2 us.
+// it: a copy queued behind a busy copy engine shows from when it was queued. The call that is
+// recorded is not one that is judged (`--timeline FROM FILE`: the grader serves one call after
+// those it clocks): two event records per operation cost the host ~2 us.
 //
 // File format, one call after another:
 //   call INDEX WALL_NS

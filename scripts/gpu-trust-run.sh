@@ -26,6 +26,9 @@
 #   onecon  after verify: the untouched 32, 33 and 34 with CUDA's defaults and with one hardware
 #           queue (scripts/gpu-one-connection.sh)
 #   gradeperf  grade's throughput on a class of performance exercises (GRADE_PERF_EX, 5 students)
+#   verify6 `verify` again with six sanitizer runs at a time throughout (CUDABUGS_SANITIZER_JOBS=6,
+#           the setting before they grew once the builds are done): the A/B of that change
+#   callclock  `check` of the call-clock adversaries (tests/fixtures/adversarial-call-clock)
 # Logs, gradebooks and recordings go to $OUT (tarred); a table is printed last.
 set -uo pipefail
 B=${B:-.gpu/xtask}
@@ -229,6 +232,23 @@ if has verify; then
   $B verify --record "$L/verify-record.json" > "$L/verify.txt" 2>&1
   code=$?
   table+=("verify of the catalog: exit $code, $(secs "$s" "$(now)") s; $(tail -3 "$L/verify.txt" | tr '\n' ' ')")
+fi
+
+if has verify6; then
+  rm -rf .cudabugs/work
+  $B peak > "$L/peak.txt" 2>&1
+  s=$(now)
+  CUDABUGS_SANITIZER_JOBS=6 $B verify --record "$L/verify6-record.json" > "$L/verify6.txt" 2>&1
+  code=$?
+  table+=("verify, six at a time: exit $code, $(secs "$s" "$(now)") s; $(tail -3 "$L/verify6.txt" | tr '\n' ' ')")
+fi
+
+if has callclock; then
+  CC=tests/fixtures/adversarial-call-clock
+  check_json callclock-forge-clock-62 62-launches $CC/forge-clock/heat.cu
+  check_json callclock-lucky-skip-68-a 68-graphs $CC/lucky-skip/chain.cu
+  check_json callclock-lucky-skip-68-b 68-graphs $CC/lucky-skip/chain.cu
+  check_json callclock-lucky-skip-68-c 68-graphs $CC/lucky-skip/chain.cu
 fi
 
 if has onecon; then

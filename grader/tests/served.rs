@@ -102,6 +102,43 @@ fn every_call_gets_inputs_of_its_own_and_its_outputs_are_kept() {
 }
 
 #[test]
+fn a_recorded_call_comes_after_the_judged_ones_and_is_kept_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(bin) = fake_harness::build(dir.path()) else {
+        skipped();
+        return;
+    };
+    let base: Vec<f32> = (0..N).map(|i| (i % 1000) as f32 / 1000.0).collect();
+    let calls = grader::tools::served::Calls {
+        recorded: true,
+        ..fake_harness::calls(base, Dist::Uniform { lo: 0.0, hi: 1.0 }, 3, 7)
+    };
+    let run = fake_harness::serve(
+        &bin,
+        calls,
+        "honest",
+        Isolation::Auto,
+        true,
+        Duration::from_secs(30),
+    );
+    assert_eq!(run.finished.exit, Exit::Code(0));
+    // Three calls judged and kept, the fourth made (the program waited for it) but apart.
+    assert_eq!(
+        (run.times.calls_ns.len(), run.call_files.len()),
+        (3, 3),
+        "{:?}",
+        run.times
+    );
+    let recorded = run.times.recorded_ns.expect("the recorded call's time");
+    assert!(
+        recorded > 0.0 && run.times.failure.is_none(),
+        "{:?}",
+        run.times
+    );
+    assert!(run.times.total_ns() > run.times.calls_ns.iter().sum::<f64>());
+}
+
+#[test]
 fn a_done_written_out_of_turn_ends_the_calls_at_once_not_at_the_time_limit() {
     let Some((exit, times, outputs)) = serve("ahead", 17).or_else(skipped) else {
         return;

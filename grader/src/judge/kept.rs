@@ -188,7 +188,7 @@ pub fn same_gpu(
         .ok_or("the kept measurements have no call of the reference fix to compare with")?;
     if clock == Clock::Call {
         return Ok(format!(
-            "the original's and the reference fix's profiles and timelines kept from {} (counts and kernel times at base clocks; every whole call judged here was timed now)",
+            "the original's and the reference fix's profiles kept from {} (counts and kernel times at base clocks; every whole call judged here was timed now)",
             a.taken
         ));
     }

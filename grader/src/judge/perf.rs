@@ -167,14 +167,13 @@ fn measured(o: Option<&Output>) -> Result<(&Measured, &Counters), String> {
     }
 }
 
-/// What one version's timed stages left (`plan::timed_kinds`): ncu's measurement, the whole call
-/// and the timeline, where they ran.
+/// What one version's timed stages left (`plan::timed_kinds`): ncu's measurement and the whole
+/// call (with its timeline, where the clock is the call), where they ran.
 #[derive(Debug, Clone, Copy)]
 pub struct Runs<'a> {
     pub name: &'a str,
     pub ncu: Option<&'a Output>,
     pub call: Option<&'a Output>,
-    pub timeline: Option<&'a Output>,
 }
 
 impl<'a> Runs<'a> {
@@ -184,7 +183,6 @@ impl<'a> Runs<'a> {
             name,
             ncu: get(StageKind::Timing),
             call: get(StageKind::Call),
-            timeline: get(StageKind::Timeline),
         }
     }
 }
@@ -203,7 +201,8 @@ fn call_ns(o: Option<&Output>) -> Result<f64, String> {
     }
 }
 
-/// The call a timeline stage recorded, with its figures added to the counters the metrics read.
+/// The call a call timing recorded after its judged ones, with its figures added to the counters
+/// the metrics read.
 fn recorded(o: Option<&Output>, c: &mut Counters) -> Option<timeline::Call> {
     let Some(Output::Called {
         timeline: Some(t), ..
@@ -253,17 +252,15 @@ pub fn summarize(
             crate::judge::plan::profiled_calls(ex),
         );
         let mut counters = c.clone();
-        let timeline = recorded(runs.timeline, &mut counters);
+        let timeline = recorded(runs.call, &mut counters);
         let mut v = version(name, &counters, spread, &shown, peak, baseline_ns);
         v.timeline = timeline;
         if perf.clock == Clock::Call {
             v.nanoseconds = call_ns(runs.call)
                 .map_err(|why| (name.to_string(), format!("no whole-call time: {why}")))?;
             v.kernel_ns = Some(c.nanoseconds);
-            for o in [runs.call, runs.timeline].into_iter().flatten() {
-                if let Output::Called { command, .. } = o {
-                    commands.push(command.clone());
-                }
+            if let Some(Output::Called { command, .. }) = runs.call {
+                commands.push(command.clone());
             }
         }
         versions.push(v);

@@ -238,12 +238,11 @@ pub enum StageKind {
     /// The release build on the bench input under ncu.
     Timing,
     /// The release build on the bench input alone on the GPU, each whole call of the entry point
-    /// timed by the harness (host work and copies included), after the profiler stages.
+    /// clocked by the grader (host work and copies included), after the profiler stages. Where
+    /// the clock is the call, one call more, not judged, whose copies, launches and syncs the
+    /// harness records (their metrics and the lessons' pictures; recording costs the host about
+    /// 2 us an operation).
     Call,
-    /// The call timing again, the harness recording each copy, launch and sync of every call
-    /// (`clock = "call"` exercises: their metrics and the lessons' pictures). Not the judged run:
-    /// the recording costs the host about 2 us an operation.
-    Timeline,
     /// A program's release build under ncu with the performance metrics (`sanitize --profile`).
     Profile,
     /// The release build's device code read for clock reads (`cuobjdump -sass`): what a program
@@ -263,7 +262,6 @@ impl StageKind {
             StageKind::Fresh => "fresh".into(),
             StageKind::Timing => "timing".into(),
             StageKind::Call => "call".into(),
-            StageKind::Timeline => "timeline".into(),
             StageKind::Profile => "profile".into(),
             StageKind::Sass => "sass".into(),
         }
@@ -279,7 +277,6 @@ impl StageKind {
             | StageKind::Fresh
             | StageKind::Timing
             | StageKind::Call
-            | StageKind::Timeline
             | StageKind::Profile
             | StageKind::Sass => Some(Flavor::Timing),
         }
@@ -288,10 +285,7 @@ impl StageKind {
     /// Whether the stage times the submission (ncu, or the clock of the whole call): it runs as
     /// `check` runs it in every plan, with nothing but the GPU's own settings.
     pub fn timed(self) -> bool {
-        matches!(
-            self,
-            StageKind::Timing | StageKind::Call | StageKind::Timeline
-        )
+        matches!(self, StageKind::Timing | StageKind::Call)
     }
 
     /// Whether the stage needs a GPU (every stage that runs the submission's code does).
@@ -309,7 +303,7 @@ impl StageKind {
             | StageKind::Hidden
             | StageKind::Fresh => Resource::Gpu,
             StageKind::Timing | StageKind::Profile => Resource::Profiler,
-            StageKind::Call | StageKind::Timeline => Resource::Exclusive,
+            StageKind::Call => Resource::Exclusive,
         }
     }
 }
@@ -331,7 +325,7 @@ pub enum Role {
 /// time, the counters and the anti-cheat rules (not for an original that hangs: it would hold the
 /// profiler's lock for its whole limit). The whole call where the exercise's clock is the call, or
 /// where the judge holds a learner's host work to the reference's (`check` and `grade`; `verify`
-/// does not). The timeline where the clock is the call: its metrics and the lessons' pictures.
+/// does not); where the clock is the call, that process records the timeline too (`StageKind::Call`).
 pub fn timed_kinds(ex: &Exercise, role: Role) -> Vec<StageKind> {
     let by_call = ex.manifest.manifest.clock() == crate::exercise::manifest::Clock::Call;
     if role == Role::Original && ex.manifest.hang_timeout().is_some() {
@@ -341,23 +335,18 @@ pub fn timed_kinds(ex: &Exercise, role: Role) -> Vec<StageKind> {
     if by_call || matches!(role, Role::Learner | Role::Reference) {
         kinds.push(StageKind::Call);
     }
-    if by_call {
-        kinds.push(StageKind::Timeline);
-    }
     kinds
 }
 
 /// The timed stages a version keeps between plans (`judge::kept`): the original's and the
-/// reference fix's profiles and timelines; the original's whole call too, where the judged time is ncu's (where it
-/// is the call's, the original's call is timed afresh, as the learner's and the reference fix's
-/// are: the speedup a check reports compares calls of the same moment). None of the learner's.
+/// reference fix's profiles; the original's whole call too, where the judged time is ncu's (where
+/// it is the call's, the original's call is timed afresh, as the learner's and the reference fix's
+/// are: the speedup a check reports compares calls of the same moment, and their timelines come
+/// with them). None of the learner's.
 pub fn kept_kinds(role: Role, clock: Clock) -> &'static [StageKind] {
-    const PROFILES: &[StageKind] = &[StageKind::Timing, StageKind::Timeline];
     match (role, clock) {
-        (Role::Original, Clock::Kernel) => {
-            &[StageKind::Timing, StageKind::Call, StageKind::Timeline]
-        }
-        (Role::Original | Role::Reference, _) => PROFILES,
+        (Role::Original, Clock::Kernel) => &[StageKind::Timing, StageKind::Call],
+        (Role::Original | Role::Reference, _) => &[StageKind::Timing],
         (Role::Learner | Role::Solution, _) => &[],
     }
 }

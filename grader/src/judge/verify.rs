@@ -234,7 +234,7 @@ pub struct Phases {
     pub judged_at: Option<f64>,
     /// The ncu phase after them.
     pub timing: Option<f64>,
-    /// The whole calls and timelines after it, one at a time.
+    /// The whole calls after it (with their timelines, where the clock is the call), one at a time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calls: Option<f64>,
     /// The judgement of the timed runs after them (each call's outputs compared with the reference
@@ -797,9 +797,10 @@ pub fn verify(
             stages.push(Stage::new(sol, StageKind::Correctness));
         }
         say(&format!(
-            "building {} exercise(s) x 4 on {cores} cores; each binary goes under compute-sanitizer as soon as it is built ({} runs at a time; {})",
+            "building {} exercise(s) x 4 on {cores} cores; each binary goes under compute-sanitizer as soon as it is built ({} runs at a time, {} once the builds are done; {})",
             with_cases.len(),
             ctx.config.gpu_jobs,
+            ctx.config.gpu_jobs_after_builds,
             ctx.isolation().describe()
         ));
     } else {

@@ -131,8 +131,11 @@ pub struct Calls {
     /// The bench's inputs, in the layout's order.
     pub base: Arc<Vec<Buffer>>,
     pub layout: Layout,
-    /// Calls per process (the bench's `repeat`).
+    /// Calls per process the judge reads (the bench's `repeat`).
     pub count: u32,
+    /// One call more after those, for the program's timeline (`--timeline FROM FILE`): served and
+    /// waited for like the others, its time kept apart, its outputs not kept.
+    pub recorded: bool,
     /// The session's secret: the calls' factors, the places changed and read back.
     pub secret: u64,
 }
@@ -424,6 +427,11 @@ impl Served {
         })
     }
 
+    /// How many of the calls the judge reads (`Calls::count`); a recorded call comes after them.
+    pub fn judged_calls(&self) -> u32 {
+        self.calls.count
+    }
+
     /// The descriptor the program must keep (`--serve FD`).
     pub fn fd(&self) -> RawFd {
         self.region.fd.as_raw_fd()
@@ -559,7 +567,7 @@ impl Served {
         }
         let ready_ns = run.started.elapsed().as_secs_f64() * 1e9;
         let mut done = Vec::new();
-        for k in 1..=self.calls.count {
+        for k in 1..=self.calls.count + u32::from(self.calls.recorded) {
             let plan = self.calls.plan(k);
             // Before the clock: the call's scaled inputs (what the program may see early), its
             // outputs poisoned (NaN for floats), every element the call does not write caught.
@@ -683,10 +691,12 @@ impl Driver for Served {
         } else {
             Then::Wait
         };
+        let (judged, recorded) = calls.split_at(calls.len().min(self.calls.count as usize));
         let record = CallTimes {
-            calls_ns: calls.iter().map(|c| c.wall_ns).collect(),
-            cpu_ns: calls.iter().map(|c| c.cpu_ns).collect(),
-            changed: calls.iter().map(|c| c.changed).collect(),
+            calls_ns: judged.iter().map(|c| c.wall_ns).collect(),
+            cpu_ns: judged.iter().map(|c| c.cpu_ns).collect(),
+            changed: judged.iter().map(|c| c.changed).collect(),
+            recorded_ns: recorded.first().map(|c| c.wall_ns),
             gpu_memory: Some(self.region.word(GPU_MEMORY).load(Ordering::Acquire) as f64)
                 .filter(|m| *m > 0.0),
             l2_found: Some(self.region.word(L2).load(Ordering::Acquire))
@@ -708,6 +718,8 @@ pub struct CallTimes {
     pub cpu_ns: Vec<Option<f64>>,
     /// Whether each call's outputs changed after it said it was done.
     pub changed: Vec<bool>,
+    /// The call made for the timeline after those (`Calls::recorded`): the judge reads none of it.
+    pub recorded_ns: Option<f64>,
     /// The most device memory in use, as the program reported it (asks a person to look, no more).
     pub gpu_memory: Option<f64>,
     /// The persisting-L2 limit the program's context started with, as the program reported it.
@@ -743,6 +755,9 @@ impl CallTimes {
                 u8::from(self.changed.get(i).copied().unwrap_or(false))
             ));
         }
+        if let Some(r) = self.recorded_ns {
+            t.push_str(&format!("recorded-ns {r:.0}\n"));
+        }
         if let Some(f) = &self.failure {
             t.push_str(&format!("failure {}\n", f.replace('\n', " ")));
         }
@@ -758,6 +773,7 @@ impl CallTimes {
                 "ready-ns" => t.ready_ns = Some(rest.trim().parse().ok()?),
                 "l2" => t.l2_found = Some(rest.trim().parse().ok()?),
                 "gpu-memory" => t.gpu_memory = Some(rest.trim().parse().ok()?),
+                "recorded-ns" => t.recorded_ns = Some(rest.trim().parse().ok()?),
                 "failure" => t.failure = Some(rest.to_string()),
                 "call" => {
                     let f: Vec<&str> = rest.split_whitespace().collect();
@@ -806,8 +822,9 @@ impl CallTimes {
             .reduce(f64::min)
     }
 
+    /// Every call the process made, the recorded one included.
     pub fn total_ns(&self) -> f64 {
-        self.calls_ns.iter().sum()
+        self.calls_ns.iter().sum::<f64>() + self.recorded_ns.unwrap_or(0.0)
     }
 }
 
@@ -851,6 +868,7 @@ mod tests {
             calls_ns: vec![900.0, 120.0, 150.0],
             cpu_ns: vec![Some(1.0), None, Some(3.0)],
             changed: vec![false, true, false],
+            recorded_ns: Some(160.0),
             gpu_memory: Some(5.0),
             l2_found: Some(0),
             ready_ns: Some(7.0),
@@ -858,6 +876,11 @@ mod tests {
         };
         assert_eq!(CallTimes::parse(&t.to_text()), Some(t.clone()));
         assert_eq!(t.judged_ns(), Some(120.0), "the fastest after the first");
+        assert_eq!(
+            t.total_ns(),
+            1330.0,
+            "the recorded call is outside the judged ones, inside the process's calls"
+        );
         assert_eq!(t.judged_cpu_ns(), None, "a call without CPU time: none");
         assert_eq!(
             CallTimes::parse("call 2 1 - 0\n"),
@@ -894,6 +917,7 @@ mod tests {
             base: Arc::new(Vec::new()),
             layout,
             count: 3,
+            recorded: false,
             secret: 42,
         };
         let (a, b) = (calls.plan(2), calls.plan(2));

@@ -39,8 +39,11 @@ pub fn open(path: &Path) -> std::io::Result<std::fs::File> {
 }
 
 pub fn read(path: &Path) -> std::io::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    open(path)?.read_to_end(&mut bytes)?;
+    let mut file = open(path)?;
+    // Sized once (a 256 MiB output is not grown by doubling); the file may still change meanwhile.
+    let size = file.metadata()?.len();
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0).saturating_add(1));
+    file.read_to_end(&mut bytes)?;
     Ok(bytes)
 }
 

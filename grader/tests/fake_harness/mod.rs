@@ -52,6 +52,7 @@ pub fn calls(base: Vec<f32>, dist: Dist, count: u32, secret: u64) -> Calls {
             data: Data::F32(base),
         }]),
         count,
+        recorded: false,
         secret,
     }
 }

@@ -515,7 +515,7 @@ impl<'a> Worker<'a> {
             return Graded::Done(self.failed_chunk(chunk, why), phases);
         }
         on_exclusive();
-        // ncu first; the whole calls (and timelines) alone on the GPU after the profiler. The
+        // ncu first; the whole calls alone on the GPU after the profiler. The
         // reference's and the original's are timed again in each chunk, beside its students.
         let mut timing: Vec<Stage> = correct
             .iter()
