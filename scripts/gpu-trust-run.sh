@@ -26,8 +26,8 @@
 #   onecon  after verify: the untouched 32, 33 and 34 with CUDA's defaults and with one hardware
 #           queue (scripts/gpu-one-connection.sh)
 #   gradeperf  grade's throughput on a class of performance exercises (GRADE_PERF_EX, 5 students)
-#   verify6 `verify` again with six sanitizer runs at a time throughout (CUDABUGS_SANITIZER_JOBS=6,
-#           the setting before they grew once the builds are done): the A/B of that change
+#   verifyjobs `verify` again with VERIFY_JOBS (default 16) sanitizer runs at a time
+#           (CUDABUGS_SANITIZER_JOBS): the A/B of that setting
 #   callclock  `check` of the call-clock adversaries (tests/fixtures/adversarial-call-clock)
 # Logs, gradebooks and recordings go to $OUT (tarred); a table is printed last.
 set -uo pipefail
@@ -234,13 +234,13 @@ if has verify; then
   table+=("verify of the catalog: exit $code, $(secs "$s" "$(now)") s; $(tail -3 "$L/verify.txt" | tr '\n' ' ')")
 fi
 
-if has verify6; then
+if has verifyjobs; then
   rm -rf .cudabugs/work
   $B peak > "$L/peak.txt" 2>&1
-  s=$(now)
-  CUDABUGS_SANITIZER_JOBS=6 $B verify --record "$L/verify6-record.json" > "$L/verify6.txt" 2>&1
+  s=$(now); j=${VERIFY_JOBS:-16}
+  CUDABUGS_SANITIZER_JOBS=$j $B verify --record "$L/verify-jobs$j-record.json" > "$L/verify-jobs$j.txt" 2>&1
   code=$?
-  table+=("verify, six at a time: exit $code, $(secs "$s" "$(now)") s; $(tail -3 "$L/verify6.txt" | tr '\n' ' ')")
+  table+=("verify, $j sanitizer runs at a time: exit $code, $(secs "$s" "$(now)") s; $(tail -3 "$L/verify-jobs$j.txt" | tr '\n' ' ')")
 fi
 
 if has callclock; then

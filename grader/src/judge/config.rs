@@ -38,13 +38,11 @@ pub struct Config {
     /// Sanitizer and program runs at once on the GPU: they share it and the cores, which their
     /// start-up mostly uses. On an H200 with five exercises 8 beat 16 (9.4 s against 10.0-12.3 s);
     /// on an H100 with seventeen, verify took 56.6-61.0 s with 6, 60.4-62.6 with 4, 59.8-67.6 with
-    /// 8 and 61.6-69.3 with 12 (scripts/gpu-verify-jobs.sh). Those runs had CUDA's eight hardware
-    /// queues; with one (`one_connection`) the driver makes contexts 2.4x as fast, and the cores
-    /// are what the builds leave.
+    /// 8 and 61.6-69.3 with 12 (scripts/gpu-verify-jobs.sh). Still so with one hardware queue per
+    /// sanitizer run: verify of 66 took 193.0 s with 6, and 198.8 s with 6 that grew to 16 once
+    /// the builds were done (the program runs' own time tripled: the driver, not the cores, is
+    /// what they wait for; book/gpu-runs/2026-11-26-perf-seconds-2/).
     pub gpu_jobs: usize,
-    /// Sanitizer and program runs at once after the builds are done, when the cores are theirs
-    /// (at least `gpu_jobs`; `CUDABUGS_SANITIZER_JOBS` sets both).
-    pub gpu_jobs_after_builds: usize,
     /// ncu processes at once. ncu serialises the profiled kernels of all its instances through one
     /// lock file, so the kernels are still timed one at a time; what overlaps is each process's
     /// start-up (4 at a time took verify's ncu phase from 29.6 s to 15.2 s on an H200, with the
@@ -94,7 +92,6 @@ impl Default for Config {
             timeouts: Timeouts::default(),
             cpu_jobs: cores,
             gpu_jobs: cores.min(6),
-            gpu_jobs_after_builds: cores.clamp(cores.min(6), 16),
             ncu_jobs: 4,
             gpu: None,
             isolation: Isolation::Auto,
@@ -170,7 +167,6 @@ impl Config {
         }
         if let Some(n) = get::<usize>("CUDABUGS_SANITIZER_JOBS")? {
             c.gpu_jobs = n.clamp(1, 64);
-            c.gpu_jobs_after_builds = c.gpu_jobs;
             c.from_env.gpu_jobs = true;
         }
         if let Some(n) = get::<usize>("CUDABUGS_NCU_JOBS")? {

@@ -225,19 +225,8 @@ pub fn execute(
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     });
-    let builds_done = Gate::default();
     let (built, ran) = std::thread::scope(|scope| {
-        let runs = scope.spawn(|| {
-            parallel_growing(
-                &gpu,
-                ctx.config.gpu_jobs,
-                ctx.config.gpu_jobs_after_builds,
-                &builds_done,
-                run_on_build,
-            )
-        });
-        // Opened however the builds end (a panic included): the later GPU workers wait on it.
-        let opens = OnDrop(&builds_done);
+        let runs = scope.spawn(|| parallel(&gpu, ctx.config.gpu_jobs, run_on_build));
         let built = parallel(&builds, ctx.config.cpu_jobs, |s| {
             // A build that panicked must still release the stages waiting for it.
             let result =
@@ -260,7 +249,6 @@ pub fn execute(
             result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
         });
         timeline.builds_done_at = start.elapsed().as_secs_f64();
-        drop(opens);
         let ran = runs.join().expect("a GPU stage panicked");
         (built, ran)
     });
@@ -532,76 +520,15 @@ pub fn parallel<T: Sync, R: Send>(
     workers: usize,
     f: impl Fn(&T) -> R + Sync,
 ) -> Vec<R> {
-    let open = Gate::default();
-    open.open();
-    parallel_growing(items, workers, workers, &open, f)
-}
-
-/// A door threads wait at until it is opened once.
-#[derive(Default)]
-pub struct Gate {
-    open: std::sync::Mutex<bool>,
-    opened: std::sync::Condvar,
-}
-
-impl Gate {
-    pub fn open(&self) {
-        *self
-            .open
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = true;
-        self.opened.notify_all();
-    }
-
-    pub fn wait(&self) {
-        let mut open = self
-            .open
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        while !*open {
-            open = self
-                .opened
-                .wait(open)
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-        }
-    }
-}
-
-/// Opens its gate when dropped.
-struct OnDrop<'a>(&'a Gate);
-
-impl Drop for OnDrop<'_> {
-    fn drop(&mut self) {
-        self.0.open();
-    }
-}
-
-/// `parallel` on `workers` threads, and on `later` (if more) once `gate` opens: the GPU stages
-/// take the cores the builds leave (verify's sanitizer runs after its 264 builds).
-pub fn parallel_growing<T: Sync, R: Send>(
-    items: &[T],
-    workers: usize,
-    later: usize,
-    gate: &Gate,
-    f: impl Fn(&T) -> R + Sync,
-) -> Vec<R> {
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results: Vec<std::sync::Mutex<Option<R>>> =
         items.iter().map(|_| std::sync::Mutex::new(None)).collect();
-    let first = workers.clamp(1, items.len().max(1));
-    let all = later.clamp(first, items.len().max(1));
     std::thread::scope(|s| {
-        for k in 0..all {
-            let (next, results, f) = (&next, &results, &f);
-            s.spawn(move || {
-                if k >= first {
-                    gate.wait();
-                }
-                loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(item) = items.get(i) else { break };
-                    *results[i].lock().unwrap() = Some(f(item));
-                }
+        for _ in 0..workers.clamp(1, items.len().max(1)) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(item) = items.get(i) else { break };
+                *results[i].lock().unwrap() = Some(f(item));
             });
         }
     });
@@ -614,32 +541,6 @@ pub fn parallel_growing<T: Sync, R: Send>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn later_workers_join_once_the_gate_opens() {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        use std::sync::{Condvar, Mutex};
-        let gate = Gate::default();
-        let started = AtomicUsize::new(0);
-        let (arrived, all_here) = (Mutex::new(0usize), Condvar::new());
-        let out = parallel_growing(&[0, 1, 2], 1, 3, &gate, |&i| {
-            let order = started.fetch_add(1, Ordering::SeqCst);
-            if i == 0 {
-                assert_eq!(order, 0, "the first worker is alone until the gate opens");
-                gate.open();
-            }
-            // All three at once: the two later workers came. Bounded, so a regression fails.
-            let mut n = arrived.lock().unwrap();
-            *n += 1;
-            all_here.notify_all();
-            let (n, waited) = all_here
-                .wait_timeout_while(n, std::time::Duration::from_secs(20), |n| *n < 3)
-                .unwrap();
-            assert!(!waited.timed_out(), "only {} workers ran at once", *n);
-            i * 10
-        });
-        assert_eq!(out, [0, 10, 20]);
-    }
 
     #[test]
     fn a_waiter_gets_the_value_put_after_it_started_waiting() {

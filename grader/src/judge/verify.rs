@@ -797,10 +797,9 @@ pub fn verify(
             stages.push(Stage::new(sol, StageKind::Correctness));
         }
         say(&format!(
-            "building {} exercise(s) x 4 on {cores} cores; each binary goes under compute-sanitizer as soon as it is built ({} runs at a time, {} once the builds are done; {})",
+            "building {} exercise(s) x 4 on {cores} cores; each binary goes under compute-sanitizer as soon as it is built ({} runs at a time; {})",
             with_cases.len(),
             ctx.config.gpu_jobs,
-            ctx.config.gpu_jobs_after_builds,
             ctx.isolation().describe()
         ));
     } else {

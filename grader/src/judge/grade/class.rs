@@ -68,8 +68,6 @@ pub fn configure_worker(
             .unwrap_or(2);
         // 60 bug pairs on an H100 (16 cores): 114.2 s with 16 runs at once, 120.9-121.3 s with 12.
         config.gpu_jobs = (cores / workers).max(6);
-        // A worker's next chunk builds while this one runs: no cores come free.
-        config.gpu_jobs_after_builds = config.gpu_jobs;
     }
     config.cpu_jobs = (config.cpu_jobs / workers).max(1);
 }
