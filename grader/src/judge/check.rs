@@ -77,25 +77,8 @@ pub fn check(
     ex: &Exercise,
     mut say: impl FnMut(&str),
 ) -> CheckReport {
-    let m = &ex.manifest.manifest;
     let learner = wb.learner_path(ex);
-    let mut report = CheckReport {
-        exercise: ex.id().to_string(),
-        title: m.title.clone(),
-        source: wb.display_path(&learner),
-        gpu: ctx.gpu_info().cloned(),
-        arch: ctx.arch.clone(),
-        isolation: ctx.isolation(),
-        steps: Vec::new(),
-        findings: Vec::new(),
-        flags: Vec::new(),
-        timing: None,
-        perf: None,
-        solution_diff: None,
-        trust: ctx.trust_line(),
-        time_spent: Vec::new(),
-        outcome: Outcome::Pass,
-    };
+    let mut report = new_report(ctx, wb, ex, &learner);
     // An exercise for a newer GPU is skipped before anything is built: its -arch is not this GPU's.
     if let Some(why) = ctx.unsupported(&ex.manifest) {
         report.steps.push(Step::gpu_skipped(why));
@@ -123,79 +106,17 @@ pub fn check(
         Ok(Cases::default())
     };
     let empty = Cases::default();
-    let subs = [
-        Submission::new(
-            wb,
-            "check",
-            ex,
-            "learner",
-            learner.clone(),
-            text.clone(),
-            cases.as_ref().unwrap_or(&empty),
-        )
-        .reusing(Reuse::IfUnchanged),
-        Submission::new(
-            wb,
-            "check",
-            ex,
-            "original",
-            wb.learner_path(ex),
-            ex.original.to_string(),
-            cases.as_ref().unwrap_or(&empty),
-        )
-        .reusing(Reuse::IfUnchanged)
-        .keeping(Role::Original),
-        Submission::new(
-            wb,
-            "check",
-            ex,
-            "reference",
-            wb.solution_path(ex),
-            ex.solution.to_string(),
-            cases.as_ref().unwrap_or(&empty),
-        )
-        .reusing(Reuse::IfUnchanged)
-        .keeping(Role::Reference),
-    ];
-    // The tool that flags this bug class; none where no tool does and the cases are the check. A
-    // performance exercise's fix must leave all four clean: a faster kernel with a race is no fix.
-    let tools: Vec<Tool> = match ex.manifest.track() {
-        Track::Bug => ex
-            .manifest
-            .expected_finding()
-            .map(|(tool, _)| tool)
-            .into_iter()
-            .collect(),
-        Track::Perf => ex.manifest.tools(),
-    };
+    let subs = submissions(wb, ex, &learner, &text, cases.as_ref().unwrap_or(&empty));
+    let tools = named_tools(ex);
 
-    // 1. Both builds of the learner's file and, on a GPU, its named tool and the cases, each run
-    //    starting as soon as its build is there. A file saved unchanged is not rebuilt.
-    // The device code of the learner's build and the reference's, for clock reads (no GPU needed).
-    let mut stages = vec![
-        Stage::new(LEARNER, StageKind::Build(Flavor::Sanitize)),
-        Stage::new(LEARNER, StageKind::Build(Flavor::Timing)),
-        Stage::new(LEARNER, StageKind::Sass),
-        Stage::new(REFERENCE, StageKind::Sass),
-    ];
-    if gpu_stages && cases.is_ok() {
-        stages.extend(
-            tools
-                .iter()
-                .map(|&t| Stage::new(LEARNER, StageKind::Sanitize(t))),
-        );
-        stages.push(Stage::new(LEARNER, StageKind::Correctness));
-        match tools.as_slice() {
-            [] => say(&format!("building {} (-G and -O3 -lineinfo), then the cases (no sanitizer sees this bug class)", report.source)),
-            [t] => say(&format!("building {} (-G and -O3 -lineinfo), then compute-sanitizer --tool {t} and the cases", report.source)),
-            _ => say(&format!("building {} (-G and -O3 -lineinfo), then the four compute-sanitizer tools and the cases", report.source)),
-        }
-    } else {
-        say(&format!(
-            "building {} (-G and -O3 -lineinfo)",
-            report.source
-        ));
-    }
+    // 1. Both builds of the learner's file and, on a GPU, its named tool and the cases. A file
+    //    saved unchanged is not rebuilt.
+    let running = gpu_stages && cases.is_ok();
+    let stages = first_stages(&tools, running);
+    say(&building_line(
+        &report.source,
+        running.then_some(&tools[..]),
+    ));
     let mut results = Results::default();
     scheduler::execute(ctx, wb, &subs, &stages, &mut results, started);
     // Code that can tell it is watched, in its text or its compiled kernels: named, and the check
@@ -208,17 +129,7 @@ pub fn check(
         &Stage::new(REFERENCE, StageKind::Sass),
     );
     let watched = watched.as_ref();
-    for flavor in Flavor::BOTH {
-        let output = results
-            .get(LEARNER, StageKind::Build(flavor))
-            .expect("built");
-        report.steps.extend(verdict::build(
-            &format!("build {}", flavor.flags()[0]),
-            output,
-            flavor,
-            &ctx.arch,
-        ));
-    }
+    report.steps.extend(build_steps(ctx, &results));
     if report.steps.iter().any(|s| s.status != Status::Passed) {
         return finish_spent(report, watched, &results);
     }
@@ -240,7 +151,147 @@ pub fn check(
     };
     // 3. The named tool and 4. correctness, even after a tool failure: "the output was right
     //    anyway" is the lesson.
-    for &tool in &tools {
+    tool_and_case_steps(&mut report, &results, &tools, cases, ex);
+    if report.steps.iter().any(|s| s.status != Status::Passed) {
+        return finish_spent(report, watched, &results);
+    }
+
+    // 5. Timing against the original and the reference fix, in one ncu phase, then each whole
+    //    call alone on the GPU; the one speed judge decides, with the rules `grade` applies.
+    say("timing with ncu: the original, the reference fix and yours; then each whole call");
+    let steps = time_and_judge(ctx, wb, &subs, &mut results, &mut report, started, &mut say);
+    for sub in &subs {
+        crate::judge::stages::forget_calls(sub);
+    }
+    report.steps.extend(steps);
+    let mut report = finish_spent(report, watched, &results);
+    if report.outcome == Outcome::Pass {
+        // Against the text that was graded, read once at the start.
+        report.solution_diff = Some(crate::learner::solution_diff(ex, &text));
+    }
+    report
+}
+
+/// A report with nothing run yet: the exercise, the machine and who the learner's code runs as.
+fn new_report(
+    ctx: &Context,
+    wb: &Workbook,
+    ex: &Exercise,
+    learner: &std::path::Path,
+) -> CheckReport {
+    CheckReport {
+        exercise: ex.id().to_string(),
+        title: ex.manifest.manifest.title.clone(),
+        source: wb.display_path(learner),
+        gpu: ctx.gpu_info().cloned(),
+        arch: ctx.arch.clone(),
+        isolation: ctx.isolation(),
+        steps: Vec::new(),
+        findings: Vec::new(),
+        flags: Vec::new(),
+        timing: None,
+        perf: None,
+        solution_diff: None,
+        trust: ctx.trust_line(),
+        time_spent: Vec::new(),
+        outcome: Outcome::Pass,
+    }
+}
+
+/// The three versions a check runs, at `LEARNER`, `ORIGINAL` and `REFERENCE`: each rebuilt only
+/// when its text changed; the original's and the reference fix's timed runs kept between checks.
+fn submissions<'a>(
+    wb: &Workbook,
+    ex: &'a Exercise,
+    learner: &std::path::Path,
+    text: &str,
+    cases: &'a Cases,
+) -> [Submission<'a>; 3] {
+    let version = |variant: &str, path: std::path::PathBuf, text: &str| {
+        Submission::new(wb, "check", ex, variant, path, text.to_string(), cases)
+            .reusing(Reuse::IfUnchanged)
+    };
+    [
+        version("learner", learner.to_path_buf(), text),
+        version("original", wb.learner_path(ex), ex.original).keeping(Role::Original),
+        version("reference", wb.solution_path(ex), ex.solution).keeping(Role::Reference),
+    ]
+}
+
+/// The tools a check runs: the one that flags this bug class (none where no tool does and the
+/// cases are the check). A performance exercise's fix must leave all four clean: a faster kernel
+/// with a race is no fix.
+fn named_tools(ex: &Exercise) -> Vec<Tool> {
+    match ex.manifest.track() {
+        Track::Bug => ex
+            .manifest
+            .expected_finding()
+            .map(|(tool, _)| tool)
+            .into_iter()
+            .collect(),
+        Track::Perf => ex.manifest.tools(),
+    }
+}
+
+/// The first phase's stages: both builds of the learner's file and the device code of its build
+/// and the reference's (clock reads; no GPU needed); where `running` (a GPU and inputs), the named
+/// tools and the cases, each starting as soon as its build is there.
+fn first_stages(tools: &[Tool], running: bool) -> Vec<Stage> {
+    let mut stages = vec![
+        Stage::new(LEARNER, StageKind::Build(Flavor::Sanitize)),
+        Stage::new(LEARNER, StageKind::Build(Flavor::Timing)),
+        Stage::new(LEARNER, StageKind::Sass),
+        Stage::new(REFERENCE, StageKind::Sass),
+    ];
+    if running {
+        stages.extend(
+            tools
+                .iter()
+                .map(|&t| Stage::new(LEARNER, StageKind::Sanitize(t))),
+        );
+        stages.push(Stage::new(LEARNER, StageKind::Correctness));
+    }
+    stages
+}
+
+/// The steps of the learner's two builds.
+fn build_steps(ctx: &Context, results: &Results) -> Vec<Step> {
+    Flavor::BOTH
+        .into_iter()
+        .flat_map(|flavor| {
+            let output = results
+                .get(LEARNER, StageKind::Build(flavor))
+                .expect("built");
+            verdict::build(
+                &format!("build {}", flavor.flags()[0]),
+                output,
+                flavor,
+                &ctx.arch,
+            )
+        })
+        .collect()
+}
+
+/// The progress line for the first phase: the builds, then (where `tools` is given: a GPU and
+/// inputs) the tools and the cases.
+fn building_line(source: &str, tools: Option<&[Tool]>) -> String {
+    match tools {
+        None => format!("building {source} (-G and -O3 -lineinfo)"),
+        Some([]) => format!("building {source} (-G and -O3 -lineinfo), then the cases (no sanitizer sees this bug class)"),
+        Some([t]) => format!("building {source} (-G and -O3 -lineinfo), then compute-sanitizer --tool {t} and the cases"),
+        Some(_) => format!("building {source} (-G and -O3 -lineinfo), then the four compute-sanitizer tools and the cases"),
+    }
+}
+
+/// The named tools' steps (with their findings) and the cases' step.
+fn tool_and_case_steps(
+    report: &mut CheckReport,
+    results: &Results,
+    tools: &[Tool],
+    cases: &Cases,
+    ex: &Exercise,
+) {
+    for &tool in tools {
         let sanitized = Stage::new(LEARNER, StageKind::Sanitize(tool));
         match results.get_run(&sanitized) {
             Some(Output::NotRun(b)) => {
@@ -263,27 +314,9 @@ pub fn check(
             "correctness",
             o,
             cases,
-            m.tolerance,
+            ex.manifest.manifest.tolerance,
         ));
     }
-    if report.steps.iter().any(|s| s.status != Status::Passed) {
-        return finish_spent(report, watched, &results);
-    }
-
-    // 5. Timing against the original and the reference fix, in one ncu phase, then each whole
-    //    call alone on the GPU; the one speed judge decides, with the rules `grade` applies.
-    say("timing with ncu: the original, the reference fix and yours; then each whole call");
-    let steps = time_and_judge(ctx, wb, &subs, &mut results, &mut report, started, &mut say);
-    for sub in &subs {
-        crate::judge::stages::forget_calls(sub);
-    }
-    report.steps.extend(steps);
-    let mut report = finish_spent(report, watched, &results);
-    if report.outcome == Outcome::Pass {
-        // Against the text that was graded, read once at the start.
-        report.solution_diff = Some(crate::learner::solution_diff(ex, &text));
-    }
-    report
 }
 
 /// The timed phase both tracks share: every version under ncu (one process each), then the whole
@@ -299,18 +332,7 @@ fn run_timing(
     started: Instant,
 ) -> Result<Option<String>, Box<Step>> {
     let ex = subs[LEARNER].exercise().expect("check grades an exercise");
-    // An untouched file is the original, built by the same compiler with the same flags: the
-    // original's fresh runs are the learner's too (the same program on the same served calls), and
-    // a cold check of 60-scan's untouched file no longer profiles its 26 launches a call twice.
-    let borrowed: Vec<StageKind> = if untouched(subs) {
-        let original = plan::timed_kinds(ex, Role::Original);
-        plan::timed_kinds(ex, Role::Learner)
-            .into_iter()
-            .filter(|k| original.contains(k))
-            .collect()
-    } else {
-        Vec::new()
-    };
+    let borrowed = borrowed_kinds(ex, subs);
     let timing: Vec<Stage> = [
         (LEARNER, Role::Learner),
         (ORIGINAL, Role::Original),
@@ -375,35 +397,62 @@ fn run_timing(
             Step::new("timing", Status::ToolError, failure).stage("timing"),
         ));
     }
-    // A whole call that weighs badly against the reference fix's, each timed once at its own
-    // moment, is timed again with the reference's, back to back, before a rule fails the check.
-    // Not an untouched file's: it is the original, slow by design, and what a confirmation would
-    // settle is only which rule's words come after "slow" (60-scan's cold check: 5.4 s of 30.8).
+    confirm_doubted_calls(ctx, wb, subs, results, started);
+    Ok(kept)
+}
+
+/// The timed stages an untouched file takes from the original's runs. An untouched file is the
+/// original, built by the same compiler with the same flags: the original's fresh runs are the
+/// learner's too (the same program on the same served calls), and a cold check of 60-scan's
+/// untouched file no longer profiles its 26 launches a call twice.
+fn borrowed_kinds(ex: &Exercise, subs: &[Submission]) -> Vec<StageKind> {
+    if !untouched(subs) {
+        return Vec::new();
+    }
+    let original = plan::timed_kinds(ex, Role::Original);
+    plan::timed_kinds(ex, Role::Learner)
+        .into_iter()
+        .filter(|k| original.contains(k))
+        .collect()
+}
+
+/// A whole call that weighs badly against the reference fix's, each timed once at its own moment,
+/// is timed again with the reference's, back to back, before a rule fails the check. Not an
+/// untouched file's: it is the original, slow by design, and what a confirmation would settle is
+/// only which rule's words come after "slow" (60-scan's cold check: 5.4 s of 30.8).
+fn confirm_doubted_calls(
+    ctx: &Context,
+    wb: &Workbook,
+    subs: &[Submission],
+    results: &mut Results,
+    started: Instant,
+) {
+    let ex = subs[LEARNER].exercise().expect("check grades an exercise");
     let evidence = |i: usize| {
         speed::evidence(
             results.get(i, StageKind::Timing),
             results.get(i, StageKind::Call),
         )
     };
-    if !untouched(subs)
-        && speed::doubts_call(
+    if untouched(subs)
+        || !speed::doubts_call(
             ex,
             &evidence(LEARNER),
             &evidence(REFERENCE),
             &evidence(ORIGINAL),
         )
     {
-        // Where the call is the clock, the original's whole call is the speedup's measure: timed
-        // again in each round too.
-        let doubted: &[usize] = if ex.manifest.manifest.clock() == Clock::Call {
-            &[LEARNER, ORIGINAL]
-        } else {
-            &[LEARNER]
-        };
-        let confirming = plan::confirming_calls(REFERENCE, doubted, 0);
-        scheduler::execute(ctx, wb, subs, &confirming, results, started);
+        return;
     }
-    Ok(kept)
+    // Where the call is the clock, the original's whole call is the speedup's measure: timed again
+    // in each round too.
+    let doubted: &[usize] = if ex.manifest.manifest.clock() == Clock::Call {
+        &[LEARNER, ORIGINAL]
+    } else {
+        &[LEARNER]
+    };
+    let confirming = plan::confirming_calls(REFERENCE, doubted, 0);
+    scheduler::execute(ctx, wb, subs, &confirming, results, started);
 }
 
 /// Whether the learner's file is the original, untouched (its text, not its binary: two builds of
@@ -448,114 +497,33 @@ fn time_and_judge(
         Err(step) => return vec![(*step).wall(phase.elapsed())],
     };
     let judging = started.elapsed().as_secs_f64();
-    let commands = (0..subs.len())
-        .filter_map(|i| {
-            results
-                .get(i, StageKind::Timing)
-                .and_then(Output::measured)
-                .map(|m| m.command.clone())
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
-    let time_of = |i: usize| verdict::measured_time(results.get(i, StageKind::Timing));
-    let output_of = |i: usize| {
-        results
-            .get(i, StageKind::Timing)
-            .and_then(Output::measured)
-            .map(|m| m.finished.output())
-            .unwrap_or_default()
-    };
-    if let Err(why) = time_of(REFERENCE) {
-        return vec![Step::new(
-            "timing",
-            Status::ToolError,
-            format!("ncu could not time the reference version ({why})"),
-        )
-        .detail(output_of(REFERENCE))
-        .command(commands)
-        .stage("timing")
-        .wall(phase.elapsed())];
+    let commands = ncu_commands(results, subs.len());
+    if let Some(step) = unusable_profile(results, &commands) {
+        return vec![step.wall(phase.elapsed())];
     }
-    // The learner's program failing under ncu is the learner's failure, not the tool's.
-    if let Some(mm) = results
-        .get(LEARNER, StageKind::Timing)
-        .and_then(Output::measured)
-    {
-        if !mm.finished.success() || mm.finished.left_running().is_some() {
-            let why = time_of(LEARNER).err().unwrap_or_default();
-            return vec![Step::new(
-                "timing",
-                Status::Failed,
-                format!("your version failed under ncu ({why})"),
-            )
-            .detail(output_of(LEARNER))
-            .command(commands)
-            .stage("timing")
-            .wall(phase.elapsed())];
-        }
-    }
-    let baseline = match perf_spec.map(|_| perf::time_baseline(ctx, wb, ex)) {
-        Some(Err(e)) => {
-            return vec![Step::new("timing", Status::ToolError, e)
-                .stage("timing")
-                .wall(phase.elapsed())]
-        }
-        Some(Ok(b)) => {
-            if b.is_some() {
-                say("timed the library baseline (cuBLAS) at the same size");
-            }
-            b
-        }
-        None => None,
+    let summary = match perf_summary(ctx, wb, ex, results, peak.as_ref(), say) {
+        Ok(summary) => summary,
+        Err(step) => return vec![(*step).wall(phase.elapsed())],
     };
-    let order = [
-        (ORIGINAL, "original"),
-        (REFERENCE, "reference"),
-        (LEARNER, "learner"),
-    ];
-    let summary = match (perf_spec, &peak) {
-        (Some(_), Some(p)) => perf::summarize(
-            ex,
-            p,
-            // Each version's quickest whole call where the calls were timed again, as the judge's.
-            &order.map(|(i, name)| perf::Runs::of(name, |k| results.judged(i, 0, 0, k))),
-            baseline.as_ref(),
+    let evidence = |i: usize| {
+        speed::evidence(
+            results.get(i, StageKind::Timing),
+            results.get(i, StageKind::Call),
         )
-        .ok(),
-        _ => None,
     };
     let inputs = speed::Inputs {
         ex,
-        learner: speed::evidence(
-            results.get(LEARNER, StageKind::Timing),
-            results.get(LEARNER, StageKind::Call),
-        ),
-        reference: speed::evidence(
-            results.get(REFERENCE, StageKind::Timing),
-            results.get(REFERENCE, StageKind::Call),
-        ),
-        original: speed::evidence(
-            results.get(ORIGINAL, StageKind::Timing),
-            results.get(ORIGINAL, StageKind::Call),
-        ),
+        learner: evidence(LEARNER),
+        reference: evidence(REFERENCE),
+        original: evidence(ORIGINAL),
         peak: peak.as_ref(),
         perf: summary.as_ref(),
     };
-    let mut judged = speed::judge_runs(
-        &inputs,
-        speed::TimedRuns {
-            timing: results.get(LEARNER, StageKind::Timing),
-            calls: results.call_runs(LEARNER, 0, 0),
-        },
-        speed::TimedRuns {
-            timing: results.get(REFERENCE, StageKind::Timing),
-            calls: results.call_runs(REFERENCE, 0, 0),
-        },
-        speed::TimedRuns {
-            timing: results.get(ORIGINAL, StageKind::Timing),
-            calls: results.call_runs(ORIGINAL, 0, 0),
-        },
-    );
+    let runs = |i: usize| speed::TimedRuns {
+        timing: results.get(i, StageKind::Timing),
+        calls: results.call_runs(i, 0, 0),
+    };
+    let mut judged = speed::judge_runs(&inputs, runs(LEARNER), runs(REFERENCE), runs(ORIGINAL));
     if untouched(subs) {
         // The untouched file is the original: its host work is the exercise's own, and its whole
         // call is not timed again (`run_timing`), so a noisy comparison names no rule beside "slow".
@@ -567,23 +535,8 @@ fn time_and_judge(
         .command(commands.clone())
         .stage("timing")];
     if let (Some(sp), None) = (&judged.speed, perf_spec) {
-        report.timing = Some(TimingSummary {
-            kernels: m.timing.kernels.clone(),
-            learner_ns: sp.learner_ns,
-            reference_ns: sp.reference_ns,
-            original_ns: time_of(ORIGINAL).ok(),
-            speedup_over_original: sp.speedup_over_original,
-            ratio_to_reference: sp.ratio_to_reference,
-            max_ratio_to_reference: m
-                .timing
-                .max_ratio_to_reference
-                .as_ref()
-                .map(|r| *r.get_ref())
-                .unwrap_or(f64::NAN),
-            command: commands.clone(),
-            learner_call_ns: sp.learner_call_ns,
-            reference_call_ns: sp.reference_call_ns,
-        });
+        let original_ns = verdict::measured_time(results.get(ORIGINAL, StageKind::Timing)).ok();
+        report.timing = Some(timing_summary(ex, sp, original_ns, &commands));
     }
     if let (Some(p), Some(s)) = (perf_spec, &summary) {
         // The goals' steps (the speed step is the judge's, above).
@@ -605,6 +558,117 @@ fn time_and_judge(
         name: ex.id().to_string(),
     });
     steps.into_iter().map(|s| s.wall(phase.elapsed())).collect()
+}
+
+/// A performance exercise's summary of the three versions (with the library baseline, timed
+/// here where it was not kept); None on the bug track. Err: the baseline could not be timed.
+fn perf_summary(
+    ctx: &Context,
+    wb: &Workbook,
+    ex: &Exercise,
+    results: &Results,
+    peak: Option<&crate::tools::peak::Peak>,
+    say: &mut dyn FnMut(&str),
+) -> Result<Option<perf::PerfSummary>, Box<Step>> {
+    let (Some(_), Some(peak)) = (ex.manifest.manifest.perf.as_ref(), peak) else {
+        return Ok(None);
+    };
+    let baseline = perf::time_baseline(ctx, wb, ex)
+        .map_err(|e| Box::new(Step::new("timing", Status::ToolError, e).stage("timing")))?;
+    if baseline.is_some() {
+        say("timed the library baseline (cuBLAS) at the same size");
+    }
+    let order = [
+        (ORIGINAL, "original"),
+        (REFERENCE, "reference"),
+        (LEARNER, "learner"),
+    ];
+    Ok(perf::summarize(
+        ex,
+        peak,
+        // Each version's quickest whole call where the calls were timed again, as the judge's.
+        &order.map(|(i, name)| perf::Runs::of(name, |k| results.judged(i, 0, 0, k))),
+        baseline.as_ref(),
+    )
+    .ok())
+}
+
+/// The bug track's timing in the report: the three versions' kernel times and the target.
+fn timing_summary(
+    ex: &Exercise,
+    sp: &speed::SpeedResult,
+    original_ns: Option<f64>,
+    commands: &str,
+) -> TimingSummary {
+    let timing = &ex.manifest.manifest.timing;
+    TimingSummary {
+        kernels: timing.kernels.clone(),
+        learner_ns: sp.learner_ns,
+        reference_ns: sp.reference_ns,
+        original_ns,
+        speedup_over_original: sp.speedup_over_original,
+        ratio_to_reference: sp.ratio_to_reference,
+        max_ratio_to_reference: timing
+            .max_ratio_to_reference
+            .as_ref()
+            .map(|r| *r.get_ref())
+            .unwrap_or(f64::NAN),
+        command: commands.to_string(),
+        learner_call_ns: sp.learner_call_ns,
+        reference_call_ns: sp.reference_call_ns,
+    }
+}
+
+/// Each version's ncu command, one a line.
+fn ncu_commands(results: &Results, versions: usize) -> String {
+    (0..versions)
+        .filter_map(|i| {
+            results
+                .get(i, StageKind::Timing)
+                .and_then(Output::measured)
+                .map(|m| m.command.clone())
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The timing step where a profile cannot be judged: the reference fix's that ncu could not time
+/// (the tool's error), or the learner's program that failed under ncu (the learner's failure).
+fn unusable_profile(results: &Results, commands: &str) -> Option<Step> {
+    let time_of = |i: usize| verdict::measured_time(results.get(i, StageKind::Timing));
+    let output_of = |i: usize| {
+        results
+            .get(i, StageKind::Timing)
+            .and_then(Output::measured)
+            .map(|m| m.finished.output())
+            .unwrap_or_default()
+    };
+    if let Err(why) = time_of(REFERENCE) {
+        return Some(
+            Step::new(
+                "timing",
+                Status::ToolError,
+                format!("ncu could not time the reference version ({why})"),
+            )
+            .detail(output_of(REFERENCE))
+            .command(commands.to_string())
+            .stage("timing"),
+        );
+    }
+    let learner = results
+        .get(LEARNER, StageKind::Timing)
+        .and_then(Output::measured)?;
+    (!learner.finished.success() || learner.finished.left_running().is_some()).then(|| {
+        let why = time_of(LEARNER).err().unwrap_or_default();
+        Step::new(
+            "timing",
+            Status::Failed,
+            format!("your version failed under ncu ({why})"),
+        )
+        .detail(output_of(LEARNER))
+        .command(commands.to_string())
+        .stage("timing")
+    })
 }
 
 /// The exercise's cases, with timed inputs the learner's program cannot predict: a bench drawn
@@ -662,4 +726,106 @@ fn finish(mut report: CheckReport, watched: Option<&speed::Flag>) -> CheckReport
     }
     report.outcome = Outcome::from_steps(&report.steps);
     report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exercise::catalog::Embedded;
+    use crate::exercise::manifest::Tool;
+
+    /// A workbook of the real exercises `ids`, read from this repository, in a folder of its own.
+    fn workbook(ids: &[&'static str]) -> (tempfile::TempDir, Workbook) {
+        let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .unwrap()
+            .to_path_buf();
+        let read = |p: String| -> &'static str {
+            Box::leak(
+                std::fs::read_to_string(repo.join(p))
+                    .unwrap()
+                    .into_boxed_str(),
+            )
+        };
+        let embedded: Vec<Embedded> = ids
+            .iter()
+            .map(|&id| {
+                let manifest = read(format!("exercises/{id}/exercise.toml"));
+                let source = manifest
+                    .lines()
+                    .find_map(|l| l.strip_prefix("source = \""))
+                    .and_then(|l| l.strip_suffix('"'))
+                    .unwrap();
+                Embedded {
+                    id,
+                    manifest,
+                    original: read(format!("exercises/{id}/{source}")),
+                    solution: read(format!("solutions/{id}/{source}")),
+                    error: None,
+                }
+            })
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let wb = Workbook::new(
+            dir.path().to_path_buf(),
+            Box::leak(embedded.into_boxed_slice()),
+            &[],
+        )
+        .unwrap();
+        assert_eq!(wb.exercises.len(), ids.len(), "{:?}", wb.broken);
+        (dir, wb)
+    }
+
+    #[test]
+    fn the_first_phase_runs_the_named_tools_and_the_cases_only_on_a_gpu_with_inputs() {
+        let builds_and_code = first_stages(&[Tool::Racecheck], false);
+        assert_eq!(builds_and_code.len(), 4);
+        assert!(builds_and_code
+            .iter()
+            .all(|s| !s.kind.needs_gpu() && (s.subject == LEARNER || s.kind == StageKind::Sass)));
+        let all = first_stages(&[Tool::Racecheck], true);
+        assert_eq!(
+            &all[4..],
+            [
+                Stage::new(LEARNER, StageKind::Sanitize(Tool::Racecheck)),
+                Stage::new(LEARNER, StageKind::Correctness)
+            ]
+        );
+        assert!(building_line("a.cu", None).ends_with("(-G and -O3 -lineinfo)"));
+        assert!(building_line("a.cu", Some(&[])).contains("no sanitizer sees this bug class"));
+        assert!(building_line("a.cu", Some(&[Tool::Racecheck])).contains("--tool racecheck"));
+    }
+
+    #[test]
+    fn a_bug_exercise_runs_its_tool_and_a_performance_fix_must_pass_all_four() {
+        let (_dir, wb) = workbook(&["03-race", "57-reduction"]);
+        assert_eq!(named_tools(wb.resolve("03").unwrap()), [Tool::Racecheck]);
+        assert_eq!(named_tools(wb.resolve("57").unwrap()).len(), 4);
+    }
+
+    #[test]
+    fn an_untouched_file_borrows_the_original_s_runs_and_a_changed_one_nothing() {
+        let (_dir, wb) = workbook(&["57-reduction", "62-launches"]);
+        let cases = Cases::default();
+        for (id, borrowed) in [
+            // Kernel clock: the original is profiled, its whole call not timed.
+            ("57", vec![StageKind::Timing]),
+            // Call clock: both, the whole call with its timeline.
+            ("62", vec![StageKind::Timing, StageKind::Call]),
+        ] {
+            let ex = wb.resolve(id).unwrap();
+            let path = wb.learner_path(ex);
+            let subs = submissions(&wb, ex, &path, ex.original, &cases);
+            assert!(untouched(&subs));
+            assert_eq!(borrowed_kinds(ex, &subs), borrowed, "{id}");
+            let changed = format!("{}\n// a comment\n", ex.original);
+            let subs = submissions(&wb, ex, &path, &changed, &cases);
+            assert!(!untouched(&subs));
+            assert!(borrowed_kinds(ex, &subs).is_empty());
+            assert_eq!(
+                subs.iter().map(|s| s.variant.as_str()).collect::<Vec<_>>(),
+                ["learner", "original", "reference"]
+            );
+        }
+    }
 }
