@@ -162,6 +162,97 @@ fn run_stats(results: &Results) -> BTreeMap<String, RunStats> {
     runs
 }
 
+/// The first phase's stages: every student's builds and device code (and the reference's, for
+/// clock reads; no GPU needed); on a GPU the exercise's tools and the public and hidden cases in
+/// one run, and the reference's hidden run where the instructor's cases are not yet proven fair.
+fn first_stages(
+    ex: &Exercise,
+    students: usize,
+    reference_sass: &Stage,
+    fairness: Option<&Stage>,
+    gpu_stages: bool,
+) -> Vec<Stage> {
+    let mut stages = vec![reference_sass.clone()];
+    for i in 0..students {
+        stages.push(Stage::new(i, StageKind::Build(Flavor::Sanitize)));
+        stages.push(Stage::new(i, StageKind::Build(Flavor::Timing)));
+        stages.push(Stage::new(i, StageKind::Sass));
+        if gpu_stages {
+            stages.extend(
+                ex.manifest
+                    .tools()
+                    .into_iter()
+                    .map(|t| Stage::new(i, StageKind::Sanitize(t))),
+            );
+            stages.push(Stage::new(i, StageKind::Correctness));
+        }
+    }
+    stages.extend(fairness.cloned());
+    stages
+}
+
+/// The pairs to time: those whose outputs are right (and, on the bug track, whose exercise's tool
+/// is clean: a fast file with the bug still in it earns no speed points). Every other pair that
+/// built gets its speed step skipped.
+fn timed_pairs(out: &mut [PairResult]) -> Vec<usize> {
+    let fixed = |r: &PairResult| {
+        [
+            GradeStage::Public,
+            GradeStage::Hidden,
+            GradeStage::NamedTool,
+        ]
+        .iter()
+        .all(|s| r.stage(*s).is_none_or(|x| x.status == Status::Passed))
+    };
+    let built = |r: &PairResult| {
+        r.stage(GradeStage::Builds)
+            .is_some_and(|s| s.status == Status::Passed)
+    };
+    let correct: Vec<usize> = (0..out.len()).filter(|&i| fixed(&out[i])).collect();
+    for r in out.iter_mut().filter(|r| !fixed(r) && built(r)) {
+        r.set(
+            GradeStage::Speed,
+            0.0,
+            Status::Skipped,
+            "not timed: the outputs must be right (and the exercise's tool clean) first",
+        );
+    }
+    correct
+}
+
+/// The timed stages of a chunk: each correct student's, the reference fix's and (on the
+/// performance track) the original's, as `plan::timed_kinds` says. The reference's and the
+/// original's are timed again in each chunk, beside its students (their profiles kept).
+fn timing_stages(
+    ex: &Exercise,
+    correct: &[usize],
+    reference: usize,
+    original: Option<usize>,
+    chunk: u32,
+) -> Vec<Stage> {
+    let mut timing: Vec<Stage> = correct
+        .iter()
+        .flat_map(|&i| {
+            plan::timed_kinds(ex, Role::Learner)
+                .into_iter()
+                .map(move |k| Stage::new(i, k))
+        })
+        .collect();
+    timing.extend(
+        plan::timed_kinds(ex, Role::Reference)
+            .into_iter()
+            .map(|k| Stage::again(reference, k, chunk)),
+    );
+    if let Some(o) = original {
+        timing.extend(
+            plan::timed_kinds(ex, Role::Original)
+                .into_iter()
+                .map(|k| Stage::again(o, k, chunk)),
+        );
+    }
+    timing
+}
+
 impl<'a> Worker<'a> {
     pub fn new(ctx: Context, secret: &'a Secret, shard: Option<Shard>) -> Worker<'a> {
         let mut plan = "grade".to_string();
@@ -358,115 +449,48 @@ impl<'a> Worker<'a> {
         let mut phases = Phases::default();
         let ex = chunk.exercise;
         let gpu_stages = self.ctx.gpu_stages();
-        let prepared = if gpu_stages {
-            match self.cases(wb, ex) {
-                Ok(c) => c,
-                Err(e) => {
-                    return Graded::Done(
-                        self.failed_chunk(chunk, format!("cannot write the inputs: {e}")),
-                        phases,
-                    )
-                }
+        let prepared = match self.cases_if_gpu(wb, ex) {
+            Ok(c) => c,
+            Err(e) => {
+                return Graded::Done(
+                    self.failed_chunk(chunk, format!("cannot write the inputs: {e}")),
+                    phases,
+                )
             }
-        } else {
-            std::sync::Arc::new(ExerciseCases::default())
         };
         // This GPU's peak, for the physical-floor rule and the performance track (cached on disk).
         let peak = if gpu_stages { self.peak(wb) } else { None };
         let (public, secret) = (&prepared.public, &prepared.secret);
         let (subs, students, original) = self.subjects(wb, chunk, &prepared);
         let reference = students;
-        let perf_track = original.is_some();
 
         // 1. Builds, the four tools, the public and the hidden cases in one run (the reference's
         //    hidden run, once per exercise, proves the instructor's cases are fair).
-        let mut stages: Vec<Stage> = Vec::new();
-        // Every build's device code, and the reference's, for clock reads (no GPU needed).
         let reference_sass = Stage::again(reference, StageKind::Sass, chunk.index);
-        stages.push(reference_sass.clone());
-        for i in 0..students {
-            stages.push(Stage::new(i, StageKind::Build(Flavor::Sanitize)));
-            stages.push(Stage::new(i, StageKind::Build(Flavor::Timing)));
-            stages.push(Stage::new(i, StageKind::Sass));
-            if gpu_stages {
-                stages.extend(
-                    ex.manifest
-                        .tools()
-                        .into_iter()
-                        .map(|t| Stage::new(i, StageKind::Sanitize(t))),
-                );
-                stages.push(Stage::new(i, StageKind::Correctness));
-            }
-        }
         let fairness = Stage::again(reference, StageKind::Hidden, chunk.index);
         let checked_fair = self.fair.lock().unwrap().contains(ex.id());
-        if gpu_stages && !checked_fair {
-            stages.push(fairness.clone());
-        }
-        let mut results = Results::default();
-        scheduler::execute(&self.ctx, wb, &subs, &stages, &mut results, started);
-        // A program that failed part-way lost the hidden cases after it: they run again on their
-        // own, as they would have in a process of their own (one that hung is not run again).
-        let again: Vec<Stage> = (0..students)
-            .filter(|&i| gpu_stages && crashed(results.get(i, StageKind::Correctness)))
-            .map(|i| Stage::new(i, StageKind::Hidden))
-            .collect();
-        if !again.is_empty() {
-            scheduler::execute(&self.ctx, wb, &subs, &again, &mut results, started);
-        }
+        let stages = first_stages(
+            ex,
+            students,
+            &reference_sass,
+            (gpu_stages && !checked_fair).then_some(&fairness),
+            gpu_stages,
+        );
+        let mut results = self.run_first_phase(wb, &subs, &stages, students, started);
         phases.tools = started.elapsed().as_secs_f64();
         phases.runs = run_stats(&results);
 
-        let mut out: Vec<PairResult> = chunk
-            .pairs
-            .iter()
-            .map(|p| {
-                let mut r =
-                    PairResult::empty(&p.student.id, ex, p.fingerprint.clone(), PairState::Graded);
-                r.gpu = self.ctx.gpu_info().map(|g| g.name.clone());
-                r.device = self.device();
-                r
-            })
-            .collect();
+        let mut out = self.pair_results(chunk);
         let phase = Instant::now();
-        for (i, r) in out.iter_mut().enumerate() {
-            score_builds(&self.ctx, &results, i, r);
-            // Code that can tell it is watched (its text, or its kernels' clock reads beyond the
-            // reference's) holds the tools' and the speed points for a person, whatever those
-            // stages find (withheld when the pair is totalled).
-            if let Some(f) = crate::judge::tool_aware::flag_built(
-                ex,
-                &chunk.pairs[i].text,
-                &results,
-                i,
-                &reference_sass,
-            ) {
-                r.steps.push(f.step());
-                r.flags.push(f);
-            }
-        }
+        self.score_builds_and_flags(chunk, &results, &mut out, &reference_sass);
         if !gpu_stages {
-            let reason = self.ctx.gpu_blocked().unwrap_or_default();
-            for r in &mut out {
-                if r.stage(GradeStage::Builds)
-                    .is_some_and(|s| s.status == Status::Passed)
-                {
-                    r.state = PairState::Skipped {
-                        reason: reason.clone(),
-                    };
-                    r.steps.push(Step::gpu_skipped(reason.clone()));
-                }
-                r.total();
-            }
+            self.skip_without_gpu(&mut out);
             return Graded::Done(out, phases);
         }
         if !checked_fair {
-            let hidden_fair = tally(results.get_run(&fairness), &secret.hidden, ex);
-            if hidden_fair.passed != hidden_fair.total {
-                let why = format!("the reference fix fails the hidden cases ({}): the secret's cases do not fit this exercise", hidden_fair.problem.unwrap_or_default());
+            if let Err(why) = self.prove_fair(ex, &results, &fairness, &secret.hidden) {
                 return Graded::Done(self.failed_chunk(chunk, why), phases);
             }
-            self.fair.lock().unwrap().insert(ex.id().to_string());
         }
         for (i, r) in out.iter_mut().enumerate() {
             if r.stage(GradeStage::Builds)
@@ -482,28 +506,7 @@ impl<'a> Worker<'a> {
         //    right; nothing else runs on this GPU meanwhile.
         //    A bug exercise's fix is timed once its tool is clean too: a fast file with the bug still
         //    in it earns no speed points.
-        let fixed = |r: &PairResult| {
-            [
-                GradeStage::Public,
-                GradeStage::Hidden,
-                GradeStage::NamedTool,
-            ]
-            .iter()
-            .all(|s| r.stage(*s).is_none_or(|x| x.status == Status::Passed))
-        };
-        let correct: Vec<usize> = (0..students).filter(|&i| fixed(&out[i])).collect();
-        for r in out.iter_mut().filter(|r| {
-            !fixed(r)
-                && r.stage(GradeStage::Builds)
-                    .is_some_and(|s| s.status == Status::Passed)
-        }) {
-            r.set(
-                GradeStage::Speed,
-                0.0,
-                Status::Skipped,
-                "not timed: the outputs must be right (and the exercise's tool clean) first",
-            );
-        }
+        let correct = timed_pairs(&mut out);
         if correct.is_empty() {
             for r in &mut out {
                 r.total();
@@ -515,55 +518,217 @@ impl<'a> Worker<'a> {
             return Graded::Done(self.failed_chunk(chunk, why), phases);
         }
         on_exclusive();
+        let baseline = self.time_chunk(
+            wb,
+            &subs,
+            &mut results,
+            &correct,
+            (reference, original),
+            chunk,
+            started,
+            &mut phases,
+        );
+        Graded::Timed(Box::new(TimedChunk {
+            prepared: prepared.clone(),
+            results,
+            out,
+            correct,
+            peak,
+            baseline,
+            started,
+            phases,
+        }))
+    }
+
+    /// The exercise's public and secret cases where the GPU stages run (none without a GPU).
+    fn cases_if_gpu(
+        &self,
+        wb: &Workbook,
+        ex: &Exercise,
+    ) -> std::io::Result<std::sync::Arc<ExerciseCases>> {
+        if self.ctx.gpu_stages() {
+            self.cases(wb, ex)
+        } else {
+            Ok(std::sync::Arc::new(ExerciseCases::default()))
+        }
+    }
+
+    /// The first phase's stages run. A program that failed part-way lost the hidden cases after
+    /// it: they run again on their own, as they would have in a process of their own (one that
+    /// hung is not run again).
+    fn run_first_phase(
+        &self,
+        wb: &Workbook,
+        subs: &[Submission],
+        stages: &[Stage],
+        students: usize,
+        started: Instant,
+    ) -> Results {
+        let mut results = Results::default();
+        scheduler::execute(&self.ctx, wb, subs, stages, &mut results, started);
+        let again: Vec<Stage> = (0..students)
+            .filter(|&i| self.ctx.gpu_stages() && crashed(results.get(i, StageKind::Correctness)))
+            .map(|i| Stage::new(i, StageKind::Hidden))
+            .collect();
+        if !again.is_empty() {
+            scheduler::execute(&self.ctx, wb, subs, &again, &mut results, started);
+        }
+        results
+    }
+
+    /// The chunk's timed stages: ncu first, then the whole calls alone on the GPU, the kept
+    /// measurements checked, the doubted calls confirmed, and the library baseline (the
+    /// performance track). Returns the baseline's measurement.
+    #[allow(clippy::too_many_arguments)]
+    fn time_chunk(
+        &self,
+        wb: &Workbook,
+        subs: &[Submission],
+        results: &mut Results,
+        correct: &[usize],
+        (reference, original): (usize, Option<usize>),
+        chunk: &Chunk,
+        started: Instant,
+        phases: &mut Phases,
+    ) -> Option<crate::tools::ncu::Measured> {
         // ncu first; the whole calls alone on the GPU after the profiler. The
         // reference's and the original's are timed again in each chunk, beside its students.
-        let mut timing: Vec<Stage> = correct
-            .iter()
-            .flat_map(|&i| {
-                plan::timed_kinds(ex, Role::Learner)
-                    .into_iter()
-                    .map(move |k| Stage::new(i, k))
-            })
-            .collect();
-        timing.extend(
-            plan::timed_kinds(ex, Role::Reference)
-                .into_iter()
-                .map(|k| Stage::again(reference, k, chunk.index)),
-        );
-        if let Some(o) = original {
-            timing.extend(
-                plan::timed_kinds(ex, Role::Original)
-                    .into_iter()
-                    .map(|k| Stage::again(o, k, chunk.index)),
-            );
-        }
+        let timing = timing_stages(chunk.exercise, correct, reference, original, chunk.index);
         let phase = Instant::now();
-        let timeline = scheduler::execute(&self.ctx, wb, &subs, &timing, &mut results, started);
+        let timeline = scheduler::execute(&self.ctx, wb, subs, &timing, results, started);
         phases.calls = timeline.exclusive.unwrap_or(0.0);
         // The reference's and the original's profiles are kept from chunk to chunk (and grade to
         // grade) while the GPU times the reference fix's fresh whole call the same.
         scheduler::keep_or_measure_again(
             &self.ctx,
             wb,
-            &subs,
+            subs,
             &timing,
             &Stage::again(reference, StageKind::Call, chunk.index),
-            &mut results,
+            results,
             started,
         );
-        // A whole call that weighs badly against the reference fix's, each timed once at its own
-        // moment, is timed again with the reference's, back to back, while the GPU is still this
-        // chunk's alone: a classmate's copies or builds must not cost an honest file its points.
-        let reference_first = speed::evidence(
-            results.get_run(&Stage::again(reference, StageKind::Timing, chunk.index)),
-            results.get_run(&Stage::again(reference, StageKind::Call, chunk.index)),
+        phases.calls += self.confirm_doubted(
+            wb,
+            subs,
+            results,
+            correct,
+            (reference, original),
+            chunk,
+            started,
         );
-        let original_first = original.map_or_else(speed::Timed::default, |o| {
+        let baseline = if original.is_some() {
+            perf::time_baseline(&self.ctx, wb, chunk.exercise)
+                .ok()
+                .flatten()
+        } else {
+            None
+        };
+        phases.timing = phase.elapsed().as_secs_f64();
+        baseline
+    }
+
+    /// Each pair's builds scored, and code that can tell it is watched (its text, or its kernels'
+    /// clock reads beyond the reference's) flagged: that holds the tools' and the speed points for
+    /// a person, whatever those stages find (withheld when the pair is totalled).
+    fn score_builds_and_flags(
+        &self,
+        chunk: &Chunk,
+        results: &Results,
+        out: &mut [PairResult],
+        reference_sass: &Stage,
+    ) {
+        for (i, r) in out.iter_mut().enumerate() {
+            score_builds(&self.ctx, results, i, r);
+            if let Some(f) = crate::judge::tool_aware::flag_built(
+                chunk.exercise,
+                &chunk.pairs[i].text,
+                results,
+                i,
+                reference_sass,
+            ) {
+                r.steps.push(f.step());
+                r.flags.push(f);
+            }
+        }
+    }
+
+    /// Without a GPU: every pair that built is skipped, and says why.
+    fn skip_without_gpu(&self, out: &mut [PairResult]) {
+        let reason = self.ctx.gpu_blocked().unwrap_or_default();
+        for r in out {
+            if r.stage(GradeStage::Builds)
+                .is_some_and(|s| s.status == Status::Passed)
+            {
+                r.state = PairState::Skipped {
+                    reason: reason.clone(),
+                };
+                r.steps.push(Step::gpu_skipped(reason.clone()));
+            }
+            r.total();
+        }
+    }
+
+    /// The reference fix passes every hidden case (once per exercise): else the secret's cases do
+    /// not fit the exercise, and Err says so.
+    fn prove_fair(
+        &self,
+        ex: &Exercise,
+        results: &Results,
+        fairness: &Stage,
+        hidden: &Cases,
+    ) -> Result<(), String> {
+        let hidden_fair = tally(results.get_run(fairness), hidden, ex);
+        if hidden_fair.passed != hidden_fair.total {
+            return Err(format!("the reference fix fails the hidden cases ({}): the secret's cases do not fit this exercise", hidden_fair.problem.unwrap_or_default()));
+        }
+        self.fair.lock().unwrap().insert(ex.id().to_string());
+        Ok(())
+    }
+
+    /// Each pair's result before any score: graded, on this worker's GPU.
+    fn pair_results(&self, chunk: &Chunk) -> Vec<PairResult> {
+        chunk
+            .pairs
+            .iter()
+            .map(|p| {
+                let mut r = PairResult::empty(
+                    &p.student.id,
+                    chunk.exercise,
+                    p.fingerprint.clone(),
+                    PairState::Graded,
+                );
+                r.gpu = self.ctx.gpu_info().map(|g| g.name.clone());
+                r.device = self.device();
+                r
+            })
+            .collect()
+    }
+
+    /// A whole call that weighs badly against the reference fix's, each timed once at its own
+    /// moment, is timed again with the reference's, back to back, while the GPU is still this
+    /// chunk's alone: a classmate's copies or builds must not cost an honest file its points.
+    /// Returns the seconds the confirming calls took.
+    #[allow(clippy::too_many_arguments)]
+    fn confirm_doubted(
+        &self,
+        wb: &Workbook,
+        subs: &[Submission],
+        results: &mut Results,
+        correct: &[usize],
+        (reference, original): (usize, Option<usize>),
+        chunk: &Chunk,
+        started: Instant,
+    ) -> f64 {
+        let ex = chunk.exercise;
+        let first = |i: usize| {
             speed::evidence(
-                results.get_run(&Stage::again(o, StageKind::Timing, chunk.index)),
-                results.get_run(&Stage::again(o, StageKind::Call, chunk.index)),
+                results.get_run(&Stage::again(i, StageKind::Timing, chunk.index)),
+                results.get_run(&Stage::again(i, StageKind::Call, chunk.index)),
             )
-        });
+        };
+        let reference_first = first(reference);
+        let original_first = original.map_or_else(speed::Timed::default, first);
         let doubted: Vec<usize> = correct
             .iter()
             .copied()
@@ -575,35 +740,20 @@ impl<'a> Worker<'a> {
                 speed::doubts_call(ex, &learner, &reference_first, &original_first)
             })
             .collect();
-        if !doubted.is_empty() {
-            // Where the call is the clock, the original's whole call is the speedup's measure:
-            // timed again in each round too.
-            let by_call = ex.manifest.manifest.clock() == crate::exercise::manifest::Clock::Call;
-            let doubted: Vec<usize> = doubted
-                .into_iter()
-                .chain(original.filter(|_| by_call))
-                .collect();
-            let confirming = plan::confirming_calls(reference, &doubted, chunk.index);
-            let timeline =
-                scheduler::execute(&self.ctx, wb, &subs, &confirming, &mut results, started);
-            phases.calls += timeline.exclusive.unwrap_or(0.0);
+        if doubted.is_empty() {
+            return 0.0;
         }
-        let baseline = if perf_track {
-            perf::time_baseline(&self.ctx, wb, ex).ok().flatten()
-        } else {
-            None
-        };
-        phases.timing = phase.elapsed().as_secs_f64();
-        Graded::Timed(Box::new(TimedChunk {
-            prepared: prepared.clone(),
-            results,
-            out,
-            correct,
-            peak,
-            baseline,
-            started,
-            phases,
-        }))
+        // Where the call is the clock, the original's whole call is the speedup's measure: timed
+        // again in each round too.
+        let by_call = ex.manifest.manifest.clock() == crate::exercise::manifest::Clock::Call;
+        let doubted: Vec<usize> = doubted
+            .into_iter()
+            .chain(original.filter(|_| by_call))
+            .collect();
+        let confirming = plan::confirming_calls(reference, &doubted, chunk.index);
+        scheduler::execute(&self.ctx, wb, subs, &confirming, results, started)
+            .exclusive
+            .unwrap_or(0.0)
     }
 
     /// The rest of a timed chunk: fresh inputs, then every timed pair judged.
