@@ -15,6 +15,7 @@
 mod class;
 mod merge;
 mod score;
+mod stages;
 mod worker;
 
 use std::path::PathBuf;

@@ -6,14 +6,16 @@ use crate::exercise::manifest::Tool;
 use crate::exercise::rubric::GradeStage;
 use crate::exercise::workbook::Exercise;
 use crate::judge::context::Context;
+use crate::judge::perf;
 use crate::judge::plan::{SecretCases, Stage, StageKind};
 use crate::judge::scheduler::Results;
 use crate::judge::speed;
 use crate::judge::stages::Output;
 use crate::judge::verdict::{self, Status, Step};
+use crate::tools::peak::Peak;
 use crate::tools::runner::Exit;
 
-use super::{Flag, PairResult, Rule};
+use super::{Flag, PairResult, PairState, Rule};
 
 /// Cases passed of a run on a case set: each case counts on its own (a crash after two cases
 /// leaves those two).
@@ -297,6 +299,91 @@ pub(super) fn score_fresh(
     r.withhold(f.rule);
     r.steps.push(f.step());
     r.flags.push(f);
+}
+
+/// What judging one timed pair of a chunk reads: the chunk's results, the reference fix's and the
+/// original's timed runs (the reference's outputs read once for every pair), the peak and the
+/// library baseline, and the fresh inputs' cases.
+pub(super) struct PairJudge<'r> {
+    pub(super) ex: &'r Exercise,
+    pub(super) results: &'r Results,
+    pub(super) batch: u32,
+    pub(super) reference: usize,
+    pub(super) original: Option<usize>,
+    pub(super) peak: Option<&'r Peak>,
+    pub(super) baseline: Option<&'r crate::tools::ncu::Measured>,
+    pub(super) reference_evidence: speed::Timed<'r>,
+    pub(super) original_evidence: speed::Timed<'r>,
+    pub(super) fresh: &'r Cases,
+}
+
+impl PairJudge<'_> {
+    /// Student `i`'s speed and fresh-input scores into `r`. A run ncu measured is judged even
+    /// without a time (no kernel launched is a rule).
+    pub(super) fn judge(&self, i: usize, r: &mut PairResult) {
+        let (results, ex, batch) = (self.results, self.ex, self.batch);
+        if results
+            .get(i, StageKind::Timing)
+            .and_then(Output::measured)
+            .is_none()
+        {
+            let why = verdict::measured_time(results.get(i, StageKind::Timing))
+                .err()
+                .unwrap_or_default();
+            r.state = PairState::ToolError {
+                message: format!("ncu could not time this submission ({why})"),
+            };
+            return;
+        }
+        let summary = self.perf_summary(i);
+        let inputs = speed::Inputs {
+            ex,
+            learner: speed::evidence(
+                results.get(i, StageKind::Timing),
+                results.get(i, StageKind::Call),
+            ),
+            reference: self.reference_evidence,
+            original: self.original_evidence,
+            peak: self.peak,
+            perf: summary.as_ref(),
+        };
+        let again = |o: usize| speed::TimedRuns {
+            timing: results.get_run(&Stage::again(o, StageKind::Timing, batch)),
+            calls: results.call_runs(o, batch, batch),
+        };
+        let verdict = speed::judge_runs(
+            &inputs,
+            speed::TimedRuns {
+                timing: results.get(i, StageKind::Timing),
+                calls: results.call_runs(i, 0, batch),
+            },
+            again(self.reference),
+            self.original.map_or(
+                speed::TimedRuns {
+                    timing: None,
+                    calls: Vec::new(),
+                },
+                again,
+            ),
+        );
+        score_speed(&verdict, r);
+        score_fresh(results.get(i, StageKind::Fresh), self.fresh, ex, r);
+    }
+
+    /// The performance track's summary of the three versions, each on its quickest whole call
+    /// where the calls were timed again (as the judge's); None on the bug track.
+    fn perf_summary(&self, i: usize) -> Option<perf::PerfSummary> {
+        let (results, batch) = (self.results, self.batch);
+        let original = self.original?;
+        let timed_versions = [
+            perf::Runs::of("original", |k| results.judged(original, batch, batch, k)),
+            perf::Runs::of("reference", |k| {
+                results.judged(self.reference, batch, batch, k)
+            }),
+            perf::Runs::of("learner", |k| results.judged(i, 0, batch, k)),
+        ];
+        perf::summarize(self.ex, self.peak?, &timed_versions, self.baseline).ok()
+    }
 }
 
 #[cfg(test)]

@@ -24,9 +24,8 @@ use crate::judge::verdict::{self, Status, Step};
 use crate::tools::nvcc::{Flavor, Reuse};
 use crate::tools::peak::Peak;
 
-use super::score::{
-    crashed, score_builds, score_cases, score_fresh, score_speed, score_tools, tally,
-};
+use super::score::{crashed, score_builds, score_cases, score_tools, tally, PairJudge};
+use super::stages::{first_stages, timed_pairs, timing_stages};
 use super::{PairResult, PairState};
 
 /// One chunk: several students' files for one exercise.
@@ -160,97 +159,6 @@ fn run_stats(results: &Results) -> BTreeMap<String, RunStats> {
         }
     }
     runs
-}
-
-/// The first phase's stages: every student's builds and device code (and the reference's, for
-/// clock reads; no GPU needed); on a GPU the exercise's tools and the public and hidden cases in
-/// one run, and the reference's hidden run where the instructor's cases are not yet proven fair.
-fn first_stages(
-    ex: &Exercise,
-    students: usize,
-    reference_sass: &Stage,
-    fairness: Option<&Stage>,
-    gpu_stages: bool,
-) -> Vec<Stage> {
-    let mut stages = vec![reference_sass.clone()];
-    for i in 0..students {
-        stages.push(Stage::new(i, StageKind::Build(Flavor::Sanitize)));
-        stages.push(Stage::new(i, StageKind::Build(Flavor::Timing)));
-        stages.push(Stage::new(i, StageKind::Sass));
-        if gpu_stages {
-            stages.extend(
-                ex.manifest
-                    .tools()
-                    .into_iter()
-                    .map(|t| Stage::new(i, StageKind::Sanitize(t))),
-            );
-            stages.push(Stage::new(i, StageKind::Correctness));
-        }
-    }
-    stages.extend(fairness.cloned());
-    stages
-}
-
-/// The pairs to time: those whose outputs are right (and, on the bug track, whose exercise's tool
-/// is clean: a fast file with the bug still in it earns no speed points). Every other pair that
-/// built gets its speed step skipped.
-fn timed_pairs(out: &mut [PairResult]) -> Vec<usize> {
-    let fixed = |r: &PairResult| {
-        [
-            GradeStage::Public,
-            GradeStage::Hidden,
-            GradeStage::NamedTool,
-        ]
-        .iter()
-        .all(|s| r.stage(*s).is_none_or(|x| x.status == Status::Passed))
-    };
-    let built = |r: &PairResult| {
-        r.stage(GradeStage::Builds)
-            .is_some_and(|s| s.status == Status::Passed)
-    };
-    let correct: Vec<usize> = (0..out.len()).filter(|&i| fixed(&out[i])).collect();
-    for r in out.iter_mut().filter(|r| !fixed(r) && built(r)) {
-        r.set(
-            GradeStage::Speed,
-            0.0,
-            Status::Skipped,
-            "not timed: the outputs must be right (and the exercise's tool clean) first",
-        );
-    }
-    correct
-}
-
-/// The timed stages of a chunk: each correct student's, the reference fix's and (on the
-/// performance track) the original's, as `plan::timed_kinds` says. The reference's and the
-/// original's are timed again in each chunk, beside its students (their profiles kept).
-fn timing_stages(
-    ex: &Exercise,
-    correct: &[usize],
-    reference: usize,
-    original: Option<usize>,
-    chunk: u32,
-) -> Vec<Stage> {
-    let mut timing: Vec<Stage> = correct
-        .iter()
-        .flat_map(|&i| {
-            plan::timed_kinds(ex, Role::Learner)
-                .into_iter()
-                .map(move |k| Stage::new(i, k))
-        })
-        .collect();
-    timing.extend(
-        plan::timed_kinds(ex, Role::Reference)
-            .into_iter()
-            .map(|k| Stage::again(reference, k, chunk)),
-    );
-    if let Some(o) = original {
-        timing.extend(
-            plan::timed_kinds(ex, Role::Original)
-                .into_iter()
-                .map(|k| Stage::again(o, k, chunk)),
-        );
-    }
-    timing
 }
 
 impl<'a> Worker<'a> {
@@ -776,7 +684,6 @@ impl<'a> Worker<'a> {
         let ex = chunk.exercise;
         let secret = &prepared.secret;
         let (subs, reference, original) = self.subjects(wb, chunk, &prepared);
-        let perf_track = original.is_some();
         // 3. Fresh inputs, after the timed runs.
         let phase = Instant::now();
         let fresh: Vec<Stage> = correct
@@ -812,79 +719,27 @@ impl<'a> Worker<'a> {
             reference_run(StageKind::Call),
         );
         reference_evidence.read_once = Some(&reference_outputs);
-        let original_evidence = speed::evidence(
-            original_run(StageKind::Timing),
-            original_run(StageKind::Call),
-        );
+        let judge = PairJudge {
+            ex,
+            results: &results,
+            batch: chunk.index,
+            reference,
+            original,
+            peak: peak.as_ref(),
+            baseline: baseline.as_ref(),
+            reference_evidence,
+            original_evidence: speed::evidence(
+                original_run(StageKind::Timing),
+                original_run(StageKind::Call),
+            ),
+            fresh: &secret.fresh,
+        };
         // Each pair's judging reads and compares its timed outputs (two bench outputs of up to
         // 256 MiB): one pair per core.
         let phase = Instant::now();
-        let judge_pair = |i: usize, r: &mut PairResult| {
-            // A run ncu measured is judged even without a time (no kernel launched is a rule).
-            if results
-                .get(i, StageKind::Timing)
-                .and_then(Output::measured)
-                .is_none()
-            {
-                let why = verdict::measured_time(results.get(i, StageKind::Timing))
-                    .err()
-                    .unwrap_or_default();
-                r.state = PairState::ToolError {
-                    message: format!("ncu could not time this submission ({why})"),
-                };
-                return;
-            }
-            let summary = if perf_track {
-                let timed_versions = [
-                    // Each version's quickest whole call where the calls were timed again, as
-                    // the judge's.
-                    perf::Runs::of("original", |k| {
-                        original.and_then(|o| results.judged(o, chunk.index, chunk.index, k))
-                    }),
-                    perf::Runs::of("reference", |k| {
-                        results.judged(reference, chunk.index, chunk.index, k)
-                    }),
-                    perf::Runs::of("learner", |k| results.judged(i, 0, chunk.index, k)),
-                ];
-                peak.as_ref()
-                    .and_then(|p| perf::summarize(ex, p, &timed_versions, baseline.as_ref()).ok())
-            } else {
-                None
-            };
-            let inputs = speed::Inputs {
-                ex,
-                learner: speed::evidence(
-                    results.get(i, StageKind::Timing),
-                    results.get(i, StageKind::Call),
-                ),
-                reference: reference_evidence,
-                original: original_evidence,
-                peak: peak.as_ref(),
-                perf: summary.as_ref(),
-            };
-            let verdict = speed::judge_runs(
-                &inputs,
-                speed::TimedRuns {
-                    timing: results.get(i, StageKind::Timing),
-                    calls: results.call_runs(i, 0, chunk.index),
-                },
-                speed::TimedRuns {
-                    timing: reference_run(StageKind::Timing),
-                    calls: results.call_runs(reference, chunk.index, chunk.index),
-                },
-                speed::TimedRuns {
-                    timing: original_run(StageKind::Timing),
-                    calls: original
-                        .map(|o| results.call_runs(o, chunk.index, chunk.index))
-                        .unwrap_or_default(),
-                },
-            );
-            score_speed(&verdict, r);
-            score_fresh(results.get(i, StageKind::Fresh), &secret.fresh, ex, r);
-        };
         let judged = scheduler::parallel(&correct, self.ctx.config.cpu_jobs, |&i| {
             let mut r = out[i].clone();
-            judge_pair(i, &mut r);
+            judge.judge(i, &mut r);
             r
         });
         for (&i, r) in correct.iter().zip(judged) {

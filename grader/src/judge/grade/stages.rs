@@ -1,0 +1,101 @@
+//! A chunk's stages, as data: the first phase's (builds, tools, cases), which pairs are timed, and
+//! the timed phase's. The worker runs them (`worker`); the scores read what they left (`score`).
+
+use crate::exercise::rubric::GradeStage;
+use crate::exercise::workbook::Exercise;
+use crate::judge::plan::{self, Role, Stage, StageKind};
+use crate::judge::verdict::Status;
+use crate::tools::nvcc::Flavor;
+
+use super::PairResult;
+
+/// The first phase's stages: every student's builds and device code (and the reference's, for
+/// clock reads; no GPU needed); on a GPU the exercise's tools and the public and hidden cases in
+/// one run, and the reference's hidden run where the instructor's cases are not yet proven fair.
+pub(super) fn first_stages(
+    ex: &Exercise,
+    students: usize,
+    reference_sass: &Stage,
+    fairness: Option<&Stage>,
+    gpu_stages: bool,
+) -> Vec<Stage> {
+    let mut stages = vec![reference_sass.clone()];
+    for i in 0..students {
+        stages.push(Stage::new(i, StageKind::Build(Flavor::Sanitize)));
+        stages.push(Stage::new(i, StageKind::Build(Flavor::Timing)));
+        stages.push(Stage::new(i, StageKind::Sass));
+        if gpu_stages {
+            stages.extend(
+                ex.manifest
+                    .tools()
+                    .into_iter()
+                    .map(|t| Stage::new(i, StageKind::Sanitize(t))),
+            );
+            stages.push(Stage::new(i, StageKind::Correctness));
+        }
+    }
+    stages.extend(fairness.cloned());
+    stages
+}
+
+/// The pairs to time: those whose outputs are right (and, on the bug track, whose exercise's tool
+/// is clean: a fast file with the bug still in it earns no speed points). Every other pair that
+/// built gets its speed step skipped.
+pub(super) fn timed_pairs(out: &mut [PairResult]) -> Vec<usize> {
+    let fixed = |r: &PairResult| {
+        [
+            GradeStage::Public,
+            GradeStage::Hidden,
+            GradeStage::NamedTool,
+        ]
+        .iter()
+        .all(|s| r.stage(*s).is_none_or(|x| x.status == Status::Passed))
+    };
+    let built = |r: &PairResult| {
+        r.stage(GradeStage::Builds)
+            .is_some_and(|s| s.status == Status::Passed)
+    };
+    let correct: Vec<usize> = (0..out.len()).filter(|&i| fixed(&out[i])).collect();
+    for r in out.iter_mut().filter(|r| !fixed(r) && built(r)) {
+        r.set(
+            GradeStage::Speed,
+            0.0,
+            Status::Skipped,
+            "not timed: the outputs must be right (and the exercise's tool clean) first",
+        );
+    }
+    correct
+}
+
+/// The timed stages of a chunk: each correct student's, the reference fix's and (on the
+/// performance track) the original's, as `plan::timed_kinds` says. The reference's and the
+/// original's are timed again in each chunk, beside its students (their profiles kept).
+pub(super) fn timing_stages(
+    ex: &Exercise,
+    correct: &[usize],
+    reference: usize,
+    original: Option<usize>,
+    chunk: u32,
+) -> Vec<Stage> {
+    let mut timing: Vec<Stage> = correct
+        .iter()
+        .flat_map(|&i| {
+            plan::timed_kinds(ex, Role::Learner)
+                .into_iter()
+                .map(move |k| Stage::new(i, k))
+        })
+        .collect();
+    timing.extend(
+        plan::timed_kinds(ex, Role::Reference)
+            .into_iter()
+            .map(|k| Stage::again(reference, k, chunk)),
+    );
+    if let Some(o) = original {
+        timing.extend(
+            plan::timed_kinds(ex, Role::Original)
+                .into_iter()
+                .map(|k| Stage::again(o, k, chunk)),
+        );
+    }
+    timing
+}
