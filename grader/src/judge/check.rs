@@ -643,31 +643,30 @@ fn unusable_profile(results: &Results, commands: &str) -> Option<Step> {
             .map(|m| m.finished.output())
             .unwrap_or_default()
     };
-    if let Err(why) = time_of(REFERENCE) {
-        return Some(
-            Step::new(
-                "timing",
-                Status::ToolError,
-                format!("ncu could not time the reference version ({why})"),
-            )
-            .detail(output_of(REFERENCE))
+    // The step, with the profiled version's output and the commands.
+    let step = |status: Status, message: String, i: usize| {
+        Step::new("timing", status, message)
+            .detail(output_of(i))
             .command(commands.to_string())
-            .stage("timing"),
-        );
+            .stage("timing")
+    };
+    if let Err(why) = time_of(REFERENCE) {
+        return Some(step(
+            Status::ToolError,
+            format!("ncu could not time the reference version ({why})"),
+            REFERENCE,
+        ));
     }
     let learner = results
         .get(LEARNER, StageKind::Timing)
         .and_then(Output::measured)?;
     (!learner.finished.success() || learner.finished.left_running().is_some()).then(|| {
         let why = time_of(LEARNER).err().unwrap_or_default();
-        Step::new(
-            "timing",
+        step(
             Status::Failed,
             format!("your version failed under ncu ({why})"),
+            LEARNER,
         )
-        .detail(output_of(LEARNER))
-        .command(commands.to_string())
-        .stage("timing")
     })
 }
 

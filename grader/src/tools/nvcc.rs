@@ -452,6 +452,183 @@ pub struct Recipe<'a> {
     pub cache: Option<&'a BuildCache>,
 }
 
+/// The build's folders opened to it: the stage (its working folder, with a TMPDIR of its own), or
+/// without a stage the binary's folder, where nvcc writes in place (a folder only builds may write).
+fn confined(mut job: Job, stage: Option<&Stage>, out: &Path) -> Result<Job, BuildError> {
+    let Some(stage) = stage else {
+        if let (Some(confine), Some(dir)) = (job.confine.as_mut(), out.parent()) {
+            confine.writable.push(dir.to_path_buf());
+            confine.handed_over.push(dir.to_path_buf());
+        }
+        return Ok(job);
+    };
+    job.cwd = Some(stage.dir.clone());
+    if let Some(confine) = job.confine.as_mut() {
+        confine.writable.push(stage.dir.clone());
+        confine.handed_over.push(stage.dir.clone());
+    }
+    // nvcc names its intermediate files in the host debug information too
+    // (`$TMPDIR/tmpxft_00000002_00000000-6_reduce.cudafe1.cpp`): a TMPDIR in the stage, not in the
+    // submission's folder. One per build, as nvcc needs (see stages.rs, private_tmp).
+    let tmp = stage.dir.join("tmp");
+    mkdir(&tmp)?;
+    job.env.retain(|(k, _)| k != "TMPDIR");
+    job.env.push(("TMPDIR".into(), tmp.into()));
+    Ok(job)
+}
+
+/// What the binary left in place was built from: the cache key where there is one (the stage
+/// folder's name changes from build to build), else the command, the text and the compiler.
+fn recipe_line(key: Option<&blake3::Hash>, job: &Job, text: &[u8], compiler: &str) -> String {
+    match key {
+        Some(k) => format!("{}\n", k.to_hex()),
+        None => {
+            let mut hasher = blake3::Hasher::new();
+            for part in [job.display().as_bytes(), text, compiler.as_bytes()] {
+                hasher
+                    .update(&(part.len() as u64).to_le_bytes())
+                    .update(part);
+            }
+            format!("{}\n", hasher.finalize().to_hex())
+        }
+    }
+}
+
+/// The sources' bytes, one after another: what is compiled, read once.
+fn read_all(sources: &[&Path]) -> Result<Vec<u8>, BuildError> {
+    Ok(sources
+        .iter()
+        .map(|s| std::fs::read(s).map_err(|e| BuildError::Io(s.to_path_buf(), e)))
+        .collect::<Result<Vec<_>, _>>()?
+        .concat())
+}
+
+/// `job` asked (where `listing`: a cache will keep the build) to list every file the build read,
+/// headers and the toolkit's included, for the cache's manifest; and where the list goes.
+fn listing_deps(job: Job, out: &Path, listing: bool) -> (Job, PathBuf) {
+    let mut deps_file = out.as_os_str().to_owned();
+    deps_file.push(".d");
+    let deps_file = PathBuf::from(deps_file);
+    if !listing {
+        return (job, deps_file);
+    }
+    let _ = std::fs::remove_file(&deps_file);
+    (job.arg("-MD").arg("-MF").arg(&deps_file), deps_file)
+}
+
+/// Whether `binary` needs no nvcc: left in place by the same recipe (where `reuse` allows), or
+/// placed now from the cache's entry for `key`. A copy, not a link: the binary runs in the
+/// submission's writable folder, and whatever it does to its own file must not reach the cache.
+fn already_built(
+    reuse: Reuse,
+    binary: &Path,
+    recipe_path: &Path,
+    recipe: &str,
+    cached: Option<(&BuildCache, &blake3::Hash)>,
+    cwd: Option<&Path>,
+) -> Result<bool, BuildError> {
+    if reuse == Reuse::IfUnchanged
+        && binary.is_file()
+        && std::fs::read_to_string(recipe_path).ok().as_deref() == Some(recipe)
+    {
+        return Ok(true);
+    }
+    let _ = std::fs::remove_file(recipe_path);
+    let Some(entry) = cached.and_then(|(cache, key)| Some((cache.lookup(key, cwd)?, key))) else {
+        return Ok(false);
+    };
+    place(&entry.0, binary)?;
+    std::fs::write(recipe_path, recipe)
+        .map_err(|e| BuildError::Io(recipe_path.to_path_buf(), e))?;
+    log_build(&format!("hit {}", entry.1.to_hex()), binary);
+    Ok(true)
+}
+
+/// nvcc's command for `inputs` into `out`: the flavour's flags, the -arch, the exercise's flags
+/// and the harness (an exercise's source named by its file name where it is compiled in a stage,
+/// nvcc's working folder, so that its messages say `reduce.cu(12)`), or a program's sources with
+/// each one's folder on the include path.
+fn nvcc_job(
+    recipe: &Recipe,
+    flavor: Flavor,
+    arch: &str,
+    inputs: Inputs,
+    in_stage: bool,
+    out: &Path,
+    timeout: Duration,
+) -> Job {
+    let mut job = Job::new(&recipe.nvcc.path, timeout)
+        .args(flavor.flags().iter().copied())
+        .arg(arch_flag(arch))
+        .arg("-std=c++17");
+    match inputs {
+        Inputs::Exercise { source, flags, .. } => {
+            let compiled = if in_stage {
+                Path::new(source.file_name().unwrap_or_default())
+            } else {
+                source
+            };
+            job = job
+                .args(flags.iter().copied())
+                .arg("-I")
+                .arg(&recipe.harness.include_dir)
+                .arg("-o")
+                .arg(out)
+                .arg(compiled)
+                .arg(&recipe.harness.object);
+            if flavor == Flavor::Timing {
+                job = job.arg("-Xlinker").arg(timeline_wrap());
+            }
+        }
+        Inputs::Program { sources, flags } => {
+            let mut dirs: Vec<&Path> = sources
+                .iter()
+                .filter_map(|s| s.parent())
+                .filter(|d| !d.as_os_str().is_empty())
+                .collect();
+            dirs.dedup();
+            for d in dirs {
+                job = job.arg("-I").arg(d);
+            }
+            job = job
+                .args(flags.iter().cloned())
+                .arg("-o")
+                .arg(out)
+                .args(sources.iter().map(|s| s.as_os_str().to_owned()));
+        }
+    }
+    job.args(recipe.nvcc.extra_flags.iter().cloned())
+}
+
+/// The build `out` kept in `cache` under `key`, with every file nvcc read (its `-MD` list in
+/// `deps_file`) but the compiled sources. The rule only chooses which files the manifest hashes
+/// (the grader reads them itself), and one that names none leaves no entry. A cache that cannot
+/// be written (full, read-only) costs the next build, not this one; it is written from the stage,
+/// where no program of the submission can write, where there is one.
+fn store(
+    cache: &BuildCache,
+    key: &blake3::Hash,
+    out: &Path,
+    sources: &[&Path],
+    stage: Option<&Stage>,
+    deps_file: &Path,
+    cwd: Option<&Path>,
+) {
+    let compiled: Vec<PathBuf> = match stage {
+        Some(s) => vec![s.dir.join(sources[0].file_name().unwrap_or_default())],
+        None => sources.iter().map(|s| s.to_path_buf()).collect(),
+    };
+    let deps: Vec<PathBuf> = std::fs::read_to_string(deps_file)
+        .map(|r| make_deps(&r, cwd))
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|d| !compiled.iter().any(|s| same_file(s, d, cwd)))
+        .collect();
+    if !deps.is_empty() {
+        let _ = cache.store(key, out, &deps, cwd);
+    }
+}
+
 /// Compile `source` with the harness into `binary`, through `launcher` (confined where the source is
 /// a learner's: the preprocessor must not reach the reference solutions). With `Reuse::IfUnchanged`,
 /// a binary whose recipe file (next to it) names the same source text and command is kept as it is.
@@ -497,9 +674,9 @@ pub fn build(
     let Recipe {
         nvcc,
         arch,
-        harness,
         timeout,
         cache,
+        ..
     } = *recipe;
     if let Some(dir) = binary.parent() {
         mkdir(dir)?;
@@ -509,11 +686,7 @@ pub fn build(
         Inputs::Program { sources, .. } => sources.iter().map(PathBuf::as_path).collect(),
     };
     let source = sources.first().copied().unwrap_or(Path::new(""));
-    let text: Vec<u8> = sources
-        .iter()
-        .map(|s| std::fs::read(s).map_err(|e| BuildError::Io(s.to_path_buf(), e)))
-        .collect::<Result<Vec<_>, _>>()?
-        .concat();
+    let text = read_all(&sources)?;
     // With a cache, an exercise is compiled from a copy of the text read above, alone in a folder
     // of its own (see `Stage`); nvcc writes there, and only the grader copies out.
     let stage = match (inputs, cache) {
@@ -529,124 +702,37 @@ pub fn build(
         Inputs::Exercise { arch: own, .. } => own,
         Inputs::Program { .. } => arch,
     };
-    let mut job = Job::new(&nvcc.path, timeout)
-        .args(flavor.flags().iter().copied())
-        .arg(arch_flag(arch))
-        .arg("-std=c++17");
-    match inputs {
-        Inputs::Exercise { source, flags, .. } => {
-            // Named relative to the stage folder, nvcc's working folder: its messages say `reduce.cu(12)`.
-            let compiled = if stage.is_some() {
-                Path::new(source.file_name().unwrap_or_default())
-            } else {
-                source
-            };
-            job = job
-                .args(flags.iter().copied())
-                .arg("-I")
-                .arg(&harness.include_dir)
-                .arg("-o")
-                .arg(&out)
-                .arg(compiled)
-                .arg(&harness.object);
-            if flavor == Flavor::Timing {
-                job = job.arg("-Xlinker").arg(timeline_wrap());
-            }
-        }
-        Inputs::Program { sources, flags } => {
-            let mut dirs: Vec<&Path> = sources
-                .iter()
-                .filter_map(|s| s.parent())
-                .filter(|d| !d.as_os_str().is_empty())
-                .collect();
-            dirs.dedup();
-            for d in dirs {
-                job = job.arg("-I").arg(d);
-            }
-            job = job
-                .args(flags.iter().cloned())
-                .arg("-o")
-                .arg(&out)
-                .args(sources.iter().map(|s| s.as_os_str().to_owned()));
-        }
-    }
-    let mut job = sandbox(job.args(nvcc.extra_flags.iter().cloned()));
-    if let (None, Some(confine), Some(dir)) = (&stage, job.confine.as_mut(), out.parent()) {
-        // No stage: nvcc writes the binary in place, in a folder only builds may write.
-        confine.writable.push(dir.to_path_buf());
-        confine.handed_over.push(dir.to_path_buf());
-    }
-    if let Some(stage) = &stage {
-        job.cwd = Some(stage.dir.clone());
-        if let Some(confine) = job.confine.as_mut() {
-            confine.writable.push(stage.dir.clone());
-            confine.handed_over.push(stage.dir.clone());
-        }
-        // nvcc names its intermediate files in the host debug information too
-        // (`$TMPDIR/tmpxft_00000002_00000000-6_reduce.cudafe1.cpp`): a TMPDIR in the stage, not in
-        // the submission's folder. One per build, as nvcc needs (see stages.rs, private_tmp).
-        let tmp = stage.dir.join("tmp");
-        mkdir(&tmp)?;
-        job.env.retain(|(k, _)| k != "TMPDIR");
-        job.env.push(("TMPDIR".into(), tmp.into()));
-    }
+    // What runs (in the stage, where there is one), and what a report shows: the same command on
+    // the real source and the real binary, runnable as printed.
+    let job = nvcc_job(recipe, flavor, arch, inputs, stage.is_some(), &out, timeout);
+    let shown = nvcc_job(recipe, flavor, arch, inputs, false, binary, timeout).display();
+    let job = confined(sandbox(job), stage.as_ref(), &out)?;
     let compiler = compiler_id(&nvcc.path);
     let key = cache.map(|c| cache_key(c, &compiler, &job, &out));
-    // What the binary left in place was built from: the cache key where there is one (the stage
-    // folder's name changes from build to build), else the command, the text and the compiler.
-    let recipe = match &key {
-        Some(k) => format!("{}\n", k.to_hex()),
-        None => {
-            let mut hasher = blake3::Hasher::new();
-            for part in [job.display().as_bytes(), &text, compiler.as_bytes()] {
-                hasher
-                    .update(&(part.len() as u64).to_le_bytes())
-                    .update(part);
-            }
-            format!("{}\n", hasher.finalize().to_hex())
-        }
-    };
+    let recipe = recipe_line(key.as_ref(), &job, &text, &compiler);
     let recipe_path = binary.with_extension("recipe");
-    let built = |command: &Job, wall, reused| Built {
+    let built = |wall, reused| Built {
         arch: Some(arch.to_string()),
         ..Built::new(
             binary.to_path_buf(),
             source.to_path_buf(),
             flavor,
-            command.display(),
+            shown.clone(),
             wall,
             reused,
         )
     };
-    if reuse == Reuse::IfUnchanged
-        && binary.is_file()
-        && std::fs::read_to_string(&recipe_path).ok().as_deref() == Some(recipe.as_str())
-    {
-        return Ok(built(&job, Duration::ZERO, true));
+    if already_built(
+        reuse,
+        binary,
+        &recipe_path,
+        &recipe,
+        cache.zip(key.as_ref()),
+        job.cwd.as_deref(),
+    )? {
+        return Ok(built(Duration::ZERO, true));
     }
-    let _ = std::fs::remove_file(&recipe_path);
-    if let (Some(cache), Some(key)) = (cache, &key) {
-        if let Some(entry) = cache.lookup(key, job.cwd.as_deref()) {
-            // A copy, not a link: the binary runs in the submission's writable folder, and whatever
-            // it does to its own file must not reach the cache.
-            place(&entry, binary)?;
-            std::fs::write(&recipe_path, &recipe)
-                .map_err(|e| BuildError::Io(recipe_path.clone(), e))?;
-            log_build(&format!("hit {}", key.to_hex()), binary);
-            return Ok(built(&job, Duration::ZERO, true));
-        }
-    }
-    // nvcc lists every file the build read (headers, the toolkit's included) for the cache's manifest.
-    let mut deps_file = out.as_os_str().to_owned();
-    deps_file.push(".d");
-    let deps_file = PathBuf::from(deps_file);
-    let job = match key {
-        Some(_) => {
-            let _ = std::fs::remove_file(&deps_file);
-            job.arg("-MD").arg("-MF").arg(&deps_file)
-        }
-        None => job,
-    };
+    let (job, deps_file) = listing_deps(job, &out, key.is_some());
     let done = launcher.launch(&job)?;
     let wall = done.wall;
     check(done, source, timeout)?;
@@ -662,36 +748,14 @@ pub fn build(
     }
     // A file saved again while nvcc ran may not be what it compiled (unless a stage held the copy
     // read before): then leave no recipe, and nothing in the cache.
-    let now: Vec<u8> = sources
-        .iter()
-        .filter_map(|s| std::fs::read(s).ok())
-        .collect::<Vec<_>>()
-        .concat();
-    if stage.is_some() || now == text {
+    if stage.is_some() || read_all(&sources).ok().as_deref() == Some(&text[..]) {
         std::fs::write(&recipe_path, recipe).map_err(|e| BuildError::Io(recipe_path.clone(), e))?;
         if let (Some(cache), Some(key)) = (cache, &key) {
-            // The rule only chooses which files the manifest hashes (the grader reads them itself),
-            // and one that names none leaves no entry.
             let cwd = job.cwd.as_deref();
-            let compiled: Vec<PathBuf> = match &stage {
-                Some(s) => vec![s.dir.join(source.file_name().unwrap_or_default())],
-                None => sources.iter().map(|s| s.to_path_buf()).collect(),
-            };
-            let deps: Vec<PathBuf> = std::fs::read_to_string(&deps_file)
-                .map(|r| make_deps(&r, cwd))
-                .unwrap_or_default();
-            let deps: Vec<PathBuf> = deps
-                .into_iter()
-                .filter(|d| !compiled.iter().any(|s| same_file(s, d, cwd)))
-                .collect();
-            // A cache that cannot be written (full, read-only) costs the next build, not this one.
-            // From the stage, where no program of the submission can write, where there is one.
-            if !deps.is_empty() {
-                let _ = cache.store(key, &out, &deps, cwd);
-            }
+            store(cache, key, &out, &sources, stage.as_ref(), &deps_file, cwd);
         }
     }
-    Ok(built(&job, wall, false))
+    Ok(built(wall, false))
 }
 
 /// `from` copied to `to` whole (its permissions too): written under a name of its own beside `to`

@@ -28,6 +28,19 @@ use super::score::{crashed, score_builds, score_cases, score_tools, tally, PairJ
 use super::stages::{first_stages, timed_pairs, timing_stages};
 use super::{PairResult, PairState};
 
+/// What a chunk's timed phase works on: the subjects, the students to time, the reference fix's
+/// and the original's subject numbers.
+#[derive(Clone, Copy)]
+struct TimedWork<'w> {
+    wb: &'w Workbook,
+    subs: &'w [Submission<'w>],
+    correct: &'w [usize],
+    reference: usize,
+    original: Option<usize>,
+    chunk: &'w Chunk<'w>,
+    started: Instant,
+}
+
 /// One chunk: several students' files for one exercise.
 pub struct Chunk<'a> {
     pub exercise: &'a Exercise,
@@ -426,16 +439,16 @@ impl<'a> Worker<'a> {
             return Graded::Done(self.failed_chunk(chunk, why), phases);
         }
         on_exclusive();
-        let baseline = self.time_chunk(
+        let timed = TimedWork {
             wb,
-            &subs,
-            &mut results,
-            &correct,
-            (reference, original),
+            subs: &subs,
+            correct: &correct,
+            reference,
+            original,
             chunk,
             started,
-            &mut phases,
-        );
+        };
+        let baseline = self.time_chunk(&timed, &mut results, &mut phases);
         Graded::Timed(Box::new(TimedChunk {
             prepared: prepared.clone(),
             results,
@@ -487,18 +500,21 @@ impl<'a> Worker<'a> {
     /// The chunk's timed stages: ncu first, then the whole calls alone on the GPU, the kept
     /// measurements checked, the doubted calls confirmed, and the library baseline (the
     /// performance track). Returns the baseline's measurement.
-    #[allow(clippy::too_many_arguments)]
     fn time_chunk(
         &self,
-        wb: &Workbook,
-        subs: &[Submission],
+        work: &TimedWork,
         results: &mut Results,
-        correct: &[usize],
-        (reference, original): (usize, Option<usize>),
-        chunk: &Chunk,
-        started: Instant,
         phases: &mut Phases,
     ) -> Option<crate::tools::ncu::Measured> {
+        let TimedWork {
+            wb,
+            subs,
+            correct,
+            reference,
+            original,
+            chunk,
+            started,
+        } = *work;
         // ncu first; the whole calls alone on the GPU after the profiler. The
         // reference's and the original's are timed again in each chunk, beside its students.
         let timing = timing_stages(chunk.exercise, correct, reference, original, chunk.index);
@@ -516,15 +532,7 @@ impl<'a> Worker<'a> {
             results,
             started,
         );
-        phases.calls += self.confirm_doubted(
-            wb,
-            subs,
-            results,
-            correct,
-            (reference, original),
-            chunk,
-            started,
-        );
+        phases.calls += self.confirm_doubted(work, results);
         let baseline = if original.is_some() {
             perf::time_baseline(&self.ctx, wb, chunk.exercise)
                 .ok()
@@ -596,6 +604,15 @@ impl<'a> Worker<'a> {
 
     /// Each pair's result before any score: graded, on this worker's GPU.
     fn pair_results(&self, chunk: &Chunk) -> Vec<PairResult> {
+        let mut out = self.pairs_as(chunk, PairState::Graded);
+        for r in &mut out {
+            r.gpu = self.ctx.gpu_info().map(|g| g.name.clone());
+        }
+        out
+    }
+
+    /// Each pair of `chunk` in `state`, on this worker's device.
+    fn pairs_as(&self, chunk: &Chunk, state: PairState) -> Vec<PairResult> {
         chunk
             .pairs
             .iter()
@@ -604,9 +621,8 @@ impl<'a> Worker<'a> {
                     &p.student.id,
                     chunk.exercise,
                     p.fingerprint.clone(),
-                    PairState::Graded,
+                    state.clone(),
                 );
-                r.gpu = self.ctx.gpu_info().map(|g| g.name.clone());
                 r.device = self.device();
                 r
             })
@@ -617,17 +633,8 @@ impl<'a> Worker<'a> {
     /// moment, is timed again with the reference's, back to back, while the GPU is still this
     /// chunk's alone: a classmate's copies or builds must not cost an honest file its points.
     /// Returns the seconds the confirming calls took.
-    #[allow(clippy::too_many_arguments)]
-    fn confirm_doubted(
-        &self,
-        wb: &Workbook,
-        subs: &[Submission],
-        results: &mut Results,
-        correct: &[usize],
-        (reference, original): (usize, Option<usize>),
-        chunk: &Chunk,
-        started: Instant,
-    ) -> f64 {
+    fn confirm_doubted(&self, work: &TimedWork, results: &mut Results) -> f64 {
+        let (chunk, original) = (work.chunk, work.original);
         let ex = chunk.exercise;
         let first = |i: usize| {
             speed::evidence(
@@ -635,9 +642,10 @@ impl<'a> Worker<'a> {
                 results.get_run(&Stage::again(i, StageKind::Call, chunk.index)),
             )
         };
-        let reference_first = first(reference);
+        let reference_first = first(work.reference);
         let original_first = original.map_or_else(speed::Timed::default, first);
-        let doubted: Vec<usize> = correct
+        let doubted: Vec<usize> = work
+            .correct
             .iter()
             .copied()
             .filter(|&i| {
@@ -658,10 +666,17 @@ impl<'a> Worker<'a> {
             .into_iter()
             .chain(original.filter(|_| by_call))
             .collect();
-        let confirming = plan::confirming_calls(reference, &doubted, chunk.index);
-        scheduler::execute(&self.ctx, wb, subs, &confirming, results, started)
-            .exclusive
-            .unwrap_or(0.0)
+        let confirming = plan::confirming_calls(work.reference, &doubted, chunk.index);
+        scheduler::execute(
+            &self.ctx,
+            work.wb,
+            work.subs,
+            &confirming,
+            results,
+            work.started,
+        )
+        .exclusive
+        .unwrap_or(0.0)
     }
 
     /// The rest of a timed chunk: fresh inputs, then every timed pair judged.
@@ -780,23 +795,14 @@ impl<'a> Worker<'a> {
     /// Every pair of a chunk ended in the grader's own failure: recorded as such, graded again on
     /// the next run.
     fn failed_chunk(&self, chunk: &Chunk, message: String) -> Vec<PairResult> {
-        chunk
-            .pairs
-            .iter()
-            .map(|p| {
-                let mut r = PairResult::empty(
-                    &p.student.id,
-                    chunk.exercise,
-                    p.fingerprint.clone(),
-                    PairState::ToolError {
-                        message: message.clone(),
-                    },
-                );
-                r.device = self.device();
-                r.steps
-                    .push(Step::new("grade", Status::ToolError, message.clone()));
-                r
-            })
-            .collect()
+        let state = PairState::ToolError {
+            message: message.clone(),
+        };
+        let mut out = self.pairs_as(chunk, state);
+        for r in &mut out {
+            r.steps
+                .push(Step::new("grade", Status::ToolError, message.clone()));
+        }
+        out
     }
 }
