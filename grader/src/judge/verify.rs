@@ -615,6 +615,130 @@ fn time_exercises(
     }
 }
 
+/// How many plain runs of an untouched exercise: `PLAIN_RUNS` for the survey, else one.
+fn plain_runs(opts: &VerifyOptions) -> u32 {
+    if opts.survey {
+        PLAIN_RUNS
+    } else {
+        1
+    }
+}
+
+/// Each exercise's two subjects, the untouched exercise then its solution (`pair`), on its cases.
+fn subjects<'a>(
+    wb: &Workbook,
+    work: &[Work<'a>],
+    case_sets: &'a [Option<Cases>],
+    empty: &'a Cases,
+) -> Vec<Submission<'a>> {
+    work.iter()
+        .zip(case_sets)
+        .flat_map(|(w, cases)| {
+            let (exercise, solution) = w.texts.clone().unwrap_or_default();
+            let cases = cases.as_ref().unwrap_or(empty);
+            [
+                Submission::new(
+                    wb,
+                    "verify",
+                    w.ex,
+                    "original",
+                    wb.learner_path(w.ex),
+                    exercise,
+                    cases,
+                ),
+                Submission::new(
+                    wb,
+                    "verify",
+                    w.ex,
+                    "reference",
+                    wb.solution_path(w.ex),
+                    solution,
+                    cases,
+                ),
+            ]
+        })
+        .collect()
+}
+
+/// Phase 2's stages, as data: the builds on the CPU cores and, as each binary is ready, its GPU
+/// runs: the exercise under the tool that must flag it (with --survey under all four, for the
+/// record of which tool sees what) or plainly where the cases are its detector; the solution
+/// under all four tools and on the cases. The exercises under their tools go first: the longest
+/// runs (every bad access costs the tool time).
+fn first_stages(
+    work: &[Work],
+    with_cases: &[usize],
+    gpu_stages: bool,
+    opts: &VerifyOptions,
+) -> Vec<Stage> {
+    let plain_runs = plain_runs(opts);
+    let mut stages = Vec::new();
+    for &k in with_cases {
+        let (ex, sol) = pair(k);
+        stages.extend(
+            [
+                StageKind::Build(Flavor::Sanitize),
+                StageKind::Build(Flavor::Timing),
+            ]
+            .into_iter()
+            .flat_map(|b| [Stage::new(ex, b), Stage::new(sol, b)]),
+        );
+    }
+    if gpu_stages {
+        for &k in with_cases {
+            // A performance exercise's original must be clean under every tool: it is correct, only slow.
+            let all = opts.survey || work[k].record.track == Track::Perf;
+            let tools: Vec<Tool> = if all {
+                work[k].ex.manifest.tools()
+            } else {
+                work[k].record.tool.into_iter().collect()
+            };
+            stages.extend(
+                tools
+                    .into_iter()
+                    .map(|t| Stage::new(pair(k).0, StageKind::Sanitize(t))),
+            );
+        }
+        for &k in with_cases {
+            let (ex, sol) = pair(k);
+            stages.extend(
+                work[k]
+                    .ex
+                    .manifest
+                    .tools()
+                    .into_iter()
+                    .map(|t| Stage::new(sol, StageKind::Sanitize(t))),
+            );
+            // A plain run of the untouched exercise proves something only where the cases are the
+            // detector; elsewhere it tells the book whether the bug is silent (--survey).
+            if opts.survey || work[k].record.detector != Detector::Sanitizer {
+                stages.extend((0..plain_runs).map(|r| Stage::again(ex, StageKind::Correctness, r)));
+            }
+            stages.push(Stage::new(sol, StageKind::Correctness));
+        }
+    }
+    stages
+}
+
+/// The exercise's and the solution's build steps.
+fn build_steps(ctx: &Context, results: &Results, (ex, sol): (usize, usize)) -> Vec<Step> {
+    let mut steps = Vec::new();
+    for (i, who) in [(ex, "exercise"), (sol, "solution")] {
+        for flavor in Flavor::BOTH {
+            let output = results
+                .get(i, StageKind::Build(flavor))
+                .expect("every build ran");
+            steps.extend(verdict::build(
+                &format!("{who} build {}", flavor.flags()[0]),
+                output,
+                flavor,
+                &ctx.arch,
+            ));
+        }
+    }
+    steps
+}
+
 /// How many exercises' timed runs are judged at once (`time_exercises`): each holds the reference
 /// fix's outputs of every call and four of the other's at a time, up to 2.3 GB for 52-bank-conflicts.
 const JUDGED_AT_ONCE: usize = 4;
@@ -703,7 +827,7 @@ pub fn verify(
     let started = Instant::now();
     let cores = ctx.config.cpu_jobs;
     let gpu_stages = ctx.gpu_stages() && ctx.tools.sanitizer.is_some();
-    let plain_runs = if opts.survey { PLAIN_RUNS } else { 1 };
+    let plain_runs = plain_runs(opts);
 
     // Phase 1 (CPU): manifests, regions and inputs of every exercise, in parallel.
     say(&format!(
@@ -718,84 +842,11 @@ pub fn verify(
         .filter(|&k| case_sets[k].is_some())
         .collect();
     let empty = Cases::default();
-    let subs: Vec<Submission> = work
-        .iter()
-        .zip(&case_sets)
-        .flat_map(|(w, cases)| {
-            let (exercise, solution) = w.texts.clone().unwrap_or_default();
-            let cases = cases.as_ref().unwrap_or(&empty);
-            [
-                Submission::new(
-                    wb,
-                    "verify",
-                    w.ex,
-                    "original",
-                    wb.learner_path(w.ex),
-                    exercise,
-                    cases,
-                ),
-                Submission::new(
-                    wb,
-                    "verify",
-                    w.ex,
-                    "reference",
-                    wb.solution_path(w.ex),
-                    solution,
-                    cases,
-                ),
-            ]
-        })
-        .collect();
+    let subs = subjects(wb, &work, &case_sets, &empty);
 
-    // Phase 2: the builds on the CPU cores and, as each binary is ready, its GPU runs: the exercise
-    // under the tool that must flag it (with --survey under all four, for the record of which tool
-    // sees what) or plainly where the cases are its detector; the solution under all four tools and
-    // on the cases. The exercises under their tools go first: the longest runs (every bad access
-    // costs the tool time).
-    let mut stages = Vec::new();
-    for &k in &with_cases {
-        let (ex, sol) = pair(k);
-        stages.extend(
-            [
-                StageKind::Build(Flavor::Sanitize),
-                StageKind::Build(Flavor::Timing),
-            ]
-            .into_iter()
-            .flat_map(|b| [Stage::new(ex, b), Stage::new(sol, b)]),
-        );
-    }
+    // Phase 2: the builds and, as each binary is ready, its GPU runs (`first_stages`).
+    let stages = first_stages(&work, &with_cases, gpu_stages, opts);
     if gpu_stages {
-        for &k in &with_cases {
-            // A performance exercise's original must be clean under every tool: it is correct, only slow.
-            let all = opts.survey || work[k].record.track == Track::Perf;
-            let tools: Vec<Tool> = if all {
-                work[k].ex.manifest.tools()
-            } else {
-                work[k].record.tool.into_iter().collect()
-            };
-            stages.extend(
-                tools
-                    .into_iter()
-                    .map(|t| Stage::new(pair(k).0, StageKind::Sanitize(t))),
-            );
-        }
-        for &k in &with_cases {
-            let (ex, sol) = pair(k);
-            stages.extend(
-                work[k]
-                    .ex
-                    .manifest
-                    .tools()
-                    .into_iter()
-                    .map(|t| Stage::new(sol, StageKind::Sanitize(t))),
-            );
-            // A plain run of the untouched exercise proves something only where the cases are the
-            // detector; elsewhere it tells the book whether the bug is silent (--survey).
-            if opts.survey || work[k].record.detector != Detector::Sanitizer {
-                stages.extend((0..plain_runs).map(|r| Stage::again(ex, StageKind::Correctness, r)));
-            }
-            stages.push(Stage::new(sol, StageKind::Correctness));
-        }
         say(&format!(
             "building {} exercise(s) x 4 on {cores} cores; each binary goes under compute-sanitizer as soon as it is built ({} runs at a time; {})",
             with_cases.len(),
@@ -817,21 +868,8 @@ pub fn verify(
     };
 
     for &k in &with_cases {
-        let (ex, sol) = pair(k);
-        let w = &mut work[k];
-        for (i, who) in [(ex, "exercise"), (sol, "solution")] {
-            for flavor in Flavor::BOTH {
-                let output = results
-                    .get(i, StageKind::Build(flavor))
-                    .expect("every build ran");
-                w.record.checks.extend(verdict::build(
-                    &format!("{who} build {}", flavor.flags()[0]),
-                    output,
-                    flavor,
-                    &ctx.arch,
-                ));
-            }
-        }
+        let steps = build_steps(ctx, &results, pair(k));
+        work[k].record.checks.extend(steps);
     }
     for &k in &with_cases {
         record_runs(
@@ -866,6 +904,18 @@ pub fn verify(
         phases.judging_timed = timed.judging;
     }
 
+    finished_record(ctx, work, &results, phases, started)
+}
+
+/// The record of a verify: each exercise's outcome from its checks, the machine, the tools and
+/// where the time went.
+fn finished_record(
+    ctx: &Context,
+    work: Vec<Work>,
+    results: &Results,
+    phases: Phases,
+    started: Instant,
+) -> VerificationRecord {
     let exercises: Vec<ExerciseRecord> = work
         .into_iter()
         .map(|mut w| {
