@@ -246,6 +246,7 @@ fi
 if has callclock; then
   CC=tests/fixtures/adversarial-call-clock
   check_json callclock-forge-clock-62 62-launches $CC/forge-clock/heat.cu
+  check_json callclock-threaded-steps-62 62-launches $CC/threaded-steps/heat.cu
   check_json callclock-lucky-skip-68-a 68-graphs $CC/lucky-skip/chain.cu
   check_json callclock-lucky-skip-68-b 68-graphs $CC/lucky-skip/chain.cu
   check_json callclock-lucky-skip-68-c 68-graphs $CC/lucky-skip/chain.cu

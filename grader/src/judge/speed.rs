@@ -1080,19 +1080,22 @@ mod tests {
         }
     }
 
-    fn race() -> Exercise {
-        let text = include_str!("../../../exercises/03-race/exercise.toml");
-        let manifest = crate::exercise::manifest::parse(
-            "03-race",
-            Path::new("exercises/03-race/exercise.toml"),
-            text,
-        )
-        .unwrap();
+    /// Exercise `id` from its manifest's text (no sources: the judge reads none).
+    fn exercise(id: &str, text: &str) -> Exercise {
+        let path = format!("exercises/{id}/exercise.toml");
+        let manifest = crate::exercise::manifest::parse(id, Path::new(&path), text).unwrap();
         Exercise {
             manifest,
             original: "",
             solution: "",
         }
+    }
+
+    fn race() -> Exercise {
+        exercise(
+            "03-race",
+            include_str!("../../../exercises/03-race/exercise.toml"),
+        )
     }
 
     /// Calls as the grader's clock records them: a first call that loads the kernels, then two of
@@ -1236,18 +1239,10 @@ mod tests {
 
     #[test]
     fn a_call_clocked_fix_just_short_of_its_target_is_timed_again_with_the_original() {
-        let text = include_str!("../../../exercises/68-graphs/exercise.toml");
-        let manifest = crate::exercise::manifest::parse(
+        let ex = exercise(
             "68-graphs",
-            Path::new("exercises/68-graphs/exercise.toml"),
-            text,
-        )
-        .unwrap();
-        let ex = Exercise {
-            manifest,
-            original: "",
-            solution: "",
-        };
+            include_str!("../../../exercises/68-graphs/exercise.toml"),
+        );
         let target = *ex
             .manifest
             .manifest
@@ -1348,18 +1343,10 @@ mod tests {
 
     #[test]
     fn where_the_clock_is_the_call_the_whole_call_is_judged_and_host_time_is_not_a_rule() {
-        let text = include_str!("../../../exercises/62-launches/exercise.toml");
-        let manifest = crate::exercise::manifest::parse(
+        let ex = exercise(
             "62-launches",
-            Path::new("exercises/62-launches/exercise.toml"),
-            text,
-        )
-        .unwrap();
-        let ex = Exercise {
-            manifest,
-            original: "",
-            solution: "",
-        };
+            include_str!("../../../exercises/62-launches/exercise.toml"),
+        );
         // The H100's calls (book/gpu-runs/2026-11-24-perf3/): the original 0.426 ms, the fix 0.042 ms.
         let judged = |learner: &CallTimes| {
             let (original, reference) = (calls(0.426, 0.42), calls(0.042, 0.04));
