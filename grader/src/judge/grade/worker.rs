@@ -487,8 +487,9 @@ impl<'a> Worker<'a> {
     ) -> Results {
         let mut results = Results::default();
         scheduler::execute(&self.ctx, wb, subs, stages, &mut results, started);
+        let gpu_stages = self.ctx.gpu_stages();
         let again: Vec<Stage> = (0..students)
-            .filter(|&i| self.ctx.gpu_stages() && crashed(results.get(i, StageKind::Correctness)))
+            .filter(|&i| gpu_stages && crashed(results.get(i, StageKind::Correctness)))
             .map(|i| Stage::new(i, StageKind::Hidden))
             .collect();
         if !again.is_empty() {
