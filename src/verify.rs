@@ -24,7 +24,8 @@ pub(crate) fn verify(
     let opts = grader::judge::verify::VerifyOptions { keep, survey };
     let result = grader::judge::verify::verify(&ctx, &wb, &selected, &opts, progress(format));
     if let Some(path) = &record {
-        std::fs::write(path, serde_json::to_string_pretty(&result)? + "\n")
+        let record = wb.relative_text(&serde_json::to_string_pretty(&result)?);
+        std::fs::write(path, record + "\n")
             .with_context(|| format!("writing {}", path.display()))?;
     }
     // A broken exercise fails the self-check of the whole workbook (it was named above).

@@ -253,6 +253,49 @@ impl Workbook {
             .display()
             .to_string()
     }
+
+    /// `text` (a record, a report) with every path under the root written relative to it, so that
+    /// it names no path of the machine it was made on and its commands run from the root.
+    pub fn relative_text(&self, text: &str) -> String {
+        relative_to(&self.root, text)
+    }
+}
+
+/// `text` with the paths under `root` relative to it ("root/x" -> "x", "root" -> ".").
+fn relative_to(root: &Path, text: &str) -> String {
+    let root = root.as_os_str().as_encoded_bytes();
+    let inside = swap_root(text.as_bytes(), &[root, b"/"].concat(), b"");
+    String::from_utf8_lossy(&swap_root(&inside, root, b".")).into_owned()
+}
+
+/// `bytes` with each `from` that is a whole path (not the tail of another: "/usr/w/main"), followed
+/// by `/` or by nothing that continues a file name, replaced by `to`: "/w/main" is swapped in
+/// "/w/main/x", "-I/w/main" and "--save=/w/main/y", not in "/w/main2".
+pub fn swap_root(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    let continues_name = |b: u8| b.is_ascii_alphanumeric() || b"_.-".contains(&b);
+    let separates_words = |b: &u8| b" \t\n\"'=:,;<>()[]{}".contains(b);
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut word_start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        let here = &bytes[i..];
+        let whole = !from.is_empty()
+            && here.starts_with(from)
+            && (from.ends_with(b"/") || here.get(from.len()).is_none_or(|&b| !continues_name(b)))
+            && !bytes[word_start..i].contains(&b'/');
+        if whole {
+            out.extend_from_slice(to);
+            i += from.len();
+            word_start = i;
+        } else {
+            if separates_words(&bytes[i]) {
+                word_start = i + 1;
+            }
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    out
 }
 
 /// Copy a folder and everything under it (a bundle, a throwaway copy of the workbook).
@@ -281,4 +324,18 @@ pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_names_paths_under_the_root_relative_to_it_and_no_other_path() {
+        let text = "nvcc -I/w/main/.cudabugs/harness -o /w/main/x.out a.cu\ncd /w/main; ls /w/main2 /usr/w/main";
+        assert_eq!(
+            relative_to(Path::new("/w/main"), text),
+            "nvcc -I.cudabugs/harness -o x.out a.cu\ncd .; ls /w/main2 /usr/w/main"
+        );
+    }
 }

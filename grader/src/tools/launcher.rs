@@ -5,7 +5,9 @@
 //! - `Sandboxed` runs confined jobs in the sandbox at the strongest level this machine permits
 //!   (`auto`) or refuses to run them without namespaces (`strict`).
 //! - `Recorder` wraps another launcher and keeps what each keyed job printed, its exit and the files
-//!   it wrote: a recording made on a GPU.
+//!   it wrote: a recording made on a GPU. Paths under the workbook are kept as `${WORKBOOK}/...`
+//!   and served under the workbook that replays them (`Rooted`), so a recording holds no path of
+//!   the machine it was made on.
 //! - `Replay` serves such a recording back, so that `check` and `verify` run end to end on a machine
 //!   without a GPU, through the same plans, with real tool output.
 //! - `Kept` runs a job once and serves that run again afterwards: the measurements of versions that
@@ -18,6 +20,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::exercise::workbook::swap_root;
 use crate::tools::runner::{self, Captured, Exit, Finished, Job, SpawnError};
 use crate::tools::sandbox::{Confinement, Isolation, Level};
 
@@ -178,18 +181,43 @@ fn file_stem(key: &str) -> String {
         .collect()
 }
 
+/// Where a recording's paths under the workbook are kept, in place of the recording machine's root.
+pub const WORKBOOK_MARK: &str = "${WORKBOOK}";
+
+/// A workbook root, swapped for `WORKBOOK_MARK` in what is recorded and back in what is served.
+#[derive(Debug, Clone, Copy)]
+pub struct Rooted<'a>(pub &'a Path);
+
+impl Rooted<'_> {
+    /// `bytes` with every path under the root (and the root itself) written from the mark.
+    fn kept(self, bytes: &[u8]) -> Vec<u8> {
+        let root = self.0.as_os_str().as_encoded_bytes();
+        swap_root(bytes, root, WORKBOOK_MARK.as_bytes())
+    }
+    /// `bytes` with the mark written as this root.
+    fn served(self, bytes: &[u8]) -> Vec<u8> {
+        let root = self.0.as_os_str().as_encoded_bytes();
+        swap_root(bytes, WORKBOOK_MARK.as_bytes(), root)
+    }
+    fn kept_text(self, text: &str) -> String {
+        String::from_utf8_lossy(&self.kept(text.as_bytes())).into_owned()
+    }
+}
+
 /// Keeps every keyed job's result in `dir` (one JSON and its output files per key) while `inner`
-/// runs it.
+/// runs it, with the workbook's `root` kept as `WORKBOOK_MARK`.
 pub struct Recorder<L> {
     pub inner: L,
     pub dir: PathBuf,
+    pub root: PathBuf,
 }
 
 impl<L: Launcher> Launcher for Recorder<L> {
     fn launch(&self, job: &Job) -> Result<Finished, SpawnError> {
         let finished = self.inner.launch(job)?;
         if let Some(key) = &job.key {
-            let _ = Recorded::keep(job, &finished, &self.dir, &file_stem(key), &[]);
+            let root = Some(Rooted(&self.root));
+            let _ = Recorded::keep(job, &finished, &self.dir, &file_stem(key), &[], root);
         }
         Ok(finished)
     }
@@ -203,13 +231,15 @@ impl<L: Launcher> Launcher for Recorder<L> {
 
 impl Recorded {
     /// Keep `finished` of `job` in `dir` as `stem.json`, with each output file beside it, but those
-    /// in `leave` (what is too large to keep and not needed again).
+    /// in `leave` (what is too large to keep and not needed again); paths under `root`, where one
+    /// is given, are kept as `WORKBOOK_MARK`.
     pub fn keep(
         job: &Job,
         finished: &Finished,
         dir: &Path,
         stem: &str,
         leave: &[PathBuf],
+        root: Option<Rooted>,
     ) -> std::io::Result<()> {
         std::fs::create_dir_all(dir)?;
         let outputs = job
@@ -221,7 +251,10 @@ impl Recorded {
                 // Copied aside, then renamed: a reader never serves a half-written file.
                 let copied = |p: &Path| -> std::io::Result<()> {
                     let aside = tempfile::NamedTempFile::new_in(dir)?;
-                    std::fs::copy(p, aside.path())?;
+                    match root {
+                        Some(root) => std::fs::write(aside.path(), root.kept(&std::fs::read(p)?))?,
+                        None => drop(std::fs::copy(p, aside.path())?),
+                    }
                     aside.persist(dir.join(&name)).map_err(|e| e.error)?;
                     Ok(())
                 };
@@ -230,11 +263,12 @@ impl Recorded {
                     .flatten()
             })
             .collect();
+        let text = |t: String| root.map_or_else(|| t.clone(), |r| r.kept_text(&t));
         let rec = Recorded {
-            command: job.display(),
+            command: text(job.display()),
             exit: exit_text(finished.exit),
-            stdout: finished.stdout.text(),
-            stderr: finished.stderr.text(),
+            stdout: text(finished.stdout.text()),
+            stderr: text(finished.stderr.text()),
             wall_ms: finished.wall.as_millis() as u64,
             leftovers: finished.leftovers,
             outputs,
@@ -252,17 +286,23 @@ impl Recorded {
     }
 
     /// Serve this run to `job`: its output files written where `job` wants them (from `dir`), its
-    /// exit and output as a `Finished` at `isolation`.
+    /// exit and output as a `Finished` at `isolation`; `WORKBOOK_MARK` is served as `root`, where
+    /// one is given.
     pub fn serve(
         &self,
         job: &Job,
         dir: &Path,
         isolation: Option<Level>,
+        root: Option<Rooted>,
     ) -> Result<Finished, SpawnError> {
         for (to, from) in job.outputs.iter().zip(&self.outputs) {
             let _ = std::fs::remove_file(to);
             if let Some(name) = from {
-                std::fs::copy(dir.join(name), to).map_err(|e| SpawnError {
+                let served = |from: &Path| match root {
+                    Some(root) => std::fs::write(to, root.served(&std::fs::read(from)?)),
+                    None => std::fs::copy(from, to).map(drop),
+                };
+                served(&dir.join(name)).map_err(|e| SpawnError {
                     program: job.program.display().to_string(),
                     source: std::io::Error::new(
                         std::io::ErrorKind::NotFound,
@@ -272,7 +312,7 @@ impl Recorded {
             }
         }
         let captured = |s: &str| Captured {
-            bytes: s.as_bytes().to_vec(),
+            bytes: root.map_or_else(|| s.as_bytes().to_vec(), |r| r.served(s.as_bytes())),
             dropped: 0,
         };
         let exit = parse_exit(&self.exit).ok_or_else(|| SpawnError {
@@ -331,13 +371,13 @@ impl Launcher for Kept<'_> {
         let isolation = job.confine.as_ref().map(|_| self.isolation());
         // Nothing kept, or a kept run that cannot be served: run it.
         if let Ok(rec) = Recorded::read(&self.dir, &self.stem) {
-            if let Ok(served) = rec.serve(job, &self.dir, isolation) {
+            if let Ok(served) = rec.serve(job, &self.dir, isolation, None) {
                 return Ok(served);
             }
         }
         let finished = self.inner.launch(job)?;
         if finished.success() && finished.left_running().is_none() {
-            let _ = Recorded::keep(job, &finished, &self.dir, &self.stem, &self.leave);
+            let _ = Recorded::keep(job, &finished, &self.dir, &self.stem, &self.leave, None);
         }
         Ok(finished)
     }
@@ -358,11 +398,13 @@ impl Launcher for Kept<'_> {
 pub struct Replay<L> {
     pub dir: PathBuf,
     pub builds: L,
+    /// The workbook that replays: served in place of `WORKBOOK_MARK`.
+    pub root: PathBuf,
     recorded: BTreeMap<String, Recorded>,
 }
 
 impl<L: Launcher> Replay<L> {
-    pub fn open(dir: &Path, builds: L) -> std::io::Result<Replay<L>> {
+    pub fn open(dir: &Path, root: &Path, builds: L) -> std::io::Result<Replay<L>> {
         let mut recorded = BTreeMap::new();
         for entry in std::fs::read_dir(dir)? {
             let path = entry?.path();
@@ -385,6 +427,7 @@ impl<L: Launcher> Replay<L> {
         Ok(Replay {
             dir: dir.to_path_buf(),
             builds,
+            root: root.to_path_buf(),
             recorded,
         })
     }
@@ -409,6 +452,7 @@ impl<L: Launcher> Launcher for Replay<L> {
             job,
             &self.dir,
             job.confine.as_ref().map(|_| self.isolation()),
+            Some(Rooted(&self.root)),
         )
     }
     fn isolation(&self) -> Level {
@@ -446,7 +490,7 @@ mod tests {
         };
         let job = Job::new("/bin/true", Duration::from_secs(1));
         let err = rec
-            .serve(&job, Path::new("/nonexistent"), None)
+            .serve(&job, Path::new("/nonexistent"), None, None)
             .unwrap_err();
         assert!(err.to_string().contains("`killed`"), "{err}");
     }
@@ -454,16 +498,24 @@ mod tests {
     #[test]
     fn a_recording_replays_output_exit_and_files_where_the_new_job_wants_them() {
         let rec_dir = tempfile::tempdir().unwrap();
-        let work = tempfile::tempdir().unwrap();
-        let out = work.path().join("a.out");
+        let (work, elsewhere_root) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let root = work.path();
+        let out = root.join("a.out");
+        // The job prints paths under the workbook, writes one into its file and names one that
+        // merely starts like it.
         let job = Job::new("/bin/sh", Duration::from_secs(10))
             .arg("-c")
-            .arg(format!("echo hi; echo data > {}; exit 3", out.display()))
+            .arg(format!(
+                "echo hi {r}/x; echo data {r} > {o}; echo {r}2; exit 3",
+                r = root.display(),
+                o = out.display()
+            ))
             .key("03-race/learner/correctness")
             .output(&out);
         let recorder = Recorder {
             inner: Local,
             dir: rec_dir.path().to_path_buf(),
+            root: root.to_path_buf(),
         };
         assert!(
             recorder.records() && !Local.records(),
@@ -471,15 +523,33 @@ mod tests {
         );
         let real = recorder.launch(&job).unwrap();
         assert_eq!(real.exit, Exit::Code(3));
+        let kept = Recorded::read(rec_dir.path(), "03-race.learner.correctness").unwrap();
+        let made_on = root.display().to_string();
+        assert!(
+            ![&kept.stdout, &kept.command]
+                .iter()
+                .any(|t| t.contains(&format!("{made_on}/"))),
+            "no path of the recording machine is kept: {kept:?}"
+        );
+        assert!(kept.stdout.starts_with("hi ${WORKBOOK}/x\n"), "{kept:?}");
 
-        let elsewhere = work.path().join("b.out");
+        // Replayed in another workbook: its paths, in the output and in the files.
+        let there = elsewhere_root.path();
+        let elsewhere = there.join("b.out");
         let mut again = job.clone();
         again.program = "/nonexistent/never-run".into();
         again.outputs = vec![elsewhere.clone()];
-        let replay = Replay::open(rec_dir.path(), Local).unwrap();
+        let replay = Replay::open(rec_dir.path(), there, Local).unwrap();
         let f = replay.launch(&again).unwrap();
-        assert_eq!((f.exit, f.stdout.text().as_str()), (Exit::Code(3), "hi\n"));
-        assert_eq!(std::fs::read_to_string(elsewhere).unwrap(), "data\n");
+        let t = there.display();
+        assert_eq!(
+            (f.exit, f.stdout.text()),
+            (Exit::Code(3), format!("hi {t}/x\n{made_on}2\n"))
+        );
+        assert_eq!(
+            std::fs::read_to_string(elsewhere).unwrap(),
+            format!("data {t}\n")
+        );
 
         let unknown = Job::new("/bin/true", Duration::from_secs(1)).key("01-index/x");
         assert!(replay
