@@ -52,7 +52,7 @@ fn gated_workbook(root: &Path) -> Workbook {
 
 /// A context on the faked GPU, with tools that do not exist: anything that tried to build or run
 /// would fail, so a pass shows that nothing did.
-fn context_on_fake_a100() -> Context {
+fn context_on_fake_a100(wb: &Workbook) -> Context {
     // Every test of this file sets the same value: the seam is read by `gpu::probe`, as the CLI reads it.
     std::env::set_var(grader::environment::FAKE_GPU, "NVIDIA A100;8.0");
     let gpu = gpu::probe();
@@ -60,38 +60,33 @@ fn context_on_fake_a100() -> Context {
         matches!(&gpu, GpuStatus::Present(info) if info.compute_capability == (8, 0)),
         "{gpu:?}"
     );
-    let config = Config::default();
-    let launcher = grader::tools::launcher::Sandboxed::for_isolation(config.isolation).unwrap();
+    let config = Config {
+        install_toolkit: false,
+        ..Config::default()
+    };
     let missing = PathBuf::from("/nonexistent/nvcc");
-    Context {
-        arch: "sm_80".into(),
-        tools: grader::tools::toolchain::Toolchain {
-            nvcc: None,
-            sanitizer: None,
-            ncu: None,
-            cuobjdump: None,
-        },
-        nvcc: grader::tools::toolchain::Nvcc {
-            path: missing.clone(),
-            extra_flags: Vec::new(),
-        },
-        gpu,
-        harness: grader::tools::nvcc::Harness {
-            include_dir: missing.clone(),
-            object: missing,
-        },
-        build_cache: None,
-        launcher,
-        config,
-        counters: gpu::Counters::Unknown,
-    }
+    let nvcc = grader::tools::toolchain::Nvcc {
+        path: missing.clone(),
+        extra_flags: Vec::new(),
+    };
+    let harness = grader::tools::nvcc::Harness {
+        include_dir: missing.clone(),
+        object: missing,
+    };
+    let ctx = Context::builder(wb, config)
+        .compiler(nvcc, harness)
+        .gpu(gpu)
+        .build(|_| {})
+        .unwrap();
+    assert_eq!(ctx.arch, "sm_80", "the -arch of the GPU given");
+    ctx
 }
 
 #[test]
 fn check_skips_a_gated_exercise_before_building_and_says_why() {
     let dir = tempfile::tempdir().unwrap();
     let wb = gated_workbook(dir.path());
-    let ctx = context_on_fake_a100();
+    let ctx = context_on_fake_a100(&wb);
     let ex = wb.resolve(ID).unwrap();
     let report = grader::judge::check::check(&ctx, &wb, ex, |_| {});
     assert_eq!(report.outcome, Outcome::Skipped { reason: WHY.into() });
@@ -138,7 +133,7 @@ fn list_tags_a_gated_exercise() {
 fn verify_reports_a_gated_exercise_as_not_applicable_never_as_a_failure() {
     let dir = tempfile::tempdir().unwrap();
     let wb = gated_workbook(dir.path());
-    let ctx = context_on_fake_a100();
+    let ctx = context_on_fake_a100(&wb);
     let ex = wb.resolve(ID).unwrap();
     let record = grader::judge::verify::verify(&ctx, &wb, &[ex], &Default::default(), |_| {});
     let e = &record.exercises[0];

@@ -55,106 +55,41 @@ pub struct Context {
     pub counters: gpu::Counters,
 }
 
+/// How a `Context` is made: each part found on this machine unless given (a test gives a faked
+/// GPU and tools that do not exist; a plan never builds a context by hand).
+pub struct ContextBuilder<'a> {
+    wb: &'a Workbook,
+    config: Config,
+    compiler: Option<(toolchain::Nvcc, Harness)>,
+    gpu: Option<GpuStatus>,
+}
+
+/// Where the jobs go and what GPU they see: live, recorded as they run, or served from a recording
+/// (whose `gpu.json` names the GPU it was made on).
+enum Runs {
+    Live,
+    Recorded(PathBuf),
+    Replayed(PathBuf),
+}
+
 impl Context {
+    /// Everything found on this machine: the toolchain (installed where `config` allows), the GPU,
+    /// the harness, the launcher.
     pub fn new(
         wb: &Workbook,
         config: Config,
-        mut say: impl FnMut(&str),
+        say: impl FnMut(&str),
     ) -> Result<Context, ContextError> {
-        let mut tools = Toolchain::discover(&wb.root);
-        if tools.nvcc.is_none() && config.install_toolkit {
-            say(&format!(
-                "no nvcc found: installing the pinned nvcc 13.0 wheels from PyPI into {} (once; set CUDABUGS_NO_INSTALL=1 to stop this)",
-                toolchain::LOCAL_TOOLKIT
-            ));
-            let started = std::time::Instant::now();
-            toolchain::install(&wb.root, |mb| {
-                say(&format!(
-                    "nvcc wheels: {mb} MB of about {} MB unpacked",
-                    toolchain::INSTALLED_MB
-                ))
-            })?;
-            say(&format!(
-                "nvcc installed into {} in {:.0} s",
-                toolchain::LOCAL_TOOLKIT,
-                started.elapsed().as_secs_f64()
-            ));
-            tools = Toolchain::discover(&wb.root);
-        }
-        let nvcc = tools.nvcc.clone().ok_or_else(|| ContextError::NoNvcc {
-            local: wb.root.join(toolchain::LOCAL_TOOLKIT).display().to_string(),
-        })?;
-        let sandboxed = Sandboxed::for_isolation(config.isolation)?;
-        let (launcher, gpu): (Box<dyn Launcher>, GpuStatus) = match (
-            &config.replay_tools,
-            &config.record_tools,
-        ) {
-            (Some(dir), _) => {
-                let bad = |e: String| ContextError::Recording(dir.clone(), e);
-                let protocol =
-                    std::fs::read_to_string(dir.join(RECORDED_PROTOCOL)).unwrap_or_default();
-                if protocol.trim() != PROTOCOL {
-                    return Err(bad(format!("made before the grader served the timed calls itself ({RECORDED_PROTOCOL}: {:?}, this grader: {PROTOCOL:?}): record it again on a GPU", protocol.trim())));
-                }
-                let text = std::fs::read_to_string(dir.join(RECORDED_GPU))
-                    .map_err(|e| bad(format!("{RECORDED_GPU}: {e}")))?;
-                let info: GpuInfo =
-                    serde_json::from_str(&text).map_err(|e| bad(format!("{RECORDED_GPU}: {e}")))?;
-                // The tools ran where the recording was made; here they are only names.
-                tools
-                    .sanitizer
-                    .get_or_insert_with(|| "compute-sanitizer".into());
-                tools.ncu.get_or_insert_with(|| "ncu".into());
-                (
-                    Box::new(Replay::open(dir, sandboxed).map_err(|e| bad(e.to_string()))?),
-                    GpuStatus::Present(info),
-                )
-            }
-            (None, Some(dir)) => {
-                let gpu = gpu::probe();
-                if let GpuStatus::Present(info) = &gpu {
-                    let _ = std::fs::create_dir_all(dir);
-                    let _ = std::fs::write(
-                        dir.join(RECORDED_GPU),
-                        serde_json::to_string_pretty(info).unwrap_or_default(),
-                    );
-                    let _ = std::fs::write(dir.join(RECORDED_PROTOCOL), format!("{PROTOCOL}\n"));
-                }
-                (
-                    Box::new(Recorder {
-                        inner: sandboxed,
-                        dir: dir.clone(),
-                    }),
-                    gpu,
-                )
-            }
-            (None, None) => (Box::new(sandboxed), gpu::probe()),
-        };
-        let arch = config.arch.clone().unwrap_or_else(|| match &gpu {
-            GpuStatus::Present(info) => info.arch(),
-            _ => DEFAULT_ARCH.to_string(),
-        });
-        let harness = nvcc::prepare_harness(&nvcc, wb.harness, &wb.work_dir().join("harness"))?;
-        let build_cache = nvcc::BuildCache::for_workbook(&wb.work_dir());
-        // Made now, so that every sandboxed run finds it there to hide.
-        let _ = std::fs::create_dir_all(&build_cache.dir);
-        let build_cache = Some(build_cache);
-        let counters = if launcher.replays() {
-            gpu::Counters::Open
-        } else {
-            gpu::counters()
-        };
-        Ok(Context {
+        Context::builder(wb, config).build(say)
+    }
+
+    pub fn builder(wb: &Workbook, config: Config) -> ContextBuilder<'_> {
+        ContextBuilder {
+            wb,
             config,
-            tools,
-            nvcc,
-            gpu,
-            arch,
-            harness,
-            build_cache,
-            launcher,
-            counters,
-        })
+            compiler: None,
+            gpu: None,
+        }
     }
 
     /// Why ncu cannot time learner code here, where it cannot: the driver keeps the counters for
@@ -236,6 +171,154 @@ impl Context {
             GpuStatus::NoDriver => Some("no NVIDIA driver on this machine: the sanitizer, correctness and timing steps need a GPU".into()),
             GpuStatus::Unusable(e) => Some(format!("the GPU cannot be used ({e}): the remaining steps need one")),
         }
+    }
+}
+
+impl ContextBuilder<'_> {
+    /// This nvcc and harness, not the ones found or installed (nothing is built with them here).
+    pub fn compiler(mut self, nvcc: toolchain::Nvcc, harness: Harness) -> Self {
+        self.compiler = Some((nvcc, harness));
+        self
+    }
+
+    /// This GPU, not the one probed (a replay's GPU is still the recording's).
+    pub fn gpu(mut self, gpu: GpuStatus) -> Self {
+        self.gpu = Some(gpu);
+        self
+    }
+
+    pub fn build(self, mut say: impl FnMut(&str)) -> Result<Context, ContextError> {
+        let ContextBuilder {
+            wb,
+            config,
+            compiler,
+            gpu,
+        } = self;
+        let mut tools = toolchain_for(wb, &config, compiler.is_some(), &mut say)?;
+        let nvcc = match &compiler {
+            Some((given, _)) => given.clone(),
+            None => tools.nvcc.clone().ok_or_else(|| ContextError::NoNvcc {
+                local: wb.root.join(toolchain::LOCAL_TOOLKIT).display().to_string(),
+            })?,
+        };
+        let runs = match (&config.replay_tools, &config.record_tools) {
+            (Some(dir), _) => Runs::Replayed(dir.clone()),
+            (None, Some(dir)) => Runs::Recorded(dir.clone()),
+            (None, None) => Runs::Live,
+        };
+        let sandboxed = Sandboxed::for_isolation(config.isolation)?;
+        let gpu = match (&runs, gpu) {
+            (Runs::Replayed(dir), _) => GpuStatus::Present(recorded_gpu(dir)?),
+            (_, Some(gpu)) => gpu,
+            (_, None) => gpu::probe(),
+        };
+        let launcher: Box<dyn Launcher> = match &runs {
+            Runs::Replayed(dir) => {
+                // The tools ran where the recording was made; here they are only names.
+                tools
+                    .sanitizer
+                    .get_or_insert_with(|| "compute-sanitizer".into());
+                tools.ncu.get_or_insert_with(|| "ncu".into());
+                let replay = Replay::open(dir, &wb.root, sandboxed)
+                    .map_err(|e| ContextError::Recording(dir.clone(), e.to_string()))?;
+                Box::new(replay)
+            }
+            Runs::Recorded(dir) => {
+                start_recording(dir, &gpu);
+                Box::new(Recorder {
+                    inner: sandboxed,
+                    dir: dir.clone(),
+                    root: wb.root.clone(),
+                })
+            }
+            Runs::Live => Box::new(sandboxed),
+        };
+        let arch = config.arch.clone().unwrap_or_else(|| match &gpu {
+            GpuStatus::Present(info) => info.arch(),
+            _ => DEFAULT_ARCH.to_string(),
+        });
+        let (harness, build_cache) = match compiler {
+            Some((_, harness)) => (harness, None),
+            None => {
+                let harness =
+                    nvcc::prepare_harness(&nvcc, wb.harness, &wb.work_dir().join("harness"))?;
+                let build_cache = nvcc::BuildCache::for_workbook(&wb.work_dir());
+                // Made now, so that every sandboxed run finds it there to hide.
+                let _ = std::fs::create_dir_all(&build_cache.dir);
+                (harness, Some(build_cache))
+            }
+        };
+        let counters = if launcher.replays() {
+            gpu::Counters::Open
+        } else {
+            gpu::counters()
+        };
+        Ok(Context {
+            config,
+            tools,
+            nvcc,
+            gpu,
+            arch,
+            harness,
+            build_cache,
+            launcher,
+            counters,
+        })
+    }
+}
+
+/// The tools found here; nvcc installed first where none is found, none is given and `config`
+/// allows it.
+fn toolchain_for(
+    wb: &Workbook,
+    config: &Config,
+    given_nvcc: bool,
+    say: &mut impl FnMut(&str),
+) -> Result<Toolchain, ContextError> {
+    let tools = Toolchain::discover(&wb.root);
+    if tools.nvcc.is_some() || given_nvcc || !config.install_toolkit {
+        return Ok(tools);
+    }
+    say(&format!(
+        "no nvcc found: installing the pinned nvcc 13.0 wheels from PyPI into {} (once; set CUDABUGS_NO_INSTALL=1 to stop this)",
+        toolchain::LOCAL_TOOLKIT
+    ));
+    let started = std::time::Instant::now();
+    toolchain::install(&wb.root, |mb| {
+        say(&format!(
+            "nvcc wheels: {mb} MB of about {} MB unpacked",
+            toolchain::INSTALLED_MB
+        ))
+    })?;
+    say(&format!(
+        "nvcc installed into {} in {:.0} s",
+        toolchain::LOCAL_TOOLKIT,
+        started.elapsed().as_secs_f64()
+    ));
+    Ok(Toolchain::discover(&wb.root))
+}
+
+/// The GPU a recording was made on, where it is one this grader can replay.
+fn recorded_gpu(dir: &std::path::Path) -> Result<GpuInfo, ContextError> {
+    let bad = |e: String| ContextError::Recording(dir.to_path_buf(), e);
+    let protocol = std::fs::read_to_string(dir.join(RECORDED_PROTOCOL)).unwrap_or_default();
+    if protocol.trim() != PROTOCOL {
+        return Err(bad(format!("made before the grader served the timed calls itself ({RECORDED_PROTOCOL}: {:?}, this grader: {PROTOCOL:?}): record it again on a GPU", protocol.trim())));
+    }
+    let text = std::fs::read_to_string(dir.join(RECORDED_GPU))
+        .map_err(|e| bad(format!("{RECORDED_GPU}: {e}")))?;
+    serde_json::from_str(&text).map_err(|e| bad(format!("{RECORDED_GPU}: {e}")))
+}
+
+/// A new recording names its GPU and protocol first (where there is a GPU to record on).
+fn start_recording(dir: &std::path::Path, gpu: &GpuStatus) {
+    if let GpuStatus::Present(info) = gpu {
+        let _ = std::fs::create_dir_all(dir);
+        let _ = std::fs::write(
+            dir.join(RECORDED_GPU),
+            serde_json::to_string_pretty(info).unwrap_or_default(),
+        );
+        let _ = std::fs::write(dir.join(RECORDED_PROTOCOL), format!("{PROTOCOL}\n"));
     }
 }
 
