@@ -1,3 +1,5 @@
+//! One file: the learner's commands share one throwaway workbook helper and one set of snapshot filters.
+//!
 //! The learner's commands (list, hint, reset, watch) and their error paths, on throwaway copies of
 //! the workbook. Terminal output is snapshot-tested with paths and times redacted.
 

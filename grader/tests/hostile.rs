@@ -1,3 +1,5 @@
+//! One file: one hostile program per test, all run through the same launcher, sandbox and checks of what they left.
+//!
 //! Hostile submissions, run through the real launcher and sandbox with CPU-only programs: each must
 //! end in a verdict within its timeout plus the grace, with a clear message, the grader (this test
 //! process) alive, no process of the run left, and nothing outside its work folder changed. Cases

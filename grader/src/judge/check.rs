@@ -1,3 +1,5 @@
+//! One file: the `check` plan, its first phase, its timed phase and its confirming rounds; 102 of its lines are tests.
+//!
 //! `check`, a plan: build the learner's file, run it under its exercise's tool, check its outputs
 //! against the Rust reference, time it against the original and the reference fix, and give a
 //! verdict.

@@ -1,3 +1,5 @@
+//! One file: every verdict reads together, so that a step, an outcome and an exit code never disagree; 180 of its lines are tests.
+//!
 //! Every verdict: what each stage's output means (a `Step` with its status), the findings, how steps
 //! make an outcome, how outcomes rank, and the exit code of each. Stages only run and collect; the
 //! plans (`check`, `verify`) assemble their reports from these functions.

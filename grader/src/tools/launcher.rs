@@ -1,3 +1,5 @@
+//! One file: the `Launcher` seam and its five launchers, which wrap one another; 142 of its lines are tests.
+//!
 //! The seam between the stages and the processes they start. Every job a stage runs goes through a
 //! `Launcher`:
 //!
