@@ -474,7 +474,7 @@ fn confine(
         &procs,
         write.as_raw_fd(),
     );
-    // SAFETY: `enter` makes only async-signal-safe calls (see sandbox.rs).
+    // SAFETY: `enter` makes only async-signal-safe calls (see sandbox/child.rs).
     unsafe {
         cmd.pre_exec(move || prepared.enter());
     }
