@@ -1,3 +1,5 @@
+//! One file: a job, its one supervised run and what it finished with; 80 of its lines are tests.
+//!
 //! The one way cudabugs starts a subprocess (nvcc, the tools, a learner's program): its own process
 //! group, a hard timeout, SIGTERM then SIGKILL to the whole group, captured and size-capped output,
 //! and leak detection: after the program exits, whatever it left running gets a short grace, then
@@ -6,10 +8,10 @@
 
 use std::ffi::OsString;
 use std::io::Read;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -356,64 +358,13 @@ pub fn run(job: &Job) -> Result<Finished, SpawnError> {
         program: job.program.display().to_string(),
         source,
     };
-    let mut cmd = Command::new(&job.program);
-    cmd.args(&job.args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    if let Some(dir) = &job.cwd {
-        cmd.current_dir(dir);
-    }
-    if job.clear_env {
-        cmd.env_clear();
-    }
-    for (k, v) in &job.env {
-        cmd.env(k, v);
-    }
+    let mut cmd = command(job);
     let level = job
         .confine
         .as_ref()
         .map(|_| job.level.unwrap_or(Level::ProcessGroup));
-    let mut cgroup = None;
-    let mut report = None;
-    if let (Some(confine), Some(level)) = (&job.confine, level.filter(|l| *l > Level::ProcessGroup))
-    {
-        Prepared::hand_over(confine, level).map_err(spawn_error)?;
-        cgroup = RunCgroup::create(confine.limits.memory_bytes, confine.limits.pids);
-        let procs = cgroup
-            .as_ref()
-            .map(RunCgroup::procs_files)
-            .unwrap_or_default();
-        let (read, write) = report_pipe().map_err(spawn_error)?;
-        let prepared = Prepared::new(
-            level,
-            confine,
-            job.cwd.as_deref(),
-            &procs,
-            write.as_raw_fd(),
-        );
-        // SAFETY: `enter` makes only async-signal-safe calls (see sandbox.rs).
-        unsafe {
-            cmd.pre_exec(move || prepared.enter());
-        }
-        report = Some((read, write));
-    }
-    if !job.pass_fds.is_empty() {
-        let fds = job.pass_fds.clone();
-        // SAFETY: fcntl is async-signal-safe. Registered after the sandbox's, this runs in the
-        // program only (the sandbox's monitor and init never return to it).
-        unsafe {
-            cmd.pre_exec(move || {
-                for &fd in &fds {
-                    if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                }
-                Ok(())
-            });
-        }
-    }
+    let (cgroup, report) = confine(job, level, &mut cmd).map_err(spawn_error)?;
+    keep_passed_fds(&mut cmd, &job.pass_fds);
     if let Some(d) = &job.driver {
         d.prepare();
     }
@@ -436,76 +387,14 @@ pub fn run(job: &Job) -> Result<Finished, SpawnError> {
         job.output_cap,
         pipes_done,
     );
-
-    let (tx, rx) = mpsc::channel();
-    let alive = std::sync::atomic::AtomicBool::new(true);
-    let (timed_out, status) = thread::scope(|scope| {
-        let exited = tx.clone();
-        let (child, alive) = (&mut child, &alive);
-        let waiter = scope.spawn(move || {
-            let status = child.wait();
-            alive.store(false, std::sync::atomic::Ordering::Release);
-            let _ = exited.send(Heard::Exited);
-            status
-        });
-        let driver = job.driver.as_ref().map(|d| {
-            let running = Running {
-                alive,
-                started: start,
-                deadline: start + job.timeout,
-                cgroup: cgroup.as_ref(),
-            };
-            let stop = tx.clone();
-            scope.spawn(move || {
-                if d.drive(&running) == Then::Stop {
-                    let _ = stop.send(Heard::Stop);
-                }
-            })
-        });
-        let deadline = start + job.timeout;
-        let end = |grace: Duration| {
-            signal_group(pgid, libc::SIGTERM);
-            let exited = loop {
-                match rx.recv_timeout(grace) {
-                    Ok(Heard::Exited) => break true,
-                    Ok(Heard::Stop) => continue,
-                    Err(_) => break false,
-                }
-            };
-            if !exited {
-                signal_group(pgid, libc::SIGKILL);
-            }
-        };
-        let timed_out = match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-            Ok(Heard::Exited) => false,
-            Ok(Heard::Stop) => {
-                end(KILL_GRACE);
-                false
-            }
-            Err(_) => {
-                end(KILL_GRACE);
-                true
-            }
-        };
-        let status = waiter.join().expect("waiter thread").ok();
-        if let Some(d) = driver {
-            let _ = d.join();
-        }
-        (timed_out, status)
-    });
+    let (timed_out, status) = supervise(job, &mut child, pgid, start, cgroup.as_ref());
     // Whatever is left in the group (the sandbox's init after a timeout, a child that stayed in the
     // group) goes too.
     signal_group(pgid, libc::SIGKILL);
     if let Ok(mut g) = LIVE_GROUPS.lock() {
         g.retain(|&p| p != pgid);
     }
-    let mut sandbox_report = None;
-    if let Some(read) = &report {
-        let mut buf = [0u8; 64];
-        // SAFETY: a non-blocking read into a local buffer; the init wrote before the monitor ended.
-        let n = unsafe { libc::read(read.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-        sandbox_report = sandbox::parse_report(&buf[..n.max(0) as usize]);
-    }
+    let sandbox_report = report.as_ref().and_then(read_report);
     if let Some(Err(failure)) = sandbox_report {
         return Err(spawn_error(std::io::Error::other(failure.to_string())));
     }
@@ -519,35 +408,12 @@ pub fn run(job: &Job) -> Result<Finished, SpawnError> {
         let stray = cg.kill_all(KILL_GRACE);
         leftovers = leftovers.max(stray);
     }
-    // The pipes close when the last holder is gone. One still open after the grace is held by a
-    // process nothing could find: stop reading rather than wait for it.
-    let deadline = Instant::now() + PIPE_GRACE;
-    let mut escaped = false;
-    for _ in 0..2 {
-        if pipes_closed
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            .is_err()
-        {
-            escaped = true;
-            break;
-        }
-    }
+    let escaped = pipes_held_open(&pipes_closed);
     let (stdout, stderr) = (out.lock().unwrap().clone(), err.lock().unwrap().clone());
     let oom_killed = cgroup.as_ref().is_some_and(RunCgroup::oom_killed);
     drop(cgroup);
-    let from_status = |s: std::process::ExitStatus| match (s.code(), s.signal()) {
-        (Some(c), _) => Exit::Code(c),
-        (None, Some(sig)) => Exit::Signal(sig),
-        _ => Exit::Code(-1),
-    };
-    let exit = match (timed_out, sandbox_report, status) {
-        (true, _, _) => Exit::TimedOut,
-        (false, Some(Ok(r)), _) => from_status(std::process::ExitStatus::from_raw(r.wait_status)),
-        (false, _, Some(s)) => from_status(s),
-        (false, _, None) => Exit::Code(-1),
-    };
     Ok(Finished {
-        exit,
+        exit: exit_of(timed_out, sandbox_report, status),
         stdout,
         stderr,
         wall: start.elapsed(),
@@ -556,6 +422,196 @@ pub fn run(job: &Job) -> Result<Finished, SpawnError> {
         oom_killed,
         isolation: level,
     })
+}
+
+/// The job's command line, environment and folder: its own process group, no stdin, both outputs
+/// piped.
+fn command(job: &Job) -> Command {
+    let mut cmd = Command::new(&job.program);
+    cmd.args(&job.args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    if let Some(dir) = &job.cwd {
+        cmd.current_dir(dir);
+    }
+    if job.clear_env {
+        cmd.env_clear();
+    }
+    for (k, v) in &job.env {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+/// The sandbox's report pipe, read and write ends.
+type ReportPipe = (OwnedFd, OwnedFd);
+
+/// Where the job is confined above a process group: its folders handed over, its cgroup made and
+/// the sandbox entered in the child before exec. Returns the cgroup (where one could be made) and
+/// the report pipe; neither for a job that is not confined that far.
+fn confine(
+    job: &Job,
+    level: Option<Level>,
+    cmd: &mut Command,
+) -> std::io::Result<(Option<RunCgroup>, Option<ReportPipe>)> {
+    let (Some(confine), Some(level)) = (&job.confine, level.filter(|l| *l > Level::ProcessGroup))
+    else {
+        return Ok((None, None));
+    };
+    Prepared::hand_over(confine, level)?;
+    let cgroup = RunCgroup::create(confine.limits.memory_bytes, confine.limits.pids);
+    let procs = cgroup
+        .as_ref()
+        .map(RunCgroup::procs_files)
+        .unwrap_or_default();
+    let (read, write) = report_pipe()?;
+    let prepared = Prepared::new(
+        level,
+        confine,
+        job.cwd.as_deref(),
+        &procs,
+        write.as_raw_fd(),
+    );
+    // SAFETY: `enter` makes only async-signal-safe calls (see sandbox/child.rs).
+    unsafe {
+        cmd.pre_exec(move || prepared.enter());
+    }
+    Ok((cgroup, Some((read, write))))
+}
+
+/// The descriptors the program keeps (`Job::pass_fds`) lose close-on-exec in the child.
+fn keep_passed_fds(cmd: &mut Command, pass_fds: &[RawFd]) {
+    if pass_fds.is_empty() {
+        return;
+    }
+    let fds = pass_fds.to_vec();
+    // SAFETY: fcntl is async-signal-safe. Registered after the sandbox's, this runs in the
+    // program only (the sandbox's monitor and init never return to it).
+    unsafe {
+        cmd.pre_exec(move || {
+            for &fd in &fds {
+                if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Wait for the job to exit, with its driver beside it in a thread, and end its group at its
+/// deadline or when the driver says stop. Returns whether it timed out, and its status.
+fn supervise(
+    job: &Job,
+    child: &mut Child,
+    pgid: u32,
+    start: Instant,
+    cgroup: Option<&RunCgroup>,
+) -> (bool, Option<ExitStatus>) {
+    let (tx, rx) = mpsc::channel();
+    let alive = std::sync::atomic::AtomicBool::new(true);
+    thread::scope(|scope| {
+        let exited = tx.clone();
+        let alive = &alive;
+        let waiter = scope.spawn(move || {
+            let status = child.wait();
+            alive.store(false, std::sync::atomic::Ordering::Release);
+            let _ = exited.send(Heard::Exited);
+            status
+        });
+        let driver = job.driver.as_ref().map(|d| {
+            let running = Running {
+                alive,
+                started: start,
+                deadline: start + job.timeout,
+                cgroup,
+            };
+            let stop = tx.clone();
+            scope.spawn(move || {
+                if d.drive(&running) == Then::Stop {
+                    let _ = stop.send(Heard::Stop);
+                }
+            })
+        });
+        let deadline = start + job.timeout;
+        let timed_out = match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(Heard::Exited) => false,
+            Ok(Heard::Stop) => {
+                end_group(pgid, &rx, KILL_GRACE);
+                false
+            }
+            Err(_) => {
+                end_group(pgid, &rx, KILL_GRACE);
+                true
+            }
+        };
+        let status = waiter.join().expect("waiter thread").ok();
+        if let Some(d) = driver {
+            let _ = d.join();
+        }
+        (timed_out, status)
+    })
+}
+
+/// SIGTERM to the group, then SIGKILL if the job has not exited within `grace` (a driver's second
+/// stop does not cut the grace short).
+fn end_group(pgid: u32, heard: &mpsc::Receiver<Heard>, grace: Duration) {
+    signal_group(pgid, libc::SIGTERM);
+    let exited = loop {
+        match heard.recv_timeout(grace) {
+            Ok(Heard::Exited) => break true,
+            Ok(Heard::Stop) => continue,
+            Err(_) => break false,
+        }
+    };
+    if !exited {
+        signal_group(pgid, libc::SIGKILL);
+    }
+}
+
+/// What the sandbox's monitor or init wrote to the report pipe, if anything.
+fn read_report(read: &OwnedFd) -> Option<Result<sandbox::Report, sandbox::SetupFailure>> {
+    let mut buf = [0u8; 64];
+    // SAFETY: a non-blocking read into a local buffer; the init wrote before the monitor ended.
+    let n = unsafe { libc::read(read.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+    sandbox::parse_report(&buf[..n.max(0) as usize])
+}
+
+/// The pipes close when the last holder is gone. One still open after the grace is held by a
+/// process nothing could find: stop reading rather than wait for it.
+fn pipes_held_open(pipes_closed: &mpsc::Receiver<()>) -> bool {
+    let deadline = Instant::now() + PIPE_GRACE;
+    for _ in 0..2 {
+        if pipes_closed
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .is_err()
+        {
+            return true;
+        }
+    }
+    false
+}
+
+/// The job's exit: a timeout first, then the program's status as the sandbox reported it, then
+/// as `wait` saw it.
+fn exit_of(
+    timed_out: bool,
+    sandbox_report: Option<Result<sandbox::Report, sandbox::SetupFailure>>,
+    status: Option<ExitStatus>,
+) -> Exit {
+    let from_status = |s: ExitStatus| match (s.code(), s.signal()) {
+        (Some(c), _) => Exit::Code(c),
+        (None, Some(sig)) => Exit::Signal(sig),
+        _ => Exit::Code(-1),
+    };
+    match (timed_out, sandbox_report, status) {
+        (true, _, _) => Exit::TimedOut,
+        (false, Some(Ok(r)), _) => from_status(ExitStatus::from_raw(r.wait_status)),
+        (false, _, Some(s)) => from_status(s),
+        (false, _, None) => Exit::Code(-1),
+    }
 }
 
 #[cfg(test)]

@@ -25,6 +25,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+mod child;
+mod raw;
+mod view;
+
 /// What the user asked for (`--isolation`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -366,15 +370,88 @@ impl Prepared {
             (_, true) => Identity::Become(confine.user),
             (_, false) => Identity::NoCapabilities,
         };
-        let mut rlimits = vec![(libc::RLIMIT_CORE, 0)];
-        if let Some(b) = confine.limits.file_bytes {
-            rlimits.push((libc::RLIMIT_FSIZE, b));
+        let rlimits = rlimits(&confine.limits, uid, !cgroup_procs.is_empty());
+        let view = ViewPaths::new(level, identity, confine);
+        let cap_last = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(40);
+        let cstrs = |paths: &[PathBuf]| paths.iter().map(|p| cstr(p)).collect();
+        Prepared {
+            level,
+            user_ns,
+            uid_map: CString::new(format!("0 {uid} 1")).unwrap(),
+            gid_map: CString::new(format!("0 {gid} 1")).unwrap(),
+            identity,
+            cap_last,
+            filters: crate::tools::seccomp::filters(),
+            cgroup_procs: cstrs(cgroup_procs),
+            rlimits,
+            writable: cstrs(&confine.writable),
+            readable: cstrs(&view.readable),
+            hidden: cstrs(&view.hidden_dirs),
+            covers: cstrs(&view.covers),
+            hidden_files: confine
+                .hidden
+                .iter()
+                .filter(|h| h.is_file())
+                .map(|p| cstr(p))
+                .collect(),
+            mkdirs: cstrs(&view.mkdirs),
+            cover_mkdirs: cstrs(&view.cover_mkdirs),
+            cwd: cwd.map(cstr),
+            dev_null: CString::new("/dev/null").unwrap(),
+            grace_ns: confine.limits.grace.as_nanos() as u64,
+            report_fd,
         }
-        // RLIMIT_NPROC counts every process of the user on the machine, and root ignores it: only
-        // a fallback for a user without a pids cgroup.
-        if let (Some(p), false) = (confine.limits.pids, uid == 0 || !cgroup_procs.is_empty()) {
-            rlimits.push((libc::RLIMIT_NPROC, p));
+    }
+
+    /// Before the fork, in the grader: where the grader is root, the folders it made for the run
+    /// (and what is in them, never through a link) handed to the sandbox user, so that it can write
+    /// there and nowhere else.
+    pub fn hand_over(confine: &Confinement, level: Level) -> std::io::Result<()> {
+        // SAFETY: geteuid cannot fail.
+        if level == Level::ProcessGroup || unsafe { libc::geteuid() } != 0 {
+            return Ok(());
         }
+        let SandboxUser { uid, gid } = confine.user;
+        for dir in confine
+            .handed_over
+            .iter()
+            .filter(|d| confine.writable.contains(d))
+        {
+            own_tree(dir, uid, gid)?;
+        }
+        Ok(())
+    }
+}
+
+/// The resource limits the child sets: no core files, the file size, and the process count where
+/// no pids cgroup counts it.
+fn rlimits(limits: &Limits, uid: u32, in_cgroup: bool) -> Vec<(libc::__rlimit_resource_t, u64)> {
+    let mut rlimits = vec![(libc::RLIMIT_CORE, 0)];
+    if let Some(b) = limits.file_bytes {
+        rlimits.push((libc::RLIMIT_FSIZE, b));
+    }
+    // RLIMIT_NPROC counts every process of the user on the machine, and root ignores it: only
+    // a fallback for a user without a pids cgroup.
+    if let (Some(p), false) = (limits.pids, uid == 0 || in_cgroup) {
+        rlimits.push((libc::RLIMIT_NPROC, p));
+    }
+    rlimits
+}
+
+/// The folders of the view the init mounts (`Prepared`'s fields of the same names), as paths.
+struct ViewPaths {
+    readable: Vec<PathBuf>,
+    hidden_dirs: Vec<PathBuf>,
+    covers: Vec<PathBuf>,
+    mkdirs: Vec<PathBuf>,
+    cover_mkdirs: Vec<PathBuf>,
+}
+
+impl ViewPaths {
+    fn new(level: Level, identity: Identity, confine: &Confinement) -> ViewPaths {
         let namespaces = level == Level::Namespaces;
         let mut readable: Vec<PathBuf> = if namespaces {
             confine.readable.clone()
@@ -406,524 +483,13 @@ impl Prepared {
             readable.len() + writable.len() <= MAX_BINDS,
             "a run binds at most {MAX_BINDS} folders"
         );
-        let cap_last = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-            .unwrap_or(40);
-        Prepared {
-            level,
-            user_ns,
-            uid_map: CString::new(format!("0 {uid} 1")).unwrap(),
-            gid_map: CString::new(format!("0 {gid} 1")).unwrap(),
-            identity,
-            cap_last,
-            filters: crate::tools::seccomp::filters(),
-            cgroup_procs: cgroup_procs.iter().map(|p| cstr(p)).collect(),
-            rlimits,
-            writable: writable.iter().map(|p| cstr(p)).collect(),
-            readable: readable.iter().map(|p| cstr(p)).collect(),
-            hidden: hidden_dirs.iter().map(|p| cstr(p)).collect(),
-            covers: covers.iter().map(|p| cstr(p)).collect(),
-            hidden_files: confine
-                .hidden
-                .iter()
-                .filter(|h| h.is_file())
-                .map(|p| cstr(p))
-                .collect(),
-            mkdirs: mkdirs.iter().map(|p| cstr(p)).collect(),
-            cover_mkdirs: cover_mkdirs.iter().map(|p| cstr(p)).collect(),
-            cwd: cwd.map(cstr),
-            dev_null: CString::new("/dev/null").unwrap(),
-            grace_ns: confine.limits.grace.as_nanos() as u64,
-            report_fd,
+        ViewPaths {
+            readable,
+            hidden_dirs,
+            covers,
+            mkdirs,
+            cover_mkdirs,
         }
-    }
-
-    /// Before the fork, in the grader: where the grader is root, the folders it made for the run
-    /// (and what is in them, never through a link) handed to the sandbox user, so that it can write
-    /// there and nowhere else.
-    pub fn hand_over(confine: &Confinement, level: Level) -> std::io::Result<()> {
-        // SAFETY: geteuid cannot fail.
-        if level == Level::ProcessGroup || unsafe { libc::geteuid() } != 0 {
-            return Ok(());
-        }
-        let SandboxUser { uid, gid } = confine.user;
-        for dir in confine
-            .handed_over
-            .iter()
-            .filter(|d| confine.writable.contains(d))
-        {
-            own_tree(dir, uid, gid)?;
-        }
-        Ok(())
-    }
-
-    /// Runs in the forked child, before `exec`. Returns only in the process that goes on to exec
-    /// the program; the monitor and the init never return.
-    ///
-    /// # Safety
-    /// Only async-signal-safe calls: this runs between `fork` and `exec` of a threaded process.
-    pub unsafe fn enter(&self) -> std::io::Result<()> {
-        let fail = |step: SetupStep| -> std::io::Result<()> {
-            let errno = *libc::__errno_location();
-            self.report(KIND_SETUP_FAILED, step as u32, errno as u32);
-            Err(std::io::Error::from_raw_os_error(errno))
-        };
-        for procs in &self.cgroup_procs {
-            if !write_file(procs, b"0") {
-                return fail(SetupStep::Cgroup);
-            }
-        }
-        for &(resource, value) in &self.rlimits {
-            let lim = libc::rlimit {
-                rlim_cur: value,
-                rlim_max: value,
-            };
-            if libc::setrlimit(resource, &lim) != 0 {
-                return fail(SetupStep::Rlimit);
-            }
-        }
-        match self.level {
-            Level::ProcessGroup => return Ok(()),
-            Level::Subreaper => {
-                if libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0 {
-                    return fail(SetupStep::Unshare);
-                }
-            }
-            Level::Namespaces => {
-                // IPC too: System V shared memory and message queues outlive their process, and
-                // a key is all another run (another student's) needs to find them.
-                let mut flags = libc::CLONE_NEWNS
-                    | libc::CLONE_NEWNET
-                    | libc::CLONE_NEWPID
-                    | libc::CLONE_NEWIPC;
-                if self.user_ns {
-                    flags |= libc::CLONE_NEWUSER;
-                }
-                if libc::unshare(flags) != 0 {
-                    return fail(SetupStep::Unshare);
-                }
-                if self.user_ns
-                    && !(write_file(c"/proc/self/setgroups", b"deny")
-                        && write_file(c"/proc/self/uid_map", self.uid_map.as_bytes())
-                        && write_file(c"/proc/self/gid_map", self.gid_map.as_bytes()))
-                {
-                    return fail(SetupStep::UserMap);
-                }
-            }
-        }
-        // The monitor: the grader's child. It only waits and passes the init's death on.
-        let init = libc::fork();
-        if init < 0 {
-            return fail(SetupStep::Fork);
-        }
-        if init > 0 {
-            self.quiet_fds();
-            FORWARD_TO.store(init, std::sync::atomic::Ordering::SeqCst);
-            forward_sigterm(true);
-            let status = wait_for(init);
-            // The init wrote the report; if it was killed, there is none and the grader says so.
-            libc::_exit(if libc::WIFEXITED(status) {
-                libc::WEXITSTATUS(status)
-            } else {
-                128 + libc::WTERMSIG(status)
-            });
-        }
-        // The init: pid 1 of the new namespace, or the subreaper.
-        if self.level == Level::Namespaces {
-            if let Err(step) = self.mount_view() {
-                let errno = *libc::__errno_location();
-                self.report(KIND_SETUP_FAILED, step as u32, errno as u32);
-                libc::_exit(127);
-            }
-        } else if let Some(cwd) = &self.cwd {
-            libc::chdir(cwd.as_ptr());
-        }
-        let program = libc::fork();
-        if program < 0 {
-            self.report(
-                KIND_SETUP_FAILED,
-                SetupStep::Fork as u32,
-                *libc::__errno_location() as u32,
-            );
-            libc::_exit(127);
-        }
-        if program == 0 {
-            // The program. In namespaces it gets a session of its own, so that a signal to its
-            // process group (`kill(0, ...)`) cannot reach the monitor and the init, which share the
-            // grader's group for the timeout. Outside namespaces it must stay in that group, which
-            // is how the timeout reaches it.
-            if self.level == Level::Namespaces {
-                libc::setsid();
-            }
-            if let Err(step) = self.drop_privileges() {
-                self.report(
-                    KIND_SETUP_FAILED,
-                    step as u32,
-                    *libc::__errno_location() as u32,
-                );
-                libc::_exit(127);
-            }
-            return Ok(());
-        }
-        self.quiet_fds();
-        // SIGTERM from the grader (the timeout) goes on to the program's whole group.
-        FORWARD_TO.store(
-            if self.level == Level::Namespaces {
-                -program
-            } else {
-                program
-            },
-            std::sync::atomic::Ordering::SeqCst,
-        );
-        forward_sigterm(self.level != Level::Namespaces);
-        let status = wait_for(program);
-        let leftovers = self.end_the_rest();
-        self.report(KIND_DONE, status as u32, leftovers);
-        libc::_exit(0)
-    }
-
-    /// The monitor and the init hold no pipe of the grader's but the report: std's exec-error pipe
-    /// would keep `spawn` waiting, and stdout/stderr would keep the grader's readers open.
-    unsafe fn quiet_fds(&self) {
-        let null = libc::open(self.dev_null.as_ptr(), libc::O_RDWR);
-        if null >= 0 {
-            libc::dup2(null, 0);
-            libc::dup2(null, 1);
-            libc::dup2(null, 2);
-        }
-        let fd = self.report_fd as libc::c_uint;
-        if fd > 3 {
-            libc::syscall(
-                libc::SYS_close_range,
-                3 as libc::c_uint,
-                fd - 1,
-                0 as libc::c_uint,
-            );
-        }
-        libc::syscall(
-            libc::SYS_close_range,
-            fd + 1,
-            libc::c_uint::MAX,
-            0 as libc::c_uint,
-        );
-    }
-
-    /// After the program exited: give what it left running `grace` to end, then kill it. Returns
-    /// how many processes were still running then.
-    unsafe fn end_the_rest(&self) -> u32 {
-        let deadline = monotonic_ns() + self.grace_ns;
-        loop {
-            reap_exited();
-            let alive = self.others_alive();
-            if alive == 0 {
-                return 0;
-            }
-            if monotonic_ns() >= deadline {
-                // Kill until none is left: a process may fork while it is being killed.
-                for _ in 0..1000 {
-                    self.kill_others();
-                    reap_exited();
-                    if self.others_alive() == 0 {
-                        break;
-                    }
-                    sleep_ns(1_000_000);
-                }
-                return alive;
-            }
-            sleep_ns(10_000_000);
-        }
-    }
-
-    /// Processes other than the init that are still alive: in a PID namespace every one of them;
-    /// as a subreaper, its children (orphans are re-parented to it).
-    unsafe fn others_alive(&self) -> u32 {
-        if self.level == Level::Namespaces {
-            // kill(-1, 0) reaches every process of the namespace but the init itself.
-            return u32::from(libc::kill(-1, 0) == 0);
-        }
-        let mut count = 0;
-        for_each_child(|_| count += 1);
-        count
-    }
-
-    unsafe fn kill_others(&self) {
-        if self.level == Level::Namespaces {
-            libc::kill(-1, libc::SIGKILL);
-        } else {
-            for_each_child(|pid| {
-                libc::kill(pid, libc::SIGKILL);
-            });
-        }
-    }
-
-    /// In the program, just before `exec`: no user of the grader's, no capability and no way to
-    /// gain one (the bounding set empty, securebits locked so that root gets none at exec), then
-    /// `no_new_privs` and the system-call filter.
-    unsafe fn drop_privileges(&self) -> Result<(), SetupStep> {
-        const SECBIT_NOROOT: libc::c_ulong = 1 << 0;
-        const SECBIT_NOROOT_LOCKED: libc::c_ulong = 1 << 1;
-        const SECBIT_KEEP_CAPS_LOCKED: libc::c_ulong = 1 << 5;
-        const SECBIT_NO_CAP_AMBIENT_RAISE: libc::c_ulong = 1 << 6;
-        const SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED: libc::c_ulong = 1 << 7;
-        #[repr(C)]
-        struct CapHeader {
-            version: u32,
-            pid: libc::c_int,
-        }
-        #[repr(C)]
-        #[derive(Clone, Copy)]
-        struct CapData {
-            effective: u32,
-            permitted: u32,
-            inheritable: u32,
-        }
-        if self.identity == Identity::Unchanged {
-            return Ok(());
-        }
-        // Root, or root of a user namespace: it holds the capabilities these calls need.
-        if matches!(self.identity, Identity::Become(_)) || self.user_ns {
-            for cap in 0..=self.cap_last {
-                if libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0) != 0
-                    && *libc::__errno_location() != libc::EINVAL
-                {
-                    return Err(SetupStep::Privileges);
-                }
-            }
-            let bits = SECBIT_NOROOT
-                | SECBIT_NOROOT_LOCKED
-                | SECBIT_KEEP_CAPS_LOCKED
-                | SECBIT_NO_CAP_AMBIENT_RAISE
-                | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
-            if libc::prctl(libc::PR_SET_SECUREBITS, bits, 0, 0, 0) != 0 {
-                return Err(SetupStep::Privileges);
-            }
-        }
-        if let Identity::Become(user) = self.identity {
-            // Every user id leaves 0 at once: the kernel clears the permitted and effective sets.
-            if libc::setgroups(0, std::ptr::null()) != 0
-                || libc::setresgid(user.gid, user.gid, user.gid) != 0
-                || libc::setresuid(user.uid, user.uid, user.uid) != 0
-            {
-                return Err(SetupStep::Privileges);
-            }
-        }
-        libc::prctl(
-            libc::PR_CAP_AMBIENT,
-            libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong,
-            0,
-            0,
-            0,
-        );
-        let header = CapHeader {
-            version: 0x2008_0522,
-            pid: 0,
-        };
-        let none = [CapData {
-            effective: 0,
-            permitted: 0,
-            inheritable: 0,
-        }; 2];
-        if libc::syscall(libc::SYS_capset, &header as *const CapHeader, none.as_ptr()) != 0 {
-            return Err(SetupStep::Privileges);
-        }
-        crate::tools::seccomp::install(self.filters).map_err(|errno| {
-            *libc::__errno_location() = errno;
-            SetupStep::Seccomp
-        })
-    }
-
-    /// The filesystem the program sees. Runs in the init, inside the new namespaces.
-    unsafe fn mount_view(&self) -> Result<(), SetupStep> {
-        let null = std::ptr::null::<libc::c_char>();
-        let bind = |source: &[u8; 32], target: &CString, flags: libc::c_ulong| {
-            libc::mount(
-                source.as_ptr().cast(),
-                target.as_ptr(),
-                null,
-                libc::MS_BIND | flags,
-                std::ptr::null(),
-            ) == 0
-        };
-        // Nothing mounted here may propagate back to the machine.
-        if libc::mount(
-            null,
-            c"/".as_ptr(),
-            null,
-            libc::MS_REC | libc::MS_PRIVATE,
-            std::ptr::null(),
-        ) != 0
-        {
-            return Err(SetupStep::MountPrivate);
-        }
-        // Handles on everything to bind back, before anything hides it: the readable folders, then
-        // the writable ones.
-        let mut fds = [-1; MAX_BINDS];
-        for (i, p) in self
-            .readable
-            .iter()
-            .chain(&self.writable)
-            .take(MAX_BINDS)
-            .enumerate()
-        {
-            fds[i] = libc::open(
-                p.as_ptr(),
-                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
-            );
-            if fds[i] < 0 {
-                return Err(SetupStep::OpenWritable);
-            }
-        }
-        // Every mount read-only, recursively (mount_setattr, Linux 5.12); else the root alone.
-        #[repr(C)]
-        struct MountAttr {
-            attr_set: u64,
-            attr_clr: u64,
-            propagation: u64,
-            userns_fd: u64,
-        }
-        const MOUNT_ATTR_RDONLY: u64 = 0x1;
-        const AT_RECURSIVE: libc::c_int = 0x8000;
-        let attr = MountAttr {
-            attr_set: MOUNT_ATTR_RDONLY,
-            attr_clr: 0,
-            propagation: 0,
-            userns_fd: 0,
-        };
-        let r = libc::syscall(
-            libc::SYS_mount_setattr,
-            libc::AT_FDCWD,
-            c"/".as_ptr(),
-            AT_RECURSIVE,
-            &attr as *const MountAttr,
-            std::mem::size_of::<MountAttr>(),
-        );
-        if r != 0
-            && libc::mount(
-                null,
-                c"/".as_ptr(),
-                null,
-                libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY,
-                std::ptr::null(),
-            ) != 0
-        {
-            return Err(SetupStep::ReadOnlyRoot);
-        }
-        // An empty tmpfs over each of `over`, with the paths `inside` made in them (to the folders
-        // below that must be seen), then read-only.
-        let empty_over = |over: &[CString], inside: &[CString]| -> Result<(), SetupStep> {
-            for at in over {
-                if libc::mount(
-                    c"tmpfs".as_ptr(),
-                    at.as_ptr(),
-                    c"tmpfs".as_ptr(),
-                    libc::MS_NOSUID | libc::MS_NODEV,
-                    c"size=64k,mode=755".as_ptr().cast(),
-                ) != 0
-                {
-                    return Err(SetupStep::Hide);
-                }
-            }
-            for d in inside {
-                libc::mkdir(d.as_ptr(), 0o755);
-            }
-            for at in over {
-                if libc::mount(
-                    null,
-                    at.as_ptr(),
-                    null,
-                    libc::MS_REMOUNT
-                        | libc::MS_BIND
-                        | libc::MS_RDONLY
-                        | libc::MS_NOSUID
-                        | libc::MS_NODEV,
-                    std::ptr::null(),
-                ) != 0
-                {
-                    return Err(SetupStep::Hide);
-                }
-            }
-            Ok(())
-        };
-        // /dev/null over each hidden file, then the hidden folders.
-        for f in &self.hidden_files {
-            if libc::mount(
-                self.dev_null.as_ptr(),
-                f.as_ptr(),
-                null,
-                libc::MS_BIND,
-                std::ptr::null(),
-            ) != 0
-            {
-                return Err(SetupStep::Hide);
-            }
-        }
-        empty_over(&self.hidden, &self.mkdirs)?;
-        // Covers over what the sandbox user cannot enter, after the hidden folders (which may lie
-        // below a cover: the readable folder bound back brings them along).
-        empty_over(&self.covers, &self.cover_mkdirs)?;
-        // The readable folders, parents first, with what is mounted below them (the hidden
-        // folders' tmpfs): read-only, as their source is by now.
-        let mut path = [0u8; 32];
-        for (i, r) in self.readable.iter().enumerate() {
-            fd_path(fds[i], &mut path);
-            if !bind(&path, r, libc::MS_REC) {
-                return Err(SetupStep::Bind);
-            }
-        }
-        // The writable folders, bound back over themselves. A bind copies the source mount's
-        // flags, read-only by now: remount it writable.
-        let writable_at = self.readable.len();
-        for (i, w) in self.writable.iter().enumerate() {
-            fd_path(fds[writable_at + i], &mut path);
-            if !bind(&path, w, 0)
-                || libc::mount(
-                    null,
-                    w.as_ptr(),
-                    null,
-                    libc::MS_REMOUNT | libc::MS_BIND | libc::MS_NOSUID | libc::MS_NODEV,
-                    std::ptr::null(),
-                ) != 0
-            {
-                return Err(SetupStep::Bind);
-            }
-        }
-        for fd in fds.iter().filter(|fd| **fd >= 0) {
-            libc::close(*fd);
-        }
-        // A private /dev/shm (CUDA and the tools may use it) and a /proc of this namespace only.
-        libc::mount(
-            c"tmpfs".as_ptr(),
-            c"/dev/shm".as_ptr(),
-            c"tmpfs".as_ptr(),
-            libc::MS_NOSUID | libc::MS_NODEV,
-            c"size=256m,mode=1777".as_ptr().cast(),
-        );
-        if libc::mount(
-            c"proc".as_ptr(),
-            c"/proc".as_ptr(),
-            c"proc".as_ptr(),
-            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-            std::ptr::null(),
-        ) != 0
-        {
-            return Err(SetupStep::Proc);
-        }
-        // The working folder again: the old handle points below the read-only root.
-        if let Some(cwd) = &self.cwd {
-            if libc::chdir(cwd.as_ptr()) != 0 {
-                return Err(SetupStep::Chdir);
-            }
-        }
-        Ok(())
-    }
-
-    unsafe fn report(&self, kind: u32, a: u32, b: u32) {
-        let mut buf = [0u8; REPORT_LEN];
-        for (i, w) in [MAGIC, kind, a, b, 0].iter().enumerate() {
-            buf[i * 4..i * 4 + 4].copy_from_slice(&w.to_ne_bytes());
-        }
-        libc::write(self.report_fd, buf.as_ptr().cast(), buf.len());
     }
 }
 
@@ -946,156 +512,9 @@ fn own_tree(dir: &Path, uid: u32, gid: u32) -> std::io::Result<()> {
     Ok(())
 }
 
-// ---- Async-signal-safe helpers for the child.
-
-static FORWARD_TO: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
-/// The monitor passes on a SIGTERM from anyone (only the grader can reach it).
-static SENDER_ANYWHERE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-extern "C" fn on_sigterm(_: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
-    // Only the grader's SIGTERM (from outside the namespace, where the sender has no pid here) is
-    // passed on; a program that signals its own init gets nothing back.
-    // SAFETY: the kernel hands the handler a valid siginfo.
-    if unsafe { (*info).si_pid() } != 0
-        && !SENDER_ANYWHERE.load(std::sync::atomic::Ordering::SeqCst)
-    {
-        return;
-    }
-    let to = FORWARD_TO.load(std::sync::atomic::Ordering::SeqCst);
-    if to != 0 {
-        // SAFETY: kill is async-signal-safe.
-        unsafe { libc::kill(to, libc::SIGTERM) };
-    }
-}
-
-unsafe fn forward_sigterm(from_anyone: bool) {
-    SENDER_ANYWHERE.store(from_anyone, std::sync::atomic::Ordering::SeqCst);
-    let mut action: libc::sigaction = std::mem::zeroed();
-    action.sa_sigaction =
-        on_sigterm as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) as usize;
-    action.sa_flags = libc::SA_SIGINFO;
-    libc::sigemptyset(&mut action.sa_mask);
-    libc::sigaction(libc::SIGTERM, &action, std::ptr::null_mut());
-}
-
-unsafe fn wait_for(pid: libc::pid_t) -> libc::c_int {
-    let mut status = 0;
-    loop {
-        let r = libc::waitpid(-1, &mut status, 0);
-        if r == pid {
-            return status;
-        }
-        if r < 0 && *libc::__errno_location() != libc::EINTR {
-            return 0;
-        }
-    }
-}
-
-unsafe fn reap_exited() {
-    let mut status = 0;
-    while libc::waitpid(-1, &mut status, libc::WNOHANG) > 0 {}
-}
-
-unsafe fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> bool {
-    let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-    if fd < 0 {
-        return false;
-    }
-    let ok = libc::write(fd, bytes.as_ptr().cast(), bytes.len()) == bytes.len() as isize;
-    libc::close(fd);
-    ok
-}
-
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-fn sleep_ns(ns: u64) {
-    let ts = libc::timespec {
-        tv_sec: (ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
-    };
-    // SAFETY: nanosleep reads one timespec.
-    unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
-}
-
-/// Write the decimal digits of `n` at `buf[at..]`; returns the index after them.
-fn put_decimal(buf: &mut [u8], mut at: usize, n: u64) -> usize {
-    let mut digits = [0u8; 20];
-    let mut len = 0;
-    let mut v = n;
-    loop {
-        digits[len] = b'0' + (v % 10) as u8;
-        len += 1;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    for i in (0..len).rev() {
-        buf[at] = digits[i];
-        at += 1;
-    }
-    at
-}
-
-/// `/proc/self/fd/N`, NUL-terminated, in `buf`.
-fn fd_path(fd: RawFd, buf: &mut [u8; 32]) {
-    let prefix = b"/proc/self/fd/";
-    buf[..prefix.len()].copy_from_slice(prefix);
-    let end = put_decimal(buf, prefix.len(), fd as u64);
-    buf[end] = 0;
-}
-
-/// Call `f` with the pid of each child of this (single-threaded) process, read from
-/// `/proc/self/task/<pid>/children`.
-unsafe fn for_each_child(mut f: impl FnMut(libc::pid_t)) {
-    let mut path = [0u8; 64];
-    let prefix = b"/proc/self/task/";
-    path[..prefix.len()].copy_from_slice(prefix);
-    let at = put_decimal(&mut path, prefix.len(), libc::getpid() as u64);
-    let suffix = b"/children\0";
-    path[at..at + suffix.len()].copy_from_slice(suffix);
-    let fd = libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC);
-    if fd < 0 {
-        return;
-    }
-    let mut buf = [0u8; 4096];
-    let n = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
-    libc::close(fd);
-    let mut pid: i64 = -1;
-    for &c in &buf[..n.max(0) as usize] {
-        if c.is_ascii_digit() {
-            pid = pid.max(0) * 10 + (c - b'0') as i64;
-        } else if pid >= 0 {
-            f(pid as libc::pid_t);
-            pid = -1;
-        }
-    }
-    if pid >= 0 {
-        f(pid as libc::pid_t);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn decimal_and_fd_paths_are_written_without_allocating() {
-        let mut buf = [0u8; 32];
-        fd_path(1234, &mut buf);
-        assert_eq!(&buf[..19], b"/proc/self/fd/1234\0");
-        let mut b = [0u8; 8];
-        assert_eq!(put_decimal(&mut b, 0, 0), 1);
-        assert_eq!(b[0], b'0');
-    }
 
     #[test]
     fn a_writable_folder_below_a_hidden_one_gets_its_path_made_inside() {
