@@ -148,41 +148,15 @@ pub fn svg(source: &str) -> Result<String> {
             spec.cols
         );
     }
-    // Wide enough for the grid and, up to the lesson's width, for the texts; longer texts wrap.
-    let longest = |chars: usize, px: usize, indent: usize| 2 * MARGIN + indent + chars * px;
-    let width = [
-        grid_width,
-        longest(spec.caption.chars().count(), CAPTION_PX, 0),
-        spec.mark
-            .iter()
-            .map(|m| longest(m.means.chars().count(), LEGEND_PX, 24))
-            .max()
-            .unwrap_or(0),
-    ]
-    .into_iter()
-    .max()
-    .unwrap_or(grid_width)
-    .min(MAX_WIDTH);
+    let width = picture_width(&spec, grid_width);
     let caption = wrap(&spec.caption, (width - 2 * MARGIN) / CAPTION_PX);
     let legends: Vec<Vec<String>> = spec
         .mark
         .iter()
         .map(|m| wrap(&m.means, (width - 2 * MARGIN - 24) / LEGEND_PX))
         .collect();
-    let mut kind = vec![None; count];
-    for m in &spec.mark {
-        for c in cells(&m.cells, count)? {
-            kind[c] = Some(m.kind);
-        }
-    }
-    let texts: Vec<String> = match &spec.label {
-        None => (0..count).map(|i| i.to_string()).collect(),
-        Some(Label::Word(w)) if w == "index" => (0..count).map(|i| i.to_string()).collect(),
-        Some(Label::Word(w)) if w == "none" => vec![String::new(); count],
-        Some(Label::Word(w)) => bail!("label `{w}`: index, none, or a list of the cells' texts"),
-        Some(Label::Each(list)) if list.len() == count => list.clone(),
-        Some(Label::Each(list)) => bail!("{} labels for {count} cells", list.len()),
-    };
+    let kind = cell_kinds(&spec.mark, count)?;
+    let texts = cell_texts(spec.label.as_ref(), count)?;
     let top = MARGIN + 6 + caption.len() * 18;
     let grid_bottom = top + spec.rows * CELL;
     let groups_h = if spec.group.is_empty() { 0 } else { 28 };
@@ -195,6 +169,56 @@ pub fn svg(source: &str) -> Result<String> {
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="{}" font-family="sans-serif">"#,
         escape(&spec.caption)
     );
+    draw_caption(&mut out, &caption);
+    draw_cells(&mut out, spec.cols, top, &kind, &texts);
+    draw_groups(&mut out, &spec, grid_bottom)?;
+    draw_legend(&mut out, &spec.mark, &legends, legend_top);
+    out.push_str("</svg>\n");
+    Ok(out)
+}
+
+/// Wide enough for the grid and, up to the lesson's width, for the texts; longer texts wrap.
+fn picture_width(spec: &Spec, grid_width: usize) -> usize {
+    let longest = |chars: usize, px: usize, indent: usize| 2 * MARGIN + indent + chars * px;
+    [
+        grid_width,
+        longest(spec.caption.chars().count(), CAPTION_PX, 0),
+        spec.mark
+            .iter()
+            .map(|m| longest(m.means.chars().count(), LEGEND_PX, 24))
+            .max()
+            .unwrap_or(0),
+    ]
+    .into_iter()
+    .max()
+    .unwrap_or(grid_width)
+    .min(MAX_WIDTH)
+}
+
+/// Each cell's kind, from the marks (a later mark wins); none: an unmarked cell.
+fn cell_kinds(marks: &[Mark], count: usize) -> Result<Vec<Option<Kind>>> {
+    let mut kind = vec![None; count];
+    for m in marks {
+        for c in cells(&m.cells, count)? {
+            kind[c] = Some(m.kind);
+        }
+    }
+    Ok(kind)
+}
+
+/// Each cell's text, as the spec's `label` says.
+fn cell_texts(label: Option<&Label>, count: usize) -> Result<Vec<String>> {
+    Ok(match label {
+        None => (0..count).map(|i| i.to_string()).collect(),
+        Some(Label::Word(w)) if w == "index" => (0..count).map(|i| i.to_string()).collect(),
+        Some(Label::Word(w)) if w == "none" => vec![String::new(); count],
+        Some(Label::Word(w)) => bail!("label `{w}`: index, none, or a list of the cells' texts"),
+        Some(Label::Each(list)) if list.len() == count => list.clone(),
+        Some(Label::Each(list)) => bail!("{} labels for {count} cells", list.len()),
+    })
+}
+
+fn draw_caption(out: &mut String, caption: &[String]) {
     for (i, line) in caption.iter().enumerate() {
         let _ = writeln!(
             out,
@@ -203,8 +227,12 @@ pub fn svg(source: &str) -> Result<String> {
             escape(line)
         );
     }
+}
+
+/// The grid, row by row from `top`: each cell in its kind's colour, with its text.
+fn draw_cells(out: &mut String, cols: usize, top: usize, kind: &[Option<Kind>], texts: &[String]) {
     for (i, text) in texts.iter().enumerate() {
-        let (r, c) = (i / spec.cols, i % spec.cols);
+        let (r, c) = (i / cols, i % cols);
         let (x, y) = (MARGIN + c * CELL, top + r * CELL);
         let fill = kind[i].map_or("#FFFFFF", Kind::fill);
         let _ = writeln!(
@@ -221,6 +249,12 @@ pub fn svg(source: &str) -> Result<String> {
             );
         }
     }
+}
+
+/// Each group's bracket and label below the grid; an error for a group that is not one run of the
+/// last row.
+fn draw_groups(out: &mut String, spec: &Spec, grid_bottom: usize) -> Result<()> {
+    let count = spec.cols * spec.rows;
     for g in &spec.group {
         let run = cells(&g.cells, count)?;
         let (first, last) = (run[0], *run.last().unwrap_or(&run[0]));
@@ -251,8 +285,13 @@ pub fn svg(source: &str) -> Result<String> {
             escape(&g.label)
         );
     }
-    let mut y = legend_top;
-    for (m, lines) in spec.mark.iter().zip(&legends) {
+    Ok(())
+}
+
+/// Each mark's colour key and its meaning (`legends`: wrapped), one under another from `top`.
+fn draw_legend(out: &mut String, marks: &[Mark], legends: &[Vec<String>], top: usize) {
+    let mut y = top;
+    for (m, lines) in marks.iter().zip(legends) {
         let _ = writeln!(
             out,
             r##"<rect x="{MARGIN}" y="{y}" width="16" height="16" fill="{}" stroke="#333333"/>"##,
@@ -270,8 +309,6 @@ pub fn svg(source: &str) -> Result<String> {
         }
         y += 5;
     }
-    out.push_str("</svg>\n");
-    Ok(out)
 }
 
 #[cfg(test)]

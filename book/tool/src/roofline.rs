@@ -4,6 +4,7 @@
 
 use anyhow::{anyhow, Result};
 use grader::judge::perf::PerfSummary;
+use grader::tools::peak::Peak;
 use plotters::prelude::*;
 
 const SIZE: (u32, u32) = (720, 420);
@@ -57,59 +58,9 @@ pub fn svg(perf: &PerfSummary) -> Result<String> {
             .y_label_area_size(80)
             .build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())
             .map_err(|e| anyhow!("{e}"))?;
-        chart
-            .configure_mesh()
-            .light_line_style(WHITE)
-            // plotters draws text at 0.8 of the size asked: 17 is about 14 px.
-            .label_style(("sans-serif", 17))
-            .axis_desc_style(("sans-serif", 17))
-            .y_labels(8)
-            .x_desc("arithmetic intensity (FLOP per DRAM byte)")
-            .y_desc("GFLOP/s")
-            .x_label_formatter(&|x| {
-                format!("{x:.3}")
-                    .trim_end_matches('0')
-                    .trim_end_matches('.')
-                    .to_string()
-            })
-            .y_label_formatter(&|y| format!("{y:.0}"))
-            .draw()
-            .map_err(|e| anyhow!("{e}"))?;
-        let steps = 200;
-        let roof = (0..=steps).map(|i| {
-            let x = x0 * (x1 / x0).powf(i as f64 / steps as f64);
-            (x, peak.roof_gflops(x))
-        });
-        chart
-            .draw_series(LineSeries::new(roof, ROOF.stroke_width(2)))
-            .map_err(|e| anyhow!("{e}"))?
-            .label(format!(
-                "memcpy {:.0} GB/s, fp32 FMA {:.1} TFLOP/s (ncu clocks)",
-                peak.memcpy_gbps,
-                peak.fma_ncu_gflops / 1e3
-            ))
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], ROOF.stroke_width(2)));
-        for (name, x, y) in &points {
-            let label = match *name {
-                "reference" => "the fix".to_string(),
-                other => other.to_string(),
-            };
-            let at = EmptyElement::at((*x, *y));
-            let text = Text::new(label, (10, -20), ("sans-serif", 17));
-            // The original a circle, the fix a triangle, a library a cross.
-            let drawn = match *name {
-                "original" => chart.draw_series(std::iter::once(
-                    at + Circle::new((0, 0), 7, ORIGINAL.filled()) + text,
-                )),
-                "reference" => chart.draw_series(std::iter::once(
-                    at + TriangleMarker::new((0, 0), 9, FIX.filled()) + text,
-                )),
-                _ => chart.draw_series(std::iter::once(
-                    at + Cross::new((0, 0), 7, LIBRARY.stroke_width(3)) + text,
-                )),
-            };
-            drawn.map_err(|e| anyhow!("{e}"))?;
-        }
+        draw_axes(&mut chart)?;
+        draw_roof(&mut chart, peak, (x0, x1))?;
+        draw_points(&mut chart, &points)?;
         chart
             .configure_series_labels()
             .position(SeriesLabelPosition::LowerRight)
@@ -121,4 +72,74 @@ pub fn svg(perf: &PerfSummary) -> Result<String> {
         root.present().map_err(|e| anyhow!("{e}"))?;
     }
     Ok(out)
+}
+
+/// A chart with logarithmic axes: arithmetic intensity across, GFLOP/s up.
+type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<LogCoord<f64>, LogCoord<f64>>>;
+
+fn draw_axes(chart: &mut Chart) -> Result<()> {
+    chart
+        .configure_mesh()
+        .light_line_style(WHITE)
+        // plotters draws text at 0.8 of the size asked: 17 is about 14 px.
+        .label_style(("sans-serif", 17))
+        .axis_desc_style(("sans-serif", 17))
+        .y_labels(8)
+        .x_desc("arithmetic intensity (FLOP per DRAM byte)")
+        .y_desc("GFLOP/s")
+        .x_label_formatter(&|x| {
+            format!("{x:.3}")
+                .trim_end_matches('0')
+                .trim_end_matches('.')
+                .to_string()
+        })
+        .y_label_formatter(&|y| format!("{y:.0}"))
+        .draw()
+        .map_err(|e| anyhow!("{e}"))?;
+    Ok(())
+}
+
+/// The roof from `x0` to `x1`: the bandwidth slope, then the FMA peak, named in the legend.
+fn draw_roof(chart: &mut Chart, peak: &Peak, (x0, x1): (f64, f64)) -> Result<()> {
+    let steps = 200;
+    let roof = (0..=steps).map(|i| {
+        let x = x0 * (x1 / x0).powf(i as f64 / steps as f64);
+        (x, peak.roof_gflops(x))
+    });
+    chart
+        .draw_series(LineSeries::new(roof, ROOF.stroke_width(2)))
+        .map_err(|e| anyhow!("{e}"))?
+        .label(format!(
+            "memcpy {:.0} GB/s, fp32 FMA {:.1} TFLOP/s (ncu clocks)",
+            peak.memcpy_gbps,
+            peak.fma_ncu_gflops / 1e3
+        ))
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], ROOF.stroke_width(2)));
+    Ok(())
+}
+
+/// Each version where it sits (intensity, GFLOP/s), marked by its shape and named.
+fn draw_points(chart: &mut Chart, points: &[(&str, f64, f64)]) -> Result<()> {
+    for (name, x, y) in points {
+        let label = match *name {
+            "reference" => "the fix".to_string(),
+            other => other.to_string(),
+        };
+        let at = EmptyElement::at((*x, *y));
+        let text = Text::new(label, (10, -20), ("sans-serif", 17));
+        // The original a circle, the fix a triangle, a library a cross.
+        let drawn = match *name {
+            "original" => chart.draw_series(std::iter::once(
+                at + Circle::new((0, 0), 7, ORIGINAL.filled()) + text,
+            )),
+            "reference" => chart.draw_series(std::iter::once(
+                at + TriangleMarker::new((0, 0), 9, FIX.filled()) + text,
+            )),
+            _ => chart.draw_series(std::iter::once(
+                at + Cross::new((0, 0), 7, LIBRARY.stroke_width(3)) + text,
+            )),
+        };
+        drawn.map_err(|e| anyhow!("{e}"))?;
+    }
+    Ok(())
 }
