@@ -1,6 +1,6 @@
 //! References of exercises 43-wgmma-kstep, 44-tensor-map, 45-cluster-dims: Hopper's wgmma, TMA tensor maps and clusters.
 //!
-//! 44-tensor-map reuses `matmul` and 45-cluster-dims reuses `histogram-mod` (mod.rs); only the
+//! 44-tensor-map reuses `matmul` and 45-cluster-dims reuses `histogram-mod` (early.rs); only the
 //! f16-input product of 43 needs its own.
 
 #[allow(unused_imports)]

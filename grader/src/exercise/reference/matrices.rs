@@ -1,6 +1,6 @@
 //! References of exercises 41-wmma-layout, 64-register-blocking, 65-tensor-cores: matrix products on CUDA cores and tensor cores.
 //!
-//! 64 and 65 reuse `matmul` (mod.rs): their products are exact fp32 work (64) or are judged with a
+//! 64 and 65 reuse `matmul` (early.rs): their products are exact fp32 work (64) or are judged with a
 //! tolerance that admits the TF32 rounding of the inputs (65, see its manifest and the test below).
 //! 41 rounds its inputs to half precision on the GPU before the tensor cores multiply them, so its
 //! reference rounds them the same way (`matmul-f16-inputs`).

@@ -1,6 +1,6 @@
 //! References of exercises 31-pitch, 34-managed-race, 69-prefetch: pitched 2-D memory and unified memory.
 //!
-//! 31 reuses `box-blur3` (mod.rs): the blur is 16-uninit-shared's, only its memory is pitched, and
+//! 31 reuses `box-blur3` (early.rs): the blur is 16-uninit-shared's, only its memory is pitched, and
 //! the pitch never reaches the outputs (the harness's buffers are packed). 34 has its own,
 //! `logistic-growth`; 69 has `cooling-watched`, 63-transfers' cooling run in rounds with each rack's
 //! sensor logged after every round.

@@ -1,5 +1,5 @@
 //! References of exercises 39-hash-insert, 40-half-overflow, 66-softmax-fused: a concurrent hash table, half precision, a fused softmax.
-//! (66-softmax-fused reuses `softmax-rows` from `mod.rs`.)
+//! (66-softmax-fused reuses `softmax-rows` from `early.rs`.)
 
 #[allow(unused_imports)]
 use super::*;

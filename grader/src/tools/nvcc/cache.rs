@@ -68,7 +68,7 @@ impl BuildCache {
         }
     }
 
-    fn manifest(&self, key: &blake3::Hash) -> PathBuf {
+    pub(super) fn manifest(&self, key: &blake3::Hash) -> PathBuf {
         self.dir.join(format!("{}.deps", key.to_hex()))
     }
 
