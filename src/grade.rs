@@ -154,7 +154,7 @@ pub(crate) fn finish_gradebook(out: &Path, format: Format) -> Result<ExitStatus>
         info,
         results,
         missing,
-    } = grader::judge::grade::merge(out).map_err(|e| anyhow::anyhow!(e))?;
+    } = grader::judge::grade::merge(out)?;
     let mut written = grader::report::gradebook::write_all(&info, &results, out)
         .with_context(|| format!("writing the gradebook into {}", out.display()))?;
     // The similarity report reads the students' files again; the exercises' texts are embedded, so the root does not matter.

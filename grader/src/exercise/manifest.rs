@@ -1077,10 +1077,10 @@ fn validate_fields(m: &LoadedManifest) -> Result<(), ManifestError> {
     }
     validate_track(m)?;
     if let Some(r) = &m.manifest.rubric {
-        crate::exercise::rubric::validate(r).map_err(|message| ManifestError {
+        crate::exercise::rubric::validate(r).map_err(|e| ManifestError {
             path: m.path.clone(),
             line: find_line(&m.text, "[rubric]"),
-            message,
+            message: e.to_string(),
         })?;
     }
     if let Some(level) = &man.level {

@@ -33,7 +33,8 @@ enum Marker<'a> {
     End(&'a str),
 }
 
-fn marker(line: &str) -> Option<Result<Marker<'_>, String>> {
+/// The region marker on a line (line `n`), if it holds one.
+fn marker(line: &str, n: usize) -> Option<Result<Marker<'_>, RegionError>> {
     let comment = line.trim_start().strip_prefix("//")?.trim();
     let (rest, is_begin) = if let Some(rest) = comment.strip_prefix(BEGIN) {
         (rest, true)
@@ -45,15 +46,19 @@ fn marker(line: &str) -> Option<Result<Marker<'_>, String>> {
     // mdBook's anchor names: word characters, `-` and `_`.
     let name = rest.trim();
     if name.is_empty() {
-        return Some(Err("marker needs a region name".into()));
+        return Some(Err(RegionError {
+            line: n,
+            message: "marker needs a region name".into(),
+        }));
     }
     if !name
         .chars()
         .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
     {
-        return Some(Err(format!(
-            "region name `{name}` may only hold letters, digits, `-` and `_`"
-        )));
+        return Some(Err(RegionError {
+            line: n,
+            message: format!("region name `{name}` may only hold letters, digits, `-` and `_`"),
+        }));
     }
     Some(Ok(if is_begin {
         Marker::Begin(name)
@@ -68,9 +73,9 @@ pub fn parse(source: &str) -> Result<Vec<Region>, RegionError> {
     let mut open: Option<(String, usize)> = None;
     for (i, line) in source.lines().enumerate() {
         let n = i + 1;
-        match marker(line) {
+        match marker(line, n) {
             None => {}
-            Some(Err(message)) => return Err(RegionError { line: n, message }),
+            Some(Err(e)) => return Err(e),
             Some(Ok(Marker::Begin(name))) => {
                 if let Some((outer, _)) = &open {
                     return Err(RegionError {
@@ -128,13 +133,8 @@ fn segments(source: &str) -> Result<Vec<Segment<'_>>, RegionError> {
     let mut outside = Vec::new();
     let mut inside = false;
     for (i, line) in source.lines().enumerate() {
-        match marker(line) {
-            Some(Err(message)) => {
-                return Err(RegionError {
-                    line: i + 1,
-                    message,
-                })
-            }
+        match marker(line, i + 1) {
+            Some(Err(e)) => return Err(e),
             Some(Ok(Marker::Begin(name))) => {
                 out.push(Segment::Outside(std::mem::take(&mut outside)));
                 out.push(Segment::Inside(name));
@@ -202,7 +202,7 @@ fn outside_line_numbers(source: &str) -> Vec<usize> {
     let mut inside = false;
     let mut numbers = Vec::new();
     for (i, line) in source.lines().enumerate() {
-        match marker(line) {
+        match marker(line, i + 1) {
             Some(Ok(Marker::Begin(_))) => inside = true,
             Some(Ok(Marker::End(_))) => inside = false,
             _ if !inside => numbers.push(i + 1),

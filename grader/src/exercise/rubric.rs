@@ -119,20 +119,28 @@ impl Rubric {
     }
 }
 
+/// What is wrong with a `[rubric]`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RubricError {
+    #[error("[rubric] {key}: points must be a number >= 0, got {got}")]
+    NotPoints { key: String, got: f64 },
+    #[error("[rubric] gives no points at all")]
+    NoPoints,
+}
+
 /// Every value a finite number >= 0, and more than 0 in all: Err says what is wrong.
-pub fn validate(r: &Rubric) -> Result<(), String> {
+pub fn validate(r: &Rubric) -> Result<(), RubricError> {
     if let Some(s) = GradeStage::ALL
         .iter()
         .find(|s| !(r.get(**s).is_finite() && r.get(**s) >= 0.0))
     {
-        return Err(format!(
-            "[rubric] {}: points must be a number >= 0, got {}",
-            s.key().replace('-', "_"),
-            r.get(*s)
-        ));
+        return Err(RubricError::NotPoints {
+            key: s.key().replace('-', "_"),
+            got: r.get(*s),
+        });
     }
     if r.total() <= 0.0 {
-        return Err("[rubric] gives no points at all".into());
+        return Err(RubricError::NoPoints);
     }
     Ok(())
 }

@@ -168,26 +168,35 @@ pub fn anchor(dir: &Path, reference_call_ns: f64) {
     }
 }
 
-/// Whether the measurements kept in `dir` still stand: Ok with a line for the report, or Err saying
-/// why they are taken again. Where the judged time is ncu's (`Clock::Kernel`), the GPU must still
+/// Whether kept measurements still stand, each with its line for the report.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Standing {
+    /// They stand: served again.
+    Stands(String),
+    /// They do not: why they are taken again.
+    Stale(String),
+}
+
+/// Whether the measurements kept in `dir` still stand, with a line for the report, or why they are
+/// taken again. Where the judged time is ncu's (`Clock::Kernel`), the GPU must still
 /// time the reference fix's whole call as it did when they were taken, within `BAND`. Where it is
 /// the whole call's, every call the verdict reads is timed afresh and what is kept is counted
 /// (launches, bytes, instructions) or shown (ncu's kernel times): a whole call of 60 us moved by
 /// up to 1.6x between two checks on an H100's host, so it is no test of the GPU.
-pub fn same_gpu(
-    dir: &Path,
-    reference_call_ns: Option<f64>,
-    clock: Clock,
-) -> Result<String, String> {
+pub fn same_gpu(dir: &Path, reference_call_ns: Option<f64>, clock: Clock) -> Standing {
     let Some(now) = reference_call_ns else {
-        return Err("the reference fix's whole call has no time in this run".into());
+        return Standing::Stale("the reference fix's whole call has no time in this run".into());
     };
-    let a: Anchor = std::fs::read_to_string(anchor_path(dir))
+    let Some(a) = std::fs::read_to_string(anchor_path(dir))
         .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .ok_or("the kept measurements have no call of the reference fix to compare with")?;
+        .and_then(|t| serde_json::from_str::<Anchor>(&t).ok())
+    else {
+        return Standing::Stale(
+            "the kept measurements have no call of the reference fix to compare with".into(),
+        );
+    };
     if clock == Clock::Call {
-        return Ok(format!(
+        return Standing::Stands(format!(
             "the original's and the reference fix's profiles kept from {} (counts and kernel times at base clocks; every whole call judged here was timed now)",
             a.taken
         ));
@@ -200,9 +209,9 @@ pub fn same_gpu(
         a.reference_call_ns / 1e3
     );
     if (1.0 / BAND..=BAND).contains(&ratio) {
-        Ok(line)
+        Standing::Stands(line)
     } else {
-        Err(format!(
+        Standing::Stale(format!(
             "{line}, outside the {:.0}% band: measured again",
             (BAND - 1.0) * 100.0
         ))
@@ -218,26 +227,36 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let dir = root.path().join("kept");
         assert!(
-            same_gpu(&dir, Some(1e6), Clock::Kernel).is_err(),
+            matches!(same_gpu(&dir, Some(1e6), Clock::Kernel), Standing::Stale(_)),
             "nothing to compare with: measured again"
         );
         anchor(&dir, 1_000_000.0);
-        let line = same_gpu(&dir, Some(1_050_000.0), Clock::Kernel).unwrap();
+        let Standing::Stands(line) = same_gpu(&dir, Some(1_050_000.0), Clock::Kernel) else {
+            panic!("kept within the band")
+        };
         assert!(line.contains("1050.0 us, then 1000.0 us: 1.050x"), "{line}");
-        assert!(same_gpu(&dir, Some(0.85e6), Clock::Kernel).is_ok());
+        assert!(matches!(
+            same_gpu(&dir, Some(0.85e6), Clock::Kernel),
+            Standing::Stands(_)
+        ));
         for strayed in [1.3e6, 0.78e6] {
-            let why = same_gpu(&dir, Some(strayed), Clock::Kernel).unwrap_err();
+            let Standing::Stale(why) = same_gpu(&dir, Some(strayed), Clock::Kernel) else {
+                panic!("{strayed} is outside the band")
+            };
             assert!(
                 why.contains("outside the 25% band: measured again"),
                 "{why}"
             );
         }
         assert!(
-            same_gpu(&dir, None, Clock::Kernel).is_err(),
+            matches!(same_gpu(&dir, None, Clock::Kernel), Standing::Stale(_)),
             "no fresh call: measured again"
         );
         forget(&dir);
         assert!(!dir.exists());
-        assert!(same_gpu(&dir, Some(1e6), Clock::Kernel).is_err());
+        assert!(matches!(
+            same_gpu(&dir, Some(1e6), Clock::Kernel),
+            Standing::Stale(_)
+        ));
     }
 }

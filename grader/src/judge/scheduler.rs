@@ -344,8 +344,8 @@ pub fn keep_or_measure_again(
             e.manifest.manifest.clock()
         });
     match kept::same_gpu(&dir, call_ns, clock) {
-        Ok(line) => Some(line),
-        Err(why) => {
+        kept::Standing::Stands(line) => Some(line),
+        kept::Standing::Stale(why) => {
             kept::forget(&dir);
             let again: Vec<Stage> = timing
                 .iter()

@@ -861,7 +861,7 @@ pub fn call(
     let timeline = recording.then(|| {
         crate::tools::untrusted::read_text(&timeline_path)
             .map_err(|e| e.to_string())
-            .and_then(|t| crate::tools::timeline::Timeline::parse(&t))
+            .and_then(|t| crate::tools::timeline::Timeline::parse(&t).map_err(|e| e.to_string()))
     });
     let repeat = repeat as usize;
     let failure = match &run {

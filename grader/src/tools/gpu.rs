@@ -122,11 +122,19 @@ impl Settings {
 /// A100;8.0"` makes `probe` report that GPU (and `count` one) without touching a driver, so that the
 /// capability gate can be tested on a machine with no GPU. Nothing that needs a real GPU works under
 /// it; it is for tests of what happens before.
-fn fake() -> Option<Result<GpuInfo, String>> {
+fn fake() -> Option<Result<GpuInfo, BadFakeGpu>> {
     crate::environment::text(crate::environment::FAKE_GPU).map(|t| parse_fake(&t))
 }
 
-fn parse_fake(text: &str) -> Result<GpuInfo, String> {
+/// The fake-GPU seam set to something that names no GPU.
+#[derive(Debug, thiserror::Error)]
+#[error("{var}={text:?}: write it as \"NAME;MAJOR.MINOR\", e.g. \"NVIDIA A100;8.0\"")]
+struct BadFakeGpu {
+    var: &'static str,
+    text: String,
+}
+
+fn parse_fake(text: &str) -> Result<GpuInfo, BadFakeGpu> {
     let parsed = text.split_once(';').and_then(|(name, cc)| {
         let (major, minor) = cc.trim().split_once('.')?;
         Some(GpuInfo {
@@ -136,11 +144,9 @@ fn parse_fake(text: &str) -> Result<GpuInfo, String> {
             driver_cuda_version: "fake".into(),
         })
     });
-    parsed.ok_or_else(|| {
-        format!(
-            "{}={text:?}: write it as \"NAME;MAJOR.MINOR\", e.g. \"NVIDIA A100;8.0\"",
-            crate::environment::FAKE_GPU
-        )
+    parsed.ok_or_else(|| BadFakeGpu {
+        var: crate::environment::FAKE_GPU,
+        text: text.to_string(),
     })
 }
 
@@ -149,7 +155,7 @@ fn parse_fake(text: &str) -> Result<GpuInfo, String> {
 pub fn probe() -> GpuStatus {
     match fake() {
         Some(Ok(info)) => return GpuStatus::Present(info),
-        Some(Err(why)) => return GpuStatus::Unusable(why),
+        Some(Err(why)) => return GpuStatus::Unusable(why.to_string()),
         None => {}
     }
     // SAFETY: this only tries to dlopen libcuda.
@@ -233,7 +239,10 @@ mod tests {
             (info.name.as_str(), info.compute_capability, info.arch()),
             ("NVIDIA A100", (8, 0), "sm_80".to_string())
         );
-        assert!(parse_fake("A100").unwrap_err().contains("NAME;MAJOR.MINOR"));
+        assert!(parse_fake("A100")
+            .unwrap_err()
+            .to_string()
+            .contains("NAME;MAJOR.MINOR"));
         assert!(parse_fake("A100;eight").is_err());
     }
 }

@@ -179,21 +179,27 @@ pub struct Timeline {
     pub calls: Vec<Call>,
 }
 
+/// Why a timeline file cannot be read.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TimelineError {
+    #[error("line {line}: `{text}`")]
+    Unreadable { line: usize, text: String },
+    #[error("no call recorded")]
+    NoCall,
+}
+
 impl Timeline {
     /// The file the harness wrote; Err says which line it could not read.
-    pub fn parse(text: &str) -> Result<Timeline, String> {
+    pub fn parse(text: &str) -> Result<Timeline, TimelineError> {
         let mut t = Timeline::default();
         for (n, line) in text
             .lines()
             .enumerate()
             .filter(|(_, l)| !l.trim().is_empty())
         {
-            let bad = || {
-                format!(
-                    "line {}: `{}`",
-                    n + 1,
-                    line.chars().take(80).collect::<String>()
-                )
+            let bad = || TimelineError::Unreadable {
+                line: n + 1,
+                text: line.chars().take(80).collect(),
             };
             let w: Vec<&str> = line.split_whitespace().collect();
             let num = |i: usize| w.get(i).and_then(|v| v.parse::<f64>().ok()).ok_or_else(bad);
@@ -227,7 +233,7 @@ impl Timeline {
             }
         }
         if t.calls.is_empty() {
-            return Err("no call recorded".into());
+            return Err(TimelineError::NoCall);
         }
         Ok(t)
     }
@@ -274,12 +280,9 @@ mod tests {
 
     #[test]
     fn what_it_cannot_read_is_named() {
-        assert!(Timeline::parse("").unwrap_err().contains("no call"));
-        assert!(Timeline::parse("op kernel 0 1 2 3 4 0 k\n")
-            .unwrap_err()
-            .contains("line 1"));
-        assert!(Timeline::parse("call 0 5\nop teleport 0 1 2 3 4 0 -\n")
-            .unwrap_err()
-            .contains("line 2"));
+        let why = |text: &str| Timeline::parse(text).unwrap_err().to_string();
+        assert!(why("").contains("no call"));
+        assert!(why("op kernel 0 1 2 3 4 0 k\n").contains("line 1"));
+        assert!(why("call 0 5\nop teleport 0 1 2 3 4 0 -\n").contains("line 2"));
     }
 }

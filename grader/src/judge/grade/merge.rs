@@ -14,21 +14,52 @@ pub struct Merged {
     pub missing: Vec<(String, String)>,
 }
 
+/// Why a grade folder's journals cannot be merged.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    #[error("{}: {source} (run `grade` into this folder first)", .path.display())]
+    NoClass {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: {source}", .path.display())]
+    BadClass {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error("{}: {source}", .path.display())]
+    Unreadable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Journal(#[from] journal::JournalError),
+    #[error("{student} / {exercise} is in two journals with different results (graded twice from different files?): {}", .journal.display())]
+    GradedTwice {
+        student: String,
+        exercise: String,
+        journal: PathBuf,
+    },
+}
+
 /// `grade merge`: every journal in `out` (the shards', or one run's), checked against the class
 /// file: each pair exactly once.
-pub fn merge(out: &Path) -> Result<Merged, String> {
+pub fn merge(out: &Path) -> Result<Merged, MergeError> {
     let class_file = out.join(CLASS_FILE);
-    let text = std::fs::read_to_string(&class_file).map_err(|e| {
-        format!(
-            "{}: {e} (run `grade` into this folder first)",
-            class_file.display()
-        )
+    let text = std::fs::read_to_string(&class_file).map_err(|e| MergeError::NoClass {
+        path: class_file.clone(),
+        source: e,
     })?;
-    let info: ClassInfo =
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", class_file.display()))?;
+    let info: ClassInfo = serde_json::from_str(&text).map_err(|e| MergeError::BadClass {
+        path: class_file.clone(),
+        source: e,
+    })?;
     let mut entries: BTreeMap<(String, String), PairResult> = BTreeMap::new();
     let mut journals: Vec<PathBuf> = std::fs::read_dir(out)
-        .map_err(|e| format!("{}: {e}", out.display()))?
+        .map_err(|e| MergeError::Unreadable {
+            path: out.to_path_buf(),
+            source: e,
+        })?
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| {
@@ -41,12 +72,16 @@ pub fn merge(out: &Path) -> Result<Merged, String> {
         .collect();
     journals.sort();
     for path in &journals {
-        let (lines, _) = journal::read::<PairResult>(path).map_err(|e| e.to_string())?;
+        let (lines, _) = journal::read::<PairResult>(path)?;
         for r in lines {
             let key = (r.student.clone(), r.exercise.clone());
             if let Some(old) = entries.get(&key) {
                 if old.fingerprint != r.fingerprint {
-                    return Err(format!("{} / {} is in two journals with different results (graded twice from different files?): {}", key.0, key.1, path.display()));
+                    return Err(MergeError::GradedTwice {
+                        student: key.0,
+                        exercise: key.1,
+                        journal: path.clone(),
+                    });
                 }
             }
             entries.insert(key, r);
