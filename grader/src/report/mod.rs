@@ -7,16 +7,23 @@ use std::path::Path;
 
 use anstyle::{AnsiColor, Style};
 
+mod check;
 pub mod gradebook;
+mod perf;
+mod sanitize;
 pub mod sarif;
 pub mod similarity;
+mod verify;
 
-use crate::exercise::workbook::Exercise;
-use crate::judge::check::CheckReport;
-use crate::judge::sanitize::{SanitizeReport, ToolStatus};
-use crate::judge::verdict::{self, Finding, Outcome, Status, Step};
-use crate::judge::verify::VerificationRecord;
+pub use check::check_text;
+pub use perf::{peak_text, perf_text};
+pub use sanitize::sanitize_text;
+pub use verify::{phases_text, time_by_kind_text, verify_text};
+
+use crate::judge::verdict::{Finding, Outcome, Status, Step};
 use crate::learner::Progress;
+use crate::tools::gpu::GpuInfo;
+use crate::tools::sandbox::Level;
 
 const GOOD: Style = AnsiColor::Green.on_default();
 const BAD: Style = AnsiColor::Red.on_default().bold();
@@ -53,6 +60,46 @@ fn step_line(out: &mut String, s: &Step) {
             String::new()
         }
     );
+}
+
+/// The GPU (where there is one) and the sandbox: the head of `check`'s and `sanitize`'s reports.
+fn gpu_and_sandbox(out: &mut String, gpu: Option<&GpuInfo>, isolation: &Level) {
+    if let Some(g) = gpu {
+        let _ = writeln!(
+            out,
+            "  GPU: {} (sm_{}{}, CUDA {})",
+            g.name, g.compute_capability.0, g.compute_capability.1, g.driver_cuda_version
+        );
+    }
+    let _ = writeln!(out, "  Sandbox: {}", isolation.describe());
+}
+
+/// The details (the tail of their output) of the steps that did not pass.
+fn failed_step_details(out: &mut String, steps: &[Step]) {
+    for s in steps
+        .iter()
+        .filter(|s| s.status != Status::Passed && s.detail.is_some())
+    {
+        let _ = writeln!(
+            out,
+            "\n  {}:\n{}",
+            s.name,
+            indent(s.detail.as_deref().unwrap_or(""), 4, 40)
+        );
+    }
+}
+
+/// The files a report quotes, each read once (`None` where it cannot be read).
+#[derive(Default)]
+pub(crate) struct SourceTexts(std::collections::BTreeMap<String, Option<String>>);
+
+impl SourceTexts {
+    pub(crate) fn get(&mut self, path: &str) -> Option<String> {
+        self.0
+            .entry(path.to_string())
+            .or_insert_with(|| std::fs::read_to_string(path).ok())
+            .clone()
+    }
 }
 
 /// A few lines of `path` around `line`, the line itself marked.
@@ -139,289 +186,6 @@ fn finding(out: &mut String, f: &Finding, source: &Path, text: Option<&str>, sho
     }
 }
 
-pub fn check_text(report: &CheckReport, ex: &Exercise, source: &Path) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "{} - {}", report.exercise, report.title);
-    if let Some(g) = &report.gpu {
-        let _ = writeln!(
-            out,
-            "  GPU: {} (sm_{}{}, CUDA {})",
-            g.name, g.compute_capability.0, g.compute_capability.1, g.driver_cuda_version
-        );
-    }
-    let _ = writeln!(out, "  Sandbox: {}", report.isolation.describe());
-    if !report.trust.is_empty() {
-        let _ = writeln!(out, "  Trust: {}", report.trust);
-    }
-    for s in &report.steps {
-        step_line(&mut out, s);
-    }
-    let m = &ex.manifest.manifest;
-    // The learner's file, read once for every finding's columns and excerpts.
-    let text = if report.findings.is_empty() {
-        None
-    } else {
-        std::fs::read_to_string(source).ok()
-    };
-    for f in &report.findings {
-        finding(&mut out, f, source, text.as_deref(), &report.source);
-    }
-    // For a bug no tool sees, the plain run is the finding (wrong outputs, the hang, the crash),
-    // and it gets the finding's explanation.
-    let correctness = report.steps.iter().find(|s| s.name == "correctness");
-    let run_shows = correctness.is_some_and(|c| verdict::run_shows(ex.manifest.detector(), c));
-    if !report.findings.is_empty() || run_shows {
-        let _ = writeln!(out, "\n  What it means: {}", m.explain.finding);
-        match correctness {
-            _ if report.findings.is_empty() => {}
-            Some(c) if c.status == Status::Passed => {
-                let _ = writeln!(
-                    out,
-                    "  {} {}",
-                    paint(BOLD, "Yet the outputs were right:"),
-                    m.explain.silent
-                );
-            }
-            Some(c) => {
-                let _ = writeln!(
-                    out,
-                    "  {} {}",
-                    paint(BOLD, "And the plain run was wrong too:"),
-                    c.summary
-                );
-            }
-            None => {}
-        }
-        let _ = writeln!(
-            out,
-            "  {} book/src/{} (`cargo xtask book --serve` to read it)",
-            paint(BOLD, "Lesson:"),
-            m.chapter
-        );
-    }
-    for s in report
-        .steps
-        .iter()
-        .filter(|s| s.status != Status::Passed && s.detail.is_some())
-    {
-        let _ = writeln!(
-            out,
-            "\n  {}:\n{}",
-            s.name,
-            indent(s.detail.as_deref().unwrap_or(""), 4, 40)
-        );
-    }
-    if let Some(t) = &report.timing {
-        let _ = writeln!(
-            out,
-            "\n  ncu gpu__time_duration.sum over {} (base clocks, per call):",
-            t.kernels.join(", ")
-        );
-        if let Some(o) = t.original_ns {
-            let _ = writeln!(out, "    original   {:>10.1} us", o / 1e3);
-        }
-        let _ = writeln!(out, "    reference  {:>10.1} us", t.reference_ns / 1e3);
-        let _ = writeln!(out, "    yours      {:>10.1} us", t.learner_ns / 1e3);
-        if let Some(s) = t.speedup_over_original {
-            let _ = writeln!(out, "    speedup over the original: {s:.2}x");
-        }
-        let _ = writeln!(
-            out,
-            "    ratio to the reference fix: {:.2}x (target <= {:.2}x)",
-            t.ratio_to_reference, t.max_ratio_to_reference
-        );
-    }
-    if let Some(p) = &report.perf {
-        out.push_str(&perf_text(p));
-        let _ = writeln!(out, "\n  What it means: {}", m.explain.finding);
-        let _ = writeln!(
-            out,
-            "  {} book/src/{} (`cargo xtask book --serve` to read it)",
-            paint(BOLD, "Lesson:"),
-            m.chapter
-        );
-    }
-    if let Some(diff) = &report.solution_diff {
-        let _ = writeln!(
-            out,
-            "\n  The reference solution, as a diff against your file:"
-        );
-        out.push_str(&diff_text(diff));
-    }
-    let _ = writeln!(out, "\n{}", verdict(&report.outcome));
-    out
-}
-
-/// A performance exercise's versions side by side: time, speedup, the exercise's metrics, the place
-/// on this GPU's roofline, and what each metric means.
-pub fn perf_text(p: &crate::judge::perf::PerfSummary) -> String {
-    let mut out = String::new();
-    let peak = &p.peak;
-    let clock = match p.clock {
-        crate::exercise::manifest::Clock::Kernel => format!(
-            "ncu over {} (base clocks, caches flushed; the median of the bench's repeats)",
-            p.kernels.join(", ")
-        ),
-        crate::exercise::manifest::Clock::Call => {
-            format!("the whole call of cb_run (the harness's clock, the fastest call after the first, alone on the GPU), with ncu's time of {} beside it", p.kernels.join(", "))
-        }
-    };
-    let _ = writeln!(out, "\n  {clock}, on {}:", peak.device);
-    let label_w = p
-        .shown
-        .iter()
-        .map(|m| m.label().len())
-        .max()
-        .unwrap_or(0)
-        .max(20);
-    let names: Vec<&str> = p
-        .versions
-        .iter()
-        .map(|v| {
-            if v.version == "learner" {
-                "yours"
-            } else {
-                v.version.as_str()
-            }
-        })
-        .collect();
-    let row = |out: &mut String, label: &str, cells: Vec<String>| {
-        let _ = writeln!(
-            out,
-            "    {label:<label_w$} {}",
-            cells.iter().map(|c| format!("{c:>12}")).collect::<String>()
-        );
-    };
-    row(&mut out, "", names.iter().map(|n| n.to_string()).collect());
-    row(
-        &mut out,
-        "time",
-        p.versions
-            .iter()
-            .map(|v| format!("{:.1} us", v.nanoseconds / 1e3))
-            .collect(),
-    );
-    if p.versions.iter().any(|v| v.kernel_ns.is_some()) {
-        row(
-            &mut out,
-            "kernels (ncu)",
-            p.versions
-                .iter()
-                .map(|v| {
-                    v.kernel_ns
-                        .map_or("-".into(), |k| format!("{:.1} us", k / 1e3))
-                })
-                .collect(),
-        );
-    }
-    row(
-        &mut out,
-        &format!("speedup (target {:.2}x)", p.target_speedup),
-        p.versions
-            .iter()
-            .map(|v| format!("{:.2}x", v.speedup))
-            .collect(),
-    );
-    for &m in &p.shown {
-        row(
-            &mut out,
-            m.label(),
-            p.versions
-                .iter()
-                .map(|v| {
-                    if v.metrics.is_empty() {
-                        "-".into()
-                    } else {
-                        m.show(v.metric(m))
-                    }
-                })
-                .collect(),
-        );
-    }
-    let _ = writeln!(
-        out,
-        "\n  Roofline of this GPU (measured: memcpy {:.0} GB/s, fp32 FMA {:.1} TFLOP/s at ncu's clocks; ridge at {:.1} FLOP/byte):",
-        peak.memcpy_gbps,
-        peak.fma_ncu_gflops / 1e3,
-        peak.ridge()
-    );
-    for (v, name) in p.versions.iter().zip(&names) {
-        if let Some(r) = &v.roofline {
-            let bound = if r.intensity < peak.ridge() {
-                "memory-bound side"
-            } else {
-                "compute-bound side"
-            };
-            let _ = writeln!(out, "    {name:<10} {:>8.3} FLOP/byte {:>10.1} GFLOP/s = {:>5.1}% of the roof ({bound})", r.intensity, r.gflops, 100.0 * r.gflops / r.roof_gflops);
-        }
-    }
-    let _ = writeln!(out, "\n  What the metrics count:");
-    for &m in &p.shown {
-        let _ = writeln!(out, "    {}: {}.", m.label(), m.plain());
-    }
-    out
-}
-
-/// `peak`: what this GPU measured.
-pub fn peak_text(p: &crate::tools::peak::Peak) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{} ({} SMs; driver {}), measured {}",
-        p.device,
-        p.sms,
-        p.driver.as_deref().unwrap_or("?"),
-        p.measured
-    );
-    let _ = writeln!(
-        out,
-        "  memory bandwidth, read + write (CUDA events, the GPU's own clocks):"
-    );
-    let _ = writeln!(
-        out,
-        "    cudaMemcpy device to device  {:>8.1} GB/s   <- 100% of `dram-share`",
-        p.memcpy_gbps
-    );
-    let _ = writeln!(
-        out,
-        "    float4 copy kernel           {:>8.1} GB/s   ({:.1}% of memcpy)",
-        p.copy_kernel_gbps,
-        100.0 * p.copy_kernel_gbps / p.memcpy_gbps
-    );
-    let _ = writeln!(
-        out,
-        "    the copy kernel under ncu    {:>8.1} GB/s   (base clocks, as every timing)",
-        p.copy_kernel_ncu_gbps
-    );
-    let _ = writeln!(out, "  fp32 FMA throughput:");
-    let _ = writeln!(
-        out,
-        "    CUDA events                  {:>8.1} TFLOP/s",
-        p.fma_gflops / 1e3
-    );
-    let _ = writeln!(out, "    under ncu                    {:>8.1} TFLOP/s <- 100% of `fp32-share` (ncu times at base clocks)", p.fma_ncu_gflops / 1e3);
-    let _ = writeln!(out, "  ridge point: {:.1} FLOP per DRAM byte", p.ridge());
-    if let Some(c) = &p.pcie {
-        let _ = writeln!(out, "  host-device copies, 256 MiB (cudaMemcpy):");
-        let _ = writeln!(
-            out,
-            "    pinned   host to device      {:>8.1} GB/s   device to host {:>6.1} GB/s",
-            c.h2d_pinned_gbps, c.d2h_pinned_gbps
-        );
-        let _ = writeln!(
-            out,
-            "    pageable host to device      {:>8.1} GB/s   device to host {:>6.1} GB/s",
-            c.h2d_pageable_gbps, c.d2h_pageable_gbps
-        );
-        let _ = writeln!(
-            out,
-            "    pinned, both ways at once    {:>8.1} GB/s   (the two directions together)",
-            c.both_pinned_gbps
-        );
-    }
-    out
-}
-
 /// A unified diff, its lines coloured.
 pub fn diff_text(diff: &str) -> String {
     if diff.trim().is_empty() {
@@ -494,51 +258,9 @@ pub fn list_text(entries: &[crate::learner::ListEntry]) -> String {
     for (i, e) in entries.iter().enumerate() {
         // A chapter's heading, with how much of it is done, before its first exercise.
         if i == 0 || entries[i - 1].chapter != e.chapter {
-            let chapter: Vec<&crate::learner::ListEntry> =
-                entries.iter().filter(|x| x.chapter == e.chapter).collect();
-            let done = chapter
-                .iter()
-                .filter(|x| x.status == Progress::Done)
-                .count();
-            let _ = writeln!(
-                out,
-                "\n  {} {}",
-                paint(BOLD, &e.chapter),
-                paint(
-                    if done == chapter.len() { GOOD } else { DIM },
-                    format!("({done} of {} done)", chapter.len())
-                )
-            );
+            chapter_heading(&mut out, entries, &e.chapter);
         }
-        let pointer = if e.next {
-            paint(WARN.bold(), "->")
-        } else {
-            "  ".into()
-        };
-        let status = if e.status == Progress::Done {
-            paint(GOOD, format!("{:<8}", "done"))
-        } else {
-            format!("{:<8}", if e.edited { "started" } else { "pending" })
-        };
-        let id = if e.next {
-            paint(WARN.bold(), format!("{:<id_w$}", e.id))
-        } else {
-            format!("{:<id_w$}", e.id)
-        };
-        let tool = crate::exercise::manifest::shown_by(e.tool, e.detector);
-        // An exercise for a newer GPU says which: "sm_90+" after its title.
-        let gated = e
-            .requires
-            .map(|c| format!(" {}", paint(WARN, format!("[{}]", c.tag()))))
-            .unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "  {pointer} {id} {status} {:<5} {:<class_w$} {tool:<10} {:<6} {}{gated}",
-            e.track.name(),
-            e.bug_class,
-            format!("{}/{}", e.hints_shown, e.hints_total),
-            e.title
-        );
+        entry_line(&mut out, e, id_w, class_w);
     }
     match entries.iter().find(|e| e.next) {
         Some(e) => {
@@ -549,6 +271,58 @@ pub fn list_text(entries: &[crate::learner::ListEntry]) -> String {
         }
     }
     out
+}
+
+/// A chapter's name and how many of its exercises are done.
+fn chapter_heading(out: &mut String, entries: &[crate::learner::ListEntry], name: &str) {
+    let chapter: Vec<&crate::learner::ListEntry> =
+        entries.iter().filter(|x| x.chapter == name).collect();
+    let done = chapter
+        .iter()
+        .filter(|x| x.status == Progress::Done)
+        .count();
+    let _ = writeln!(
+        out,
+        "\n  {} {}",
+        paint(BOLD, name),
+        paint(
+            if done == chapter.len() { GOOD } else { DIM },
+            format!("({done} of {} done)", chapter.len())
+        )
+    );
+}
+
+/// An exercise's row of `list`, the next one to do pointed at.
+fn entry_line(out: &mut String, e: &crate::learner::ListEntry, id_w: usize, class_w: usize) {
+    let pointer = if e.next {
+        paint(WARN.bold(), "->")
+    } else {
+        "  ".into()
+    };
+    let status = if e.status == Progress::Done {
+        paint(GOOD, format!("{:<8}", "done"))
+    } else {
+        format!("{:<8}", if e.edited { "started" } else { "pending" })
+    };
+    let id = if e.next {
+        paint(WARN.bold(), format!("{:<id_w$}", e.id))
+    } else {
+        format!("{:<id_w$}", e.id)
+    };
+    let tool = crate::exercise::manifest::shown_by(e.tool, e.detector);
+    // An exercise for a newer GPU says which: "sm_90+" after its title.
+    let gated = e
+        .requires
+        .map(|c| format!(" {}", paint(WARN, format!("[{}]", c.tag()))))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "  {pointer} {id} {status} {:<5} {:<class_w$} {tool:<10} {:<6} {}{gated}",
+        e.track.name(),
+        e.bug_class,
+        format!("{}/{}", e.hints_shown, e.hints_total),
+        e.title
+    );
 }
 
 /// `hint`: the hints revealed so far, the newest marked.
@@ -615,342 +389,12 @@ fn indent(text: &str, by: usize, max_lines: usize) -> String {
     out
 }
 
-pub fn verify_text(record: &VerificationRecord) -> String {
-    let mut out = String::new();
-    match &record.gpu {
-        Some(g) => {
-            let _ = writeln!(
-                out,
-                "GPU: {} ({}), driver {}",
-                g.name,
-                record.arch,
-                record.driver_version.as_deref().unwrap_or("?")
-            );
-        }
-        None => {
-            let _ = writeln!(
-                out,
-                "No GPU: checking manifests, regions and builds ({})",
-                record.arch
-            );
-        }
-    }
-    for e in &record.exercises {
-        let _ = writeln!(out, "\n{} - {} [{}]", e.id, e.title, e.label());
-        if let Some(why) = &e.not_applicable {
-            let _ = writeln!(out, "  [n/a ] not applicable on this GPU: {why}");
-        }
-        for s in &e.checks {
-            step_line(&mut out, s);
-        }
-        if let Some(p) = &e.plain_run {
-            let _ = writeln!(out, "  [info] plain run of the exercise:    {p}");
-        }
-        for s in e.checks.iter().filter(|s| {
-            s.status != Status::Passed && s.status != Status::Skipped && s.detail.is_some()
-        }) {
-            let _ = writeln!(
-                out,
-                "    {}:\n{}",
-                s.name,
-                indent(s.detail.as_deref().unwrap_or(""), 6, 20)
-            );
-        }
-    }
-    let id_w = record
-        .exercises
-        .iter()
-        .map(|e| e.id.len())
-        .max()
-        .unwrap_or(0)
-        .max(8);
-    let _ = writeln!(
-        out,
-        "\n{:<id_w$} {:<10} {:<36} {:<9} {:>11} {:>11} {:>7}  outcome",
-        "exercise", "tool", "intended finding", "plain run", "original", "solution", "noise"
-    );
-    for e in &record.exercises {
-        let found = e.evidence();
-        let us = |v: Option<f64>| {
-            v.map(|v| format!("{:.1} us", v / 1e3))
-                .unwrap_or_else(|| "-".into())
-        };
-        // Right in how many of the plain runs.
-        let plain = match (e.plain_runs, e.plain_run_correct) {
-            (Some(p), _) => format!("{}/{} right", p.correct, p.runs),
-            (None, Some(true)) => "correct".into(),
-            (None, Some(false)) => "wrong".into(),
-            (None, None) => "-".into(),
-        };
-        let _ = writeln!(
-            out,
-            "{:<id_w$} {:<10} {:<36} {:<9} {:>11} {:>11} {:>7}  {}",
-            e.id,
-            crate::exercise::manifest::shown_by(e.tool, e.detector),
-            found,
-            plain,
-            us(e.original_ns()),
-            us(e.reference_ns()),
-            e.timing
-                .as_ref()
-                .and_then(|t| t.rerun_ratio.or(t.repeat_spread))
-                .or_else(|| e.perf_version("reference").and_then(|v| v.repeat_spread))
-                .map(|r| format!("{r:.3}x"))
-                .unwrap_or_else(|| "-".into()),
-            e.label()
-        );
-    }
-    // Exercises this GPU cannot run are neither passes nor failures: said once, with the count.
-    let na: Vec<&str> = record
-        .exercises
-        .iter()
-        .filter(|e| e.not_applicable.is_some())
-        .map(|e| e.id.as_str())
-        .collect();
-    if !na.is_empty() {
-        let applicable = record.exercises.len() - na.len();
-        let passed = record
-            .exercises
-            .iter()
-            .filter(|e| e.not_applicable.is_none() && e.outcome == Outcome::Pass)
-            .count();
-        let _ = writeln!(out, "\n{passed} of {applicable} applicable exercise(s) passed; n/a on this GPU (not counted): {}", na.join(", "));
-    }
-    let phases = record
-        .phases
-        .as_ref()
-        .map(|p| format!(" ({})", phases_text(p)))
-        .unwrap_or_default();
-    let _ = writeln!(
-        out,
-        "\nverify took {:.1} s{phases}; {}",
-        record.wall_seconds,
-        verdict(&record.outcome)
-    );
-    if let Some(p) = &record.phases {
-        out.push_str(&time_by_kind_text(&p.by_kind));
-    }
-    if let Some(level) = record.isolation {
-        let _ = writeln!(out, "Sandbox: {}", level.describe());
-    }
-    out
-}
-
-/// Where a plan's time went, a line per kind of stage: "  sanitize:racecheck  66 runs  154.2 s
-/// (longest 6.1 s: 30-mbarrier-count original)". Nothing where no stage was clocked.
-pub fn time_by_kind_text(by_kind: &[crate::judge::verify::KindTime]) -> String {
-    if by_kind.is_empty() {
-        return String::new();
-    }
-    let width = by_kind.iter().map(|k| k.kind.len()).max().unwrap_or(0);
-    let mut out = String::from(
-        "Where the time went (each run's own seconds; runs overlap, so they add up to more):\n",
-    );
-    for k in by_kind {
-        let _ = writeln!(
-            out,
-            "  {:<width$}  {:>4} runs  {:>7.1} s  (longest {:.1} s: {})",
-            k.kind, k.runs, k.secs, k.longest_secs, k.longest
-        );
-    }
-    out
-}
-
-/// "builds done at 3.7 s, sanitizer runs at 13.1 s, judged at 13.4 s, then ncu 14.5 s, whole calls
-/// 2.0 s, the timed runs judged in 1.2 s"
-pub fn phases_text(p: &crate::judge::verify::Phases) -> String {
-    let mut text = format!("builds done at {:.1} s", p.builds_done_at);
-    for (what, at) in [
-        ("sanitizer runs at", p.runs_done_at),
-        ("judged at", p.judged_at),
-        ("then ncu", p.timing),
-        ("whole calls", p.calls),
-        ("the timed runs judged in", p.judging_timed),
-    ] {
-        if let Some(t) = at {
-            text.push_str(&format!(", {what} {t:.1} s"));
-        }
-    }
-    text
-}
-
 /// A path as the user would type it: relative to `cwd` where it lies below it.
 pub(crate) fn shown_path(path: &str, cwd: &Path) -> String {
     Path::new(path)
         .strip_prefix(cwd)
         .map(|p| p.display().to_string())
         .unwrap_or_else(|_| path.to_string())
-}
-
-/// `sanitize`'s report: a line per tool, then every finding with its source, what it means, and
-/// which follow from which.
-pub fn sanitize_text(r: &SanitizeReport, cwd: &Path) -> String {
-    let mut out = String::new();
-    let program = r.program.replace(&format!("{}/", cwd.display()), "");
-    let _ = writeln!(
-        out,
-        "sanitize {program}{}",
-        if r.args.is_empty() {
-            String::new()
-        } else {
-            format!(" -- {}", r.args.join(" "))
-        }
-    );
-    if let Some(g) = &r.gpu {
-        let _ = writeln!(
-            out,
-            "  GPU: {} (sm_{}{}, CUDA {})",
-            g.name, g.compute_capability.0, g.compute_capability.1, g.driver_cuda_version
-        );
-    }
-    let _ = writeln!(out, "  Sandbox: {}", r.isolation.describe());
-    for s in &r.steps {
-        step_line(&mut out, s);
-    }
-    for t in r.tools.iter().filter(|t| t.status != ToolStatus::NotRun) {
-        let status = match t.status {
-            ToolStatus::Clean => paint(GOOD, "clean"),
-            ToolStatus::Findings => paint(BAD, format!("{} finding(s)", t.findings)),
-            ToolStatus::Crashed => paint(BAD, "crashed"),
-            ToolStatus::TimedOut => paint(WARN, "timed out"),
-            ToolStatus::ToolError => paint(WARN, "tool error"),
-            ToolStatus::NotRun => String::new(),
-        };
-        let wall = if t.wall_ms > 0 {
-            format!("  ({:.1}s)", t.wall_ms as f64 / 1e3)
-        } else {
-            String::new()
-        };
-        let _ = writeln!(
-            out,
-            "  {:<10} {status:<12} {}{wall}",
-            t.tool.name(),
-            t.summary
-        );
-    }
-    let mut texts: std::collections::BTreeMap<String, Option<String>> =
-        std::collections::BTreeMap::new();
-    let mut explained = std::collections::BTreeSet::new();
-    for (i, m) in r.findings.iter().enumerate() {
-        let f = &m.finding;
-        let mut one = String::new();
-        match f.locations.first() {
-            Some(first) => {
-                let text = texts
-                    .entry(first.path.clone())
-                    .or_insert_with(|| std::fs::read_to_string(&first.path).ok())
-                    .clone();
-                finding(
-                    &mut one,
-                    f,
-                    Path::new(&first.path),
-                    text.as_deref(),
-                    &shown_path(&first.path, cwd),
-                );
-            }
-            None => finding(&mut one, f, Path::new(""), None, ""),
-        }
-        // The finding's number on its first line: "[2] memcheck api-error: ...".
-        out.push_str(&one.replacen("\n  ", &format!("\n  [{}] ", i + 1), 1));
-        if f.threads > 1 || f.blocks > 1 {
-            let _ = writeln!(
-                out,
-                "    seen in {} thread(s) of {} block(s)",
-                f.threads, f.blocks
-            );
-        }
-        match m.follow_on_of {
-            Some(k) => {
-                let _ = writeln!(
-                    out,
-                    "    {} [{}]: fix that one first",
-                    paint(BOLD, "Follows from"),
-                    k + 1
-                );
-            }
-            None if explained.insert(f.kind) => {
-                let _ = writeln!(out, "    What it means: {}", m.explanation);
-            }
-            None => {}
-        }
-    }
-    for s in r
-        .steps
-        .iter()
-        .filter(|s| s.status != Status::Passed && s.detail.is_some())
-    {
-        let _ = writeln!(
-            out,
-            "\n  {}:\n{}",
-            s.name,
-            indent(s.detail.as_deref().unwrap_or(""), 4, 40)
-        );
-    }
-    if let Some(c) = &r.caveat {
-        let _ = writeln!(out, "\n  Note: {c}");
-    }
-    if let Some(p) = &r.profile {
-        let _ = writeln!(out, "\n  {} ({})", paint(BOLD, "Profile"), p.note);
-        if let Some(e) = &p.error {
-            let _ = writeln!(out, "    {}: {e}", paint(WARN, "no profile"));
-        }
-        let pct = |v: Option<f64>| v.map(|v| format!("{v:.0}%")).unwrap_or_else(|| "-".into());
-        if !p.kernels.is_empty() {
-            let _ = writeln!(
-                out,
-                "    {:<24} {:>8} {:>11} {:>9} {:>9} {:>8} {:>9} {:>7}",
-                "kernel",
-                "launches",
-                "time",
-                "sect/req",
-                "conflicts",
-                "thr/inst",
-                "occupancy",
-                "dram"
-            );
-        }
-        for k in &p.kernels {
-            let _ = writeln!(
-                out,
-                "    {:<24} {:>8} {:>8.1} us {:>9} {:>9} {:>8} {:>9} {:>7}",
-                k.kernel,
-                k.launches,
-                k.time_ns / 1e3,
-                k.sectors_per_request
-                    .map(|s| format!("{s:.1}"))
-                    .unwrap_or_else(|| "-".into()),
-                k.bank_conflicts
-                    .map(|c| format!("{c:.0}"))
-                    .unwrap_or_else(|| "-".into()),
-                k.threads_per_instruction
-                    .map(|t| format!("{t:.1}"))
-                    .unwrap_or_else(|| "-".into()),
-                pct(k.occupancy_pct),
-                pct(k.dram_pct_of_peak)
-            );
-        }
-        for k in &p.kernels {
-            for h in &k.hints {
-                let _ = writeln!(out, "    {}: {h}", k.kernel);
-            }
-        }
-    }
-    let kinds = r
-        .findings
-        .iter()
-        .filter(|m| m.follow_on_of.is_none())
-        .count();
-    let _ = writeln!(
-        out,
-        "\n{}{}",
-        verdict(&r.outcome),
-        if kinds > 0 {
-            format!(": {kinds} finding(s) to fix")
-        } else {
-            String::new()
-        }
-    );
-    out
 }
 
 /// The class at a glance: a row per student, the points of each exercise, the flags.

@@ -6,9 +6,9 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::judge::sanitize::SanitizeReport;
-use crate::judge::verdict::Outcome;
-use crate::report::{first_column, shown_path};
+use crate::judge::sanitize::{MergedFinding, SanitizeReport, ToolStatus};
+use crate::judge::verdict::{Finding, Outcome};
+use crate::report::{first_column, shown_path, SourceTexts};
 
 pub const SCHEMA: &str =
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json";
@@ -35,88 +35,15 @@ fn location(
 
 pub fn sarif(r: &SanitizeReport, cwd: &Path) -> Value {
     let mut rules: Vec<(String, Value)> = Vec::new();
-    let mut results = Vec::new();
-    let mut texts = std::collections::BTreeMap::new();
-    for (i, m) in r.findings.iter().enumerate() {
-        let f = &m.finding;
-        let id = format!("{}/{}", f.tool, f.kind);
-        let rule_index = match rules.iter().position(|(r, _)| *r == id) {
-            Some(k) => k,
-            None => {
-                rules.push((
-                    id.clone(),
-                    json!({
-                        "id": id,
-                        "name": format!("{}-{}", f.tool, f.kind),
-                        "shortDescription": { "text": format!("{} {}", f.tool, f.kind) },
-                        "fullDescription": { "text": m.explanation },
-                        "helpUri": "https://docs.nvidia.com/compute-sanitizer/ComputeSanitizer/index.html"
-                    }),
-                ));
-                rules.len() - 1
-            }
-        };
-        let text_of = |p: &str, texts: &mut std::collections::BTreeMap<String, Option<String>>| {
-            texts
-                .entry(p.to_string())
-                .or_insert_with(|| std::fs::read_to_string(p).ok())
-                .clone()
-        };
-        let mut locations = Vec::new();
-        let mut related = Vec::new();
-        for (k, l) in f.locations.iter().enumerate() {
-            let t = text_of(&l.path, &mut texts);
-            let role = format!(
-                "{}{}",
-                l.role,
-                l.function
-                    .as_deref()
-                    .map(|f| format!(" in {f}"))
-                    .unwrap_or_default()
-            );
-            if k == 0 {
-                locations.push(location(&l.path, l.line, cwd, t.as_deref(), None));
-            } else {
-                related.push(location(&l.path, l.line, cwd, t.as_deref(), Some(role)));
-            }
-        }
-        let follow = m
-            .follow_on_of
-            .map(|k| format!(" (a follow-on of result {}: fix that one first)", k + 1))
-            .unwrap_or_default();
-        let level = match (f.level.as_deref(), f.kind) {
-            (Some("Warning"), _) | (_, crate::exercise::manifest::FindingKind::Leak) => "warning",
-            _ if m.follow_on_of.is_some() => "note",
-            _ => "error",
-        };
-        let mut result = json!({
-            "ruleId": id,
-            "ruleIndex": rule_index,
-            "level": level,
-            "message": { "text": format!("{}: {} record(s) from {} thread(s) in {} block(s){follow}", f.text, f.records, f.threads.max(1), f.blocks.max(1)) },
-            "locations": locations,
-        });
-        if !related.is_empty() {
-            result["relatedLocations"] = Value::Array(
-                related
-                    .into_iter()
-                    .enumerate()
-                    .map(|(k, mut l)| {
-                        l["id"] = json!(k + 1);
-                        l
-                    })
-                    .collect(),
-            );
-        }
-        result["properties"] =
-            json!({ "tool": f.tool.name(), "kind": f.kind.name(), "index": i + 1 });
-        results.push(result);
-    }
-    let notifications: Vec<Value> = r
-        .tools
+    let mut texts = SourceTexts::default();
+    let results: Vec<Value> = r
+        .findings
         .iter()
-        .filter(|t| matches!(t.status, crate::judge::sanitize::ToolStatus::TimedOut | crate::judge::sanitize::ToolStatus::ToolError | crate::judge::sanitize::ToolStatus::Crashed))
-        .map(|t| json!({ "level": "error", "message": { "text": format!("{}: {}", t.tool.name(), t.summary) } }))
+        .enumerate()
+        .map(|(i, m)| {
+            let rule_index = rule_index(&mut rules, m);
+            result(i, m, rule_index, cwd, &mut texts)
+        })
         .collect();
     json!({
         "$schema": SCHEMA,
@@ -131,9 +58,106 @@ pub fn sarif(r: &SanitizeReport, cwd: &Path) -> Value {
             "invocations": [{
                 "executionSuccessful": !matches!(r.outcome, Outcome::ToolError { .. }),
                 "commandLine": format!("cudabugs sanitize {}", r.program),
-                "toolExecutionNotifications": notifications
+                "toolExecutionNotifications": notifications(r)
             }],
             "results": results
         }]
     })
+}
+
+/// "tool/kind" of a finding: its rule's id.
+fn rule_id(f: &Finding) -> String {
+    format!("{}/{}", f.tool, f.kind)
+}
+
+/// The index of the finding's rule in `rules`, the rule added where it is the first of its kind.
+fn rule_index(rules: &mut Vec<(String, Value)>, m: &MergedFinding) -> usize {
+    let f = &m.finding;
+    let id = rule_id(f);
+    if let Some(k) = rules.iter().position(|(r, _)| *r == id) {
+        return k;
+    }
+    rules.push((
+        id.clone(),
+        json!({
+            "id": id,
+            "name": format!("{}-{}", f.tool, f.kind),
+            "shortDescription": { "text": format!("{} {}", f.tool, f.kind) },
+            "fullDescription": { "text": m.explanation },
+            "helpUri": "https://docs.nvidia.com/compute-sanitizer/ComputeSanitizer/index.html"
+        }),
+    ));
+    rules.len() - 1
+}
+
+/// One finding as a SARIF result: its first location, the others related, numbered from 1.
+fn result(
+    i: usize,
+    m: &MergedFinding,
+    rule_index: usize,
+    cwd: &Path,
+    texts: &mut SourceTexts,
+) -> Value {
+    let f = &m.finding;
+    let mut locations = Vec::new();
+    let mut related = Vec::new();
+    for (k, l) in f.locations.iter().enumerate() {
+        let t = texts.get(&l.path);
+        let role = format!(
+            "{}{}",
+            l.role,
+            l.function
+                .as_deref()
+                .map(|f| format!(" in {f}"))
+                .unwrap_or_default()
+        );
+        if k == 0 {
+            locations.push(location(&l.path, l.line, cwd, t.as_deref(), None));
+        } else {
+            related.push(location(&l.path, l.line, cwd, t.as_deref(), Some(role)));
+        }
+    }
+    let follow = m
+        .follow_on_of
+        .map(|k| format!(" (a follow-on of result {}: fix that one first)", k + 1))
+        .unwrap_or_default();
+    let mut result = json!({
+        "ruleId": rule_id(f),
+        "ruleIndex": rule_index,
+        "level": level(m),
+        "message": { "text": format!("{}: {} record(s) from {} thread(s) in {} block(s){follow}", f.text, f.records, f.threads.max(1), f.blocks.max(1)) },
+        "locations": locations,
+    });
+    if !related.is_empty() {
+        result["relatedLocations"] = Value::Array(
+            related
+                .into_iter()
+                .enumerate()
+                .map(|(k, mut l)| {
+                    l["id"] = json!(k + 1);
+                    l
+                })
+                .collect(),
+        );
+    }
+    result["properties"] = json!({ "tool": f.tool.name(), "kind": f.kind.name(), "index": i + 1 });
+    result
+}
+
+/// Warnings and leaks are warnings, a follow-on a note, anything else an error.
+fn level(m: &MergedFinding) -> &'static str {
+    match (m.finding.level.as_deref(), m.finding.kind) {
+        (Some("Warning"), _) | (_, crate::exercise::manifest::FindingKind::Leak) => "warning",
+        _ if m.follow_on_of.is_some() => "note",
+        _ => "error",
+    }
+}
+
+/// A tool that timed out, failed or crashed: an error notification of the run.
+fn notifications(r: &SanitizeReport) -> Vec<Value> {
+    r.tools
+        .iter()
+        .filter(|t| matches!(t.status, ToolStatus::TimedOut | ToolStatus::ToolError | ToolStatus::Crashed))
+        .map(|t| json!({ "level": "error", "message": { "text": format!("{}: {}", t.tool.name(), t.summary) } }))
+        .collect()
 }

@@ -1,3 +1,4 @@
+//! One file: the similarity measure, in the order of the steps below; 489 of its 1193 lines are tests and 186 the list of kept words.
 //! Similarity of a class's submissions: pairs of students whose marked regions are near-identical
 //! once comments, white space and names are normalised and the workbook's own code is taken out.
 //! MOSS and JPlag have no CUDA mode; this is their idea (fingerprints of k-grams of tokens) for the
@@ -20,13 +21,18 @@
 //!    (containment, so that a copy with code added is still seen); the Jaccard index is given beside.
 
 use std::collections::{HashMap, HashSet};
-use std::fmt::Write as _;
 use std::sync::OnceLock;
 
 use serde::Serialize;
 
 use crate::class::roster::{self, Roster};
 use crate::exercise::workbook::Workbook;
+
+mod heatmap;
+mod tables;
+
+pub use heatmap::heatmap_svg;
+pub use tables::{method, summary_section, to_csv, to_markdown};
 
 /// The knobs of the comparison; `Config::default()` is what the gradebook uses.
 #[derive(Debug, Clone, Serialize)]
@@ -588,8 +594,20 @@ pub fn compare_exercise(
     let limit = cfg
         .common_min
         .max((cfg.common_share * submissions.len() as f64).ceil() as usize);
+    let common_removed = remove_common(&mut own, limit);
+    ExerciseSimilarity {
+        exercise: exercise.to_string(),
+        students: submissions.iter().map(|s| s.student.clone()).collect(),
+        own: own.iter().map(Vec::len).collect(),
+        common_removed,
+        pairs: compared_pairs(exercise, submissions, &own, cfg),
+    }
+}
+
+/// Remove the k-grams more than `limit` submissions hold; how many distinct ones that was.
+fn remove_common(own: &mut [Vec<u64>], limit: usize) -> usize {
     let mut counts: HashMap<u64, usize> = HashMap::new();
-    for v in &own {
+    for v in own.iter() {
         for h in v {
             *counts.entry(*h).or_default() += 1;
         }
@@ -600,10 +618,21 @@ pub fn compare_exercise(
         .map(|(h, _)| h)
         .collect();
     if !common.is_empty() {
-        for v in &mut own {
+        for v in own.iter_mut() {
             v.retain(|h| !common.contains(h));
         }
     }
+    common.len()
+}
+
+/// Every pair with enough own code on both sides and a similarity at or above the list floor,
+/// most similar first.
+fn compared_pairs(
+    exercise: &str,
+    submissions: &[Submission],
+    own: &[Vec<u64>],
+    cfg: &Config,
+) -> Vec<Pair> {
     let mut pairs = Vec::new();
     for i in 0..submissions.len() {
         for j in i + 1..submissions.len() {
@@ -634,13 +663,7 @@ pub fn compare_exercise(
             .then(y.jaccard.total_cmp(&x.jaccard))
             .then_with(|| (&x.student_a, &x.student_b).cmp(&(&y.student_a, &y.student_b)))
     });
-    ExerciseSimilarity {
-        exercise: exercise.to_string(),
-        students: submissions.iter().map(|s| s.student.clone()).collect(),
-        own: own.iter().map(Vec::len).collect(),
-        common_removed: common.len(),
-        pairs,
-    }
+    pairs
 }
 
 /// Read every student's file for each exercise of `exercises` (ids, in order) again, the way
@@ -679,321 +702,11 @@ pub fn class_report(roster: &Roster, exercises: &[String], wb: &Workbook, cfg: &
     report
 }
 
-fn share(x: f64) -> String {
-    format!("{x:.3}")
-}
-
-/// `similarity.csv`: every compared pair at or above the list floor, most similar first.
-pub fn to_csv(report: &Report) -> String {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    let _ = w.write_record([
-        "exercise",
-        "student_a",
-        "student_b",
-        "similarity",
-        "shared_kgrams",
-        "own_kgrams_a",
-        "own_kgrams_b",
-        "jaccard",
-    ]);
-    let mut pairs: Vec<&Pair> = report.exercises.iter().flat_map(|e| &e.pairs).collect();
-    pairs.sort_by(|x, y| {
-        y.similarity
-            .total_cmp(&x.similarity)
-            .then(y.jaccard.total_cmp(&x.jaccard))
-            .then_with(|| {
-                (&x.exercise, &x.student_a, &x.student_b).cmp(&(
-                    &y.exercise,
-                    &y.student_a,
-                    &y.student_b,
-                ))
-            })
-    });
-    for p in pairs {
-        let _ = w.write_record([
-            p.exercise.clone(),
-            p.student_a.clone(),
-            p.student_b.clone(),
-            share(p.similarity),
-            p.shared.to_string(),
-            p.own_a.to_string(),
-            p.own_b.to_string(),
-            share(p.jaccard),
-        ]);
-    }
-    String::from_utf8_lossy(&w.into_inner().unwrap_or_default()).into_owned()
-}
-
-/// The method in a few sentences, for `similarity.md`.
-pub fn method(cfg: &Config) -> String {
-    format!(
-        "Each submission's marked regions are cut into tokens: comments and white space dropped, literals and numbers kept, \
-         C++/CUDA keywords and well-known CUDA names (`threadIdx`, `__syncthreads`, `atomicAdd`, `float4`, ...) kept, every other \
-         name a placeholder numbered by first appearance, so renaming variables does not hide a copy. Runs of {k} tokens (k-grams) \
-         are hashed. The k-grams of the exercise's untouched file and of the reference solution are removed (submitting either is \
-         not copying a classmate), and so are those more than max({cm}, {cs:.0}% of the submissions) share. A pair is compared when \
-         both keep at least {min} own k-grams; its similarity is the share of the smaller set that the other holds too \
-         (Jaccard beside it). Pairs at or above {t:.2} are listed here; `similarity.csv` has every compared pair at or above {f:.2}.",
-        k = cfg.k,
-        cm = cfg.common_min,
-        cs = cfg.common_share * 100.0,
-        min = cfg.min_own,
-        t = cfg.threshold,
-        f = cfg.list_floor,
-    )
-}
-
-/// `similarity.md`: the flagged pairs and how they were found.
-pub fn to_markdown(report: &Report) -> String {
-    let cfg = &report.config;
-    let mut md = String::from("# Similarity of submissions\n\n");
-    md.push_str("**A flag for a person to review, never a grade:** no points change because of this report. Similar code can have innocent causes (a hint followed closely, the same textbook idiom, partners who were allowed to work together); open both files before drawing any conclusion.\n\n");
-    let flagged: Vec<&Pair> = report.flagged().collect();
-    let _ = writeln!(md, "## Pairs at or above {:.2}\n", cfg.threshold);
-    if flagged.is_empty() {
-        md.push_str("None.\n\n");
-    } else {
-        md.push_str("| exercise | student a | student b | similarity | shared k-grams | own k-grams a | own k-grams b | Jaccard |\n|---|---|---|---|---|---|---|---|\n");
-        for p in &flagged {
-            let _ = writeln!(
-                md,
-                "| {} | {} | {} | {:.2} | {} | {} | {} | {:.2} |",
-                p.exercise,
-                p.student_a,
-                p.student_b,
-                p.similarity,
-                p.shared,
-                p.own_a,
-                p.own_b,
-                p.jaccard
-            );
-        }
-        md.push('\n');
-    }
-    md.push_str("## Per exercise\n\n| exercise | files read | with enough own code | pairs flagged | highest similarity |\n|---|---|---|---|---|\n");
-    for e in &report.exercises {
-        let highest = e
-            .pairs
-            .first()
-            .map(|p| format!("{:.2} ({} / {})", p.similarity, p.student_a, p.student_b))
-            .unwrap_or_else(|| "-".into());
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {} | {} |",
-            e.exercise,
-            e.students.len(),
-            e.compared(cfg),
-            e.flagged(cfg).count(),
-            highest
-        );
-    }
-    if !report.missing.is_empty() {
-        let _ = writeln!(
-            md,
-            "\nNot compared (not in this workbook, or not loadable): {}.",
-            report.missing.join(", ")
-        );
-    }
-    md.push_str("\n## Method\n\n");
-    md.push_str(&method(cfg));
-    md.push_str("\n\n![similarity heat map](similarity.svg)\n");
-    md
-}
-
-/// The students of an exercise's heat map: all of them up to `heat_max`, else those of the most
-/// similar pairs. Indices into `e.students`, in roster order.
-fn heat_students(e: &ExerciseSimilarity, cfg: &Config) -> Vec<usize> {
-    if e.students.len() <= cfg.heat_max {
-        return (0..e.students.len()).collect();
-    }
-    let index: HashMap<&str, usize> = e
-        .students
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (s.as_str(), i))
-        .collect();
-    let mut chosen: Vec<usize> = Vec::new();
-    for p in &e.pairs {
-        for s in [&p.student_a, &p.student_b] {
-            let i = index[s.as_str()];
-            if chosen.len() < cfg.heat_max && !chosen.contains(&i) {
-                chosen.push(i);
-            }
-        }
-    }
-    chosen.sort_unstable();
-    chosen
-}
-
-/// `similarity.svg`: a heat map per exercise (students by students, white 0 to red 1; grey where a
-/// student has too little own code to compare; a black box at or above the threshold).
-pub fn heatmap_svg(report: &Report) -> Result<String, String> {
-    use plotters::prelude::*;
-    use plotters::style::text_anchor::{HPos, Pos, VPos};
-    let cfg = &report.config;
-    let shown: Vec<(&ExerciseSimilarity, Vec<usize>)> = report
-        .exercises
-        .iter()
-        .map(|e| (e, heat_students(e, cfg)))
-        .filter(|(_, s)| s.len() >= 2)
-        .collect();
-    const CELL: i32 = 12;
-    const LABEL: i32 = 130;
-    const HEAD: i32 = 40;
-    let most = shown.iter().map(|(_, s)| s.len()).max().unwrap_or(0) as i32;
-    let (panel_w, panel_h) = (LABEL + most * CELL + 20, HEAD + most * CELL + 20);
-    let columns = shown.len().clamp(1, 3) as i32;
-    let rows = (shown.len() as i32 + columns - 1) / columns;
-    let top = 72;
-    let width = (columns * panel_w).max(640);
-    let height = top + rows.max(1) * panel_h.max(60);
-    let mut out = String::new();
-    {
-        let root =
-            SVGBackend::with_string(&mut out, (width as u32, height as u32)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| e.to_string())?;
-        let err = |e: DrawingAreaErrorKind<_>| e.to_string();
-        root.draw(&Text::new(
-            "Similarity of submissions (flags for review, not grades)",
-            (10, 8),
-            ("sans-serif", 18).into_font(),
-        ))
-        .map_err(err)?;
-        let legend = [
-            format!("colour: similarity of the students' own code, 0 (white) to 1 (red); boxed: at or above {:.2}.", cfg.threshold),
-            "grey: too little own code to compare. Rows and columns are the same students, numbered.".to_string(),
-        ];
-        for (line, text) in legend.into_iter().enumerate() {
-            root.draw(&Text::new(
-                text,
-                (10, 32 + 16 * line as i32),
-                ("sans-serif", 12).into_font(),
-            ))
-            .map_err(err)?;
-        }
-        if shown.is_empty() {
-            root.draw(&Text::new(
-                "No exercise has two submissions to compare.",
-                (10, top + 10),
-                ("sans-serif", 14).into_font(),
-            ))
-            .map_err(err)?;
-        }
-        let label_style = TextStyle::from(("sans-serif", 10).into_font());
-        for (k, (e, students)) in shown.iter().enumerate() {
-            let (x0, y0) = (
-                (k as i32 % columns) * panel_w,
-                top + (k as i32 / columns) * panel_h,
-            );
-            let n = students.len() as i32;
-            let title = if students.len() < e.students.len() {
-                format!("{} ({} of {} students)", e.exercise, n, e.students.len())
-            } else {
-                e.exercise.clone()
-            };
-            root.draw(&Text::new(
-                title,
-                (x0 + 10, y0 + 4),
-                ("sans-serif", 14).into_font(),
-            ))
-            .map_err(err)?;
-            let (gx, gy) = (x0 + LABEL, y0 + HEAD);
-            let similarity: HashMap<(&str, &str), f64> = e
-                .pairs
-                .iter()
-                .flat_map(|p| {
-                    [
-                        ((p.student_a.as_str(), p.student_b.as_str()), p.similarity),
-                        ((p.student_b.as_str(), p.student_a.as_str()), p.similarity),
-                    ]
-                })
-                .collect();
-            for (r, &i) in students.iter().enumerate() {
-                let mut name = format!("{} {}", r + 1, e.students[i]);
-                if name.chars().count() > 20 {
-                    name = name.chars().take(19).collect::<String>() + "…";
-                }
-                let y = gy + r as i32 * CELL;
-                root.draw(&Text::new(
-                    name,
-                    (gx - 4, y + CELL / 2),
-                    label_style.pos(Pos::new(HPos::Right, VPos::Center)),
-                ))
-                .map_err(err)?;
-                if r % 5 == 0 || n <= 10 {
-                    root.draw(&Text::new(
-                        format!("{}", r + 1),
-                        (gx + r as i32 * CELL + CELL / 2, gy - 4),
-                        label_style.pos(Pos::new(HPos::Center, VPos::Bottom)),
-                    ))
-                    .map_err(err)?;
-                }
-                for (c, &j) in students.iter().enumerate() {
-                    let x = gx + c as i32 * CELL;
-                    let compared = e.own[i] >= cfg.min_own && e.own[j] >= cfg.min_own;
-                    let value = similarity
-                        .get(&(e.students[i].as_str(), e.students[j].as_str()))
-                        .copied()
-                        .unwrap_or(0.0);
-                    let colour = if i == j {
-                        RGBColor(90, 90, 90)
-                    } else if !compared {
-                        RGBColor(215, 215, 215)
-                    } else {
-                        let fade = (255.0 * (1.0 - value.clamp(0.0, 1.0))).round() as u8;
-                        RGBColor(255, fade, fade)
-                    };
-                    root.draw(&Rectangle::new(
-                        [(x, y), (x + CELL, y + CELL)],
-                        colour.filled(),
-                    ))
-                    .map_err(err)?;
-                    if i != j && compared && value >= cfg.threshold - 1e-12 {
-                        root.draw(&Rectangle::new(
-                            [(x, y), (x + CELL - 1, y + CELL - 1)],
-                            BLACK.stroke_width(1),
-                        ))
-                        .map_err(err)?;
-                    }
-                }
-            }
-            root.draw(&Rectangle::new(
-                [(gx, gy), (gx + n * CELL, gy + n * CELL)],
-                RGBColor(160, 160, 160).stroke_width(1),
-            ))
-            .map_err(err)?;
-        }
-        root.present().map_err(|e| e.to_string())?;
-    }
-    Ok(out)
-}
-
-/// The section of `summary.md` that links the report.
-pub fn summary_section(report: &Report) -> String {
-    let flagged = report.flagged().count();
-    let exercises = report
-        .exercises
-        .iter()
-        .filter(|e| e.flagged(&report.config).next().is_some())
-        .count();
-    let mut md = String::from("## Similarity (a flag for review, not a grade)\n\n");
-    if flagged == 0 {
-        let _ = writeln!(
-            md,
-            "No pair of submissions reached {:.2} similarity of their own code.",
-            report.config.threshold
-        );
-    } else {
-        let _ = writeln!(md, "{flagged} pair(s) of submissions in {exercises} exercise(s) at or above {:.2} similarity of their own code (names, comments and white space normalised; the workbook's code and the reference excluded).", report.config.threshold);
-    }
-    md.push_str("The pairs and the method: [similarity.md](similarity.md); every compared pair: [similarity.csv](similarity.csv). No points change because of it.\n\n");
-    md.push_str("![similarity heat map](similarity.svg)\n");
-    md
-}
-
 #[cfg(test)]
 mod tests {
+    use super::heatmap::heat_students;
     use super::*;
+    use crate::judge::grade::ClassInfo;
 
     /// A small exercise: a buggy region, and the reference's fix.
     const ORIGINAL: &str = "#include \"cudabugs.cuh\"\nconstexpr int BLOCK = 256;\n// ANCHOR: kernel\n__global__ void scale(const float* x, float* y, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  y[i] = 2.0f * x[i];\n}\nvoid launch(const float* x, float* y, int n) {\n  scale<<<n / BLOCK, BLOCK>>>(x, y, n);\n}\n// ANCHOR_END: kernel\nvoid cb_run(cb::Io& io) { launch(nullptr, nullptr, 0); }\n";
@@ -1354,35 +1067,41 @@ void launch_sum(const float* x, float* total, int n) {
 }
 "#;
 
-    /// The workbook's real 57-reduction, a class in folders, and the gradebook's files.
-    #[test]
-    fn the_gradebook_writes_the_report_and_its_summary_section() {
+    /// A file of the workbook, for as long as the tests run.
+    fn repo_file(p: &str) -> &'static str {
+        let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .unwrap();
+        Box::leak(
+            std::fs::read_to_string(repo.join(p))
+                .unwrap()
+                .into_boxed_str(),
+        )
+    }
+
+    /// A workbook of the real 57-reduction alone.
+    fn reduction_workbook() -> Workbook {
         use crate::exercise::catalog::Embedded;
         let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .parent()
             .unwrap()
             .to_path_buf();
-        let read = |p: &str| -> &'static str {
-            Box::leak(
-                std::fs::read_to_string(repo.join(p))
-                    .unwrap()
-                    .into_boxed_str(),
-            )
-        };
-        let (original, solution) = (
-            read("exercises/57-reduction/sum.cu"),
-            read("solutions/57-reduction/sum.cu"),
-        );
         let embedded: &'static [Embedded] = Box::leak(Box::new([Embedded {
             id: "57-reduction",
-            manifest: read("exercises/57-reduction/exercise.toml"),
-            original,
-            solution,
+            manifest: repo_file("exercises/57-reduction/exercise.toml"),
+            original: repo_file("exercises/57-reduction/sum.cu"),
+            solution: repo_file("solutions/57-reduction/sum.cu"),
             error: None,
         }]));
-        let wb = crate::exercise::workbook::Workbook::new(repo.clone(), embedded, &[]).unwrap();
+        let wb = Workbook::new(repo, embedded, &[]).unwrap();
         assert_eq!(wb.exercises.len(), 1, "{:?}", wb.broken);
+        wb
+    }
 
+    /// A class in folders: alice's own fix, bob's renamed copy of it, carol's reference solution,
+    /// dave's untouched file, erin's re-indented reference and frank's empty folder; graded on
+    /// 57-reduction and an exercise the workbook does not have.
+    fn reduction_class(original: &str, solution: &str) -> (tempfile::TempDir, ClassInfo) {
         let class = tempfile::tempdir().unwrap();
         let with_region = |region: &str| {
             let body = solution
@@ -1415,12 +1134,24 @@ void launch_sum(const float* x, float* total, int n) {
         }
         std::fs::create_dir_all(class.path().join("frank")).unwrap();
         let roster = crate::class::roster::discover(class.path()).unwrap();
-        let info = crate::judge::grade::ClassInfo {
+        let info = ClassInfo {
             submissions: class.path().to_path_buf(),
             roster,
             exercises: vec!["57-reduction".into(), "99-gone".into()],
             secret: String::new(),
         };
+        (class, info)
+    }
+
+    /// The workbook's real 57-reduction, a class in folders, and the gradebook's files.
+    #[test]
+    fn the_gradebook_writes_the_report_and_its_summary_section() {
+        let wb = reduction_workbook();
+        let (original, solution) = (
+            repo_file("exercises/57-reduction/sum.cu"),
+            repo_file("solutions/57-reduction/sum.cu"),
+        );
+        let (_class, info) = reduction_class(original, solution);
 
         let out = tempfile::tempdir().unwrap();
         std::fs::write(out.path().join("summary.md"), "# Class summary\n\ntext\n").unwrap();

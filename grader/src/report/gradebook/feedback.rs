@@ -1,0 +1,190 @@
+//! `feedback/<student>.md` and `.json`: a student's every stage, rule and finding, in the words of
+//! `check`.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::class::roster::Student;
+use crate::judge::grade::{state_label, PairResult, PairState};
+use crate::judge::verdict::Status;
+
+use super::{points, write, Exporter, Gradebook};
+
+/// A student's feedback, as JSON: their results as graded (hidden cases already reduced to counts).
+#[derive(Serialize)]
+struct Feedback<'a> {
+    student: &'a Student,
+    total: f64,
+    max: f64,
+    exercises: Vec<&'a PairResult>,
+}
+
+/// `feedback/<student>.md` and `.json`.
+pub struct StudentFeedback;
+
+impl Exporter for StudentFeedback {
+    fn export(&self, book: &Gradebook, out: &Path) -> std::io::Result<Vec<PathBuf>> {
+        let mut written = Vec::new();
+        for s in &book.roster().students {
+            let results: Vec<&PairResult> = book
+                .info
+                .exercises
+                .iter()
+                .filter_map(|e| book.get(&s.id, e))
+                .collect();
+            let (total, max) = book.total(&s.id);
+            let json = serde_json::to_string_pretty(&Feedback {
+                student: s,
+                total,
+                max,
+                exercises: results.clone(),
+            })
+            .expect("serialisable");
+            written.push(write(
+                out.join("feedback").join(format!("{}.json", s.id)),
+                &(json + "\n"),
+            )?);
+            written.push(write(
+                out.join("feedback").join(format!("{}.md", s.id)),
+                &feedback_markdown(s, &results, total, max),
+            )?);
+        }
+        Ok(written)
+    }
+}
+
+pub fn feedback_markdown(s: &Student, results: &[&PairResult], total: f64, max: f64) -> String {
+    let mut md = format!(
+        "# {}: {} / {} points\n\n",
+        s.name,
+        points(total),
+        points(max)
+    );
+    for r in results {
+        let _ = writeln!(
+            md,
+            "## {}: {} / {} ({})\n",
+            r.exercise,
+            points(r.points),
+            points(r.max),
+            state_label(&r.state)
+        );
+        state_note(&mut md, &r.state);
+        stages_table(&mut md, r);
+        rule_flags(&mut md, r);
+        tool_findings(&mut md, r);
+        step_details(&mut md, r);
+    }
+    md
+}
+
+/// Why a submission was not graded in full, where it was not.
+fn state_note(md: &mut String, state: &PairState) {
+    match state {
+        PairState::NotGradable { reason, diff } => {
+            let _ = writeln!(md, "Not gradable: {reason}\n");
+            if !diff.is_empty() {
+                let _ = writeln!(md, "```diff\n{}```\n", diff);
+            }
+        }
+        PairState::ToolError { message } => {
+            let _ = writeln!(md, "The grader's tools failed (not your file's fault; it will be graded again): {message}\n");
+        }
+        PairState::Skipped { reason } => {
+            let _ = writeln!(md, "Built; the GPU stages did not run: {reason}\n");
+        }
+        PairState::Unsupported { reason } => {
+            let _ = writeln!(md, "Not graded on this GPU (not your file's fault; it will be graded on one that can run it): {reason}\n");
+        }
+        PairState::NotSubmitted | PairState::Graded => {}
+    }
+}
+
+/// A row per stage: its points and summary, and the rule that withheld them.
+fn stages_table(md: &mut String, r: &PairResult) {
+    if r.stages.is_empty() {
+        return;
+    }
+    md.push_str("| stage | points | |\n| --- | --- | --- |\n");
+    for st in &r.stages {
+        let why = st
+            .withheld_by
+            .map(|rule| format!(" (withheld: rule `{}`)", rule.key()))
+            .unwrap_or_default();
+        let _ = writeln!(
+            md,
+            "| {} | {} / {} | {}{} |",
+            st.stage.label(),
+            points(st.points),
+            points(st.max),
+            st.summary.replace('|', "\\|"),
+            why
+        );
+    }
+    md.push('\n');
+}
+
+/// The rules the submission failed or was flagged by, and why each rule exists.
+fn rule_flags(md: &mut String, r: &PairResult) {
+    for f in &r.flags {
+        let kind = if f.review {
+            "flagged for review"
+        } else {
+            "failed"
+        };
+        let _ = writeln!(
+            md,
+            "- **rule `{}` {kind}**: {}. Why this rule: {}.",
+            f.rule.key(),
+            f.message,
+            f.rule.why()
+        );
+    }
+    if !r.flags.is_empty() {
+        md.push('\n');
+    }
+}
+
+/// What the tools reported, each at its file's name and line.
+fn tool_findings(md: &mut String, r: &PairResult) {
+    if r.findings.is_empty() {
+        return;
+    }
+    md.push_str("What the tools reported:\n\n");
+    for f in &r.findings {
+        let at = f
+            .locations
+            .first()
+            .map(|l| {
+                format!(
+                    " at {}:{}",
+                    Path::new(&l.path)
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default(),
+                    l.line
+                )
+            })
+            .unwrap_or_default();
+        let _ = writeln!(md, "- {} `{}`{at}: {}", f.tool, f.kind.name(), f.text);
+    }
+    md.push('\n');
+}
+
+/// The output of the steps that did not pass, the rules' own steps left out.
+fn step_details(md: &mut String, r: &PairResult) {
+    let details = r.steps.iter().filter(|s| {
+        s.status != Status::Passed && s.detail.is_some() && !s.name.starts_with("rule ")
+    });
+    for s in details {
+        let _ = writeln!(
+            md,
+            "<details><summary>{}: {}</summary>\n\n```\n{}\n```\n</details>\n",
+            s.name,
+            s.summary,
+            s.detail.as_deref().unwrap_or_default().trim_end()
+        );
+    }
+}
