@@ -362,3 +362,121 @@ pub fn driver_version() -> Option<String> {
         })
         .clone()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    /// A workbook with no exercise, and tools that do not exist: nothing here builds or runs.
+    fn parts(root: &Path) -> (Workbook, toolchain::Nvcc, Harness) {
+        let wb = Workbook::new(root.to_path_buf(), &[], &[]).unwrap();
+        let missing = PathBuf::from("/nonexistent/nvcc");
+        let nvcc = toolchain::Nvcc {
+            path: missing.clone(),
+            extra_flags: Vec::new(),
+        };
+        let harness = Harness {
+            include_dir: missing.clone(),
+            object: missing,
+        };
+        (wb, nvcc, harness)
+    }
+
+    fn h100() -> GpuInfo {
+        GpuInfo {
+            name: "NVIDIA H100 80GB HBM3".into(),
+            compute_capability: (9, 0),
+            memory_bytes: 80 << 30,
+            driver_cuda_version: "13.0".into(),
+        }
+    }
+
+    fn quiet() -> Config {
+        Config {
+            install_toolkit: false,
+            ..Config::default()
+        }
+    }
+
+    #[test]
+    fn a_replay_stands_in_for_the_gpu_it_was_recorded_on() {
+        let (dir, recording) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (wb, nvcc, harness) = parts(dir.path());
+        start_recording(recording.path(), &GpuStatus::Present(h100()));
+        let config = Config {
+            replay_tools: Some(recording.path().to_path_buf()),
+            ..quiet()
+        };
+        // The GPU given (none here) does not count: the recording's does.
+        let ctx = Context::builder(&wb, config)
+            .compiler(nvcc, harness)
+            .gpu(GpuStatus::NoDriver)
+            .build(|_| {})
+            .unwrap();
+        assert!(ctx.launcher.replays());
+        assert_eq!(
+            ctx.gpu_info().map(|g| g.name.as_str()),
+            Some("NVIDIA H100 80GB HBM3")
+        );
+        assert_eq!((ctx.arch.as_str(), ctx.gpu_blocked()), ("sm_90", None));
+        assert_eq!(ctx.counters, gpu::Counters::Open, "the recording read them");
+        assert_eq!(
+            ctx.tools.sanitizer.as_deref(),
+            Some(Path::new("compute-sanitizer")),
+            "the tools are names where they ran elsewhere"
+        );
+    }
+
+    #[test]
+    fn a_recording_of_another_protocol_or_with_no_gpu_is_refused_and_says_why() {
+        let (dir, recording) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (wb, nvcc, harness) = parts(dir.path());
+        let replay = || Config {
+            replay_tools: Some(recording.path().to_path_buf()),
+            ..quiet()
+        };
+        let why = |config| {
+            let built = Context::builder(&wb, config)
+                .compiler(nvcc.clone(), harness.clone())
+                .build(|_| {});
+            built.err().map(|e| e.to_string()).unwrap_or_default()
+        };
+        std::fs::write(recording.path().join(RECORDED_PROTOCOL), "timeline 0\n").unwrap();
+        assert!(
+            why(replay()).contains("record it again on a GPU"),
+            "{}",
+            why(replay())
+        );
+        std::fs::write(
+            recording.path().join(RECORDED_PROTOCOL),
+            format!("{PROTOCOL}\n"),
+        )
+        .unwrap();
+        assert!(why(replay()).contains(RECORDED_GPU), "{}", why(replay()));
+    }
+
+    #[test]
+    fn without_a_gpu_the_gpu_stages_are_blocked_and_say_why_once_for_every_plan() {
+        let dir = tempfile::tempdir().unwrap();
+        let (wb, nvcc, harness) = parts(dir.path());
+        let ctx = Context::builder(&wb, quiet())
+            .compiler(nvcc.clone(), harness.clone())
+            .gpu(GpuStatus::NoDriver)
+            .build(|_| {})
+            .unwrap();
+        assert!(!ctx.launcher.replays() && !ctx.gpu_stages());
+        assert!(ctx.gpu_blocked().unwrap().contains("no NVIDIA driver"));
+        assert_eq!(ctx.arch, DEFAULT_ARCH, "built for the default arch");
+
+        let on_h100 = Context::builder(&wb, quiet())
+            .compiler(nvcc, harness)
+            .gpu(GpuStatus::Present(h100()))
+            .build(|_| {})
+            .unwrap();
+        assert_eq!(
+            (on_h100.arch.as_str(), on_h100.gpu_stages()),
+            ("sm_90", true)
+        );
+    }
+}
