@@ -48,7 +48,7 @@ pub(crate) fn grade(args: GradeArgs, settings: &Settings, format: Format) -> Res
     .collect();
     let mut contexts = Vec::new();
     for gpu in &gpus {
-        let mut ctx = context(&wb, settings, format)?;
+        let mut ctx = context(&wb, settings, reporter(format))?;
         grade::configure_worker(&mut ctx.config, gpu.clone(), gpus.len(), &hidden);
         contexts.push(ctx);
     }

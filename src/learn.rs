@@ -1,7 +1,7 @@
 //! The learner's loop: the progress file, a check recorded, what comes next, and `watch`.
 
 use super::*;
-use anstream::{eprintln, print, println};
+use anstream::eprintln;
 
 /// The progress file; a problem with it is shown once and never stops a command.
 pub(crate) fn load_state(wb: &Workbook) -> grader::learner::state::Loaded {
@@ -32,9 +32,9 @@ pub(crate) fn next_pending(wb: &Workbook) -> Option<&Exercise> {
 
 /// After `done` passed: the next pending exercise on the path, why it comes next (its place in its
 /// chapter, or the new chapter's purpose) and where its lesson is.
-pub(crate) fn say_next(wb: &Workbook, done: &Exercise) {
+pub(crate) fn say_next(wb: &Workbook, done: &Exercise, out: &dyn Reporter) {
     let Some(next) = next_pending(wb) else {
-        println!("Every exercise is done.");
+        out.say("Every exercise is done.");
         return;
     };
     let m = &next.manifest;
@@ -47,15 +47,15 @@ pub(crate) fn say_next(wb: &Workbook, done: &Exercise) {
         .level()
         .map(|l| format!("level {l}, "))
         .unwrap_or_default();
-    println!(
+    out.say(&format!(
         "Next: {} ({}; {level}{found}): `cargo xtask check {}`; its lesson: book/src/{}",
         next.id(),
         m.manifest.bug_class,
         next.id(),
         m.manifest.chapter
-    );
+    ));
     if let Some(why) = wb.path.why_next(done.id(), next.id()) {
-        println!("Why: {why}");
+        out.say(&format!("Why: {why}"));
     }
 }
 
@@ -64,9 +64,9 @@ pub(crate) fn check_and_record(
     ctx: &Context,
     wb: &Workbook,
     ex: &Exercise,
-    format: Format,
+    out: &dyn Reporter,
 ) -> grader::judge::check::CheckReport {
-    let report = grader::judge::check::check(ctx, wb, ex, progress(format));
+    let report = grader::judge::check::check(ctx, wb, ex, progress(out));
     if report.outcome == grader::judge::verdict::Outcome::Pass
         && !grader::tools::runner::interrupted()
     {
@@ -84,23 +84,22 @@ pub(crate) fn show_check(
     report: &grader::judge::check::CheckReport,
     wb: &Workbook,
     ex: &Exercise,
-    format: Format,
-    compact: bool,
+    out: &dyn Reporter,
+    streamed: bool,
 ) -> Result<()> {
     // Ctrl-C killed the tools: what they "reported" is the interruption, not a verdict on the file.
     if grader::tools::runner::interrupted() {
         eprintln!("interrupted: {} was not checked", ex.id());
         return Ok(());
     }
-    match format {
-        Format::Json if compact => println!("{}", serde_json::to_string(report)?),
-        Format::Json | Format::Sarif => print_json(report)?,
-        Format::Text => print!(
-            "{}",
-            grader::report::check_text(report, ex, &wb.learner_path(ex))
-        ),
+    let shown = Shown(report, || {
+        grader::report::check_text(report, ex, &wb.learner_path(ex))
+    });
+    if streamed {
+        out.streamed(&shown)
+    } else {
+        out.result(&shown)
     }
-    Ok(())
 }
 
 /// Check `current` now and on every save; after a pass, go on to the next pending exercise. Returns
@@ -110,7 +109,7 @@ pub(crate) fn watch<'a>(
     wb: &'a Workbook,
     current: &mut &'a Exercise,
     poll: bool,
-    format: Format,
+    out: &dyn Reporter,
 ) -> Result<ExitStatus> {
     loop {
         let ex = *current;
@@ -122,86 +121,83 @@ pub(crate) fn watch<'a>(
             eprintln!("note: file notifications do not work here ({why}); polling instead");
         }
         loop {
-            let report = check_and_record(ctx, wb, ex, format);
-            show_check(&report, wb, ex, format, true)?;
+            let report = check_and_record(ctx, wb, ex, out);
+            show_check(&report, wb, ex, out, true)?;
             if report.outcome == grader::judge::verdict::Outcome::Pass {
                 break;
             }
-            if format == Format::Text {
-                println!(
-                    "\nwatching {} ({}); save it to check again, Ctrl-C to quit",
-                    wb.display_path(&file),
-                    watcher.mode
-                );
-            }
+            out.say(&format!(
+                "\nwatching {} ({}); save it to check again, Ctrl-C to quit",
+                wb.display_path(&file),
+                watcher.mode
+            ));
             watcher
                 .wait_for_save()
                 .with_context(|| format!("watching {}", wb.display_path(&file)))?;
         }
         let Some(next) = next_pending(wb) else {
-            if format == Format::Text {
-                println!("\nEvery exercise is done. Well found, well fixed.");
-            }
+            out.say("\nEvery exercise is done. Well found, well fixed.");
             return Ok(ExitStatus::Pass);
         };
         *current = next;
-        if format == Format::Text {
-            println!("\n{} passed. Next: {}\n", ex.id(), current.id());
-        }
+        out.say(&format!("\n{} passed. Next: {}\n", ex.id(), current.id()));
     }
 }
 
 /// `check`: one exercise (the next pending one without an id), its pass recorded.
-pub(crate) fn check(id: Option<String>, settings: &Settings, format: Format) -> Result<ExitStatus> {
+pub(crate) fn check(
+    id: Option<String>,
+    settings: &Settings,
+    out: &dyn Reporter,
+) -> Result<ExitStatus> {
     let wb = open_workbook_about(id.as_deref())?;
     let ex = match &id {
         Some(id) => wb.resolve(id)?,
         None => match next_pending(&wb) {
             Some(next) => {
-                if format == Format::Text {
-                    eprintln!("checking {}, the next pending exercise", next.id());
-                }
+                out.note(&format!(
+                    "checking {}, the next pending exercise",
+                    next.id()
+                ));
                 next
             }
             None => {
-                if format == Format::Text {
-                    println!("Every exercise is done: `cargo xtask list` shows them, `cargo xtask check <id>` checks one again.");
-                }
+                out.say("Every exercise is done: `cargo xtask list` shows them, `cargo xtask check <id>` checks one again.");
                 return Ok(ExitStatus::Pass);
             }
         },
     };
-    let ctx = context(&wb, settings, format)?;
-    let report = check_and_record(&ctx, &wb, ex, format);
-    show_check(&report, &wb, ex, format, false)?;
-    if format == Format::Text && report.outcome.exit() == ExitStatus::Pass {
-        say_next(&wb, ex);
+    let ctx = context(&wb, settings, out)?;
+    let report = check_and_record(&ctx, &wb, ex, out);
+    show_check(&report, &wb, ex, out, false)?;
+    if report.outcome.exit() == ExitStatus::Pass {
+        say_next(&wb, ex, out);
     }
     Ok(report.outcome.exit())
 }
 
 /// `list`: every exercise, its status and level, the next one marked.
-pub(crate) fn list(format: Format) -> Result<ExitStatus> {
+pub(crate) fn list(out: &dyn Reporter) -> Result<ExitStatus> {
     let wb = open_workbook()?;
     let state = load_state(&wb);
     let entries = grader::learner::list(&wb, &state.state);
-    emit(format, &entries, || grader::report::list_text(&entries))?;
+    out.result(&Shown(&entries, || grader::report::list_text(&entries)))?;
     Ok(ExitStatus::Pass)
 }
 
 /// `hint`: the next hint of an exercise, and the ones already shown.
-pub(crate) fn hint(id: &str, format: Format) -> Result<ExitStatus> {
+pub(crate) fn hint(id: &str, out: &dyn Reporter) -> Result<ExitStatus> {
     let wb = open_workbook_about(Some(id))?;
     let ex = wb.resolve(id)?;
     let mut state = load_state(&wb);
     let hints = grader::learner::reveal_hint(ex, &mut state.state);
     save_state(&state);
-    emit(format, &hints, || grader::report::hints_text(&hints))?;
+    out.result(&Shown(&hints, || grader::report::hints_text(&hints)))?;
     Ok(ExitStatus::Pass)
 }
 
 /// `reset`: the exercise's original back (the learner's file kept aside), marked pending again.
-pub(crate) fn reset(id: &str, format: Format) -> Result<ExitStatus> {
+pub(crate) fn reset(id: &str, out: &dyn Reporter) -> Result<ExitStatus> {
     let wb = open_workbook_about(Some(id))?;
     let ex = wb.resolve(id)?;
     let reset = grader::learner::reset(&wb, ex).with_context(|| {
@@ -218,14 +214,9 @@ pub(crate) fn reset(id: &str, format: Format) -> Result<ExitStatus> {
             save_state(&state);
         }
     }
-    match format {
-        Format::Json | Format::Sarif => print_json(&reset)?,
-        Format::Text => {
-            print!("{}", grader::report::reset_text(&reset));
-            if was_done {
-                println!("{} is pending again.", ex.id());
-            }
-        }
+    out.result(&Shown(&reset, || grader::report::reset_text(&reset)))?;
+    if was_done {
+        out.say(&format!("{} is pending again.", ex.id()));
     }
     Ok(ExitStatus::Pass)
 }
@@ -235,7 +226,7 @@ pub(crate) fn watch_from(
     id: Option<String>,
     poll: bool,
     settings: &Settings,
-    format: Format,
+    out: &dyn Reporter,
 ) -> Result<ExitStatus> {
     let wb = open_workbook_about(id.as_deref())?;
     let mut current = match &id {
@@ -243,13 +234,11 @@ pub(crate) fn watch_from(
         None => match next_pending(&wb) {
             Some(next) => next,
             None => {
-                if format == Format::Text {
-                    println!("Every exercise is done: `cargo xtask list` shows them, `cargo xtask watch <id>` watches one again.");
-                }
+                out.say("Every exercise is done: `cargo xtask list` shows them, `cargo xtask watch <id>` watches one again.");
                 return Ok(ExitStatus::Pass);
             }
         },
     };
-    let ctx = context(&wb, settings, format)?;
-    watch(&ctx, &wb, &mut current, poll, format)
+    let ctx = context(&wb, settings, out)?;
+    watch(&ctx, &wb, &mut current, poll, out)
 }

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use grader::exit::ExitStatus;
 
-use anstream::{eprintln, print, println};
+use anstream::eprintln;
 use anyhow::{Context as _, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use grader::exercise::workbook::{self, Exercise, Workbook};
@@ -17,6 +17,7 @@ mod book;
 mod cli;
 mod grade;
 mod learn;
+mod output;
 mod sanitize;
 mod toolkit;
 mod verify;
@@ -25,6 +26,7 @@ use book::*;
 use cli::*;
 use grade::*;
 use learn::*;
+use output::{reporter, Reporter, Shown};
 use sanitize::*;
 use toolkit::*;
 use verify::*;
@@ -53,7 +55,7 @@ fn main() -> ExitCode {
         eprintln!("\ninterrupted (Ctrl-C): every tool and program it started was stopped; nothing was graded");
         std::process::exit(ExitStatus::Interrupted.code().into());
     });
-    let format = cli.format;
+    let out = reporter(cli.format);
     match run(cli) {
         Ok(status) => status.into(),
         Err(e) => {
@@ -66,12 +68,7 @@ fn main() -> ExitCode {
                 _ => ExitStatus::Usage,
             };
             eprintln!("error: {e:#}");
-            if format == Format::Json {
-                println!(
-                    "{}",
-                    serde_json::json!({ "error": format!("{e:#}"), "exit_code": status.code() })
-                );
-            }
+            out.error(&e, status);
             status.into()
         }
     }
@@ -100,12 +97,9 @@ fn open_workbook_about(about: Option<&str>) -> Result<Workbook> {
     Ok(wb)
 }
 
-fn progress(format: Format) -> impl FnMut(&str) + Send {
-    move |line: &str| {
-        if format == Format::Text {
-            eprintln!("  .. {line}");
-        }
-    }
+/// A plan's progress lines, to the command's reporter.
+fn progress(out: &dyn Reporter) -> impl FnMut(&str) + Send + '_ {
+    move |line: &str| out.progress(line)
 }
 
 /// The settings every plan runs with: the environment's, then the command line's.
@@ -128,7 +122,7 @@ impl std::fmt::Display for ToolError {
 
 impl std::error::Error for ToolError {}
 
-fn context(wb: &Workbook, settings: &Settings, format: Format) -> Result<Context> {
+fn context(wb: &Workbook, settings: &Settings, out: &dyn Reporter) -> Result<Context> {
     let mut config = Config::from_env()?;
     config.arch = settings.arch.clone();
     if let Some(i) = settings.isolation {
@@ -140,31 +134,12 @@ fn context(wb: &Workbook, settings: &Settings, format: Format) -> Result<Context
     }
     config.record_tools = settings.record_tools.clone();
     config.replay_tools = settings.replay_tools.clone();
-    Context::new(wb, config, progress(format)).map_err(|e| ToolError(e).into())
-}
-
-fn print_json(value: &impl serde::Serialize) -> Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
-    Ok(())
-}
-
-/// A command's result on stdout: `value` as JSON, or `text()` for people.
-fn emit(
-    format: Format,
-    value: &impl serde::Serialize,
-    text: impl FnOnce() -> String,
-) -> Result<()> {
-    match format {
-        Format::Json | Format::Sarif => print_json(value),
-        Format::Text => {
-            print!("{}", text());
-            Ok(())
-        }
-    }
+    Context::new(wb, config, progress(out)).map_err(|e| ToolError(e).into())
 }
 
 fn run(cli: Cli) -> Result<ExitStatus> {
     let format = cli.format;
+    let out = reporter(format);
     if format == Format::Sarif && !matches!(cli.command, Command::Sanitize { .. }) {
         anyhow::bail!("--format sarif is for `sanitize`; use text or json here");
     }
@@ -175,18 +150,18 @@ fn run(cli: Cli) -> Result<ExitStatus> {
         replay_tools: cli.replay_tools,
     };
     match cli.command {
-        Command::Check { id } => check(id, &settings, format),
-        Command::List => list(format),
-        Command::Hint { id } => hint(&id, format),
-        Command::Reset { id } => reset(&id, format),
-        Command::Watch { id, poll } => watch_from(id, poll, &settings, format),
+        Command::Check { id } => check(id, &settings, out),
+        Command::List => list(out),
+        Command::Hint { id } => hint(&id, out),
+        Command::Reset { id } => reset(&id, out),
+        Command::Watch { id, poll } => watch_from(id, poll, &settings, out),
         Command::Sanitize {
             files,
             bin,
             nvcc_flags,
             profile,
             args,
-        } => sanitize(files, bin, nvcc_flags, profile, args, &settings, format),
+        } => sanitize(files, bin, nvcc_flags, profile, args, &settings, out),
         Command::Grade {
             action: Some(GradeAction::Merge { out }),
             ..
@@ -197,50 +172,54 @@ fn run(cli: Cli) -> Result<ExitStatus> {
             record,
             keep,
             survey,
-        } => verify(ids, record, keep, survey, &settings, format),
+        } => verify(ids, record, keep, survey, &settings, out),
         Command::Peak { again } => {
             let wb = open_workbook()?;
-            let ctx = context(&wb, &settings, format)?;
+            let ctx = context(&wb, &settings, out)?;
             if let Some(reason) = ctx.no_gpu_reason() {
                 eprintln!("SKIPPED: the peak is measured on a GPU ({reason})");
                 return Ok(grader::judge::verdict::Outcome::Skipped { reason }.exit());
             }
             let peak = grader::judge::perf::peak(&ctx, &wb, again)?;
-            emit(format, &peak, || grader::report::peak_text(&peak))?;
+            out.result(&Shown(&peak, || grader::report::peak_text(&peak)))?;
             Ok(ExitStatus::Pass)
         }
-        Command::Book { serve, addr, out } => {
+        Command::Book {
+            serve,
+            addr,
+            out: to,
+        } => {
             let wb = open_workbook()?;
             if serve {
                 book(&wb, None, Some(&addr))?;
                 return Ok(ExitStatus::Pass);
             }
-            let dir = book(&wb, out.as_deref(), None)?.context("the book tool said nothing")?;
-            emit(format, &serde_json::json!({ "book": dir }), || {
+            let dir = book(&wb, to.as_deref(), None)?.context("the book tool said nothing")?;
+            out.result(&Shown(&serde_json::json!({ "book": dir }), || {
                 format!("book built: {}\n", dir.join("index.html").display())
-            })?;
+            }))?;
             Ok(ExitStatus::Pass)
         }
         Command::Toolkit {
             action: ToolkitAction::Install,
-        } => toolkit_install(format),
+        } => toolkit_install(out),
         Command::Toolkit {
             action: ToolkitAction::Show,
-        } => toolkit_show(format),
-        Command::Bundle { out } => {
+        } => toolkit_show(out),
+        Command::Bundle { out: to } => {
             let wb = open_workbook()?;
-            let out = if out.is_absolute() {
-                out
+            let dir = if to.is_absolute() {
+                to
             } else {
-                wb.root.join(out)
+                wb.root.join(to)
             };
-            bundle(&wb, &out)?;
-            emit(format, &serde_json::json!({ "bundle": out }), || {
+            bundle(&wb, &dir)?;
+            out.result(&Shown(&serde_json::json!({ "bundle": dir }), || {
                 format!(
                     "bundle ready: {} (run ./cudabugs check 03-race inside it)\n",
-                    out.display()
+                    dir.display()
                 )
-            })?;
+            }))?;
             Ok(ExitStatus::Pass)
         }
     }

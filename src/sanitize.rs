@@ -1,7 +1,6 @@
 //! `sanitize`: any CUDA program under the four compute-sanitizer tools (and ncu with --profile).
 
 use super::*;
-use anstream::print;
 
 /// `sanitize`: any CUDA program (sources or a built binary) under the four tools, an exercise's file
 /// as its exercise.
@@ -12,7 +11,7 @@ pub(crate) fn sanitize(
     profile: bool,
     args: Vec<String>,
     settings: &Settings,
-    format: Format,
+    out: &dyn Reporter,
 ) -> Result<ExitStatus> {
     if files.is_empty() && bin.is_none() {
         anyhow::bail!("give the program's .cu files (`cargo xtask sanitize prog.cu -- ARGS`) or a built binary (--bin PATH)");
@@ -28,7 +27,7 @@ pub(crate) fn sanitize(
     // Inside a workbook its folders are used; anywhere else, the current folder's.
     let root = workbook::find_root(&cwd).unwrap_or_else(|_| cwd.clone());
     let wb = Workbook::new(root, catalog::EXERCISES, catalog::HARNESS)?;
-    let ctx = context(&wb, settings, format)?;
+    let ctx = context(&wb, settings, out)?;
     let same = |a: &Path, b: &Path| b.canonicalize().map(|b| b == a).unwrap_or(false);
     let exercise = match files.as_slice() {
         [one] => wb.exercises.iter().find_map(|ex| {
@@ -68,11 +67,28 @@ pub(crate) fn sanitize(
             },
         ),
     };
-    let report = grader::judge::sanitize::sanitize(&ctx, &wb, sub, progress(format));
-    match format {
-        Format::Json => print_json(&report)?,
-        Format::Sarif => print_json(&grader::report::sarif::sarif(&report, &cwd))?,
-        Format::Text => print!("{}", grader::report::sanitize_text(&report, &cwd)),
-    }
+    let report = grader::judge::sanitize::sanitize(&ctx, &wb, sub, progress(out));
+    out.result(&Sanitized {
+        report: &report,
+        cwd: &cwd,
+    })?;
     Ok(report.outcome.exit())
+}
+
+/// A sanitize report, the one result that has SARIF.
+struct Sanitized<'a> {
+    report: &'a grader::judge::sanitize::SanitizeReport,
+    cwd: &'a Path,
+}
+
+impl output::Rendered for Sanitized<'_> {
+    fn json(&self) -> Result<serde_json::Value> {
+        Ok(serde_json::to_value(self.report)?)
+    }
+    fn text(&self) -> String {
+        grader::report::sanitize_text(self.report, self.cwd)
+    }
+    fn sarif(&self) -> Option<serde_json::Value> {
+        Some(grader::report::sarif::sarif(self.report, self.cwd))
+    }
 }

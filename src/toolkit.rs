@@ -1,10 +1,10 @@
 //! `toolkit install` and `toolkit show`.
 
 use super::*;
-use anstream::{eprintln, println};
+use anstream::eprintln;
 
 /// `toolkit install`: nvcc and its libraries from NVIDIA's wheels, into the workbook.
-pub(crate) fn toolkit_install(format: Format) -> Result<ExitStatus> {
+pub(crate) fn toolkit_install(out: &dyn Reporter) -> Result<ExitStatus> {
     let wb = open_workbook()?;
     eprintln!(
         "installing {} into {}",
@@ -19,14 +19,14 @@ pub(crate) fn toolkit_install(format: Format) -> Result<ExitStatus> {
         )
     })?;
     eprintln!("installed in {:.0} s", started.elapsed().as_secs_f64());
-    emit(format, &serde_json::json!({ "nvcc": nvcc }), || {
+    out.result(&Shown(&serde_json::json!({ "nvcc": nvcc }), || {
         format!("nvcc ready: {}\n", wb.display_path(&nvcc))
-    })?;
+    }))?;
     Ok(ExitStatus::Pass)
 }
 
 /// `toolkit show`: every tool found, the GPU and the sandbox this machine permits.
-pub(crate) fn toolkit_show(format: Format) -> Result<ExitStatus> {
+pub(crate) fn toolkit_show(out: &dyn Reporter) -> Result<ExitStatus> {
     let wb = open_workbook()?;
     let tools = grader::tools::toolchain::Toolchain::discover(&wb.root);
     let show = |p: Option<&Path>| p.map(|p| p.display().to_string());
@@ -55,22 +55,18 @@ pub(crate) fn toolkit_show(format: Format) -> Result<ExitStatus> {
             }),
         ),
     ];
-    match format {
-        Format::Json | Format::Sarif => print_json(
-            &found
-                .iter()
-                .cloned()
-                .collect::<std::collections::BTreeMap<_, _>>(),
-        )?,
-        Format::Text => {
-            for (name, value) in found {
-                println!(
-                    "{:<18} {}",
+    let table: std::collections::BTreeMap<_, _> = found.iter().cloned().collect();
+    out.result(&Shown(&table, || {
+        found
+            .iter()
+            .map(|(name, value)| {
+                format!(
+                    "{:<18} {}\n",
                     format!("{}:", name.replace('_', "-")),
-                    value.unwrap_or_else(|| "not found".into())
-                );
-            }
-        }
-    }
+                    value.as_deref().unwrap_or("not found")
+                )
+            })
+            .collect()
+    }))?;
     Ok(ExitStatus::Pass)
 }
