@@ -5,8 +5,7 @@ use anstream::{eprintln, print, println};
 
 /// `grade`: the class, one worker per GPU, then the gradebook.
 pub(crate) fn grade(args: GradeArgs, settings: &Settings, format: Format) -> Result<ExitStatus> {
-    use grader::class::secret::Secret;
-    use grader::judge::grade::{self, ClassJob, Event};
+    use grader::judge::grade::{self, ClassJob};
     let Some(submissions) = args.submissions else {
         anyhow::bail!("give the submissions folder: cargo xtask grade SUBMISSIONS [--out DIR] --secret-seed N")
     };
@@ -22,22 +21,10 @@ pub(crate) fn grade(args: GradeArgs, settings: &Settings, format: Format) -> Res
             .map(|id| wb.resolve(id))
             .collect::<Result<_, _>>()?
     };
-    let secret = match (args.secret_seed, &args.secret, grader::environment::text(grader::environment::SECRET_SEED)) {
-        (Some(seed), _, _) => Secret::from_seed(seed),
-        (None, Some(file), _) => Secret::load(file, &[&wb.root, &submissions])?,
-        (None, None, Some(v)) => Secret::from_seed(v.trim().parse().with_context(|| format!("CUDABUGS_SECRET_SEED={v} is not a number"))?),
-        (None, None, None) => anyhow::bail!("the hidden cases need the instructor's secret: --secret-seed N, --secret FILE (outside the workbook) or CUDABUGS_SECRET_SEED"),
-    };
-    if let Some(problem) = secret
-        .problems(&wb.exercises.iter().collect::<Vec<_>>())
-        .first()
-    {
-        anyhow::bail!("{problem}");
-    }
+    let secret = class_secret(args.secret_seed, args.secret.as_deref(), &wb, &submissions)?;
     let roster = grader::class::roster::discover(&submissions)?;
     let out = std::env::current_dir()?.join(&args.out);
     std::fs::create_dir_all(&out).with_context(|| out.display().to_string())?;
-    let gpus = grade::worker_gpus(&args.gpus);
     let hidden: Vec<PathBuf> = [
         Some(submissions.clone()),
         Some(out.clone()),
@@ -46,12 +33,7 @@ pub(crate) fn grade(args: GradeArgs, settings: &Settings, format: Format) -> Res
     .into_iter()
     .flatten()
     .collect();
-    let mut contexts = Vec::new();
-    for gpu in &gpus {
-        let mut ctx = context(&wb, settings, format)?;
-        grade::configure_worker(&mut ctx.config, gpu.clone(), gpus.len(), &hidden);
-        contexts.push(ctx);
-    }
+    let contexts = worker_contexts(&wb, settings, format, &args.gpus, &hidden)?;
     let job = ClassJob {
         submissions,
         roster,
@@ -63,53 +45,10 @@ pub(crate) fn grade(args: GradeArgs, settings: &Settings, format: Format) -> Res
         chunk: args.chunk,
     };
     let bar = (format == Format::Text && std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .then(|| {
-            let bar = indicatif::ProgressBar::new(0);
-            bar.set_style(
-                indicatif::ProgressStyle::with_template(
-                    "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} pairs, ETA {eta} {msg}",
-                )
-                .expect("a valid template"),
-            );
-            bar
-        });
-    let on_event = |e: Event| {
-        if format == Format::Json {
-            println!("{}", serde_json::to_string(&e).unwrap_or_default());
-            return;
-        }
-        match (&bar, &e) {
-            (Some(bar), Event::Started { pairs, already_graded, .. }) => {
-                bar.set_length(*pairs as u64);
-                bar.set_position(*already_graded as u64);
-                bar.reset_eta();
-            }
-            (Some(bar), Event::Graded { student, exercise, done, .. }) => {
-                bar.set_position(*done as u64);
-                bar.set_message(format!("{student} / {exercise}"));
-            }
-            (Some(bar), Event::Note { message }) => bar.println(message),
-            (None, Event::Started { layout, students, exercises, pairs, already_graded, workers }) => eprintln!(
-                "  .. {} students ({}), {exercises} exercises: {pairs} pairs, {already_graded} already in the journal; workers: {}",
-                students,
-                layout.describe(),
-                workers.join(", ")
-            ),
-            (None, Event::Graded { student, exercise, state, points, max, flags, done, of, .. }) => {
-                let flags = if flags.is_empty() { String::new() } else { format!(" flags: {}", flags.iter().map(|f| f.key()).collect::<Vec<_>>().join(", ")) };
-                eprintln!("  .. [{done}/{of}] {student} / {exercise}: {points} / {max} ({state}){flags}");
-            }
-            (None, Event::Note { message }) => eprintln!("  .. {message}"),
-            (_, Event::Chunk { exercise, pairs, phases, .. }) => {
-                let line = format!("{exercise}: {pairs} pair(s): tools and cases {:.1} s, timing {:.1} s, fresh inputs {:.1} s", phases.tools, phases.timing, phases.fresh);
-                match &bar {
-                    Some(bar) => bar.println(line),
-                    None => eprintln!("  .. {line}"),
-                }
-            }
-        }
-    };
-    let results = grade::grade_class(&wb, contexts, &job, &on_event)?;
+        .then(progress_bar);
+    let results = grade::grade_class(&wb, contexts, &job, &|e| {
+        show_event(format, bar.as_ref(), e)
+    })?;
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
@@ -130,6 +69,103 @@ pub(crate) fn grade(args: GradeArgs, settings: &Settings, format: Format) -> Res
         return Ok(grade_exit(&results));
     }
     finish_gradebook(&out, format)
+}
+
+/// The instructor's secret: `--secret-seed`, else `--secret FILE` (outside the workbook and the
+/// submissions), else `CUDABUGS_SECRET_SEED`; refused where it does not fit the workbook.
+fn class_secret(
+    seed: Option<u64>,
+    file: Option<&Path>,
+    wb: &Workbook,
+    submissions: &Path,
+) -> Result<grader::class::secret::Secret> {
+    use grader::class::secret::Secret;
+    let secret = match (seed, file, grader::environment::text(grader::environment::SECRET_SEED)) {
+        (Some(seed), _, _) => Secret::from_seed(seed),
+        (None, Some(file), _) => Secret::load(file, &[&wb.root, submissions])?,
+        (None, None, Some(v)) => Secret::from_seed(v.trim().parse().with_context(|| format!("CUDABUGS_SECRET_SEED={v} is not a number"))?),
+        (None, None, None) => anyhow::bail!("the hidden cases need the instructor's secret: --secret-seed N, --secret FILE (outside the workbook) or CUDABUGS_SECRET_SEED"),
+    };
+    if let Some(problem) = secret
+        .problems(&wb.exercises.iter().collect::<Vec<_>>())
+        .first()
+    {
+        anyhow::bail!("{problem}");
+    }
+    Ok(secret)
+}
+
+/// A context per GPU (`--gpus`, else every visible one), each set up as a grade worker.
+fn worker_contexts(
+    wb: &Workbook,
+    settings: &Settings,
+    format: Format,
+    requested: &[String],
+    hidden: &[PathBuf],
+) -> Result<Vec<Context>> {
+    let gpus = grader::judge::grade::worker_gpus(requested);
+    let mut contexts = Vec::new();
+    for gpu in &gpus {
+        let mut ctx = context(wb, settings, format)?;
+        grader::judge::grade::configure_worker(&mut ctx.config, gpu.clone(), gpus.len(), hidden);
+        contexts.push(ctx);
+    }
+    Ok(contexts)
+}
+
+/// The progress bar of a class graded at a terminal.
+fn progress_bar() -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} pairs, ETA {eta} {msg}",
+        )
+        .expect("a valid template"),
+    );
+    bar
+}
+
+/// One event of the grading: a JSON line, else the progress bar moved (at a terminal) or a line.
+fn show_event(
+    format: Format,
+    bar: Option<&indicatif::ProgressBar>,
+    e: grader::judge::grade::Event,
+) {
+    use grader::judge::grade::Event;
+    if format == Format::Json {
+        println!("{}", serde_json::to_string(&e).unwrap_or_default());
+        return;
+    }
+    match (bar, &e) {
+        (Some(bar), Event::Started { pairs, already_graded, .. }) => {
+            bar.set_length(*pairs as u64);
+            bar.set_position(*already_graded as u64);
+            bar.reset_eta();
+        }
+        (Some(bar), Event::Graded { student, exercise, done, .. }) => {
+            bar.set_position(*done as u64);
+            bar.set_message(format!("{student} / {exercise}"));
+        }
+        (Some(bar), Event::Note { message }) => bar.println(message),
+        (None, Event::Started { layout, students, exercises, pairs, already_graded, workers }) => eprintln!(
+            "  .. {} students ({}), {exercises} exercises: {pairs} pairs, {already_graded} already in the journal; workers: {}",
+            students,
+            layout.describe(),
+            workers.join(", ")
+        ),
+        (None, Event::Graded { student, exercise, state, points, max, flags, done, of, .. }) => {
+            let flags = if flags.is_empty() { String::new() } else { format!(" flags: {}", flags.iter().map(|f| f.key()).collect::<Vec<_>>().join(", ")) };
+            eprintln!("  .. [{done}/{of}] {student} / {exercise}: {points} / {max} ({state}){flags}");
+        }
+        (None, Event::Note { message }) => eprintln!("  .. {message}"),
+        (_, Event::Chunk { exercise, pairs, phases, .. }) => {
+            let line = format!("{exercise}: {pairs} pair(s): tools and cases {:.1} s, timing {:.1} s, fresh inputs {:.1} s", phases.tools, phases.timing, phases.fresh);
+            match bar {
+                Some(bar) => bar.println(line),
+                None => eprintln!("  .. {line}"),
+            }
+        }
+    }
 }
 
 /// The exit code of a batch: 3 where the grader's own tools failed on a pair, 5 where an exercise

@@ -2,6 +2,7 @@
 //! instructor's hidden cases (`secret`) and the durable record of what has been graded (`journal`).
 //! `judge::grade` is the plan that grades them; `report::gradebook` writes the results.
 
+mod ids;
 pub mod journal;
 pub mod roster;
 pub mod secret;
