@@ -424,13 +424,9 @@ fn triage<'a>(
         if finished(journal, &student.id, ex.id(), &fp) {
             return Triage::Already;
         }
-        let mut r = PairResult::empty(&student.id, ex, fp, PairState::NotSubmitted);
-        r.steps.push(Step::new(
-            "submission",
-            Status::Failed,
-            format!("no file for {} in {}", ex.id(), student.folder.display()),
-        ));
-        return Triage::Decided(Box::new(r));
+        let why = format!("no file for {} in {}", ex.id(), student.folder.display());
+        let step = Step::new("submission", Status::Failed, why);
+        return decided(student, ex, fp, PairState::NotSubmitted, step);
     };
     let text = match std::fs::read(&path) {
         Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
@@ -462,30 +458,18 @@ fn triage<'a>(
         return Triage::Already;
     }
     if let Some(reason) = unsupported {
-        let mut r = PairResult::empty(
-            &student.id,
-            ex,
-            fp,
-            PairState::Unsupported {
-                reason: reason.clone(),
-            },
-        );
-        r.steps.push(Step::gpu_skipped(reason));
-        return Triage::Decided(Box::new(r));
+        let state = PairState::Unsupported {
+            reason: reason.clone(),
+        };
+        return decided(student, ex, fp, state, Step::gpu_skipped(reason));
     }
     if let Some(Tampered { reason, diff }) = harness.or_else(|| tamper::check(ex, &text).err()) {
-        let mut r = PairResult::empty(
-            &student.id,
-            ex,
-            fp,
-            PairState::NotGradable {
-                reason: reason.clone(),
-                diff,
-            },
-        );
-        r.steps
-            .push(Step::new("tamper check", Status::Failed, reason));
-        return Triage::Decided(Box::new(r));
+        let state = PairState::NotGradable {
+            reason: reason.clone(),
+            diff,
+        };
+        let step = Step::new("tamper check", Status::Failed, reason);
+        return decided(student, ex, fp, state, step);
     }
     Triage::Grade(Pending {
         student,
@@ -493,6 +477,19 @@ fn triage<'a>(
         text,
         fingerprint: fp,
     })
+}
+
+/// A pair decided without running anything: its state, and the step that says why.
+fn decided<'a>(
+    student: &Student,
+    ex: &Exercise,
+    fingerprint: String,
+    state: PairState,
+    step: Step,
+) -> Triage<'a> {
+    let mut r = PairResult::empty(&student.id, ex, fingerprint, state);
+    r.steps.push(step);
+    Triage::Decided(Box::new(r))
 }
 
 /// Whether the journal holds the pair under this fingerprint and it needs no second try (a pair

@@ -14,7 +14,7 @@ use super::worker::{Chunk, ExerciseCases, Worker};
 use super::{PairResult, PairState};
 
 /// Each pair that built: its tools and its public and hidden cases scored.
-pub(super) fn score_tools_and_cases(
+fn score_tools_and_cases(
     ex: &Exercise,
     results: &Results,
     out: &mut [PairResult],
@@ -31,6 +31,35 @@ pub(super) fn score_tools_and_cases(
 }
 
 impl Worker<'_> {
+    /// The first phase's scores: each pair's builds, then (where `gpu_stages` run) its tools and
+    /// cases, once the reference fix has passed the hidden cases (`unproven`: its run, where that
+    /// is not yet proven for this exercise). Err: the chunk's end, every pair skipped without a
+    /// GPU, or failed where the secret's cases do not fit the exercise.
+    pub(super) fn score_first_phase(
+        &self,
+        chunk: &Chunk,
+        results: &Results,
+        prepared: &ExerciseCases,
+        reference_sass: &Stage,
+        unproven: Option<&Stage>,
+        gpu_stages: bool,
+    ) -> Result<Vec<PairResult>, Vec<PairResult>> {
+        let ex = chunk.exercise;
+        let mut out = self.pair_results(chunk);
+        self.score_builds_and_flags(chunk, results, &mut out, reference_sass);
+        if !gpu_stages {
+            self.skip_without_gpu(&mut out);
+            return Err(out);
+        }
+        if let Some(fairness) = unproven {
+            if let Err(why) = self.prove_fair(ex, results, fairness, &prepared.secret.hidden) {
+                return Err(self.failed_chunk(chunk, why));
+            }
+        }
+        score_tools_and_cases(ex, results, &mut out, prepared);
+        Ok(out)
+    }
+
     /// The first phase's stages run. A program that failed part-way lost the hidden cases after
     /// it: they run again on their own, as they would have in a process of their own (one that
     /// hung is not run again).
@@ -58,7 +87,7 @@ impl Worker<'_> {
     /// Each pair's builds scored, and code that can tell it is watched (its text, or its kernels'
     /// clock reads beyond the reference's) flagged: that holds the tools' and the speed points for
     /// a person, whatever those stages find (withheld when the pair is totalled).
-    pub(super) fn score_builds_and_flags(
+    fn score_builds_and_flags(
         &self,
         chunk: &Chunk,
         results: &Results,
@@ -81,7 +110,7 @@ impl Worker<'_> {
     }
 
     /// Without a GPU: every pair that built is skipped, and says why.
-    pub(super) fn skip_without_gpu(&self, out: &mut [PairResult]) {
+    fn skip_without_gpu(&self, out: &mut [PairResult]) {
         let reason = self.ctx.gpu_blocked().unwrap_or_default();
         for r in out {
             if r.stage(GradeStage::Builds)

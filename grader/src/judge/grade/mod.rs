@@ -10,8 +10,8 @@
 //!
 //! The jobs, a module each: `score` turns a chunk's stage outputs into a pair's points; `worker`
 //! grades one chunk on one GPU (the stages, then the scores; its first phase in `first`, its timed
-//! phase in `timed`); `class` queues a class's pairs into
-//! chunks for the workers and keeps the journal; `merge` joins the journals of shards.
+//! phase in `timed`); `class` queues a class's pairs into chunks for the workers and keeps the
+//! journal; `merge` joins the journals of shards.
 
 mod class;
 mod first;

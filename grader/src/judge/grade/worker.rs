@@ -23,7 +23,6 @@ use crate::judge::verdict::{Status, Step};
 use crate::tools::nvcc::{Flavor, Reuse};
 use crate::tools::peak::Peak;
 
-use super::first::score_tools_and_cases;
 use super::score::tally;
 use super::stages::{first_stages, timed_pairs};
 use super::timed::{TimedChunk, TimedWork};
@@ -364,30 +363,24 @@ impl<'a> Worker<'a> {
         let reference_sass = Stage::again(reference, StageKind::Sass, chunk.index);
         let fairness = Stage::again(reference, StageKind::Hidden, chunk.index);
         let checked_fair = self.fair.lock().unwrap().contains(ex.id());
-        let stages = first_stages(
-            ex,
-            students,
-            &reference_sass,
-            (gpu_stages && !checked_fair).then_some(&fairness),
-            gpu_stages,
-        );
+        let unproven = (gpu_stages && !checked_fair).then_some(&fairness);
+        let stages = first_stages(ex, students, &reference_sass, unproven, gpu_stages);
         let mut results = self.run_first_phase(wb, &subs, &stages, students, started);
         phases.tools = started.elapsed().as_secs_f64();
         phases.runs = run_stats(&results);
 
-        let mut out = self.pair_results(chunk);
         let phase = Instant::now();
-        self.score_builds_and_flags(chunk, &results, &mut out, &reference_sass);
-        if !gpu_stages {
-            self.skip_without_gpu(&mut out);
-            return Graded::Done(out, phases);
-        }
-        if !checked_fair {
-            if let Err(why) = self.prove_fair(ex, &results, &fairness, &prepared.secret.hidden) {
-                return Graded::Done(self.failed_chunk(chunk, why), phases);
-            }
-        }
-        score_tools_and_cases(ex, &results, &mut out, &prepared);
+        let mut out = match self.score_first_phase(
+            chunk,
+            &results,
+            &prepared,
+            &reference_sass,
+            unproven,
+            gpu_stages,
+        ) {
+            Ok(out) => out,
+            Err(done) => return Graded::Done(done, phases),
+        };
         phases.scoring = phase.elapsed().as_secs_f64();
 
         // 2. Timing: the reference (and the original) beside every submission whose outputs were
@@ -440,7 +433,7 @@ impl<'a> Worker<'a> {
 
     /// The reference fix passes every hidden case (once per exercise): else the secret's cases do
     /// not fit the exercise, and Err says so.
-    fn prove_fair(
+    pub(super) fn prove_fair(
         &self,
         ex: &Exercise,
         results: &Results,
@@ -456,7 +449,7 @@ impl<'a> Worker<'a> {
     }
 
     /// Each pair's result before any score: graded, on this worker's GPU.
-    fn pair_results(&self, chunk: &Chunk) -> Vec<PairResult> {
+    pub(super) fn pair_results(&self, chunk: &Chunk) -> Vec<PairResult> {
         let mut out = self.pairs_as(chunk, PairState::Graded);
         for r in &mut out {
             r.gpu = self.ctx.gpu_info().map(|g| g.name.clone());
