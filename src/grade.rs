@@ -1,12 +1,15 @@
 //! `grade`: the class, one worker per GPU, then the gradebook (and `grade merge`).
 
 use super::*;
-use anstream::{eprintln, print, println};
+use anstream::eprintln;
 
 /// `grade`: the class, one worker per GPU, then the gradebook.
-pub(crate) fn grade(args: GradeArgs, settings: &Settings, format: Format) -> Result<ExitStatus> {
-    use grader::class::secret::Secret;
-    use grader::judge::grade::{self, ClassJob, Event};
+pub(crate) fn grade(
+    args: GradeArgs,
+    settings: &Settings,
+    out: &dyn Reporter,
+) -> Result<ExitStatus> {
+    use grader::judge::grade::{self, ClassJob};
     let Some(submissions) = args.submissions else {
         anyhow::bail!("give the submissions folder: cargo xtask grade SUBMISSIONS [--out DIR] --secret-seed N")
     };
@@ -22,94 +25,31 @@ pub(crate) fn grade(args: GradeArgs, settings: &Settings, format: Format) -> Res
             .map(|id| wb.resolve(id))
             .collect::<Result<_, _>>()?
     };
-    let secret = match (args.secret_seed, &args.secret, grader::environment::text(grader::environment::SECRET_SEED)) {
-        (Some(seed), _, _) => Secret::from_seed(seed),
-        (None, Some(file), _) => Secret::load(file, &[&wb.root, &submissions])?,
-        (None, None, Some(v)) => Secret::from_seed(v.trim().parse().with_context(|| format!("CUDABUGS_SECRET_SEED={v} is not a number"))?),
-        (None, None, None) => anyhow::bail!("the hidden cases need the instructor's secret: --secret-seed N, --secret FILE (outside the workbook) or CUDABUGS_SECRET_SEED"),
-    };
-    if let Some(problem) = secret
-        .problems(&wb.exercises.iter().collect::<Vec<_>>())
-        .first()
-    {
-        anyhow::bail!("{problem}");
-    }
+    let secret = class_secret(args.secret_seed, args.secret.as_deref(), &wb, &submissions)?;
     let roster = grader::class::roster::discover(&submissions)?;
-    let out = std::env::current_dir()?.join(&args.out);
-    std::fs::create_dir_all(&out).with_context(|| out.display().to_string())?;
-    let gpus = grade::worker_gpus(&args.gpus);
+    let dir = std::env::current_dir()?.join(&args.out);
+    std::fs::create_dir_all(&dir).with_context(|| dir.display().to_string())?;
     let hidden: Vec<PathBuf> = [
         Some(submissions.clone()),
-        Some(out.clone()),
+        Some(dir.clone()),
         secret.file.clone(),
     ]
     .into_iter()
     .flatten()
     .collect();
-    let mut contexts = Vec::new();
-    for gpu in &gpus {
-        let mut ctx = context(&wb, settings, reporter(format))?;
-        grade::configure_worker(&mut ctx.config, gpu.clone(), gpus.len(), &hidden);
-        contexts.push(ctx);
-    }
+    let contexts = worker_contexts(&wb, settings, out, &args.gpus, &hidden)?;
     let job = ClassJob {
         submissions,
         roster,
         exercises,
         secret,
-        out: out.clone(),
+        out: dir.clone(),
         shard: args.shard,
         regrade: args.regrade,
         chunk: args.chunk,
     };
-    let bar = (format == Format::Text && std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .then(|| {
-            let bar = indicatif::ProgressBar::new(0);
-            bar.set_style(
-                indicatif::ProgressStyle::with_template(
-                    "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} pairs, ETA {eta} {msg}",
-                )
-                .expect("a valid template"),
-            );
-            bar
-        });
-    let on_event = |e: Event| {
-        if format == Format::Json {
-            println!("{}", serde_json::to_string(&e).unwrap_or_default());
-            return;
-        }
-        match (&bar, &e) {
-            (Some(bar), Event::Started { pairs, already_graded, .. }) => {
-                bar.set_length(*pairs as u64);
-                bar.set_position(*already_graded as u64);
-                bar.reset_eta();
-            }
-            (Some(bar), Event::Graded { student, exercise, done, .. }) => {
-                bar.set_position(*done as u64);
-                bar.set_message(format!("{student} / {exercise}"));
-            }
-            (Some(bar), Event::Note { message }) => bar.println(message),
-            (None, Event::Started { layout, students, exercises, pairs, already_graded, workers }) => eprintln!(
-                "  .. {} students ({}), {exercises} exercises: {pairs} pairs, {already_graded} already in the journal; workers: {}",
-                students,
-                layout.describe(),
-                workers.join(", ")
-            ),
-            (None, Event::Graded { student, exercise, state, points, max, flags, done, of, .. }) => {
-                let flags = if flags.is_empty() { String::new() } else { format!(" flags: {}", flags.iter().map(|f| f.key()).collect::<Vec<_>>().join(", ")) };
-                eprintln!("  .. [{done}/{of}] {student} / {exercise}: {points} / {max} ({state}){flags}");
-            }
-            (None, Event::Note { message }) => eprintln!("  .. {message}"),
-            (_, Event::Chunk { exercise, pairs, phases, .. }) => {
-                let line = format!("{exercise}: {pairs} pair(s): tools and cases {:.1} s, timing {:.1} s, fresh inputs {:.1} s", phases.tools, phases.timing, phases.fresh);
-                match &bar {
-                    Some(bar) => bar.println(line),
-                    None => eprintln!("  .. {line}"),
-                }
-            }
-        }
-    };
-    let results = grade::grade_class(&wb, contexts, &job, &on_event)?;
+    let bar = out.progress_bar();
+    let results = grade::grade_class(&wb, contexts, &job, &|e| out.grade_event(&e, bar.as_ref()))?;
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
@@ -119,17 +59,57 @@ pub(crate) fn grade(args: GradeArgs, settings: &Settings, format: Format) -> Res
     }
     // A shard writes only its journal; `grade merge` makes the gradebook of them all.
     if job.shard.is_some() {
-        if format == Format::Text {
-            println!(
-                "shard {} graded {} pair(s) into {}",
-                job.shard.map(|s| s.to_string()).unwrap_or_default(),
-                results.len(),
-                grade::journal_path(&out, job.shard).display()
-            );
-        }
+        out.say(&format!(
+            "shard {} graded {} pair(s) into {}",
+            job.shard.map(|s| s.to_string()).unwrap_or_default(),
+            results.len(),
+            grade::journal_path(&job.out, job.shard).display()
+        ));
         return Ok(grade_exit(&results));
     }
-    finish_gradebook(&out, format)
+    finish_gradebook(&job.out, out)
+}
+
+/// The instructor's secret: `--secret-seed`, else `--secret FILE` (outside the workbook and the
+/// submissions), else `CUDABUGS_SECRET_SEED`; refused where it does not fit the workbook.
+fn class_secret(
+    seed: Option<u64>,
+    file: Option<&Path>,
+    wb: &Workbook,
+    submissions: &Path,
+) -> Result<grader::class::secret::Secret> {
+    use grader::class::secret::Secret;
+    let secret = match (seed, file, grader::environment::text(grader::environment::SECRET_SEED)) {
+        (Some(seed), _, _) => Secret::from_seed(seed),
+        (None, Some(file), _) => Secret::load(file, &[&wb.root, submissions])?,
+        (None, None, Some(v)) => Secret::from_seed(v.trim().parse().with_context(|| format!("CUDABUGS_SECRET_SEED={v} is not a number"))?),
+        (None, None, None) => anyhow::bail!("the hidden cases need the instructor's secret: --secret-seed N, --secret FILE (outside the workbook) or CUDABUGS_SECRET_SEED"),
+    };
+    if let Some(problem) = secret
+        .problems(&wb.exercises.iter().collect::<Vec<_>>())
+        .first()
+    {
+        anyhow::bail!("{problem}");
+    }
+    Ok(secret)
+}
+
+/// A context per GPU (`--gpus`, else every visible one), each set up as a grade worker.
+fn worker_contexts(
+    wb: &Workbook,
+    settings: &Settings,
+    out: &dyn Reporter,
+    requested: &[String],
+    hidden: &[PathBuf],
+) -> Result<Vec<Context>> {
+    let gpus = grader::judge::grade::worker_gpus(requested);
+    let mut contexts = Vec::new();
+    for gpu in &gpus {
+        let mut ctx = context(wb, settings, out)?;
+        grader::judge::grade::configure_worker(&mut ctx.config, gpu.clone(), gpus.len(), hidden);
+        contexts.push(ctx);
+    }
+    Ok(contexts)
 }
 
 /// The exit code of a batch: 3 where the grader's own tools failed on a pair, 5 where an exercise
@@ -149,51 +129,47 @@ pub(crate) fn grade_exit(results: &[grader::judge::grade::PairResult]) -> ExitSt
 }
 
 /// Every journal in `out` into the gradebook; exit 1 while pairs are missing.
-pub(crate) fn finish_gradebook(out: &Path, format: Format) -> Result<ExitStatus> {
+pub(crate) fn finish_gradebook(dir: &Path, out: &dyn Reporter) -> Result<ExitStatus> {
     let grader::judge::grade::Merged {
         info,
         results,
         missing,
-    } = grader::judge::grade::merge(out)?;
-    let mut written = grader::report::gradebook::write_all(&info, &results, out)
-        .with_context(|| format!("writing the gradebook into {}", out.display()))?;
+    } = grader::judge::grade::merge(dir)?;
+    let mut written = grader::report::gradebook::write_all(&info, &results, dir)
+        .with_context(|| format!("writing the gradebook into {}", dir.display()))?;
     // The similarity report reads the students' files again; the exercises' texts are embedded, so the root does not matter.
-    let wb = Workbook::new(out.to_path_buf(), catalog::EXERCISES, catalog::HARNESS)?;
+    let wb = Workbook::new(dir.to_path_buf(), catalog::EXERCISES, catalog::HARNESS)?;
     written.extend(
-        grader::report::gradebook::write_similarity(out, &info, &wb)
-            .with_context(|| format!("writing the similarity report into {}", out.display()))?,
+        grader::report::gradebook::write_similarity(dir, &info, &wb)
+            .with_context(|| format!("writing the similarity report into {}", dir.display()))?,
     );
     let status = if missing.is_empty() {
         grade_exit(&results)
     } else {
         ExitStatus::Fail
     };
-    match format {
-        Format::Json | Format::Sarif => println!(
-            "{}",
-            serde_json::json!({ "event": "finished", "gradebook": out, "pairs": results.len(), "missing": missing, "files": written.len(), "exit_code": status.code() })
-        ),
-        Format::Text => {
-            let book = grader::report::gradebook::Gradebook::new(&info, &results);
-            print!("{}", grader::report::gradebook_text(&book));
-            if !missing.is_empty() {
-                println!(
-                    "{} pair(s) not graded yet (a shard still running or failed): {}",
-                    missing.len(),
-                    missing
-                        .iter()
-                        .take(8)
-                        .map(|(s, e)| format!("{s}/{e}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                );
-            }
-            println!(
-                "gradebook: {} ({} files: grades.csv, feedback/, gradescope/, summary.md)",
-                out.display(),
-                written.len()
+    let finished = serde_json::json!({ "event": "finished", "gradebook": dir, "pairs": results.len(), "missing": missing, "files": written.len(), "exit_code": status.code() });
+    // The last line of the stream of grade events (`grade_event`).
+    out.streamed(&Shown(&finished, || {
+        let book = grader::report::gradebook::Gradebook::new(&info, &results);
+        let mut text = grader::report::gradebook_text(&book);
+        if !missing.is_empty() {
+            text += &format!(
+                "{} pair(s) not graded yet (a shard still running or failed): {}\n",
+                missing.len(),
+                missing
+                    .iter()
+                    .take(8)
+                    .map(|(s, e)| format!("{s}/{e}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
         }
-    }
+        text + &format!(
+            "gradebook: {} ({} files: grades.csv, feedback/, gradescope/, summary.md)\n",
+            dir.display(),
+            written.len()
+        )
+    }))?;
     Ok(status)
 }

@@ -163,10 +163,10 @@ fn run(cli: Cli) -> Result<ExitStatus> {
             args,
         } => sanitize(files, bin, nvcc_flags, profile, args, &settings, out),
         Command::Grade {
-            action: Some(GradeAction::Merge { out }),
+            action: Some(GradeAction::Merge { out: dir }),
             ..
-        } => finish_gradebook(&out, format),
-        Command::Grade { action: None, args } => grade(args, &settings, format),
+        } => finish_gradebook(&dir, out),
+        Command::Grade { action: None, args } => grade(args, &settings, out),
         Command::Verify {
             ids,
             record,

@@ -10,6 +10,8 @@ use anstream::{eprintln, print, println};
 use anyhow::Result;
 use grader::exit::ExitStatus;
 
+use grader::judge::grade::Event;
+
 use crate::cli::Format;
 
 /// A command's result, as each reporter renders it.
@@ -51,10 +53,12 @@ pub(crate) trait Reporter: Sync {
     }
     /// The error that ended the command (already said on stderr).
     fn error(&self, _e: &anyhow::Error, _status: ExitStatus) {}
-    /// Whether progress bars and prompts make sense (a person reads the output).
-    fn for_people(&self) -> bool {
-        false
+    /// A progress bar for a long batch (`grade`), where a person watches a terminal.
+    fn progress_bar(&self) -> Option<indicatif::ProgressBar> {
+        None
     }
+    /// One event of a class's grading (the bar moved where there is one).
+    fn grade_event(&self, _e: &Event, _bar: Option<&indicatif::ProgressBar>) {}
 }
 
 struct Text;
@@ -84,8 +88,53 @@ impl Reporter for Text {
         print!("{}", r.text());
         Ok(())
     }
-    fn for_people(&self) -> bool {
-        true
+    fn progress_bar(&self) -> Option<indicatif::ProgressBar> {
+        std::io::IsTerminal::is_terminal(&std::io::stderr()).then(|| {
+            let bar = indicatif::ProgressBar::new(0);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} pairs, ETA {eta} {msg}",
+                )
+                .expect("a valid template"),
+            );
+            bar
+        })
+    }
+    /// The bar moved (at a terminal) or a line on stderr.
+    fn grade_event(&self, e: &Event, bar: Option<&indicatif::ProgressBar>) {
+        let line = match (bar, e) {
+            (Some(bar), Event::Started { pairs, already_graded, .. }) => {
+                bar.set_length(*pairs as u64);
+                bar.set_position(*already_graded as u64);
+                bar.reset_eta();
+                return;
+            }
+            (Some(bar), Event::Graded { student, exercise, done, .. }) => {
+                bar.set_position(*done as u64);
+                bar.set_message(format!("{student} / {exercise}"));
+                return;
+            }
+            (Some(bar), Event::Note { message }) => return bar.println(message),
+            (None, Event::Started { layout, students, exercises, pairs, already_graded, workers }) => format!(
+                "{} students ({}), {exercises} exercises: {pairs} pairs, {already_graded} already in the journal; workers: {}",
+                students,
+                layout.describe(),
+                workers.join(", ")
+            ),
+            (None, Event::Graded { student, exercise, state, points, max, flags, done, of, .. }) => {
+                let flags = if flags.is_empty() { String::new() } else { format!(" flags: {}", flags.iter().map(|f| f.key()).collect::<Vec<_>>().join(", ")) };
+                format!("[{done}/{of}] {student} / {exercise}: {points} / {max} ({state}){flags}")
+            }
+            (None, Event::Note { message }) => message.clone(),
+            (_, Event::Chunk { exercise, pairs, phases, .. }) => {
+                let line = format!("{exercise}: {pairs} pair(s): tools and cases {:.1} s, timing {:.1} s, fresh inputs {:.1} s", phases.tools, phases.timing, phases.fresh);
+                match bar {
+                    Some(bar) => return bar.println(line),
+                    None => line,
+                }
+            }
+        };
+        self.progress(&line);
     }
 }
 
@@ -97,6 +146,10 @@ impl Reporter for Json {
     fn streamed(&self, r: &dyn Rendered) -> Result<()> {
         println!("{}", serde_json::to_string(&r.json()?)?);
         Ok(())
+    }
+    /// A JSON line per event.
+    fn grade_event(&self, e: &Event, _bar: Option<&indicatif::ProgressBar>) {
+        println!("{}", serde_json::to_string(e).unwrap_or_default());
     }
     fn error(&self, e: &anyhow::Error, status: ExitStatus) {
         println!(

@@ -9,6 +9,7 @@ pub mod grade;
 pub mod kept;
 pub mod perf;
 pub mod plan;
+pub mod rerun;
 pub mod sanitize;
 pub mod scheduler;
 pub mod speed;

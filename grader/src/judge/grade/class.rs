@@ -4,7 +4,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use crate::class::journal::Journal;
@@ -88,7 +89,60 @@ pub fn grade_class(
     job: &ClassJob,
     on_event: &(dyn Fn(Event) + Sync),
 ) -> Result<Vec<PairResult>, GradeError> {
-    let started = std::time::Instant::now();
+    let started = Instant::now();
+    write_class_file(job)?;
+    let journal = open_journal(job, on_event)?;
+    let mine = my_pairs(job);
+    let Triaged {
+        todo,
+        decided,
+        already,
+    } = triage_all(wb, job, &journal, workers.first(), &mine);
+    on_event(started_event(job, &workers, mine.len(), already));
+    if let Some(first) = workers.first() {
+        on_event(Event::Note {
+            message: first.trust_line(),
+        });
+    }
+    let class = Class {
+        wb,
+        queue: Mutex::new(chunks(todo, job.chunk)),
+        failure: Mutex::new(None),
+        journal: Mutex::new(journal),
+        done: AtomicUsize::new(already),
+        total: mine.len(),
+        started,
+        on_event,
+    };
+    for r in decided {
+        class.record(r)?;
+    }
+    let workers: Vec<Worker> = workers
+        .into_iter()
+        .map(|ctx| Worker::new(ctx, &job.secret, job.shard))
+        .collect();
+    // The first worker measures the peak (or finds it cached) before the others start, so that
+    // GPUs of one model do not build and run the peak program in one folder at once.
+    if let Some(first) = workers
+        .first()
+        .filter(|w| w.ctx.gpu_stages() && !class.queue.lock().unwrap().is_empty())
+    {
+        first.peak(wb);
+    }
+    std::thread::scope(|scope| {
+        for worker in &workers {
+            let class = &class;
+            scope.spawn(move || class.work(worker));
+        }
+    });
+    if let Some(e) = class.failure.into_inner().unwrap() {
+        return Err(e);
+    }
+    Ok(entries_of(class.journal.into_inner().unwrap(), &mine))
+}
+
+/// The class's facts for `grade merge` (`CLASS_FILE`), written into the output folder.
+fn write_class_file(job: &ClassJob) -> Result<(), GradeError> {
     std::fs::create_dir_all(&job.out).map_err(|e| GradeError::Io(job.out.clone(), e))?;
     let info = ClassInfo {
         submissions: job.submissions.clone(),
@@ -101,7 +155,14 @@ pub fn grade_class(
         &class_file,
         &(serde_json::to_string_pretty(&info).expect("serialisable") + "\n"),
     )
-    .map_err(|e| GradeError::Io(class_file.clone(), e))?;
+    .map_err(|e| GradeError::Io(class_file.clone(), e))
+}
+
+/// The run's journal, opened (or started afresh with `--regrade`); a note where lines were dropped.
+fn open_journal(
+    job: &ClassJob,
+    on_event: &(dyn Fn(Event) + Sync),
+) -> Result<Journal<PairResult>, GradeError> {
     let journal: Journal<PairResult> =
         Journal::open(&journal_path(&job.out, job.shard), job.regrade)?;
     if journal.dropped > 0 {
@@ -112,60 +173,103 @@ pub fn grade_class(
             ),
         });
     }
-    let all = roster::pairs(&job.roster, &job.exercises);
-    let mine: Vec<(&Student, &Exercise)> = all
+    Ok(journal)
+}
+
+/// This run's pairs: the class's, or this shard's share of them.
+fn my_pairs<'a>(job: &'a ClassJob) -> Vec<(&'a Student, &'a Exercise)> {
+    roster::pairs(&job.roster, &job.exercises)
         .into_iter()
         .enumerate()
         .filter(|(i, _)| job.shard.is_none_or(|s| s.takes(*i)))
         .map(|(_, p)| p)
-        .collect();
-    let gpu_here = workers.first().is_some_and(|c| c.gpu_stages());
-    let mut todo: Vec<(&Exercise, Pending)> = Vec::new();
-    let mut done_now: Vec<PairResult> = Vec::new();
-    let mut already = 0;
+        .collect()
+}
+
+/// This run's pairs after triage: those to grade, those decided without running anything, and
+/// how many the journal held already.
+struct Triaged<'a> {
+    todo: Vec<(&'a Exercise, Pending<'a>)>,
+    decided: Vec<PairResult>,
+    already: usize,
+}
+
+/// Every pair of `mine` triaged (`triage`), on the first worker's GPU.
+fn triage_all<'a>(
+    wb: &Workbook,
+    job: &ClassJob,
+    journal: &Journal<PairResult>,
+    ctx: Option<&Context>,
+    mine: &[(&'a Student, &'a Exercise)],
+) -> Triaged<'a> {
+    let gpu_here = ctx.is_some_and(|c| c.gpu_stages());
+    let mut triaged = Triaged {
+        todo: Vec::new(),
+        decided: Vec::new(),
+        already: 0,
+    };
     // A workbook copy's own harness refuses every exercise of the student: read once per student.
     let mut harness_of: BTreeMap<&str, Option<Tampered>> = BTreeMap::new();
-    for (student, ex) in &mine {
+    for &(student, ex) in mine {
         let harness = harness_of
             .entry(student.id.as_str())
             .or_insert_with(|| tamper::harness_changes(wb, &student.folder))
             .clone();
-        match triage(
-            wb,
-            job,
-            &journal,
-            workers.first(),
-            gpu_here,
-            student,
-            ex,
-            harness,
-        ) {
-            Triage::Already => already += 1,
-            Triage::Decided(r) => done_now.push(*r),
-            Triage::Grade(pending) => todo.push((ex, pending)),
+        match triage(wb, job, journal, ctx, gpu_here, student, ex, harness) {
+            Triage::Already => triaged.already += 1,
+            Triage::Decided(r) => triaged.decided.push(*r),
+            Triage::Grade(pending) => triaged.todo.push((ex, pending)),
         }
     }
-    let total = mine.len();
-    on_event(Event::Started {
+    triaged
+}
+
+/// The event that starts a run: the class, the pairs, and the workers' GPUs.
+fn started_event(job: &ClassJob, workers: &[Context], pairs: usize, already: usize) -> Event {
+    Event::Started {
         layout: job.roster.layout,
         students: job.roster.students.len(),
         exercises: job.exercises.len(),
-        pairs: total,
+        pairs,
         already_graded: already,
         workers: workers
             .iter()
             .map(|c| c.config.gpu.clone().unwrap_or_else(|| "default".into()))
             .collect(),
-    });
-    if let Some(first) = workers.first() {
-        on_event(Event::Note {
-            message: first.trust_line(),
-        });
     }
-    let journal = Mutex::new(journal);
-    let done = std::sync::atomic::AtomicUsize::new(already);
-    let record = |r: PairResult| -> Result<(), GradeError> {
-        let n = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+}
+
+/// The journal's entries for this run's pairs.
+fn entries_of(journal: Journal<PairResult>, mine: &[(&Student, &Exercise)]) -> Vec<PairResult> {
+    let keys: BTreeSet<(String, String)> = mine
+        .iter()
+        .map(|(s, e)| (s.id.clone(), e.id().to_string()))
+        .collect();
+    journal
+        .entries
+        .into_iter()
+        .filter(|(k, _)| keys.contains(k))
+        .map(|(_, v)| v)
+        .collect()
+}
+
+/// What the workers share: the queue of chunks, the first failure (which stops them all), the
+/// journal and its count of pairs done, and the events.
+struct Class<'a> {
+    wb: &'a Workbook,
+    queue: Mutex<VecDeque<Chunk<'a>>>,
+    failure: Mutex<Option<GradeError>>,
+    journal: Mutex<Journal<PairResult>>,
+    done: AtomicUsize,
+    total: usize,
+    started: Instant,
+    on_event: &'a (dyn Fn(Event) + Sync),
+}
+
+impl<'a> Class<'a> {
+    /// One finished pair into the journal, then its event.
+    fn record(&self, r: PairResult) -> Result<(), GradeError> {
+        let n = self.done.fetch_add(1, Ordering::SeqCst) + 1;
         let (state, flags) = (
             state_label(&r.state).to_string(),
             r.flags.iter().map(|f| f.rule).collect(),
@@ -179,113 +283,92 @@ pub fn grade_class(
             flags,
             device: r.device.clone(),
             done: n,
-            of: total,
+            of: self.total,
         };
-        journal.lock().unwrap().record(r)?;
-        on_event(event);
+        self.journal.lock().unwrap().record(r)?;
+        (self.on_event)(event);
         Ok(())
-    };
-    for r in done_now {
-        record(r)?;
     }
-    let queue = chunks(todo, job.chunk);
-    let queue = Mutex::new(queue);
-    let failure: Mutex<Option<GradeError>> = Mutex::new(None);
-    let workers: Vec<Worker> = workers
-        .into_iter()
-        .map(|ctx| Worker::new(ctx, &job.secret, job.shard))
-        .collect();
-    // The first worker measures the peak (or finds it cached) before the others start, so that
-    // GPUs of one model do not build and run the peak program in one folder at once.
-    if let Some(first) = workers
-        .first()
-        .filter(|w| w.ctx.gpu_stages() && !queue.lock().unwrap().is_empty())
-    {
-        first.peak(wb);
+
+    fn take(&self) -> Option<Arc<Chunk<'a>>> {
+        self.queue.lock().unwrap().pop_front().map(Arc::new)
     }
-    std::thread::scope(|scope| {
-        for worker in &workers {
-            let (queue, failure, record) = (&queue, &failure, &record);
-            scope.spawn(move || {
-                let take = || queue.lock().unwrap().pop_front().map(std::sync::Arc::new);
-                // A chunk's end: its work folders removed, its event, its journal lines.
-                let end = |chunk: &Chunk,
-                           (mut results, mut phases): (Vec<PairResult>, Phases),
-                           waited: f64| {
-                    phases.waited = waited;
-                    let cleaning = Instant::now();
-                    worker.clean_up(wb, chunk, &mut results);
-                    phases.clean_up = cleaning.elapsed().as_secs_f64();
-                    on_event(Event::Chunk {
-                        exercise: chunk.exercise.id().to_string(),
-                        pairs: chunk.pairs.len(),
-                        device: worker.device(),
-                        phases,
-                        at: started.elapsed().as_secs_f64(),
-                    });
-                    for r in results {
-                        if let Err(e) = record(r) {
-                            failure.lock().unwrap().get_or_insert(e);
-                        }
+
+    /// A chunk's end: its work folders removed, its event, its journal lines.
+    fn end(
+        &self,
+        worker: &Worker,
+        chunk: &Chunk,
+        (mut results, mut phases): (Vec<PairResult>, Phases),
+        waited: f64,
+    ) {
+        phases.waited = waited;
+        let cleaning = Instant::now();
+        worker.clean_up(self.wb, chunk, &mut results);
+        phases.clean_up = cleaning.elapsed().as_secs_f64();
+        (self.on_event)(Event::Chunk {
+            exercise: chunk.exercise.id().to_string(),
+            pairs: chunk.pairs.len(),
+            device: worker.device(),
+            phases,
+            at: self.started.elapsed().as_secs_f64(),
+        });
+        for r in results {
+            if let Err(e) = self.record(r) {
+                self.failure.lock().unwrap().get_or_insert(e);
+            }
+        }
+    }
+
+    /// One worker's loop: the next chunk taken until none is left, an interrupt or a failure.
+    fn work(&self, worker: &Worker) {
+        let wb = self.wb;
+        std::thread::scope(|inner| {
+            let mut next = self.take();
+            // The last chunk's fresh inputs and judging, which run beside this chunk's
+            // tools (60 bug pairs on an H100: 6.5 s of 131.6 s), and the next chunk's
+            // builds, which run while this one is timed, when the CPU is idle. (Built from
+            // the start of the tools phase instead, 60 bug pairs took 148.7 s against
+            // 145.3 s: no gain.)
+            let mut finishing: Option<std::thread::ScopedJoinHandle<()>> = None;
+            let mut prebuilding: Option<std::thread::ScopedJoinHandle<()>> = None;
+            while let Some(chunk) = next.take() {
+                if crate::tools::runner::interrupted() || self.failure.lock().unwrap().is_some() {
+                    break;
+                }
+                next = self.take();
+                let waiting = Instant::now();
+                if let Some(p) = prebuilding.take() {
+                    p.join().expect("a prebuild panicked");
+                }
+                let waited = waiting.elapsed().as_secs_f64();
+                let mut before_timing = || {
+                    // The timing phase has the GPU and the CPU alone: the last chunk ends first.
+                    if let Some(f) = finishing.take() {
+                        f.join().expect("a chunk's end panicked");
+                    }
+                    if let Some(n) = next.clone() {
+                        prebuilding = Some(inner.spawn(move || worker.prebuild(wb, &n)));
                     }
                 };
-                let end = &end;
-                std::thread::scope(|inner| {
-                    let mut next = take();
-                    // The last chunk's fresh inputs and judging, which run beside this chunk's
-                    // tools (60 bug pairs on an H100: 6.5 s of 131.6 s), and the next chunk's
-                    // builds, which run while this one is timed, when the CPU is idle. (Built from
-                    // the start of the tools phase instead, 60 bug pairs took 148.7 s against
-                    // 145.3 s: no gain.)
-                    let mut finishing: Option<std::thread::ScopedJoinHandle<()>> = None;
-                    let mut prebuilding: Option<std::thread::ScopedJoinHandle<()>> = None;
-                    while let Some(chunk) = next.take() {
-                        if crate::tools::runner::interrupted() || failure.lock().unwrap().is_some()
-                        {
-                            break;
-                        }
-                        next = take();
-                        let waiting = Instant::now();
-                        if let Some(p) = prebuilding.take() {
-                            p.join().expect("a prebuild panicked");
-                        }
-                        let waited = waiting.elapsed().as_secs_f64();
-                        let mut before_timing = || {
-                            // The timing phase has the GPU and the CPU alone: the last chunk ends first.
-                            if let Some(f) = finishing.take() {
-                                f.join().expect("a chunk's end panicked");
-                            }
-                            if let Some(n) = next.clone() {
-                                prebuilding = Some(inner.spawn(move || worker.prebuild(wb, &n)));
-                            }
-                        };
-                        match worker.grade_until_timed(wb, &chunk, &mut before_timing) {
-                            Graded::Done(results, phases) => end(&chunk, (results, phases), waited),
-                            Graded::Timed(timed) => {
-                                finishing = Some(inner.spawn(move || {
-                                    end(&chunk, worker.finish_timed(wb, &chunk, *timed), waited)
-                                }))
-                            }
-                        }
+                match worker.grade_until_timed(wb, &chunk, &mut before_timing) {
+                    Graded::Done(results, phases) => {
+                        self.end(worker, &chunk, (results, phases), waited)
                     }
-                });
-            });
-        }
-    });
-    if let Some(e) = failure.into_inner().unwrap() {
-        return Err(e);
+                    Graded::Timed(timed) => {
+                        finishing = Some(inner.spawn(move || {
+                            self.end(
+                                worker,
+                                &chunk,
+                                worker.finish_timed(wb, &chunk, *timed),
+                                waited,
+                            )
+                        }))
+                    }
+                }
+            }
+        });
     }
-    let journal = journal.into_inner().unwrap();
-    let keys: BTreeSet<(String, String)> = mine
-        .iter()
-        .map(|(s, e)| (s.id.clone(), e.id().to_string()))
-        .collect();
-    Ok(journal
-        .entries
-        .into_iter()
-        .filter(|(k, _)| keys.contains(k))
-        .map(|(_, v)| v)
-        .collect())
 }
 
 /// The pairs to grade as chunks of at most `size` pairs of one exercise each, in exercise order:
@@ -341,13 +424,9 @@ fn triage<'a>(
         if finished(journal, &student.id, ex.id(), &fp) {
             return Triage::Already;
         }
-        let mut r = PairResult::empty(&student.id, ex, fp, PairState::NotSubmitted);
-        r.steps.push(Step::new(
-            "submission",
-            Status::Failed,
-            format!("no file for {} in {}", ex.id(), student.folder.display()),
-        ));
-        return Triage::Decided(Box::new(r));
+        let why = format!("no file for {} in {}", ex.id(), student.folder.display());
+        let step = Step::new("submission", Status::Failed, why);
+        return decided(student, ex, fp, PairState::NotSubmitted, step);
     };
     let text = match std::fs::read(&path) {
         Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
@@ -379,30 +458,18 @@ fn triage<'a>(
         return Triage::Already;
     }
     if let Some(reason) = unsupported {
-        let mut r = PairResult::empty(
-            &student.id,
-            ex,
-            fp,
-            PairState::Unsupported {
-                reason: reason.clone(),
-            },
-        );
-        r.steps.push(Step::gpu_skipped(reason));
-        return Triage::Decided(Box::new(r));
+        let state = PairState::Unsupported {
+            reason: reason.clone(),
+        };
+        return decided(student, ex, fp, state, Step::gpu_skipped(reason));
     }
     if let Some(Tampered { reason, diff }) = harness.or_else(|| tamper::check(ex, &text).err()) {
-        let mut r = PairResult::empty(
-            &student.id,
-            ex,
-            fp,
-            PairState::NotGradable {
-                reason: reason.clone(),
-                diff,
-            },
-        );
-        r.steps
-            .push(Step::new("tamper check", Status::Failed, reason));
-        return Triage::Decided(Box::new(r));
+        let state = PairState::NotGradable {
+            reason: reason.clone(),
+            diff,
+        };
+        let step = Step::new("tamper check", Status::Failed, reason);
+        return decided(student, ex, fp, state, step);
     }
     Triage::Grade(Pending {
         student,
@@ -410,6 +477,19 @@ fn triage<'a>(
         text,
         fingerprint: fp,
     })
+}
+
+/// A pair decided without running anything: its state, and the step that says why.
+fn decided<'a>(
+    student: &Student,
+    ex: &Exercise,
+    fingerprint: String,
+    state: PairState,
+    step: Step,
+) -> Triage<'a> {
+    let mut r = PairResult::empty(&student.id, ex, fingerprint, state);
+    r.steps.push(step);
+    Triage::Decided(Box::new(r))
 }
 
 /// Whether the journal holds the pair under this fingerprint and it needs no second try (a pair

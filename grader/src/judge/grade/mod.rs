@@ -9,13 +9,16 @@
 //! own context (`CUDA_VISIBLE_DEVICES`) and ncu lock; each finished pair goes to the journal at once.
 //!
 //! The jobs, a module each: `score` turns a chunk's stage outputs into a pair's points; `worker`
-//! grades one chunk on one GPU (the stages, then the scores); `class` queues a class's pairs into
-//! chunks for the workers and keeps the journal; `merge` joins the journals of shards.
+//! grades one chunk on one GPU (the stages, then the scores; its first phase in `first`, its timed
+//! phase in `timed`); `class` queues a class's pairs into chunks for the workers and keeps the
+//! journal; `merge` joins the journals of shards.
 
 mod class;
+mod first;
 mod merge;
 mod score;
 mod stages;
+mod timed;
 mod worker;
 
 use std::path::PathBuf;

@@ -1,5 +1,6 @@
 //! One worker (a GPU, its context and ncu lock) grading one chunk: the chunk's stages in three
 //! scheduler runs (builds, tools and cases; timing alone on the GPU; fresh inputs), then the scores.
+//! The first run and its scores are in `first`; the timed phase and what follows it in `timed`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -12,34 +13,20 @@ use crate::class::roster::{Shard, Student};
 use crate::class::secret::Secret;
 use crate::exercise::cases::{self, Cases};
 use crate::exercise::manifest::Track;
-use crate::exercise::rubric::GradeStage;
 use crate::exercise::workbook::{Exercise, Workbook};
 use crate::judge::context::Context;
 use crate::judge::perf;
-use crate::judge::plan::{self, Role, SecretCases, Stage, StageKind, Submission};
+use crate::judge::plan::{Role, SecretCases, Stage, StageKind, Submission};
 use crate::judge::scheduler::{self, Results};
-use crate::judge::speed;
 use crate::judge::stages::Output;
-use crate::judge::verdict::{self, Status, Step};
+use crate::judge::verdict::{Status, Step};
 use crate::tools::nvcc::{Flavor, Reuse};
 use crate::tools::peak::Peak;
 
-use super::score::{crashed, score_builds, score_cases, score_tools, tally, PairJudge};
-use super::stages::{first_stages, timed_pairs, timing_stages};
+use super::score::tally;
+use super::stages::{first_stages, timed_pairs};
+use super::timed::{TimedChunk, TimedWork};
 use super::{PairResult, PairState};
-
-/// What a chunk's timed phase works on: the subjects, the students to time, the reference fix's
-/// and the original's subject numbers.
-#[derive(Clone, Copy)]
-struct TimedWork<'w> {
-    wb: &'w Workbook,
-    subs: &'w [Submission<'w>],
-    correct: &'w [usize],
-    reference: usize,
-    original: Option<usize>,
-    chunk: &'w Chunk<'w>,
-    started: Instant,
-}
 
 /// One chunk: several students' files for one exercise.
 pub struct Chunk<'a> {
@@ -113,19 +100,6 @@ pub enum Graded {
     Timed(Box<TimedChunk>),
 }
 
-/// A chunk after its timing phase: what `finish_timed` needs.
-pub struct TimedChunk {
-    prepared: std::sync::Arc<ExerciseCases>,
-    results: Results,
-    out: Vec<PairResult>,
-    /// The students whose outputs were right: the ones timed.
-    correct: Vec<usize>,
-    peak: Option<Peak>,
-    baseline: Option<crate::tools::ncu::Measured>,
-    started: Instant,
-    phases: Phases,
-}
-
 /// How long a chunk's phases took (seconds).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Phases {
@@ -158,7 +132,7 @@ pub struct RunStats {
 }
 
 /// The chunk's processes so far, by kind of stage (builds kept from earlier count as none).
-fn run_stats(results: &Results) -> BTreeMap<String, RunStats> {
+pub(super) fn run_stats(results: &Results) -> BTreeMap<String, RunStats> {
     let mut runs: BTreeMap<String, RunStats> = BTreeMap::new();
     for (stage, output) in &results.outputs {
         if matches!(output, Output::Built(Ok(b)) if b.reused) {
@@ -314,7 +288,7 @@ impl<'a> Worker<'a> {
 
     /// A chunk's submissions: the students', then the reference fix's (the reference index), then
     /// for a performance exercise the original's.
-    fn subjects<'s>(
+    pub(super) fn subjects<'s>(
         &self,
         wb: &Workbook,
         chunk: &Chunk<'s>,
@@ -381,7 +355,6 @@ impl<'a> Worker<'a> {
         };
         // This GPU's peak, for the physical-floor rule and the performance track (cached on disk).
         let peak = if gpu_stages { self.peak(wb) } else { None };
-        let (public, secret) = (&prepared.public, &prepared.secret);
         let (subs, students, original) = self.subjects(wb, chunk, &prepared);
         let reference = students;
 
@@ -390,37 +363,24 @@ impl<'a> Worker<'a> {
         let reference_sass = Stage::again(reference, StageKind::Sass, chunk.index);
         let fairness = Stage::again(reference, StageKind::Hidden, chunk.index);
         let checked_fair = self.fair.lock().unwrap().contains(ex.id());
-        let stages = first_stages(
-            ex,
-            students,
-            &reference_sass,
-            (gpu_stages && !checked_fair).then_some(&fairness),
-            gpu_stages,
-        );
+        let unproven = (gpu_stages && !checked_fair).then_some(&fairness);
+        let stages = first_stages(ex, students, &reference_sass, unproven, gpu_stages);
         let mut results = self.run_first_phase(wb, &subs, &stages, students, started);
         phases.tools = started.elapsed().as_secs_f64();
         phases.runs = run_stats(&results);
 
-        let mut out = self.pair_results(chunk);
         let phase = Instant::now();
-        self.score_builds_and_flags(chunk, &results, &mut out, &reference_sass);
-        if !gpu_stages {
-            self.skip_without_gpu(&mut out);
-            return Graded::Done(out, phases);
-        }
-        if !checked_fair {
-            if let Err(why) = self.prove_fair(ex, &results, &fairness, &secret.hidden) {
-                return Graded::Done(self.failed_chunk(chunk, why), phases);
-            }
-        }
-        for (i, r) in out.iter_mut().enumerate() {
-            if r.stage(GradeStage::Builds)
-                .is_some_and(|s| s.status == Status::Passed)
-            {
-                score_tools(ex, &results, i, r);
-                score_cases(&results, i, r, ex, public, secret);
-            }
-        }
+        let mut out = match self.score_first_phase(
+            chunk,
+            &results,
+            &prepared,
+            &reference_sass,
+            unproven,
+            gpu_stages,
+        ) {
+            Ok(out) => out,
+            Err(done) => return Graded::Done(done, phases),
+        };
         phases.scoring = phase.elapsed().as_secs_f64();
 
         // 2. Timing: the reference (and the original) beside every submission whose outputs were
@@ -429,9 +389,6 @@ impl<'a> Worker<'a> {
         //    in it earns no speed points.
         let correct = timed_pairs(&mut out);
         if correct.is_empty() {
-            for r in &mut out {
-                r.total();
-            }
             let (out, phases) = self.finish(out, started, phases);
             return Graded::Done(out, phases);
         }
@@ -474,121 +431,9 @@ impl<'a> Worker<'a> {
         }
     }
 
-    /// The first phase's stages run. A program that failed part-way lost the hidden cases after
-    /// it: they run again on their own, as they would have in a process of their own (one that
-    /// hung is not run again).
-    fn run_first_phase(
-        &self,
-        wb: &Workbook,
-        subs: &[Submission],
-        stages: &[Stage],
-        students: usize,
-        started: Instant,
-    ) -> Results {
-        let mut results = Results::default();
-        scheduler::execute(&self.ctx, wb, subs, stages, &mut results, started);
-        let gpu_stages = self.ctx.gpu_stages();
-        let again: Vec<Stage> = (0..students)
-            .filter(|&i| gpu_stages && crashed(results.get(i, StageKind::Correctness)))
-            .map(|i| Stage::new(i, StageKind::Hidden))
-            .collect();
-        if !again.is_empty() {
-            scheduler::execute(&self.ctx, wb, subs, &again, &mut results, started);
-        }
-        results
-    }
-
-    /// The chunk's timed stages: ncu first, then the whole calls alone on the GPU, the kept
-    /// measurements checked, the doubted calls confirmed, and the library baseline (the
-    /// performance track). Returns the baseline's measurement.
-    fn time_chunk(
-        &self,
-        work: &TimedWork,
-        results: &mut Results,
-        phases: &mut Phases,
-    ) -> Option<crate::tools::ncu::Measured> {
-        let TimedWork {
-            wb,
-            subs,
-            correct,
-            reference,
-            original,
-            chunk,
-            started,
-        } = *work;
-        // ncu first; the whole calls alone on the GPU after the profiler. The
-        // reference's and the original's are timed again in each chunk, beside its students.
-        let timing = timing_stages(chunk.exercise, correct, reference, original, chunk.index);
-        let phase = Instant::now();
-        let timeline = scheduler::execute(&self.ctx, wb, subs, &timing, results, started);
-        phases.calls = timeline.exclusive.unwrap_or(0.0);
-        // The reference's and the original's profiles are kept from chunk to chunk (and grade to
-        // grade) while the GPU times the reference fix's fresh whole call the same.
-        scheduler::keep_or_measure_again(
-            &self.ctx,
-            wb,
-            subs,
-            &timing,
-            &Stage::again(reference, StageKind::Call, chunk.index),
-            results,
-            started,
-        );
-        phases.calls += self.confirm_doubted(work, results);
-        let baseline = if original.is_some() {
-            perf::time_baseline(&self.ctx, wb, chunk.exercise)
-                .ok()
-                .flatten()
-        } else {
-            None
-        };
-        phases.timing = phase.elapsed().as_secs_f64();
-        baseline
-    }
-
-    /// Each pair's builds scored, and code that can tell it is watched (its text, or its kernels'
-    /// clock reads beyond the reference's) flagged: that holds the tools' and the speed points for
-    /// a person, whatever those stages find (withheld when the pair is totalled).
-    fn score_builds_and_flags(
-        &self,
-        chunk: &Chunk,
-        results: &Results,
-        out: &mut [PairResult],
-        reference_sass: &Stage,
-    ) {
-        for (i, r) in out.iter_mut().enumerate() {
-            score_builds(&self.ctx, results, i, r);
-            if let Some(f) = crate::judge::tool_aware::flag_built(
-                chunk.exercise,
-                &chunk.pairs[i].text,
-                results,
-                i,
-                reference_sass,
-            ) {
-                r.steps.push(f.step());
-                r.flags.push(f);
-            }
-        }
-    }
-
-    /// Without a GPU: every pair that built is skipped, and says why.
-    fn skip_without_gpu(&self, out: &mut [PairResult]) {
-        let reason = self.ctx.gpu_blocked().unwrap_or_default();
-        for r in out {
-            if r.stage(GradeStage::Builds)
-                .is_some_and(|s| s.status == Status::Passed)
-            {
-                r.state = PairState::Skipped {
-                    reason: reason.clone(),
-                };
-                r.steps.push(Step::gpu_skipped(reason.clone()));
-            }
-            r.total();
-        }
-    }
-
     /// The reference fix passes every hidden case (once per exercise): else the secret's cases do
     /// not fit the exercise, and Err says so.
-    fn prove_fair(
+    pub(super) fn prove_fair(
         &self,
         ex: &Exercise,
         results: &Results,
@@ -604,7 +449,7 @@ impl<'a> Worker<'a> {
     }
 
     /// Each pair's result before any score: graded, on this worker's GPU.
-    fn pair_results(&self, chunk: &Chunk) -> Vec<PairResult> {
+    pub(super) fn pair_results(&self, chunk: &Chunk) -> Vec<PairResult> {
         let mut out = self.pairs_as(chunk, PairState::Graded);
         for r in &mut out {
             r.gpu = self.ctx.gpu_info().map(|g| g.name.clone());
@@ -630,145 +475,6 @@ impl<'a> Worker<'a> {
             .collect()
     }
 
-    /// A whole call that weighs badly against the reference fix's, each timed once at its own
-    /// moment, is timed again with the reference's, back to back, while the GPU is still this
-    /// chunk's alone: a classmate's copies or builds must not cost an honest file its points.
-    /// Returns the seconds the confirming calls took.
-    fn confirm_doubted(&self, work: &TimedWork, results: &mut Results) -> f64 {
-        let (chunk, original) = (work.chunk, work.original);
-        let ex = chunk.exercise;
-        let first = |i: usize| {
-            speed::evidence(
-                results.get_run(&Stage::again(i, StageKind::Timing, chunk.index)),
-                results.get_run(&Stage::again(i, StageKind::Call, chunk.index)),
-            )
-        };
-        let reference_first = first(work.reference);
-        let original_first = original.map_or_else(speed::Timed::default, first);
-        let doubted: Vec<usize> = work
-            .correct
-            .iter()
-            .copied()
-            .filter(|&i| {
-                let learner = speed::evidence(
-                    results.get(i, StageKind::Timing),
-                    results.get(i, StageKind::Call),
-                );
-                speed::doubts_call(ex, &learner, &reference_first, &original_first)
-            })
-            .collect();
-        if doubted.is_empty() {
-            return 0.0;
-        }
-        // Where the call is the clock, the original's whole call is the speedup's measure: timed
-        // again in each round too.
-        let by_call = ex.manifest.manifest.clock() == crate::exercise::manifest::Clock::Call;
-        let doubted: Vec<usize> = doubted
-            .into_iter()
-            .chain(original.filter(|_| by_call))
-            .collect();
-        let confirming = plan::confirming_calls(work.reference, &doubted, chunk.index);
-        scheduler::execute(
-            &self.ctx,
-            work.wb,
-            work.subs,
-            &confirming,
-            results,
-            work.started,
-        )
-        .exclusive
-        .unwrap_or(0.0)
-    }
-
-    /// The rest of a timed chunk: fresh inputs, then every timed pair judged.
-    pub fn finish_timed(
-        &self,
-        wb: &Workbook,
-        chunk: &Chunk,
-        timed: TimedChunk,
-    ) -> (Vec<PairResult>, Phases) {
-        let TimedChunk {
-            prepared,
-            mut results,
-            mut out,
-            correct,
-            peak,
-            baseline,
-            started,
-            mut phases,
-        } = timed;
-        let ex = chunk.exercise;
-        let secret = &prepared.secret;
-        let (subs, reference, original) = self.subjects(wb, chunk, &prepared);
-        // 3. Fresh inputs, after the timed runs.
-        let phase = Instant::now();
-        let fresh: Vec<Stage> = correct
-            .iter()
-            .map(|&i| Stage::new(i, StageKind::Fresh))
-            .collect();
-        scheduler::execute(&self.ctx, wb, &subs, &fresh, &mut results, started);
-        phases.fresh = phase.elapsed().as_secs_f64();
-
-        let reference_run =
-            |k: StageKind| results.get_run(&Stage::again(reference, k, chunk.index));
-        if reference_run(StageKind::Timing)
-            .and_then(Output::measured)
-            .and_then(|m| m.nanoseconds)
-            .is_none()
-        {
-            let why = verdict::measured_time(reference_run(StageKind::Timing))
-                .err()
-                .unwrap_or_default();
-            return (
-                self.failed_chunk(
-                    chunk,
-                    format!("ncu could not time the reference fix ({why})"),
-                ),
-                phases,
-            );
-        }
-        let reference_outputs = speed::ReadOnce::default();
-        let original_run =
-            |k: StageKind| original.and_then(|o| results.get_run(&Stage::again(o, k, chunk.index)));
-        let mut reference_evidence = speed::evidence(
-            reference_run(StageKind::Timing),
-            reference_run(StageKind::Call),
-        );
-        reference_evidence.read_once = Some(&reference_outputs);
-        let judge = PairJudge {
-            ex,
-            results: &results,
-            batch: chunk.index,
-            reference,
-            original,
-            peak: peak.as_ref(),
-            baseline: baseline.as_ref(),
-            reference_evidence,
-            original_evidence: speed::evidence(
-                original_run(StageKind::Timing),
-                original_run(StageKind::Call),
-            ),
-            fresh: &secret.fresh,
-        };
-        // Each pair's judging reads and compares its timed outputs (two bench outputs of up to
-        // 256 MiB): one pair per core.
-        let phase = Instant::now();
-        let judged = scheduler::parallel(&correct, self.ctx.config.cpu_jobs, |&i| {
-            let mut r = out[i].clone();
-            judge.judge(i, &mut r);
-            r
-        });
-        for (&i, r) in correct.iter().zip(judged) {
-            out[i] = r;
-        }
-        phases.judging = phase.elapsed().as_secs_f64();
-        phases.runs = run_stats(&results);
-        for r in &mut out {
-            r.total();
-        }
-        self.finish(out, started, phases)
-    }
-
     /// After a chunk: each pair's disk use is recorded and its work folder removed, so that nothing
     /// a submission wrote outlives its pair (and a full disk cannot fail the pairs after it).
     pub fn clean_up(&self, wb: &Workbook, chunk: &Chunk, results: &mut [PairResult]) {
@@ -780,12 +486,16 @@ impl<'a> Worker<'a> {
         }
     }
 
-    fn finish(
+    /// Every pair totalled, and the chunk's wall time shared among them.
+    pub(super) fn finish(
         &self,
         mut out: Vec<PairResult>,
         started: Instant,
         phases: Phases,
     ) -> (Vec<PairResult>, Phases) {
+        for r in &mut out {
+            r.total();
+        }
         let each = started.elapsed().as_secs_f64() / out.len().max(1) as f64;
         for r in &mut out {
             r.wall_s = (each * 100.0).round() / 100.0;
@@ -795,7 +505,7 @@ impl<'a> Worker<'a> {
 
     /// Every pair of a chunk ended in the grader's own failure: recorded as such, graded again on
     /// the next run.
-    fn failed_chunk(&self, chunk: &Chunk, message: String) -> Vec<PairResult> {
+    pub(super) fn failed_chunk(&self, chunk: &Chunk, message: String) -> Vec<PairResult> {
         let state = PairState::ToolError {
             message: message.clone(),
         };

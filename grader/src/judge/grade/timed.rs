@@ -1,0 +1,230 @@
+//! A chunk's timed phase and what follows it: ncu and the whole calls alone on the GPU, the
+//! doubted calls confirmed, then (beside the next chunk's tools) the fresh inputs and every timed
+//! pair judged against the reference fix.
+
+use std::time::Instant;
+
+use crate::exercise::workbook::Workbook;
+use crate::judge::perf;
+use crate::judge::plan::{self, Stage, StageKind, Submission};
+use crate::judge::scheduler::{self, Results};
+use crate::judge::speed;
+use crate::judge::stages::Output;
+use crate::judge::verdict;
+use crate::tools::peak::Peak;
+
+use super::score::PairJudge;
+use super::stages::timing_stages;
+use super::worker::{run_stats, Chunk, ExerciseCases, Phases, Worker};
+use super::PairResult;
+
+/// What a chunk's timed phase works on: the subjects, the students to time, the reference fix's
+/// and the original's subject numbers.
+#[derive(Clone, Copy)]
+pub(super) struct TimedWork<'w> {
+    pub(super) wb: &'w Workbook,
+    pub(super) subs: &'w [Submission<'w>],
+    pub(super) correct: &'w [usize],
+    pub(super) reference: usize,
+    pub(super) original: Option<usize>,
+    pub(super) chunk: &'w Chunk<'w>,
+    pub(super) started: Instant,
+}
+
+/// A chunk after its timing phase: what `finish_timed` needs.
+pub struct TimedChunk {
+    pub(super) prepared: std::sync::Arc<ExerciseCases>,
+    pub(super) results: Results,
+    pub(super) out: Vec<PairResult>,
+    /// The students whose outputs were right: the ones timed.
+    pub(super) correct: Vec<usize>,
+    pub(super) peak: Option<Peak>,
+    pub(super) baseline: Option<crate::tools::ncu::Measured>,
+    pub(super) started: Instant,
+    pub(super) phases: Phases,
+}
+
+impl Worker<'_> {
+    /// The chunk's timed stages: ncu first, then the whole calls alone on the GPU, the kept
+    /// measurements checked, the doubted calls confirmed, and the library baseline (the
+    /// performance track). Returns the baseline's measurement.
+    pub(super) fn time_chunk(
+        &self,
+        work: &TimedWork,
+        results: &mut Results,
+        phases: &mut Phases,
+    ) -> Option<crate::tools::ncu::Measured> {
+        let TimedWork {
+            wb,
+            subs,
+            correct,
+            reference,
+            original,
+            chunk,
+            started,
+        } = *work;
+        // ncu first; the whole calls alone on the GPU after the profiler. The
+        // reference's and the original's are timed again in each chunk, beside its students.
+        let timing = timing_stages(chunk.exercise, correct, reference, original, chunk.index);
+        let phase = Instant::now();
+        let timeline = scheduler::execute(&self.ctx, wb, subs, &timing, results, started);
+        phases.calls = timeline.exclusive.unwrap_or(0.0);
+        // The reference's and the original's profiles are kept from chunk to chunk (and grade to
+        // grade) while the GPU times the reference fix's fresh whole call the same.
+        scheduler::keep_or_measure_again(
+            &self.ctx,
+            wb,
+            subs,
+            &timing,
+            &Stage::again(reference, StageKind::Call, chunk.index),
+            results,
+            started,
+        );
+        phases.calls += self.confirm_doubted(work, results);
+        let baseline = if original.is_some() {
+            perf::time_baseline(&self.ctx, wb, chunk.exercise)
+                .ok()
+                .flatten()
+        } else {
+            None
+        };
+        phases.timing = phase.elapsed().as_secs_f64();
+        baseline
+    }
+
+    /// A whole call that weighs badly against the reference fix's, each timed once at its own
+    /// moment, is timed again with the reference's, back to back, while the GPU is still this
+    /// chunk's alone: a classmate's copies or builds must not cost an honest file its points.
+    /// Returns the seconds the confirming calls took.
+    fn confirm_doubted(&self, work: &TimedWork, results: &mut Results) -> f64 {
+        let (chunk, original) = (work.chunk, work.original);
+        let ex = chunk.exercise;
+        let first = |i: usize| {
+            speed::evidence(
+                results.get_run(&Stage::again(i, StageKind::Timing, chunk.index)),
+                results.get_run(&Stage::again(i, StageKind::Call, chunk.index)),
+            )
+        };
+        let reference_first = first(work.reference);
+        let original_first = original.map_or_else(speed::Timed::default, first);
+        let doubted: Vec<usize> = work
+            .correct
+            .iter()
+            .copied()
+            .filter(|&i| {
+                let learner = speed::evidence(
+                    results.get(i, StageKind::Timing),
+                    results.get(i, StageKind::Call),
+                );
+                speed::doubts_call(ex, &learner, &reference_first, &original_first)
+            })
+            .collect();
+        if doubted.is_empty() {
+            return 0.0;
+        }
+        // Where the call is the clock, the original's whole call is the speedup's measure: timed
+        // again in each round too.
+        let by_call = ex.manifest.manifest.clock() == crate::exercise::manifest::Clock::Call;
+        let doubted: Vec<usize> = doubted
+            .into_iter()
+            .chain(original.filter(|_| by_call))
+            .collect();
+        let confirming = plan::confirming_calls(work.reference, &doubted, chunk.index);
+        scheduler::execute(
+            &self.ctx,
+            work.wb,
+            work.subs,
+            &confirming,
+            results,
+            work.started,
+        )
+        .exclusive
+        .unwrap_or(0.0)
+    }
+
+    /// The rest of a timed chunk: fresh inputs, then every timed pair judged.
+    pub fn finish_timed(
+        &self,
+        wb: &Workbook,
+        chunk: &Chunk,
+        timed: TimedChunk,
+    ) -> (Vec<PairResult>, Phases) {
+        let TimedChunk {
+            prepared,
+            mut results,
+            mut out,
+            correct,
+            peak,
+            baseline,
+            started,
+            mut phases,
+        } = timed;
+        let ex = chunk.exercise;
+        let secret = &prepared.secret;
+        let (subs, reference, original) = self.subjects(wb, chunk, &prepared);
+        // 3. Fresh inputs, after the timed runs.
+        let phase = Instant::now();
+        let fresh: Vec<Stage> = correct
+            .iter()
+            .map(|&i| Stage::new(i, StageKind::Fresh))
+            .collect();
+        scheduler::execute(&self.ctx, wb, &subs, &fresh, &mut results, started);
+        phases.fresh = phase.elapsed().as_secs_f64();
+
+        let reference_run =
+            |k: StageKind| results.get_run(&Stage::again(reference, k, chunk.index));
+        if reference_run(StageKind::Timing)
+            .and_then(Output::measured)
+            .and_then(|m| m.nanoseconds)
+            .is_none()
+        {
+            let why = verdict::measured_time(reference_run(StageKind::Timing))
+                .err()
+                .unwrap_or_default();
+            return (
+                self.failed_chunk(
+                    chunk,
+                    format!("ncu could not time the reference fix ({why})"),
+                ),
+                phases,
+            );
+        }
+        let reference_outputs = speed::ReadOnce::default();
+        let original_run =
+            |k: StageKind| original.and_then(|o| results.get_run(&Stage::again(o, k, chunk.index)));
+        let mut reference_evidence = speed::evidence(
+            reference_run(StageKind::Timing),
+            reference_run(StageKind::Call),
+        );
+        reference_evidence.read_once = Some(&reference_outputs);
+        let judge = PairJudge {
+            ex,
+            results: &results,
+            batch: chunk.index,
+            reference,
+            original,
+            peak: peak.as_ref(),
+            baseline: baseline.as_ref(),
+            reference_evidence,
+            original_evidence: speed::evidence(
+                original_run(StageKind::Timing),
+                original_run(StageKind::Call),
+            ),
+            fresh: &secret.fresh,
+        };
+        // Each pair's judging reads and compares its timed outputs (two bench outputs of up to
+        // 256 MiB): one pair per core.
+        let phase = Instant::now();
+        let judged = scheduler::parallel(&correct, self.ctx.config.cpu_jobs, |&i| {
+            let mut r = out[i].clone();
+            judge.judge(i, &mut r);
+            r
+        });
+        for (&i, r) in correct.iter().zip(judged) {
+            out[i] = r;
+        }
+        phases.judging = phase.elapsed().as_secs_f64();
+        phases.runs = run_stats(&results);
+        self.finish(out, started, phases)
+    }
+}
