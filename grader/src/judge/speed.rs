@@ -698,21 +698,11 @@ fn kernel_rules(
 pub fn judge(i: &Inputs) -> Verdict {
     let m = &i.ex.manifest.manifest;
     let repeat = crate::judge::plan::profiled_calls(i.ex);
-    let learner = i
-        .learner
-        .measured
-        .map(|x| audit(x, &m.timing.kernels, repeat))
-        .unwrap_or_default();
-    let reference = i
-        .reference
-        .measured
-        .map(|x| audit(x, &m.timing.kernels, repeat))
-        .unwrap_or_default();
-    let original = i
-        .original
-        .measured
-        .map(|x| audit(x, &m.timing.kernels, repeat))
-        .unwrap_or_default();
+    let [learner, reference, original] = [&i.learner, &i.reference, &i.original].map(|t| {
+        t.measured
+            .map(|x| audit(x, &m.timing.kernels, repeat))
+            .unwrap_or_default()
+    });
     let compulsory = compulsory_bytes(i.ex);
     let needed = reference
         .dram_read
@@ -725,47 +715,12 @@ pub fn judge(i: &Inputs) -> Verdict {
         compulsory,
         needed,
     ));
-    let mut flag = |rule: Rule, message: String| flags.push(Flag::new(rule, message));
     // ncu's kernel time; the judged time is the exercise's clock's (`judged_ns`).
     let ns = i.learner.measured.and_then(|x| x.nanoseconds);
     let by_call = m.clock() == Clock::Call;
-    let judged_ns = |t: &Timed| {
-        if by_call {
-            t.call.and_then(CallTimes::judged_ns)
-        } else {
-            t.measured.and_then(|x| x.nanoseconds)
-        }
-    };
-    let reference_ns = judged_ns(&i.reference).unwrap_or(f64::NAN);
-    let original_ns = judged_ns(&i.original);
-    if let (Some(ns), Some(p)) = (ns, i.peak) {
-        let floor_ns = needed / p.memcpy_gbps;
-        if ns < 0.8 * floor_ns {
-            flag(
-                Rule::PhysicalFloor,
-                format!(
-                    "{:.1} us, under the {:.1} us it takes to read {} at this GPU's {:.0} GB/s",
-                    ns / 1e3,
-                    floor_ns / 1e3,
-                    mb(needed),
-                    p.memcpy_gbps
-                ),
-            );
-        }
-    }
-    if let Some(ns) = judged_ns(&i.learner) {
-        if reference_ns / ns > 10.0 {
-            flag(
-                Rule::TooFast,
-                format!(
-                    "{:.1}x faster than the reference fix ({:.1} us against {:.1} us)",
-                    reference_ns / ns,
-                    ns / 1e3,
-                    reference_ns / 1e3
-                ),
-            );
-        }
-    }
+    let reference_ns = i.reference.judged_ns(by_call).unwrap_or(f64::NAN);
+    let original_ns = i.original.judged_ns(by_call);
+    flags.extend(time_rules(i, ns, reference_ns, needed, by_call));
     // The whole call against the kernels: what each version spends outside its kernels.
     let (call_l, call_r) = (
         i.learner.call.and_then(CallTimes::judged_ns),
@@ -780,22 +735,8 @@ pub fn judge(i: &Inputs) -> Verdict {
     flags.dedup_by_key(|f| f.rule);
 
     let kernel_ns = ns;
-    let Some(ns) = judged_ns(&i.learner) else {
-        let why = match (by_call, i.learner.measured) {
-            (true, _) => format!(
-                "the whole call was not timed ({})",
-                i.learner.call_failure.unwrap_or("no call times")
-            ),
-            (false, Some(x)) => x.why_untimed(),
-            (false, None) => "not timed".into(),
-        };
-        return Verdict {
-            fraction: 0.0,
-            status: Status::Failed,
-            summary: format!("no time: {why}"),
-            speed: None,
-            flags,
-        };
+    let Some(ns) = i.learner.judged_ns(by_call) else {
+        return untimed(&i.learner, by_call, flags);
     };
     let clock = if by_call { " (whole call)" } else { "" };
     let ratio = ns / reference_ns;
@@ -831,6 +772,79 @@ pub fn judge(i: &Inputs) -> Verdict {
             reference_call_cpu_ns: cpu_r,
             gpu_memory_bytes: i.learner.call.and_then(|c| c.gpu_memory),
         }),
+        flags,
+    }
+}
+
+impl Timed<'_> {
+    /// The judged time: the whole call's where the call is the clock (`by_call`), else ncu's of
+    /// the kernels.
+    fn judged_ns(&self, by_call: bool) -> Option<f64> {
+        if by_call {
+            self.call.and_then(CallTimes::judged_ns)
+        } else {
+            self.measured.and_then(|x| x.nanoseconds)
+        }
+    }
+}
+
+/// The rules of the learner's time itself: its kernels (`ns`, ncu's) faster than this GPU can
+/// read the data they must (`needed`), or its judged time far faster than the reference fix's.
+fn time_rules(
+    i: &Inputs,
+    ns: Option<f64>,
+    reference_ns: f64,
+    needed: f64,
+    by_call: bool,
+) -> Vec<Flag> {
+    let mut flags: Vec<Flag> = Vec::new();
+    let mut flag = |rule: Rule, message: String| flags.push(Flag::new(rule, message));
+    if let (Some(ns), Some(p)) = (ns, i.peak) {
+        let floor_ns = needed / p.memcpy_gbps;
+        if ns < 0.8 * floor_ns {
+            flag(
+                Rule::PhysicalFloor,
+                format!(
+                    "{:.1} us, under the {:.1} us it takes to read {} at this GPU's {:.0} GB/s",
+                    ns / 1e3,
+                    floor_ns / 1e3,
+                    mb(needed),
+                    p.memcpy_gbps
+                ),
+            );
+        }
+    }
+    if let Some(ns) = i.learner.judged_ns(by_call) {
+        if reference_ns / ns > 10.0 {
+            flag(
+                Rule::TooFast,
+                format!(
+                    "{:.1}x faster than the reference fix ({:.1} us against {:.1} us)",
+                    reference_ns / ns,
+                    ns / 1e3,
+                    reference_ns / 1e3
+                ),
+            );
+        }
+    }
+    flags
+}
+
+/// The verdict on a version with no judged time: no speed points, and why (`flags` stand).
+fn untimed(learner: &Timed, by_call: bool, flags: Vec<Flag>) -> Verdict {
+    let why = match (by_call, learner.measured) {
+        (true, _) => format!(
+            "the whole call was not timed ({})",
+            learner.call_failure.unwrap_or("no call times")
+        ),
+        (false, Some(x)) => x.why_untimed(),
+        (false, None) => "not timed".into(),
+    };
+    Verdict {
+        fraction: 0.0,
+        status: Status::Failed,
+        summary: format!("no time: {why}"),
+        speed: None,
         flags,
     }
 }
@@ -1422,64 +1436,63 @@ mod tests {
         );
     }
 
+    /// One f32 buffer `total` as the harness writes outputs (see data::read_outputs), in `dir`.
+    fn write_total(dir: &Path, name: &str, total: f32) -> PathBuf {
+        use crate::exercise::reference::Data;
+        let path = dir.join(name);
+        let mut bytes = b"CBOT".to_vec();
+        bytes.extend(
+            1u32.to_le_bytes()
+                .into_iter()
+                .chain(1u32.to_le_bytes())
+                .chain(5u16.to_le_bytes()),
+        );
+        bytes.extend(
+            b"total"
+                .iter()
+                .copied()
+                .chain([crate::exercise::dtype::DType::F32.code()])
+                .chain(1u64.to_le_bytes())
+                .chain(total.to_le_bytes()),
+        );
+        std::fs::write(&path, bytes).unwrap();
+        assert!(
+            matches!(&data::read_outputs(&path).unwrap()[0].data, Data::F32(v) if v == &[total])
+        );
+        path
+    }
+
+    /// Three calls' outputs, `<prefix>1.out` to `<prefix>3.out`, of the `totals`.
+    fn three_calls(dir: &Path, prefix: &str, totals: [f32; 3]) -> Vec<PathBuf> {
+        (1..=3)
+            .zip(totals)
+            .map(|(n, total)| write_total(dir, &format!("{prefix}{n}.out"), total))
+            .collect()
+    }
+
+    /// The flags the judge raises on `learner` against `reference` (no original, no peak).
+    fn flags_of(ex: &Exercise, learner: Timed, reference: Timed) -> Vec<Flag> {
+        judge(&Inputs {
+            ex,
+            learner,
+            reference,
+            original: Timed::default(),
+            peak: None,
+            perf: None,
+        })
+        .flags
+    }
+
     #[test]
     fn the_reference_outputs_kept_once_read_judge_every_learner_the_same() {
-        use crate::exercise::reference::Data;
         let ex = race();
         let dir = tempfile::tempdir().unwrap();
-        // One f32 buffer `total` as the harness writes outputs (see data::read_outputs).
-        let write = |name: &str, total: f32| {
-            let path = dir.path().join(name);
-            let mut bytes = b"CBOT".to_vec();
-            bytes.extend(
-                1u32.to_le_bytes()
-                    .into_iter()
-                    .chain(1u32.to_le_bytes())
-                    .chain(5u16.to_le_bytes()),
-            );
-            bytes.extend(
-                b"total"
-                    .iter()
-                    .copied()
-                    .chain([crate::exercise::dtype::DType::F32.code()])
-                    .chain(1u64.to_le_bytes())
-                    .chain(total.to_le_bytes()),
-            );
-            std::fs::write(&path, bytes).unwrap();
-            assert!(
-                matches!(&data::read_outputs(&path).unwrap()[0].data, Data::F32(v) if v == &[total])
-            );
-            path
-        };
         // Three calls each: the reference's, an honest learner's, and one that is wrong in its
         // second call only (the judged one, had it been the fastest).
-        let theirs = vec![
-            write("r1.out", 5000.0),
-            write("r2.out", 4000.0),
-            write("r3.out", 4500.0),
-        ];
-        let right = vec![
-            write("a1.out", 5000.0),
-            write("a2.out", 4000.0),
-            write("a3.out", 4500.0),
-        ];
-        let lazy = vec![
-            write("b1.out", 5000.0),
-            write("b2.out", 5000.0),
-            write("b3.out", 4500.0),
-        ];
+        let theirs = three_calls(dir.path(), "r", [5000.0, 4000.0, 4500.0]);
+        let right = three_calls(dir.path(), "a", [5000.0, 4000.0, 4500.0]);
+        let lazy = three_calls(dir.path(), "b", [5000.0, 5000.0, 4500.0]);
         let kept = ReadOnce::default();
-        let flags_of = |learner: Timed, reference: Timed| {
-            judge(&Inputs {
-                ex: &ex,
-                learner,
-                reference,
-                original: Timed::default(),
-                peak: None,
-                perf: None,
-            })
-            .flags
-        };
         let judged = |mine: &[PathBuf], reference: &[PathBuf], late: Option<&CallTimes>| {
             let learner = Timed {
                 ncu_outputs: mine,
@@ -1491,7 +1504,7 @@ mod tests {
                 read_once: Some(&kept),
                 ..Timed::default()
             };
-            flags_of(learner, reference)
+            flags_of(&ex, learner, reference)
         };
         let timed_outputs = |flags: &[Flag]| {
             flags
@@ -1526,11 +1539,7 @@ mod tests {
 
         // The reference fix's profile kept from an earlier check (no outputs under ncu): its
         // whole calls of this check, the same calls, judge the learner's calls under ncu.
-        let fresh = vec![
-            write("c1.out", 5000.0),
-            write("c2.out", 4000.0),
-            write("c3.out", 4500.0),
-        ];
+        let fresh = three_calls(dir.path(), "c", [5000.0, 4000.0, 4500.0]);
         let against_calls = |mine: &[PathBuf]| {
             let learner = Timed {
                 ncu_outputs: mine,
@@ -1541,7 +1550,7 @@ mod tests {
                 call_outputs: &fresh,
                 ..Timed::default()
             };
-            timed_outputs(&flags_of(learner, reference))
+            timed_outputs(&flags_of(&ex, learner, reference))
         };
         assert_eq!(against_calls(&right), None);
         assert!(against_calls(&lazy)
