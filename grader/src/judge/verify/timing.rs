@@ -49,17 +49,7 @@ pub(super) fn time_exercises(
     ));
     // The library baselines under ncu beside the versions' runs (ncu's lock times their kernels one
     // at a time, as theirs), measured once each for `perf_steps`.
-    let with_baseline: Vec<&Exercise> = timed
-        .iter()
-        .map(|&k| work[k].ex)
-        .filter(|ex| {
-            ex.manifest
-                .manifest
-                .perf
-                .as_ref()
-                .is_some_and(|p| p.baseline.is_some())
-        })
-        .collect();
+    let with_baseline = with_baseline(work, &timed);
     for ex in &with_baseline {
         say(&format!("{}: timing the library baseline", ex.id()));
     }
@@ -113,6 +103,21 @@ fn to_time(work: &[Work], with_cases: &[usize], opts: &VerifyOptions) -> Vec<usi
                     .checks
                     .iter()
                     .all(|s| s.status == Status::Passed)
+        })
+        .collect()
+}
+
+/// The exercises of `timed` whose manifest names a library baseline.
+fn with_baseline<'a>(work: &[Work<'a>], timed: &[usize]) -> Vec<&'a Exercise> {
+    timed
+        .iter()
+        .map(|&k| work[k].ex)
+        .filter(|ex| {
+            ex.manifest
+                .manifest
+                .perf
+                .as_ref()
+                .is_some_and(|p| p.baseline.is_some())
         })
         .collect()
 }
