@@ -273,19 +273,7 @@ pub fn sanitize(
     mut say: impl FnMut(&str),
 ) -> SanitizeReport {
     let started = Instant::now();
-    let (program, args, caveat) = match &sub.target {
-        Target::Program(p) => (
-            match &p.prebuilt {
-                Some(b) => b.display().to_string(),
-                None => p.sources.iter().map(|s| s.display().to_string()).collect::<Vec<_>>().join(" "),
-            },
-            p.args.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
-            p.prebuilt.as_ref().map(|_| {
-                "built elsewhere: without -G the tools see no device line numbers unless it was built with -lineinfo, and racecheck and synccheck may miss what optimisation moved or removed".to_string()
-            }),
-        ),
-        Target::Exercise { .. } => (sub.origin.display().to_string(), vec!["(the exercise's sanitize cases)".to_string()], None),
-    };
+    let (program, args, caveat) = described(&sub);
     let mut stages = vec![Stage::new(0, StageKind::Build(Flavor::Sanitize))];
     stages.extend(Tool::ALL.map(|t| Stage::new(0, StageKind::Sanitize(t))));
     let profile = matches!(&sub.target, Target::Program(p) if p.profile);
@@ -301,9 +289,66 @@ pub fn sanitize(
     if let Some(o) = results.get(0, StageKind::Build(Flavor::Sanitize)) {
         steps.extend(verdict::build("build -G", o, Flavor::Sanitize, &ctx.arch));
     }
-    let mut tools = Vec::new();
-    let mut per_tool = Vec::new();
-    let mut tool_steps = Vec::new();
+    let runs = tool_runs(&results, &mut steps);
+    let findings = merge(runs.findings);
+    let profile = profile.then(|| {
+        let build = results.get(0, StageKind::Build(Flavor::Timing));
+        if let Some(step) =
+            build.and_then(|o| verdict::build("build -O3", o, Flavor::Timing, &ctx.arch))
+        {
+            steps.push(step);
+        }
+        profile_report(results.get(0, StageKind::Profile))
+    });
+    let outcome = linter_outcome(&steps, &runs.steps, profile.as_ref());
+    SanitizeReport {
+        program,
+        args,
+        gpu: ctx.gpu_info().cloned(),
+        arch: ctx.arch.clone(),
+        isolation: ctx.isolation(),
+        steps,
+        tools: runs.summaries,
+        findings,
+        caveat,
+        profile,
+        outcome,
+    }
+}
+
+/// The program as the report names it (its binary, or its sources), its arguments, and the caveat
+/// of a binary built elsewhere.
+fn described(sub: &Submission) -> (String, Vec<String>, Option<String>) {
+    match &sub.target {
+        Target::Program(p) => (
+            match &p.prebuilt {
+                Some(b) => b.display().to_string(),
+                None => p.sources.iter().map(|s| s.display().to_string()).collect::<Vec<_>>().join(" "),
+            },
+            p.args.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
+            p.prebuilt.as_ref().map(|_| {
+                "built elsewhere: without -G the tools see no device line numbers unless it was built with -lineinfo, and racecheck and synccheck may miss what optimisation moved or removed".to_string()
+            }),
+        ),
+        Target::Exercise { .. } => (sub.origin.display().to_string(), vec!["(the exercise's sanitize cases)".to_string()], None),
+    }
+}
+
+/// What the four tools made of the program: each tool's summary, findings and step.
+struct ToolRuns {
+    summaries: Vec<ToolSummary>,
+    findings: Vec<Vec<Finding>>,
+    steps: Vec<Step>,
+}
+
+/// The four tools' runs from `results`; a step that says the GPU stages were skipped goes once
+/// into `steps`, beside the build's.
+fn tool_runs(results: &Results, steps: &mut Vec<Step>) -> ToolRuns {
+    let mut runs = ToolRuns {
+        summaries: Vec::new(),
+        findings: Vec::new(),
+        steps: Vec::new(),
+    };
     for t in Tool::ALL {
         let stage = Stage::new(0, StageKind::Sanitize(t));
         let (step, found, records) = match results.get_run(&stage) {
@@ -315,7 +360,7 @@ pub fn sanitize(
             Some(Output::NotRun(b)) => (verdict::not_run(t.name(), &stage.id(), b), Vec::new(), 0),
             _ => (None, Vec::new(), 0),
         };
-        tools.push(tool_summary(
+        runs.summaries.push(tool_summary(
             t,
             step.as_ref().filter(|s| s.name != GPU_SKIPPED),
             &found,
@@ -327,85 +372,65 @@ pub fn sanitize(
                     steps.push(s);
                 }
             } else {
-                tool_steps.push(s);
+                runs.steps.push(s);
             }
         }
-        per_tool.push(found);
+        runs.findings.push(found);
     }
-    let findings = merge(per_tool);
-    let profile = profile.then(|| {
-        let build = results.get(0, StageKind::Build(Flavor::Timing));
-        if let Some(step) =
-            build.and_then(|o| verdict::build("build -O3", o, Flavor::Timing, &ctx.arch))
-        {
-            steps.push(step);
-        }
-        match results.get(0, StageKind::Profile) {
-            Some(Output::Profiled {
-                command,
-                run,
-                launches,
-            }) => {
-                let error = match (run, launches) {
-                    (Err(e), _) => Some(e.to_string()),
-                    (Ok(f), _) if !f.success() && !matches!(launches, Ok(l) if !l.is_empty()) => {
-                        Some(format!(
-                            "the program failed under ncu ({})",
-                            f.describe_exit()
-                        ))
-                    }
-                    (_, Err(e)) => Some(e.clone()),
-                    (_, Ok(l)) if l.is_empty() => Some("ncu saw no kernel launch".into()),
-                    _ => None,
-                };
-                ProfileReport {
-                    command: command.clone(),
-                    kernels: launches.as_deref().map(kernel_profiles).unwrap_or_default(),
-                    error,
-                    note: PROFILE_NOTE,
-                }
+    runs
+}
+
+/// `--profile`: the release build's kernels under ncu (`output`), or why there are none.
+fn profile_report(output: Option<&Output>) -> ProfileReport {
+    let failed = |why: String| ProfileReport {
+        command: String::new(),
+        kernels: Vec::new(),
+        error: Some(why),
+        note: PROFILE_NOTE,
+    };
+    match output {
+        Some(Output::Profiled {
+            command,
+            run,
+            launches,
+        }) => {
+            let error = match (run, launches) {
+                (Err(e), _) => Some(e.to_string()),
+                (Ok(f), _) if !f.success() && !matches!(launches, Ok(l) if !l.is_empty()) => Some(
+                    format!("the program failed under ncu ({})", f.describe_exit()),
+                ),
+                (_, Err(e)) => Some(e.clone()),
+                (_, Ok(l)) if l.is_empty() => Some("ncu saw no kernel launch".into()),
+                _ => None,
+            };
+            ProfileReport {
+                command: command.clone(),
+                kernels: launches.as_deref().map(kernel_profiles).unwrap_or_default(),
+                error,
+                note: PROFILE_NOTE,
             }
-            Some(Output::NotRun(b)) => ProfileReport {
-                command: String::new(),
-                kernels: Vec::new(),
-                error: Some(verdict::why_not_run(b)),
-                note: PROFILE_NOTE,
-            },
-            _ => ProfileReport {
-                command: String::new(),
-                kernels: Vec::new(),
-                error: Some("not run".into()),
-                note: PROFILE_NOTE,
-            },
         }
-    });
-    // Like a linter: any tool's findings fail the run, whatever another tool did.
+        Some(Output::NotRun(b)) => failed(verdict::why_not_run(b)),
+        _ => failed("not run".into()),
+    }
+}
+
+/// Like a linter: any tool's findings fail the run, whatever another tool did; a profile that
+/// failed is a tool error.
+fn linter_outcome(steps: &[Step], tool_steps: &[Step], profile: Option<&ProfileReport>) -> Outcome {
     let mut outcomes: Vec<Outcome> = steps
         .iter()
-        .chain(&tool_steps)
+        .chain(tool_steps)
         .map(|s| Outcome::from_steps(std::slice::from_ref(s)))
         .collect();
     outcomes.retain(|o| *o != Outcome::Pass);
-    if let Some(e) = profile.as_ref().and_then(|p| p.error.as_ref()) {
+    if let Some(e) = profile.and_then(|p| p.error.as_ref()) {
         outcomes.push(Outcome::ToolError {
             step: "profile".into(),
             message: e.clone(),
         });
     }
-    let outcome = Outcome::worst(&outcomes);
-    SanitizeReport {
-        program,
-        args,
-        gpu: ctx.gpu_info().cloned(),
-        arch: ctx.arch.clone(),
-        isolation: ctx.isolation(),
-        steps,
-        tools,
-        findings,
-        caveat,
-        profile,
-        outcome,
-    }
+    Outcome::worst(&outcomes)
 }
 
 #[cfg(test)]

@@ -1,0 +1,180 @@
+//! The whole call against the reference fix's, and the call timings that confirm a rule of it
+//! before it stands (a busy host can slow one version's calls and not the other's).
+
+use crate::exercise::manifest::Clock;
+use crate::exercise::workbook::Exercise;
+
+use super::{evidence, judge, CallTimes, Flag, Inputs, Rule, Timed, Verdict};
+
+/// The rules that weigh a version's whole call against the reference fix's: time outside the
+/// kernels (where the clock is the kernels) and CPU time. Each version's call timing ran once, at
+/// its own moment, so a busy host (another job's copies, builds or sanitizers) can slow one and
+/// not the other; where one of these fires, both are timed again back to back
+/// (`confirming_calls`) and judged on their quickest runs (`quickest_call`) before it stands.
+pub fn against_reference_call(learner: &Timed, reference: &Timed, by_call: bool) -> Vec<Flag> {
+    let mut flags = Vec::new();
+    let (call_l, call_r) = (
+        learner.call.and_then(CallTimes::judged_ns),
+        reference.call.and_then(CallTimes::judged_ns),
+    );
+    let kernels = |t: &Timed| t.measured.and_then(|x| x.nanoseconds);
+    if let (Some(cl), Some(cr), Some(kl)) = (call_l, call_r, kernels(learner)) {
+        let kr = kernels(reference).unwrap_or(0.0);
+        let extra = (cl - cr) - (kl - kr);
+        let allowed = 0.3 * cr + 500_000.0;
+        // Where the clock is the call, time outside the kernels is what is judged.
+        if cl >= 0.5 * kl && extra > allowed && !by_call {
+            flags.push(Flag::new(
+                Rule::HostWork,
+                format!(
+                    "the whole call took {:.2} ms against the reference fix's {:.2} ms, though its kernels take {:.1} us against {:.1} us: {:.2} ms outside the kernels beyond the reference's (allowed: {:.2} ms)",
+                    cl / 1e6,
+                    cr / 1e6,
+                    kl / 1e3,
+                    kr / 1e3,
+                    extra / 1e6,
+                    allowed / 1e6
+                ),
+            ));
+        }
+    }
+    // CPU time, all threads: host work that runs beside the copies and kernels shows here even where
+    // the wall clock does not (the H100: the 03 reference fix 9.3 ms a call, threaded-host 28.8 ms
+    // over 16 threads in 9.8 ms of wall; scripts/gpu-calls-experiment.py).
+    // Where the call is the clock its waits spin (the harness's --spin): a thread's CPU time is its
+    // wall time whether it waits or works, and work on it lengthens the clock. What the clock cannot
+    // see is other threads: the CPU time beyond the wall time (a 63-transfers half-fix on an H100
+    // spun 17.2 ms in 17.0 ms of wall; the reference 7.8 ms in 7.6).
+    let (cpu_l, cpu_r) = (
+        learner.call.and_then(CallTimes::judged_cpu_ns),
+        reference.call.and_then(CallTimes::judged_cpu_ns),
+    );
+    if let (Some(l), Some(r)) = (cpu_l, cpu_r) {
+        let beyond = |cpu: f64, wall: Option<f64>| (cpu - wall.unwrap_or(0.0)).max(0.0);
+        let (jl, jr, tick) = if by_call {
+            (beyond(l, call_l), beyond(r, call_r), SPIN_CHARGE_NS)
+        } else {
+            (l, r, 0.0)
+        };
+        if jl > 1.5 * jr + 2e6 + tick {
+            let what = if by_call { " beyond its wall time" } else { "" };
+            flags.push(Flag::new(Rule::HostCpu, format!("each call used {:.2} ms of CPU time (all threads, in {:.2} ms of wall time){what} against the reference fix's {:.2} ms", jl / 1e6, call_l.unwrap_or(f64::NAN) / 1e6, jr / 1e6)));
+        }
+    }
+    flags
+}
+
+/// What a spinning thread's CPU time can be off by in one call: the kernel charges a running
+/// thread's time to its cgroup at the scheduler's tick, and a thread that spins is always running,
+/// so a call shorter than a tick is charged a whole tick or nothing (a thread that blocks is charged
+/// when it switches, exactly). On the lent H100s the tick is 4 ms (250 Hz): two of 30 checks of
+/// 67-zero-copy's and 69-prefetch's reference fixes were charged 4.04 and 4.03 ms in calls of 1.57
+/// and 1.42 ms, against the reference's 0 beyond its wall (book/gpu-runs/2026-11-26-perf-seconds-2/).
+pub const SPIN_CHARGE_NS: f64 = 4e6;
+
+/// Whether `learner`'s whole call, timed once at its own moment, is to be timed again, back to back
+/// with the reference fix's (and the original's) before the verdict stands: where its comparison
+/// with the reference fix's fired, or where the call is the clock and it misses the speed target by
+/// less than the host's noise (`CALL_NOISE`).
+pub fn doubts_call(ex: &Exercise, learner: &Timed, reference: &Timed, original: &Timed) -> bool {
+    let by_call = ex.manifest.manifest.clock() == Clock::Call;
+    !against_reference_call(learner, reference, by_call).is_empty()
+        || (by_call && near_the_target(ex, learner, original))
+}
+
+/// How much a whole call of the same program moves from one check to the next on one host: an
+/// H100's 62-launches, 60-100 us a call (1.6x, book/gpu-runs/2026-11-25-perf-loop/); and one of
+/// five checks of 68-graphs' reference fix timed its call at 615 us against 370-406 us, 1.19x the
+/// original against a 1.2x target (book/gpu-runs/2026-11-26-perf-seconds/).
+pub const CALL_NOISE: f64 = 1.7;
+
+/// Whether the learner's whole call misses the speed target over the original's by less than
+/// `CALL_NOISE` (a performance exercise whose clock is the call).
+fn near_the_target(ex: &Exercise, learner: &Timed, original: &Timed) -> bool {
+    let Some(perf) = &ex.manifest.manifest.perf else {
+        return false;
+    };
+    let target = *perf.speedup.get_ref();
+    match (
+        original.call.and_then(CallTimes::judged_ns),
+        learner.call.and_then(CallTimes::judged_ns),
+    ) {
+        (Some(o), Some(l)) if l > 0.0 => (target / CALL_NOISE..target).contains(&(o / l)),
+        _ => false,
+    }
+}
+
+/// The verdict on a version whose whole-call comparison was timed again: judged on the quickest
+/// runs (`quickest`), whose outputs are checked as the first runs' were, keeping every flag the
+/// first runs (`first`) earned except the comparison the confirmation settles.
+pub fn judge_confirmed(first: &Inputs, quickest: &Inputs) -> Verdict {
+    let by_call = first.ex.manifest.manifest.clock() == Clock::Call;
+    let settled: Vec<Rule> = against_reference_call(&first.learner, &first.reference, by_call)
+        .iter()
+        .map(|f| f.rule)
+        .collect();
+    let mut verdict = judge(quickest);
+    for f in judge(first).flags {
+        if !settled.contains(&f.rule) && !verdict.flags.iter().any(|g| g.rule == f.rule) {
+            verdict.flags.push(f);
+        }
+    }
+    verdict.flags.sort_by_key(|f| f.rule);
+    verdict
+}
+
+/// One version's timed runs: ncu's, and its call timings (its own first, then any that confirm it).
+pub struct TimedRuns<'r> {
+    pub timing: Option<&'r crate::judge::stages::Output>,
+    pub calls: Vec<Option<&'r crate::judge::stages::Output>>,
+}
+
+/// The verdict on `inputs`, or, where the whole calls were timed again (a confirming call timing
+/// of the learner ran), on each version's quickest runs (`judge_confirmed`): the learner's, the
+/// reference fix's and, where it was timed again too (the call is the clock), the original's.
+pub fn judge_runs<'r>(
+    inputs: &Inputs<'r>,
+    learner: TimedRuns<'r>,
+    reference: TimedRuns<'r>,
+    original: TimedRuns<'r>,
+) -> Verdict {
+    if learner.calls.iter().skip(1).all(Option::is_none) {
+        return judge(inputs);
+    }
+    let original = if original.calls.iter().skip(1).any(Option::is_some) {
+        evidence(original.timing, quickest_call(original.calls))
+    } else {
+        inputs.original
+    };
+    let quickest = Inputs {
+        learner: evidence(learner.timing, quickest_call(learner.calls)),
+        reference: evidence(reference.timing, quickest_call(reference.calls)),
+        original,
+        ..*inputs
+    };
+    judge_confirmed(inputs, &quickest)
+}
+
+/// Of one version's call timing runs (the first, then those that confirm it), the one to judge:
+/// the one with the quickest judged call, where every run ran all its calls (what a busy host added
+/// to the others is not the program's); the first where any failed or was refused (a failure
+/// stands, whatever a later run does).
+pub fn quickest_call<'r>(
+    runs: impl IntoIterator<Item = Option<&'r crate::judge::stages::Output>>,
+) -> Option<&'r crate::judge::stages::Output> {
+    let runs: Vec<_> = runs.into_iter().collect();
+    let first = *runs.first()?;
+    let judged = |o: Option<&crate::judge::stages::Output>| {
+        let t = evidence(None, o);
+        t.call_failure.is_none().then_some(t.call?.judged_ns()?)
+    };
+    let times: Option<Vec<f64>> = runs.iter().map(|&o| judged(o)).collect();
+    match times {
+        Some(times) => runs
+            .iter()
+            .zip(times)
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .and_then(|(o, _)| *o),
+        None => first,
+    }
+}

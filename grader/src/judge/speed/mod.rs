@@ -1,0 +1,585 @@
+//! The one speed judge. `check`, `verify` and `grade` hand it what the timed runs of a version (and
+//! of the reference fix and the original, timed in the same session) produced: ncu's kernel times
+//! and counters, every timed call's outputs, the grader's clock of every call and the run's CPU
+//! time. It decides the speed credit and every anti-cheat rule, so that a file `check` fails for a
+//! named reason loses its points in `grade` for the same one.
+//!
+//! What it trusts: only what was measured outside the program. ncu runs outside it; the grader
+//! serves every timed call (`tools::served`): it writes inputs the program cannot know before the
+//! call, clocks the call itself, takes the outputs itself and compares every call's with the
+//! reference fix's of the same call; it reads the CPU time of the run's processes from outside.
+//! What the program reports of itself (the GPU memory it used, the timeline of its calls) only
+//! ever asks a person to look, or draws a picture.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use serde::{Deserialize, Serialize};
+
+use crate::exercise::manifest::Clock;
+use crate::exercise::reference::Buffer;
+use crate::exercise::rubric::GradeStage;
+use crate::exercise::workbook::Exercise;
+use crate::judge::perf;
+use crate::judge::verdict::Status;
+use crate::tools::ncu::{self, Measured};
+use crate::tools::peak::Peak;
+
+mod calls;
+mod outputs;
+mod rule;
+
+pub use calls::*;
+use outputs::timed_outputs;
+pub use rule::{Flag, Rule};
+
+/// The speed a version was judged at.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SpeedResult {
+    pub learner_ns: f64,
+    pub reference_ns: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original_ns: Option<f64>,
+    pub ratio_to_reference: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speedup_over_original: Option<f64>,
+    /// The target in words ("<= 1.50x the reference fix", ">= 2.5x the original").
+    pub target: String,
+    /// The whole call (the fastest after the first), where the call timing ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub learner_call_ns: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_call_ns: Option<f64>,
+    /// The CPU time of a call (all threads; the least after the first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub learner_call_cpu_ns: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_call_cpu_ns: Option<f64>,
+    /// The most device memory in use during the timed calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_memory_bytes: Option<f64>,
+}
+
+/// What the grader's clock recorded of a timed process's calls (`tools::served`).
+pub use crate::tools::served::CallTimes;
+
+/// What the timed runs of one version left: ncu's measurement, the call timing, and each call's
+/// outputs as the grader took them.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Timed<'a> {
+    pub measured: Option<&'a Measured>,
+    /// What the grader saw of the calls under ncu (their outputs changed after they ended?).
+    pub ncu_calls: Option<&'a CallTimes>,
+    /// Each call's outputs under ncu.
+    pub ncu_outputs: &'a [PathBuf],
+    /// The call timing's times (None where it did not run or failed) and each call's outputs.
+    pub call: Option<&'a CallTimes>,
+    pub call_outputs: &'a [PathBuf],
+    /// Why the call timing has no times, where it ran and failed.
+    pub call_failure: Option<&'a str>,
+    /// The call timing's whole process, as the grader clocked it from outside.
+    pub call_wall_ns: Option<f64>,
+    /// Where the outputs are kept once read (the reference fix's, which grade compares with every
+    /// learner of a chunk); None: read them at each comparison.
+    pub read_once: Option<&'a ReadOnce>,
+}
+
+/// A version's timed outputs, read at most once. A bench output is up to 256 MiB a call, and grade
+/// compares the reference fix's with each learner's: read for every pair, 60 pairs of bug
+/// exercises spent 9-12 s of an H100 run reading them.
+#[derive(Debug, Default)]
+pub struct ReadOnce {
+    ncu: OnceLock<Option<Vec<Vec<Buffer>>>>,
+    call: OnceLock<Option<Vec<Vec<Buffer>>>>,
+}
+
+/// What ncu saw of one version's timed runs, for the anti-cheat rules.
+#[derive(Debug, Clone, Default)]
+pub struct Audit {
+    pub kernels: BTreeSet<String>,
+    pub named_launched: bool,
+    /// Per run of the bench, summed over the named kernels.
+    pub dram_read: Option<f64>,
+    pub instructions: Option<f64>,
+    /// The slowest over the fastest timed call of the named kernels; None where the launches do not
+    /// split evenly into the calls.
+    pub spread: Option<f64>,
+}
+
+pub fn audit(m: &Measured, named: &[String], repeat: u32) -> Audit {
+    let kernels: BTreeSet<String> = m.launches.iter().map(|l| l.kernel.clone()).collect();
+    let text = m
+        .csv()
+        .and_then(|p| crate::tools::untrusted::read_text(p).ok())
+        .unwrap_or_default();
+    let launches = ncu::parse_metrics(&text).unwrap_or_default();
+    let mine: Vec<_> = launches
+        .iter()
+        .filter(|l| named.contains(&l.kernel))
+        .collect();
+    let sum = |k: &str| -> Option<f64> {
+        let v: Vec<f64> = mine
+            .iter()
+            .filter_map(|l| l.metrics.get(k).copied())
+            .collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / repeat.max(1) as f64)
+    };
+    Audit {
+        named_launched: kernels.iter().any(|k| named.contains(k)),
+        kernels,
+        dram_read: sum("dram__bytes_read.sum"),
+        instructions: sum("smsp__inst_executed.sum"),
+        spread: ncu::repeat_spread(&m.launches, named, repeat),
+    }
+}
+
+/// The bytes the bench's inputs hold: what any kernel that computes the outputs must read.
+pub fn compulsory_bytes(ex: &Exercise) -> f64 {
+    let m = &ex.manifest.manifest;
+    m.inputs
+        .iter()
+        .map(|b| {
+            crate::exercise::manifest::eval_len(b.len.get_ref(), &m.bench.params).unwrap_or(0)
+                as f64
+                * b.dtype.size() as f64
+        })
+        .sum()
+}
+
+/// Where speed credit starts: ncu at base clocks repeats a kernel's time within about 1%, and two
+/// processes within about 3% (verify's reruns); a speedup inside this band is noise, not work.
+pub const NOISE_BAND: f64 = 1.05;
+
+/// Everything the judge needs of one run of the three versions.
+pub struct Inputs<'a> {
+    pub ex: &'a Exercise,
+    pub learner: Timed<'a>,
+    pub reference: Timed<'a>,
+    pub original: Timed<'a>,
+    pub peak: Option<&'a Peak>,
+    /// The performance track's summary of the three versions (metrics and goals).
+    pub perf: Option<&'a perf::PerfSummary>,
+}
+
+/// The judge's decision on one version.
+#[derive(Debug, Clone)]
+pub struct Verdict {
+    /// The share of the speed points (1.0: the target was reached).
+    pub fraction: f64,
+    pub status: Status,
+    /// "53.2 us, 1.02x the reference fix (target 1.50x)".
+    pub summary: String,
+    pub speed: Option<SpeedResult>,
+    pub flags: Vec<Flag>,
+}
+
+impl Verdict {
+    /// Whether a flag takes the speed points (or every point).
+    pub fn withheld(&self) -> bool {
+        self.flags
+            .iter()
+            .any(|f| f.rule.withholds().contains(&GradeStage::Speed))
+    }
+}
+
+fn mb(bytes: f64) -> String {
+    if bytes >= 1e6 {
+        format!("{:.1} MB", bytes / 1e6)
+    } else {
+        format!("{:.1} kB", bytes / 1e3)
+    }
+}
+
+/// The rules of the whole call on the grader's clock against the kernels ncu timed (`ns`) and the
+/// reference fix's whole call: work on the host, time outside the calls, GPU memory.
+fn call_rules(
+    i: &Inputs,
+    named_launched: bool,
+    call_l: Option<f64>,
+    ns: Option<f64>,
+    by_call: bool,
+) -> Vec<Flag> {
+    let mut flags: Vec<Flag> = Vec::new();
+    let mut flag = |rule: Rule, message: String| flags.push(Flag::new(rule, message));
+    if let Some(why) = i.learner.call_failure.filter(|_| named_launched) {
+        flag(Rule::HostWork, format!("the call timing run failed ({why}): a program whose time depends on being profiled gets no speed credit"));
+    }
+    if let (Some(cl), Some(kl)) = (call_l, ns) {
+        if cl < 0.5 * kl {
+            flag(Rule::HostWork, format!("the grader clocked calls of {:.1} us, shorter than the {:.1} us its kernels take under ncu: the run that was clocked did not run the kernels that were timed", cl / 1e3, kl / 1e3));
+        }
+    }
+    // Outside the reported calls, clocked by the grader: what the harness's own numbers cannot hide.
+    let outside = |t: &Timed| Some(t.call_wall_ns? - t.call?.total_ns());
+    if let (Some(ol), Some(or)) = (outside(&i.learner), outside(&i.reference)) {
+        if ol > or + 500e6_f64.max(0.5 * or) {
+            flag(Rule::Unaccounted, format!("the call timing's process spent {:.2} s outside the calls it reported, the reference fix's {:.2} s", ol / 1e9, or / 1e9));
+        }
+    }
+    let (mem_l, mem_r) = (
+        i.learner.call.and_then(|c| c.gpu_memory),
+        i.reference.call.and_then(|c| c.gpu_memory),
+    );
+    if let (Some(ml), Some(mr)) = (mem_l, mem_r) {
+        if ml > 2.0 * mr + 256.0 * 1024.0 * 1024.0 {
+            flag(Rule::GpuMemory, format!("{:.0} MiB of GPU memory in use during the timed calls, against the reference fix's {:.0} MiB", ml / 1048576.0, mr / 1048576.0));
+        }
+    }
+    flags.extend(against_reference_call(&i.learner, &i.reference, by_call));
+    flags
+}
+
+/// The share of the speed points, the target in words, and the verdict in words: against the
+/// original where the exercise sets a speedup (from the edge of the original's noise, halved where
+/// a performance goal is missed), else against the reference fix.
+fn score(
+    i: &Inputs,
+    ns: f64,
+    ratio: f64,
+    original_ns: Option<f64>,
+    original_spread: Option<f64>,
+    clock: &str,
+) -> (f64, String, String) {
+    let m = &i.ex.manifest.manifest;
+    match (&m.perf, m.timing.max_ratio_to_reference.as_ref()) {
+        (Some(p), _) => {
+            let goal = *p.speedup.get_ref();
+            let speedup = original_ns.map(|o| o / ns).unwrap_or(f64::NAN);
+            // Credit from the edge of the noise band: the untouched file earns nothing.
+            let band = NOISE_BAND
+                .max(original_spread.unwrap_or(1.0))
+                .min(goal.sqrt());
+            let mut f = ((speedup / band).ln() / (goal / band).ln()).clamp(0.0, 1.0);
+            if speedup >= goal {
+                f = 1.0;
+            }
+            let missed: Vec<String> = i
+                .perf
+                .and_then(|s| {
+                    Some(perf::goals(
+                        p,
+                        s.version("learner")?,
+                        s.version("original")?,
+                    ))
+                })
+                .unwrap_or_default()
+                .iter()
+                .filter(|g| !g.met)
+                .map(|g| g.goal.metric.label().to_string())
+                .collect();
+            if !missed.is_empty() {
+                f = f.min(0.5);
+            }
+            let goals = if missed.is_empty() {
+                String::new()
+            } else {
+                format!("; goals missed: {}", missed.join(", "))
+            };
+            (
+                f,
+                format!(">= {goal:.1}x the original{clock}"),
+                format!("{speedup:.2}x the original{clock} (target {goal:.1}x){goals}"),
+            )
+        }
+        (None, Some(max)) => {
+            let max = *max.get_ref();
+            // Full points within the target, none at twice it, a straight line between.
+            let f = if ratio <= max {
+                1.0
+            } else {
+                (2.0 - ratio / max).clamp(0.0, 1.0)
+            };
+            (
+                f,
+                format!("<= {max:.2}x the reference fix"),
+                format!("{ratio:.2}x the reference fix (target {max:.2}x)"),
+            )
+        }
+        (None, None) => (0.0, String::new(), "no speed target".into()),
+    }
+}
+
+/// The rules of what the timed kernels did, from ncu's launches and counters (the learner's, the
+/// reference fix's and the original's audits): the exercise's kernels ran, read their inputs, split
+/// evenly into the calls, and did their share of the work; no other kernel ran.
+fn kernel_rules(
+    i: &Inputs,
+    [learner, reference, original]: [&Audit; 3],
+    repeat: u32,
+    compulsory: f64,
+    needed: f64,
+) -> Vec<Flag> {
+    let m = &i.ex.manifest.manifest;
+    let mut flags: Vec<Flag> = Vec::new();
+    let mut flag = |rule: Rule, message: String| flags.push(Flag::new(rule, message));
+    if !learner.named_launched {
+        let ran = if learner.kernels.is_empty() {
+            "no kernel at all".to_string()
+        } else {
+            learner
+                .kernels
+                .iter()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        flag(
+            Rule::NoKernel,
+            format!(
+                "the timed runs launched {ran}; the exercise's kernels are {}",
+                m.timing.kernels.join(", ")
+            ),
+        );
+    }
+    if let Some(read) = learner.dram_read.filter(|_| learner.named_launched) {
+        if read < 0.8 * needed {
+            flag(Rule::ProofOfWork, format!("the timed kernels read {} from DRAM per run; the inputs are {} and the reference fix reads {}", mb(read), mb(compulsory), reference.dram_read.map_or("?".into(), mb)));
+        }
+    }
+    if learner.named_launched && repeat >= 2 {
+        match (learner.spread, reference.spread) {
+            (None, _) => flag(Rule::UnevenRepeats, format!("the timed kernels' launches do not split into the {repeat} timed calls the same way: some calls launched fewer")),
+            (Some(s), r) if s > 1.5f64.max(1.25 * r.unwrap_or(1.0)) => {
+                flag(Rule::UnevenRepeats, format!("the slowest timed call took {s:.2}x the fastest (the reference fix's: {})", r.map_or("?".into(), |r| format!("{r:.2}x"))))
+            }
+            _ => {}
+        }
+    }
+    let known: BTreeSet<&String> = m
+        .timing
+        .kernels
+        .iter()
+        .chain(&reference.kernels)
+        .chain(&original.kernels)
+        .collect();
+    let unknown: Vec<&String> = learner
+        .kernels
+        .iter()
+        .filter(|k| !known.contains(k))
+        .collect();
+    if !unknown.is_empty() && learner.named_launched {
+        flag(
+            Rule::UnnamedKernels,
+            format!(
+                "kernels not named by the exercise ran: {}",
+                unknown
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        );
+    }
+    if let (Some(mine), Some(theirs)) = (learner.instructions, reference.instructions) {
+        if mine < 0.1 * theirs {
+            flag(
+                Rule::Instructions,
+                format!(
+                    "{mine:.3e} warp instructions per run against the reference fix's {theirs:.3e}"
+                ),
+            );
+        }
+    }
+    flags
+}
+
+/// Judge one version's speed and the rules. A version with no kernel time gets no speed points
+/// (and the no-kernel rule where none of the named kernels ran); the caller reports a profiler
+/// that failed, or a reference fix it could not time, as its own error first.
+pub fn judge(i: &Inputs) -> Verdict {
+    let m = &i.ex.manifest.manifest;
+    let repeat = crate::judge::plan::profiled_calls(i.ex);
+    let [learner, reference, original] = [&i.learner, &i.reference, &i.original].map(|t| {
+        t.measured
+            .map(|x| audit(x, &m.timing.kernels, repeat))
+            .unwrap_or_default()
+    });
+    let compulsory = compulsory_bytes(i.ex);
+    let needed = reference
+        .dram_read
+        .map_or(compulsory, |r| r.min(compulsory));
+    let mut flags: Vec<Flag> = timed_outputs(i, repeat).into_iter().collect();
+    flags.extend(kernel_rules(
+        i,
+        [&learner, &reference, &original],
+        repeat,
+        compulsory,
+        needed,
+    ));
+    // ncu's kernel time; the judged time is the exercise's clock's (`judged_ns`).
+    let ns = i.learner.measured.and_then(|x| x.nanoseconds);
+    let by_call = m.clock() == Clock::Call;
+    let reference_ns = i.reference.judged_ns(by_call).unwrap_or(f64::NAN);
+    let original_ns = i.original.judged_ns(by_call);
+    flags.extend(time_rules(i, ns, reference_ns, needed, by_call));
+    // The whole call against the kernels: what each version spends outside its kernels.
+    let (call_l, call_r) = (
+        i.learner.call.and_then(CallTimes::judged_ns),
+        i.reference.call.and_then(CallTimes::judged_ns),
+    );
+    let (cpu_l, cpu_r) = (
+        i.learner.call.and_then(CallTimes::judged_cpu_ns),
+        i.reference.call.and_then(CallTimes::judged_cpu_ns),
+    );
+    flags.extend(call_rules(i, learner.named_launched, call_l, ns, by_call));
+    flags.sort_by_key(|f| f.rule);
+    flags.dedup_by_key(|f| f.rule);
+
+    let kernel_ns = ns;
+    let Some(ns) = i.learner.judged_ns(by_call) else {
+        return untimed(&i.learner, by_call, flags);
+    };
+    let clock = if by_call { " (whole call)" } else { "" };
+    let ratio = ns / reference_ns;
+    let (fraction, target, summary) = score(i, ns, ratio, original_ns, original.spread, clock);
+    let status = if fraction >= 1.0 {
+        Status::Passed
+    } else {
+        Status::Failed
+    };
+    let call = match (by_call, call_l, call_r, kernel_ns) {
+        (true, _, _, Some(k)) => format!("; its kernels {:.1} us under ncu", k / 1e3),
+        (false, Some(l), Some(r), _) => format!(
+            "; whole call {:.2} ms (reference {:.2} ms)",
+            l / 1e6,
+            r / 1e6
+        ),
+        _ => String::new(),
+    };
+    Verdict {
+        fraction,
+        status,
+        summary: format!("{:.1} us, {summary}{call}", ns / 1e3),
+        speed: Some(SpeedResult {
+            learner_ns: ns,
+            reference_ns,
+            original_ns,
+            ratio_to_reference: ratio,
+            speedup_over_original: original_ns.map(|o| o / ns),
+            target,
+            learner_call_ns: call_l,
+            reference_call_ns: call_r,
+            learner_call_cpu_ns: cpu_l,
+            reference_call_cpu_ns: cpu_r,
+            gpu_memory_bytes: i.learner.call.and_then(|c| c.gpu_memory),
+        }),
+        flags,
+    }
+}
+
+impl Timed<'_> {
+    /// The judged time: the whole call's where the call is the clock (`by_call`), else ncu's of
+    /// the kernels.
+    fn judged_ns(&self, by_call: bool) -> Option<f64> {
+        if by_call {
+            self.call.and_then(CallTimes::judged_ns)
+        } else {
+            self.measured.and_then(|x| x.nanoseconds)
+        }
+    }
+}
+
+/// The rules of the learner's time itself: its kernels (`ns`, ncu's) faster than this GPU can
+/// read the data they must (`needed`), or its judged time far faster than the reference fix's.
+fn time_rules(
+    i: &Inputs,
+    ns: Option<f64>,
+    reference_ns: f64,
+    needed: f64,
+    by_call: bool,
+) -> Vec<Flag> {
+    let mut flags: Vec<Flag> = Vec::new();
+    let mut flag = |rule: Rule, message: String| flags.push(Flag::new(rule, message));
+    if let (Some(ns), Some(p)) = (ns, i.peak) {
+        let floor_ns = needed / p.memcpy_gbps;
+        if ns < 0.8 * floor_ns {
+            flag(
+                Rule::PhysicalFloor,
+                format!(
+                    "{:.1} us, under the {:.1} us it takes to read {} at this GPU's {:.0} GB/s",
+                    ns / 1e3,
+                    floor_ns / 1e3,
+                    mb(needed),
+                    p.memcpy_gbps
+                ),
+            );
+        }
+    }
+    if let Some(ns) = i.learner.judged_ns(by_call) {
+        if reference_ns / ns > 10.0 {
+            flag(
+                Rule::TooFast,
+                format!(
+                    "{:.1}x faster than the reference fix ({:.1} us against {:.1} us)",
+                    reference_ns / ns,
+                    ns / 1e3,
+                    reference_ns / 1e3
+                ),
+            );
+        }
+    }
+    flags
+}
+
+/// The verdict on a version with no judged time: no speed points, and why (`flags` stand).
+fn untimed(learner: &Timed, by_call: bool, flags: Vec<Flag>) -> Verdict {
+    let why = match (by_call, learner.measured) {
+        (true, _) => format!(
+            "the whole call was not timed ({})",
+            learner.call_failure.unwrap_or("no call times")
+        ),
+        (false, Some(x)) => x.why_untimed(),
+        (false, None) => "not timed".into(),
+    };
+    Verdict {
+        fraction: 0.0,
+        status: Status::Failed,
+        summary: format!("no time: {why}"),
+        speed: None,
+        flags,
+    }
+}
+
+/// check's and verify's timing steps for the flags.
+pub fn flag_steps(flags: &[Flag]) -> Vec<crate::judge::verdict::Step> {
+    flags.iter().map(|f| f.step().stage("timing")).collect()
+}
+
+/// The timed evidence of one version from a plan's results: its timing stage (ncu) and its call
+/// stage. `calls` holds the parsed call times, owned by the caller.
+pub fn evidence<'r>(
+    timing: Option<&'r crate::judge::stages::Output>,
+    call: Option<&'r crate::judge::stages::Output>,
+) -> Timed<'r> {
+    use crate::judge::stages::Output;
+    let mut t = Timed::default();
+    if let Some(Output::Timed {
+        measured: Ok(m),
+        calls,
+        outputs,
+        ..
+    }) = timing
+    {
+        t.measured = Some(m);
+        t.ncu_calls = calls.as_ref();
+        t.ncu_outputs = if m.finished.success() { outputs } else { &[] };
+    }
+    if let Some(Output::Called {
+        run,
+        times,
+        outputs,
+        failure,
+        ..
+    }) = call
+    {
+        t.call = times.as_ref();
+        t.call_outputs = if failure.is_none() { outputs } else { &[] };
+        t.call_failure = failure.as_deref();
+        t.call_wall_ns = run.as_ref().ok().map(|f| f.wall.as_secs_f64() * 1e9);
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests;

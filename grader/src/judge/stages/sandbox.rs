@@ -1,0 +1,255 @@
+//! The sandbox of the stages: the run folder, confinement and environment of every job that runs
+//! a submission's code, and the lock folder ncu's instances share.
+
+use std::path::{Path, PathBuf};
+
+use crate::exercise::workbook::Workbook;
+use crate::judge::context::Context;
+use crate::judge::plan::{Stage, StageKind, Submission, Target};
+use crate::tools::runner::Job;
+use crate::tools::sandbox::Confinement;
+
+use super::file_tag;
+
+/// Variables a sandboxed job keeps from the grader's environment; everything else is cleared.
+// CUDA_LAUNCH_BLOCKING: the debugging switch 14-async-error teaches, `CUDA_LAUNCH_BLOCKING=1 cargo xtask check ...`.
+const PASSED_THROUGH: &[&str] = &[
+    "PATH",
+    "LD_LIBRARY_PATH",
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "NVIDIA_VISIBLE_DEVICES",
+    "NVIDIA_DRIVER_CAPABILITIES",
+    "CUDA_HOME",
+    "CUDA_LAUNCH_BLOCKING",
+];
+
+/// The folder ncu's instances share as their TMPDIR for their lock (`nsight-compute-lock`), which
+/// is what keeps the kernels of several ncu processes from being profiled at once (each ncu job
+/// with a TMPDIR of its own, and its lock file bound in from here, found the profiler busy in 3 of
+/// 8 checks on an H100). Writable by every sandboxed ncu job, and so by the program under it: a
+/// program that removes the lock can make another's profiling fail as busy (tried again, then a
+/// tool error, graded again), not make it measure wrong (the counters serve one session at a time).
+pub fn ncu_lock_dir(ctx: &Context, wb: &Workbook) -> PathBuf {
+    // One lock per GPU: kernels on different GPUs do not disturb each other's times. Per machine
+    // too, where a cluster's nodes share the workbook's folder (`grade --shard` under Slurm).
+    let dir = match &ctx.config.gpu {
+        Some(gpu) => wb
+            .work_dir()
+            .join("ncu-lock")
+            .join(hostname())
+            .join(format!("gpu{gpu}")),
+        None => wb.work_dir().join("ncu-lock"),
+    };
+    let _ = std::fs::create_dir_all(&dir);
+    // Every sandbox user's, as /tmp is (sticky).
+    let _ = std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o1777));
+    dir
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into())
+}
+
+/// A stage's own folder: its HOME, its TMPDIR and the files it writes. Made afresh for each run,
+/// it is the only folder the submission's code may write in that run, so that no run of it can
+/// touch another run's outputs (stages run side by side) or its own binaries.
+pub fn run_dir(sub: &Submission, stage: &Stage) -> PathBuf {
+    sub.work.join("run").join(file_tag(stage))
+}
+
+/// `run_dir`, emptied and made again, with its `home` and `tmp`.
+fn fresh_run_dir(sub: &Submission, stage: &Stage) -> PathBuf {
+    let dir = run_dir(sub, stage);
+    // What an earlier run left (links included, never followed) goes first.
+    let _ = std::fs::remove_dir_all(&dir);
+    for d in ["home", "tmp"] {
+        let _ = std::fs::create_dir_all(dir.join(d));
+    }
+    dir
+}
+
+/// The installation folder of each tool a sandboxed job may run (`.../bin/ncu` -> `...`): it must
+/// be reachable by the sandbox's user.
+fn tool_roots(ctx: &Context) -> Vec<PathBuf> {
+    [
+        Some(&ctx.nvcc.path),
+        ctx.tools.sanitizer.as_ref(),
+        ctx.tools.ncu.as_ref(),
+        ctx.tools.cuobjdump.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
+    .filter_map(|p| std::fs::canonicalize(p).ok())
+    .filter_map(|p| p.parent().and_then(Path::parent).map(Path::to_path_buf))
+    .filter(|p| p.components().count() > 2)
+    .collect()
+}
+
+/// Where a submission's code may write (`writable`: the stage's folder) and what it must see and
+/// must not.
+pub fn confinement(ctx: &Context, wb: &Workbook, sub: &Submission, writable: &Path) -> Confinement {
+    let handed_over = vec![writable.to_path_buf()];
+    let mut writable = vec![writable.to_path_buf()];
+    if let Target::Program(p) = &sub.target {
+        // A program of the user's own may write where it was started from.
+        writable.push(p.cwd.clone());
+    }
+    // The submission's folder (its text and binaries), below the hidden work folders; the
+    // workbook and the tools, where the sandbox's user could not otherwise reach them.
+    let mut readable: Vec<PathBuf> = vec![wb.root.clone(), sub.work.clone()];
+    readable.extend(tool_roots(ctx));
+    readable.retain(|p| p.is_dir());
+    Confinement {
+        writable,
+        handed_over,
+        readable,
+        // The build cache is inside the work root (hidden with it: hiding it too fails, as it is
+        // not there once the root is) unless CUDABUGS_BUILD_CACHE puts it elsewhere.
+        hidden: [
+            wb.root.join("solutions"),
+            wb.root.join(crate::learner::BACKUP_DIR),
+            crate::judge::plan::work_root(wb),
+        ]
+        .into_iter()
+        .chain(
+            ctx.build_cache
+                .iter()
+                .map(|c| c.dir.clone())
+                .filter(|d| !d.starts_with(crate::judge::plan::work_root(wb))),
+        )
+        .chain(ctx.config.hidden.iter().cloned())
+        .collect(),
+        user: ctx.config.sandbox_user,
+        limits: ctx.config.limits,
+    }
+}
+
+/// The environment of a sandboxed job: HOME and TMPDIR inside its run folder (ncu fails when HOME
+/// is not writable), the GPU selection, and the few variables CUDA needs.
+pub fn sandbox_env(ctx: &Context, run: &Path, kind: StageKind) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = PASSED_THROUGH
+        .iter()
+        .filter_map(|k| crate::environment::text(k).map(|v| (k.to_string(), v)))
+        .collect();
+    if !env.iter().any(|(k, _)| k == "PATH") {
+        env.push((
+            "PATH".into(),
+            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into(),
+        ));
+    }
+    for (k, v) in cuda_settings(&ctx.config, kind) {
+        env.retain(|(have, _)| *have != k);
+        env.push((k.into(), v));
+    }
+    env.push(("HOME".into(), run.join("home").display().to_string()));
+    env.push(("TMPDIR".into(), run.join("tmp").display().to_string()));
+    env.push(("LANG".into(), "C.UTF-8".into()));
+    env
+}
+
+/// What the configuration says to CUDA in a sandboxed job of `kind`: the worker's GPU, and one
+/// hardware queue per context for a sanitizer run (`Config::one_connection`). Every other run keeps
+/// the queues its streams need: with one, 63-transfers' pipeline lost its overlap in `grade` but
+/// not in `check`, and a race between two streams may not show in the cases.
+fn cuda_settings(
+    config: &crate::judge::config::Config,
+    kind: StageKind,
+) -> Vec<(&'static str, String)> {
+    let mut set = Vec::new();
+    if let Some(gpu) = &config.gpu {
+        set.push(("CUDA_VISIBLE_DEVICES", gpu.clone()));
+    }
+    if config.one_connection && matches!(kind, StageKind::Sanitize(_)) {
+        set.push(("CUDA_DEVICE_MAX_CONNECTIONS", "1".to_string()));
+    }
+    set
+}
+
+/// A job that runs the submission's code, sandboxed: confined to a fresh run folder of its own
+/// (which is also its HOME and TMPDIR: in PID namespaces every job's first process has the same
+/// pid, and nvcc names its intermediate files after its pid, `tmpxft_00000002_...`, so two builds
+/// sharing a TMPDIR overwrite each other's, as seen on an H100), a cleared environment; for ncu,
+/// the TMPDIR its instances share for their lock (`ncu_lock_dir`).
+pub(super) fn sandboxed(
+    ctx: &Context,
+    wb: &Workbook,
+    sub: &Submission,
+    stage: &Stage,
+    mut job: Job,
+    ncu_lock: Option<&Path>,
+) -> Job {
+    let run = fresh_run_dir(sub, stage);
+    let mut confine = confinement(ctx, wb, sub, &run);
+    confine.writable.extend(ncu_lock.map(Path::to_path_buf));
+    job.confine = Some(confine);
+    job.clear_env = true;
+    job.env = sandbox_env(ctx, &run, stage.kind)
+        .into_iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect();
+    if let Some(lock) = ncu_lock {
+        job.env.retain(|(k, _)| k != "TMPDIR");
+        job.env.push(("TMPDIR".into(), lock.into()));
+    }
+    job.cwd = Some(match &sub.target {
+        Target::Program(p) => p.cwd.clone(),
+        Target::Exercise { .. } => run,
+    });
+    job
+}
+
+/// A sandboxed job with a recording key: a run of a tool or of the program, which a recording keeps
+/// and a replay serves (builds have no key, so that a replay builds for real).
+pub(super) fn confined(
+    ctx: &Context,
+    wb: &Workbook,
+    sub: &Submission,
+    stage: &Stage,
+    job: Job,
+    ncu_lock: Option<&Path>,
+) -> Job {
+    let mut job = sandboxed(ctx, wb, sub, stage, job, ncu_lock);
+    job.key = Some(format!("{}/{}/{}", sub.name, sub.variant, stage.id()));
+    job
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sanitizer_runs_get_one_hardware_queue_and_a_grade_worker_its_gpu() {
+        use crate::exercise::manifest::Tool;
+        let mut config = crate::judge::config::Config::default();
+        let one = ("CUDA_DEVICE_MAX_CONNECTIONS", "1".to_string());
+        assert_eq!(
+            cuda_settings(&config, StageKind::Sanitize(Tool::Racecheck)),
+            std::slice::from_ref(&one)
+        );
+        crate::judge::grade::configure_worker(&mut config, Some("1".into()), 2, &[]);
+        let gpu = ("CUDA_VISIBLE_DEVICES", "1".to_string());
+        assert_eq!(
+            cuda_settings(&config, StageKind::Sanitize(Tool::Memcheck)),
+            [gpu.clone(), one]
+        );
+        // A run whose outputs or time are judged keeps its hardware queues: 63-transfers' streams
+        // overlap, and a race between 32-event-stream's streams shows in the cases.
+        for judged in [
+            StageKind::Correctness,
+            StageKind::Hidden,
+            StageKind::Fresh,
+            StageKind::Timing,
+            StageKind::Call,
+        ] {
+            assert_eq!(cuda_settings(&config, judged), std::slice::from_ref(&gpu));
+        }
+        config.one_connection = false;
+        assert_eq!(
+            cuda_settings(&config, StageKind::Sanitize(Tool::Synccheck)),
+            [gpu]
+        );
+    }
+}
