@@ -1,8 +1,7 @@
 //! `exercise.toml`: the typed manifest of one exercise, parsed with serde + toml and validated so that
 //! every error names the file and the line.
 //!
-//! One file: the manifest's schema, its types and what they answer, read together; the checks are in
-//! `validate.rs` and `options.rs`, the tests in `tests.rs`.
+//! One file: the manifest's schema, its types and what they answer (checks: `validate.rs`).
 
 use std::collections::BTreeMap;
 use std::fmt;
