@@ -1,0 +1,139 @@
+//! The compute-sanitizer options an `[expect]` may pass to its tool: an allow-list, per tool.
+
+use super::Tool;
+
+/// The compute-sanitizer options a manifest may pass (2025.3.1's `--help`), per tool, and the
+/// values each takes: the modes made for one class of bug. Options that change what a record
+/// means for the grader (`--print-limit`, `--xml`, `--racecheck-report`) are not among them.
+pub const SANITIZER_OPTIONS: &[(Tool, &str, OptionValue)] = &[
+    (
+        Tool::Memcheck,
+        "--leak-check",
+        OptionValue::OneOf(&["full", "no"]),
+    ),
+    (
+        Tool::Memcheck,
+        "--track-stream-ordered-races",
+        OptionValue::OneOf(&["all", "use-before-alloc", "use-after-free", "no"]),
+    ),
+    (
+        Tool::Memcheck,
+        "--check-bulk-copy",
+        OptionValue::OneOf(&["yes", "no"]),
+    ),
+    (
+        Tool::Memcheck,
+        "--check-device-heap",
+        OptionValue::OneOf(&["yes", "no"]),
+    ),
+    (
+        Tool::Memcheck,
+        "--report-api-errors",
+        OptionValue::OneOf(&["all", "explicit", "no"]),
+    ),
+    (Tool::Memcheck, "--padding", OptionValue::Number),
+    (
+        Tool::Racecheck,
+        "--racecheck-deadlock-timeout",
+        OptionValue::Number,
+    ),
+    (
+        Tool::Racecheck,
+        "--racecheck-continue-on-deadlock",
+        OptionValue::OneOf(&["yes", "no"]),
+    ),
+    (
+        Tool::Racecheck,
+        "--racecheck-memcpy-async",
+        OptionValue::OneOf(&["yes", "no"]),
+    ),
+    (
+        Tool::Racecheck,
+        "--racecheck-detect-level",
+        OptionValue::OneOf(&["info", "warn", "error"]),
+    ),
+    (
+        Tool::Racecheck,
+        "--check-bulk-copy",
+        OptionValue::OneOf(&["yes", "no"]),
+    ),
+    (Tool::Initcheck, "--track-unused-memory", OptionValue::Flag),
+    (
+        Tool::Initcheck,
+        "--unused-memory-threshold",
+        OptionValue::Number,
+    ),
+    (
+        Tool::Initcheck,
+        "--check-api-memory-access",
+        OptionValue::OneOf(&["yes", "no"]),
+    ),
+    (
+        Tool::Synccheck,
+        "--missing-barrier-init-is-fatal",
+        OptionValue::OneOf(&["yes", "no"]),
+    ),
+];
+
+/// What follows an option in `options`: nothing, one of some words, or a whole number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OptionValue {
+    Flag,
+    OneOf(&'static [&'static str]),
+    Number,
+}
+
+/// Check `options` for `tool`: each option on the allow-list for that tool, followed by a value
+/// where it takes one (as separate items: `["--leak-check", "full"]`). The error says which item.
+pub fn check_options(tool: Tool, options: &[String]) -> Result<(), String> {
+    let mut items = options.iter();
+    while let Some(option) = items.next() {
+        let Some((_, _, value)) = SANITIZER_OPTIONS
+            .iter()
+            .find(|(t, name, _)| *t == tool && name == option)
+        else {
+            let other = SANITIZER_OPTIONS
+                .iter()
+                .filter(|(_, name, _)| name == option)
+                .map(|(t, _, _)| t.name())
+                .collect::<Vec<_>>();
+            let known = SANITIZER_OPTIONS
+                .iter()
+                .filter(|(t, _, _)| *t == tool)
+                .map(|(_, n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Err(if other.is_empty() {
+                format!("option `{option}` is not one the grader passes to {tool} (it takes: {known}; write a value as its own item, `[\"--leak-check\", \"full\"]`)")
+            } else {
+                format!(
+                    "option `{option}` belongs to {}, not {tool}",
+                    other.join(" and ")
+                )
+            });
+        };
+        match value {
+            OptionValue::Flag => {}
+            OptionValue::OneOf(words) => match items.next() {
+                Some(v) if words.contains(&v.as_str()) => {}
+                got => {
+                    return Err(format!(
+                        "option `{option}` takes one of {} as the next item, got {}",
+                        words.join("|"),
+                        got.map(|g| format!("`{g}`")).unwrap_or("nothing".into())
+                    ))
+                }
+            },
+            OptionValue::Number => match items.next() {
+                Some(v) if v.parse::<u32>().is_ok() => {}
+                got => {
+                    return Err(format!(
+                        "option `{option}` takes a whole number as the next item, got {}",
+                        got.map(|g| format!("`{g}`")).unwrap_or("nothing".into())
+                    ))
+                }
+            },
+        }
+    }
+    Ok(())
+}
