@@ -6,7 +6,7 @@ use anstream::eprintln;
 /// `grade`: the class, one worker per GPU, then the gradebook.
 pub(crate) fn grade(
     args: GradeArgs,
-    settings: &Settings,
+    settings: &PlanSettings,
     out: &dyn Reporter,
 ) -> Result<ExitStatus> {
     use grader::judge::grade::{self, ClassJob};
@@ -97,7 +97,7 @@ fn class_secret(
 /// A context per GPU (`--gpus`, else every visible one), each set up as a grade worker.
 fn worker_contexts(
     wb: &Workbook,
-    settings: &Settings,
+    settings: &PlanSettings,
     out: &dyn Reporter,
     requested: &[String],
     hidden: &[PathBuf],

@@ -147,7 +147,7 @@ pub(crate) fn watch<'a>(
 /// `check`: one exercise (the next pending one without an id), its pass recorded.
 pub(crate) fn check(
     id: Option<String>,
-    settings: &Settings,
+    settings: &PlanSettings,
     out: &dyn Reporter,
 ) -> Result<ExitStatus> {
     let wb = open_workbook_about(id.as_deref())?;
@@ -225,7 +225,7 @@ pub(crate) fn reset(id: &str, out: &dyn Reporter) -> Result<ExitStatus> {
 pub(crate) fn watch_from(
     id: Option<String>,
     poll: bool,
-    settings: &Settings,
+    settings: &PlanSettings,
     out: &dyn Reporter,
 ) -> Result<ExitStatus> {
     let wb = open_workbook_about(id.as_deref())?;

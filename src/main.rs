@@ -103,7 +103,7 @@ fn progress(out: &dyn Reporter) -> impl FnMut(&str) + Send + '_ {
 }
 
 /// The settings every plan runs with: the environment's, then the command line's.
-struct Settings {
+struct PlanSettings {
     arch: Option<String>,
     isolation: Option<IsolationArg>,
     record_tools: Option<PathBuf>,
@@ -122,7 +122,7 @@ impl std::fmt::Display for ToolError {
 
 impl std::error::Error for ToolError {}
 
-fn context(wb: &Workbook, settings: &Settings, out: &dyn Reporter) -> Result<Context> {
+fn context(wb: &Workbook, settings: &PlanSettings, out: &dyn Reporter) -> Result<Context> {
     let mut config = Config::from_env()?;
     config.arch = settings.arch.clone();
     if let Some(i) = settings.isolation {
@@ -143,7 +143,7 @@ fn run(cli: Cli) -> Result<ExitStatus> {
     if format == Format::Sarif && !matches!(cli.command, Command::Sanitize { .. }) {
         anyhow::bail!("--format sarif is for `sanitize`; use text or json here");
     }
-    let settings = Settings {
+    let settings = PlanSettings {
         arch: cli.arch,
         isolation: cli.isolation,
         record_tools: cli.record_tools,

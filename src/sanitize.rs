@@ -10,7 +10,7 @@ pub(crate) fn sanitize(
     nvcc_flags: Vec<String>,
     profile: bool,
     args: Vec<String>,
-    settings: &Settings,
+    settings: &PlanSettings,
     out: &dyn Reporter,
 ) -> Result<ExitStatus> {
     if files.is_empty() && bin.is_none() {

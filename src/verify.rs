@@ -8,7 +8,7 @@ pub(crate) fn verify(
     record: Option<PathBuf>,
     keep: Option<PathBuf>,
     survey: bool,
-    settings: &Settings,
+    settings: &PlanSettings,
     out: &dyn Reporter,
 ) -> Result<ExitStatus> {
     let wb = open_workbook()?;

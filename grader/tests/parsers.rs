@@ -279,10 +279,7 @@ fn a_busy_profiler_is_told_apart_from_a_crashed_program() {
     // Captured on an H200 with six ncu processes at once: the 03 original was never profiled.
     let busy = fixture("ncu-profiler-busy.log");
     assert!(ncu::profiler_was_busy(&busy));
-    assert!(matches!(
-        ncu::parse(&busy),
-        Err(ncu::ParseError::NoHeader(_))
-    ));
+    assert!(matches!(ncu::parse(&busy), Err(ncu::CsvError::NoHeader(_))));
     for other in [
         "ncu-crashed-original.csv",
         "ncu-one-target.csv",

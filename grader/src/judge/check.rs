@@ -513,7 +513,7 @@ fn time_and_judge(
             results.get(i, StageKind::Call),
         )
     };
-    let inputs = speed::Inputs {
+    let inputs = speed::JudgeInputs {
         ex,
         learner: evidence(LEARNER),
         reference: evidence(REFERENCE),

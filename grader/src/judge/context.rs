@@ -52,7 +52,7 @@ pub struct Context {
     /// How every job runs: sandboxed, recorded or replayed.
     pub launcher: Box<dyn Launcher>,
     /// Whether the driver lets the sandbox's unprivileged ncu read the GPU's counters.
-    pub counters: gpu::Counters,
+    pub counters: gpu::CounterAccess,
 }
 
 /// How a `Context` is made: each part found on this machine unless given (a test gives a faked
@@ -66,7 +66,7 @@ pub struct ContextBuilder<'a> {
 
 /// Where the jobs go and what GPU they see: live, recorded as they run, or served from a recording
 /// (whose `gpu.json` names the GPU it was made on).
-enum Runs {
+enum RunMode {
     Live,
     Recorded(PathBuf),
     Replayed(PathBuf),
@@ -98,7 +98,7 @@ impl Context {
         // SAFETY: geteuid cannot fail.
         let unprivileged =
             self.isolation() > Level::ProcessGroup || unsafe { libc::geteuid() } != 0;
-        (self.counters == gpu::Counters::AdminOnly && unprivileged).then(|| {
+        (self.counters == gpu::CounterAccess::AdminOnly && unprivileged).then(|| {
             "this machine's NVIDIA driver lets only administrators read the GPU's performance counters (RmProfilingAdminOnly: 1 in /proc/driver/nvidia/params), and learner code never runs as one: the timing cannot be graded here. An administrator can open the counters to every user with `options nvidia NVreg_RestrictProfilingToAdminUsers=0` in a file under /etc/modprobe.d/, then reloading the driver (NVIDIA's ERR_NVGPUCTRPERM page)".to_string()
         })
     }
@@ -114,7 +114,7 @@ impl Context {
         };
         let counters = match (self.counters, self.counters_refused()) {
             (_, Some(_)) => "the driver keeps the GPU's counters for administrators: timing cannot be graded here (NVreg_RestrictProfilingToAdminUsers=0 opens them)",
-            (gpu::Counters::Open, None) => "the driver lets every user read the GPU's counters",
+            (gpu::CounterAccess::Open, None) => "the driver lets every user read the GPU's counters",
             _ => "the driver's counter setting is unknown",
         };
         format!("learner code runs {who}; {counters}")
@@ -202,18 +202,18 @@ impl ContextBuilder<'_> {
             })?,
         };
         let runs = match (&config.replay_tools, &config.record_tools) {
-            (Some(dir), _) => Runs::Replayed(dir.clone()),
-            (None, Some(dir)) => Runs::Recorded(dir.clone()),
-            (None, None) => Runs::Live,
+            (Some(dir), _) => RunMode::Replayed(dir.clone()),
+            (None, Some(dir)) => RunMode::Recorded(dir.clone()),
+            (None, None) => RunMode::Live,
         };
         let sandboxed = Sandboxed::for_isolation(config.isolation)?;
         let gpu = match (&runs, gpu) {
-            (Runs::Replayed(dir), _) => GpuStatus::Present(recorded_gpu(dir)?),
+            (RunMode::Replayed(dir), _) => GpuStatus::Present(recorded_gpu(dir)?),
             (_, Some(gpu)) => gpu,
             (_, None) => gpu::probe(),
         };
         let launcher: Box<dyn Launcher> = match &runs {
-            Runs::Replayed(dir) => {
+            RunMode::Replayed(dir) => {
                 // The tools ran where the recording was made; here they are only names.
                 tools
                     .sanitizer
@@ -223,7 +223,7 @@ impl ContextBuilder<'_> {
                     .map_err(|e| ContextError::Recording(dir.clone(), e.to_string()))?;
                 Box::new(replay)
             }
-            Runs::Recorded(dir) => {
+            RunMode::Recorded(dir) => {
                 start_recording(dir, &gpu);
                 Box::new(Recorder {
                     inner: sandboxed,
@@ -231,7 +231,7 @@ impl ContextBuilder<'_> {
                     root: wb.root.clone(),
                 })
             }
-            Runs::Live => Box::new(sandboxed),
+            RunMode::Live => Box::new(sandboxed),
         };
         let arch = config.arch.clone().unwrap_or_else(|| match &gpu {
             GpuStatus::Present(info) => info.arch(),
@@ -249,7 +249,7 @@ impl ContextBuilder<'_> {
             }
         };
         let counters = if launcher.replays() {
-            gpu::Counters::Open
+            gpu::CounterAccess::Open
         } else {
             gpu::counters()
         };
@@ -420,7 +420,11 @@ mod tests {
             Some("NVIDIA H100 80GB HBM3")
         );
         assert_eq!((ctx.arch.as_str(), ctx.gpu_blocked()), ("sm_90", None));
-        assert_eq!(ctx.counters, gpu::Counters::Open, "the recording read them");
+        assert_eq!(
+            ctx.counters,
+            gpu::CounterAccess::Open,
+            "the recording read them"
+        );
         assert_eq!(
             ctx.tools.sanitizer.as_deref(),
             Some(Path::new("compute-sanitizer")),

@@ -455,7 +455,7 @@ pub fn time_baseline(
     let p = |k: &str| m.bench.params.get(k).copied().unwrap_or(0).to_string();
     // As many calls as the exercise's versions make under ncu.
     let calls = crate::judge::plan::profiled_calls(ex);
-    let target = ncu::Target {
+    let target = ncu::ProfileTarget {
         name: "cublas-sgemm".into(),
         program: built.binary.clone(),
         args: vec![p("m"), p("n"), p("k"), calls.to_string()],

@@ -70,7 +70,7 @@ impl Results {
 
 /// When each kind of work ended, in seconds from the start given to `execute`.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Timeline {
+pub struct PhaseTimes {
     pub builds_done_at: f64,
     /// None where no GPU stage ran.
     pub runs_done_at: Option<f64>,
@@ -108,7 +108,7 @@ pub fn execute(
     stages: &[Stage],
     results: &mut Results,
     start: Instant,
-) -> Timeline {
+) -> PhaseTimes {
     // A submission whose folder cannot be made fails its builds, which say why.
     let unprepared: Vec<Option<std::io::Error>> = subs
         .iter()
@@ -123,8 +123,8 @@ pub fn execute(
     );
     // The slowest kinds of run start first, so that none starts last and holds up the phase.
     gpu.sort_by_key(|s| longest_first(s.kind));
-    let runs = Runs::new(ctx, wb, subs, start, unprepared, &builds, results);
-    let mut timeline = Timeline::default();
+    let runs = Execution::new(ctx, wb, subs, start, unprepared, &builds, results);
+    let mut timeline = PhaseTimes::default();
     let share = gpu_share(ctx.config.gpu.as_deref());
     let shared = (!gpu.is_empty()).then(|| {
         share
@@ -207,7 +207,7 @@ fn slot_of(subject: usize, flavor: Flavor) -> usize {
 
 /// One `execute`'s stages as they run: each build's binary as soon as it exists (those built
 /// earlier are there from the start), why GPU stages cannot run here, and where the time went.
-struct Runs<'r, 's> {
+struct Execution<'r, 's> {
     ctx: &'r Context,
     wb: &'r Workbook,
     subs: &'r [Submission<'s>],
@@ -218,7 +218,7 @@ struct Runs<'r, 's> {
     spent: std::sync::Mutex<Vec<Spent>>,
 }
 
-impl<'r, 's> Runs<'r, 's> {
+impl<'r, 's> Execution<'r, 's> {
     fn new(
         ctx: &'r Context,
         wb: &'r Workbook,
@@ -227,7 +227,7 @@ impl<'r, 's> Runs<'r, 's> {
         unprepared: Vec<Option<std::io::Error>>,
         builds: &[Stage],
         results: &Results,
-    ) -> Runs<'r, 's> {
+    ) -> Execution<'r, 's> {
         let blocked = gpu_blocked(ctx);
         let binaries: Slots<Option<Built>> = Slots::new(subs.len() * 2);
         for (i, _) in subs.iter().enumerate() {
@@ -237,7 +237,7 @@ impl<'r, 's> Runs<'r, 's> {
                 }
             }
         }
-        Runs {
+        Execution {
             ctx,
             wb,
             subs,
@@ -313,7 +313,7 @@ impl<'r, 's> Runs<'r, 's> {
     }
 
     /// The profiler stages, `ncu_jobs` processes at once.
-    fn profile(&self, profiler: &[Stage], timeline: &mut Timeline) -> Vec<Output> {
+    fn profile(&self, profiler: &[Stage], timeline: &mut PhaseTimes) -> Vec<Output> {
         let phase = Instant::now();
         let mut timed = parallel(profiler, self.ctx.config.ncu_jobs, |s| self.run(s, None));
         // Likewise a profiled run (a program starting beside it may have taken the memory).
@@ -336,7 +336,7 @@ impl<'r, 's> Runs<'r, 's> {
     }
 
     /// Wall-clock timings last, one at a time: nothing else on the GPU.
-    fn time_alone(&self, exclusive: &[Stage], timeline: &mut Timeline) -> Vec<Output> {
+    fn time_alone(&self, exclusive: &[Stage], timeline: &mut PhaseTimes) -> Vec<Output> {
         let phase = Instant::now();
         let alone = parallel(exclusive, 1, |s| self.run(s, None));
         if !exclusive.is_empty() && self.blocked.is_none() {

@@ -250,7 +250,7 @@ pub fn write_similarity(
         &info.roster,
         &info.exercises,
         wb,
-        &similarity::Config::default(),
+        &similarity::SimilarityConfig::default(),
     );
     let mut written = vec![
         write(out.join("similarity.md"), &similarity::to_markdown(&report))?,

@@ -36,7 +36,7 @@ pub use tables::{method, summary_section, to_csv, to_markdown};
 
 /// The knobs of the comparison; `Config::default()` is what the gradebook uses.
 #[derive(Debug, Clone, Serialize)]
-pub struct Config {
+pub struct SimilarityConfig {
     /// Tokens per k-gram.
     pub k: usize,
     /// Fewer own k-grams than this (on either side) and a pair is not compared. One changed
@@ -55,9 +55,9 @@ pub struct Config {
     pub heat_max: usize,
 }
 
-impl Default for Config {
-    fn default() -> Config {
-        Config {
+impl Default for SimilarityConfig {
+    fn default() -> SimilarityConfig {
+        SimilarityConfig {
             k: 8,
             min_own: 30,
             threshold: 0.8,
@@ -484,7 +484,7 @@ pub fn region_texts(source: &str, names: &[String]) -> Vec<String> {
 
 /// One student's file for an exercise.
 #[derive(Debug, Clone)]
-pub struct Submission {
+pub struct SubmittedFile {
     pub student: String,
     pub text: String,
 }
@@ -520,11 +520,11 @@ pub struct ExerciseSimilarity {
 
 impl ExerciseSimilarity {
     /// Students with enough own code to be compared.
-    pub fn compared(&self, cfg: &Config) -> usize {
+    pub fn compared(&self, cfg: &SimilarityConfig) -> usize {
         self.own.iter().filter(|&&n| n >= cfg.min_own).count()
     }
 
-    pub fn flagged<'a>(&'a self, cfg: &'a Config) -> impl Iterator<Item = &'a Pair> + 'a {
+    pub fn flagged<'a>(&'a self, cfg: &'a SimilarityConfig) -> impl Iterator<Item = &'a Pair> + 'a {
         self.pairs
             .iter()
             .filter(move |p| p.similarity >= cfg.threshold - 1e-12)
@@ -533,14 +533,14 @@ impl ExerciseSimilarity {
 
 /// Every exercise of a class.
 #[derive(Debug, Clone, Serialize)]
-pub struct Report {
-    pub config: Config,
+pub struct SimilarityReport {
+    pub config: SimilarityConfig,
     pub exercises: Vec<ExerciseSimilarity>,
     /// Exercises of the class this workbook does not have (or cannot load): not compared.
     pub missing: Vec<String>,
 }
 
-impl Report {
+impl SimilarityReport {
     pub fn flagged(&self) -> impl Iterator<Item = &Pair> + '_ {
         self.exercises.iter().flat_map(|e| e.flagged(&self.config))
     }
@@ -568,8 +568,8 @@ pub fn compare_exercise(
     exercise: &str,
     original: &str,
     reference: &str,
-    submissions: &[Submission],
-    cfg: &Config,
+    submissions: &[SubmittedFile],
+    cfg: &SimilarityConfig,
 ) -> ExerciseSimilarity {
     let names: Vec<String> = crate::exercise::regions::parse(original)
         .map(|rs| rs.into_iter().map(|r| r.name).collect())
@@ -629,9 +629,9 @@ fn remove_common(own: &mut [Vec<u64>], limit: usize) -> usize {
 /// most similar first.
 fn compared_pairs(
     exercise: &str,
-    submissions: &[Submission],
+    submissions: &[SubmittedFile],
     own: &[Vec<u64>],
-    cfg: &Config,
+    cfg: &SimilarityConfig,
 ) -> Vec<Pair> {
     let mut pairs = Vec::new();
     for i in 0..submissions.len() {
@@ -668,8 +668,13 @@ fn compared_pairs(
 
 /// Read every student's file for each exercise of `exercises` (ids, in order) again, the way
 /// `grade` found it, and compare them. Students without a file for an exercise are left out of it.
-pub fn class_report(roster: &Roster, exercises: &[String], wb: &Workbook, cfg: &Config) -> Report {
-    let mut report = Report {
+pub fn class_report(
+    roster: &Roster,
+    exercises: &[String],
+    wb: &Workbook,
+    cfg: &SimilarityConfig,
+) -> SimilarityReport {
+    let mut report = SimilarityReport {
         config: cfg.clone(),
         exercises: Vec::new(),
         missing: Vec::new(),
@@ -679,13 +684,13 @@ pub fn class_report(roster: &Roster, exercises: &[String], wb: &Workbook, cfg: &
             report.missing.push(id.clone());
             continue;
         };
-        let submissions: Vec<Submission> = roster
+        let submissions: Vec<SubmittedFile> = roster
             .students
             .iter()
             .filter_map(|s| {
                 let path = roster::find_file(s, ex, wb)?;
                 let bytes = std::fs::read(path).ok()?;
-                Some(Submission {
+                Some(SubmittedFile {
                     student: s.id.clone(),
                     text: String::from_utf8_lossy(&bytes).into_owned(),
                 })
@@ -789,9 +794,9 @@ void launch(const float* x, float* y, int n) {
         )
     }
 
-    fn subs(list: &[(&str, String)]) -> Vec<Submission> {
+    fn subs(list: &[(&str, String)]) -> Vec<SubmittedFile> {
         list.iter()
-            .map(|(s, t)| Submission {
+            .map(|(s, t)| SubmittedFile {
                 student: s.to_string(),
                 text: t.clone(),
             })
@@ -867,14 +872,14 @@ void launch(const float* x, float* y, int n) {
             ORIGINAL,
             REFERENCE,
             &subs(&[("a", file(OWN_A)), ("b", spaced)]),
-            &Config::default(),
+            &SimilarityConfig::default(),
         );
         assert_eq!(pair(&e, "a", "b").expect("compared").similarity, 1.0);
     }
 
     #[test]
     fn a_renamed_copy_scores_high() {
-        let cfg = Config::default();
+        let cfg = SimilarityConfig::default();
         let e = compare_exercise(
             "ex",
             ORIGINAL,
@@ -894,7 +899,7 @@ void launch(const float* x, float* y, int n) {
 
     #[test]
     fn independent_fixes_score_low() {
-        let cfg = Config::default();
+        let cfg = SimilarityConfig::default();
         let e = compare_exercise(
             "ex",
             ORIGINAL,
@@ -909,7 +914,7 @@ void launch(const float* x, float* y, int n) {
 
     #[test]
     fn the_reference_or_the_untouched_file_is_nobodys_own_code() {
-        let cfg = Config::default();
+        let cfg = SimilarityConfig::default();
         let list = [
             ("r1", REFERENCE.to_string()),
             ("r2", REFERENCE.replace("  ", "    ")),
@@ -942,16 +947,16 @@ void launch(const float* x, float* y, int n) {
 
     #[test]
     fn code_most_of_a_large_class_shares_is_not_evidence() {
-        let cfg = Config {
+        let cfg = SimilarityConfig {
             common_min: 3,
-            ..Config::default()
+            ..SimilarityConfig::default()
         };
         let mut list: Vec<(String, String)> =
             (0..8).map(|i| (format!("s{i}"), file(OWN_A))).collect();
         list.push(("c".into(), file(OWN_C)));
-        let submissions: Vec<Submission> = list
+        let submissions: Vec<SubmittedFile> = list
             .into_iter()
-            .map(|(student, text)| Submission { student, text })
+            .map(|(student, text)| SubmittedFile { student, text })
             .collect();
         let e = compare_exercise("ex", ORIGINAL, REFERENCE, &submissions, &cfg);
         assert!(e.common_removed > 0);
@@ -960,7 +965,7 @@ void launch(const float* x, float* y, int n) {
 
     #[test]
     fn the_reports_say_what_they_flag() {
-        let cfg = Config::default();
+        let cfg = SimilarityConfig::default();
         let e = compare_exercise(
             "01-ex",
             ORIGINAL,
@@ -973,7 +978,7 @@ void launch(const float* x, float* y, int n) {
             ]),
             &cfg,
         );
-        let report = Report {
+        let report = SimilarityReport {
             config: cfg,
             exercises: vec![e],
             missing: vec!["02-gone".into()],
@@ -999,8 +1004,8 @@ void launch(const float* x, float* y, int n) {
             svg.starts_with("<svg") && svg.contains("01-ex") && svg.contains("rect"),
             "{svg}"
         );
-        let empty = Report {
-            config: Config::default(),
+        let empty = SimilarityReport {
+            config: SimilarityConfig::default(),
             exercises: vec![],
             missing: vec![],
         };
@@ -1010,9 +1015,9 @@ void launch(const float* x, float* y, int n) {
 
     #[test]
     fn a_large_class_shows_the_students_of_the_most_similar_pairs() {
-        let cfg = Config {
+        let cfg = SimilarityConfig {
             heat_max: 4,
-            ..Config::default()
+            ..SimilarityConfig::default()
         };
         let students: Vec<String> = (0..10).map(|i| format!("s{i}")).collect();
         let p = |a: usize, b: usize, s: f64| Pair {

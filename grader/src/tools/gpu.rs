@@ -38,7 +38,7 @@ impl GpuStatus {
 
 /// Who the driver lets read the GPU's performance counters (what ncu needs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Counters {
+pub enum CounterAccess {
     /// Every user (`RmProfilingAdminOnly: 0`).
     Open,
     /// Administrators only (`RmProfilingAdminOnly: 1`, the driver's
@@ -49,16 +49,16 @@ pub enum Counters {
 }
 
 /// The driver's counter setting, from `/proc/driver/nvidia/params`.
-pub fn counters() -> Counters {
+pub fn counters() -> CounterAccess {
     let text = std::fs::read_to_string("/proc/driver/nvidia/params").unwrap_or_default();
     match text
         .lines()
         .find_map(|l| l.strip_prefix("RmProfilingAdminOnly:"))
         .map(str::trim)
     {
-        Some("0") => Counters::Open,
-        Some(_) => Counters::AdminOnly,
-        None => Counters::Unknown,
+        Some("0") => CounterAccess::Open,
+        Some(_) => CounterAccess::AdminOnly,
+        None => CounterAccess::Unknown,
     }
 }
 

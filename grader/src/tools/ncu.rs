@@ -23,7 +23,7 @@ pub struct Launch {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum ParseError {
+pub enum CsvError {
     #[error("ncu wrote no CSV header (\"ID\",...) - it probably failed: {0}")]
     NoHeader(String),
     #[error("ncu CSV: {0}")]
@@ -36,10 +36,10 @@ pub enum ParseError {
 
 /// Parse ncu's `--csv --print-units base` output. Lines before the header (`==PROF==` lines, the
 /// program's own output) are skipped; values carry thousands separators ("3,303,104").
-pub fn parse(text: &str) -> Result<Vec<Launch>, ParseError> {
-    let start = text.find("\"ID\",").ok_or_else(|| {
-        ParseError::NoHeader(text.lines().take(5).collect::<Vec<_>>().join(" | "))
-    })?;
+pub fn parse(text: &str) -> Result<Vec<Launch>, CsvError> {
+    let start = text
+        .find("\"ID\",")
+        .ok_or_else(|| CsvError::NoHeader(text.lines().take(5).collect::<Vec<_>>().join(" | ")))?;
     let mut reader = csv::ReaderBuilder::new()
         .flexible(true)
         .from_reader(&text.as_bytes()[start..]);
@@ -48,7 +48,7 @@ pub fn parse(text: &str) -> Result<Vec<Launch>, ParseError> {
         headers
             .iter()
             .position(|h| h == name)
-            .ok_or(ParseError::MissingColumn(name))
+            .ok_or(CsvError::MissingColumn(name))
     };
     let (process, kernel, metric, unit, value) = (
         column("Process Name")?,
@@ -72,7 +72,7 @@ pub fn parse(text: &str) -> Result<Vec<Launch>, ParseError> {
         let mut ns: f64 = raw
             .replace(',', "")
             .parse()
-            .map_err(|_| ParseError::BadNumber(raw.to_string()))?;
+            .map_err(|_| CsvError::BadNumber(raw.to_string()))?;
         ns *= match row.get(unit).unwrap_or("ns") {
             "us" | "usecond" => 1e3,
             "ms" | "msecond" => 1e6,
@@ -119,7 +119,7 @@ pub fn repeat_spread(launches: &[Launch], kernels: &[String], repeat: u32) -> Op
 
 /// One program to time: a process name ncu will report and the command that starts it.
 #[derive(Debug, Clone)]
-pub struct Target {
+pub struct ProfileTarget {
     /// Also the file name of the binary, which is what ncu reports as "Process Name".
     pub name: String,
     pub program: std::path::PathBuf,
@@ -141,7 +141,7 @@ pub struct Target {
 pub const AUDIT_COUNTERS: &[&str] = &["dram__bytes_read.sum", "smsp__inst_executed.sum"];
 
 /// One ncu process profiling one program, with the CSV written to `csv_path`.
-pub fn job(ncu: &Path, target: &Target, csv_path: &Path, timeout: Duration) -> Job {
+pub fn job(ncu: &Path, target: &ProfileTarget, csv_path: &Path, timeout: Duration) -> Job {
     let metrics = std::iter::once(METRIC)
         .chain(target.counters.iter().map(String::as_str))
         .collect::<Vec<_>>()
@@ -172,13 +172,13 @@ pub fn job(ncu: &Path, target: &Target, csv_path: &Path, timeout: Duration) -> J
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum RunError {
+pub enum ProfileError {
     #[error(transparent)]
     Spawn(#[from] runner::SpawnError),
     #[error("ncu {exit}: {output}")]
     Failed { exit: String, output: String },
     #[error(transparent)]
-    Parse(#[from] ParseError),
+    Parse(#[from] CsvError),
 }
 
 /// What ncu measured for one target.
@@ -241,9 +241,9 @@ pub fn profiler_was_busy(log: &str) -> bool {
 pub fn measure(
     launcher: &dyn Launcher,
     job: &Job,
-    target: &Target,
+    target: &ProfileTarget,
     csv: &Path,
-) -> Result<Measured, RunError> {
+) -> Result<Measured, ProfileError> {
     let mut attempt = 1;
     let (finished, text) = loop {
         let _ = std::fs::remove_file(csv);
@@ -332,10 +332,10 @@ pub fn profile_job(
 pub use crate::tools::counters::LaunchMetrics;
 
 /// Every launch in ncu's CSV with all its metrics (one row per metric, grouped by the launch ID).
-pub fn parse_metrics(text: &str) -> Result<Vec<LaunchMetrics>, ParseError> {
-    let start = text.find("\"ID\",").ok_or_else(|| {
-        ParseError::NoHeader(text.lines().take(5).collect::<Vec<_>>().join(" | "))
-    })?;
+pub fn parse_metrics(text: &str) -> Result<Vec<LaunchMetrics>, CsvError> {
+    let start = text
+        .find("\"ID\",")
+        .ok_or_else(|| CsvError::NoHeader(text.lines().take(5).collect::<Vec<_>>().join(" | ")))?;
     let mut reader = csv::ReaderBuilder::new()
         .flexible(true)
         .from_reader(&text.as_bytes()[start..]);
@@ -344,7 +344,7 @@ pub fn parse_metrics(text: &str) -> Result<Vec<LaunchMetrics>, ParseError> {
         headers
             .iter()
             .position(|h| h == name)
-            .ok_or(ParseError::MissingColumn(name))
+            .ok_or(CsvError::MissingColumn(name))
     };
     let (id, kernel, grid, block, metric, value) = (
         column("ID")?,
@@ -458,7 +458,7 @@ mod tests {
 
     #[test]
     fn the_job_profiles_one_program_with_its_own_kernels() {
-        let t = Target {
+        let t = ProfileTarget {
             name: "03-it's".into(),
             program: "/b/03-it's".into(),
             args: vec!["--repeat".into(), "3".into()],
@@ -479,7 +479,7 @@ mod tests {
             "{line}"
         );
         // A baseline times every kernel, with its counters in the same pass.
-        let all = Target {
+        let all = ProfileTarget {
             kernels: Vec::new(),
             counters: vec!["dram__bytes_read.sum".into()],
             ..t

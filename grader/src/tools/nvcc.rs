@@ -227,7 +227,7 @@ pub struct Recipe<'a> {
 
 /// The build's folders opened to it: the stage (its working folder, with a TMPDIR of its own), or
 /// without a stage the binary's folder, where nvcc writes in place (a folder only builds may write).
-fn confined(mut job: Job, stage: Option<&Stage>, out: &Path) -> Result<Job, BuildError> {
+fn confined(mut job: Job, stage: Option<&StagingDir>, out: &Path) -> Result<Job, BuildError> {
     let Some(stage) = stage else {
         if let (Some(confine), Some(dir)) = (job.confine.as_mut(), out.parent()) {
             confine.writable.push(dir.to_path_buf());
@@ -383,7 +383,7 @@ fn store(
     key: &blake3::Hash,
     out: &Path,
     sources: &[&Path],
-    stage: Option<&Stage>,
+    stage: Option<&StagingDir>,
     deps_file: &Path,
     cwd: Option<&Path>,
 ) {
@@ -463,7 +463,7 @@ pub fn build(
     // With a cache, an exercise is compiled from a copy of the text read above, alone in a folder
     // of its own (see `Stage`); nvcc writes there, and only the grader copies out.
     let stage = match (inputs, cache) {
-        (Inputs::Exercise { .. }, Some(c)) => Some(Stage::new(c, source, &text)?),
+        (Inputs::Exercise { .. }, Some(c)) => Some(StagingDir::new(c, source, &text)?),
         _ => None,
     };
     let out = stage
@@ -549,20 +549,20 @@ fn place(from: &Path, to: &Path) -> Result<(), BuildError> {
 /// names this folder in its debug information, not the submission's: the same text built for two
 /// students gives binaries that say nothing of either, and a binary is served to any folder
 /// (findings are matched to the file by its name). Removed when the build is done.
-struct Stage {
+struct StagingDir {
     dir: PathBuf,
     _removed_on_drop: tempfile::TempDir,
 }
 
-impl Stage {
-    fn new(cache: &BuildCache, source: &Path, text: &[u8]) -> Result<Stage, BuildError> {
+impl StagingDir {
+    fn new(cache: &BuildCache, source: &Path, text: &[u8]) -> Result<StagingDir, BuildError> {
         let parent = cache.dir.join("stage");
         mkdir(&parent)?;
         let folder = tempfile::Builder::new()
             .prefix("build.")
             .tempdir_in(&parent)
             .map_err(|e| BuildError::Io(parent, e))?;
-        let stage = Stage {
+        let stage = StagingDir {
             dir: folder.path().to_path_buf(),
             _removed_on_drop: folder,
         };
@@ -608,18 +608,18 @@ mod tests {
 
     /// A workbook's grader folder with a harness object, and an exercise's text in a stage folder
     /// (named `stage`), as `build` compiles it.
-    struct Setup {
+    struct CacheFixture {
         dir: tempfile::TempDir,
         stage: String,
     }
 
-    impl Setup {
-        fn new(source: &str, object: &[u8]) -> Setup {
-            Setup::staged(source, object, "stage-1")
+    impl CacheFixture {
+        fn new(source: &str, object: &[u8]) -> CacheFixture {
+            CacheFixture::staged(source, object, "stage-1")
         }
-        fn staged(source: &str, object: &[u8], stage: &str) -> Setup {
+        fn staged(source: &str, object: &[u8], stage: &str) -> CacheFixture {
             let dir = tempfile::tempdir().unwrap();
-            let setup = Setup {
+            let setup = CacheFixture {
                 dir,
                 stage: stage.into(),
             };
@@ -663,7 +663,7 @@ mod tests {
 
     #[test]
     fn the_key_follows_the_source_the_flags_and_the_harness_but_not_the_output_or_the_folders() {
-        let a = Setup::new("__global__ void k() {}\n", b"object");
+        let a = CacheFixture::new("__global__ void k() {}\n", b"object");
         let key = a.key(&["-G"], &a.binary());
         assert_eq!(
             key,
@@ -671,7 +671,7 @@ mod tests {
             "the output path is not an input"
         );
         // Another stage folder (another student, another plan) in another copy of the workbook.
-        let b = Setup::staged("__global__ void k() {}\n", b"object", "stage-2");
+        let b = CacheFixture::staged("__global__ void k() {}\n", b"object", "stage-2");
         assert_eq!(key, b.key(&["-G"], &b.binary()));
         assert_ne!(key, a.key(&["-O3"], &a.binary()), "flags");
         assert_ne!(
@@ -684,9 +684,9 @@ mod tests {
             ),
             "compiler"
         );
-        let edited = Setup::new("__global__ void k() { }\n", b"object");
+        let edited = CacheFixture::new("__global__ void k() { }\n", b"object");
         assert_ne!(key, edited.key(&["-G"], &edited.binary()), "source text");
-        let harness = Setup::new("__global__ void k() {}\n", b"another object");
+        let harness = CacheFixture::new("__global__ void k() {}\n", b"another object");
         assert_ne!(
             key,
             harness.key(&["-G"], &harness.binary()),
@@ -737,7 +737,7 @@ mod tests {
 
     #[test]
     fn an_entry_serves_while_its_headers_are_unchanged_and_never_shares_its_file() {
-        let a = Setup::new("#include \"cudabugs.cuh\"\n", b"object");
+        let a = CacheFixture::new("#include \"cudabugs.cuh\"\n", b"object");
         let cache = a.cache();
         let header = a.root().join("harness/cudabugs.cuh");
         std::fs::write(&header, "// v1\n").unwrap();

@@ -210,7 +210,7 @@ pub fn measure(setup: &Setup) -> Result<Peak, PeakError> {
         });
     }
     let plain = parse_plain(&done.stdout.text())?;
-    let target = ncu::Target {
+    let target = ncu::ProfileTarget {
         name: "peak".into(),
         program: built.binary.clone(),
         // The kernels only: the host-device copies were measured plainly, and ncu times kernels.

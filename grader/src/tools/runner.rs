@@ -572,7 +572,7 @@ fn end_group(pgid: u32, heard: &mpsc::Receiver<Heard>, grace: Duration) {
 }
 
 /// What the sandbox's monitor or init wrote to the report pipe, if anything.
-fn read_report(read: &OwnedFd) -> Option<Result<sandbox::Report, sandbox::SetupFailure>> {
+fn read_report(read: &OwnedFd) -> Option<Result<sandbox::SetupReport, sandbox::SetupFailure>> {
     let mut buf = [0u8; 64];
     // SAFETY: a non-blocking read into a local buffer; the init wrote before the monitor ended.
     let n = unsafe { libc::read(read.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
@@ -598,7 +598,7 @@ fn pipes_held_open(pipes_closed: &mpsc::Receiver<()>) -> bool {
 /// as `wait` saw it.
 fn exit_of(
     timed_out: bool,
-    sandbox_report: Option<Result<sandbox::Report, sandbox::SetupFailure>>,
+    sandbox_report: Option<Result<sandbox::SetupReport, sandbox::SetupFailure>>,
     status: Option<ExitStatus>,
 ) -> Exit {
     let from_status = |s: ExitStatus| match (s.code(), s.signal()) {

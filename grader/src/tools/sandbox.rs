@@ -156,7 +156,7 @@ enum Identity {
 
 /// How the monitor ended, as the grader reads it from the report pipe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Report {
+pub struct SetupReport {
     /// The program's raw wait status.
     pub wait_status: i32,
     /// Processes still running after the program exited and the grace passed (killed).
@@ -248,7 +248,7 @@ const KIND_DONE: u32 = 1;
 const KIND_SETUP_FAILED: u32 = 2;
 const REPORT_LEN: usize = 20;
 
-pub fn parse_report(bytes: &[u8]) -> Option<Result<Report, SetupFailure>> {
+pub fn parse_report(bytes: &[u8]) -> Option<Result<SetupReport, SetupFailure>> {
     if bytes.len() < REPORT_LEN {
         return None;
     }
@@ -257,7 +257,7 @@ pub fn parse_report(bytes: &[u8]) -> Option<Result<Report, SetupFailure>> {
         return None;
     }
     match word(1) {
-        KIND_DONE => Some(Ok(Report {
+        KIND_DONE => Some(Ok(SetupReport {
             wait_status: word(2) as i32,
             leftovers: word(3),
         })),
@@ -548,7 +548,7 @@ mod tests {
         }
         assert_eq!(
             parse_report(&buf),
-            Some(Ok(Report {
+            Some(Ok(SetupReport {
                 wait_status: 9 << 8,
                 leftovers: 3
             }))

@@ -11,7 +11,7 @@ use crate::tools::runner::{self, Exit, Finished, Job};
 
 mod xml;
 
-pub use xml::{parse, ParseError};
+pub use xml::{parse, XmlError};
 
 /// Exit status compute-sanitizer returns when it found errors.
 pub const ERROR_EXITCODE: i32 = 86;
@@ -93,11 +93,11 @@ impl ToolRun {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum RunError {
+pub enum SanitizerError {
     #[error(transparent)]
     Spawn(#[from] runner::SpawnError),
     #[error("{0} (XML at {1})")]
-    Parse(ParseError, PathBuf),
+    Parse(XmlError, PathBuf),
 }
 
 /// The most records a run reports. A learner needs the first few of each kind, not thousands of
@@ -155,11 +155,12 @@ pub fn run(
     tool: Tool,
     job: &Job,
     xml_path: &Path,
-) -> Result<ToolRun, RunError> {
+) -> Result<ToolRun, SanitizerError> {
     let _ = std::fs::remove_file(xml_path);
     let finished = launcher.launch(job)?;
     let xml = crate::tools::untrusted::read_text(xml_path).unwrap_or_default();
-    let mut records = parse(tool, &xml).map_err(|e| RunError::Parse(e, xml_path.to_path_buf()))?;
+    let mut records =
+        parse(tool, &xml).map_err(|e| SanitizerError::Parse(e, xml_path.to_path_buf()))?;
     // A run killed at its limit may never have saved its XML; what it printed is all there is.
     if xml.trim().is_empty() && finished.exit == Exit::TimedOut {
         records = deadlocks_in_text(tool, &finished.stdout.text());

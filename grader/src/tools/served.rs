@@ -46,7 +46,7 @@ mod region;
 pub use calls::Calls;
 use calls::{put_scaled, CallPlan, Changes};
 pub use record::CallTimes;
-use region::Region;
+use region::SharedRegion;
 
 pub const PAGE: usize = 4096;
 const MAGIC: u64 = 0x3145_5652_4553_4243; // "CBSERVE1"
@@ -85,7 +85,7 @@ impl Slot {
 
 /// The shared memory's layout, as harness.cu computes it from the bench's input file.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Layout {
+pub struct SharedLayout {
     pub inputs: Vec<Slot>,
     pub outputs: Vec<Slot>,
     pub bytes: usize,
@@ -95,12 +95,12 @@ fn round_up(n: usize) -> usize {
     n.div_ceil(PAGE) * PAGE
 }
 
-impl Layout {
+impl SharedLayout {
     /// `inputs` (name, dtype, length, distribution) then `outputs` (name, dtype, length).
     pub fn new(
         inputs: &[(String, DType, usize, Option<Dist>)],
         outputs: &[(String, DType, usize)],
-    ) -> Layout {
+    ) -> SharedLayout {
         let mut at = PAGE;
         let mut place = |name: &str, dtype: DType, len: usize, dist: Option<Dist>| {
             let slot = Slot {
@@ -121,7 +121,7 @@ impl Layout {
             .iter()
             .map(|(n, d, l)| place(n, *d, *l, None))
             .collect();
-        Layout {
+        SharedLayout {
             inputs,
             outputs,
             bytes: at,
@@ -133,7 +133,7 @@ impl Layout {
 /// its program keeps (`fd`, `--serve FD`).
 #[derive(Debug)]
 pub struct Served {
-    region: Region,
+    region: SharedRegion,
     calls: Calls,
     /// Spin while the call runs (the judged clock: no wake-up latency) or poll (ncu's runs, where
     /// only the kernels' times count and several run at once).
@@ -147,7 +147,7 @@ impl Served {
     /// The shared memory for `calls`, and the files the driver will write in `dir` (which must be
     /// the grader's: no run of the submission may write there). `keep`: keep each call's outputs.
     pub fn new(calls: Calls, spin: bool, dir: &Path, keep: bool) -> std::io::Result<Served> {
-        let region = Region::new(calls.layout.bytes)?;
+        let region = SharedRegion::new(calls.layout.bytes)?;
         let call_files = if keep {
             (1..=calls.count)
                 .map(|k| dir.join(format!("call-{k}.out")))
@@ -459,7 +459,7 @@ mod tests {
 
     #[test]
     fn the_layout_is_the_harness_s_pages_and_the_record_round_trips() {
-        let l = Layout::new(
+        let l = SharedLayout::new(
             &[(
                 "x".into(),
                 DType::F32,

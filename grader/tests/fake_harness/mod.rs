@@ -14,7 +14,7 @@ use grader::exercise::reference::{Buffer, Data};
 use grader::tools::launcher::{Launcher, Sandboxed};
 use grader::tools::runner::{Finished, Job};
 use grader::tools::sandbox::{Confinement, Isolation};
-use grader::tools::served::{CallTimes, Calls, Layout, Served};
+use grader::tools::served::{CallTimes, Calls, Served, SharedLayout};
 
 /// The fake harness built in `dir`; None where the machine has no C compiler.
 pub fn build(dir: &Path) -> Option<PathBuf> {
@@ -43,7 +43,7 @@ pub fn build(dir: &Path) -> Option<PathBuf> {
 pub fn calls(base: Vec<f32>, dist: Dist, count: u32, secret: u64) -> Calls {
     let n = base.len();
     Calls {
-        layout: Layout::new(
+        layout: SharedLayout::new(
             &[("x".into(), DType::F32, n, Some(dist))],
             &[("y".into(), DType::F32, n)],
         ),

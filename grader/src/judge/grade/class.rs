@@ -15,7 +15,7 @@ use crate::exercise::workbook::{Exercise, Workbook};
 use crate::judge::context::Context;
 use crate::judge::verdict::{Status, Step};
 
-use super::worker::{Chunk, Graded, Pending, Phases, Worker};
+use super::worker::{Chunk, ChunkPhases, Graded, Pending, Worker};
 use super::{
     fingerprint, state_label, ClassInfo, ClassJob, Event, GradeError, PairResult, PairState,
     CLASS_FILE,
@@ -299,7 +299,7 @@ impl<'a> Class<'a> {
         &self,
         worker: &Worker,
         chunk: &Chunk,
-        (mut results, mut phases): (Vec<PairResult>, Phases),
+        (mut results, mut phases): (Vec<PairResult>, ChunkPhases),
         waited: f64,
     ) {
         phases.waited = waited;

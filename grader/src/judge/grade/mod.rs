@@ -35,7 +35,7 @@ use crate::judge::verdict::{Finding, Status, Step};
 pub use crate::judge::speed::{Flag, Rule, SpeedResult};
 pub use class::{configure_worker, grade_class, journal_path, worker_gpus};
 pub use merge::{merge, Merged};
-pub use worker::{Chunk, ExerciseCases, Pending, Phases, Worker};
+pub use worker::{Chunk, ChunkPhases, ExerciseCases, Pending, Worker};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StageScore {
@@ -227,7 +227,7 @@ pub enum Event {
         exercise: String,
         pairs: usize,
         device: Option<String>,
-        phases: Phases,
+        phases: ChunkPhases,
         at: f64,
     },
     Note {

@@ -336,7 +336,7 @@ impl PairJudge<'_> {
             return;
         }
         let summary = self.perf_summary(i);
-        let inputs = speed::Inputs {
+        let inputs = speed::JudgeInputs {
             ex,
             learner: speed::evidence(
                 results.get(i, StageKind::Timing),

@@ -15,7 +15,7 @@ use crate::tools::peak::Peak;
 
 use super::score::PairJudge;
 use super::stages::timing_stages;
-use super::worker::{run_stats, Chunk, ExerciseCases, Phases, Worker};
+use super::worker::{run_stats, Chunk, ChunkPhases, ExerciseCases, Worker};
 use super::PairResult;
 
 /// What a chunk's timed phase works on: the subjects, the students to time, the reference fix's
@@ -41,7 +41,7 @@ pub struct TimedChunk {
     pub(super) peak: Option<Peak>,
     pub(super) baseline: Option<crate::tools::ncu::Measured>,
     pub(super) started: Instant,
-    pub(super) phases: Phases,
+    pub(super) phases: ChunkPhases,
 }
 
 impl Worker<'_> {
@@ -52,7 +52,7 @@ impl Worker<'_> {
         &self,
         work: &TimedWork,
         results: &mut Results,
-        phases: &mut Phases,
+        phases: &mut ChunkPhases,
     ) -> Option<crate::tools::ncu::Measured> {
         let TimedWork {
             wb,
@@ -148,7 +148,7 @@ impl Worker<'_> {
         wb: &Workbook,
         chunk: &Chunk,
         timed: TimedChunk,
-    ) -> (Vec<PairResult>, Phases) {
+    ) -> (Vec<PairResult>, ChunkPhases) {
         let TimedChunk {
             prepared,
             mut results,

@@ -95,14 +95,14 @@ pub struct Worker<'a> {
 /// Where `grade_until_timed` left a chunk.
 pub enum Graded {
     /// Graded whole (nothing to time, or the grader's own failure).
-    Done(Vec<PairResult>, Phases),
+    Done(Vec<PairResult>, ChunkPhases),
     /// Timed; `finish_timed` does the rest.
     Timed(Box<TimedChunk>),
 }
 
 /// How long a chunk's phases took (seconds).
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Phases {
+pub struct ChunkPhases {
     /// Builds, the four tools, the public and hidden cases.
     pub tools: f64,
     /// The ncu timing phase and the whole calls after it (the GPU is theirs alone).
@@ -341,7 +341,7 @@ impl<'a> Worker<'a> {
         on_exclusive: &mut dyn FnMut(),
     ) -> Graded {
         let started = Instant::now();
-        let mut phases = Phases::default();
+        let mut phases = ChunkPhases::default();
         let ex = chunk.exercise;
         let gpu_stages = self.ctx.gpu_stages();
         let prepared = match self.cases_if_gpu(wb, ex) {
@@ -491,8 +491,8 @@ impl<'a> Worker<'a> {
         &self,
         mut out: Vec<PairResult>,
         started: Instant,
-        phases: Phases,
-    ) -> (Vec<PairResult>, Phases) {
+        phases: ChunkPhases,
+    ) -> (Vec<PairResult>, ChunkPhases) {
         for r in &mut out {
             r.total();
         }

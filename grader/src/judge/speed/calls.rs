@@ -4,7 +4,7 @@
 use crate::exercise::manifest::Clock;
 use crate::exercise::workbook::Exercise;
 
-use super::{evidence, judge, CallTimes, Flag, Inputs, Rule, Timed, Verdict};
+use super::{evidence, judge, CallTimes, Flag, JudgeInputs, Rule, Timed, Verdict};
 
 /// The rules that weigh a version's whole call against the reference fix's: time outside the
 /// kernels (where the clock is the kernels) and CPU time. Each version's call timing ran once, at
@@ -107,7 +107,7 @@ fn near_the_target(ex: &Exercise, learner: &Timed, original: &Timed) -> bool {
 /// The verdict on a version whose whole-call comparison was timed again: judged on the quickest
 /// runs (`quickest`), whose outputs are checked as the first runs' were, keeping every flag the
 /// first runs (`first`) earned except the comparison the confirmation settles.
-pub fn judge_confirmed(first: &Inputs, quickest: &Inputs) -> Verdict {
+pub fn judge_confirmed(first: &JudgeInputs, quickest: &JudgeInputs) -> Verdict {
     let by_call = first.ex.manifest.manifest.clock() == Clock::Call;
     let settled: Vec<Rule> = against_reference_call(&first.learner, &first.reference, by_call)
         .iter()
@@ -133,7 +133,7 @@ pub struct TimedRuns<'r> {
 /// of the learner ran), on each version's quickest runs (`judge_confirmed`): the learner's, the
 /// reference fix's and, where it was timed again too (the call is the clock), the original's.
 pub fn judge_runs<'r>(
-    inputs: &Inputs<'r>,
+    inputs: &JudgeInputs<'r>,
     learner: TimedRuns<'r>,
     reference: TimedRuns<'r>,
     original: TimedRuns<'r>,
@@ -146,7 +146,7 @@ pub fn judge_runs<'r>(
     } else {
         inputs.original
     };
-    let quickest = Inputs {
+    let quickest = JudgeInputs {
         learner: evidence(learner.timing, quickest_call(learner.calls)),
         reference: evidence(reference.timing, quickest_call(reference.calls)),
         original,

@@ -152,7 +152,7 @@ pub fn compulsory_bytes(ex: &Exercise) -> f64 {
 pub const NOISE_BAND: f64 = 1.05;
 
 /// Everything the judge needs of one run of the three versions.
-pub struct Inputs<'a> {
+pub struct JudgeInputs<'a> {
     pub ex: &'a Exercise,
     pub learner: Timed<'a>,
     pub reference: Timed<'a>,
@@ -194,7 +194,7 @@ fn mb(bytes: f64) -> String {
 /// The rules of the whole call on the grader's clock against the kernels ncu timed (`ns`) and the
 /// reference fix's whole call: work on the host, time outside the calls, GPU memory.
 fn call_rules(
-    i: &Inputs,
+    i: &JudgeInputs,
     named_launched: bool,
     call_l: Option<f64>,
     ns: Option<f64>,
@@ -234,7 +234,7 @@ fn call_rules(
 /// original where the exercise sets a speedup (from the edge of the original's noise, halved where
 /// a performance goal is missed), else against the reference fix.
 fn score(
-    i: &Inputs,
+    i: &JudgeInputs,
     ns: f64,
     ratio: f64,
     original_ns: Option<f64>,
@@ -304,7 +304,7 @@ fn score(
 /// reference fix's and the original's audits): the exercise's kernels ran, read their inputs, split
 /// evenly into the calls, and did their share of the work; no other kernel ran.
 fn kernel_rules(
-    i: &Inputs,
+    i: &JudgeInputs,
     [learner, reference, original]: [&Audit; 3],
     repeat: u32,
     compulsory: f64,
@@ -387,7 +387,7 @@ fn kernel_rules(
 /// Judge one version's speed and the rules. A version with no kernel time gets no speed points
 /// (and the no-kernel rule where none of the named kernels ran); the caller reports a profiler
 /// that failed, or a reference fix it could not time, as its own error first.
-pub fn judge(i: &Inputs) -> Verdict {
+pub fn judge(i: &JudgeInputs) -> Verdict {
     let m = &i.ex.manifest.manifest;
     let repeat = crate::judge::plan::profiled_calls(i.ex);
     let [learner, reference, original] = [&i.learner, &i.reference, &i.original].map(|t| {
@@ -483,7 +483,7 @@ impl Timed<'_> {
 /// The rules of the learner's time itself: its kernels (`ns`, ncu's) faster than this GPU can
 /// read the data they must (`needed`), or its judged time far faster than the reference fix's.
 fn time_rules(
-    i: &Inputs,
+    i: &JudgeInputs,
     ns: Option<f64>,
     reference_ns: f64,
     needed: f64,

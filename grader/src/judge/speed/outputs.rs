@@ -9,7 +9,7 @@ use crate::exercise::data;
 use crate::exercise::reference::Buffer;
 use crate::exercise::workbook::Exercise;
 
-use super::{CallTimes, Flag, Inputs, Rule};
+use super::{CallTimes, Flag, JudgeInputs, Rule};
 
 /// Compare each call's outputs of one timed process with the reference fix's of the same call (the
 /// same inputs): None where they agree or cannot be compared (the reference's own are missing),
@@ -132,7 +132,7 @@ pub(super) fn written_late(calls: Option<&CallTimes>, what: &str) -> Option<Stri
 
 /// The timed-outputs rule: every call of the learner's runs under ncu and on the grader's clock,
 /// compared with the reference fix's of the same call, and none written after its call ended.
-pub(super) fn timed_outputs(i: &Inputs, repeat: u32) -> Option<Flag> {
+pub(super) fn timed_outputs(i: &JudgeInputs, repeat: u32) -> Option<Flag> {
     let kept = i.reference.read_once;
     // Every timed stage of a session serves the same calls: where the reference fix's run under ncu
     // was kept from an earlier check (`judge::kept`), its whole calls of this check stand for it.

@@ -69,7 +69,7 @@ fn runs(kernel_us: f64, calls: Vec<Option<CallTimes>>) -> (Output, Vec<Option<Ou
     use crate::tools::runner::{Exit, Finished};
     let finished = || Finished::ended(Exit::Code(0), std::time::Duration::from_millis(500));
     let timing = Output::Timed {
-        target: ncu::Target {
+        target: ncu::ProfileTarget {
             name: "t".into(),
             program: "t".into(),
             args: Vec::new(),
@@ -111,7 +111,7 @@ fn a_whole_call_slowed_by_a_busy_host_is_timed_again_and_judged_on_the_quickest_
     let ex = race();
     let rules = |learner: &(Output, Vec<Option<Output>>),
                  reference: &(Output, Vec<Option<Output>>)| {
-        let inputs = Inputs {
+        let inputs = JudgeInputs {
             ex: &ex,
             learner: evidence(Some(&learner.0), learner.1[0].as_ref()),
             reference: evidence(Some(&reference.0), reference.1[0].as_ref()),
@@ -211,7 +211,7 @@ fn a_call_clocked_fix_just_short_of_its_target_is_timed_again_with_the_original(
     let reference = runs(620.0, vec![wall(380.0), wall(376.0), wall(379.0)]);
     let slow_first = runs(620.0, vec![wall(615.0), wall(372.0), wall(381.0)]);
     let judged = |learner: &(Output, Vec<Option<Output>>), timed_again: bool| {
-        let inputs = Inputs {
+        let inputs = JudgeInputs {
             ex: &ex,
             learner: evidence(Some(&learner.0), learner.1[0].as_ref()),
             reference: evidence(Some(&reference.0), reference.1[0].as_ref()),
@@ -255,7 +255,7 @@ fn host_threads_hidden_under_the_copy_show_in_the_cpu_time() {
             call: Some(c),
             ..Timed::default()
         };
-        let inputs = Inputs {
+        let inputs = JudgeInputs {
             ex: &ex,
             learner: timed(learner),
             reference: timed(reference),
@@ -307,7 +307,7 @@ fn where_the_clock_is_the_call_the_whole_call_is_judged_and_host_time_is_not_a_r
             call: Some(c),
             ..Timed::default()
         };
-        judge(&Inputs {
+        judge(&JudgeInputs {
             ex: &ex,
             learner: timed(learner),
             reference: timed(&reference),
@@ -354,7 +354,7 @@ fn where_the_clock_is_the_call_the_whole_call_is_judged_and_host_time_is_not_a_r
     // reference fix, 4.04 ms charged in a call of 1.57 ms on an H100.
     assert!(!rules(&calls(1.57, 4.04)).contains(&Rule::HostCpu));
     // No call times: no time at all, whatever ncu measured.
-    let none = judge(&Inputs {
+    let none = judge(&JudgeInputs {
         ex: &ex,
         learner: Timed {
             call_failure: Some("the program failed"),
@@ -409,7 +409,7 @@ fn three_calls(dir: &Path, prefix: &str, totals: [f32; 3]) -> Vec<PathBuf> {
 
 /// The flags the judge raises on `learner` against `reference` (no original, no peak).
 fn flags_of(ex: &Exercise, learner: Timed, reference: Timed) -> Vec<Flag> {
-    judge(&Inputs {
+    judge(&JudgeInputs {
         ex,
         learner,
         reference,

@@ -84,7 +84,7 @@ pub enum Output {
     Built(Result<Built, BuildError>),
     Sanitized {
         tool: Tool,
-        run: Result<ToolRun, sanitizer::RunError>,
+        run: Result<ToolRun, sanitizer::SanitizerError>,
         findings: Vec<Finding>,
         bounds: Bounds,
     },
@@ -97,8 +97,8 @@ pub enum Output {
     /// ncu's measurement of the served calls, what the grader saw of them (`calls`) and each
     /// call's outputs as the grader took them (compared with the reference fix's, call by call).
     Timed {
-        target: ncu::Target,
-        measured: Result<Measured, ncu::RunError>,
+        target: ncu::ProfileTarget,
+        measured: Result<Measured, ncu::ProfileError>,
         calls: Option<CallTimes>,
         outputs: Vec<PathBuf>,
         /// Served from the measurements kept between checks (`judge::kept`), not run now.

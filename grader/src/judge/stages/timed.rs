@@ -41,7 +41,7 @@ pub fn time(
         Ok(s) => s,
         Err(why) => return Output::NotRun(Blocked::Setup(why)),
     };
-    let target = ncu::Target {
+    let target = ncu::ProfileTarget {
         name: sub.label(),
         program: built.binary.clone(),
         args: served_args(sub, &served, None),
@@ -155,7 +155,7 @@ fn serve(
     let len = |spec: &crate::exercise::manifest::BufferSpec| {
         crate::exercise::manifest::eval_len(spec.len.get_ref(), &m.bench.params).unwrap_or(0)
     };
-    let layout = served::Layout::new(
+    let layout = served::SharedLayout::new(
         &m.inputs
             .iter()
             .map(|s| (s.name.clone(), s.dtype, len(s), s.dist))

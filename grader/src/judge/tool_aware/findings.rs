@@ -7,11 +7,11 @@ use super::rules::{
     clock_registers, declared_names, hooked, rule_for, string_findings, ASM, ATTRIBUTES, KEYWORDS,
 };
 use super::tokens::{matching, params_open, qualifiers, tokens, Tok, TokKind};
-use super::{Finding, Kind, Suspect};
+use super::{CodeFinding, Kind, Suspect};
 use crate::exercise::regions;
 
 /// Every finding on the lines of `source`'s marked regions, before any allowlist.
-pub(super) fn findings(source: &str) -> Vec<Finding> {
+pub(super) fn findings(source: &str) -> Vec<CodeFinding> {
     let Ok(marked) = regions::parse(source) else {
         return Vec::new();
     };
@@ -197,7 +197,7 @@ impl Code<'_> {
 struct Found<'s> {
     lines: Vec<&'s str>,
     seen: BTreeSet<(usize, Kind, String)>,
-    out: Vec<Finding>,
+    out: Vec<CodeFinding>,
 }
 
 impl<'s> Found<'s> {
@@ -223,7 +223,7 @@ impl<'s> Found<'s> {
         never_allowed: bool,
     ) {
         if self.seen.insert((line, kind, token.clone())) {
-            self.out.push(Finding {
+            self.out.push(CodeFinding {
                 suspect: Suspect {
                     line,
                     kind,
@@ -262,7 +262,7 @@ impl<'s> Found<'s> {
         }
     }
 
-    fn sorted(mut self) -> Vec<Finding> {
+    fn sorted(mut self) -> Vec<CodeFinding> {
         self.out.sort_by_key(|f| (f.suspect.line, f.suspect.kind));
         self.out
     }

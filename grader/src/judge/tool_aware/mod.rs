@@ -228,7 +228,7 @@ fn scan_with(allow: &Allowlist, submitted: &str) -> Vec<Suspect> {
 
 /// A finding before the allowlist: inline assembly carries its instructions, and some findings may
 /// never be allowed.
-struct Finding {
+struct CodeFinding {
     suspect: Suspect,
     /// For inline assembly: the instruction mnemonics of the statement.
     mnemonics: Vec<String>,
@@ -254,7 +254,7 @@ impl Allowlist {
         allow
     }
 
-    fn allows(&self, f: &Finding) -> bool {
+    fn allows(&self, f: &CodeFinding) -> bool {
         if f.never_allowed {
             return false;
         }

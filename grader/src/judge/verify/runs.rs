@@ -94,7 +94,7 @@ fn record_exercise_under_tools(opts: &VerifyOptions, w: &mut Work, results: &Res
         // The XML the parser refused is kept too: it is what the parser must learn to read.
         let xml = match run {
             Ok(r) => Some(&r.xml_path),
-            Err(crate::tools::sanitizer::RunError::Parse(_, path)) => Some(path),
+            Err(crate::tools::sanitizer::SanitizerError::Parse(_, path)) => Some(path),
             Err(_) => None,
         };
         if let Some(xml) = xml {

@@ -67,7 +67,7 @@ pub(super) fn time_exercises(
         (timeline, baselines)
     });
     let outputs: Vec<&Output> = stages.iter().filter_map(|s| results.get_run(s)).collect();
-    let timing = Timing {
+    let timing = TimingPhase {
         results,
         opts,
         tool_failure: verdict::profiler_failure(outputs.iter().copied()),
@@ -123,7 +123,7 @@ fn with_baseline<'a>(work: &[Work<'a>], timed: &[usize]) -> Vec<&'a Exercise> {
 }
 
 /// What the timing phase measured, that each timed exercise's verdict reads.
-struct Timing<'a> {
+struct TimingPhase<'a> {
     results: &'a Results,
     opts: &'a VerifyOptions,
     /// The profiler's failure, where it failed: every exercise's verdict then.
@@ -136,7 +136,7 @@ struct Timing<'a> {
     wall: std::time::Duration,
 }
 
-impl Timing<'_> {
+impl TimingPhase<'_> {
     /// Each exercise's timed runs judged beside the others', a few at a time: the speed judge reads
     /// and compares every call's outputs twice (as the original and as the solution), up to 256 MiB
     /// a call.
@@ -278,7 +278,7 @@ fn timing_steps(
         .map(|m| m.command.clone())
         .unwrap_or_default();
     let evidence = |s: &Stage| speed::evidence(results.get_run(s), None);
-    let judged = speed::judge(&speed::Inputs {
+    let judged = speed::judge(&speed::JudgeInputs {
         ex: w.ex,
         learner: evidence(&rerun),
         reference: evidence(&reference),
@@ -495,7 +495,7 @@ impl AsLearner<'_> {
             },
         ];
         let judged_summary = perf::summarize(self.ex, self.peak, &versions, self.baseline).ok();
-        speed::judge(&speed::Inputs {
+        speed::judge(&speed::JudgeInputs {
             ex: self.ex,
             learner: speed::evidence(learner.ncu, learner.call),
             reference: speed::evidence(self.reference.ncu, self.reference.call),

@@ -6,7 +6,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{Config, ExerciseSimilarity, Report};
+use super::{ExerciseSimilarity, SimilarityConfig, SimilarityReport};
 
 /// A cell of the map, the room for the students' names left of it, and for the title above it.
 const CELL: i32 = 12;
@@ -23,7 +23,7 @@ fn err(e: DrawingAreaErrorKind<std::io::Error>) -> String {
 
 /// The students of an exercise's heat map: all of them up to `heat_max`, else those of the most
 /// similar pairs. Indices into `e.students`, in roster order.
-pub(super) fn heat_students(e: &ExerciseSimilarity, cfg: &Config) -> Vec<usize> {
+pub(super) fn heat_students(e: &ExerciseSimilarity, cfg: &SimilarityConfig) -> Vec<usize> {
     if e.students.len() <= cfg.heat_max {
         return (0..e.students.len()).collect();
     }
@@ -48,7 +48,7 @@ pub(super) fn heat_students(e: &ExerciseSimilarity, cfg: &Config) -> Vec<usize> 
 
 /// `similarity.svg`: a heat map per exercise (students by students, white 0 to red 1; grey where a
 /// student has too little own code to compare; a black box at or above the threshold).
-pub fn heatmap_svg(report: &Report) -> Result<String, String> {
+pub fn heatmap_svg(report: &SimilarityReport) -> Result<String, String> {
     let cfg = &report.config;
     let shown: Vec<(&ExerciseSimilarity, Vec<usize>)> = report
         .exercises
@@ -81,7 +81,7 @@ pub fn heatmap_svg(report: &Report) -> Result<String, String> {
 }
 
 /// The title, the legend, and (where no exercise has a map) why there is none.
-fn heading(root: &Area, cfg: &Config, nothing_shown: bool) -> Result<(), String> {
+fn heading(root: &Area, cfg: &SimilarityConfig, nothing_shown: bool) -> Result<(), String> {
     root.draw(&Text::new(
         "Similarity of submissions (flags for review, not grades)",
         (10, 8),
@@ -115,7 +115,7 @@ fn heading(root: &Area, cfg: &Config, nothing_shown: bool) -> Result<(), String>
 /// the side and across the top, a cell per pair, a frame.
 fn panel(
     root: &Area,
-    cfg: &Config,
+    cfg: &SimilarityConfig,
     e: &ExerciseSimilarity,
     students: &[usize],
     (x0, y0): (i32, i32),
@@ -199,7 +199,7 @@ fn student_labels(
 /// little own code, else white to red; boxed at or above the threshold.
 fn cell(
     root: &Area,
-    cfg: &Config,
+    cfg: &SimilarityConfig,
     e: &ExerciseSimilarity,
     similarity: &HashMap<(&str, &str), f64>,
     (i, j): (usize, usize),

@@ -3,14 +3,14 @@
 
 use std::fmt::Write as _;
 
-use super::{Config, Pair, Report};
+use super::{Pair, SimilarityConfig, SimilarityReport};
 
 fn share(x: f64) -> String {
     format!("{x:.3}")
 }
 
 /// `similarity.csv`: every compared pair at or above the list floor, most similar first.
-pub fn to_csv(report: &Report) -> String {
+pub fn to_csv(report: &SimilarityReport) -> String {
     let mut w = csv::Writer::from_writer(Vec::new());
     let _ = w.write_record([
         "exercise",
@@ -51,7 +51,7 @@ pub fn to_csv(report: &Report) -> String {
 }
 
 /// The method in a few sentences, for `similarity.md`.
-pub fn method(cfg: &Config) -> String {
+pub fn method(cfg: &SimilarityConfig) -> String {
     format!(
         "Each submission's marked regions are cut into tokens: comments and white space dropped, literals and numbers kept, \
          C++/CUDA keywords and well-known CUDA names (`threadIdx`, `__syncthreads`, `atomicAdd`, `float4`, ...) kept, every other \
@@ -70,7 +70,7 @@ pub fn method(cfg: &Config) -> String {
 }
 
 /// `similarity.md`: the flagged pairs and how they were found.
-pub fn to_markdown(report: &Report) -> String {
+pub fn to_markdown(report: &SimilarityReport) -> String {
     let cfg = &report.config;
     let mut md = String::from("# Similarity of submissions\n\n");
     md.push_str("**A flag for a person to review, never a grade:** no points change because of this report. Similar code can have innocent causes (a hint followed closely, the same textbook idiom, partners who were allowed to work together); open both files before drawing any conclusion.\n\n");
@@ -127,7 +127,7 @@ pub fn to_markdown(report: &Report) -> String {
 }
 
 /// The section of `summary.md` that links the report.
-pub fn summary_section(report: &Report) -> String {
+pub fn summary_section(report: &SimilarityReport) -> String {
     let flagged = report.flagged().count();
     let exercises = report
         .exercises

@@ -93,7 +93,7 @@ struct RawStack {
 
 #[derive(Debug, thiserror::Error)]
 #[error("cannot read compute-sanitizer XML: {0}")]
-pub struct ParseError(String);
+pub struct XmlError(String);
 
 fn dim(d: Option<RawDim>) -> Option<[u32; 3]> {
     d.map(|d| [d.x, d.y, d.z])
@@ -283,11 +283,11 @@ fn record_text(raw: &RawRecord) -> String {
 }
 
 /// Parse the XML that `--xml --save` wrote.
-pub fn parse(tool: Tool, xml: &str) -> Result<Vec<Record>, ParseError> {
+pub fn parse(tool: Tool, xml: &str) -> Result<Vec<Record>, XmlError> {
     if xml.trim().is_empty() {
         return Ok(Vec::new());
     }
-    let raw: RawOutput = quick_xml::de::from_str(xml).map_err(|e| ParseError(e.to_string()))?;
+    let raw: RawOutput = quick_xml::de::from_str(xml).map_err(|e| XmlError(e.to_string()))?;
     Ok(raw
         .records
         .into_iter()

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::{Layout, FRESH_BYTES, PERTURB_STRIDE, SAMPLES};
+use super::{SharedLayout, FRESH_BYTES, PERTURB_STRIDE, SAMPLES};
 use crate::exercise::data;
 use crate::exercise::manifest::Dist;
 use crate::exercise::reference::{Buffer, Data};
@@ -17,7 +17,7 @@ use crate::exercise::reference::{Buffer, Data};
 pub struct Calls {
     /// The bench's inputs, in the layout's order.
     pub base: Arc<Vec<Buffer>>,
-    pub layout: Layout,
+    pub layout: SharedLayout,
     /// Calls per process the judge reads (the bench's `repeat`).
     pub count: u32,
     /// One call more after those, for the program's timeline (`--timeline FROM FILE`): served and
@@ -178,7 +178,7 @@ mod tests {
 
     #[test]
     fn each_call_sees_its_own_inputs_and_the_same_in_every_version() {
-        let layout = Layout::new(
+        let layout = SharedLayout::new(
             &[
                 (
                     "small".into(),

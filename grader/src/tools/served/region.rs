@@ -8,7 +8,7 @@ use super::{MAGIC, PAGE};
 /// The memory shared with the program: a memfd (closed at exec but for the timed program, which
 /// the runner hands it to), mapped here.
 #[derive(Debug)]
-pub(super) struct Region {
+pub(super) struct SharedRegion {
     pub(super) fd: OwnedFd,
     base: *mut u8,
     len: usize,
@@ -16,11 +16,11 @@ pub(super) struct Region {
 
 // SAFETY: the mapping lives as long as the Region; the grader's driver is its only user here, and
 // what the other process does to it is read with volatile copies.
-unsafe impl Send for Region {}
-unsafe impl Sync for Region {}
+unsafe impl Send for SharedRegion {}
+unsafe impl Sync for SharedRegion {}
 
-impl Region {
-    pub(super) fn new(len: usize) -> std::io::Result<Region> {
+impl SharedRegion {
+    pub(super) fn new(len: usize) -> std::io::Result<SharedRegion> {
         // SAFETY: memfd_create, ftruncate, fcntl and mmap on a descriptor we own; results checked.
         unsafe {
             let fd = libc::memfd_create(
@@ -51,7 +51,7 @@ impl Region {
             if base == libc::MAP_FAILED {
                 return Err(std::io::Error::last_os_error());
             }
-            let r = Region {
+            let r = SharedRegion {
                 fd,
                 base: base.cast(),
                 len,
@@ -111,7 +111,7 @@ impl Region {
     }
 }
 
-impl Drop for Region {
+impl Drop for SharedRegion {
     fn drop(&mut self) {
         // SAFETY: the mapping made in `new`.
         unsafe { libc::munmap(self.base.cast(), self.len) };
@@ -126,7 +126,7 @@ mod tests {
     /// truncated file under the grader's mapping killed the grader with SIGBUS at its next read.
     #[test]
     fn the_program_cannot_shrink_the_shared_memory_under_the_grader() {
-        let r = Region::new(4 * PAGE).unwrap();
+        let r = SharedRegion::new(4 * PAGE).unwrap();
         // SAFETY: plain system calls on a descriptor this test owns.
         let (shrunk, errno, grown) = unsafe {
             let shrunk = libc::ftruncate(r.fd.as_raw_fd(), 0);
