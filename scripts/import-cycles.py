@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """The import circles between the grading engine's modules (grader/src), tests left out: each set of
-modules that reach one another through `crate::` paths is printed, then how many there are.
+modules that reach one another through `crate::` paths is printed, then how many there are. Then the
+rooms' graph: which room (exercise, tools, judge, ...) uses which, and every use that climbs back up
+the pipeline (exercise -> tools -> judge -> report, with class and learner beside), which should be none.
 
-    python3 scripts/import-cycles.py        # from the workbook root; "0 cycles" is the goal
+    python3 scripts/import-cycles.py        # from the workbook root; "0 cycles", "0 climbs" are the goal
 """
 import os
 import re
@@ -57,3 +59,21 @@ for v in edges:
     if v not in index: sc(v)
 for c in res: print(c)
 print(len(res),'cycles')
+
+# The rooms, by how far down the pipeline they sit: a room may use those below it, never above.
+LEVEL = {'hash': 0, 'exit': 0, 'environment': 0, 'untrusted': 0,
+         'exercise': 1, 'class': 2, 'tools': 2, 'learner': 2, 'judge': 3, 'report': 4}
+rooms = {}
+for m, targets in edges.items():
+    if m.endswith('::tests') or m.split('::')[-1] == 'tests':
+        continue
+    for t in targets:
+        a, b = m.split('::')[0], t.split('::')[0]
+        if a != b:
+            rooms.setdefault((a, b), set()).add((m, t))
+for (a, b), uses in sorted(rooms.items()):
+    print(f"{a} -> {b}: {len(uses)} module pair(s)")
+climbs = [(a, b, sorted(u)) for (a, b), u in sorted(rooms.items()) if LEVEL.get(b, 0) >= LEVEL.get(a, 0)]
+for a, b, uses in climbs:
+    print(f"climbs: {a} -> {b}: " + ", ".join(f"{m} -> {t}" for m, t in uses))
+print(len(climbs), 'climbs')

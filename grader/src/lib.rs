@@ -28,3 +28,5 @@ pub mod learner;
 pub mod report;
 #[cfg(feature = "engine")]
 pub mod tools;
+#[cfg(feature = "engine")]
+pub mod untrusted;

@@ -232,7 +232,7 @@ fn bad(msg: &str) -> io::Error {
 pub fn read_outputs(path: &Path) -> io::Result<Vec<Buffer>> {
     // Read whole, then each buffer converted straight from the file's bytes (a 256 MiB output: 0.3 s
     // here, as through a reader).
-    let bytes = crate::tools::untrusted::read(path)?;
+    let bytes = crate::untrusted::read(path)?;
     let mut r = bytes.as_slice();
     if &take::<4>(&mut r)? != b"CBOT" || u32::from_le_bytes(take(&mut r)?) != 1 {
         return Err(bad("not a cudabugs output file"));

@@ -16,6 +16,16 @@ pub struct Exercise {
 }
 
 impl Exercise {
+    /// The reference solution as a unified diff against the learner's text (empty when identical).
+    pub fn solution_diff(&self, learner: &str) -> String {
+        let name = self.manifest.source_name();
+        similar::TextDiff::from_lines(learner, self.solution)
+            .unified_diff()
+            .context_radius(3)
+            .header(&format!("yours/{name}"), &format!("reference/{name}"))
+            .to_string()
+    }
+
     pub fn id(&self) -> &str {
         &self.manifest.id
     }
@@ -59,6 +69,10 @@ pub struct Broken {
     pub id: String,
     pub error: String,
 }
+
+/// Backups of learners' files live here, one folder per exercise, never inside `.cudabugs/` (which a
+/// learner may delete to clean the builds); every sandboxed run has it hidden.
+pub const BACKUP_DIR: &str = ".cudabugs-backups";
 
 #[derive(Debug, Clone)]
 pub struct Workbook {

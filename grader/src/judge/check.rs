@@ -169,7 +169,7 @@ pub fn check(
     let mut report = finish_spent(report, watched, &results);
     if report.outcome == Outcome::Pass {
         // Against the text that was graded, read once at the start.
-        report.solution_diff = Some(crate::learner::solution_diff(ex, &text));
+        report.solution_diff = Some(ex.solution_diff(&text));
     }
     report
 }

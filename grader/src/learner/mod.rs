@@ -11,9 +11,7 @@ use serde::Serialize;
 
 use crate::exercise::workbook::{Exercise, Workbook};
 
-/// Backups of learners' files live here, one folder per exercise, never inside `.cudabugs/` (which a
-/// learner may delete to clean the builds).
-pub const BACKUP_DIR: &str = ".cudabugs-backups";
+pub use crate::exercise::workbook::BACKUP_DIR;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Reset {
@@ -76,16 +74,6 @@ pub fn reset(wb: &Workbook, ex: &Exercise) -> std::io::Result<Reset> {
         backup,
         restored: true,
     })
-}
-
-/// The reference solution as a unified diff against the learner's text (empty when identical).
-pub fn solution_diff(ex: &Exercise, learner: &str) -> String {
-    let name = ex.manifest.source_name();
-    similar::TextDiff::from_lines(learner, ex.solution)
-        .unified_diff()
-        .context_radius(3)
-        .header(&format!("yours/{name}"), &format!("reference/{name}"))
-        .to_string()
 }
 
 /// Whether the learner's file differs from the original (they have started on it).

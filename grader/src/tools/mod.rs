@@ -17,4 +17,3 @@ pub mod seccomp;
 pub mod served;
 pub mod timeline;
 pub mod toolchain;
-pub mod untrusted;

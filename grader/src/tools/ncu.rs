@@ -248,7 +248,7 @@ pub fn measure(
     let (finished, text) = loop {
         let _ = std::fs::remove_file(csv);
         let finished = launcher.launch(job)?;
-        let text = crate::tools::untrusted::read_text(csv).unwrap_or_default();
+        let text = crate::untrusted::read_text(csv).unwrap_or_default();
         if attempt == ATTEMPTS || !profiler_was_busy(&text) {
             break (finished, text);
         }

@@ -158,7 +158,7 @@ pub fn run(
 ) -> Result<ToolRun, SanitizerError> {
     let _ = std::fs::remove_file(xml_path);
     let finished = launcher.launch(job)?;
-    let xml = crate::tools::untrusted::read_text(xml_path).unwrap_or_default();
+    let xml = crate::untrusted::read_text(xml_path).unwrap_or_default();
     let mut records =
         parse(tool, &xml).map_err(|e| SanitizerError::Parse(e, xml_path.to_path_buf()))?;
     // A run killed at its limit may never have saved its XML; what it printed is all there is.

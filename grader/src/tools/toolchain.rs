@@ -189,7 +189,7 @@ struct Unpacked {
 
 impl runner::Driver for Unpacked {
     fn drive(&self, run: &runner::Running) -> runner::Then {
-        let mut said = crate::tools::untrusted::folder_bytes(&self.dir) >> 20;
+        let mut said = crate::untrusted::folder_bytes(&self.dir) >> 20;
         let mut last = std::time::Instant::now();
         while run.alive() {
             std::thread::sleep(Duration::from_millis(200));
@@ -197,7 +197,7 @@ impl runner::Driver for Unpacked {
                 continue;
             }
             last = std::time::Instant::now();
-            let mb = crate::tools::untrusted::folder_bytes(&self.dir) >> 20;
+            let mb = crate::untrusted::folder_bytes(&self.dir) >> 20;
             if mb > said {
                 let _ = self.grown.send(mb);
                 said = mb;

@@ -481,7 +481,7 @@ impl<'a> Worker<'a> {
         let empty = ExerciseCases::default();
         let subs = self.students(wb, chunk, &empty);
         for (sub, r) in subs.iter().zip(results.iter_mut()) {
-            r.disk_bytes = Some(crate::tools::untrusted::folder_bytes(&sub.work));
+            r.disk_bytes = Some(crate::untrusted::folder_bytes(&sub.work));
             let _ = std::fs::remove_dir_all(&sub.work);
         }
     }

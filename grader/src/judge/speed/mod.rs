@@ -111,7 +111,7 @@ pub fn audit(m: &Measured, named: &[String], repeat: u32) -> Audit {
     let kernels: BTreeSet<String> = m.launches.iter().map(|l| l.kernel.clone()).collect();
     let text = m
         .csv()
-        .and_then(|p| crate::tools::untrusted::read_text(p).ok())
+        .and_then(|p| crate::untrusted::read_text(p).ok())
         .unwrap_or_default();
     let launches = ncu::parse_metrics(&text).unwrap_or_default();
     let mine: Vec<_> = launches

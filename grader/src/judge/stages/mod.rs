@@ -424,7 +424,7 @@ pub fn profile(
         ncu::profile_job(path, &built.binary, &p.args, &csv, ctx.config.timeouts.ncu).output(&csv);
     let job = confined(ctx, wb, sub, stage, job, Some(&lock));
     let run = ctx.launcher.launch(&job);
-    let text = crate::tools::untrusted::read_text(&csv).unwrap_or_default();
+    let text = crate::untrusted::read_text(&csv).unwrap_or_default();
     let launches = ncu::parse_metrics(&text).map_err(|e| e.to_string());
     Output::Profiled {
         command: job.display(),

@@ -110,7 +110,7 @@ pub fn confinement(ctx: &Context, wb: &Workbook, sub: &Submission, writable: &Pa
         // not there once the root is) unless CUDABUGS_BUILD_CACHE puts it elsewhere.
         hidden: [
             wb.root.join("solutions"),
-            wb.root.join(crate::learner::BACKUP_DIR),
+            wb.root.join(crate::exercise::workbook::BACKUP_DIR),
             crate::judge::plan::work_root(wb),
         ]
         .into_iter()

@@ -214,7 +214,7 @@ fn call_outputs(files: &[PathBuf]) -> Vec<PathBuf> {
 fn clocked(files: &[PathBuf]) -> (Option<CallTimes>, Vec<PathBuf>) {
     let times = files
         .first()
-        .and_then(|f| crate::tools::untrusted::read_text(f).ok())
+        .and_then(|f| crate::untrusted::read_text(f).ok())
         .and_then(|t| CallTimes::parse(&t));
     let outputs = files
         .iter()
@@ -280,7 +280,7 @@ pub fn call(
     let run = crate::tools::launcher::Kept::or(&kept, ctx.launcher.as_ref()).launch(&job);
     let (times, outputs) = clocked(&files);
     let timeline = recording.then(|| {
-        crate::tools::untrusted::read_text(&timeline_path)
+        crate::untrusted::read_text(&timeline_path)
             .map_err(|e| e.to_string())
             .and_then(|t| crate::tools::timeline::Timeline::parse(&t).map_err(|e| e.to_string()))
     });
