@@ -29,6 +29,8 @@
 #   verifyjobs `verify` again with VERIFY_JOBS (default 16) sanitizer runs at a time
 #           (CUDABUGS_SANITIZER_JOBS): the A/B of that setting
 #   callclock  `check` of the call-clock adversaries (tests/fixtures/adversarial-call-clock)
+#   house   issue 36: `verify` of eight exercises (bug and performance) after the refactors, and
+#           whether the verify record and the recordings made by `record` name the workbook's path
 # Logs, gradebooks and recordings go to $OUT (tarred); a table is printed last.
 set -uo pipefail
 B=${B:-.gpu/xtask}
@@ -273,6 +275,17 @@ if has gradeperf; then
     table+=("throughput $ex: $n pairs in $t s = $(python3 -c "print(round($n * 60 / $t, 1))") per minute (exit $code); $(tr '\n' ';' < "grades-perf-$ex/grades.csv" | cut -c1-300)")
   done
 fi
+if has house; then
+  s=$(now)
+  $B verify 01-index 03-race 04-sync 14-async-error 26-stack-overflow 57-reduction 62-launches 63-transfers --record "$L/verify-some.json" > "$L/verify-some.txt" 2>&1
+  code=$?
+  table+=("verify of 8: exit $code, $(secs "$s" "$(now)") s; $(tail -2 "$L/verify-some.txt" | tr '\n' ' ')")
+  table+=("the workbook's path ($(pwd)) in the verify record: $(grep -c "$(pwd)" "$L/verify-some.json") lines")
+  if ls -d rec-* > /dev/null 2>&1; then
+    table+=("the workbook's path in the new recordings: $(grep -rl "$(pwd)/" rec-* | wc -l) files; \${WORKBOOK} in $(grep -rl '${WORKBOOK}' rec-* | wc -l) files")
+  fi
+fi
+
 dmesg > "$L/dmesg.txt" 2>&1
 tar czf "$OUT/logs.tgz" -C "$OUT" logs && rm -rf "$L"
 printf '%s\n' "${table[@]}" | tee "$OUT/table.txt"
