@@ -287,7 +287,8 @@ fn relative_to(root: &Path, text: &str) -> String {
 /// "/w/main/x", "-I/w/main" and "--save=/w/main/y", not in "/w/main2".
 pub fn swap_root(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
     let continues_name = |b: u8| b.is_ascii_alphanumeric() || b"_.-".contains(&b);
-    let separates_words = |b: &u8| b" \t\n\"'=:,;<>()[]{}".contains(b);
+    // A backslash too: in JSON text a path follows an escaped newline (`...in\n/w/main/x`).
+    let separates_words = |b: &u8| b" \t\n\"'=:,;<>()[]{}\\".contains(b);
     let mut out = Vec::with_capacity(bytes.len());
     let mut word_start = 0;
     let mut i = 0;
@@ -350,6 +351,12 @@ mod tests {
         assert_eq!(
             relative_to(Path::new("/w/main"), text),
             "nvcc -I.cudabugs/harness -o x.out a.cu\ncd .; ls /w/main2 /usr/w/main"
+        );
+        // In JSON text, where a command's lines are joined by an escaped newline.
+        let json = r#""ncu a.in\n/w/main/x/prog b.in""#;
+        assert_eq!(
+            relative_to(Path::new("/w/main"), json),
+            r#""ncu a.in\nx/prog b.in""#
         );
     }
 }
