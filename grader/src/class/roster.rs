@@ -319,24 +319,35 @@ pub struct Shard {
     pub count: usize,
 }
 
+/// Why `--shard` could not be read as `K/N`; clap shows it after the value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ShardError {
+    #[error("`{0}`: give the shard as K/N, e.g. 2/4")]
+    NoSlash(String),
+    #[error("`{0}`: K is not a number")]
+    BadIndex(String),
+    #[error("`{0}`: N is not a number")]
+    BadCount(String),
+    #[error("`{0}`: K must be between 1 and N (shards are numbered from 1)")]
+    OutOfRange(String),
+}
+
 impl std::str::FromStr for Shard {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Shard, String> {
+    type Err = ShardError;
+    fn from_str(s: &str) -> Result<Shard, ShardError> {
         let (k, n) = s
             .split_once('/')
-            .ok_or_else(|| format!("`{s}`: give the shard as K/N, e.g. 2/4"))?;
+            .ok_or_else(|| ShardError::NoSlash(s.to_string()))?;
         let (k, n): (usize, usize) = (
             k.trim()
                 .parse()
-                .map_err(|_| format!("`{s}`: K is not a number"))?,
+                .map_err(|_| ShardError::BadIndex(s.to_string()))?,
             n.trim()
                 .parse()
-                .map_err(|_| format!("`{s}`: N is not a number"))?,
+                .map_err(|_| ShardError::BadCount(s.to_string()))?,
         );
         if n == 0 || k == 0 || k > n {
-            return Err(format!(
-                "`{s}`: K must be between 1 and N (shards are numbered from 1)"
-            ));
+            return Err(ShardError::OutOfRange(s.to_string()));
         }
         Ok(Shard { index: k, count: n })
     }

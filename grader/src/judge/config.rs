@@ -173,10 +173,10 @@ impl Config {
             c.ncu_jobs = n.clamp(1, 16);
         }
         if let Some(v) = crate::environment::text("CUDABUGS_ISOLATION") {
-            c.isolation = v.parse().map_err(|why| EnvError {
+            c.isolation = v.parse::<Isolation>().map_err(|why| EnvError {
                 var: "CUDABUGS_ISOLATION",
                 value: v.clone(),
-                why,
+                why: why.to_string(),
             })?;
         }
         if let Some(uid) = get::<u32>("CUDABUGS_SANDBOX_UID")? {

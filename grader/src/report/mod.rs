@@ -20,6 +20,12 @@ pub use perf::{peak_text, perf_text};
 pub use sanitize::sanitize_text;
 pub use verify::{phases_text, time_by_kind_text, verify_text};
 
+/// Why a chart (`similarity.svg`, `speed.svg`) could not be drawn: plotters' own error, whose
+/// message is shown as it is.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct SvgDrawError(#[from] plotters::drawing::DrawingAreaErrorKind<std::io::Error>);
+
 use crate::judge::verdict::{Finding, Outcome, Status, Step};
 use crate::learner::Progress;
 use crate::tools::gpu::GpuInfo;

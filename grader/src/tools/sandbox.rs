@@ -42,14 +42,19 @@ pub enum Isolation {
     Strict,
 }
 
+/// A word that names no `Isolation`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown isolation `{0}` (none, auto or strict)")]
+pub struct UnknownIsolation(pub String);
+
 impl std::str::FromStr for Isolation {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Isolation, String> {
+    type Err = UnknownIsolation;
+    fn from_str(s: &str) -> Result<Isolation, UnknownIsolation> {
         match s {
             "none" => Ok(Isolation::None),
             "auto" => Ok(Isolation::Auto),
             "strict" => Ok(Isolation::Strict),
-            _ => Err(format!("unknown isolation `{s}` (none, auto or strict)")),
+            _ => Err(UnknownIsolation(s.to_string())),
         }
     }
 }

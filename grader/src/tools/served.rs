@@ -193,7 +193,7 @@ impl Served {
         before: u64,
         run: &Running,
         spin: bool,
-    ) -> Result<(), String> {
+    ) -> Result<(), WaitError> {
         let mut n: u32 = 0;
         loop {
             let now = self.region.word(at).load(Ordering::Acquire);
@@ -201,9 +201,7 @@ impl Served {
                 return Ok(());
             }
             if now != before {
-                return Err(format!(
-                    "the control page was written out of turn ({now} where the harness writes {want})"
-                ));
+                return Err(WaitError::OutOfTurn { now, want });
             }
             n = n.wrapping_add(1);
             if n.is_multiple_of(1024) || !spin {
@@ -212,10 +210,10 @@ impl Served {
                     if self.region.word(at).load(Ordering::Acquire) == want {
                         return Ok(());
                     }
-                    return Err("the program ended".into());
+                    return Err(WaitError::Ended);
                 }
                 if Instant::now() > run.deadline {
-                    return Err("its time ran out".into());
+                    return Err(WaitError::TimeUp);
                 }
             }
             if spin {
@@ -306,7 +304,7 @@ impl Served {
         for k in 1..=self.calls.count + u32::from(self.calls.recorded) {
             match self.make_call(k, run) {
                 Ok(called) => done.push(called),
-                Err(why) => return (done, Some(why), Some(ready_ns)),
+                Err(why) => return (done, Some(why.to_string()), Some(ready_ns)),
             }
         }
         self.region.word(GO).store(QUIT, Ordering::Release);
@@ -314,7 +312,7 @@ impl Served {
     }
 
     /// Call `k`, clocked; Err says why it stopped.
-    fn make_call(&self, k: u32, run: &Running) -> Result<Called, String> {
+    fn make_call(&self, k: u32, run: &Running) -> Result<Called, CallError> {
         let plan = self.calls.plan(k);
         self.before_the_clock(&plan);
         let cpu_before = run.cgroup.map(|c| c.cpu());
@@ -324,7 +322,7 @@ impl Served {
         self.put_fresh_inputs(&plan);
         self.region.word(GO).store(u64::from(k), Ordering::Release);
         self.wait_for(DONE, u64::from(k), u64::from(k - 1), run, self.spin)
-            .map_err(|why| format!("{why} during call {k}"))?;
+            .map_err(|why| CallError::Waiting { k, why })?;
         let read_back = self.read_back(&plan);
         let wall_ns = start.elapsed().as_secs_f64() * 1e9;
         let cpu_ns = cpu_before
@@ -337,12 +335,12 @@ impl Served {
             None => None,
             Some(path) => Some(
                 self.keep_outputs(path)
-                    .map_err(|e| format!("the grader could not keep call {k}'s outputs: {e}"))?,
+                    .map_err(|error| CallError::Keeping { k, error })?,
             ),
         };
         let changed = self
             .read_back_changed(&plan, &read_back, kept.as_ref())
-            .map_err(|e| format!("the grader could not read call {k}'s outputs back: {e}"))?;
+            .map_err(|error| CallError::ReadingBack { k, error })?;
         Ok(Called {
             wall_ns,
             cpu_ns,
@@ -404,6 +402,29 @@ impl Served {
             })
             .collect()
     }
+}
+
+/// Why the grader stopped waiting on the control page.
+#[derive(Debug, thiserror::Error)]
+enum WaitError {
+    #[error("the control page was written out of turn ({now} where the harness writes {want})")]
+    OutOfTurn { now: u64, want: u64 },
+    #[error("the program ended")]
+    Ended,
+    #[error("its time ran out")]
+    TimeUp,
+}
+
+/// Why call `k` stopped: the run's `failure` in the clock's record. The I/O errors are part of
+/// the message, not a `source`, so that nothing prints them twice.
+#[derive(Debug, thiserror::Error)]
+enum CallError {
+    #[error("{why} during call {k}")]
+    Waiting { k: u32, why: WaitError },
+    #[error("the grader could not keep call {k}'s outputs: {error}")]
+    Keeping { k: u32, error: std::io::Error },
+    #[error("the grader could not read call {k}'s outputs back: {error}")]
+    ReadingBack { k: u32, error: std::io::Error },
 }
 
 /// One call as the grader saw it.

@@ -18,8 +18,8 @@ mod options;
 mod tests;
 mod validate;
 
-pub use options::{check_options, OptionValue, SANITIZER_OPTIONS};
-pub use validate::{eval_len, is_valid_id, validate_sources, MAX_ELEMENTS, MAX_PARAM};
+pub use options::{check_options, OptionError, OptionValue, SANITIZER_OPTIONS};
+pub use validate::{eval_len, is_valid_id, validate_sources, LenError, MAX_ELEMENTS, MAX_PARAM};
 
 /// The manifest format this grader writes about. Bump it when a field changes meaning. Format 2 added
 /// `kind` (the bug and performance tracks) and `[perf]`; format 1 manifests (bug exercises) are still

@@ -83,33 +83,74 @@ pub enum OptionValue {
     Number,
 }
 
+/// Why a manifest's `options` cannot go to its tool; the error names the item.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OptionError {
+    #[error("option `{option}` is not one the grader passes to {tool} (it takes: {}; write a value as its own item, `[\"--leak-check\", \"full\"]`)", allowed(.tool))]
+    NotAllowed { option: String, tool: Tool },
+    /// The option is allowed, but for other tools (`owners`) than this one.
+    #[error("option `{option}` belongs to {}, not {tool}", .owners.join(" and "))]
+    OtherTools {
+        option: String,
+        tool: Tool,
+        owners: Vec<&'static str>,
+    },
+    #[error("option `{option}` takes one of {} as the next item, got {got}", .words.join("|"))]
+    NotOneOf {
+        option: String,
+        words: &'static [&'static str],
+        got: NextItem,
+    },
+    #[error("option `{option}` takes a whole number as the next item, got {got}")]
+    NotANumber { option: String, got: NextItem },
+}
+
+/// The item after an option that needs a value, as an error quotes it: `` `it` `` or `nothing`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NextItem(pub Option<String>);
+
+impl std::fmt::Display for NextItem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Some(item) => write!(f, "`{item}`"),
+            None => f.write_str("nothing"),
+        }
+    }
+}
+
+/// The options `tool` takes, comma-separated.
+fn allowed(tool: &Tool) -> String {
+    SANITIZER_OPTIONS
+        .iter()
+        .filter(|(t, _, _)| t == tool)
+        .map(|(_, n, _)| *n)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Check `options` for `tool`: each option on the allow-list for that tool, followed by a value
 /// where it takes one (as separate items: `["--leak-check", "full"]`). The error says which item.
-pub fn check_options(tool: Tool, options: &[String]) -> Result<(), String> {
+pub fn check_options(tool: Tool, options: &[String]) -> Result<(), OptionError> {
     let mut items = options.iter();
     while let Some(option) = items.next() {
         let Some((_, _, value)) = SANITIZER_OPTIONS
             .iter()
             .find(|(t, name, _)| *t == tool && name == option)
         else {
-            let other = SANITIZER_OPTIONS
+            let owners = SANITIZER_OPTIONS
                 .iter()
                 .filter(|(_, name, _)| name == option)
                 .map(|(t, _, _)| t.name())
                 .collect::<Vec<_>>();
-            let known = SANITIZER_OPTIONS
-                .iter()
-                .filter(|(t, _, _)| *t == tool)
-                .map(|(_, n, _)| *n)
-                .collect::<Vec<_>>()
-                .join(", ");
-            return Err(if other.is_empty() {
-                format!("option `{option}` is not one the grader passes to {tool} (it takes: {known}; write a value as its own item, `[\"--leak-check\", \"full\"]`)")
+            let option = option.clone();
+            return Err(if owners.is_empty() {
+                OptionError::NotAllowed { option, tool }
             } else {
-                format!(
-                    "option `{option}` belongs to {}, not {tool}",
-                    other.join(" and ")
-                )
+                OptionError::OtherTools {
+                    option,
+                    tool,
+                    owners,
+                }
             });
         };
         match value {
@@ -117,20 +158,20 @@ pub fn check_options(tool: Tool, options: &[String]) -> Result<(), String> {
             OptionValue::OneOf(words) => match items.next() {
                 Some(v) if words.contains(&v.as_str()) => {}
                 got => {
-                    return Err(format!(
-                        "option `{option}` takes one of {} as the next item, got {}",
-                        words.join("|"),
-                        got.map(|g| format!("`{g}`")).unwrap_or("nothing".into())
-                    ))
+                    return Err(OptionError::NotOneOf {
+                        option: option.clone(),
+                        words,
+                        got: NextItem(got.cloned()),
+                    })
                 }
             },
             OptionValue::Number => match items.next() {
                 Some(v) if v.parse::<u32>().is_ok() => {}
                 got => {
-                    return Err(format!(
-                        "option `{option}` takes a whole number as the next item, got {}",
-                        got.map(|g| format!("`{g}`")).unwrap_or("nothing".into())
-                    ))
+                    return Err(OptionError::NotANumber {
+                        option: option.clone(),
+                        got: NextItem(got.cloned()),
+                    })
                 }
             },
         }

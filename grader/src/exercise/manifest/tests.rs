@@ -207,6 +207,7 @@ fn tool_options_are_checked_against_the_tools_allow_list_at_their_line() {
         &["--racecheck-deadlock-timeout".into(), "soon".into()]
     )
     .unwrap_err()
+    .to_string()
     .contains("whole number"));
     // Options need a tool to go to.
     let e = parsed(

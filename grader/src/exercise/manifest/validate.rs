@@ -244,10 +244,23 @@ fn check_dists(m: &LoadedManifest) -> Result<(), ManifestError> {
     Ok(())
 }
 
+/// Why an input's `dist` cannot draw values of its dtype; shown after the input's name.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+enum DistMismatch {
+    #[error("needs a `dist`")]
+    Missing,
+    #[error("uniform needs finite lo < hi within f32, got [{lo}, {hi})")]
+    BadUniform { lo: f64, hi: f64 },
+    #[error("integers [{lo}, {hi}] do not fit {dtype:?} (lo <= hi, within the type)")]
+    IntegersOutOfRange { dtype: DType, lo: i64, hi: i64 },
+    #[error("dist kind does not fit dtype {dtype:?}")]
+    WrongKind { dtype: DType },
+}
+
 /// Whether `dist` draws values of `dtype`: floats within f32, integers within the type.
-fn dist_fits(dtype: DType, dist: Option<Dist>) -> Result<(), String> {
+fn dist_fits(dtype: DType, dist: Option<Dist>) -> Result<(), DistMismatch> {
     match (dtype, dist) {
-        (_, None) => Err("needs a `dist`".to_string()),
+        (_, None) => Err(DistMismatch::Missing),
         (d, Some(Dist::Uniform { lo, hi })) if d.is_float() => {
             if lo.is_finite()
                 && hi.is_finite()
@@ -257,9 +270,7 @@ fn dist_fits(dtype: DType, dist: Option<Dist>) -> Result<(), String> {
             {
                 Ok(())
             } else {
-                Err(format!(
-                    "uniform needs finite lo < hi within f32, got [{lo}, {hi})"
-                ))
+                Err(DistMismatch::BadUniform { lo, hi })
             }
         }
         (DType::I32, Some(Dist::Integers { lo, hi }))
@@ -272,10 +283,10 @@ fn dist_fits(dtype: DType, dist: Option<Dist>) -> Result<(), String> {
         {
             Ok(())
         }
-        (d, Some(Dist::Integers { lo, hi })) if !d.is_float() => Err(format!(
-            "integers [{lo}, {hi}] do not fit {d:?} (lo <= hi, within the type)"
-        )),
-        (d, _) => Err(format!("dist kind does not fit dtype {d:?}")),
+        (d, Some(Dist::Integers { lo, hi })) if !d.is_float() => {
+            Err(DistMismatch::IntegersOutOfRange { dtype: d, lo, hi })
+        }
+        (d, _) => Err(DistMismatch::WrongKind { dtype: d }),
     }
 }
 
@@ -385,7 +396,8 @@ fn validate_expect(m: &LoadedManifest, expect: &Expect) -> Result<(), ManifestEr
                 ),
             ));
         };
-        check_options(tool, options.get_ref()).map_err(|why| m.error_at(options.span(), why))?;
+        check_options(tool, options.get_ref())
+            .map_err(|why| m.error_at(options.span(), why.to_string()))?;
     }
     if let Some(t) = &expect.timeout_s {
         if expect.detector != Detector::Hang {
@@ -580,8 +592,19 @@ pub fn is_valid_id(id: &str) -> bool {
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
 }
 
+/// Why a length expression has no length; callers put the buffer (and case) before it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LenError {
+    #[error("unknown parameter `{factor}` in length `{expr}`")]
+    UnknownParameter { factor: String, expr: String },
+    #[error("length `{expr}` overflows")]
+    Overflows { expr: String },
+    #[error("length `{expr}` is negative")]
+    Negative { expr: String },
+}
+
 /// Evaluate a length expression: a `*`-separated product of integers and parameter names.
-pub fn eval_len(expr: &str, params: &BTreeMap<String, i64>) -> Result<usize, String> {
+pub fn eval_len(expr: &str, params: &BTreeMap<String, i64>) -> Result<usize, LenError> {
     let mut product: i64 = 1;
     for factor in expr.split('*').map(str::trim) {
         let value = if let Ok(v) = factor.parse::<i64>() {
@@ -589,11 +612,18 @@ pub fn eval_len(expr: &str, params: &BTreeMap<String, i64>) -> Result<usize, Str
         } else if let Some(v) = params.get(factor) {
             *v
         } else {
-            return Err(format!("unknown parameter `{factor}` in length `{expr}`"));
+            return Err(LenError::UnknownParameter {
+                factor: factor.to_string(),
+                expr: expr.to_string(),
+            });
         };
         product = product
             .checked_mul(value)
-            .ok_or_else(|| format!("length `{expr}` overflows"))?;
+            .ok_or_else(|| LenError::Overflows {
+                expr: expr.to_string(),
+            })?;
     }
-    usize::try_from(product).map_err(|_| format!("length `{expr}` is negative"))
+    usize::try_from(product).map_err(|_| LenError::Negative {
+        expr: expr.to_string(),
+    })
 }

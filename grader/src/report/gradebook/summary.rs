@@ -9,6 +9,7 @@ use serde::Serialize;
 use crate::exercise::rubric::GradeStage;
 use crate::judge::grade::{PairResult, PairState, Rule};
 use crate::judge::verdict::Status;
+use crate::report::SvgDrawError;
 
 use super::{points, write, Exporter, Gradebook};
 
@@ -261,7 +262,7 @@ fn not_graded_line(md: &mut String, summary: &[ExerciseSummary]) {
 
 /// Each graded submission's time against the reference fix, one column per exercise, on a log
 /// scale: 1 is the reference's speed, below it faster.
-pub fn speed_svg(summary: &[ExerciseSummary]) -> Result<String, String> {
+pub fn speed_svg(summary: &[ExerciseSummary]) -> Result<String, SvgDrawError> {
     use plotters::prelude::*;
     let all: Vec<f64> = summary
         .iter()
@@ -275,7 +276,7 @@ pub fn speed_svg(summary: &[ExerciseSummary]) -> Result<String, String> {
     {
         let root =
             SVGBackend::with_string(&mut out, (160 + 110 * n as u32, 420)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        root.fill(&WHITE)?;
         let names: Vec<String> = summary.iter().map(|s| s.exercise.clone()).collect();
         let mut chart = ChartBuilder::on(&root)
             .caption(
@@ -285,8 +286,7 @@ pub fn speed_svg(summary: &[ExerciseSummary]) -> Result<String, String> {
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(60)
-            .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), (lo..hi).log_scale())
-            .map_err(|e| e.to_string())?;
+            .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), (lo..hi).log_scale())?;
         chart
             .configure_mesh()
             .x_labels(n.max(1))
@@ -300,25 +300,20 @@ pub fn speed_svg(summary: &[ExerciseSummary]) -> Result<String, String> {
             .y_desc("time / reference (log)")
             .y_label_formatter(&|y| format!("{y:.2}"))
             .light_line_style(WHITE)
-            .draw()
-            .map_err(|e| e.to_string())?;
-        chart
-            .draw_series(LineSeries::new(
-                [(-0.5, 1.0), (n as f64 - 0.5, 1.0)],
-                BLUE.stroke_width(1),
-            ))
-            .map_err(|e| e.to_string())?;
+            .draw()?;
+        chart.draw_series(LineSeries::new(
+            [(-0.5, 1.0), (n as f64 - 0.5, 1.0)],
+            BLUE.stroke_width(1),
+        ))?;
         for (i, s) in summary.iter().enumerate() {
             let count = s.ratios.len().max(1) as f64;
-            chart
-                .draw_series(s.ratios.iter().enumerate().map(|(k, r)| {
-                    // Spread the points of a column a little so that equal times stay visible.
-                    let x = i as f64 + 0.3 * ((k as f64 + 0.5) / count - 0.5);
-                    Circle::new((x, *r), 4, BLACK.mix(0.7).filled())
-                }))
-                .map_err(|e| e.to_string())?;
+            chart.draw_series(s.ratios.iter().enumerate().map(|(k, r)| {
+                // Spread the points of a column a little so that equal times stay visible.
+                let x = i as f64 + 0.3 * ((k as f64 + 0.5) / count - 0.5);
+                Circle::new((x, *r), 4, BLACK.mix(0.7).filled())
+            }))?;
         }
-        root.present().map_err(|e| e.to_string())?;
+        root.present()?;
     }
     Ok(out)
 }

@@ -7,6 +7,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::{ExerciseSimilarity, SimilarityConfig, SimilarityReport};
+use crate::report::SvgDrawError;
 
 /// A cell of the map, the room for the students' names left of it, and for the title above it.
 const CELL: i32 = 12;
@@ -16,10 +17,6 @@ const HEAD: i32 = 40;
 const TOP: i32 = 72;
 
 type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
-
-fn err(e: DrawingAreaErrorKind<std::io::Error>) -> String {
-    e.to_string()
-}
 
 /// The students of an exercise's heat map: all of them up to `heat_max`, else those of the most
 /// similar pairs. Indices into `e.students`, in roster order.
@@ -48,7 +45,7 @@ pub(super) fn heat_students(e: &ExerciseSimilarity, cfg: &SimilarityConfig) -> V
 
 /// `similarity.svg`: a heat map per exercise (students by students, white 0 to red 1; grey where a
 /// student has too little own code to compare; a black box at or above the threshold).
-pub fn heatmap_svg(report: &SimilarityReport) -> Result<String, String> {
+pub fn heatmap_svg(report: &SimilarityReport) -> Result<String, SvgDrawError> {
     let cfg = &report.config;
     let shown: Vec<(&ExerciseSimilarity, Vec<usize>)> = report
         .exercises
@@ -66,7 +63,7 @@ pub fn heatmap_svg(report: &SimilarityReport) -> Result<String, String> {
     {
         let root =
             SVGBackend::with_string(&mut out, (width as u32, height as u32)).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
+        root.fill(&WHITE)?;
         heading(&root, cfg, shown.is_empty())?;
         for (k, (e, students)) in shown.iter().enumerate() {
             let origin = (
@@ -75,19 +72,18 @@ pub fn heatmap_svg(report: &SimilarityReport) -> Result<String, String> {
             );
             panel(&root, cfg, e, students, origin)?;
         }
-        root.present().map_err(err)?;
+        root.present()?;
     }
     Ok(out)
 }
 
 /// The title, the legend, and (where no exercise has a map) why there is none.
-fn heading(root: &Area, cfg: &SimilarityConfig, nothing_shown: bool) -> Result<(), String> {
+fn heading(root: &Area, cfg: &SimilarityConfig, nothing_shown: bool) -> Result<(), SvgDrawError> {
     root.draw(&Text::new(
         "Similarity of submissions (flags for review, not grades)",
         (10, 8),
         ("sans-serif", 18).into_font(),
-    ))
-    .map_err(err)?;
+    ))?;
     let legend = [
         format!("colour: similarity of the students' own code, 0 (white) to 1 (red); boxed: at or above {:.2}.", cfg.threshold),
         "grey: too little own code to compare. Rows and columns are the same students, numbered.".to_string(),
@@ -97,16 +93,14 @@ fn heading(root: &Area, cfg: &SimilarityConfig, nothing_shown: bool) -> Result<(
             text,
             (10, 32 + 16 * line as i32),
             ("sans-serif", 12).into_font(),
-        ))
-        .map_err(err)?;
+        ))?;
     }
     if nothing_shown {
         root.draw(&Text::new(
             "No exercise has two submissions to compare.",
             (10, TOP + 10),
             ("sans-serif", 14).into_font(),
-        ))
-        .map_err(err)?;
+        ))?;
     }
     Ok(())
 }
@@ -119,7 +113,7 @@ fn panel(
     e: &ExerciseSimilarity,
     students: &[usize],
     (x0, y0): (i32, i32),
-) -> Result<(), String> {
+) -> Result<(), SvgDrawError> {
     let n = students.len() as i32;
     let title = if students.len() < e.students.len() {
         format!("{} ({} of {} students)", e.exercise, n, e.students.len())
@@ -130,8 +124,7 @@ fn panel(
         title,
         (x0 + 10, y0 + 4),
         ("sans-serif", 14).into_font(),
-    ))
-    .map_err(err)?;
+    ))?;
     let (gx, gy) = (x0 + LABEL, y0 + HEAD);
     let similarity = pair_similarities(e);
     for (r, &i) in students.iter().enumerate() {
@@ -145,8 +138,7 @@ fn panel(
     root.draw(&Rectangle::new(
         [(gx, gy), (gx + n * CELL, gy + n * CELL)],
         RGBColor(160, 160, 160).stroke_width(1),
-    ))
-    .map_err(err)?;
+    ))?;
     Ok(())
 }
 
@@ -171,7 +163,7 @@ fn student_labels(
     r: usize,
     n: i32,
     (gx, gy): (i32, i32),
-) -> Result<(), String> {
+) -> Result<(), SvgDrawError> {
     let label_style = TextStyle::from(("sans-serif", 10).into_font());
     let mut name = format!("{} {}", r + 1, student);
     if name.chars().count() > 20 {
@@ -182,15 +174,13 @@ fn student_labels(
         name,
         (gx - 4, y + CELL / 2),
         label_style.pos(Pos::new(HPos::Right, VPos::Center)),
-    ))
-    .map_err(err)?;
+    ))?;
     if r.is_multiple_of(5) || n <= 10 {
         root.draw(&Text::new(
             format!("{}", r + 1),
             (gx + r as i32 * CELL + CELL / 2, gy - 4),
             label_style.pos(Pos::new(HPos::Center, VPos::Bottom)),
-        ))
-        .map_err(err)?;
+        ))?;
     }
     Ok(())
 }
@@ -204,7 +194,7 @@ fn cell(
     similarity: &HashMap<(&str, &str), f64>,
     (i, j): (usize, usize),
     (x, y): (i32, i32),
-) -> Result<(), String> {
+) -> Result<(), SvgDrawError> {
     let compared = e.own[i] >= cfg.min_own && e.own[j] >= cfg.min_own;
     let value = similarity
         .get(&(e.students[i].as_str(), e.students[j].as_str()))
@@ -221,14 +211,12 @@ fn cell(
     root.draw(&Rectangle::new(
         [(x, y), (x + CELL, y + CELL)],
         colour.filled(),
-    ))
-    .map_err(err)?;
+    ))?;
     if i != j && compared && value >= cfg.threshold - 1e-12 {
         root.draw(&Rectangle::new(
             [(x, y), (x + CELL - 1, y + CELL - 1)],
             BLACK.stroke_width(1),
-        ))
-        .map_err(err)?;
+        ))?;
     }
     Ok(())
 }
