@@ -27,7 +27,7 @@
 
 namespace cb {
 
-// Element types; the numbers match grader/src/manifest.rs (DType::code).
+// Element types; the numbers match grader/src/exercise/dtype.rs (DType::code).
 enum class DType : uint8_t { F32 = 1, F64 = 2, I32 = 3, U32 = 4 };
 template <class T> struct dtype_of;
 template <> struct dtype_of<float> { static constexpr DType value = DType::F32; };
