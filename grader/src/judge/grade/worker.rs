@@ -517,3 +517,109 @@ impl<'a> Worker<'a> {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exercise::catalog::{self, Embedded};
+    use crate::judge::config::Config;
+    use crate::tools::gpu::GpuStatus;
+    use crate::tools::nvcc::Harness;
+    use crate::tools::toolchain::Nvcc;
+    use std::path::Path;
+
+    const ID: &str = "01-index";
+
+    /// 01-index as the binary embeds it, in a workbook at `root`.
+    fn workbook(root: &Path) -> Workbook {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let on_disk = catalog::load(repo, ID).unwrap();
+        let manifest =
+            std::fs::read_to_string(repo.join("exercises").join(ID).join(catalog::MANIFEST_FILE))
+                .unwrap();
+        let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+        let embedded: &'static [Embedded] = Box::leak(Box::new([Embedded {
+            id: ID,
+            manifest: leak(manifest),
+            original: leak(on_disk.original),
+            solution: leak(on_disk.solution),
+            error: None,
+        }]));
+        Workbook::new(root.to_path_buf(), embedded, &[]).unwrap()
+    }
+
+    /// A worker's context on `gpu` (a `--gpus` entry), with no GPU to run on and tools that do not
+    /// exist: nothing here builds or runs.
+    fn context(wb: &Workbook, gpu: Option<&str>) -> Context {
+        let config = Config {
+            install_toolkit: false,
+            gpu: gpu.map(String::from),
+            ..Config::default()
+        };
+        let missing = PathBuf::from("/nonexistent/nvcc");
+        let nvcc = Nvcc {
+            path: missing.clone(),
+            extra_flags: Vec::new(),
+        };
+        let harness = Harness {
+            include_dir: missing.clone(),
+            object: missing,
+        };
+        Context::builder(wb, config)
+            .compiler(nvcc, harness)
+            .gpu(GpuStatus::NoDriver)
+            .build(|_| {})
+            .unwrap()
+    }
+
+    #[test]
+    fn each_worker_works_in_a_folder_of_its_own_shard_and_gpu() {
+        let dir = tempfile::tempdir().unwrap();
+        let wb = workbook(dir.path());
+        let secret = Secret::from_seed(7);
+        let alone = Worker::new(context(&wb, None), &secret, None);
+        let shard = Shard { index: 2, count: 3 };
+        let second_gpu = Worker::new(context(&wb, Some("1")), &secret, Some(shard));
+        assert_eq!(
+            (alone.plan(), second_gpu.plan()),
+            ("grade", "grade-shard2-gpu1")
+        );
+        assert_eq!(second_gpu.device().as_deref(), Some("1"));
+        assert!(
+            alone.settings.is_none(),
+            "no GPU: no settings to watch for a change"
+        );
+    }
+
+    #[test]
+    fn a_worker_writes_an_exercise_s_cases_once_and_its_hidden_ones_follow_the_secret() {
+        let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (wb_a, wb_b) = (workbook(dir_a.path()), workbook(dir_b.path()));
+        let (seven, eight) = (Secret::from_seed(7), Secret::from_seed(8));
+        let worker = Worker::new(context(&wb_a, None), &seven, None);
+        let ex = wb_a.resolve(ID).unwrap();
+        let first = worker.cases(&wb_a, ex).unwrap();
+        let again = worker.cases(&wb_a, ex).unwrap();
+        assert!(std::sync::Arc::ptr_eq(&first, &again), "written once");
+        assert!(!first.secret.hidden.cases.is_empty());
+        assert_eq!(
+            first.graded.cases.len(),
+            first.public.cases.len() + first.secret.hidden.cases.len(),
+            "a student's program runs the public cases, then the hidden ones"
+        );
+
+        let other = Worker::new(context(&wb_b, None), &eight, None);
+        let theirs = other.cases(&wb_b, wb_b.resolve(ID).unwrap()).unwrap();
+        let input = |c: &Cases, i: usize| std::fs::read(&c.cases[i].input).unwrap();
+        assert_eq!(
+            input(&first.public, 0),
+            input(&theirs.public, 0),
+            "the public cases are the exercise's"
+        );
+        assert_ne!(
+            input(&first.secret.hidden, 0),
+            input(&theirs.secret.hidden, 0),
+            "the hidden cases are the class secret's"
+        );
+    }
+}
