@@ -357,7 +357,7 @@ pub fn judge(label: &str, perf: &Perf, summary: &PerfSummary, who: &str) -> Vec<
         ),
     )
     .command(summary.commands.join("\n"))
-    .stage("timing")];
+    .stage(StageKind::Timing)];
     for g in goals(perf, v, original) {
         let status = if g.met {
             Status::Passed
@@ -375,7 +375,7 @@ pub fn judge(label: &str, perf: &Perf, summary: &PerfSummary, who: &str) -> Vec<
                     describe_goal(&g, original)
                 ),
             )
-            .stage("timing"),
+            .stage(StageKind::Timing),
         );
     }
     steps

@@ -13,7 +13,7 @@ use crate::class::roster::{self, Shard, Student};
 use crate::class::tamper::{self, Tampered};
 use crate::exercise::workbook::{Exercise, Workbook};
 use crate::judge::context::Context;
-use crate::judge::verdict::{Status, Step};
+use crate::judge::verdict::{Status, Step, StepName};
 
 use super::worker::{Chunk, ChunkPhases, Graded, Pending, Worker};
 use super::{
@@ -425,7 +425,7 @@ fn triage<'a>(
             return Triage::Already;
         }
         let why = format!("no file for {} in {}", ex.id(), student.folder.display());
-        let step = Step::new("submission", Status::Failed, why);
+        let step = Step::new(StepName::Submission, Status::Failed, why);
         return decided(student, ex, fp, PairState::NotSubmitted, step);
     };
     let text = match std::fs::read(&path) {
@@ -468,7 +468,7 @@ fn triage<'a>(
             reason: reason.clone(),
             diff,
         };
-        let step = Step::new("tamper check", Status::Failed, reason);
+        let step = Step::new(StepName::TamperCheck, Status::Failed, reason);
         return decided(student, ex, fp, state, step);
     }
     Triage::Grade(Pending {

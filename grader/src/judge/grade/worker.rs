@@ -19,7 +19,7 @@ use crate::judge::perf;
 use crate::judge::plan::{Role, SecretCases, Stage, StageKind, Submission};
 use crate::judge::scheduler::{self, Results};
 use crate::judge::stages::Output;
-use crate::judge::verdict::{Status, Step};
+use crate::judge::verdict::{Status, Step, StepName};
 use crate::tools::nvcc::{Flavor, Reuse};
 use crate::tools::peak::Peak;
 
@@ -511,8 +511,11 @@ impl<'a> Worker<'a> {
         };
         let mut out = self.pairs_as(chunk, state);
         for r in &mut out {
-            r.steps
-                .push(Step::new("grade", Status::ToolError, message.clone()));
+            r.steps.push(Step::new(
+                StepName::Grade,
+                Status::ToolError,
+                message.clone(),
+            ));
         }
         out
     }

@@ -175,9 +175,10 @@ fn tool_findings(md: &mut String, r: &PairResult) {
 
 /// The output of the steps that did not pass, the rules' own steps left out.
 fn step_details(md: &mut String, r: &PairResult) {
-    let details = r.steps.iter().filter(|s| {
-        s.status != Status::Passed && s.detail.is_some() && !s.name.starts_with("rule ")
-    });
+    let details = r
+        .steps
+        .iter()
+        .filter(|s| s.status != Status::Passed && s.detail.is_some() && !s.is_rule());
     for s in details {
         let _ = writeln!(
             md,
