@@ -573,7 +573,9 @@ fn perf_summary(
         return Ok(None);
     };
     let baseline = perf::time_baseline(ctx, wb, ex).map_err(|e| {
-        Box::new(Step::new(StepName::Timing, Status::ToolError, e).stage(StageKind::Timing))
+        Box::new(
+            Step::new(StepName::Timing, Status::ToolError, e.to_string()).stage(StageKind::Timing),
+        )
     })?;
     if baseline.is_some() {
         say("timed the library baseline (cuBLAS) at the same size");
@@ -661,7 +663,10 @@ fn unusable_profile(results: &Results, commands: &str) -> Option<Step> {
         .get(LEARNER, StageKind::Timing)
         .and_then(Output::measured)?;
     (!learner.finished.success() || learner.finished.left_running().is_some()).then(|| {
-        let why = time_of(LEARNER).err().unwrap_or_default();
+        let why = time_of(LEARNER)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         step(
             Status::Failed,
             format!("your version failed under ncu ({why})"),

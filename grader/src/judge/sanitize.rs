@@ -413,7 +413,7 @@ fn profile_report(output: Option<&Output>) -> ProfileReport {
                 (Ok(f), _) if !f.success() && !matches!(launches, Ok(l) if !l.is_empty()) => Some(
                     format!("the program failed under ncu ({})", f.describe_exit()),
                 ),
-                (_, Err(e)) => Some(e.clone()),
+                (_, Err(e)) => Some(e.to_string()),
                 (_, Ok(l)) if l.is_empty() => Some("ncu saw no kernel launch".into()),
                 _ => None,
             };

@@ -564,7 +564,7 @@ pub fn correctness(
     for (c, path) in cases.cases.iter().zip(outputs) {
         match case_outputs(c, path, tol) {
             Ok(err) => worst = worst.max(err),
-            Err(why) => return Some(step(Status::Failed, why)),
+            Err(why) => return Some(step(Status::Failed, why.to_string())),
         }
     }
     Some(step(
@@ -576,32 +576,56 @@ pub fn correctness(
     ))
 }
 
-/// One case's outputs against the reference: the largest error, or what is wrong in words
-/// ("case `...`: ..."; an element still holding the poison was never written).
+/// What is wrong with one case's outputs, as the correctness step says it ("case `...`: ...").
+#[derive(Debug, thiserror::Error)]
+pub enum CaseError {
+    #[error("case `{case}`: cannot read the outputs: {source}")]
+    Unreadable {
+        case: String,
+        source: std::io::Error,
+    },
+    /// A buffer is missing or has another type or length.
+    #[error("case `{case}`: {why}")]
+    Shape { case: String, why: String },
+    /// An element differs from the reference; `poisoned`: it still holds the poison, never written.
+    #[error(
+        "case `{case}`: {}[{}] = {} but the reference says {}{}; {} of {} elements wrong, max error {:.3e}",
+        .mismatch.buffer, .mismatch.index, .mismatch.got, .mismatch.expected,
+        if *.poisoned { " (never written: still the poison pattern)" } else { "" },
+        .mismatch.bad_count, .mismatch.len, .mismatch.max_abs_error
+    )]
+    Mismatch {
+        case: String,
+        mismatch: compare::Mismatch,
+        poisoned: bool,
+    },
+}
+
+/// One case's outputs against the reference: the largest error, or what is wrong (an element still
+/// holding the poison was never written).
 pub fn case_outputs(
     c: &crate::exercise::cases::PreparedCase,
     path: &std::path::Path,
     tol: Tolerance,
-) -> Result<f64, String> {
-    let got = data::read_outputs(path)
-        .map_err(|e| format!("case `{}`: cannot read the outputs: {e}", c.name))?;
+) -> Result<f64, CaseError> {
+    let case = c.name.clone();
+    let got = data::read_outputs(path).map_err(|source| CaseError::Unreadable {
+        case: case.clone(),
+        source,
+    })?;
     match compare::compare(&c.expected, &got, tol) {
         Comparison::Equal { max_abs_error } => Ok(max_abs_error),
-        Comparison::Shape(msg) => Err(format!("case `{}`: {msg}", c.name)),
+        Comparison::Shape(why) => Err(CaseError::Shape { case, why }),
         Comparison::Mismatch(m) => {
             let poisoned = got
                 .iter()
                 .find(|b| b.name == m.buffer)
                 .is_some_and(|b| compare::is_poison(&b.data, m.index));
-            let why = if poisoned {
-                " (never written: still the poison pattern)"
-            } else {
-                ""
-            };
-            Err(format!(
-                "case `{}`: {}[{}] = {} but the reference says {}{why}; {} of {} elements wrong, max error {:.3e}",
-                c.name, m.buffer, m.index, m.got, m.expected, m.bad_count, m.len, m.max_abs_error
-            ))
+            Err(CaseError::Mismatch {
+                case,
+                mismatch: m,
+                poisoned,
+            })
         }
     }
 }
@@ -634,21 +658,67 @@ pub fn within_target(ratio: f64, max: f64) -> Status {
     }
 }
 
+/// Why a version has no time, in the words every report gives (perf's summary, the verdicts,
+/// verify's, the speed judge's): one type, so that each reason reads the same wherever it shows.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Untimed {
+    /// No timing stage ran for it.
+    #[error("not timed")]
+    NotTimed,
+    /// Its timing stage did not run (`why_not_run`).
+    #[error("{0}")]
+    NotRun(String),
+    /// The program left processes running (`Finished::left_running`), whatever ncu measured.
+    #[error("{0}")]
+    LeftRunning(String),
+    /// ncu ran and gave no time: the tool's own failure, or `Measured::why_untimed`.
+    #[error("{0}")]
+    Unmeasured(String),
+    /// ncu could not profile it at all.
+    #[error("{0}")]
+    Profile(String),
+    /// The call timing timed no judged call.
+    #[error("the harness timed no call")]
+    NoCall,
+    /// The call timing failed (`Output::Called`'s failure), or left no call times.
+    #[error("{}", .0.as_deref().unwrap_or("the harness wrote no call times"))]
+    CallFailed(Option<String>),
+    /// No call timing ran for it.
+    #[error("the whole call was not timed")]
+    CallNotTimed,
+    /// The library baseline needs ncu, and there is none.
+    #[error("ncu not found")]
+    NoNcu,
+    /// The library baseline did not build.
+    #[error("cannot build the cuBLAS baseline: {0}")]
+    BaselineBuild(String),
+    /// ncu profiled the library baseline and gave no time.
+    #[error("ncu could not time cuBLAS: {0}")]
+    Baseline(Box<Untimed>),
+}
+
+impl Untimed {
+    /// Why ncu's measurement `m` has no time: the tool's failure, else what the run shows.
+    pub fn unmeasured(m: &crate::tools::ncu::Measured) -> Untimed {
+        Untimed::Unmeasured(m.tool_failure.clone().unwrap_or_else(|| m.why_untimed()))
+    }
+}
+
 /// The time of a timing stage's output, or why there is none.
-pub fn measured_time(output: Option<&Output>) -> Result<f64, String> {
+pub fn measured_time(output: Option<&Output>) -> Result<f64, Untimed> {
     match output {
         Some(Output::Timed {
             measured: Ok(m), ..
         }) => match (m.nanoseconds, left_running(&m.finished)) {
-            (_, Some(left)) => Err(left),
+            (_, Some(left)) => Err(Untimed::LeftRunning(left)),
             (Some(ns), None) => Ok(ns),
-            (None, None) => Err(m.why_untimed()),
+            (None, None) => Err(Untimed::Unmeasured(m.why_untimed())),
         },
         Some(Output::Timed {
             measured: Err(e), ..
-        }) => Err(e.to_string()),
-        Some(Output::NotRun(b)) => Err(why_not_run(b)),
-        _ => Err("not timed".into()),
+        }) => Err(Untimed::Profile(e.to_string())),
+        Some(Output::NotRun(b)) => Err(Untimed::NotRun(why_not_run(b))),
+        _ => Err(Untimed::NotTimed),
     }
 }
 

@@ -17,8 +17,7 @@ use crate::judge::verdict::{Status, Step, StepName};
 
 use super::worker::{Chunk, ChunkPhases, Graded, Pending, Worker};
 use super::{
-    fingerprint, state_label, ClassInfo, ClassJob, Event, GradeError, PairResult, PairState,
-    CLASS_FILE,
+    fingerprint, ClassInfo, ClassJob, Event, GradeError, PairResult, PairState, CLASS_FILE,
 };
 
 /// The GPUs a class is graded on, a worker each: those named (`--gpus`), else every visible one
@@ -270,10 +269,7 @@ impl<'a> Class<'a> {
     /// One finished pair into the journal, then its event.
     fn record(&self, r: PairResult) -> Result<(), GradeError> {
         let n = self.done.fetch_add(1, Ordering::SeqCst) + 1;
-        let (state, flags) = (
-            state_label(&r.state).to_string(),
-            r.flags.iter().map(|f| f.rule).collect(),
-        );
+        let (state, flags) = (r.state.kind(), r.flags.iter().map(|f| f.rule).collect());
         let event = Event::Graded {
             student: r.student.clone(),
             exercise: r.exercise.clone(),

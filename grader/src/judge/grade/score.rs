@@ -90,7 +90,7 @@ fn tally_part(output: Option<&Output>, cases: &Cases, skip: usize, ex: &Exercise
         match verdict::case_outputs(c, path, ex.manifest.manifest.tolerance) {
             Ok(_) => passed += 1,
             Err(why) => {
-                problem.get_or_insert(why);
+                problem.get_or_insert(why.to_string());
             }
         }
     }
@@ -327,6 +327,7 @@ impl PairJudge<'_> {
         {
             let why = verdict::measured_time(results.get(i, StageKind::Timing))
                 .err()
+                .map(|e| e.to_string())
                 .unwrap_or_default();
             r.state = PairState::ToolError {
                 message: format!("ncu could not time this submission ({why})"),

@@ -439,10 +439,10 @@ impl<'a> Worker<'a> {
         results: &Results,
         fairness: &Stage,
         hidden: &Cases,
-    ) -> Result<(), String> {
+    ) -> Result<(), UnfairCases> {
         let hidden_fair = tally(results.get_run(fairness), hidden, ex);
         if hidden_fair.passed != hidden_fair.total {
-            return Err(format!("the reference fix fails the hidden cases ({}): the secret's cases do not fit this exercise", hidden_fair.problem.unwrap_or_default()));
+            return Err(UnfairCases(hidden_fair.problem.unwrap_or_default()));
         }
         self.fair.lock().unwrap().insert(ex.id().to_string());
         Ok(())
@@ -520,3 +520,10 @@ impl<'a> Worker<'a> {
         out
     }
 }
+
+/// The reference fix fails the secret's hidden cases (`prove_fair`): the problem it shows.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the reference fix fails the hidden cases ({0}): the secret's cases do not fit this exercise"
+)]
+pub(super) struct UnfairCases(String);

@@ -206,7 +206,7 @@ fn build_steps(ctx: &Context, results: &Results, (ex, sol): (usize, usize)) -> V
                 .get(i, StageKind::Build(flavor))
                 .expect("every build ran");
             steps.extend(verdict::build(
-                &format!("{who} build {}", flavor.flags()[0]),
+                format!("{who} build {}", flavor.flags()[0]),
                 output,
                 flavor,
                 &ctx.arch,
@@ -276,7 +276,7 @@ fn disk_checks(wb: &Workbook, ex: &Exercise) -> (Vec<Step>, Option<(String, Stri
             Status::Passed,
             "the solution's regions read no clock, environment or file and hook nothing",
         ),
-        Err(why) => Step::new(StepName::ToolAwareCode, Status::Failed, why),
+        Err(why) => Step::new(StepName::ToolAwareCode, Status::Failed, why.to_string()),
     });
     (checks, sound.then_some((exercise, solution)))
 }

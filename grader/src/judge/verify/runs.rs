@@ -44,7 +44,7 @@ pub(super) fn record_runs(
         if let Some(o) = results.get_run(&s) {
             w.record
                 .checks
-                .extend(verdict::tool(&format!("solution {t}"), &s, o));
+                .extend(verdict::tool(format!("solution {t}"), &s, o));
         }
     }
     let plain_outputs: Vec<&Output> = (0..plain_runs)
@@ -115,7 +115,7 @@ fn record_exercise_under_tools(opts: &VerifyOptions, w: &mut Work, results: &Res
         if w.record.track == Track::Perf {
             w.record
                 .checks
-                .extend(verdict::tool(&format!("exercise {t}"), &stage, o));
+                .extend(verdict::tool(format!("exercise {t}"), &stage, o));
         }
         if w.record.tool == Some(t) {
             if let Ok(r) = run {

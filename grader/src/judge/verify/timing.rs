@@ -131,7 +131,7 @@ struct TimingPhase<'a> {
     /// This GPU's peak, where a performance exercise is timed.
     peak: Option<Result<crate::tools::peak::Peak, crate::tools::peak::PeakError>>,
     /// Each library baseline, by exercise.
-    baselines: BTreeMap<&'a str, Result<Option<crate::tools::ncu::Measured>, String>>,
+    baselines: BTreeMap<&'a str, Result<Option<crate::tools::ncu::Measured>, verdict::Untimed>>,
     /// How long the profiler ran: each timing step's wall time.
     wall: std::time::Duration,
 }
@@ -323,7 +323,7 @@ fn keep_ncu_csvs<const N: usize>(
 }
 
 /// The step of a solution ncu could not time (`why`), with what its run printed.
-fn untimed_solution_step(results: &Results, reference: &Stage, why: &str) -> Step {
+fn untimed_solution_step(results: &Results, reference: &Stage, why: &verdict::Untimed) -> Step {
     let detail = results
         .get_run(reference)
         .and_then(Output::measured)
@@ -397,7 +397,7 @@ fn retried_text(results: &Results, stages: &[&Stage]) -> String {
 /// A performance exercise: the original and the solution (and the library baseline, timed now, after
 /// them) summarised; the original must miss its target, the solution reach it and its goals.
 fn perf_steps(
-    baseline: Result<Option<crate::tools::ncu::Measured>, String>,
+    baseline: Result<Option<crate::tools::ncu::Measured>, verdict::Untimed>,
     w: &mut Work,
     results: &Results,
     (ex, sol): (usize, usize),
@@ -414,7 +414,8 @@ fn perf_steps(
         Ok(m) => m,
         Err(e) => {
             return vec![
-                Step::new(StepName::BaselineTiming, Status::ToolError, e).stage(StageKind::Timing)
+                Step::new(StepName::BaselineTiming, Status::ToolError, e.to_string())
+                    .stage(StageKind::Timing),
             ]
         }
     };
