@@ -229,7 +229,7 @@ pub fn summarize(
     peak: &Peak,
     timed: &[Runs],
     baseline: Option<&Measured>,
-) -> Result<PerfSummary, (String, String)> {
+) -> Result<PerfSummary, (String, Untimed)> {
     let m = &ex.manifest.manifest;
     let perf = m.perf.as_ref().expect("a performance exercise");
     let shown = perf.metrics.get_ref().clone();
@@ -240,7 +240,7 @@ pub fn summarize(
     let mut commands = Vec::new();
     for runs in timed {
         let name = runs.name;
-        let (meas, c) = measured(runs.ncu).map_err(|why| (name.to_string(), why.to_string()))?;
+        let (meas, c) = measured(runs.ncu).map_err(|why| (name.to_string(), why))?;
         commands.push(meas.command.clone());
         let spread = ncu::repeat_spread(
             &meas.launches,
@@ -253,7 +253,7 @@ pub fn summarize(
         v.timeline = timeline;
         if perf.clock == Clock::Call {
             v.nanoseconds = call_ns(runs.call)
-                .map_err(|why| (name.to_string(), format!("no whole-call time: {why}")))?;
+                .map_err(|why| (name.to_string(), Untimed::NoWholeCall(Box::new(why))))?;
             v.kernel_ns = Some(c.nanoseconds);
             if let Some(Output::Called { command, .. }) = runs.call {
                 commands.push(command.clone());

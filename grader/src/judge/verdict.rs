@@ -164,9 +164,9 @@ impl Step {
     }
     /// Whether a build made this step (its stage is a build's).
     pub fn is_build(&self) -> bool {
-        self.stage
-            .as_deref()
-            .is_some_and(|st| st.starts_with("build"))
+        Flavor::BOTH
+            .iter()
+            .any(|&f| self.stage.as_deref() == Some(StageKind::Build(f).id().as_str()))
     }
     pub fn new(name: impl Into<String>, status: Status, summary: impl Into<String>) -> Step {
         Step {
@@ -686,6 +686,9 @@ pub enum Untimed {
     /// No call timing ran for it.
     #[error("the whole call was not timed")]
     CallNotTimed,
+    /// Where the clock is the call, the whole call has no time: why.
+    #[error("no whole-call time: {0}")]
+    NoWholeCall(Box<Untimed>),
     /// The library baseline needs ncu, and there is none.
     #[error("ncu not found")]
     NoNcu,
