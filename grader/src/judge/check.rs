@@ -17,7 +17,7 @@ use crate::judge::plan::{self, Role, Stage, StageKind, Submission};
 use crate::judge::scheduler::{self, Results};
 use crate::judge::speed;
 use crate::judge::stages::Output;
-use crate::judge::verdict::{self, Finding, Outcome, Status, Step};
+use crate::judge::verdict::{self, Finding, Outcome, Status, Step, StepName};
 use crate::tools::gpu::GpuInfo;
 use crate::tools::nvcc::{Flavor, Reuse};
 use crate::tools::sandbox::Level;
@@ -144,7 +144,7 @@ pub fn check(
         Ok(c) => c,
         Err(e) => {
             report.steps.push(Step::new(
-                "inputs",
+                StepName::Inputs,
                 Status::ToolError,
                 format!("cannot write the inputs: {e}"),
             ));
@@ -264,12 +264,7 @@ fn build_steps(ctx: &Context, results: &Results) -> Vec<Step> {
             let output = results
                 .get(LEARNER, StageKind::Build(flavor))
                 .expect("built");
-            verdict::build(
-                &format!("build {}", flavor.flags()[0]),
-                output,
-                flavor,
-                &ctx.arch,
-            )
+            verdict::build(StepName::Build(flavor), output, flavor, &ctx.arch)
         })
         .collect()
 }
@@ -299,21 +294,21 @@ fn tool_and_case_steps(
             Some(Output::NotRun(b)) => {
                 report
                     .steps
-                    .extend(verdict::not_run(tool.name(), &sanitized.id(), b))
+                    .extend(verdict::not_run(StepName::Tool(tool), &sanitized, b))
             }
             Some(o @ Output::Sanitized { findings, .. }) => {
                 report.findings.extend(findings.iter().cloned());
                 report
                     .steps
-                    .extend(verdict::tool(tool.name(), &sanitized.id(), o));
+                    .extend(verdict::tool(StepName::Tool(tool), &sanitized, o));
             }
             _ => {}
         }
     }
     if let Some(o) = results.get(LEARNER, StageKind::Correctness) {
         report.steps.extend(verdict::correctness(
-            "correctness",
-            "correctness",
+            StepName::Correctness,
+            StageKind::Correctness,
             o,
             cases,
             ex.manifest.manifest.tolerance,
@@ -384,11 +379,11 @@ fn run_timing(
         if let Some(Output::Built(Err(e))) = results.get(i, StageKind::Build(Flavor::Timing)) {
             return Err(Box::new(
                 Step::new(
-                    "timing",
+                    StepName::Timing,
                     Status::ToolError,
                     format!("the embedded {} does not build: {e}", sub.variant),
                 )
-                .stage("timing"),
+                .stage(StageKind::Timing),
             ));
         }
     }
@@ -396,7 +391,7 @@ fn run_timing(
         verdict::profiler_failure((0..subs.len()).filter_map(|i| results.get(i, StageKind::Timing)))
     {
         return Err(Box::new(
-            Step::new("timing", Status::ToolError, failure).stage("timing"),
+            Step::new(StepName::Timing, Status::ToolError, failure).stage(StageKind::Timing),
         ));
     }
     confirm_doubted_calls(ctx, wb, subs, results, started);
@@ -486,11 +481,11 @@ fn time_and_judge(
         Ok(p) => Some(p),
         Err(e) if perf_spec.is_some() => {
             return vec![Step::new(
-                "timing",
+                StepName::Timing,
                 Status::ToolError,
                 format!("cannot measure this GPU's peak: {e}"),
             )
-            .stage("timing")]
+            .stage(StageKind::Timing)]
         }
         Err(_) => None,
     };
@@ -533,9 +528,11 @@ fn time_and_judge(
             .flags
             .retain(|f| !matches!(f.rule, speed::Rule::HostWork | speed::Rule::HostCpu));
     }
-    let mut steps = vec![Step::new("timing", judged.status, judged.summary.clone())
-        .command(commands.clone())
-        .stage("timing")];
+    let mut steps = vec![
+        Step::new(StepName::Timing, judged.status, judged.summary.clone())
+            .command(commands.clone())
+            .stage(StageKind::Timing),
+    ];
     if let (Some(sp), None) = (&judged.speed, perf_spec) {
         let original_ns = verdict::measured_time(results.get(ORIGINAL, StageKind::Timing)).ok();
         report.timing = Some(timing_summary(ex, sp, original_ns, &commands));
@@ -546,7 +543,7 @@ fn time_and_judge(
         report.perf = Some(s.clone());
     }
     if let Some(line) = kept {
-        steps.push(Step::new("timing: kept", Status::Passed, line).stage("timing"));
+        steps.push(Step::new(StepName::TimingKept, Status::Passed, line).stage(StageKind::Timing));
     }
     steps.extend(speed::flag_steps(&judged.flags));
     report.flags = judged.flags.clone();
@@ -575,8 +572,11 @@ fn perf_summary(
     let (Some(_), Some(peak)) = (ex.manifest.manifest.perf.as_ref(), peak) else {
         return Ok(None);
     };
-    let baseline = perf::time_baseline(ctx, wb, ex)
-        .map_err(|e| Box::new(Step::new("timing", Status::ToolError, e).stage("timing")))?;
+    let baseline = perf::time_baseline(ctx, wb, ex).map_err(|e| {
+        Box::new(
+            Step::new(StepName::Timing, Status::ToolError, e.to_string()).stage(StageKind::Timing),
+        )
+    })?;
     if baseline.is_some() {
         say("timed the library baseline (cuBLAS) at the same size");
     }
@@ -647,10 +647,10 @@ fn unusable_profile(results: &Results, commands: &str) -> Option<Step> {
     };
     // The step, with the profiled version's output and the commands.
     let step = |status: Status, message: String, i: usize| {
-        Step::new("timing", status, message)
+        Step::new(StepName::Timing, status, message)
             .detail(output_of(i))
             .command(commands.to_string())
-            .stage("timing")
+            .stage(StageKind::Timing)
     };
     if let Err(why) = time_of(REFERENCE) {
         return Some(step(
@@ -663,7 +663,10 @@ fn unusable_profile(results: &Results, commands: &str) -> Option<Step> {
         .get(LEARNER, StageKind::Timing)
         .and_then(Output::measured)?;
     (!learner.finished.success() || learner.finished.left_running().is_some()).then(|| {
-        let why = time_of(LEARNER).err().unwrap_or_default();
+        let why = time_of(LEARNER)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         step(
             Status::Failed,
             format!("your version failed under ncu ({why})"),
@@ -717,12 +720,8 @@ fn finish(mut report: CheckReport, watched: Option<&speed::Flag>) -> CheckReport
     if let Some(f) = watched {
         // Right after the builds: it needs no GPU, and what the text and the device code show
         // stands whatever the GPU steps find (or skip).
-        let at = report
-            .steps
-            .iter()
-            .take_while(|s| s.stage.as_deref().is_some_and(|st| st.starts_with("build")))
-            .count();
-        report.steps.insert(at, f.step().stage("regions"));
+        let at = report.steps.iter().take_while(|s| s.is_build()).count();
+        report.steps.insert(at, f.step().stage(plan::RegionsCheck));
         report.flags.push(f.clone());
     }
     report.outcome = Outcome::from_steps(&report.steps);

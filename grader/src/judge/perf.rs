@@ -11,7 +11,7 @@ use crate::exercise::workbook::{Exercise, Workbook};
 use crate::judge::context::{self, Context};
 use crate::judge::plan::StageKind;
 use crate::judge::stages::{self, Output};
-use crate::judge::verdict::{Status, Step};
+use crate::judge::verdict::{Status, Step, Untimed};
 use crate::tools::counters::{self, Counters};
 use crate::tools::ncu::{self, Measured};
 use crate::tools::nvcc::{self, Flavor, Inputs, Reuse};
@@ -151,19 +151,19 @@ fn version(
 }
 
 /// A timing output's measurement and its counters, or why it has none.
-fn measured(o: Option<&Output>) -> Result<(&Measured, &Counters), String> {
+fn measured(o: Option<&Output>) -> Result<(&Measured, &Counters), Untimed> {
     match o {
         Some(Output::Timed {
             measured: Ok(m), ..
         }) if m.counters.is_some() => Ok((m, m.counters.as_ref().expect("checked"))),
         Some(Output::Timed {
             measured: Ok(m), ..
-        }) => Err(m.tool_failure.clone().unwrap_or_else(|| m.why_untimed())),
+        }) => Err(Untimed::unmeasured(m)),
         Some(Output::Timed {
             measured: Err(e), ..
-        }) => Err(e.to_string()),
-        Some(Output::NotRun(b)) => Err(crate::judge::verdict::why_not_run(b)),
-        _ => Err("not timed".into()),
+        }) => Err(Untimed::Profile(e.to_string())),
+        Some(Output::NotRun(b)) => Err(Untimed::NotRun(crate::judge::verdict::why_not_run(b))),
+        _ => Err(Untimed::NotTimed),
     }
 }
 
@@ -188,16 +188,12 @@ impl<'a> Runs<'a> {
 }
 
 /// The whole call the judge holds a version to, or why there is none.
-fn call_ns(o: Option<&Output>) -> Result<f64, String> {
+fn call_ns(o: Option<&Output>) -> Result<f64, Untimed> {
     match o {
-        Some(Output::Called { times: Some(t), .. }) => t
-            .judged_ns()
-            .ok_or_else(|| "the harness timed no call".into()),
-        Some(Output::Called { failure, .. }) => Err(failure
-            .clone()
-            .unwrap_or_else(|| "the harness wrote no call times".into())),
-        Some(Output::NotRun(b)) => Err(crate::judge::verdict::why_not_run(b)),
-        _ => Err("the whole call was not timed".into()),
+        Some(Output::Called { times: Some(t), .. }) => t.judged_ns().ok_or(Untimed::NoCall),
+        Some(Output::Called { failure, .. }) => Err(Untimed::CallFailed(failure.clone())),
+        Some(Output::NotRun(b)) => Err(Untimed::NotRun(crate::judge::verdict::why_not_run(b))),
+        _ => Err(Untimed::CallNotTimed),
     }
 }
 
@@ -233,7 +229,7 @@ pub fn summarize(
     peak: &Peak,
     timed: &[Runs],
     baseline: Option<&Measured>,
-) -> Result<PerfSummary, (String, String)> {
+) -> Result<PerfSummary, (String, Untimed)> {
     let m = &ex.manifest.manifest;
     let perf = m.perf.as_ref().expect("a performance exercise");
     let shown = perf.metrics.get_ref().clone();
@@ -257,7 +253,7 @@ pub fn summarize(
         v.timeline = timeline;
         if perf.clock == Clock::Call {
             v.nanoseconds = call_ns(runs.call)
-                .map_err(|why| (name.to_string(), format!("no whole-call time: {why}")))?;
+                .map_err(|why| (name.to_string(), Untimed::NoWholeCall(Box::new(why))))?;
             v.kernel_ns = Some(c.nanoseconds);
             if let Some(Output::Called { command, .. }) = runs.call {
                 commands.push(command.clone());
@@ -357,7 +353,7 @@ pub fn judge(label: &str, perf: &Perf, summary: &PerfSummary, who: &str) -> Vec<
         ),
     )
     .command(summary.commands.join("\n"))
-    .stage("timing")];
+    .stage(StageKind::Timing)];
     for g in goals(perf, v, original) {
         let status = if g.met {
             Status::Passed
@@ -375,7 +371,7 @@ pub fn judge(label: &str, perf: &Perf, summary: &PerfSummary, who: &str) -> Vec<
                     describe_goal(&g, original)
                 ),
             )
-            .stage("timing"),
+            .stage(StageKind::Timing),
         );
     }
     steps
@@ -421,7 +417,7 @@ pub fn time_baseline(
     ctx: &Context,
     wb: &Workbook,
     ex: &Exercise,
-) -> Result<Option<Measured>, String> {
+) -> Result<Option<Measured>, Untimed> {
     let m = &ex.manifest.manifest;
     let Some(Baseline::CublasSgemm) = m.perf.as_ref().and_then(|p| p.baseline) else {
         return Ok(None);
@@ -435,7 +431,7 @@ pub fn time_baseline(
     let _turn = ONE_AT_A_TIME
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let ncu_path = ctx.tools.ncu.as_deref().ok_or("ncu not found")?;
+    let ncu_path = ctx.tools.ncu.as_deref().ok_or(Untimed::NoNcu)?;
     let dir = wb.work_dir().join("baseline");
     let source = ctx.harness.include_dir.join("baseline-sgemm.cu");
     let flags = ["-lcublas".to_string()];
@@ -451,7 +447,7 @@ pub fn time_baseline(
         Reuse::IfUnchanged,
         &|j| j,
     )
-    .map_err(|e| format!("cannot build the cuBLAS baseline: {e}"))?;
+    .map_err(|e| Untimed::BaselineBuild(e.to_string()))?;
     let p = |k: &str| m.bench.params.get(k).copied().unwrap_or(0).to_string();
     // As many calls as the exercise's versions make under ncu.
     let calls = crate::judge::plan::profiled_calls(ex);
@@ -486,7 +482,8 @@ pub fn time_baseline(
         Vec::new(),
     );
     let launcher = crate::tools::launcher::Kept::or(&kept, ctx.launcher.as_ref());
-    let measured = ncu::measure(launcher, &job, &target, &csv).map_err(|e| e.to_string())?;
+    let measured =
+        ncu::measure(launcher, &job, &target, &csv).map_err(|e| Untimed::Profile(e.to_string()))?;
     if measured.counters.is_none() {
         if let Some(k) = &kept {
             k.forget();
@@ -494,13 +491,7 @@ pub fn time_baseline(
     }
     match measured.counters {
         Some(_) => Ok(Some(measured)),
-        None => Err(format!(
-            "ncu could not time cuBLAS: {}",
-            measured
-                .tool_failure
-                .clone()
-                .unwrap_or_else(|| measured.why_untimed())
-        )),
+        None => Err(Untimed::Baseline(Box::new(Untimed::unmeasured(&measured)))),
     }
 }
 

@@ -433,6 +433,40 @@ impl Stage {
     }
 }
 
+/// What names the stage a step comes from (`verdict::Step::stage`): a kind, by its id ("timing"),
+/// or one stage, run number and all ("timing#1"); the id is never spelled out a second time.
+pub trait StageId {
+    fn stage_id(&self) -> String;
+}
+
+impl StageId for StageKind {
+    fn stage_id(&self) -> String {
+        self.id()
+    }
+}
+
+impl StageId for Stage {
+    fn stage_id(&self) -> String {
+        self.id()
+    }
+}
+
+impl<T: StageId> StageId for &T {
+    fn stage_id(&self) -> String {
+        (**self).stage_id()
+    }
+}
+
+/// The check of a learner's text and device code against the tool-aware rule (`check`): a step of
+/// its own, right after the builds, that no stage runs.
+pub struct RegionsCheck;
+
+impl StageId for RegionsCheck {
+    fn stage_id(&self) -> String {
+        "regions".into()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,7 +13,7 @@ use crate::judge::context::Context;
 use crate::judge::plan::{Stage, StageKind, Submission, Target};
 use crate::judge::scheduler::{self, Results};
 use crate::judge::stages::Output;
-use crate::judge::verdict::{self, Finding, Outcome, Status, Step, GPU_SKIPPED};
+use crate::judge::verdict::{self, Finding, Outcome, Status, Step, StepName};
 use crate::tools::gpu::GpuInfo;
 use crate::tools::nvcc::Flavor;
 use crate::tools::sandbox::Level;
@@ -287,15 +287,25 @@ pub fn sanitize(
 
     let mut steps: Vec<Step> = Vec::new();
     if let Some(o) = results.get(0, StageKind::Build(Flavor::Sanitize)) {
-        steps.extend(verdict::build("build -G", o, Flavor::Sanitize, &ctx.arch));
+        steps.extend(verdict::build(
+            StepName::Build(Flavor::Sanitize),
+            o,
+            Flavor::Sanitize,
+            &ctx.arch,
+        ));
     }
     let runs = tool_runs(&results, &mut steps);
     let findings = merge(runs.findings);
     let profile = profile.then(|| {
         let build = results.get(0, StageKind::Build(Flavor::Timing));
-        if let Some(step) =
-            build.and_then(|o| verdict::build("build -O3", o, Flavor::Timing, &ctx.arch))
-        {
+        if let Some(step) = build.and_then(|o| {
+            verdict::build(
+                StepName::Build(Flavor::Timing),
+                o,
+                Flavor::Timing,
+                &ctx.arch,
+            )
+        }) {
             steps.push(step);
         }
         profile_report(results.get(0, StageKind::Profile))
@@ -353,22 +363,26 @@ fn tool_runs(results: &Results, steps: &mut Vec<Step>) -> ToolRuns {
         let stage = Stage::new(0, StageKind::Sanitize(t));
         let (step, found, records) = match results.get_run(&stage) {
             Some(o @ Output::Sanitized { findings, run, .. }) => (
-                verdict::tool(t.name(), &stage.id(), o),
+                verdict::tool(StepName::Tool(t), &stage, o),
                 findings.clone(),
                 run.as_ref().map(|r| r.records.len()).unwrap_or(0),
             ),
-            Some(Output::NotRun(b)) => (verdict::not_run(t.name(), &stage.id(), b), Vec::new(), 0),
+            Some(Output::NotRun(b)) => (
+                verdict::not_run(StepName::Tool(t), &stage, b),
+                Vec::new(),
+                0,
+            ),
             _ => (None, Vec::new(), 0),
         };
         runs.summaries.push(tool_summary(
             t,
-            step.as_ref().filter(|s| s.name != GPU_SKIPPED),
+            step.as_ref().filter(|s| !s.is(StepName::GpuSkipped)),
             &found,
             records,
         ));
         if let Some(s) = step {
-            if s.name == GPU_SKIPPED {
-                if !steps.iter().any(|x| x.name == GPU_SKIPPED) {
+            if s.is(StepName::GpuSkipped) {
+                if !steps.iter().any(|x| x.is(StepName::GpuSkipped)) {
                     steps.push(s);
                 }
             } else {
@@ -399,7 +413,7 @@ fn profile_report(output: Option<&Output>) -> ProfileReport {
                 (Ok(f), _) if !f.success() && !matches!(launches, Ok(l) if !l.is_empty()) => Some(
                     format!("the program failed under ncu ({})", f.describe_exit()),
                 ),
-                (_, Err(e)) => Some(e.clone()),
+                (_, Err(e)) => Some(e.to_string()),
                 (_, Ok(l)) if l.is_empty() => Some("ncu saw no kernel launch".into()),
                 _ => None,
             };

@@ -13,7 +13,9 @@ use crate::exercise::data;
 use crate::exercise::manifest::Detector;
 use crate::exercise::manifest::FindingKind;
 use crate::exercise::manifest::Tolerance;
+use crate::exercise::manifest::Tool;
 pub use crate::judge::findings::{findings, findings_in, in_region, Finding};
+use crate::judge::plan::{StageId, StageKind};
 use crate::judge::stages::{Blocked, Bounds, Output};
 use crate::tools::nvcc::{self, Flavor};
 use crate::tools::runner::{Exit, Finished};
@@ -49,13 +51,122 @@ pub struct Step {
     pub wall_ms: u64,
 }
 
-/// The name of the step that says the GPU stages did not run here, and why.
-pub const GPU_SKIPPED: &str = "gpu";
+/// The names of the steps the plans make under a name of their own, in one place: code that looks
+/// for a step (`Step::is`) names it here rather than by its text. A step's `name` stays text in the
+/// JSON, since some are made up as they go ("solution racecheck", "exercise fails under memcheck").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepName {
+    /// The GPU stages did not run here, and why.
+    GpuSkipped,
+    /// A build of one flavor: "build -G", "build -O3".
+    Build(Flavor),
+    /// A compute-sanitizer tool's run, named after the tool.
+    Tool(Tool),
+    /// The plain run on every case, compared with the reference.
+    Correctness,
+    /// `grade`'s run on the instructor's hidden cases.
+    HiddenCases,
+    /// `grade`'s check on fresh inputs after the timed runs.
+    FreshInputs,
+    /// The judged time.
+    Timing,
+    /// The line that says a timing was kept from an earlier plan.
+    TimingKept,
+    /// Writing the cases' inputs.
+    Inputs,
+    /// A submission that could not be read.
+    Submission,
+    TamperCheck,
+    /// A grade worker that broke.
+    Grade,
+    Manifest,
+    Regions,
+    ToolAwareCode,
+    /// `verify`'s sanitizers are missing.
+    Tools,
+    SolutionCorrectness,
+    SolutionTiming,
+    SolutionSpeed,
+    BaselineTiming,
+    ExercisePlainRun,
+    ExerciseGivesWrongOutput,
+    ExerciseHangs,
+    ExerciseCrashes,
+    ExerciseIsSlow,
+}
+
+impl StepName {
+    /// The name as reports and recordings show it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepName::GpuSkipped => "gpu",
+            StepName::Build(Flavor::Sanitize) => "build -G",
+            StepName::Build(Flavor::Timing) => "build -O3",
+            StepName::Tool(t) => t.name(),
+            StepName::Correctness => "correctness",
+            StepName::HiddenCases => "hidden cases",
+            StepName::FreshInputs => "fresh inputs",
+            StepName::Timing => "timing",
+            StepName::TimingKept => "timing: kept",
+            StepName::Inputs => "inputs",
+            StepName::Submission => "submission",
+            StepName::TamperCheck => "tamper check",
+            StepName::Grade => "grade",
+            StepName::Manifest => "manifest",
+            StepName::Regions => "regions",
+            StepName::ToolAwareCode => "tool-aware code",
+            StepName::Tools => "tools",
+            StepName::SolutionCorrectness => "solution correctness",
+            StepName::SolutionTiming => "solution timing",
+            StepName::SolutionSpeed => "solution speed",
+            StepName::BaselineTiming => "baseline timing",
+            StepName::ExercisePlainRun => "exercise plain run",
+            StepName::ExerciseGivesWrongOutput => "exercise gives wrong output",
+            StepName::ExerciseHangs => "exercise hangs",
+            StepName::ExerciseCrashes => "exercise crashes",
+            StepName::ExerciseIsSlow => "exercise is slow",
+        }
+    }
+
+    /// The name of the step a speed rule fails: "rule <key>" (`Step::is_rule`).
+    pub fn rule(key: &str) -> String {
+        format!("{RULE_PREFIX}{key}")
+    }
+}
+
+/// What every speed rule's step name begins with.
+const RULE_PREFIX: &str = "rule ";
+
+impl std::fmt::Display for StepName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<StepName> for String {
+    fn from(name: StepName) -> String {
+        name.as_str().to_string()
+    }
+}
 
 impl Step {
     /// The GPU stages did not run here: `why` (no GPU, or one too old for the exercise).
     pub fn gpu_skipped(why: impl Into<String>) -> Step {
-        Step::new(GPU_SKIPPED, Status::Skipped, why)
+        Step::new(StepName::GpuSkipped, Status::Skipped, why)
+    }
+    /// Whether this is the step named `name`.
+    pub fn is(&self, name: StepName) -> bool {
+        self.name == name.as_str()
+    }
+    /// Whether this is a speed rule's step (`StepName::rule`).
+    pub fn is_rule(&self) -> bool {
+        self.name.starts_with(RULE_PREFIX)
+    }
+    /// Whether a build made this step (its stage is a build's).
+    pub fn is_build(&self) -> bool {
+        Flavor::BOTH
+            .iter()
+            .any(|&f| self.stage.as_deref() == Some(StageKind::Build(f).id().as_str()))
     }
     pub fn new(name: impl Into<String>, status: Status, summary: impl Into<String>) -> Step {
         Step {
@@ -77,8 +188,9 @@ impl Step {
         self.command = Some(c.into());
         self
     }
-    pub fn stage(mut self, id: impl Into<String>) -> Step {
-        self.stage = Some(id.into());
+    /// The stage that made the step: a kind ("timing") or one run of it ("timing#1").
+    pub fn stage(mut self, stage: impl StageId) -> Step {
+        self.stage = Some(stage.stage_id());
         self
     }
     pub fn wall(mut self, d: std::time::Duration) -> Step {
@@ -193,7 +305,7 @@ impl Outcome {
 // ---- What each stage's output means.
 
 /// The step a stage that did not run leaves, if any: a failed build already said why.
-pub fn not_run(name: &str, stage: &str, blocked: &Blocked) -> Option<Step> {
+pub fn not_run(name: impl Into<String>, stage: impl StageId, blocked: &Blocked) -> Option<Step> {
     match blocked {
         Blocked::BuildFailed => None,
         Blocked::NoGpu(reason) => Some(Step::gpu_skipped(reason.clone())),
@@ -229,11 +341,11 @@ pub fn why_not_run(blocked: &Blocked) -> String {
 }
 
 /// A build: passed (perhaps kept from an earlier one), failed to compile, timed out, or nvcc broke.
-pub fn build(name: &str, output: &Output, flavor: Flavor, arch: &str) -> Option<Step> {
-    let stage = crate::judge::plan::StageKind::Build(flavor).id();
+pub fn build(name: impl Into<String>, output: &Output, flavor: Flavor, arch: &str) -> Option<Step> {
     let Output::Built(result) = output else {
         return None;
     };
+    let name = name.into();
     Some(
         match result {
             Ok(b) => {
@@ -270,7 +382,7 @@ pub fn build(name: &str, output: &Output, flavor: Flavor, arch: &str) -> Option<
             ),
             Err(e) => Step::new(name, Status::ToolError, e.to_string()),
         }
-        .stage(stage),
+        .stage(StageKind::Build(flavor)),
     )
 }
 
@@ -349,7 +461,7 @@ pub fn is_host_fault(f: &Finished) -> bool {
 }
 
 /// A sanitizer run passes when the tool reports nothing and the program exits cleanly.
-pub fn tool(name: &str, stage: &str, output: &Output) -> Option<Step> {
+pub fn tool(name: impl Into<String>, stage: impl StageId, output: &Output) -> Option<Step> {
     let Output::Sanitized {
         tool,
         run,
@@ -359,6 +471,7 @@ pub fn tool(name: &str, stage: &str, output: &Output) -> Option<Step> {
     else {
         return None;
     };
+    let name = name.into();
     let run = match run {
         Ok(r) => r,
         Err(e) => return Some(Step::new(name, Status::ToolError, e.to_string()).stage(stage)),
@@ -406,8 +519,8 @@ pub fn tool(name: &str, stage: &str, output: &Output) -> Option<Step> {
 /// match the Rust reference within the tolerance (an element still holding the poison was never
 /// written).
 pub fn correctness(
-    name: &str,
-    stage: &str,
+    name: impl Into<String>,
+    stage: impl StageId + Copy,
     output: &Output,
     cases: &Cases,
     tol: Tolerance,
@@ -421,12 +534,13 @@ pub fn correctness(
     else {
         return None;
     };
+    let name = name.into();
     let finished = match run {
         Ok(f) => f,
         Err(e) => return Some(Step::new(name, Status::ToolError, e.to_string()).stage(stage)),
     };
     let step = |status, summary: String| {
-        Step::new(name, status, summary)
+        Step::new(&name, status, summary)
             .command(command.clone())
             .wall(finished.wall)
             .stage(stage)
@@ -450,7 +564,7 @@ pub fn correctness(
     for (c, path) in cases.cases.iter().zip(outputs) {
         match case_outputs(c, path, tol) {
             Ok(err) => worst = worst.max(err),
-            Err(why) => return Some(step(Status::Failed, why)),
+            Err(why) => return Some(step(Status::Failed, why.to_string())),
         }
     }
     Some(step(
@@ -462,32 +576,56 @@ pub fn correctness(
     ))
 }
 
-/// One case's outputs against the reference: the largest error, or what is wrong in words
-/// ("case `...`: ..."; an element still holding the poison was never written).
+/// What is wrong with one case's outputs, as the correctness step says it ("case `...`: ...").
+#[derive(Debug, thiserror::Error)]
+pub enum CaseError {
+    #[error("case `{case}`: cannot read the outputs: {source}")]
+    Unreadable {
+        case: String,
+        source: std::io::Error,
+    },
+    /// A buffer is missing or has another type or length.
+    #[error("case `{case}`: {why}")]
+    Shape { case: String, why: String },
+    /// An element differs from the reference; `poisoned`: it still holds the poison, never written.
+    #[error(
+        "case `{case}`: {}[{}] = {} but the reference says {}{}; {} of {} elements wrong, max error {:.3e}",
+        .mismatch.buffer, .mismatch.index, .mismatch.got, .mismatch.expected,
+        if *.poisoned { " (never written: still the poison pattern)" } else { "" },
+        .mismatch.bad_count, .mismatch.len, .mismatch.max_abs_error
+    )]
+    Mismatch {
+        case: String,
+        mismatch: compare::Mismatch,
+        poisoned: bool,
+    },
+}
+
+/// One case's outputs against the reference: the largest error, or what is wrong (an element still
+/// holding the poison was never written).
 pub fn case_outputs(
     c: &crate::exercise::cases::PreparedCase,
     path: &std::path::Path,
     tol: Tolerance,
-) -> Result<f64, String> {
-    let got = data::read_outputs(path)
-        .map_err(|e| format!("case `{}`: cannot read the outputs: {e}", c.name))?;
+) -> Result<f64, CaseError> {
+    let case = c.name.clone();
+    let got = data::read_outputs(path).map_err(|source| CaseError::Unreadable {
+        case: case.clone(),
+        source,
+    })?;
     match compare::compare(&c.expected, &got, tol) {
         Comparison::Equal { max_abs_error } => Ok(max_abs_error),
-        Comparison::Shape(msg) => Err(format!("case `{}`: {msg}", c.name)),
+        Comparison::Shape(why) => Err(CaseError::Shape { case, why }),
         Comparison::Mismatch(m) => {
             let poisoned = got
                 .iter()
                 .find(|b| b.name == m.buffer)
                 .is_some_and(|b| compare::is_poison(&b.data, m.index));
-            let why = if poisoned {
-                " (never written: still the poison pattern)"
-            } else {
-                ""
-            };
-            Err(format!(
-                "case `{}`: {}[{}] = {} but the reference says {}{why}; {} of {} elements wrong, max error {:.3e}",
-                c.name, m.buffer, m.index, m.got, m.expected, m.bad_count, m.len, m.max_abs_error
-            ))
+            Err(CaseError::Mismatch {
+                case,
+                mismatch: m,
+                poisoned,
+            })
         }
     }
 }
@@ -520,21 +658,70 @@ pub fn within_target(ratio: f64, max: f64) -> Status {
     }
 }
 
+/// Why a version has no time, in the words every report gives (perf's summary, the verdicts,
+/// verify's, the speed judge's): one type, so that each reason reads the same wherever it shows.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Untimed {
+    /// No timing stage ran for it.
+    #[error("not timed")]
+    NotTimed,
+    /// Its timing stage did not run (`why_not_run`).
+    #[error("{0}")]
+    NotRun(String),
+    /// The program left processes running (`Finished::left_running`), whatever ncu measured.
+    #[error("{0}")]
+    LeftRunning(String),
+    /// ncu ran and gave no time: the tool's own failure, or `Measured::why_untimed`.
+    #[error("{0}")]
+    Unmeasured(String),
+    /// ncu could not profile it at all.
+    #[error("{0}")]
+    Profile(String),
+    /// The call timing timed no judged call.
+    #[error("the harness timed no call")]
+    NoCall,
+    /// The call timing failed (`Output::Called`'s failure), or left no call times.
+    #[error("{}", .0.as_deref().unwrap_or("the harness wrote no call times"))]
+    CallFailed(Option<String>),
+    /// No call timing ran for it.
+    #[error("the whole call was not timed")]
+    CallNotTimed,
+    /// Where the clock is the call, the whole call has no time: why.
+    #[error("no whole-call time: {0}")]
+    NoWholeCall(Box<Untimed>),
+    /// The library baseline needs ncu, and there is none.
+    #[error("ncu not found")]
+    NoNcu,
+    /// The library baseline did not build.
+    #[error("cannot build the cuBLAS baseline: {0}")]
+    BaselineBuild(String),
+    /// ncu profiled the library baseline and gave no time.
+    #[error("ncu could not time cuBLAS: {0}")]
+    Baseline(Box<Untimed>),
+}
+
+impl Untimed {
+    /// Why ncu's measurement `m` has no time: the tool's failure, else what the run shows.
+    pub fn unmeasured(m: &crate::tools::ncu::Measured) -> Untimed {
+        Untimed::Unmeasured(m.tool_failure.clone().unwrap_or_else(|| m.why_untimed()))
+    }
+}
+
 /// The time of a timing stage's output, or why there is none.
-pub fn measured_time(output: Option<&Output>) -> Result<f64, String> {
+pub fn measured_time(output: Option<&Output>) -> Result<f64, Untimed> {
     match output {
         Some(Output::Timed {
             measured: Ok(m), ..
         }) => match (m.nanoseconds, left_running(&m.finished)) {
-            (_, Some(left)) => Err(left),
+            (_, Some(left)) => Err(Untimed::LeftRunning(left)),
             (Some(ns), None) => Ok(ns),
-            (None, None) => Err(m.why_untimed()),
+            (None, None) => Err(Untimed::Unmeasured(m.why_untimed())),
         },
         Some(Output::Timed {
             measured: Err(e), ..
-        }) => Err(e.to_string()),
-        Some(Output::NotRun(b)) => Err(why_not_run(b)),
-        _ => Err("not timed".into()),
+        }) => Err(Untimed::Profile(e.to_string())),
+        Some(Output::NotRun(b)) => Err(Untimed::NotRun(why_not_run(b))),
+        _ => Err(Untimed::NotTimed),
     }
 }
 
@@ -565,7 +752,6 @@ pub fn profiler_failure<'a>(outputs: impl IntoIterator<Item = &'a Output>) -> Op
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exercise::manifest::Tool;
     use crate::tools::sanitizer::SourceLocation;
 
     fn finished(exit: Exit) -> Finished {
@@ -613,8 +799,8 @@ mod tests {
     #[test]
     fn a_hang_exercise_that_times_out_is_hung_and_says_where_the_threads_wait() {
         let step = correctness(
-            "correctness",
-            "correctness",
+            StepName::Correctness,
+            StageKind::Correctness,
             &ran(Exit::TimedOut, Detector::Hang),
             &Cases::default(),
             Tolerance {
@@ -682,6 +868,16 @@ mod tests {
     }
 
     #[test]
+    fn a_build_step_is_named_after_its_first_flag() {
+        for flavor in Flavor::BOTH {
+            assert_eq!(
+                StepName::Build(flavor).to_string(),
+                format!("build {}", flavor.flags()[0])
+            );
+        }
+    }
+
+    #[test]
     fn a_finding_is_in_its_region_by_its_line_or_for_a_device_heap_leak_by_having_none() {
         let mut f = deadlock();
         assert!(in_region(&f, "wait") && !in_region(&f, "bug"));
@@ -706,8 +902,8 @@ mod tests {
     #[test]
     fn a_crash_names_the_signal_and_for_a_crash_exercise_the_region() {
         let step = correctness(
-            "correctness",
-            "correctness",
+            StepName::Correctness,
+            StageKind::Correctness,
             &ran(Exit::Signal(libc::SIGSEGV), Detector::Crash),
             &Cases::default(),
             Tolerance {

@@ -7,7 +7,7 @@ use std::path::Path;
 use crate::exercise::manifest::Manifest;
 use crate::exercise::workbook::Exercise;
 use crate::judge::check::{CheckReport, TimingSummary};
-use crate::judge::verdict::{self, Status};
+use crate::judge::verdict::{self, Status, StepName};
 
 use super::{
     diff_text, failed_step_details, finding, gpu_and_sandbox, paint, perf_text, step_line, verdict,
@@ -65,7 +65,7 @@ fn explanation_text(out: &mut String, report: &CheckReport, ex: &Exercise) {
     let m = &ex.manifest.manifest;
     // For a bug no tool sees, the plain run is the finding (wrong outputs, the hang, the crash),
     // and it gets the finding's explanation.
-    let correctness = report.steps.iter().find(|s| s.name == "correctness");
+    let correctness = report.steps.iter().find(|s| s.is(StepName::Correctness));
     let run_shows = correctness.is_some_and(|c| verdict::run_shows(ex.manifest.detector(), c));
     if report.findings.is_empty() && !run_shows {
         return;

@@ -13,12 +13,11 @@ use crate::class::roster::{self, Shard, Student};
 use crate::class::tamper::{self, Tampered};
 use crate::exercise::workbook::{Exercise, Workbook};
 use crate::judge::context::Context;
-use crate::judge::verdict::{Status, Step};
+use crate::judge::verdict::{Status, Step, StepName};
 
 use super::worker::{Chunk, ChunkPhases, Graded, Pending, Worker};
 use super::{
-    fingerprint, state_label, ClassInfo, ClassJob, Event, GradeError, PairResult, PairState,
-    CLASS_FILE,
+    fingerprint, ClassInfo, ClassJob, Event, GradeError, PairResult, PairState, CLASS_FILE,
 };
 
 /// The GPUs a class is graded on, a worker each: those named (`--gpus`), else every visible one
@@ -270,10 +269,7 @@ impl<'a> Class<'a> {
     /// One finished pair into the journal, then its event.
     fn record(&self, r: PairResult) -> Result<(), GradeError> {
         let n = self.done.fetch_add(1, Ordering::SeqCst) + 1;
-        let (state, flags) = (
-            state_label(&r.state).to_string(),
-            r.flags.iter().map(|f| f.rule).collect(),
-        );
+        let (state, flags) = (r.state.kind(), r.flags.iter().map(|f| f.rule).collect());
         let event = Event::Graded {
             student: r.student.clone(),
             exercise: r.exercise.clone(),
@@ -425,7 +421,7 @@ fn triage<'a>(
             return Triage::Already;
         }
         let why = format!("no file for {} in {}", ex.id(), student.folder.display());
-        let step = Step::new("submission", Status::Failed, why);
+        let step = Step::new(StepName::Submission, Status::Failed, why);
         return decided(student, ex, fp, PairState::NotSubmitted, step);
     };
     let text = match std::fs::read(&path) {
@@ -468,7 +464,7 @@ fn triage<'a>(
             reason: reason.clone(),
             diff,
         };
-        let step = Step::new("tamper check", Status::Failed, reason);
+        let step = Step::new(StepName::TamperCheck, Status::Failed, reason);
         return decided(student, ex, fp, state, step);
     }
     Triage::Grade(Pending {

@@ -53,7 +53,7 @@ impl Worker<'_> {
         }
         if let Some(fairness) = unproven {
             if let Err(why) = self.prove_fair(ex, results, fairness, &prepared.secret.hidden) {
-                return Err(self.failed_chunk(chunk, why));
+                return Err(self.failed_chunk(chunk, why.to_string()));
             }
         }
         score_tools_and_cases(ex, results, &mut out, prepared);

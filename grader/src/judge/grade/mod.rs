@@ -213,7 +213,7 @@ pub enum Event {
     Graded {
         student: String,
         exercise: String,
-        state: String,
+        state: StateKind,
         points: f64,
         max: f64,
         flags: Vec<Rule>,
@@ -267,13 +267,53 @@ pub enum GradeError {
     Io(PathBuf, std::io::Error),
 }
 
-pub fn state_label(s: &PairState) -> &'static str {
-    match s {
-        PairState::Graded => "graded",
-        PairState::NotSubmitted => "not submitted",
-        PairState::NotGradable { .. } => "not gradable",
-        PairState::Skipped { .. } => "skipped (no GPU)",
-        PairState::ToolError { .. } => "tool error",
-        PairState::Unsupported { .. } => "not gradable on this GPU",
+/// Which state a pair is in, without its reasons: what a grade event carries, as its label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StateKind {
+    Graded,
+    NotSubmitted,
+    NotGradable,
+    Skipped,
+    ToolError,
+    Unsupported,
+}
+
+impl StateKind {
+    /// The words reports, events and the progress line use.
+    pub fn label(self) -> &'static str {
+        match self {
+            StateKind::Graded => "graded",
+            StateKind::NotSubmitted => "not submitted",
+            StateKind::NotGradable => "not gradable",
+            StateKind::Skipped => "skipped (no GPU)",
+            StateKind::ToolError => "tool error",
+            StateKind::Unsupported => "not gradable on this GPU",
+        }
+    }
+}
+
+impl std::fmt::Display for StateKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+/// An event's `state` is the label ("skipped (no GPU)"), as readers of the JSON Lines expect.
+impl Serialize for StateKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.label())
+    }
+}
+
+impl PairState {
+    pub fn kind(&self) -> StateKind {
+        match self {
+            PairState::Graded => StateKind::Graded,
+            PairState::NotSubmitted => StateKind::NotSubmitted,
+            PairState::NotGradable { .. } => StateKind::NotGradable,
+            PairState::Skipped { .. } => StateKind::Skipped,
+            PairState::ToolError { .. } => StateKind::ToolError,
+            PairState::Unsupported { .. } => StateKind::Unsupported,
+        }
     }
 }

@@ -11,7 +11,7 @@ use crate::judge::plan::{SecretCases, Stage, StageKind};
 use crate::judge::scheduler::Results;
 use crate::judge::speed;
 use crate::judge::stages::Output;
-use crate::judge::verdict::{self, Status, Step};
+use crate::judge::verdict::{self, Status, Step, StepName};
 use crate::tools::peak::Peak;
 use crate::tools::runner::Exit;
 
@@ -90,7 +90,7 @@ fn tally_part(output: Option<&Output>, cases: &Cases, skip: usize, ex: &Exercise
         match verdict::case_outputs(c, path, ex.manifest.manifest.tolerance) {
             Ok(_) => passed += 1,
             Err(why) => {
-                problem.get_or_insert(why);
+                problem.get_or_insert(why.to_string());
             }
         }
     }
@@ -109,14 +109,10 @@ fn tally_part(output: Option<&Output>, cases: &Cases, skip: usize, ex: &Exercise
 pub(super) fn score_builds(ctx: &Context, results: &Results, i: usize, r: &mut PairResult) {
     let mut ok = true;
     for flavor in crate::tools::nvcc::Flavor::BOTH {
-        if let Some(step) = results.get(i, StageKind::Build(flavor)).and_then(|o| {
-            verdict::build(
-                &format!("build {}", flavor.flags()[0]),
-                o,
-                flavor,
-                &ctx.arch,
-            )
-        }) {
+        if let Some(step) = results
+            .get(i, StageKind::Build(flavor))
+            .and_then(|o| verdict::build(StepName::Build(flavor), o, flavor, &ctx.arch))
+        {
             ok &= step.status == Status::Passed;
             r.steps.push(step);
         }
@@ -147,10 +143,10 @@ pub(super) fn score_tools(ex: &Exercise, results: &Results, i: usize, r: &mut Pa
     for tool in Tool::ALL {
         let stage = Stage::new(i, StageKind::Sanitize(tool));
         let step = match results.get_run(&stage) {
-            Some(Output::NotRun(b)) => verdict::not_run(tool.name(), &stage.id(), b),
+            Some(Output::NotRun(b)) => verdict::not_run(StepName::Tool(tool), &stage, b),
             Some(o @ Output::Sanitized { findings, .. }) => {
                 r.findings.extend(findings.iter().cloned());
-                verdict::tool(tool.name(), &stage.id(), o)
+                verdict::tool(StepName::Tool(tool), &stage, o)
             }
             _ => None,
         };
@@ -219,8 +215,9 @@ pub(super) fn score_cases(
             t.passed, t.total
         ),
     };
-    r.steps
-        .push(Step::new("correctness", status, summary.clone()).stage("correctness"));
+    r.steps.push(
+        Step::new(StepName::Correctness, status, summary.clone()).stage(StageKind::Correctness),
+    );
     r.set(
         GradeStage::Public,
         t.passed as f64 / t.total.max(1) as f64,
@@ -244,7 +241,7 @@ pub(super) fn score_cases(
         h.passed, h.total
     );
     r.steps
-        .push(Step::new("hidden cases", status, summary.clone()).stage("hidden"));
+        .push(Step::new(StepName::HiddenCases, status, summary.clone()).stage(StageKind::Hidden));
     r.set(
         GradeStage::Hidden,
         h.passed as f64 / h.total.max(1) as f64,
@@ -256,8 +253,9 @@ pub(super) fn score_cases(
 /// The speed stage and the rules' flags from the one judge.
 pub(super) fn score_speed(v: &speed::Verdict, r: &mut PairResult) {
     if let Some(sp) = &v.speed {
-        r.steps
-            .push(Step::new("timing", v.status, v.summary.clone()).stage("timing"));
+        r.steps.push(
+            Step::new(StepName::Timing, v.status, v.summary.clone()).stage(StageKind::Timing),
+        );
         r.speed = Some(sp.clone());
     }
     r.set(GradeStage::Speed, v.fraction, v.status, v.summary.clone());
@@ -278,14 +276,14 @@ pub(super) fn score_fresh(
     if t.passed == t.total {
         r.steps.push(
             Step::new(
-                "fresh inputs",
+                StepName::FreshInputs,
                 Status::Passed,
                 format!(
                     "{} of {} fresh inputs after the timed runs match",
                     t.passed, t.total
                 ),
             )
-            .stage("fresh"),
+            .stage(StageKind::Fresh),
         );
         return;
     }
@@ -329,6 +327,7 @@ impl PairJudge<'_> {
         {
             let why = verdict::measured_time(results.get(i, StageKind::Timing))
                 .err()
+                .map(|e| e.to_string())
                 .unwrap_or_default();
             r.state = PairState::ToolError {
                 message: format!("ncu could not time this submission ({why})"),

@@ -180,6 +180,7 @@ impl Worker<'_> {
         {
             let why = verdict::measured_time(reference_run(StageKind::Timing))
                 .err()
+                .map(|e| e.to_string())
                 .unwrap_or_default();
             return (
                 self.failed_chunk(

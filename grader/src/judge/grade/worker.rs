@@ -19,7 +19,7 @@ use crate::judge::perf;
 use crate::judge::plan::{Role, SecretCases, Stage, StageKind, Submission};
 use crate::judge::scheduler::{self, Results};
 use crate::judge::stages::Output;
-use crate::judge::verdict::{Status, Step};
+use crate::judge::verdict::{Status, Step, StepName};
 use crate::tools::nvcc::{Flavor, Reuse};
 use crate::tools::peak::Peak;
 
@@ -439,10 +439,10 @@ impl<'a> Worker<'a> {
         results: &Results,
         fairness: &Stage,
         hidden: &Cases,
-    ) -> Result<(), String> {
+    ) -> Result<(), UnfairCases> {
         let hidden_fair = tally(results.get_run(fairness), hidden, ex);
         if hidden_fair.passed != hidden_fair.total {
-            return Err(format!("the reference fix fails the hidden cases ({}): the secret's cases do not fit this exercise", hidden_fair.problem.unwrap_or_default()));
+            return Err(UnfairCases(hidden_fair.problem.unwrap_or_default()));
         }
         self.fair.lock().unwrap().insert(ex.id().to_string());
         Ok(())
@@ -511,12 +511,22 @@ impl<'a> Worker<'a> {
         };
         let mut out = self.pairs_as(chunk, state);
         for r in &mut out {
-            r.steps
-                .push(Step::new("grade", Status::ToolError, message.clone()));
+            r.steps.push(Step::new(
+                StepName::Grade,
+                Status::ToolError,
+                message.clone(),
+            ));
         }
         out
     }
 }
+
+/// The reference fix fails the secret's hidden cases (`prove_fair`): the problem it shows.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the reference fix fails the hidden cases ({0}): the secret's cases do not fit this exercise"
+)]
+pub(super) struct UnfairCases(String);
 
 #[cfg(test)]
 mod tests {

@@ -543,7 +543,10 @@ fn untimed(learner: &Timed, by_call: bool, flags: Vec<Flag>) -> Verdict {
 
 /// check's and verify's timing steps for the flags.
 pub fn flag_steps(flags: &[Flag]) -> Vec<crate::judge::verdict::Step> {
-    flags.iter().map(|f| f.step().stage("timing")).collect()
+    flags
+        .iter()
+        .map(|f| f.step().stage(crate::judge::plan::StageKind::Timing))
+        .collect()
 }
 
 /// The timed evidence of one version from a plan's results: its timing stage (ncu) and its call

@@ -155,7 +155,7 @@ impl Flag {
     /// A failed step named after the rule, with what was measured and the rule's reason.
     pub fn step(&self) -> crate::judge::verdict::Step {
         crate::judge::verdict::Step::new(
-            format!("rule {}", self.rule.key()),
+            crate::judge::verdict::StepName::rule(self.rule.key()),
             Status::Failed,
             self.message.clone(),
         )

@@ -121,11 +121,11 @@ pub enum Output {
     Profiled {
         command: String,
         run: Result<Finished, SpawnError>,
-        launches: Result<Vec<ncu::LaunchMetrics>, String>,
+        launches: Result<Vec<ncu::LaunchMetrics>, ncu::CsvError>,
     },
     /// The release build's clock reads, or why they could not be read.
     Sass {
-        reads: Result<Vec<crate::tools::sass::SassClockRead>, String>,
+        reads: Result<Vec<crate::tools::sass::SassClockRead>, SassError>,
     },
     NotRun(Blocked),
 }
@@ -425,12 +425,22 @@ pub fn profile(
     let job = confined(ctx, wb, sub, stage, job, Some(&lock));
     let run = ctx.launcher.launch(&job);
     let text = crate::untrusted::read_text(&csv).unwrap_or_default();
-    let launches = ncu::parse_metrics(&text).map_err(|e| e.to_string());
+    let launches = ncu::parse_metrics(&text);
     Output::Profiled {
         command: job.display(),
         run,
         launches,
     }
+}
+
+/// Why the release build's device code could not be read for clock reads.
+#[derive(Debug, thiserror::Error)]
+pub enum SassError {
+    /// cuobjdump ran and failed: how it ended.
+    #[error("cuobjdump failed: {0}")]
+    Failed(String),
+    #[error(transparent)]
+    Spawn(#[from] SpawnError),
 }
 
 /// The release build's device code, read for clock reads. cuobjdump reads a file the submission's
@@ -455,8 +465,8 @@ pub fn sass(
     );
     let reads = match ctx.launcher.launch(&job) {
         Ok(f) if f.success() => Ok(crate::tools::sass::clock_reads_in_sass(&f.stdout.text())),
-        Ok(f) => Err(format!("cuobjdump failed: {}", f.describe_exit())),
-        Err(e) => Err(e.to_string()),
+        Ok(f) => Err(SassError::Failed(f.describe_exit())),
+        Err(e) => Err(SassError::Spawn(e)),
     };
     Output::Sass { reads }
 }

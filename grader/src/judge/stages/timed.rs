@@ -39,7 +39,7 @@ pub fn time(
     // Under ncu only the kernels' times count: the grader polls instead of spinning.
     let served = match serve(sub, &clock, calls, false, true, false) {
         Ok(s) => s,
-        Err(why) => return Output::NotRun(Blocked::Setup(why)),
+        Err(why) => return Output::NotRun(Blocked::Setup(why.to_string())),
     };
     let target = ncu::ProfileTarget {
         name: sub.label(),
@@ -142,16 +142,13 @@ fn serve(
     spin: bool,
     keep: bool,
     recorded: bool,
-) -> Result<Served, String> {
+) -> Result<Served, ServeError> {
     let ex = sub.exercise().expect("an exercise");
     let m = &ex.manifest.manifest;
     let cases = sub.cases();
-    let base = cases.bench_data().ok_or_else(|| {
-        format!(
-            "the bench's inputs could not be read from {}",
-            cases.bench_input.display()
-        )
-    })?;
+    let base = cases
+        .bench_data()
+        .ok_or_else(|| ServeError::BenchInputs(cases.bench_input.clone()))?;
     let len = |spec: &crate::exercise::manifest::BufferSpec| {
         crate::exercise::manifest::eval_len(spec.len.get_ref(), &m.bench.params).unwrap_or(0)
     };
@@ -172,8 +169,25 @@ fn serve(
         recorded,
         secret: cases.call_secret,
     };
-    Served::new(calls, spin, dir, keep)
-        .map_err(|e| format!("the grader could not share memory for the timed calls: {e}"))
+    Served::new(calls, spin, dir, keep).map_err(ServeError::Share)
+}
+
+/// Why the grader cannot serve a submission's timed calls: a timed stage that does not run, and why.
+#[derive(Debug, thiserror::Error)]
+enum ServeError {
+    #[error("the bench's inputs could not be read from {}", .0.display())]
+    BenchInputs(PathBuf),
+    #[error("the grader could not share memory for the timed calls: {0}")]
+    Share(std::io::Error),
+}
+
+/// Why the harness's timeline of the recorded call cannot be read (`call_failure` says so).
+#[derive(Debug, thiserror::Error)]
+enum TimelineUnread {
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Parse(#[from] crate::tools::timeline::TimelineError),
 }
 
 /// The harness's arguments for served calls: the shared memory's descriptor, the manifest's
@@ -249,7 +263,7 @@ pub fn call(
         .map_or(1, |e| e.manifest.manifest.bench.repeat.max(1));
     let served = match serve(sub, &clock, repeat, true, true, recording) {
         Ok(s) => s,
-        Err(why) => return Output::NotRun(Blocked::Setup(why)),
+        Err(why) => return Output::NotRun(Blocked::Setup(why.to_string())),
     };
     let timeline_path = run_dir(sub, stage).join(format!("{}.timeline", file_tag(stage)));
     let args = served_args(sub, &served, recording.then_some(timeline_path.as_path()));
@@ -279,10 +293,9 @@ pub fn call(
     let served_kept = kept.as_ref().is_some_and(|k| k.holds());
     let run = crate::tools::launcher::Kept::or(&kept, ctx.launcher.as_ref()).launch(&job);
     let (times, outputs) = clocked(&files);
-    let timeline = recording.then(|| {
-        crate::untrusted::read_text(&timeline_path)
-            .map_err(|e| e.to_string())
-            .and_then(|t| crate::tools::timeline::Timeline::parse(&t).map_err(|e| e.to_string()))
+    let timeline = recording.then(|| -> Result<_, TimelineUnread> {
+        let text = crate::untrusted::read_text(&timeline_path)?;
+        Ok(crate::tools::timeline::Timeline::parse(&text)?)
     });
     let failure = call_failure(&run, times.as_ref(), timeline.as_ref(), repeat as usize);
     // A kept run that the judge could not use is taken again next time.
@@ -306,7 +319,7 @@ pub fn call(
 fn call_failure(
     run: &Result<Finished, SpawnError>,
     times: Option<&CallTimes>,
-    timeline: Option<&Result<crate::tools::timeline::Timeline, String>>,
+    timeline: Option<&Result<crate::tools::timeline::Timeline, TimelineUnread>>,
     repeat: usize,
 ) -> Option<String> {
     match run {

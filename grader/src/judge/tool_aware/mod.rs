@@ -194,7 +194,7 @@ pub fn flag_built(
 /// The workbook's reference solution, scanned as a submission, gives no finding (for `verify`).
 /// The allowlist comes from the solution itself, so this fails only on what is never allowed: a
 /// read of a clock register in inline assembly or a string.
-pub fn workbook_clean(ex: &Exercise) -> Result<(), String> {
+pub fn workbook_clean(ex: &Exercise) -> Result<(), ClockInSolution> {
     let found = scan(ex, ex.solution);
     if found.is_empty() {
         return Ok(());
@@ -211,11 +211,19 @@ pub fn workbook_clean(ex: &Exercise) -> Result<(), String> {
             )
         })
         .collect();
-    Err(format!(
-        "the reference solution of {} {}",
-        ex.id(),
-        list.join("; ")
-    ))
+    Err(ClockInSolution {
+        exercise: ex.id().to_string(),
+        findings: list,
+    })
+}
+
+/// The reference solution reads a clock where no submission may (`workbook_clean`): each finding,
+/// "line N: what (`token`): excerpt".
+#[derive(Debug, thiserror::Error)]
+#[error("the reference solution of {exercise} {}", .findings.join("; "))]
+pub struct ClockInSolution {
+    pub exercise: String,
+    pub findings: Vec<String>,
 }
 
 fn scan_with(allow: &Allowlist, submitted: &str) -> Vec<Suspect> {

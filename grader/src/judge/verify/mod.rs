@@ -16,7 +16,7 @@ use crate::exercise::workbook::{Exercise, Workbook};
 use crate::judge::context::{self, Context};
 use crate::judge::plan::{Stage, StageKind, Submission};
 use crate::judge::scheduler::{self, Results};
-use crate::judge::verdict::{self, Outcome, Status, Step};
+use crate::judge::verdict::{self, Outcome, Status, Step, StepName};
 use crate::tools::nvcc::Flavor;
 use crate::tools::toolchain;
 
@@ -206,7 +206,7 @@ fn build_steps(ctx: &Context, results: &Results, (ex, sol): (usize, usize)) -> V
                 .get(i, StageKind::Build(flavor))
                 .expect("every build ran");
             steps.extend(verdict::build(
-                &format!("{who} build {}", flavor.flags()[0]),
+                format!("{who} build {}", flavor.flags()[0]),
                 output,
                 flavor,
                 &ctx.arch,
@@ -231,14 +231,14 @@ fn disk_checks(wb: &Workbook, ex: &Exercise) -> (Vec<Step>, Option<(String, Stri
         Ok(d) => d,
         Err(e) => {
             return (
-                vec![Step::new("manifest", Status::Failed, e.to_string())],
+                vec![Step::new(StepName::Manifest, Status::Failed, e.to_string())],
                 None,
             )
         }
     };
     checks.push(
         Step::new(
-            "manifest",
+            StepName::Manifest,
             Status::Passed,
             format!("{} is valid", loaded.manifest.path.display()),
         )
@@ -249,15 +249,15 @@ fn disk_checks(wb: &Workbook, ex: &Exercise) -> (Vec<Step>, Option<(String, Stri
     let regions_file = format!("solutions/{}/{}", ex.id(), catalog::ORIGINAL_REGIONS);
     let working_copy = std::fs::read_to_string(&loaded.exercise_path).ok();
     let step = match regions::parse(&exercise) {
-        Err(e) => Step::new("regions", Status::Failed, format!("{regions_file}:{}: {}", e.line, e.message)),
-        Ok(er) if !er.iter().any(|r| &r.name == expected) => Step::new("regions", Status::Failed, format!("the exercise has no region `{expected}`")),
+        Err(e) => Step::new(StepName::Regions, Status::Failed, format!("{regions_file}:{}: {}", e.line, e.message)),
+        Ok(er) if !er.iter().any(|r| &r.name == expected) => Step::new(StepName::Regions, Status::Failed, format!("the exercise has no region `{expected}`")),
         Ok(_) if exercise != ex.original || solution != ex.solution => Step::new(
-            "regions",
+            StepName::Regions,
             Status::Failed,
             "the exercise or solution on disk differs from the copy embedded in this binary: rebuild it (cargo build)",
         ),
         Ok(_) if working_copy.as_deref() != Some(exercise.as_str()) => Step::new(
-            "regions",
+            StepName::Regions,
             Status::Failed,
             format!(
                 "{} is not the pristine exercise ({regions_file} put into the solution): keep the two in step, or `cargo xtask reset {}`",
@@ -265,18 +265,18 @@ fn disk_checks(wb: &Workbook, ex: &Exercise) -> (Vec<Step>, Option<(String, Stri
                 ex.id()
             ),
         ),
-        Ok(er) => Step::new("regions", Status::Passed, format!("{} region(s); the exercise is the solution with {regions_file} put back", er.len())),
+        Ok(er) => Step::new(StepName::Regions, Status::Passed, format!("{} region(s); the exercise is the solution with {regions_file} put back", er.len())),
     };
     let sound = step.status == Status::Passed;
     checks.push(step);
     // The workbook's own fix must never look like a program that watches for the tools.
     checks.push(match crate::judge::tool_aware::workbook_clean(ex) {
         Ok(()) => Step::new(
-            "tool-aware code",
+            StepName::ToolAwareCode,
             Status::Passed,
             "the solution's regions read no clock, environment or file and hook nothing",
         ),
-        Err(why) => Step::new("tool-aware code", Status::Failed, why),
+        Err(why) => Step::new(StepName::ToolAwareCode, Status::Failed, why.to_string()),
     });
     (checks, sound.then_some((exercise, solution)))
 }

@@ -9,7 +9,7 @@ use crate::exercise::manifest::{Detector, FindingKind, Tool, Track};
 use crate::judge::perf::PerfSummary;
 use crate::judge::sanitize::ToolStatus;
 use crate::judge::scheduler;
-use crate::judge::verdict::{Finding, Outcome, Status, Step};
+use crate::judge::verdict::{Finding, Outcome, Status, Step, StepName};
 use crate::tools::gpu::GpuInfo;
 use crate::tools::sandbox::Level;
 pub const RECORD_SCHEMA: u32 = 1;
@@ -135,16 +135,18 @@ impl ExerciseRecord {
             return format!("slow: the fix is {:.2}x{target}", r.speedup);
         }
         // The plain runs' own check says it: "5 of 5 plain runs hung: ...".
-        let stopped = |name: &str| {
+        let stopped = |name: StepName| {
             self.checks
                 .iter()
-                .find(|c| c.name == name && c.status == Status::Passed)
+                .find(|c| c.is(name) && c.status == Status::Passed)
                 .is_some()
         };
         match self.detector {
             Detector::WrongOutput => "wrong output (no tool sees it)".into(),
-            Detector::Hang if stopped("exercise hangs") => format!("hangs in `{}`", self.region),
-            Detector::Crash if stopped("exercise crashes") => {
+            Detector::Hang if stopped(StepName::ExerciseHangs) => {
+                format!("hangs in `{}`", self.region)
+            }
+            Detector::Crash if stopped(StepName::ExerciseCrashes) => {
                 format!("crashes in `{}`", self.region)
             }
             _ => "-".into(),

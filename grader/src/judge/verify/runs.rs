@@ -6,7 +6,7 @@ use crate::judge::plan::{Stage, StageKind, Submission};
 use crate::judge::sanitize::ToolStatus;
 use crate::judge::scheduler::Results;
 use crate::judge::stages::Output;
-use crate::judge::verdict::{self, Finding, Status, Step};
+use crate::judge::verdict::{self, Finding, Status, Step, StepName};
 
 use super::{keep, ExerciseRecord, PlainRuns, ToolSighting, VerifyOptions, Work};
 /// Phase 2's verdicts for one exercise (`subjects`: its untouched and solution submissions) from
@@ -44,7 +44,7 @@ pub(super) fn record_runs(
         if let Some(o) = results.get_run(&s) {
             w.record
                 .checks
-                .extend(verdict::tool(&format!("solution {t}"), &s.id(), o));
+                .extend(verdict::tool(format!("solution {t}"), &s, o));
         }
     }
     let plain_outputs: Vec<&Output> = (0..plain_runs)
@@ -53,14 +53,20 @@ pub(super) fn record_runs(
     let plain: Vec<Step> = plain_outputs
         .iter()
         .filter_map(|o| {
-            verdict::correctness("exercise plain run", "correctness", o, cases, m.tolerance)
+            verdict::correctness(
+                StepName::ExercisePlainRun,
+                StageKind::Correctness,
+                o,
+                cases,
+                m.tolerance,
+            )
         })
         .collect();
     record_plain_runs(w, &plain_outputs, &plain);
     if let Some(o) = results.get(sol, StageKind::Correctness) {
         w.record.checks.extend(verdict::correctness(
-            "solution correctness",
-            "correctness",
+            StepName::SolutionCorrectness,
+            StageKind::Correctness,
             o,
             cases,
             m.tolerance,
@@ -72,10 +78,10 @@ pub(super) fn record_runs(
 fn no_gpu_runs_step(ctx: &Context) -> Step {
     let reason = ctx
         .gpu_blocked()
-        .map(|r| (Status::Skipped, crate::judge::verdict::GPU_SKIPPED, r))
+        .map(|r| (Status::Skipped, StepName::GpuSkipped, r))
         .unwrap_or((
             Status::ToolError,
-            "tools",
+            StepName::Tools,
             "compute-sanitizer not found".into(),
         ));
     Step::new(reason.1, reason.0, reason.2)
@@ -100,7 +106,7 @@ fn record_exercise_under_tools(opts: &VerifyOptions, w: &mut Work, results: &Res
         if let Some(xml) = xml {
             keep(opts, xml, &format!("{}-exercise-{t}.xml", w.ex.id()));
         }
-        let tool_step = verdict::tool("exercise", &stage.id(), o).expect("a sanitizer output");
+        let tool_step = verdict::tool("exercise", &stage, o).expect("a sanitizer output");
         if opts.survey {
             w.record
                 .original_under_tools
@@ -109,7 +115,7 @@ fn record_exercise_under_tools(opts: &VerifyOptions, w: &mut Work, results: &Res
         if w.record.track == Track::Perf {
             w.record
                 .checks
-                .extend(verdict::tool(&format!("exercise {t}"), &stage.id(), o));
+                .extend(verdict::tool(format!("exercise {t}"), &stage, o));
         }
         if w.record.tool == Some(t) {
             if let Ok(r) = run {
@@ -189,7 +195,7 @@ fn sighting(tool: Tool, step: &Step, found: &[Finding], bug_region: &str) -> Too
 /// For a bug no tool sees: every plain run must give wrong outputs (not crash), or a learner's
 /// check could pass the untouched file.
 fn wrong_output_step(region: &str, runs: PlainRuns, wrong: Option<&Step>) -> Step {
-    let name = "exercise gives wrong output";
+    let name = StepName::ExerciseGivesWrongOutput;
     let wrong_runs = runs.runs - runs.correct - runs.failed;
     let status = if wrong_runs == runs.runs {
         Status::Passed
@@ -207,16 +213,16 @@ fn wrong_output_step(region: &str, runs: PlainRuns, wrong: Option<&Step>) -> Ste
             runs.runs
         ),
     )
-    .stage("correctness")
+    .stage(StageKind::Correctness)
 }
 
 /// For a bug that hangs or crashes: every plain run of the untouched exercise must have hung (been
 /// killed at the manifest's `timeout_s`) or died by a host memory fault (SIGSEGV, SIGBUS). A run
 /// that finished, right or wrong, means a learner's check could not see the bug.
 fn stop_step(detector: Detector, outputs: &[&Output], steps: &[Step]) -> Step {
-    let (name, stage) = match detector {
-        Detector::Hang => ("exercise hangs", "correctness"),
-        _ => ("exercise crashes", "correctness"),
+    let name = match detector {
+        Detector::Hang => StepName::ExerciseHangs,
+        _ => StepName::ExerciseCrashes,
     };
     let finished: Vec<&crate::tools::runner::Finished> =
         outputs.iter().filter_map(|o| o.finished()).collect();
@@ -252,7 +258,7 @@ fn stop_step(detector: Detector, outputs: &[&Output], steps: &[Step]) -> Step {
             outputs.len()
         ),
     )
-    .stage(stage)
+    .stage(StageKind::Correctness)
 }
 
 /// The exercise step passes when its tool reported the expected kind inside the expected region;
@@ -335,7 +341,7 @@ mod tests {
     #[test]
     fn a_bug_no_tool_sees_must_give_wrong_output_in_every_plain_run() {
         let wrong = Step::new(
-            "exercise plain run",
+            StepName::ExercisePlainRun,
             Status::Failed,
             "case `a`: y[3] = 1 but the reference says 2; 1 of 9 elements wrong, max error 1e0",
         );
@@ -371,7 +377,7 @@ mod tests {
         );
         // A crash is not the intended reason either.
         let crashed = Step::new(
-            "exercise plain run",
+            StepName::ExercisePlainRun,
             Status::Failed,
             "the program failed (exit status 3)",
         );
@@ -417,8 +423,8 @@ mod tests {
                 .iter()
                 .filter_map(|o| {
                     verdict::correctness(
-                        "exercise plain run",
-                        "correctness",
+                        StepName::ExercisePlainRun,
+                        StageKind::Correctness,
                         o,
                         &Cases::default(),
                         crate::exercise::manifest::Tolerance {

@@ -11,7 +11,7 @@ use crate::judge::plan::{self, Role, Stage, StageKind, Submission};
 use crate::judge::scheduler::{self, Results};
 use crate::judge::speed;
 use crate::judge::stages::Output;
-use crate::judge::verdict::{self, Status, Step};
+use crate::judge::verdict::{self, Status, Step, StepName};
 
 use super::{keep, pair, VerifyOptions, VerifyTiming, Work};
 /// Phase 3 of `verify`: ncu times what `timing_stages` names of each exercise in `with_cases`
@@ -131,7 +131,7 @@ struct TimingPhase<'a> {
     /// This GPU's peak, where a performance exercise is timed.
     peak: Option<Result<crate::tools::peak::Peak, crate::tools::peak::PeakError>>,
     /// Each library baseline, by exercise.
-    baselines: BTreeMap<&'a str, Result<Option<crate::tools::ncu::Measured>, String>>,
+    baselines: BTreeMap<&'a str, Result<Option<crate::tools::ncu::Measured>, verdict::Untimed>>,
     /// How long the profiler ran: each timing step's wall time.
     wall: std::time::Duration,
 }
@@ -164,15 +164,18 @@ impl TimingPhase<'_> {
         let (results, opts) = (self.results, self.opts);
         match (&self.tool_failure, w.record.track, &self.peak) {
             (Some(f), _, _) => {
-                vec![Step::new("solution timing", Status::ToolError, f.clone()).stage("timing")]
+                vec![
+                    Step::new(StepName::SolutionTiming, Status::ToolError, f.clone())
+                        .stage(StageKind::Timing),
+                ]
             }
             (None, Track::Bug, _) => timing_steps(w, results, pair(k), opts),
             (None, Track::Perf, Some(Err(e))) => vec![Step::new(
-                "solution timing",
+                StepName::SolutionTiming,
                 Status::ToolError,
                 format!("cannot measure this GPU's peak: {e}"),
             )
-            .stage("timing")],
+            .stage(StageKind::Timing)],
             (None, Track::Perf, Some(Ok(peak))) => {
                 let baseline = self.baselines.get(w.ex.id()).cloned().unwrap_or(Ok(None));
                 perf_steps(baseline, w, results, pair(k), peak, opts)
@@ -291,7 +294,7 @@ fn timing_steps(
         other => other,
     };
     let mut steps = vec![Step::new(
-        "solution timing",
+        StepName::SolutionTiming,
         status,
         format!(
             "{:.1} us; {noise} (target {max:.2}x){original_text}{retried}",
@@ -299,7 +302,7 @@ fn timing_steps(
         ),
     )
     .command(command)
-    .stage("timing")];
+    .stage(StageKind::Timing)];
     steps.extend(speed::flag_steps(&judged.flags));
     steps
 }
@@ -320,19 +323,19 @@ fn keep_ncu_csvs<const N: usize>(
 }
 
 /// The step of a solution ncu could not time (`why`), with what its run printed.
-fn untimed_solution_step(results: &Results, reference: &Stage, why: &str) -> Step {
+fn untimed_solution_step(results: &Results, reference: &Stage, why: &verdict::Untimed) -> Step {
     let detail = results
         .get_run(reference)
         .and_then(Output::measured)
         .map(|m| m.finished.output())
         .unwrap_or_default();
     Step::new(
-        "solution timing",
+        StepName::SolutionTiming,
         Status::ToolError,
         format!("ncu timed no launch of the solution's timed kernels ({why})"),
     )
     .detail(detail)
-    .stage("timing")
+    .stage(StageKind::Timing)
 }
 
 /// A bug exercise's timing for the record: the solution's two runs and the original's, against
@@ -394,7 +397,7 @@ fn retried_text(results: &Results, stages: &[&Stage]) -> String {
 /// A performance exercise: the original and the solution (and the library baseline, timed now, after
 /// them) summarised; the original must miss its target, the solution reach it and its goals.
 fn perf_steps(
-    baseline: Result<Option<crate::tools::ncu::Measured>, String>,
+    baseline: Result<Option<crate::tools::ncu::Measured>, verdict::Untimed>,
     w: &mut Work,
     results: &Results,
     (ex, sol): (usize, usize),
@@ -409,7 +412,12 @@ fn perf_steps(
             .expect("a performance exercise");
     let baseline = match baseline {
         Ok(m) => m,
-        Err(e) => return vec![Step::new("baseline timing", Status::ToolError, e).stage("timing")],
+        Err(e) => {
+            return vec![
+                Step::new(StepName::BaselineTiming, Status::ToolError, e.to_string())
+                    .stage(StageKind::Timing),
+            ]
+        }
     };
     let (original_runs, reference_runs) = (
         perf::Runs::of("original", |k| results.get(ex, k)),
@@ -432,11 +440,11 @@ fn perf_steps(
         Ok(s) => s,
         Err((who, why)) => {
             return vec![Step::new(
-                "solution timing",
+                StepName::SolutionTiming,
                 Status::ToolError,
                 format!("ncu could not time the {who} ({why})"),
             )
-            .stage("timing")]
+            .stage(StageKind::Timing)]
         }
     };
     // The speed judge of check and grade, once with the original and once with the solution in the
@@ -455,12 +463,12 @@ fn perf_steps(
     let mut steps = vec![slow_exercise_step(perf_spec, &summary, &as_original)];
     steps.push(
         Step::new(
-            "solution speed",
+            StepName::SolutionSpeed,
             as_solution.status,
             as_solution.summary.clone(),
         )
         .command(summary.commands.join("\n"))
-        .stage("timing"),
+        .stage(StageKind::Timing),
     );
     // The goals' steps (the speed step is the judge's, above).
     steps.extend(
@@ -525,9 +533,9 @@ fn slow_exercise_step(
         format!("; goals it misses: {}", unmet.join(", "))
     };
     Step::new(
-        "exercise is slow",
+        StepName::ExerciseIsSlow,
         if as_original.fraction < 1.0 { Status::Passed } else { Status::Failed },
         format!("{:.1} us: 1.00x, below the {target:.2}x target{why}; the judge gives it {:.0}% of the speed points", orig.nanoseconds / 1e3, 100.0 * as_original.fraction),
     )
-    .stage("timing")
+    .stage(StageKind::Timing)
 }

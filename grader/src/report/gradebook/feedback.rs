@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::class::roster::Student;
-use crate::judge::grade::{state_label, PairResult, PairState};
+use crate::judge::grade::{PairResult, PairState};
 use crate::judge::verdict::Status;
 
 use super::{points, write, Exporter, Gradebook};
@@ -69,7 +69,7 @@ pub fn feedback_markdown(s: &Student, results: &[&PairResult], total: f64, max: 
             r.exercise,
             points(r.points),
             points(r.max),
-            state_label(&r.state)
+            r.state.kind()
         );
         state_note(&mut md, &r.state);
         stages_table(&mut md, r);
@@ -175,9 +175,10 @@ fn tool_findings(md: &mut String, r: &PairResult) {
 
 /// The output of the steps that did not pass, the rules' own steps left out.
 fn step_details(md: &mut String, r: &PairResult) {
-    let details = r.steps.iter().filter(|s| {
-        s.status != Status::Passed && s.detail.is_some() && !s.name.starts_with("rule ")
-    });
+    let details = r
+        .steps
+        .iter()
+        .filter(|s| s.status != Status::Passed && s.detail.is_some() && !s.is_rule());
     for s in details {
         let _ = writeln!(
             md,
