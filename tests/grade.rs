@@ -118,8 +118,14 @@ fn the_fixture_class_replayed_gets_the_grades_of_its_h100_run() {
             assert_eq!(pair(&lines, who, ex)["points"], 100.0, "{who} {ex}");
         }
     }
+    each_pair_of_the_fixture_class_is_judged_for_its_reason(&lines);
+    the_gradebook_s_files_say_it(&out);
+}
+
+/// Each student of the fixture class (tests/fixtures/class/README.md) got the points their file earns.
+fn each_pair_of_the_fixture_class_is_judged_for_its_reason(lines: &[serde_json::Value]) {
     // The untouched race: builds, runs right, racecheck reports it: no named-tool or speed points.
-    let carol = pair(&lines, "carol", "03-race");
+    let carol = pair(lines, "carol", "03-race");
     assert_eq!(stage(carol, "named-tool").0, 0.0);
     assert_eq!(stage(carol, "public").0, stage(carol, "public").1);
     assert_eq!(stage(carol, "speed").0, 0.0);
@@ -129,7 +135,7 @@ fn the_fixture_class_replayed_gets_the_grades_of_its_h100_run() {
         .iter()
         .any(|f| f["kind"] == "shared-race"));
     // The host-compute cheat and the kernel-less version: no correctness or speed credit, the rule named.
-    let frank = pair(&lines, "frank", "57-reduction");
+    let frank = pair(lines, "frank", "57-reduction");
     assert!(
         rules(frank).contains(&"proof-of-work".to_string()),
         "{:?}",
@@ -143,14 +149,14 @@ fn the_fixture_class_replayed_gets_the_grades_of_its_h100_run() {
             "frank {key}"
         );
     }
-    let grace = pair(&lines, "grace", "57-reduction");
+    let grace = pair(lines, "grace", "57-reduction");
     // Its host sum shows in the CPU time the grader reads from outside too.
     assert_eq!(rules(grace), ["no-kernel", "host-cpu"]);
     for key in ["public", "hidden", "speed"] {
         assert_eq!(stage(grace, key).0, 0.0, "grace {key}");
     }
     // A fix that adds a leak loses the other tools' share for memcheck only.
-    let ivan = pair(&lines, "ivan", "57-reduction");
+    let ivan = pair(lines, "ivan", "57-reduction");
     assert!(
         ivan["points"].as_f64().unwrap() < 100.0 && ivan["points"].as_f64().unwrap() > 90.0,
         "{}",
@@ -163,10 +169,14 @@ fn the_fixture_class_replayed_gets_the_grades_of_its_h100_run() {
         .any(|f| f["tool"] == "memcheck"));
     // Hostile: a daemon left running and an endless loop: the build's points only.
     for ex in ["03-race", "57-reduction"] {
-        assert_eq!(pair(&lines, "heidi", ex)["points"], 10.0, "heidi {ex}");
+        assert_eq!(pair(lines, "heidi", ex)["points"], 10.0, "heidi {ex}");
     }
-    assert_eq!(pair(&lines, "erin", "03-race")["state"], "not-gradable");
-    assert_eq!(pair(&lines, "judy", "03-race")["state"], "not-submitted");
+    assert_eq!(pair(lines, "erin", "03-race")["state"], "not-gradable");
+    assert_eq!(pair(lines, "judy", "03-race")["state"], "not-submitted");
+}
+
+/// The student's feedback, Gradescope's results and the class summary with its plot.
+fn the_gradebook_s_files_say_it(out: &Path) {
     // The student's feedback names the rule and withholds the hidden cases' details.
     let md = std::fs::read_to_string(out.join("feedback/frank.md")).unwrap();
     assert!(
@@ -216,35 +226,8 @@ fn on_the_cpu_the_class_builds_tamper_is_refused_and_a_killed_batch_resumes_with
             .arg(&out);
         cmd
     };
-    // Killed once the first pairs are journaled, as a node lost mid-batch would be. Its builds are
-    // real (a cache of its own, empty): served from the shared cache, the batch could end first.
     let own_cache = tempfile::tempdir().unwrap();
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("xtask"));
-    child
-        .current_dir(repo())
-        .envs(common::env())
-        .env(grader::environment::BUILD_CACHE, own_cache.path())
-        .env("CUDABUGS_ROOT", copy.root())
-        .arg("grade")
-        .arg(repo().join(CLASS));
-    child
-        .args([
-            "--exercises",
-            "03-race",
-            "--chunk",
-            "2",
-            "--format",
-            "json",
-            "--secret",
-        ])
-        .arg(&secret)
-        .arg("--out")
-        .arg(&out);
-    let mut child = child
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_json_grade(&copy, &secret, &out, own_cache.path());
     let journal_file = out.join("journal.jsonl");
     // Each `graded` event comes after its pair's journal line: wait for the fourth (reading the
     // events, not polling the file: a busy loop took one of CI's two cores from the builds).
@@ -285,11 +268,49 @@ fn on_the_cpu_the_class_builds_tamper_is_refused_and_a_killed_batch_resumes_with
     )
     .unwrap();
     assert_eq!(started["already_graded"], 11);
-    // The CPU tier's verdicts: builds real, the tamper check, the missing file, the broken build.
-    let lines = journal(&journal_file);
-    assert_eq!(pair(&lines, "alice", "03-race")["state"], "skipped");
-    assert_eq!(stage(pair(&lines, "alice", "03-race"), "builds").0, 10.0);
-    let erin = pair(&lines, "erin", "03-race");
+    the_cpu_tier_s_verdicts(&journal(&journal_file));
+    // --regrade grades everything again, and the journal still holds each pair once.
+    grade().arg("--regrade").assert().code(6);
+    assert_eq!(journal(&journal_file).len(), 11);
+}
+
+/// `grade --format json` of the fixture class on 03-race, its events piped: a batch to kill.
+/// Killed once the first pairs are journaled, as a node lost mid-batch would be. Its builds are
+/// real (a cache of its own, empty): served from the shared cache, the batch could end first.
+fn spawn_json_grade(copy: &Copy, secret: &Path, out: &Path, cache: &Path) -> std::process::Child {
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("xtask"));
+    child
+        .current_dir(repo())
+        .envs(common::env())
+        .env(grader::environment::BUILD_CACHE, cache)
+        .env("CUDABUGS_ROOT", copy.root())
+        .arg("grade")
+        .arg(repo().join(CLASS));
+    child
+        .args([
+            "--exercises",
+            "03-race",
+            "--chunk",
+            "2",
+            "--format",
+            "json",
+            "--secret",
+        ])
+        .arg(secret)
+        .arg("--out")
+        .arg(out);
+    child
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// The CPU tier's verdicts: builds real, the tamper check, the missing file, the broken build.
+fn the_cpu_tier_s_verdicts(lines: &[serde_json::Value]) {
+    assert_eq!(pair(lines, "alice", "03-race")["state"], "skipped");
+    assert_eq!(stage(pair(lines, "alice", "03-race"), "builds").0, 10.0);
+    let erin = pair(lines, "erin", "03-race");
     assert_eq!(erin["state"], "not-gradable");
     assert!(
         erin["reason"]
@@ -300,13 +321,10 @@ fn on_the_cpu_the_class_builds_tamper_is_refused_and_a_killed_batch_resumes_with
         erin["reason"]
     );
     assert!(erin["diff"].as_str().unwrap().contains("// fixed"));
-    assert_eq!(pair(&lines, "judy", "03-race")["state"], "not-submitted");
-    let kim = pair(&lines, "kim", "03-race");
+    assert_eq!(pair(lines, "judy", "03-race")["state"], "not-submitted");
+    let kim = pair(lines, "kim", "03-race");
     assert_eq!(kim["points"], 0.0);
     assert_eq!(stage(kim, "builds").0, 0.0);
-    // --regrade grades everything again, and the journal still holds each pair once.
-    grade().arg("--regrade").assert().code(6);
-    assert_eq!(journal(&journal_file).len(), 11);
 }
 
 #[test]
@@ -468,27 +486,25 @@ fn the_adversarial_class_replayed_loses_the_faked_points_and_the_honest_keep_the
         }
     }
     let lines = journal(&out.join("journal.jsonl"));
-    let speed_withheld_by = |who: &str, ex: &str, rule: &str| {
-        let p = pair(&lines, who, ex);
-        assert!(
-            rules(p).contains(&rule.to_string()),
-            "{who} {ex}: {:?}",
-            rules(p)
-        );
-        assert_eq!(stage(p, "speed").0, 0.0, "{who} {ex}");
-    };
-    speed_withheld_by("decoy-host", "03-race", "host-work");
-    speed_withheld_by("decoy-host", "57-reduction", "host-work");
+    the_host_work_and_faked_answers_lose_their_points(&lines);
+    the_cpu_it_hid_and_the_tool_it_stalled_count_against_it(&lines);
+}
+
+/// Host work, forged call times, faked or kept answers, leftover processes: the points of what they
+/// faked are withheld, and no file outlives its pair.
+fn the_host_work_and_faked_answers_lose_their_points(lines: &[serde_json::Value]) {
+    speed_withheld_by(lines, "decoy-host", "03-race", "host-work");
+    speed_withheld_by(lines, "decoy-host", "57-reduction", "host-work");
     // Its exit handler appended forged lines to the call-times file: the file is refused.
-    speed_withheld_by("forge-times", "57-reduction", "host-work");
-    speed_withheld_by("hog", "03-race", "unaccounted-time");
+    speed_withheld_by(lines, "forge-times", "57-reduction", "host-work");
+    speed_withheld_by(lines, "hog", "03-race", "unaccounted-time");
     // Faked answers under the profiler, or a guess at the bench: no correctness credit either.
     for (who, ex) in [
         ("profiler-aware", "03-race"),
         ("profiler-aware", "57-reduction"),
         ("hardcode", "57-reduction"),
     ] {
-        let p = pair(&lines, who, ex);
+        let p = pair(lines, who, ex);
         assert!(
             rules(p).contains(&"timed-outputs".to_string()),
             "{who} {ex}: {:?}",
@@ -501,34 +517,39 @@ fn the_adversarial_class_replayed_loses_the_faked_points_and_the_honest_keep_the
     // Its first call timing looked like host work (host-work in the recording without its
     // confirming runs); timed again beside the reference, it was not: judged on its quickest run,
     // it loses its speed points to what it did, not to a busy host.
-    let aware = rules(pair(&lines, "profiler-aware", "57-reduction"));
+    let aware = rules(pair(lines, "profiler-aware", "57-reduction"));
     assert!(!aware.contains(&"host-work".to_string()), "{aware:?}");
     // Answers kept across processes are wrong on the hidden cases.
     assert!(
-        stage(pair(&lines, "cache", "57-reduction"), "hidden").0
-            < stage(pair(&lines, "cache", "57-reduction"), "hidden").1
+        stage(pair(lines, "cache", "57-reduction"), "hidden").0
+            < stage(pair(lines, "cache", "57-reduction"), "hidden").1
     );
     // A daemon or a process storm is killed and counts against the program that left it.
     for who in ["leftover", "storm"] {
-        assert_eq!(pair(&lines, who, "03-race")["points"], 10.0, "{who}");
+        assert_eq!(pair(lines, who, "03-race")["points"], 10.0, "{who}");
     }
     // No file outlives its pair: the work folders are gone, their size is in the journal.
     assert!(lines
         .iter()
         .filter(|l| l["state"] == "graded")
         .all(|l| l["disk_bytes"].as_u64().is_some()));
+}
+
+/// Host work on other threads or in a clone, and a sanitizer stalled on purpose: each counts against
+/// the program.
+fn the_cpu_it_hid_and_the_tool_it_stalled_count_against_it(lines: &[serde_json::Value]) {
     // Host work on 16 threads, hidden under the input's copy: the wall clock misses it, the CPU
     // time does not.
-    speed_withheld_by("threaded-host", "03-race", "host-cpu");
-    speed_withheld_by("decoy-host", "03-race", "host-cpu");
+    speed_withheld_by(lines, "threaded-host", "03-race", "host-cpu");
+    speed_withheld_by(lines, "decoy-host", "03-race", "host-cpu");
     // The same sum in a second process sharing the memory (clone): done on one core it is slow
     // enough for host-work, and the CPU time is now every process of the run (its cgroup), the
     // clone's included (the in-process count of 2026-11-24 missed it).
-    speed_withheld_by("clone-host", "03-race", "host-work");
-    speed_withheld_by("clone-host", "03-race", "host-cpu");
+    speed_withheld_by(lines, "clone-host", "03-race", "host-work");
+    speed_withheld_by(lines, "clone-host", "03-race", "host-cpu");
     // Spinning only under compute-sanitizer: no tool credit, and one stalled tool waited for again
     // alone (within a limit the other students' runs set), not all four.
-    let stall = pair(&lines, "sanitizer-stall", "03-race");
+    let stall = pair(lines, "sanitizer-stall", "03-race");
     assert_eq!(
         (
             stage(stall, "named-tool").0,
@@ -547,4 +568,15 @@ fn the_adversarial_class_replayed_loses_the_faked_points_and_the_honest_keep_the
         .unwrap()
         .to_string();
     assert_eq!(other.matches("nor alone within").count(), 1, "{other}");
+}
+
+/// The pair lost its speed points to `rule`.
+fn speed_withheld_by(lines: &[serde_json::Value], who: &str, ex: &str, rule: &str) {
+    let p = pair(lines, who, ex);
+    assert!(
+        rules(p).contains(&rule.to_string()),
+        "{who} {ex}: {:?}",
+        rules(p)
+    );
+    assert_eq!(stage(p, "speed").0, 0.0, "{who} {ex}");
 }

@@ -83,6 +83,15 @@ fn the_untouched_copy_builds() {
     let html =
         cudabugs_book::build(&copy.path("book"), copy.dir.path(), Some(&copy.path("out"))).unwrap();
     assert!(html.join("lessons/04-sync.html").is_file());
+    the_tool_pages_come_from_the_record_and_the_manifests(&html);
+    each_lesson_shows_its_marks_hints_and_manual(&html, &copy);
+    search_finds_the_lessons(&html);
+    the_charts_are_drawn_from_the_records(&html);
+}
+
+/// The tool table (the classes no tool flagged, each tool's cell), the lessons' index and the tool
+/// pages.
+fn the_tool_pages_come_from_the_record_and_the_manifests(html: &Path) {
     // The tool table, from the record: the classes no tool flagged, and each tool's cell.
     let table = std::fs::read_to_string(html.join("tool-matrix.html")).unwrap();
     let unseen = &table[table
@@ -122,6 +131,10 @@ fn the_untouched_copy_builds() {
             "racecheck's page does not list {id}"
         );
     }
+}
+
+/// Each lesson: its layout picture, its marks, its hints folded in order, its manual.
+fn each_lesson_shows_its_marks_hints_and_manual(html: &Path, copy: &Copy) {
     // Layout pictures, drawn from the lessons' `cudabugs-layout` blocks: at least ten lessons have one.
     let drawn = std::fs::read_dir(html.join("lessons"))
         .unwrap()
@@ -173,8 +186,11 @@ fn the_untouched_copy_builds() {
     assert!(race.contains("ComputeSanitizer/index.html#racecheck-tool"));
     let reduction = std::fs::read_to_string(html.join("lessons/57-reduction.html")).unwrap();
     assert!(reduction.contains("nsight-compute/ProfilingGuide"));
+}
+
+fn search_finds_the_lessons(html: &Path) {
     // Search is on: the lessons' sections are in its index.
-    let index = std::fs::read_dir(&html)
+    let index = std::fs::read_dir(html)
         .unwrap()
         .filter_map(Result::ok)
         .find(|e| e.file_name().to_string_lossy().starts_with("searchindex"))
@@ -186,6 +202,10 @@ fn the_untouched_copy_builds() {
             "{section} is not in the search index"
         );
     }
+}
+
+/// The performance lessons' rooflines and timelines, and the second GPU's comparison.
+fn the_charts_are_drawn_from_the_records(html: &Path) {
     // A performance lesson: the versions' metrics from the record and the roofline drawn inline.
     let lesson = std::fs::read_to_string(html.join("lessons/52-bank-conflicts.html")).unwrap();
     let chart = &lesson[lesson

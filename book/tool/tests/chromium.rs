@@ -169,21 +169,7 @@ fn every_page_fits_1280_px_and_search_finds_each_lesson_by_its_bug_class() {
         return;
     };
     let (repo, _out, html) = built_book();
-    let mut pages: Vec<String> = Vec::new();
-    for dir in ["", "lessons", "tools"] {
-        for e in std::fs::read_dir(html.join(dir)).unwrap().flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let skip = ["print.html", "404.html", "toc.html"].contains(&name.as_str());
-            if name.ends_with(".html") && !skip {
-                pages.push(if dir.is_empty() {
-                    name
-                } else {
-                    format!("{dir}/{name}")
-                });
-            }
-        }
-    }
-    pages.sort();
+    let pages = pages_of(&html);
     let exercises = grader::exercise::catalog::discover(&repo).unwrap();
     let searches: Vec<(String, String)> = exercises
         .iter()
@@ -250,13 +236,37 @@ fn every_page_fits_1280_px_and_search_finds_each_lesson_by_its_bug_class() {
         "search for the bug class did not find the lesson in its first three results: {missed:#?}"
     );
 
-    // Screenshots of three lessons at 1280 px, kept for people to look at.
+    screenshots(&browser, profile.path(), &html);
+}
+
+/// Every page of the book a reader opens, relative to `html`.
+fn pages_of(html: &Path) -> Vec<String> {
+    let mut pages: Vec<String> = Vec::new();
+    for dir in ["", "lessons", "tools"] {
+        for e in std::fs::read_dir(html.join(dir)).unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let skip = ["print.html", "404.html", "toc.html"].contains(&name.as_str());
+            if name.ends_with(".html") && !skip {
+                pages.push(if dir.is_empty() {
+                    name
+                } else {
+                    format!("{dir}/{name}")
+                });
+            }
+        }
+    }
+    pages.sort();
+    pages
+}
+
+/// Screenshots of three lessons at 1280 px, kept for people to look at.
+fn screenshots(browser: &Path, profile: &Path, html: &Path) {
     let shots = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/book-screenshots");
     std::fs::create_dir_all(&shots).unwrap();
     for id in ["03-race", "28-cluster-dsmem", "63-transfers"] {
         let png = shots.join(format!("{id}.png"));
         let _ = std::fs::remove_file(&png);
-        let job = headless(&browser, profile.path(), 3000)
+        let job = headless(browser, profile, 3000)
             .arg("--window-size=1280,2000")
             .arg(format!("--screenshot={}", png.display()))
             .arg(format!(
