@@ -10,10 +10,9 @@ use crate::exercise::manifest::Case;
 use crate::exercise::reference::{self, Buffer};
 use crate::exercise::workbook::Exercise;
 
-/// Where an exercise's case files are written: one folder per exercise in the workbook's work
-/// folder, readable by every submission (they hold inputs only).
+/// Where an exercise's case files are written (`Workbook::cases_dir`).
 pub fn dir(wb: &crate::exercise::workbook::Workbook, ex: &Exercise) -> PathBuf {
-    wb.work_dir().join("cases").join(ex.id())
+    wb.cases_dir(ex)
 }
 
 #[derive(Debug, Clone)]

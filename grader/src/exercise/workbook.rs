@@ -255,9 +255,53 @@ impl Workbook {
             .join(ex.manifest.source_name())
     }
 
-    /// Scratch space for builds and tool output (ignored by git).
+    /// Scratch space for builds and tool output (ignored by git). What lives in it is decided by
+    /// the methods below, and only there.
     pub fn work_dir(&self) -> PathBuf {
         self.root.join(".cudabugs")
+    }
+
+    /// An exercise's case files: one folder per exercise, readable by every submission (they hold
+    /// inputs only).
+    pub fn cases_dir(&self, ex: &Exercise) -> PathBuf {
+        self.work_dir().join("cases").join(ex.id())
+    }
+
+    /// Where every submission's work folder lives; hidden from every sandboxed run but its own
+    /// folder.
+    pub fn work_root(&self) -> PathBuf {
+        self.work_dir().join("work")
+    }
+
+    /// Builds kept by their inputs (`nvcc::BuildCache`), in the work root that every sandboxed run
+    /// has hidden.
+    pub fn build_cache_dir(&self) -> PathBuf {
+        self.work_root().join("build-cache")
+    }
+
+    /// The harness, written out and compiled once.
+    pub fn harness_dir(&self) -> PathBuf {
+        self.work_dir().join("harness")
+    }
+
+    /// This machine's peak: the peak program's build and each GPU's measurement.
+    pub fn peak_dir(&self) -> PathBuf {
+        self.work_dir().join("peak")
+    }
+
+    /// The library baselines (cuBLAS), built and timed by the grader.
+    pub fn baseline_dir(&self) -> PathBuf {
+        self.work_dir().join("baseline")
+    }
+
+    /// The lock folders that keep one ncu session a GPU.
+    pub fn ncu_lock_root(&self) -> PathBuf {
+        self.work_dir().join("ncu-lock")
+    }
+
+    /// This workbook's bench seed, made once (so the bench file is cached between checks).
+    pub fn bench_seed_file(&self) -> PathBuf {
+        self.work_dir().join("bench-seed")
     }
 
     /// A path relative to the root, for messages; absolute paths elsewhere stay as they are.

@@ -679,7 +679,7 @@ fn unusable_profile(results: &Results, commands: &str) -> Option<Step> {
 /// with this workbook's own seed (made once, so the bench file is cached) and a
 /// new variation of the calls every check.
 fn timed_cases(wb: &Workbook, ex: &Exercise) -> std::io::Result<Cases> {
-    let seed_file = wb.work_dir().join("bench-seed");
+    let seed_file = wb.bench_seed_file();
     let seed = match std::fs::read_to_string(&seed_file)
         .ok()
         .and_then(|t| t.trim().parse::<u64>().ok())

@@ -240,9 +240,9 @@ impl ContextBuilder<'_> {
         let (harness, build_cache) = match compiler {
             Some((_, harness)) => (harness, None),
             None => {
-                let harness =
-                    nvcc::prepare_harness(&nvcc, wb.harness, &wb.work_dir().join("harness"))?;
-                let build_cache = nvcc::BuildCache::for_workbook(&wb.work_dir());
+                let harness = nvcc::prepare_harness(&nvcc, wb.harness, &wb.harness_dir())?;
+                let build_cache =
+                    nvcc::BuildCache::for_workbook(wb.build_cache_dir(), &wb.work_dir());
                 // Made now, so that every sandboxed run finds it there to hide.
                 let _ = std::fs::create_dir_all(&build_cache.dir);
                 (harness, Some(build_cache))

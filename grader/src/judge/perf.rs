@@ -385,13 +385,13 @@ pub fn peak(ctx: &Context, wb: &Workbook, again: bool) -> Result<Peak, PeakError
         .map(|g| g.name.clone())
         .unwrap_or_else(|| "gpu".into());
     let driver = context::driver_version();
-    let path = peak::cache_path(&wb.work_dir(), &device, driver.as_deref());
+    let path = peak::cache_path(&wb.peak_dir(), &device, driver.as_deref());
     if !again {
         if let Some(p) = peak::load(&path) {
             return Ok(p);
         }
     }
-    let dir = wb.work_dir().join("peak");
+    let dir = wb.peak_dir();
     let setup = peak::Setup {
         launcher: ctx.launcher.as_ref(),
         recipe: ctx.recipe(),
@@ -432,7 +432,7 @@ pub fn time_baseline(
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let ncu_path = ctx.tools.ncu.as_deref().ok_or(Untimed::NoNcu)?;
-    let dir = wb.work_dir().join("baseline");
+    let dir = wb.baseline_dir();
     let source = ctx.harness.include_dir.join("baseline-sgemm.cu");
     let flags = ["-lcublas".to_string()];
     let built = nvcc::build(

@@ -217,9 +217,9 @@ impl<'a> Submission<'a> {
     }
 }
 
-/// Where every submission's work folder lives; hidden from every sandboxed run but its own folder.
+/// Where every submission's work folder lives (`Workbook::work_root`).
 pub fn work_root(wb: &Workbook) -> PathBuf {
-    wb.work_dir().join("work")
+    wb.work_root()
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -152,7 +152,7 @@ fn median_ns(launches: &[ncu::Launch], kernel: &str) -> Option<f64> {
 }
 
 /// Where the peak of a GPU is cached: one file per device name and driver.
-pub fn cache_path(work_dir: &Path, device: &str, driver: Option<&str>) -> PathBuf {
+pub fn cache_path(peak_dir: &Path, device: &str, driver: Option<&str>) -> PathBuf {
     let slug: String = format!("{device}-{}", driver.unwrap_or("driver"))
         .chars()
         .map(|c| {
@@ -163,7 +163,7 @@ pub fn cache_path(work_dir: &Path, device: &str, driver: Option<&str>) -> PathBu
             }
         })
         .collect();
-    work_dir.join("peak").join(format!("{slug}.json"))
+    peak_dir.join(format!("{slug}.json"))
 }
 
 pub fn load(path: &Path) -> Option<Peak> {
@@ -307,7 +307,11 @@ mod tests {
         assert_eq!(peak.roof_gflops(0.25), 750.0);
         assert_eq!(peak.roof_gflops(100.0), 51_000.0);
         assert_eq!(peak.ridge(), 17.0);
-        let path = cache_path(Path::new("/w"), "NVIDIA H100 80GB HBM3", Some("580.159.04"));
+        let path = cache_path(
+            Path::new("/w/peak"),
+            "NVIDIA H100 80GB HBM3",
+            Some("580.159.04"),
+        );
         assert_eq!(
             path,
             Path::new("/w/peak/nvidia-h100-80gb-hbm3-580.159.04.json")

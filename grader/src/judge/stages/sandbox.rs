@@ -35,11 +35,10 @@ pub fn ncu_lock_dir(ctx: &Context, wb: &Workbook) -> PathBuf {
     // too, where a cluster's nodes share the workbook's folder (`grade --shard` under Slurm).
     let dir = match &ctx.config.gpu {
         Some(gpu) => wb
-            .work_dir()
-            .join("ncu-lock")
+            .ncu_lock_root()
             .join(hostname())
             .join(format!("gpu{gpu}")),
-        None => wb.work_dir().join("ncu-lock"),
+        None => wb.ncu_lock_root(),
     };
     let _ = std::fs::create_dir_all(&dir);
     // Every sandbox user's, as /tmp is (sticky).

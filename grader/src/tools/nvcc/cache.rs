@@ -33,13 +33,14 @@ pub struct BuildCache {
 }
 
 impl BuildCache {
-    /// The cache of a workbook whose grader folder is `work_dir` (`.cudabugs`): `work/build-cache`,
-    /// inside the work root that every sandboxed run has hidden, unless `CUDABUGS_BUILD_CACHE` names
-    /// another folder (which the caller must hide as well).
-    pub fn for_workbook(work_dir: &Path) -> BuildCache {
+    /// The cache of a workbook (`Workbook::build_cache_dir`, inside the work root that every
+    /// sandboxed run has hidden), unless `CUDABUGS_BUILD_CACHE` names another folder (which the
+    /// caller must hide as well); paths under the workbook's grader folder `work_dir` are keyed
+    /// relative to it.
+    pub fn for_workbook(default_dir: PathBuf, work_dir: &Path) -> BuildCache {
         let dir = crate::environment::path(crate::environment::BUILD_CACHE)
             .filter(|v| !v.as_os_str().is_empty())
-            .unwrap_or_else(|| work_dir.join("work").join("build-cache"));
+            .unwrap_or(default_dir);
         BuildCache {
             dir,
             root: work_dir.to_path_buf(),
