@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The import circles between the grading engine's modules (grader/src), tests left out: each set of
 modules that reach one another through `crate::` paths is printed, then how many there are. Then the
-rooms' graph: which room (exercise, tools, judge, ...) uses which, and every use that climbs back up
-the pipeline (exercise -> tools -> judge -> report, with class and learner beside), which should be none.
+rooms' graph: which room (exercise, tools, engine, ...) uses which, and every use that climbs back up
+the pipeline (exercise -> tools -> engine -> judge -> plans -> report, with class and learner beside), which should be none.
 
     python3 scripts/import-cycles.py        # from the workbook root; exits 1 unless "0 cycles" and "0 climbs" (.ci/run)
 """
@@ -62,7 +62,8 @@ print(len(res),'cycles')
 
 # The rooms, by how far down the pipeline they sit: a room may use those below it, never above.
 LEVEL = {'hash': 0, 'exit': 0, 'environment': 0, 'untrusted': 0,
-         'exercise': 1, 'class': 2, 'tools': 2, 'learner': 2, 'judge': 3, 'report': 4}
+         'exercise': 1, 'class': 2, 'tools': 2, 'learner': 2, 'engine': 3, 'judge': 4, 'plans': 5,
+         'report': 6}
 rooms = {}
 for m, targets in edges.items():
     if m.endswith('::tests') or m.split('::')[-1] == 'tests':

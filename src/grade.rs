@@ -9,7 +9,7 @@ pub(crate) fn grade(
     settings: &PlanSettings,
     out: &dyn Reporter,
 ) -> Result<ExitStatus> {
-    use grader::judge::grade::{self, ClassJob};
+    use grader::plans::grade::{self, ClassJob};
     let Some(submissions) = args.submissions else {
         anyhow::bail!("give the submissions folder: cargo xtask grade SUBMISSIONS [--out DIR] --secret-seed N")
     };
@@ -102,11 +102,11 @@ fn worker_contexts(
     requested: &[String],
     hidden: &[PathBuf],
 ) -> Result<Vec<Context>> {
-    let gpus = grader::judge::grade::worker_gpus(requested);
+    let gpus = grader::plans::grade::worker_gpus(requested);
     let mut contexts = Vec::new();
     for gpu in &gpus {
         let mut ctx = context(wb, settings, out)?;
-        grader::judge::grade::configure_worker(&mut ctx.config, gpu.clone(), gpus.len(), hidden);
+        grader::plans::grade::configure_worker(&mut ctx.config, gpu.clone(), gpus.len(), hidden);
         contexts.push(ctx);
     }
     Ok(contexts)
@@ -115,8 +115,8 @@ fn worker_contexts(
 /// The exit code of a batch: 3 where the grader's own tools failed on a pair, 5 where an exercise
 /// needs a newer GPU than this one (not gradable here), 6 where the GPU stages were skipped, else 0
 /// (students' failures are grades, not errors).
-pub(crate) fn grade_exit(results: &[grader::judge::grade::PairResult]) -> ExitStatus {
-    use grader::judge::grade::PairState;
+pub(crate) fn grade_exit(results: &[grader::plans::grade::PairResult]) -> ExitStatus {
+    use grader::plans::grade::PairState;
     results
         .iter()
         .map(|r| match r.state {
@@ -130,11 +130,11 @@ pub(crate) fn grade_exit(results: &[grader::judge::grade::PairResult]) -> ExitSt
 
 /// Every journal in `out` into the gradebook; exit 1 while pairs are missing.
 pub(crate) fn finish_gradebook(dir: &Path, out: &dyn Reporter) -> Result<ExitStatus> {
-    let grader::judge::grade::Merged {
+    let grader::plans::grade::Merged {
         info,
         results,
         missing,
-    } = grader::judge::grade::merge(dir)?;
+    } = grader::plans::grade::merge(dir)?;
     let mut written = grader::report::gradebook::write_all(&info, &results, dir)
         .with_context(|| format!("writing the gradebook into {}", dir.display()))?;
     // The similarity report reads the students' files again; the exercises' texts are embedded, so the root does not matter.

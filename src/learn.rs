@@ -65,8 +65,8 @@ pub(crate) fn check_and_record(
     wb: &Workbook,
     ex: &Exercise,
     out: &dyn Reporter,
-) -> grader::judge::check::CheckReport {
-    let report = grader::judge::check::check(ctx, wb, ex, progress(out));
+) -> grader::plans::check::CheckReport {
+    let report = grader::plans::check::check(ctx, wb, ex, progress(out));
     if report.outcome == grader::judge::verdict::Outcome::Pass
         && !grader::tools::runner::interrupted()
     {
@@ -81,7 +81,7 @@ pub(crate) fn check_and_record(
 }
 
 pub(crate) fn show_check(
-    report: &grader::judge::check::CheckReport,
+    report: &grader::plans::check::CheckReport,
     wb: &Workbook,
     ex: &Exercise,
     out: &dyn Reporter,

@@ -8,9 +8,9 @@ use grader::exit::ExitStatus;
 use anstream::eprintln;
 use anyhow::{Context as _, Result};
 use clap::{Parser, Subcommand, ValueEnum};
+use grader::engine::config::Config;
+use grader::engine::context::{Context, ContextError};
 use grader::exercise::workbook::{self, Exercise, Workbook};
-use grader::judge::config::Config;
-use grader::judge::context::{Context, ContextError};
 use grader::tools::sandbox::Isolation;
 
 mod book;

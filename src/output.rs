@@ -10,7 +10,7 @@ use anstream::{eprintln, print, println};
 use anyhow::Result;
 use grader::exit::ExitStatus;
 
-use grader::judge::grade::Event;
+use grader::plans::grade::Event;
 
 use crate::cli::Format;
 

@@ -52,12 +52,12 @@ pub(crate) fn sanitize(
         Some((ex, variant, path)) => {
             let text =
                 std::fs::read_to_string(&path).with_context(|| path.display().to_string())?;
-            grader::judge::plan::Submission::new(&wb, "sanitize", ex, variant, path, text, &cases)
+            grader::engine::plan::Submission::new(&wb, "sanitize", ex, variant, path, text, &cases)
         }
-        None => grader::judge::plan::Submission::program(
+        None => grader::engine::plan::Submission::program(
             &wb,
             "sanitize",
-            grader::judge::plan::Program {
+            grader::engine::plan::Program {
                 sources: files,
                 nvcc_flags,
                 args: args.into_iter().map(Into::into).collect(),
@@ -67,7 +67,7 @@ pub(crate) fn sanitize(
             },
         ),
     };
-    let report = grader::judge::sanitize::sanitize(&ctx, &wb, sub, progress(out));
+    let report = grader::plans::sanitize::sanitize(&ctx, &wb, sub, progress(out));
     out.result(&Sanitized {
         report: &report,
         cwd: &cwd,
@@ -77,7 +77,7 @@ pub(crate) fn sanitize(
 
 /// A sanitize report, the one result that has SARIF.
 struct Sanitized<'a> {
-    report: &'a grader::judge::sanitize::SanitizeReport,
+    report: &'a grader::plans::sanitize::SanitizeReport,
     cwd: &'a Path,
 }
 

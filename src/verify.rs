@@ -20,8 +20,8 @@ pub(crate) fn verify(
             .collect::<Result<_, _>>()?
     };
     let ctx = context(&wb, settings, out)?;
-    let opts = grader::judge::verify::VerifyOptions { keep, survey };
-    let result = grader::judge::verify::verify(&ctx, &wb, &selected, &opts, progress(out));
+    let opts = grader::plans::verify::VerifyOptions { keep, survey };
+    let result = grader::plans::verify::verify(&ctx, &wb, &selected, &opts, progress(out));
     if let Some(path) = &record {
         let record = wb.relative_text(&serde_json::to_string_pretty(&result)?);
         std::fs::write(path, record + "\n")

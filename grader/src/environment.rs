@@ -1,5 +1,5 @@
 //! Every environment variable cudabugs reads, named here and read only through here: one table
-//! of what each does. `judge::config` turns the run settings among them into a `Config`; the rest
+//! of what each does. `engine::config` turns the run settings among them into a `Config`; the rest
 //! (where the workbook, the tools and the build cache are, test seams, what a sandboxed program or
 //! nvcc inherits) are read where their decision is made, through the functions below.
 //!
@@ -12,9 +12,9 @@
 //! | `CUDABUGS_BUILD_LOG` | `tools::nvcc` | a file that gets a line for every nvcc that ran |
 //! | `CUDABUGS_FAKE_GPU` | `tools::gpu` | a test seam: the GPU `probe` reports, with no driver |
 //! | `CUDABUGS_SECRET_SEED` | the `grade` command | the hidden cases' secret, as a number |
-//! | `CUDA_VISIBLE_DEVICES` | `judge::grade::class` | the GPUs `grade` spreads its workers over |
-//! | `CUDABUGS_TIMEOUT_SECS`, `CUDABUGS_SANITIZER_JOBS`, `CUDABUGS_NCU_JOBS`, `CUDABUGS_ISOLATION`, `CUDABUGS_MEMORY_MAX_MB`, `CUDABUGS_SANDBOX_UID`, `CUDABUGS_SANDBOX_GID`, `CUDABUGS_NO_INSTALL` | `judge::config` | run settings (`Config::from_env`) |
-//! | `PATH`, `LD_LIBRARY_PATH`, the `CUDA_`/`NVIDIA_` device and debugging switches | `judge::stages` | passed through to sandboxed programs (`PASSED_THROUGH`) |
+//! | `CUDA_VISIBLE_DEVICES` | `plans::grade::class` | the GPUs `grade` spreads its workers over |
+//! | `CUDABUGS_TIMEOUT_SECS`, `CUDABUGS_SANITIZER_JOBS`, `CUDABUGS_NCU_JOBS`, `CUDABUGS_ISOLATION`, `CUDABUGS_MEMORY_MAX_MB`, `CUDABUGS_SANDBOX_UID`, `CUDABUGS_SANDBOX_GID`, `CUDABUGS_NO_INSTALL` | `engine::config` | run settings (`Config::from_env`) |
+//! | `PATH`, `LD_LIBRARY_PATH`, the `CUDA_`/`NVIDIA_` device and debugging switches | `engine::stages` | passed through to sandboxed programs (`PASSED_THROUGH`) |
 //! | `CARGO` | the `book` command | the cargo that runs it, to build the book's tool |
 //! | the whole environment | `tools::nvcc` | what nvcc inherits, less what would change its output |
 

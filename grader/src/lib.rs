@@ -3,7 +3,10 @@
 //! - `exercise`: what is graded: manifests, regions, the Rust references, the catalog, seeded data.
 //! - `tools`: how anything runs: the process supervisor, the launcher and its sandbox, nvcc,
 //!   compute-sanitizer, ncu, the GPU.
-//! - `judge`: plans of typed stages, the scheduler that runs them, and every verdict.
+//! - `engine`: the context, plans of typed stages, the scheduler that runs them, what a tool
+//!   found and the evidence a timed run leaves.
+//! - `judge`: the judges: every verdict, the speed judge, the performance track.
+//! - `plans`: `check`, `verify`, `sanitize` and `grade`.
 //! - `learner`: progress, hints, reset, watch.
 //! - `report`: text for people (JSON is the serde form of the same structs).
 //!
@@ -19,11 +22,15 @@ pub mod exit;
 pub mod class;
 
 #[cfg(feature = "engine")]
+pub mod engine;
+#[cfg(feature = "engine")]
 pub mod hash;
 #[cfg(feature = "engine")]
 pub mod judge;
 #[cfg(feature = "engine")]
 pub mod learner;
+#[cfg(feature = "engine")]
+pub mod plans;
 #[cfg(feature = "engine")]
 pub mod report;
 #[cfg(feature = "engine")]

@@ -6,10 +6,10 @@
 
 use std::path::{Path, PathBuf};
 
+use grader::engine::config::Config;
+use grader::engine::context::Context;
 use grader::exercise::catalog::{self, Embedded};
 use grader::exercise::workbook::Workbook;
-use grader::judge::config::Config;
-use grader::judge::context::Context;
 use grader::judge::verdict::{Outcome, Status};
 use grader::tools::gpu::{self, GpuStatus};
 
@@ -88,7 +88,7 @@ fn check_skips_a_gated_exercise_before_building_and_says_why() {
     let wb = gated_workbook(dir.path());
     let ctx = context_on_fake_a100(&wb);
     let ex = wb.resolve(ID).unwrap();
-    let report = grader::judge::check::check(&ctx, &wb, ex, |_| {});
+    let report = grader::plans::check::check(&ctx, &wb, ex, |_| {});
     assert_eq!(report.outcome, Outcome::Skipped { reason: WHY.into() });
     assert_eq!(report.outcome.exit().code(), 6);
     assert_eq!(
@@ -135,7 +135,7 @@ fn verify_reports_a_gated_exercise_as_not_applicable_never_as_a_failure() {
     let wb = gated_workbook(dir.path());
     let ctx = context_on_fake_a100(&wb);
     let ex = wb.resolve(ID).unwrap();
-    let record = grader::judge::verify::verify(&ctx, &wb, &[ex], &Default::default(), |_| {});
+    let record = grader::plans::verify::verify(&ctx, &wb, &[ex], &Default::default(), |_| {});
     let e = &record.exercises[0];
     assert_eq!((e.not_applicable.as_deref(), e.label()), (Some(WHY), "n/a"));
     // Its manifest was still checked; nothing was built.
@@ -164,7 +164,7 @@ fn verify_reports_a_gated_exercise_as_not_applicable_never_as_a_failure() {
         "no regions",
     )
     .unwrap();
-    let record = grader::judge::verify::verify(&ctx, &wb, &[ex], &Default::default(), |_| {});
+    let record = grader::plans::verify::verify(&ctx, &wb, &[ex], &Default::default(), |_| {});
     assert_eq!(
         (
             record.exercises[0].not_applicable.as_deref(),

@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 use grader::exercise::manifest::{Detector, Metric, Tool, Track};
 use grader::exercise::workbook::Exercise;
 use grader::exercise::{catalog, regions};
-use grader::judge::check::CheckReport;
-use grader::judge::sanitize::ToolStatus;
 use grader::judge::verdict::{self, Outcome, Status, Step};
-use grader::judge::verify::VerificationRecord;
+use grader::plans::check::CheckReport;
+use grader::plans::sanitize::ToolStatus;
+use grader::plans::verify::VerificationRecord;
 use grader::report;
 use grader::tools::sanitizer;
 

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use grader::class::journal::Journal;
 use grader::class::roster;
-use grader::judge::grade::{ClassInfo, PairResult, PairState};
+use grader::plans::grade::{ClassInfo, PairResult, PairState};
 use grader::report::gradebook::{Csv, Exporter, Gradebook};
 
 const NAMES: [&str; 6] = ["José", "Josè", "a b", "a_b", "Zoë, \"Z\"", "日本"];

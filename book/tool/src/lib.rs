@@ -35,7 +35,7 @@ use std::path::{Component, Path, PathBuf};
 
 use anyhow::{bail, Context as _, Result};
 use grader::exercise::path::{LearningPath, Stop};
-use grader::judge::verify::{ExerciseRecord, VerificationRecord};
+use grader::plans::verify::{ExerciseRecord, VerificationRecord};
 use mdbook_driver::MDBook;
 use mdbook_preprocessor::book::{Book, BookItem, Chapter};
 use mdbook_preprocessor::{Preprocessor, PreprocessorContext};

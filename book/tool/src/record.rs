@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use grader::judge::verdict::Status;
-use grader::judge::verify::{ExerciseRecord, PlainRuns, VerificationRecord};
+use grader::plans::verify::{ExerciseRecord, PlainRuns, VerificationRecord};
 
 use crate::RECORD_FILE;
 

@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 
 use anyhow::{bail, Result};
 use grader::exercise::manifest::Tool;
-use grader::judge::sanitize::ToolStatus;
-use grader::judge::verify::{ExerciseRecord, VerificationRecord};
+use grader::plans::sanitize::ToolStatus;
+use grader::plans::verify::{ExerciseRecord, VerificationRecord};
 
 use crate::record::{machine, plain_runs_text, stopped, us};
 use crate::Exercise;

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use grader::judge::verify::VerificationRecord;
+use grader::plans::verify::VerificationRecord;
 use grader::tools::runner::{self, Job};
 
 /// The browser, or None (the test `test` says SKIPPED) where there is none and none is required.

@@ -14,7 +14,7 @@ pub(super) const LONG_HASH: usize = 16;
 const MAX_READABLE: usize = 48;
 
 /// The variants the grade plan gives its own submissions beside the students' ones
-/// (`judge::grade::worker`): a student with one of these ids would share their work folder and
+/// (`plans::grade::worker`): a student with one of these ids would share their work folder and
 /// recording keys, so such a name is treated as lossy (it gets a hash). Compared ignoring ASCII
 /// case, as a case-insensitive file system would.
 const RESERVED: [&str; 2] = ["reference", "original"];

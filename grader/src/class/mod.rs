@@ -1,7 +1,7 @@
 //! A class: its submissions on disk (`roster`; each student's id in `ids`), what a submission may
 //! change (`tamper`), the instructor's hidden cases (`secret`) and the durable record of what has
 //! been graded (`journal`).
-//! `judge::grade` is the plan that grades them; `report::gradebook` writes the results.
+//! `plans::grade` is the plan that grades them; `report::gradebook` writes the results.
 
 mod ids;
 pub mod journal;

@@ -56,7 +56,7 @@ impl GradeStage {
 
 /// Points per stage (out of 100 by default: finding and fixing the bug is what the named tool's 40
 /// reward; an untouched file that builds and runs right keeps 45). Partial credit: the other tools by the share that is clean, the cases by the
-/// share that match, speed on a sliding scale (see `judge::grade`); builds and the named tool are
+/// share that match, speed on a sliding scale (see `plans::grade`); builds and the named tool are
 /// all or nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]

@@ -5,12 +5,12 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::context::{self, Context};
+use crate::engine::plan::StageKind;
+use crate::engine::stages::{self, Output};
 use crate::exercise::manifest::{Baseline, Clock, Goal, Metric, Perf};
 use crate::exercise::metric::timeline_keys;
 use crate::exercise::workbook::{Exercise, Workbook};
-use crate::judge::context::{self, Context};
-use crate::judge::plan::StageKind;
-use crate::judge::stages::{self, Output};
 use crate::judge::verdict::{Status, Step, Untimed};
 use crate::tools::counters::{self, Counters};
 use crate::tools::ncu::{self, Measured};
@@ -245,7 +245,7 @@ pub fn summarize(
         let spread = ncu::repeat_spread(
             &meas.launches,
             &m.timing.kernels,
-            crate::judge::plan::profiled_calls(ex),
+            crate::engine::plan::profiled_calls(ex),
         );
         let mut counters = c.clone();
         let timeline = recorded(runs.call, &mut counters);
@@ -263,7 +263,7 @@ pub fn summarize(
     }
     if let Some((b, c)) = baseline.and_then(|b| Some((b, b.counters.as_ref()?))) {
         commands.push(b.command.clone());
-        let spread = ncu::repeat_spread(&b.launches, &[], crate::judge::plan::profiled_calls(ex));
+        let spread = ncu::repeat_spread(&b.launches, &[], crate::engine::plan::profiled_calls(ex));
         versions.push(version(baseline_name(perf), c, spread, &[], peak, None));
     }
     let original_ns = versions.first().map(|v| v.nanoseconds).unwrap_or(f64::NAN);
@@ -450,7 +450,7 @@ pub fn time_baseline(
     .map_err(|e| Untimed::BaselineBuild(e.to_string()))?;
     let p = |k: &str| m.bench.params.get(k).copied().unwrap_or(0).to_string();
     // As many calls as the exercise's versions make under ncu.
-    let calls = crate::judge::plan::profiled_calls(ex);
+    let calls = crate::engine::plan::profiled_calls(ex);
     let target = ncu::ProfileTarget {
         name: "cublas-sgemm".into(),
         program: built.binary.clone(),
@@ -470,9 +470,9 @@ pub fn time_baseline(
         .key("baseline/cublas-sgemm")
         .output(&csv);
     // The library does not change between runs: its measurement is kept per GPU and binary.
-    let kept = crate::judge::kept::shelf(
+    let kept = crate::engine::kept::shelf(
         ctx,
-        crate::judge::plan::work_root(wb)
+        crate::engine::plan::work_root(wb)
             .join("kept")
             .join("baseline"),
         ex,

@@ -7,6 +7,9 @@
 use crate::exit::ExitStatus;
 use serde::{Deserialize, Serialize};
 
+pub use crate::engine::findings::{findings, findings_in, in_region, Finding};
+use crate::engine::plan::{StageId, StageKind};
+use crate::engine::stages::{Blocked, Bounds, Output};
 use crate::exercise::cases::Cases;
 use crate::exercise::compare::{self, Comparison};
 use crate::exercise::data;
@@ -14,9 +17,6 @@ use crate::exercise::manifest::Detector;
 use crate::exercise::manifest::FindingKind;
 use crate::exercise::manifest::Tolerance;
 use crate::exercise::manifest::Tool;
-pub use crate::judge::findings::{findings, findings_in, in_region, Finding};
-use crate::judge::plan::{StageId, StageKind};
-use crate::judge::stages::{Blocked, Bounds, Output};
 use crate::tools::nvcc::{self, Flavor};
 use crate::tools::runner::{Exit, Finished};
 use crate::tools::sanitizer;

@@ -6,8 +6,8 @@ use std::path::Path;
 
 use crate::exercise::manifest::Manifest;
 use crate::exercise::workbook::Exercise;
-use crate::judge::check::{CheckReport, TimingSummary};
 use crate::judge::verdict::{self, Status, StepName};
+use crate::plans::check::{CheckReport, TimingSummary};
 
 use super::{
     diff_text, failed_step_details, finding, gpu_and_sandbox, paint, perf_text, step_line, verdict,

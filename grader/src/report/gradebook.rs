@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use crate::class::roster::Roster;
 use crate::exercise::rubric::GradeStage;
 use crate::exercise::workbook::Workbook;
-use crate::judge::grade::{ClassInfo, PairResult, PairState};
+use crate::plans::grade::{ClassInfo, PairResult, PairState};
 use crate::report::similarity;
 
 mod feedback;

@@ -405,7 +405,7 @@ pub(crate) fn shown_path(path: &str, cwd: &Path) -> String {
 
 /// The class at a glance: a row per student, the points of each exercise, the flags.
 pub fn gradebook_text(book: &gradebook::Gradebook) -> String {
-    use crate::judge::grade::PairState;
+    use crate::plans::grade::PairState;
     let mut out = String::new();
     let exercises = &book.info.exercises;
     let _ = write!(out, "{:<20}", "student");

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::judge::sanitize::{
+use crate::plans::sanitize::{
     KernelProfile, MergedFinding, ProfileReport, SanitizeReport, ToolStatus, ToolSummary,
 };
 

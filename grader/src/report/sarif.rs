@@ -6,8 +6,8 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::judge::sanitize::{MergedFinding, SanitizeReport, ToolStatus};
 use crate::judge::verdict::{Finding, Outcome};
+use crate::plans::sanitize::{MergedFinding, SanitizeReport, ToolStatus};
 use crate::report::{first_column, shown_path, SourceTexts};
 
 pub const SCHEMA: &str =

@@ -711,7 +711,7 @@ pub fn class_report(
 mod tests {
     use super::heatmap::heat_students;
     use super::*;
-    use crate::judge::grade::ClassInfo;
+    use crate::plans::grade::ClassInfo;
 
     /// A small exercise: a buggy region, and the reference's fix.
     const ORIGINAL: &str = "#include \"cudabugs.cuh\"\nconstexpr int BLOCK = 256;\n// ANCHOR: kernel\n__global__ void scale(const float* x, float* y, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  y[i] = 2.0f * x[i];\n}\nvoid launch(const float* x, float* y, int n) {\n  scale<<<n / BLOCK, BLOCK>>>(x, y, n);\n}\n// ANCHOR_END: kernel\nvoid cb_run(cb::Io& io) { launch(nullptr, nullptr, 0); }\n";

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use crate::judge::verdict::{Outcome, Status};
-use crate::judge::verify::{ExerciseRecord, VerificationRecord};
+use crate::plans::verify::{ExerciseRecord, VerificationRecord};
 
 use super::{indent, step_line, verdict};
 
@@ -153,7 +153,7 @@ fn not_applicable_line(out: &mut String, record: &VerificationRecord) {
 
 /// Where a plan's time went, a line per kind of stage: "  sanitize:racecheck  66 runs  154.2 s
 /// (longest 6.1 s: 30-mbarrier-count original)". Nothing where no stage was clocked.
-pub fn time_by_kind_text(by_kind: &[crate::judge::verify::KindTime]) -> String {
+pub fn time_by_kind_text(by_kind: &[crate::plans::verify::KindTime]) -> String {
     if by_kind.is_empty() {
         return String::new();
     }
@@ -173,7 +173,7 @@ pub fn time_by_kind_text(by_kind: &[crate::judge::verify::KindTime]) -> String {
 
 /// "builds done at 3.7 s, sanitizer runs at 13.1 s, judged at 13.4 s, then ncu 14.5 s, whole calls
 /// 2.0 s, the timed runs judged in 1.2 s"
-pub fn phases_text(p: &crate::judge::verify::Phases) -> String {
+pub fn phases_text(p: &crate::plans::verify::Phases) -> String {
     let mut text = format!("builds done at {:.1} s", p.builds_done_at);
     for (what, at) in [
         ("sanitizer runs at", p.runs_done_at),

@@ -13,7 +13,7 @@
 //! - `Replay` serves such a recording back, so that `check` and `verify` run end to end on a machine
 //!   without a GPU, through the same plans, with real tool output.
 //! - `Kept` runs a job once and serves that run again afterwards: the measurements of versions that
-//!   do not change between a learner's checks (`judge::kept` decides which, and for how long).
+//!   do not change between a learner's checks (`engine::kept` decides which, and for how long).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -4,7 +4,8 @@
 use crate::exercise::manifest::Clock;
 use crate::exercise::workbook::Exercise;
 
-use super::{evidence, judge, CallTimes, Flag, JudgeInputs, Rule, Timed, Verdict};
+use super::{judge, CallTimes, Flag, JudgeInputs, Rule, Verdict};
+use crate::engine::evidence::{evidence, quickest_call, Timed};
 
 /// The rules that weigh a version's whole call against the reference fix's: time outside the
 /// kernels (where the clock is the kernels) and CPU time. Each version's call timing ran once, at
@@ -125,8 +126,8 @@ pub fn judge_confirmed(first: &JudgeInputs, quickest: &JudgeInputs) -> Verdict {
 
 /// One version's timed runs: ncu's, and its call timings (its own first, then any that confirm it).
 pub struct TimedRuns<'r> {
-    pub timing: Option<&'r crate::judge::stages::Output>,
-    pub calls: Vec<Option<&'r crate::judge::stages::Output>>,
+    pub timing: Option<&'r crate::engine::stages::Output>,
+    pub calls: Vec<Option<&'r crate::engine::stages::Output>>,
 }
 
 /// The verdict on `inputs`, or, where the whole calls were timed again (a confirming call timing
@@ -153,28 +154,4 @@ pub fn judge_runs<'r>(
         ..*inputs
     };
     judge_confirmed(inputs, &quickest)
-}
-
-/// Of one version's call timing runs (the first, then those that confirm it), the one to judge:
-/// the one with the quickest judged call, where every run ran all its calls (what a busy host added
-/// to the others is not the program's); the first where any failed or was refused (a failure
-/// stands, whatever a later run does).
-pub fn quickest_call<'r>(
-    runs: impl IntoIterator<Item = Option<&'r crate::judge::stages::Output>>,
-) -> Option<&'r crate::judge::stages::Output> {
-    let runs: Vec<_> = runs.into_iter().collect();
-    let first = *runs.first()?;
-    let judged = |o: Option<&crate::judge::stages::Output>| {
-        let t = evidence(None, o);
-        t.call_failure.is_none().then_some(t.call?.judged_ns()?)
-    };
-    let times: Option<Vec<f64>> = runs.iter().map(|&o| judged(o)).collect();
-    match times {
-        Some(times) => runs
-            .iter()
-            .zip(times)
-            .min_by(|a, b| a.1.total_cmp(&b.1))
-            .and_then(|(o, _)| *o),
-        None => first,
-    }
 }

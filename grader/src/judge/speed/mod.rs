@@ -12,13 +12,11 @@
 //! ever asks a person to look, or draws a picture.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
-use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::evidence::Timed;
 use crate::exercise::manifest::Clock;
-use crate::exercise::reference::Buffer;
 use crate::exercise::rubric::GradeStage;
 use crate::exercise::workbook::Exercise;
 use crate::judge::perf;
@@ -63,36 +61,6 @@ pub struct SpeedResult {
 
 /// What the grader's clock recorded of a timed process's calls (`tools::served`).
 pub use crate::tools::served::CallTimes;
-
-/// What the timed runs of one version left: ncu's measurement, the call timing, and each call's
-/// outputs as the grader took them.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Timed<'a> {
-    pub measured: Option<&'a Measured>,
-    /// What the grader saw of the calls under ncu (their outputs changed after they ended?).
-    pub ncu_calls: Option<&'a CallTimes>,
-    /// Each call's outputs under ncu.
-    pub ncu_outputs: &'a [PathBuf],
-    /// The call timing's times (None where it did not run or failed) and each call's outputs.
-    pub call: Option<&'a CallTimes>,
-    pub call_outputs: &'a [PathBuf],
-    /// Why the call timing has no times, where it ran and failed.
-    pub call_failure: Option<&'a str>,
-    /// The call timing's whole process, as the grader clocked it from outside.
-    pub call_wall_ns: Option<f64>,
-    /// Where the outputs are kept once read (the reference fix's, which grade compares with every
-    /// learner of a chunk); None: read them at each comparison.
-    pub read_once: Option<&'a ReadOnce>,
-}
-
-/// A version's timed outputs, read at most once. A bench output is up to 256 MiB a call, and grade
-/// compares the reference fix's with each learner's: read for every pair, 60 pairs of bug
-/// exercises spent 9-12 s of an H100 run reading them.
-#[derive(Debug, Default)]
-pub struct ReadOnce {
-    ncu: OnceLock<Option<Vec<Vec<Buffer>>>>,
-    call: OnceLock<Option<Vec<Vec<Buffer>>>>,
-}
 
 /// What ncu saw of one version's timed runs, for the anti-cheat rules.
 #[derive(Debug, Clone, Default)]
@@ -389,7 +357,7 @@ fn kernel_rules(
 /// that failed, or a reference fix it could not time, as its own error first.
 pub fn judge(i: &JudgeInputs) -> Verdict {
     let m = &i.ex.manifest.manifest;
-    let repeat = crate::judge::plan::profiled_calls(i.ex);
+    let repeat = crate::engine::plan::profiled_calls(i.ex);
     let [learner, reference, original] = [&i.learner, &i.reference, &i.original].map(|t| {
         t.measured
             .map(|x| audit(x, &m.timing.kernels, repeat))
@@ -468,18 +436,6 @@ pub fn judge(i: &JudgeInputs) -> Verdict {
     }
 }
 
-impl Timed<'_> {
-    /// The judged time: the whole call's where the call is the clock (`by_call`), else ncu's of
-    /// the kernels.
-    fn judged_ns(&self, by_call: bool) -> Option<f64> {
-        if by_call {
-            self.call.and_then(CallTimes::judged_ns)
-        } else {
-            self.measured.and_then(|x| x.nanoseconds)
-        }
-    }
-}
-
 /// The rules of the learner's time itself: its kernels (`ns`, ncu's) faster than this GPU can
 /// read the data they must (`needed`), or its judged time far faster than the reference fix's.
 fn time_rules(
@@ -545,43 +501,8 @@ fn untimed(learner: &Timed, by_call: bool, flags: Vec<Flag>) -> Verdict {
 pub fn flag_steps(flags: &[Flag]) -> Vec<crate::judge::verdict::Step> {
     flags
         .iter()
-        .map(|f| f.step().stage(crate::judge::plan::StageKind::Timing))
+        .map(|f| f.step().stage(crate::engine::plan::StageKind::Timing))
         .collect()
-}
-
-/// The timed evidence of one version from a plan's results: its timing stage (ncu) and its call
-/// stage. `calls` holds the parsed call times, owned by the caller.
-pub fn evidence<'r>(
-    timing: Option<&'r crate::judge::stages::Output>,
-    call: Option<&'r crate::judge::stages::Output>,
-) -> Timed<'r> {
-    use crate::judge::stages::Output;
-    let mut t = Timed::default();
-    if let Some(Output::Timed {
-        measured: Ok(m),
-        calls,
-        outputs,
-        ..
-    }) = timing
-    {
-        t.measured = Some(m);
-        t.ncu_calls = calls.as_ref();
-        t.ncu_outputs = if m.finished.success() { outputs } else { &[] };
-    }
-    if let Some(Output::Called {
-        run,
-        times,
-        outputs,
-        failure,
-        ..
-    }) = call
-    {
-        t.call = times.as_ref();
-        t.call_outputs = if failure.is_none() { outputs } else { &[] };
-        t.call_failure = failure.as_deref();
-        t.call_wall_ns = run.as_ref().ok().map(|f| f.wall.as_secs_f64() * 1e9);
-    }
-    t
 }
 
 #[cfg(test)]

@@ -135,7 +135,7 @@ pub(super) fn written_late(calls: Option<&CallTimes>, what: &str) -> Option<Stri
 pub(super) fn timed_outputs(i: &JudgeInputs, repeat: u32) -> Option<Flag> {
     let kept = i.reference.read_once;
     // Every timed stage of a session serves the same calls: where the reference fix's run under ncu
-    // was kept from an earlier check (`judge::kept`), its whole calls of this check stand for it.
+    // was kept from an earlier check (`engine::kept`), its whole calls of this check stand for it.
     let (reference_ncu, reference_ncu_kept) = if i.reference.ncu_outputs.is_empty() {
         let served = (repeat as usize).min(i.reference.call_outputs.len());
         (&i.reference.call_outputs[..served], kept.map(|k| &k.call))

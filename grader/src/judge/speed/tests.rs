@@ -3,9 +3,10 @@
 
 use super::outputs::on_threads;
 use super::*;
+use crate::engine::evidence::{evidence, ReadOnce};
+use crate::engine::stages::Output;
 use crate::exercise::data;
-use crate::judge::stages::Output;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 #[test]
 fn every_rule_says_why_and_review_rules_take_at_most_the_speed_points() {

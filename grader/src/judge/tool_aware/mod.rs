@@ -173,12 +173,12 @@ pub fn flag_with(
 pub fn flag_built(
     ex: &Exercise,
     submitted: &str,
-    results: &crate::judge::scheduler::Results,
+    results: &crate::engine::scheduler::Results,
     subject: usize,
-    reference: &crate::judge::plan::Stage,
+    reference: &crate::engine::plan::Stage,
 ) -> Option<crate::judge::speed::Flag> {
-    use crate::judge::plan::StageKind;
-    use crate::judge::stages::Output;
+    use crate::engine::plan::StageKind;
+    use crate::engine::stages::Output;
     let compiled = match (
         results.get(subject, StageKind::Sass),
         results.get_run(reference),

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::class::roster::Student;
-use crate::judge::grade::{PairResult, PairState};
 use crate::judge::verdict::Status;
+use crate::plans::grade::{PairResult, PairState};
 
 use super::{points, write, Exporter, Gradebook};
 

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::exercise::rubric::GradeStage;
-use crate::judge::grade::{PairResult, PairState, Rule};
 use crate::judge::verdict::Status;
+use crate::plans::grade::{PairResult, PairState, Rule};
 use crate::report::SvgDrawError;
 
 use super::{points, write, Exporter, Gradebook};

@@ -1,12 +1,12 @@
 //! Phase 2 of verify: the verdicts of the builds and GPU runs of each exercise and its solution.
 
+use crate::engine::context::Context;
+use crate::engine::plan::{Stage, StageKind, Submission};
+use crate::engine::scheduler::Results;
+use crate::engine::stages::Output;
 use crate::exercise::manifest::{Detector, Tool, Track};
-use crate::judge::context::Context;
-use crate::judge::plan::{Stage, StageKind, Submission};
-use crate::judge::sanitize::ToolStatus;
-use crate::judge::scheduler::Results;
-use crate::judge::stages::Output;
 use crate::judge::verdict::{self, Finding, Status, Step, StepName};
+use crate::plans::sanitize::ToolStatus;
 
 use super::{keep, ExerciseRecord, PlainRuns, ToolSighting, VerifyOptions, Work};
 /// Phase 2's verdicts for one exercise (`subjects`: its untouched and solution submissions) from
@@ -399,7 +399,7 @@ mod tests {
 
     #[test]
     fn a_hang_or_crash_exercise_must_stop_so_in_every_plain_run() {
-        use crate::judge::stages::Bounds;
+        use crate::engine::stages::Bounds;
         use crate::tools::runner::{Exit, Finished};
         let ran = |exit: Exit, detector: Detector| {
             let finished = Finished::ended(exit, Default::default());

@@ -1,9 +1,9 @@
 //! A chunk's stages, as data: the first phase's (builds, tools, cases), which pairs are timed, and
 //! the timed phase's. The worker runs them (`worker`); the scores read what they left (`score`).
 
+use crate::engine::plan::{self, Role, Stage, StageKind};
 use crate::exercise::rubric::GradeStage;
 use crate::exercise::workbook::Exercise;
-use crate::judge::plan::{self, Role, Stage, StageKind};
 use crate::judge::verdict::Status;
 use crate::tools::nvcc::Flavor;
 

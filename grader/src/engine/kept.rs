@@ -18,10 +18,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::context::Context;
+use crate::engine::plan::{Stage, Submission};
 use crate::exercise::manifest::Clock;
 use crate::exercise::workbook::Exercise;
-use crate::judge::context::Context;
-use crate::judge::plan::{Stage, Submission};
 use crate::tools::launcher::{Kept, Launcher};
 use crate::tools::nvcc::Built;
 
@@ -64,7 +64,7 @@ pub fn launcher<'a>(
     leave: Vec<PathBuf>,
 ) -> Option<Kept<'a>> {
     let ex = sub.exercise()?;
-    if stage.run >= crate::judge::plan::CONFIRMING_RUNS || !sub.keeps.contains(&stage.kind) {
+    if stage.run >= crate::engine::plan::CONFIRMING_RUNS || !sub.keeps.contains(&stage.kind) {
         return None;
     }
     let bench = sub
@@ -115,7 +115,7 @@ pub fn shelf<'a>(
         name.to_string(),
         content.to_string(),
         gpu,
-        crate::judge::context::driver_version().unwrap_or_default(),
+        crate::engine::context::driver_version().unwrap_or_default(),
         format!("{:?}", ctx.config.gpu),
         format!("{:?}", tool(ctx.tools.ncu.as_deref())),
     ];

@@ -3,10 +3,10 @@
 
 use std::time::Instant;
 
+use crate::engine::plan::{Stage, StageKind, Submission};
+use crate::engine::scheduler::{self, Results};
 use crate::exercise::rubric::GradeStage;
 use crate::exercise::workbook::{Exercise, Workbook};
-use crate::judge::plan::{Stage, StageKind, Submission};
-use crate::judge::scheduler::{self, Results};
 use crate::judge::verdict::{Status, Step};
 
 use super::score::{crashed, score_builds, score_cases, score_tools};

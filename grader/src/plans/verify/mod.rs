@@ -8,14 +8,14 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use crate::engine::context::{self, Context};
+use crate::engine::plan::{Stage, StageKind, Submission};
+use crate::engine::scheduler::{self, Results};
 use crate::exercise::cases::{self, Cases};
 use crate::exercise::catalog;
 use crate::exercise::manifest::{Detector, Tool, Track};
 use crate::exercise::regions;
 use crate::exercise::workbook::{Exercise, Workbook};
-use crate::judge::context::{self, Context};
-use crate::judge::plan::{Stage, StageKind, Submission};
-use crate::judge::scheduler::{self, Results};
 use crate::judge::verdict::{self, Outcome, Status, Step, StepName};
 use crate::tools::nvcc::Flavor;
 use crate::tools::toolchain;

@@ -7,12 +7,12 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::context::Context;
+use crate::engine::plan::{Stage, StageKind, Submission, Target};
+use crate::engine::scheduler::{self, Results};
+use crate::engine::stages::Output;
 use crate::exercise::manifest::{FindingKind, Tool};
 use crate::exercise::workbook::Workbook;
-use crate::judge::context::Context;
-use crate::judge::plan::{Stage, StageKind, Submission, Target};
-use crate::judge::scheduler::{self, Results};
-use crate::judge::stages::Output;
 use crate::judge::verdict::{self, Finding, Outcome, Status, Step, StepName};
 use crate::tools::gpu::GpuInfo;
 use crate::tools::nvcc::Flavor;

@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::engine::context::Context;
+use crate::engine::plan::{Stage, StageKind, Submission, Target};
 use crate::exercise::workbook::Workbook;
-use crate::judge::context::Context;
-use crate::judge::plan::{Stage, StageKind, Submission, Target};
 use crate::tools::runner::Job;
 use crate::tools::sandbox::Confinement;
 
@@ -110,14 +110,14 @@ pub fn confinement(ctx: &Context, wb: &Workbook, sub: &Submission, writable: &Pa
         hidden: [
             wb.root.join("solutions"),
             wb.root.join(crate::exercise::workbook::BACKUP_DIR),
-            crate::judge::plan::work_root(wb),
+            crate::engine::plan::work_root(wb),
         ]
         .into_iter()
         .chain(
             ctx.build_cache
                 .iter()
                 .map(|c| c.dir.clone())
-                .filter(|d| !d.starts_with(crate::judge::plan::work_root(wb))),
+                .filter(|d| !d.starts_with(crate::engine::plan::work_root(wb))),
         )
         .chain(ctx.config.hidden.iter().cloned())
         .collect(),
@@ -154,7 +154,7 @@ pub fn sandbox_env(ctx: &Context, run: &Path, kind: StageKind) -> Vec<(String, S
 /// the queues its streams need: with one, 63-transfers' pipeline lost its overlap in `grade` but
 /// not in `check`, and a race between two streams may not show in the cases.
 fn cuda_settings(
-    config: &crate::judge::config::Config,
+    config: &crate::engine::config::Config,
     kind: StageKind,
 ) -> Vec<(&'static str, String)> {
     let mut set = Vec::new();
@@ -222,13 +222,13 @@ mod tests {
     #[test]
     fn sanitizer_runs_get_one_hardware_queue_and_a_grade_worker_its_gpu() {
         use crate::exercise::manifest::Tool;
-        let mut config = crate::judge::config::Config::default();
+        let mut config = crate::engine::config::Config::default();
         let one = ("CUDA_DEVICE_MAX_CONNECTIONS", "1".to_string());
         assert_eq!(
             cuda_settings(&config, StageKind::Sanitize(Tool::Racecheck)),
             std::slice::from_ref(&one)
         );
-        crate::judge::grade::configure_worker(&mut config, Some("1".into()), 2, &[]);
+        crate::plans::grade::configure_worker(&mut config, Some("1".into()), 2, &[]);
         let gpu = ("CUDA_VISIBLE_DEVICES", "1".to_string());
         assert_eq!(
             cuda_settings(&config, StageKind::Sanitize(Tool::Memcheck)),

@@ -11,8 +11,8 @@ use std::time::Instant;
 use crate::class::journal::Journal;
 use crate::class::roster::{self, Shard, Student};
 use crate::class::tamper::{self, Tampered};
+use crate::engine::context::Context;
 use crate::exercise::workbook::{Exercise, Workbook};
-use crate::judge::context::Context;
 use crate::judge::verdict::{Status, Step, StepName};
 
 use super::worker::{Chunk, ChunkPhases, Graded, Pending, Worker};
@@ -47,7 +47,7 @@ pub fn worker_gpus(requested: &[String]) -> Vec<Option<String>> {
 /// (sanitizer runs spend their start-up on the CPU; the builds, the next chunk's included, get a
 /// share each). What the environment set stays.
 pub fn configure_worker(
-    config: &mut crate::judge::config::Config,
+    config: &mut crate::engine::config::Config,
     gpu: Option<String>,
     workers: usize,
     hidden: &[PathBuf],
@@ -506,7 +506,7 @@ fn finished(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::judge::config::Config;
+    use crate::engine::config::Config;
 
     #[test]
     fn workers_share_the_cores_and_keep_what_the_environment_set() {

@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::engine::context::Context;
+use crate::engine::plan::{Stage, Submission};
 use crate::exercise::workbook::Workbook;
-use crate::judge::context::Context;
-use crate::judge::plan::{Stage, Submission};
 use crate::tools::ncu;
 use crate::tools::nvcc::Built;
 use crate::tools::runner::{Finished, Job, SpawnError};
@@ -35,7 +35,7 @@ pub fn time(
     }
     let m = &exercise.manifest.manifest;
     let clock = fresh_clock_dir(sub, stage);
-    let calls = crate::judge::plan::profiled_calls(exercise);
+    let calls = crate::engine::plan::profiled_calls(exercise);
     // Under ncu only the kernels' times count: the grader polls instead of spinning.
     let served = match serve(sub, &clock, calls, false, true, false) {
         Ok(s) => s,
@@ -70,7 +70,7 @@ pub fn time(
         target.repeat,
         m.harness_flags()
     );
-    let kept = crate::judge::kept::launcher(ctx, sub, stage, built, &what, call_outputs(&files));
+    let kept = crate::engine::kept::launcher(ctx, sub, stage, built, &what, call_outputs(&files));
     let served_kept = kept.as_ref().is_some_and(|k| k.holds());
     let launcher = crate::tools::launcher::Kept::or(&kept, ctx.launcher.as_ref());
     let measured = ncu::measure(launcher, &job, &target, &csv);
@@ -282,7 +282,7 @@ pub fn call(
         .exercise()
         .map(|e| e.manifest.manifest.harness_flags())
         .unwrap_or_default();
-    let kept = crate::judge::kept::launcher(
+    let kept = crate::engine::kept::launcher(
         ctx,
         sub,
         stage,

@@ -6,13 +6,13 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
+use crate::engine::context::Context;
+use crate::engine::kept;
+use crate::engine::plan::{Resource, Stage, StageKind, Submission};
+pub use crate::engine::rerun::failed_on_resource;
+use crate::engine::rerun::{rerun_alone, run_again, Again};
+use crate::engine::stages::{self, Blocked, Output};
 use crate::exercise::workbook::Workbook;
-use crate::judge::context::Context;
-use crate::judge::kept;
-use crate::judge::plan::{Resource, Stage, StageKind, Submission};
-pub use crate::judge::rerun::failed_on_resource;
-use crate::judge::rerun::{rerun_alone, run_again, Again};
-use crate::judge::stages::{self, Blocked, Output};
 use crate::tools::nvcc::{BuildError, Built, Flavor};
 
 /// Every stage's output, by stage, and where the time went.
@@ -48,16 +48,16 @@ impl Results {
     /// (`plan::confirming_calls`), None where one did not run.
     pub fn call_runs(&self, subject: usize, first: u32, batch: u32) -> Vec<Option<&Output>> {
         std::iter::once(first)
-            .chain(crate::judge::plan::confirming_runs(batch))
+            .chain(crate::engine::plan::confirming_runs(batch))
             .map(|run| self.get_run(&Stage::again(subject, StageKind::Call, run)))
             .collect()
     }
     /// A subject's timed stage of `kind` as the judge reads it: run `run`'s, but for the whole call
-    /// the quickest of that run and batch `batch`'s confirming runs (`speed::quickest_call`).
+    /// the quickest of that run and batch `batch`'s confirming runs (`evidence::quickest_call`).
     pub fn judged(&self, subject: usize, run: u32, batch: u32, kind: StageKind) -> Option<&Output> {
         match kind {
             StageKind::Call => {
-                crate::judge::speed::quickest_call(self.call_runs(subject, run, batch))
+                crate::engine::evidence::quickest_call(self.call_runs(subject, run, batch))
             }
             _ => self.get_run(&Stage::again(subject, kind, run)),
         }
@@ -356,7 +356,7 @@ impl<'r, 's> Execution<'r, 's> {
     }
 }
 
-/// The measurements kept between plans (`judge::kept`), after `timing` ran: where some of its runs
+/// The measurements kept between plans (`engine::kept`), after `timing` ran: where some of its runs
 /// were served from an earlier plan, whether the GPU still times `reference_call` (the reference
 /// fix's fresh whole call) the same; if not, every kept stage of `timing` is taken again now. Where none was served, this call is what later plans
 /// are held to. The line for the report where any was kept.
@@ -373,9 +373,9 @@ pub fn keep_or_measure_again(
     let served = timing
         .iter()
         .any(|s| results.get_run(s).is_some_and(Output::was_kept));
-    let call_ns = crate::judge::speed::evidence(None, results.get_run(reference_call))
+    let call_ns = crate::engine::evidence::evidence(None, results.get_run(reference_call))
         .call
-        .and_then(crate::judge::speed::CallTimes::judged_ns);
+        .and_then(crate::tools::served::CallTimes::judged_ns);
     if !served {
         if let Some(ns) = call_ns {
             kept::anchor(&dir, ns);

@@ -2,8 +2,8 @@
 //! one that failed on a resource another program may have held, with its full limit; a tool that
 //! stalled beside other runs, within a limit its peers set.
 
-use crate::judge::plan::{Stage, StageKind};
-use crate::judge::stages::Output;
+use crate::engine::plan::{Stage, StageKind};
+use crate::engine::stages::Output;
 
 /// What a run that failed for want of a GPU resource says: out of device memory, the device busy
 /// or unavailable. Another program on the same GPU can cause these; a kernel's own bad launch
@@ -162,7 +162,7 @@ mod tests {
             command: String::new(),
             run: Ok(finished),
             outputs: Vec::new(),
-            bounds: crate::judge::stages::Bounds::plain(Default::default()),
+            bounds: crate::engine::stages::Bounds::plain(Default::default()),
         }
     }
 
@@ -209,13 +209,13 @@ mod tests {
                 finished: f,
             }),
             findings: Vec::new(),
-            bounds: crate::judge::stages::Bounds::plain(Default::default()),
+            bounds: crate::engine::stages::Bounds::plain(Default::default()),
         };
         let plain = |f| Output::Ran {
             command: String::new(),
             run: Ok(f),
             outputs: Vec::new(),
-            bounds: crate::judge::stages::Bounds::plain(Default::default()),
+            bounds: crate::engine::stages::Bounds::plain(Default::default()),
         };
         let tool = Stage::new(0, StageKind::Sanitize(Tool::Initcheck));
         let stages = [tool.clone(), Stage::new(0, StageKind::Correctness)];
@@ -267,13 +267,13 @@ mod tests {
                 finished: finished(exit, secs),
             }),
             findings: Vec::new(),
-            bounds: crate::judge::stages::Bounds::plain(Default::default()),
+            bounds: crate::engine::stages::Bounds::plain(Default::default()),
         };
         let plain = |secs| Output::Ran {
             command: String::new(),
             run: Ok(finished(Exit::Code(0), secs)),
             outputs: Vec::new(),
-            bounds: crate::judge::stages::Bounds::plain(Default::default()),
+            bounds: crate::engine::stages::Bounds::plain(Default::default()),
         };
         // Subject 0 stalls under both tools (its plain run finished); subject 1's initcheck took 12 s.
         let stages = [

@@ -5,12 +5,12 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::engine::context::Context;
+use crate::engine::findings::{findings_in, Finding};
+use crate::engine::plan::{Stage, StageKind, Submission, Target};
 use crate::exercise::cases;
 use crate::exercise::manifest::{Detector, Tool};
 use crate::exercise::workbook::Workbook;
-use crate::judge::context::Context;
-use crate::judge::findings::{findings_in, Finding};
-use crate::judge::plan::{Stage, StageKind, Submission, Target};
 use crate::tools::ncu::{self, Measured};
 use crate::tools::nvcc::{self, BuildError, Built, Flavor};
 use crate::tools::runner::{Finished, Job, SpawnError};
@@ -101,7 +101,7 @@ pub enum Output {
         measured: Result<Measured, ncu::ProfileError>,
         calls: Option<CallTimes>,
         outputs: Vec<PathBuf>,
-        /// Served from the measurements kept between checks (`judge::kept`), not run now.
+        /// Served from the measurements kept between checks (`engine::kept`), not run now.
         kept: bool,
     },
     /// The call timing: each whole call on the grader's clock (None, with `failure`, where the run
@@ -114,7 +114,7 @@ pub enum Output {
         timeline: Option<crate::tools::timeline::Timeline>,
         outputs: Vec<PathBuf>,
         failure: Option<String>,
-        /// Served from the measurements kept between checks (`judge::kept`), not run now.
+        /// Served from the measurements kept between checks (`engine::kept`), not run now.
         kept: bool,
     },
     /// `sanitize --profile`: every launch's metrics, or why there are none.

@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::scheduler;
 use crate::exercise::manifest::{Detector, FindingKind, Tool, Track};
 use crate::judge::perf::PerfSummary;
-use crate::judge::sanitize::ToolStatus;
-use crate::judge::scheduler;
 use crate::judge::verdict::{Finding, Outcome, Status, Step, StepName};
+use crate::plans::sanitize::ToolStatus;
 use crate::tools::gpu::GpuInfo;
 use crate::tools::sandbox::Level;
 pub const RECORD_SCHEMA: u32 = 1;
@@ -285,7 +285,7 @@ pub fn overall(exercises: &[ExerciseRecord]) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::judge::plan::StageKind;
+    use crate::engine::plan::StageKind;
 
     #[test]
     fn the_time_is_summed_by_kind_of_stage_the_largest_first() {

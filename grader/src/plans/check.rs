@@ -8,15 +8,16 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use crate::engine::context::Context;
+use crate::engine::evidence;
+use crate::engine::plan::{self, Role, Stage, StageKind, Submission};
+use crate::engine::scheduler::{self, Results};
+use crate::engine::stages::Output;
 use crate::exercise::cases::{self, Cases};
 use crate::exercise::manifest::{Clock, Tool, Track};
 use crate::exercise::workbook::{Exercise, Workbook};
-use crate::judge::context::Context;
 use crate::judge::perf;
-use crate::judge::plan::{self, Role, Stage, StageKind, Submission};
-use crate::judge::scheduler::{self, Results};
 use crate::judge::speed;
-use crate::judge::stages::Output;
 use crate::judge::verdict::{self, Finding, Outcome, Status, Step, StepName};
 use crate::tools::gpu::GpuInfo;
 use crate::tools::nvcc::{Flavor, Reuse};
@@ -163,7 +164,7 @@ pub fn check(
     say("timing with ncu: the original, the reference fix and yours; then each whole call");
     let steps = time_and_judge(ctx, wb, &subs, &mut results, &mut report, started, &mut say);
     for sub in &subs {
-        crate::judge::stages::forget_calls(sub);
+        crate::engine::stages::forget_calls(sub);
     }
     report.steps.extend(steps);
     let mut report = finish_spent(report, watched, &results);
@@ -319,7 +320,7 @@ fn tool_and_case_steps(
 /// The timed phase both tracks share: every version under ncu (one process each), then the whole
 /// calls alone on the GPU, as `plan::timed_kinds` says; the original's and the
 /// reference fix's kept from an earlier check where the GPU still times them the same
-/// (`judge::kept`), with the line that says so. A tool error where the embedded versions do not
+/// (`engine::kept`), with the line that says so. A tool error where the embedded versions do not
 /// build or the profiler failed.
 fn run_timing(
     ctx: &Context,
@@ -426,7 +427,7 @@ fn confirm_doubted_calls(
 ) {
     let ex = subs[LEARNER].exercise().expect("check grades an exercise");
     let evidence = |i: usize| {
-        speed::evidence(
+        evidence::evidence(
             results.get(i, StageKind::Timing),
             results.get(i, StageKind::Call),
         )
@@ -503,7 +504,7 @@ fn time_and_judge(
         Err(step) => return vec![(*step).wall(phase.elapsed())],
     };
     let evidence = |i: usize| {
-        speed::evidence(
+        evidence::evidence(
             results.get(i, StageKind::Timing),
             results.get(i, StageKind::Call),
         )

@@ -11,14 +11,14 @@ use serde::Serialize;
 
 use crate::class::roster::{Shard, Student};
 use crate::class::secret::Secret;
+use crate::engine::context::Context;
+use crate::engine::plan::{Role, SecretCases, Stage, StageKind, Submission};
+use crate::engine::scheduler::{self, Results};
+use crate::engine::stages::Output;
 use crate::exercise::cases::{self, Cases};
 use crate::exercise::manifest::Track;
 use crate::exercise::workbook::{Exercise, Workbook};
-use crate::judge::context::Context;
 use crate::judge::perf;
-use crate::judge::plan::{Role, SecretCases, Stage, StageKind, Submission};
-use crate::judge::scheduler::{self, Results};
-use crate::judge::stages::Output;
 use crate::judge::verdict::{Status, Step, StepName};
 use crate::tools::nvcc::{Flavor, Reuse};
 use crate::tools::peak::Peak;
@@ -531,8 +531,8 @@ pub(super) struct UnfairCases(String);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::config::Config;
     use crate::exercise::catalog::{self, Embedded};
-    use crate::judge::config::Config;
     use crate::tools::gpu::GpuStatus;
     use crate::tools::nvcc::Harness;
     use crate::tools::toolchain::Nvcc;

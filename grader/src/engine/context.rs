@@ -3,9 +3,9 @@
 
 use std::path::PathBuf;
 
+use crate::engine::config::Config;
 use crate::exercise::manifest::{Capability, LoadedManifest};
 use crate::exercise::workbook::Workbook;
-use crate::judge::config::Config;
 use crate::tools::gpu::{self, GpuInfo, GpuStatus};
 use crate::tools::launcher::{Launcher, Recorder, Replay, Sandboxed, StrictUnavailable};
 use crate::tools::nvcc::{self, Harness};

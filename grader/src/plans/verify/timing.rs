@@ -3,14 +3,15 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
+use crate::engine::context::Context;
+use crate::engine::evidence;
+use crate::engine::plan::{self, Role, Stage, StageKind, Submission};
+use crate::engine::scheduler::{self, Results};
+use crate::engine::stages::Output;
 use crate::exercise::manifest::Track;
 use crate::exercise::workbook::{Exercise, Workbook};
-use crate::judge::context::Context;
 use crate::judge::perf;
-use crate::judge::plan::{self, Role, Stage, StageKind, Submission};
-use crate::judge::scheduler::{self, Results};
 use crate::judge::speed;
-use crate::judge::stages::Output;
 use crate::judge::verdict::{self, Status, Step, StepName};
 
 use super::{keep, pair, VerifyOptions, VerifyTiming, Work};
@@ -81,7 +82,7 @@ pub(super) fn time_exercises(
     let judging = Instant::now();
     timing.judge(work, &timed);
     for sub in subs {
-        crate::judge::stages::forget_calls(sub);
+        crate::engine::stages::forget_calls(sub);
     }
     TimedPhases {
         profiler: timeline.profiler,
@@ -280,7 +281,7 @@ fn timing_steps(
         .and_then(Output::measured)
         .map(|m| m.command.clone())
         .unwrap_or_default();
-    let evidence = |s: &Stage| speed::evidence(results.get_run(s), None);
+    let evidence = |s: &Stage| evidence::evidence(results.get_run(s), None);
     let judged = speed::judge(&speed::JudgeInputs {
         ex: w.ex,
         learner: evidence(&rerun),
@@ -361,7 +362,7 @@ fn bug_timing(
             crate::tools::ncu::repeat_spread(
                 &measured.launches,
                 &m.timing.kernels,
-                crate::judge::plan::profiled_calls(ex),
+                crate::engine::plan::profiled_calls(ex),
             )
         });
     VerifyTiming {
@@ -505,9 +506,9 @@ impl AsLearner<'_> {
         let judged_summary = perf::summarize(self.ex, self.peak, &versions, self.baseline).ok();
         speed::judge(&speed::JudgeInputs {
             ex: self.ex,
-            learner: speed::evidence(learner.ncu, learner.call),
-            reference: speed::evidence(self.reference.ncu, self.reference.call),
-            original: speed::evidence(self.original.ncu, self.original.call),
+            learner: evidence::evidence(learner.ncu, learner.call),
+            reference: evidence::evidence(self.reference.ncu, self.reference.call),
+            original: evidence::evidence(self.original.ncu, self.original.call),
             peak: Some(self.peak),
             perf: judged_summary.as_ref(),
         })

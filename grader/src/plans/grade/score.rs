@@ -1,16 +1,17 @@
 //! A pair's points from a chunk's stage outputs: builds, the tools, the public and hidden cases,
 //! speed (the one judge's verdict and flags) and the fresh inputs after the timed runs.
 
+use crate::engine::context::Context;
+use crate::engine::evidence;
+use crate::engine::plan::{SecretCases, Stage, StageKind};
+use crate::engine::scheduler::Results;
+use crate::engine::stages::Output;
 use crate::exercise::cases::Cases;
 use crate::exercise::manifest::Tool;
 use crate::exercise::rubric::GradeStage;
 use crate::exercise::workbook::Exercise;
-use crate::judge::context::Context;
 use crate::judge::perf;
-use crate::judge::plan::{SecretCases, Stage, StageKind};
-use crate::judge::scheduler::Results;
 use crate::judge::speed;
-use crate::judge::stages::Output;
 use crate::judge::verdict::{self, Status, Step, StepName};
 use crate::tools::peak::Peak;
 use crate::tools::runner::Exit;
@@ -310,8 +311,8 @@ pub(super) struct PairJudge<'r> {
     pub(super) original: Option<usize>,
     pub(super) peak: Option<&'r Peak>,
     pub(super) baseline: Option<&'r crate::tools::ncu::Measured>,
-    pub(super) reference_evidence: speed::Timed<'r>,
-    pub(super) original_evidence: speed::Timed<'r>,
+    pub(super) reference_evidence: evidence::Timed<'r>,
+    pub(super) original_evidence: evidence::Timed<'r>,
     pub(super) fresh: &'r Cases,
 }
 
@@ -337,7 +338,7 @@ impl PairJudge<'_> {
         let summary = self.perf_summary(i);
         let inputs = speed::JudgeInputs {
             ex,
-            learner: speed::evidence(
+            learner: evidence::evidence(
                 results.get(i, StageKind::Timing),
                 results.get(i, StageKind::Call),
             ),
@@ -390,7 +391,7 @@ mod tests {
     use std::path::{Path, PathBuf};
 
     use super::*;
-    use crate::judge::grade::{ExerciseCases, PairState};
+    use crate::plans::grade::{ExerciseCases, PairState};
 
     /// A harness output file of one i32 buffer.
     fn write_output(path: &Path, values: &[i32]) {
@@ -420,7 +421,7 @@ mod tests {
             command: String::new(),
             run: Ok(finished),
             outputs,
-            bounds: crate::judge::stages::Bounds::plain(Default::default()),
+            bounds: crate::engine::stages::Bounds::plain(Default::default()),
         }
     }
 

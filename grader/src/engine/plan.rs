@@ -58,7 +58,7 @@ pub struct Submission<'a> {
     pub target: Target<'a>,
     /// `grade`'s hidden and fresh cases (none elsewhere).
     pub secret: Option<&'a SecretCases>,
-    /// The timed stages whose runs are kept between plans (`judge::kept`): none unless a plan says.
+    /// The timed stages whose runs are kept between plans (`engine::kept`): none unless a plan says.
     pub keeps: &'static [StageKind],
 }
 
@@ -338,7 +338,7 @@ pub fn timed_kinds(ex: &Exercise, role: Role) -> Vec<StageKind> {
     kinds
 }
 
-/// The timed stages a version keeps between plans (`judge::kept`): the original's and the
+/// The timed stages a version keeps between plans (`engine::kept`): the original's and the
 /// reference fix's profiles; the original's whole call too, where the judged time is ncu's (where
 /// it is the call's, the original's call is timed afresh, as the learner's and the reference fix's
 /// are: the speedup a check reports compares calls of the same moment, and their timelines come
@@ -524,7 +524,7 @@ mod tests {
             None,
             "an edited file keeps the general limits"
         );
-        let bounds = crate::judge::stages::Bounds::of(
+        let bounds = crate::engine::stages::Bounds::of(
             &sub(hang, original),
             std::time::Duration::from_secs(60),
         );
@@ -545,7 +545,7 @@ mod tests {
             "not a hang exercise"
         );
         assert_eq!(
-            crate::judge::stages::Bounds::of(
+            crate::engine::stages::Bounds::of(
                 &sub(leak, original),
                 std::time::Duration::from_secs(60)
             )

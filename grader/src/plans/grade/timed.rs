@@ -4,12 +4,13 @@
 
 use std::time::Instant;
 
+use crate::engine::evidence;
+use crate::engine::plan::{self, Stage, StageKind, Submission};
+use crate::engine::scheduler::{self, Results};
+use crate::engine::stages::Output;
 use crate::exercise::workbook::Workbook;
 use crate::judge::perf;
-use crate::judge::plan::{self, Stage, StageKind, Submission};
-use crate::judge::scheduler::{self, Results};
 use crate::judge::speed;
-use crate::judge::stages::Output;
 use crate::judge::verdict;
 use crate::tools::peak::Peak;
 
@@ -100,19 +101,19 @@ impl Worker<'_> {
         let (chunk, original) = (work.chunk, work.original);
         let ex = chunk.exercise;
         let first = |i: usize| {
-            speed::evidence(
+            evidence::evidence(
                 results.get_run(&Stage::again(i, StageKind::Timing, chunk.index)),
                 results.get_run(&Stage::again(i, StageKind::Call, chunk.index)),
             )
         };
         let reference_first = first(work.reference);
-        let original_first = original.map_or_else(speed::Timed::default, first);
+        let original_first = original.map_or_else(evidence::Timed::default, first);
         let doubted: Vec<usize> = work
             .correct
             .iter()
             .copied()
             .filter(|&i| {
-                let learner = speed::evidence(
+                let learner = evidence::evidence(
                     results.get(i, StageKind::Timing),
                     results.get(i, StageKind::Call),
                 );
@@ -190,10 +191,10 @@ impl Worker<'_> {
                 phases,
             );
         }
-        let reference_outputs = speed::ReadOnce::default();
+        let reference_outputs = evidence::ReadOnce::default();
         let original_run =
             |k: StageKind| original.and_then(|o| results.get_run(&Stage::again(o, k, chunk.index)));
-        let mut reference_evidence = speed::evidence(
+        let mut reference_evidence = evidence::evidence(
             reference_run(StageKind::Timing),
             reference_run(StageKind::Call),
         );
@@ -207,7 +208,7 @@ impl Worker<'_> {
             peak: peak.as_ref(),
             baseline: baseline.as_ref(),
             reference_evidence,
-            original_evidence: speed::evidence(
+            original_evidence: evidence::evidence(
                 original_run(StageKind::Timing),
                 original_run(StageKind::Call),
             ),

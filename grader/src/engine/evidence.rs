@@ -1,0 +1,105 @@
+//! The evidence a timed run leaves: what one version's timing stage (ncu) and call stage left in a
+//! plan's results, as the judges read it, and the quickest of a version's confirming call runs.
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use crate::engine::stages::Output;
+use crate::exercise::reference::Buffer;
+use crate::tools::ncu::Measured;
+use crate::tools::served::CallTimes;
+
+/// What the timed runs of one version left: ncu's measurement, the call timing, and each call's
+/// outputs as the grader took them.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Timed<'a> {
+    pub measured: Option<&'a Measured>,
+    /// What the grader saw of the calls under ncu (their outputs changed after they ended?).
+    pub ncu_calls: Option<&'a CallTimes>,
+    /// Each call's outputs under ncu.
+    pub ncu_outputs: &'a [PathBuf],
+    /// The call timing's times (None where it did not run or failed) and each call's outputs.
+    pub call: Option<&'a CallTimes>,
+    pub call_outputs: &'a [PathBuf],
+    /// Why the call timing has no times, where it ran and failed.
+    pub call_failure: Option<&'a str>,
+    /// The call timing's whole process, as the grader clocked it from outside.
+    pub call_wall_ns: Option<f64>,
+    /// Where the outputs are kept once read (the reference fix's, which grade compares with every
+    /// learner of a chunk); None: read them at each comparison.
+    pub read_once: Option<&'a ReadOnce>,
+}
+
+/// A version's timed outputs, read at most once. A bench output is up to 256 MiB a call, and grade
+/// compares the reference fix's with each learner's: read for every pair, 60 pairs of bug
+/// exercises spent 9-12 s of an H100 run reading them.
+#[derive(Debug, Default)]
+pub struct ReadOnce {
+    pub(crate) ncu: OnceLock<Option<Vec<Vec<Buffer>>>>,
+    pub(crate) call: OnceLock<Option<Vec<Vec<Buffer>>>>,
+}
+
+impl Timed<'_> {
+    /// The judged time: the whole call's where the call is the clock (`by_call`), else ncu's of
+    /// the kernels.
+    pub(crate) fn judged_ns(&self, by_call: bool) -> Option<f64> {
+        if by_call {
+            self.call.and_then(CallTimes::judged_ns)
+        } else {
+            self.measured.and_then(|x| x.nanoseconds)
+        }
+    }
+}
+
+/// The timed evidence of one version from a plan's results: its timing stage (ncu) and its call
+/// stage. `calls` holds the parsed call times, owned by the caller.
+pub fn evidence<'r>(timing: Option<&'r Output>, call: Option<&'r Output>) -> Timed<'r> {
+    let mut t = Timed::default();
+    if let Some(Output::Timed {
+        measured: Ok(m),
+        calls,
+        outputs,
+        ..
+    }) = timing
+    {
+        t.measured = Some(m);
+        t.ncu_calls = calls.as_ref();
+        t.ncu_outputs = if m.finished.success() { outputs } else { &[] };
+    }
+    if let Some(Output::Called {
+        run,
+        times,
+        outputs,
+        failure,
+        ..
+    }) = call
+    {
+        t.call = times.as_ref();
+        t.call_outputs = if failure.is_none() { outputs } else { &[] };
+        t.call_failure = failure.as_deref();
+        t.call_wall_ns = run.as_ref().ok().map(|f| f.wall.as_secs_f64() * 1e9);
+    }
+    t
+}
+
+/// Of one version's call timing runs (the first, then those that confirm it), the one to judge:
+/// the one with the quickest judged call, where every run ran all its calls (what a busy host added
+/// to the others is not the program's); the first where any failed or was refused (a failure
+/// stands, whatever a later run does).
+pub fn quickest_call<'r>(runs: impl IntoIterator<Item = Option<&'r Output>>) -> Option<&'r Output> {
+    let runs: Vec<_> = runs.into_iter().collect();
+    let first = *runs.first()?;
+    let judged = |o: Option<&Output>| {
+        let t = evidence(None, o);
+        t.call_failure.is_none().then_some(t.call?.judged_ns()?)
+    };
+    let times: Option<Vec<f64>> = runs.iter().map(|&o| judged(o)).collect();
+    match times {
+        Some(times) => runs
+            .iter()
+            .zip(times)
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .and_then(|(o, _)| *o),
+        None => first,
+    }
+}
