@@ -1,0 +1,353 @@
+//! `check`'s timed phase: the original, the reference fix and the learner's file under ncu and as
+//! whole calls, the rounds that confirm a doubted call, and the timing step they make.
+
+use super::*;
+
+/// The timed phase both tracks share: every version under ncu (one process each), then the whole
+/// calls alone on the GPU, as `plan::timed_kinds` says; the original's and the
+/// reference fix's kept from an earlier check where the GPU still times them the same
+/// (`engine::kept`), with the line that says so. A tool error where the embedded versions do not
+/// build or the profiler failed.
+pub(super) fn run_timing(
+    ctx: &Context,
+    wb: &Workbook,
+    subs: &[Submission],
+    results: &mut Results,
+    started: Instant,
+) -> Result<Option<String>, Box<Step>> {
+    let ex = subs[LEARNER].exercise().expect("check grades an exercise");
+    let borrowed = borrowed_kinds(ex, subs);
+    let timing: Vec<Stage> = [
+        (LEARNER, Role::Learner),
+        (ORIGINAL, Role::Original),
+        (REFERENCE, Role::Reference),
+    ]
+    .into_iter()
+    .flat_map(|(i, role)| {
+        plan::timed_kinds(ex, role)
+            .into_iter()
+            .map(move |k| Stage::new(i, k))
+    })
+    .filter(|s| s.subject != LEARNER || !borrowed.contains(&s.kind))
+    .collect();
+    scheduler::execute(ctx, wb, subs, &timing, results, started);
+    // Where the original's run was served from what was kept (no call's outputs to judge), the
+    // learner's runs after all.
+    let mut own = Vec::new();
+    for &kind in &borrowed {
+        match results
+            .get(ORIGINAL, kind)
+            .and_then(Output::copy_of_fresh_run)
+        {
+            Some(copy) => {
+                results.outputs.insert(Stage::new(LEARNER, kind), copy);
+            }
+            None => own.push(Stage::new(LEARNER, kind)),
+        }
+    }
+    if !own.is_empty() {
+        scheduler::execute(ctx, wb, subs, &own, results, started);
+    }
+    let timing: Vec<Stage> = timing
+        .into_iter()
+        .chain(borrowed.iter().map(|&k| Stage::new(LEARNER, k)))
+        .collect();
+    let kept = scheduler::keep_or_measure_again(
+        ctx,
+        wb,
+        subs,
+        &timing,
+        &Stage::new(REFERENCE, StageKind::Call),
+        results,
+        started,
+    );
+    // The original and the reference come from this binary: built once, then kept until they change.
+    for (i, sub) in subs.iter().enumerate().skip(1) {
+        if let Some(Output::Built(Err(e))) = results.get(i, StageKind::Build(Flavor::Timing)) {
+            return Err(Box::new(
+                Step::new(
+                    StepName::Timing,
+                    Status::ToolError,
+                    format!("the embedded {} does not build: {e}", sub.variant),
+                )
+                .stage(StageKind::Timing),
+            ));
+        }
+    }
+    if let Some(failure) =
+        verdict::profiler_failure((0..subs.len()).filter_map(|i| results.get(i, StageKind::Timing)))
+    {
+        return Err(Box::new(
+            Step::new(StepName::Timing, Status::ToolError, failure).stage(StageKind::Timing),
+        ));
+    }
+    confirm_doubted_calls(ctx, wb, subs, results, started);
+    Ok(kept)
+}
+
+/// The timed stages an untouched file takes from the original's runs. An untouched file is the
+/// original, built by the same compiler with the same flags: the original's fresh runs are the
+/// learner's too (the same program on the same served calls), and a cold check of 60-scan's
+/// untouched file no longer profiles its 26 launches a call twice.
+pub(super) fn borrowed_kinds(ex: &Exercise, subs: &[Submission]) -> Vec<StageKind> {
+    if !untouched(subs) {
+        return Vec::new();
+    }
+    let original = plan::timed_kinds(ex, Role::Original);
+    plan::timed_kinds(ex, Role::Learner)
+        .into_iter()
+        .filter(|k| original.contains(k))
+        .collect()
+}
+
+/// A whole call that weighs badly against the reference fix's, each timed once at its own moment,
+/// is timed again with the reference's, back to back, before a rule fails the check. Not an
+/// untouched file's: it is the original, slow by design, and what a confirmation would settle is
+/// only which rule's words come after "slow" (60-scan's cold check: 5.4 s of 30.8).
+pub(super) fn confirm_doubted_calls(
+    ctx: &Context,
+    wb: &Workbook,
+    subs: &[Submission],
+    results: &mut Results,
+    started: Instant,
+) {
+    let ex = subs[LEARNER].exercise().expect("check grades an exercise");
+    let evidence = |i: usize| {
+        evidence::evidence(
+            results.get(i, StageKind::Timing),
+            results.get(i, StageKind::Call),
+        )
+    };
+    if untouched(subs)
+        || !speed::doubts_call(
+            ex,
+            &evidence(LEARNER),
+            &evidence(REFERENCE),
+            &evidence(ORIGINAL),
+        )
+    {
+        return;
+    }
+    // Where the call is the clock, the original's whole call is the speedup's measure: timed again
+    // in each round too.
+    let doubted: &[usize] = if ex.manifest.manifest.clock() == Clock::Call {
+        &[LEARNER, ORIGINAL]
+    } else {
+        &[LEARNER]
+    };
+    let confirming = plan::confirming_calls(REFERENCE, doubted, 0);
+    scheduler::execute(ctx, wb, subs, &confirming, results, started);
+}
+
+/// Time the three versions and judge the learner's with the one speed judge: the speed step, a
+/// performance exercise's goals, and a failed step for every rule that fired.
+pub(super) fn time_and_judge(
+    ctx: &Context,
+    wb: &Workbook,
+    subs: &[Submission],
+    results: &mut Results,
+    report: &mut CheckReport,
+    started: Instant,
+    say: &mut dyn FnMut(&str),
+) -> Vec<Step> {
+    let phase = Instant::now();
+    let ex = subs[LEARNER].exercise().expect("check grades an exercise");
+    let m = &ex.manifest.manifest;
+    let perf_spec = m.perf.as_ref();
+    let peak = match perf::peak(ctx, wb, false) {
+        Ok(p) => Some(p),
+        Err(e) if perf_spec.is_some() => {
+            return vec![Step::new(
+                StepName::Timing,
+                Status::ToolError,
+                format!("cannot measure this GPU's peak: {e}"),
+            )
+            .stage(StageKind::Timing)]
+        }
+        Err(_) => None,
+    };
+    let kept = match run_timing(ctx, wb, subs, results, started) {
+        Ok(kept) => kept,
+        Err(step) => return vec![(*step).wall(phase.elapsed())],
+    };
+    let judging = started.elapsed().as_secs_f64();
+    let commands = ncu_commands(results, subs.len());
+    if let Some(step) = unusable_profile(results, &commands) {
+        return vec![step.wall(phase.elapsed())];
+    }
+    let summary = match perf_summary(ctx, wb, ex, results, peak.as_ref(), say) {
+        Ok(summary) => summary,
+        Err(step) => return vec![(*step).wall(phase.elapsed())],
+    };
+    let evidence = |i: usize| {
+        evidence::evidence(
+            results.get(i, StageKind::Timing),
+            results.get(i, StageKind::Call),
+        )
+    };
+    let inputs = speed::JudgeInputs {
+        ex,
+        learner: evidence(LEARNER),
+        reference: evidence(REFERENCE),
+        original: evidence(ORIGINAL),
+        peak: peak.as_ref(),
+        perf: summary.as_ref(),
+    };
+    let runs = |i: usize| speed::TimedRuns {
+        timing: results.get(i, StageKind::Timing),
+        calls: results.call_runs(i, 0, 0),
+    };
+    let mut judged = speed::judge_runs(&inputs, runs(LEARNER), runs(REFERENCE), runs(ORIGINAL));
+    if untouched(subs) {
+        // The untouched file is the original: its host work is the exercise's own, and its whole
+        // call is not timed again (`run_timing`), so a noisy comparison names no rule beside "slow".
+        judged
+            .flags
+            .retain(|f| !matches!(f.rule, speed::Rule::HostWork | speed::Rule::HostCpu));
+    }
+    let mut steps = vec![
+        Step::new(StepName::Timing, judged.status, judged.summary.clone())
+            .command(commands.clone())
+            .stage(StageKind::Timing),
+    ];
+    if let (Some(sp), None) = (&judged.speed, perf_spec) {
+        let original_ns = verdict::measured_time(results.get(ORIGINAL, StageKind::Timing)).ok();
+        report.timing = Some(timing_summary(ex, sp, original_ns, &commands));
+    }
+    if let (Some(p), Some(s)) = (perf_spec, &summary) {
+        // The goals' steps (the speed step is the judge's, above).
+        steps.extend(perf::judge("timing:", p, s, "learner").into_iter().skip(1));
+        report.perf = Some(s.clone());
+    }
+    if let Some(line) = kept {
+        steps.push(Step::new(StepName::TimingKept, Status::Passed, line).stage(StageKind::Timing));
+    }
+    steps.extend(speed::flag_steps(&judged.flags));
+    report.flags = judged.flags.clone();
+    // The grader's own work after the timed runs (the calls' outputs compared, the rules, the
+    // library baseline where it was not kept), beside the stages' times.
+    results.spent.push(scheduler::Spent {
+        stage: "judge".into(),
+        from_s: judging,
+        secs: started.elapsed().as_secs_f64() - judging,
+        kind: None,
+        name: ex.id().to_string(),
+    });
+    steps.into_iter().map(|s| s.wall(phase.elapsed())).collect()
+}
+
+/// A performance exercise's summary of the three versions (with the library baseline, timed
+/// here where it was not kept); None on the bug track. Err: the baseline could not be timed.
+pub(super) fn perf_summary(
+    ctx: &Context,
+    wb: &Workbook,
+    ex: &Exercise,
+    results: &Results,
+    peak: Option<&crate::tools::peak::Peak>,
+    say: &mut dyn FnMut(&str),
+) -> Result<Option<perf::PerfSummary>, Box<Step>> {
+    let (Some(_), Some(peak)) = (ex.manifest.manifest.perf.as_ref(), peak) else {
+        return Ok(None);
+    };
+    let baseline = perf::time_baseline(ctx, wb, ex).map_err(|e| {
+        Box::new(
+            Step::new(StepName::Timing, Status::ToolError, e.to_string()).stage(StageKind::Timing),
+        )
+    })?;
+    if baseline.is_some() {
+        say("timed the library baseline (cuBLAS) at the same size");
+    }
+    let order = [
+        (ORIGINAL, "original"),
+        (REFERENCE, "reference"),
+        (LEARNER, "learner"),
+    ];
+    Ok(perf::summarize(
+        ex,
+        peak,
+        // Each version's quickest whole call where the calls were timed again, as the judge's.
+        &order.map(|(i, name)| perf::Runs::of(name, |k| results.judged(i, 0, 0, k))),
+        baseline.as_ref(),
+    )
+    .ok())
+}
+
+/// The bug track's timing in the report: the three versions' kernel times and the target.
+pub(super) fn timing_summary(
+    ex: &Exercise,
+    sp: &speed::SpeedResult,
+    original_ns: Option<f64>,
+    commands: &str,
+) -> TimingSummary {
+    let timing = &ex.manifest.manifest.timing;
+    TimingSummary {
+        kernels: timing.kernels.clone(),
+        learner_ns: sp.learner_ns,
+        reference_ns: sp.reference_ns,
+        original_ns,
+        speedup_over_original: sp.speedup_over_original,
+        ratio_to_reference: sp.ratio_to_reference,
+        max_ratio_to_reference: timing
+            .max_ratio_to_reference
+            .as_ref()
+            .map(|r| *r.get_ref())
+            .unwrap_or(f64::NAN),
+        command: commands.to_string(),
+        learner_call_ns: sp.learner_call_ns,
+        reference_call_ns: sp.reference_call_ns,
+    }
+}
+
+/// Each version's ncu command, one a line.
+pub(super) fn ncu_commands(results: &Results, versions: usize) -> String {
+    (0..versions)
+        .filter_map(|i| {
+            results
+                .get(i, StageKind::Timing)
+                .and_then(Output::measured)
+                .map(|m| m.command.clone())
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The timing step where a profile cannot be judged: the reference fix's that ncu could not time
+/// (the tool's error), or the learner's program that failed under ncu (the learner's failure).
+pub(super) fn unusable_profile(results: &Results, commands: &str) -> Option<Step> {
+    let time_of = |i: usize| verdict::measured_time(results.get(i, StageKind::Timing));
+    let output_of = |i: usize| {
+        results
+            .get(i, StageKind::Timing)
+            .and_then(Output::measured)
+            .map(|m| m.finished.output())
+            .unwrap_or_default()
+    };
+    // The step, with the profiled version's output and the commands.
+    let step = |status: Status, message: String, i: usize| {
+        Step::new(StepName::Timing, status, message)
+            .detail(output_of(i))
+            .command(commands.to_string())
+            .stage(StageKind::Timing)
+    };
+    if let Err(why) = time_of(REFERENCE) {
+        return Some(step(
+            Status::ToolError,
+            format!("ncu could not time the reference version ({why})"),
+            REFERENCE,
+        ));
+    }
+    let learner = results
+        .get(LEARNER, StageKind::Timing)
+        .and_then(Output::measured)?;
+    (!learner.finished.success() || learner.finished.left_running().is_some()).then(|| {
+        let why = time_of(LEARNER)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        step(
+            Status::Failed,
+            format!("your version failed under ncu ({why})"),
+            LEARNER,
+        )
+    })
+}
