@@ -1,3 +1,5 @@
+//! One file: a class's layouts, students and `--shard`, read together; 233 of its lines are tests.
+//!
 //! A class's submissions on disk: which layout the folder has, who the students are, and where
 //! each student's file for an exercise is.
 //!

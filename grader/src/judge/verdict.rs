@@ -1,4 +1,4 @@
-//! One file: every verdict reads together, so that a step, an outcome and an exit code never disagree; 180 of its lines are tests.
+//! One file: every verdict and step name reads together, so that a step, an outcome and an exit code never disagree; 188 of its lines are tests.
 //!
 //! Every verdict: what each stage's output means (a `Step` with its status), the findings, how steps
 //! make an outcome, how outcomes rank, and the exit code of each. Stages only run and collect; the

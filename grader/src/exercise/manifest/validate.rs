@@ -1,3 +1,5 @@
+//! One file: every check of a manifest, in the order they run (its tests are `tests.rs`).
+//!
 //! The checks a manifest must pass: on its own when parsed (`validate_fields`), and against the
 //! exercise's sources (`validate_sources`).
 

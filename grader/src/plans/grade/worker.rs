@@ -1,3 +1,5 @@
+//! One file: one worker's chunk from its cases to its scores; 105 of its lines are tests.
+//!
 //! One worker (a GPU, its context and ncu lock) grading one chunk: the chunk's stages in three
 //! scheduler runs (builds, tools and cases; timing alone on the GPU; fresh inputs), then the scores.
 //! The first run and its scores are in `first`; the timed phase and what follows it in `timed`.
