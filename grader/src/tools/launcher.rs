@@ -191,7 +191,7 @@ pub const WORKBOOK_MARK: &str = "${WORKBOOK}";
 pub struct Rooted<'a>(pub &'a Path);
 
 impl Rooted<'_> {
-    /// `bytes` with every path under the root (and the root itself) written from the mark.
+    /// `bytes` with every path under the root (and the root itself) written as the mark.
     fn kept(self, bytes: &[u8]) -> Vec<u8> {
         let root = self.0.as_os_str().as_encoded_bytes();
         swap_root(bytes, root, WORKBOOK_MARK.as_bytes())
