@@ -314,10 +314,7 @@ fn how_verified(out: &mut String, r: &ExerciseRecord) {
         out,
         "<details>\n<summary>How this was verified: the grader's command and checks</summary>\n"
     );
-    let tool_step = r
-        .checks
-        .iter()
-        .find(|c| c.name.starts_with("exercise fails under"));
+    let tool_step = r.checks.iter().find(|c| c.is_exercise_under_tool());
     if let Some(cmd) = tool_step.and_then(|s| s.command.as_deref()) {
         let command: String = wrapped(&format!("$ {}", relative_command(cmd)))
             .into_iter()

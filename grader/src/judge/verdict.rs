@@ -132,10 +132,18 @@ impl StepName {
     pub fn rule(key: &str) -> String {
         format!("{RULE_PREFIX}{key}")
     }
+
+    /// The name of `verify`'s step that the untouched exercise fails under its tool: "exercise
+    /// fails under racecheck" (`Step::is_exercise_under_tool`).
+    pub fn exercise_under(tool: impl std::fmt::Display) -> String {
+        format!("{UNDER_TOOL_PREFIX}{tool}")
+    }
 }
 
 /// What every speed rule's step name begins with.
 const RULE_PREFIX: &str = "rule ";
+/// What the name of `verify`'s step of the exercise under its tool begins with.
+const UNDER_TOOL_PREFIX: &str = "exercise fails under ";
 
 impl std::fmt::Display for StepName {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -161,6 +169,10 @@ impl Step {
     /// Whether this is a speed rule's step (`StepName::rule`).
     pub fn is_rule(&self) -> bool {
         self.name.starts_with(RULE_PREFIX)
+    }
+    /// Whether this is `verify`'s step of the exercise under its tool (`StepName::exercise_under`).
+    pub fn is_exercise_under_tool(&self) -> bool {
+        self.name.starts_with(UNDER_TOOL_PREFIX)
     }
     /// Whether a build made this step (its stage is a build's).
     pub fn is_build(&self) -> bool {

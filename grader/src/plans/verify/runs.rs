@@ -271,7 +271,7 @@ fn intended_reason(
     let (Some(tool), Some(kind)) = (record.tool, record.expected_kind) else {
         unreachable!("only called for the expected tool")
     };
-    let name = format!("exercise fails under {tool}");
+    let name = StepName::exercise_under(tool);
     let hit = found
         .iter()
         .find(|f| f.kind == kind && verdict::in_region(f, &record.region));
