@@ -580,3 +580,81 @@ fn speed_withheld_by(lines: &[serde_json::Value], who: &str, ex: &str, rule: &st
     );
     assert_eq!(stage(p, "speed").0, 0.0, "{who} {ex}");
 }
+
+/// A student's files are read without following a link (a cloned repository can hold one): a
+/// submission that links to the instructor's secret, or a workbook copy whose harness does, is not
+/// gradable, and nothing the grader writes quotes what the link points at.
+#[test]
+fn a_link_in_a_submission_is_never_followed() {
+    if !nvcc_or_skip("a_link_in_a_submission_is_never_followed") {
+        return;
+    }
+    let copy = Copy::new();
+    let (_keep, secret) = secret();
+    let class = tempfile::tempdir().unwrap();
+    let marker = "cudabugs-linked-secret-4f1c";
+    let target = class.path().join("instructor-only.txt");
+    std::fs::write(&target, format!("// {marker}\n")).unwrap();
+    let students = class.path().join("class");
+    // The submission itself is a link.
+    std::fs::create_dir_all(students.join("linked-file")).unwrap();
+    std::os::unix::fs::symlink(&target, students.join("linked-file/reduce.cu")).unwrap();
+    // A workbook copy: an untouched exercise, and its harness header a link.
+    let copy_root = students.join("linked-harness");
+    std::fs::create_dir_all(copy_root.join("exercises/03-race")).unwrap();
+    std::fs::create_dir_all(copy_root.join("harness")).unwrap();
+    std::fs::copy(
+        repo().join("exercises/03-race/reduce.cu"),
+        copy_root.join("exercises/03-race/reduce.cu"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(&target, copy_root.join("harness/cudabugs.cuh")).unwrap();
+    let out = copy.path("grades");
+    let done = copy
+        .xtask()
+        .arg("grade")
+        .arg(&students)
+        .args(["--exercises", "03-race", "--secret"])
+        .arg(&secret)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        [Some(0), Some(6)].contains(&done.status.code()),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let lines = journal(&out.join("journal.jsonl"));
+    for (who, why) in [
+        ("linked-file", "cannot read"),
+        ("linked-harness", "cannot be read as a plain file"),
+    ] {
+        let p = pair(&lines, who, "03-race");
+        assert_eq!(p["state"], "not-gradable", "{who}: {p}");
+        assert!(p["reason"].as_str().unwrap().contains(why), "{who}: {p}");
+    }
+    let mut leaked = Vec::new();
+    for entry in walk(&out) {
+        if std::fs::read(&entry).is_ok_and(|b| String::from_utf8_lossy(&b).contains(marker)) {
+            leaked.push(entry);
+        }
+    }
+    assert!(leaked.is_empty(), "the linked file's text is in {leaked:?}");
+    assert!(!String::from_utf8_lossy(&done.stdout).contains(marker));
+    assert!(!String::from_utf8_lossy(&done.stderr).contains(marker));
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}

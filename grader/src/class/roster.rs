@@ -260,6 +260,13 @@ fn content_root(folder: &Path) -> PathBuf {
     }
 }
 
+/// A student's file as text, read without following a link. A submission is the student's to
+/// make, and a link in it (a cloned repository can hold one) could name the instructor's secret or
+/// another student's file, which the grader, as root, would read and quote in the feedback's diff.
+pub fn read_submitted(path: &Path) -> std::io::Result<String> {
+    crate::untrusted::read_text(path)
+}
+
 /// The student's file for `ex`, if they submitted one. A bare file name two exercises share
 /// (`histogram.cu`) belongs to the one whose original it matches outside the marked regions, or
 /// whose first line (`// 05-memset: ...`) it keeps.
@@ -286,7 +293,7 @@ pub fn find_file(student: &Student, ex: &Exercise, wb: &Workbook) -> Option<Path
     if sharing.len() == 1 {
         return Some(bare);
     }
-    let text = std::fs::read_to_string(&bare).ok()?;
+    let text = read_submitted(&bare).ok()?;
     let fits = |e: &Exercise| {
         matches!(
             crate::exercise::regions::differ_only_inside(e.original, &text),

@@ -88,8 +88,16 @@ pub fn harness_changes(wb: &Workbook, student_root: &std::path::Path) -> Option<
     }
     for (name, text) in wb.harness {
         let path = dir.join(name);
-        let Ok(theirs) = std::fs::read_to_string(&path) else {
-            continue;
+        let theirs = match crate::class::roster::read_submitted(&path) {
+            Ok(text) => text,
+            // There, but not a file the grader reads (a link): refused, and never followed.
+            Err(e) if path.symlink_metadata().is_ok() => {
+                return Some(Tampered {
+                    reason: format!("harness/{name} cannot be read as a plain file ({e}): the harness is the grader's own and may not change"),
+                    diff: String::new(),
+                });
+            }
+            Err(_) => continue,
         };
         if theirs != *text {
             return Some(Tampered {

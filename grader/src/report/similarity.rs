@@ -689,10 +689,10 @@ pub fn class_report(
             .iter()
             .filter_map(|s| {
                 let path = roster::find_file(s, ex, wb)?;
-                let bytes = std::fs::read(path).ok()?;
+                let text = roster::read_submitted(&path).ok()?;
                 Some(SubmittedFile {
                     student: s.id.clone(),
-                    text: String::from_utf8_lossy(&bytes).into_owned(),
+                    text,
                 })
             })
             .collect();

@@ -424,8 +424,8 @@ fn triage<'a>(
         let step = Step::new(StepName::Submission, Status::Failed, why);
         return decided(student, ex, fp, PairState::NotSubmitted, step);
     };
-    let text = match std::fs::read(&path) {
-        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+    let text = match roster::read_submitted(&path) {
+        Ok(text) => text,
         Err(e) => {
             let mut r = PairResult::empty(
                 &student.id,
