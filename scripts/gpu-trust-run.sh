@@ -29,6 +29,9 @@
 #   verifyjobs `verify` again with VERIFY_JOBS (default 16) sanitizer runs at a time
 #           (CUDABUGS_SANITIZER_JOBS): the A/B of that setting
 #   callclock  `check` of the call-clock adversaries (tests/fixtures/adversarial-call-clock)
+#   linked  a class whose files are links (the submission to the instructor's secret, a workbook
+#           copy's harness header to it) beside the reference fix: the links are not gradable and
+#           no file of the gradebook quotes the secret
 #   house   issue 36: `verify` of eight exercises (bug and performance) after the refactors, and
 #           whether the verify record and the recordings made by `record` name the workbook's path
 # Logs, gradebooks and recordings go to $OUT (tarred); a table is printed last.
@@ -275,6 +278,19 @@ if has gradeperf; then
     table+=("throughput $ex: $n pairs in $t s = $(python3 -c "print(round($n * 60 / $t, 1))") per minute (exit $code); $(tr '\n' ';' < "grades-perf-$ex/grades.csv" | cut -c1-300)")
   done
 fi
+if has linked; then
+  rm -rf linked-class grades-linked; mkdir -p linked-class/honest-ref linked-class/linked-file linked-class/linked-harness/exercises/03-race linked-class/linked-harness/harness
+  LSECRET=$(mktemp -d)/instructor-only.toml; { echo "# cudabugs-linked-secret-gpu"; cat tests/fixtures/class-secret.toml; } > "$LSECRET"
+  cp solutions/03-race/reduce.cu linked-class/honest-ref/
+  ln -s "$LSECRET" linked-class/linked-file/reduce.cu
+  cp exercises/03-race/reduce.cu linked-class/linked-harness/exercises/03-race/
+  ln -s "$LSECRET" linked-class/linked-harness/harness/cudabugs.cuh
+  run linked-grade $B grade linked-class --exercises 03-race --secret "$LSECRET" --out grades-linked
+  table+=("linked grades: $(tr '\n' ';' < grades-linked/grades.csv)")
+  table+=("files of the gradebook quoting the secret: $(grep -rl cudabugs-linked-secret-gpu grades-linked | wc -l)")
+  cp -r grades-linked "$L/"
+fi
+
 if has house; then
   s=$(now)
   $B verify 01-index 03-race 04-sync 14-async-error 26-stack-overflow 57-reduction 62-launches 63-transfers --record "$L/verify-some.json" > "$L/verify-some.txt" 2>&1

@@ -64,17 +64,8 @@ fn context_on_fake_a100(wb: &Workbook) -> Context {
         install_toolkit: false,
         ..Config::default()
     };
-    let missing = PathBuf::from("/nonexistent/nvcc");
-    let nvcc = grader::tools::toolchain::Nvcc {
-        path: missing.clone(),
-        extra_flags: Vec::new(),
-    };
-    let harness = grader::tools::nvcc::Harness {
-        include_dir: missing.clone(),
-        object: missing,
-    };
     let ctx = Context::builder(wb, config)
-        .compiler(nvcc, harness)
+        .no_compiler()
         .gpu(gpu)
         .build(|_| {})
         .unwrap();

@@ -181,6 +181,21 @@ impl ContextBuilder<'_> {
         self
     }
 
+    /// A compiler and harness that do not exist: for tests of what a plan decides before anything
+    /// is built (a build would fail, so a pass shows none ran).
+    pub fn no_compiler(self) -> Self {
+        let missing = PathBuf::from("/nonexistent/nvcc");
+        let nvcc = toolchain::Nvcc {
+            path: missing.clone(),
+            extra_flags: Vec::new(),
+        };
+        let harness = Harness {
+            include_dir: missing.clone(),
+            object: missing,
+        };
+        self.compiler(nvcc, harness)
+    }
+
     /// This GPU, not the one probed (a replay's GPU is still the recording's).
     pub fn gpu(mut self, gpu: GpuStatus) -> Self {
         self.gpu = Some(gpu);
@@ -368,19 +383,9 @@ mod tests {
     use super::*;
     use std::path::Path;
 
-    /// A workbook with no exercise, and tools that do not exist: nothing here builds or runs.
-    fn parts(root: &Path) -> (Workbook, toolchain::Nvcc, Harness) {
-        let wb = Workbook::new(root.to_path_buf(), &[], &[]).unwrap();
-        let missing = PathBuf::from("/nonexistent/nvcc");
-        let nvcc = toolchain::Nvcc {
-            path: missing.clone(),
-            extra_flags: Vec::new(),
-        };
-        let harness = Harness {
-            include_dir: missing.clone(),
-            object: missing,
-        };
-        (wb, nvcc, harness)
+    /// A workbook with no exercise: nothing here builds or runs.
+    fn workbook(root: &Path) -> Workbook {
+        Workbook::new(root.to_path_buf(), &[], &[]).unwrap()
     }
 
     fn h100() -> GpuInfo {
@@ -402,7 +407,7 @@ mod tests {
     #[test]
     fn a_replay_stands_in_for_the_gpu_it_was_recorded_on() {
         let (dir, recording) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-        let (wb, nvcc, harness) = parts(dir.path());
+        let wb = workbook(dir.path());
         start_recording(recording.path(), &GpuStatus::Present(h100()));
         let config = Config {
             replay_tools: Some(recording.path().to_path_buf()),
@@ -410,7 +415,7 @@ mod tests {
         };
         // The GPU given (none here) does not count: the recording's does.
         let ctx = Context::builder(&wb, config)
-            .compiler(nvcc, harness)
+            .no_compiler()
             .gpu(GpuStatus::NoDriver)
             .build(|_| {})
             .unwrap();
@@ -435,15 +440,13 @@ mod tests {
     #[test]
     fn a_recording_of_another_protocol_or_with_no_gpu_is_refused_and_says_why() {
         let (dir, recording) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-        let (wb, nvcc, harness) = parts(dir.path());
+        let wb = workbook(dir.path());
         let replay = || Config {
             replay_tools: Some(recording.path().to_path_buf()),
             ..quiet()
         };
         let why = |config| {
-            let built = Context::builder(&wb, config)
-                .compiler(nvcc.clone(), harness.clone())
-                .build(|_| {});
+            let built = Context::builder(&wb, config).no_compiler().build(|_| {});
             built.err().map(|e| e.to_string()).unwrap_or_default()
         };
         std::fs::write(recording.path().join(RECORDED_PROTOCOL), "timeline 0\n").unwrap();
@@ -463,9 +466,9 @@ mod tests {
     #[test]
     fn without_a_gpu_the_gpu_stages_are_blocked_and_say_why_once_for_every_plan() {
         let dir = tempfile::tempdir().unwrap();
-        let (wb, nvcc, harness) = parts(dir.path());
+        let wb = workbook(dir.path());
         let ctx = Context::builder(&wb, quiet())
-            .compiler(nvcc.clone(), harness.clone())
+            .no_compiler()
             .gpu(GpuStatus::NoDriver)
             .build(|_| {})
             .unwrap();
@@ -474,7 +477,7 @@ mod tests {
         assert_eq!(ctx.arch, DEFAULT_ARCH, "built for the default arch");
 
         let on_h100 = Context::builder(&wb, quiet())
-            .compiler(nvcc, harness)
+            .no_compiler()
             .gpu(GpuStatus::Present(h100()))
             .build(|_| {})
             .unwrap();

@@ -385,6 +385,50 @@ pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
     Ok(())
 }
 
+/// A workbook of the real exercises `ids`, read from this repository, in a folder of its own: for
+/// the engine's in-process tests.
+#[cfg(test)]
+pub(crate) fn test_workbook(ids: &[&'static str]) -> (tempfile::TempDir, Workbook) {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let read = |p: String| -> &'static str {
+        Box::leak(
+            std::fs::read_to_string(repo.join(p))
+                .unwrap()
+                .into_boxed_str(),
+        )
+    };
+    let embedded: Vec<crate::exercise::catalog::Embedded> = ids
+        .iter()
+        .map(|&id| {
+            let manifest = read(format!("exercises/{id}/exercise.toml"));
+            let source = manifest
+                .lines()
+                .find_map(|l| l.strip_prefix("source = \""))
+                .and_then(|l| l.strip_suffix('"'))
+                .unwrap();
+            Embedded {
+                id,
+                manifest,
+                original: read(format!("exercises/{id}/{source}")),
+                solution: read(format!("solutions/{id}/{source}")),
+                error: None,
+            }
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let wb = Workbook::new(
+        dir.path().to_path_buf(),
+        Box::leak(embedded.into_boxed_slice()),
+        &[],
+    )
+    .unwrap();
+    assert_eq!(wb.exercises.len(), ids.len(), "{:?}", wb.broken);
+    (dir, wb)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

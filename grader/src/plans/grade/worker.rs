@@ -534,51 +534,21 @@ pub(super) struct UnfairCases(String);
 mod tests {
     use super::*;
     use crate::engine::config::Config;
-    use crate::exercise::catalog::{self, Embedded};
+    use crate::exercise::workbook::test_workbook;
     use crate::tools::gpu::GpuStatus;
-    use crate::tools::nvcc::Harness;
-    use crate::tools::toolchain::Nvcc;
-    use std::path::Path;
 
     const ID: &str = "01-index";
 
-    /// 01-index as the binary embeds it, in a workbook at `root`.
-    fn workbook(root: &Path) -> Workbook {
-        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-        let on_disk = catalog::load(repo, ID).unwrap();
-        let manifest =
-            std::fs::read_to_string(repo.join("exercises").join(ID).join(catalog::MANIFEST_FILE))
-                .unwrap();
-        let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
-        let embedded: &'static [Embedded] = Box::leak(Box::new([Embedded {
-            id: ID,
-            manifest: leak(manifest),
-            original: leak(on_disk.original),
-            solution: leak(on_disk.solution),
-            error: None,
-        }]));
-        Workbook::new(root.to_path_buf(), embedded, &[]).unwrap()
-    }
-
-    /// A worker's context on `gpu` (a `--gpus` entry), with no GPU to run on and tools that do not
-    /// exist: nothing here builds or runs.
+    /// A worker's context on `gpu` (a `--gpus` entry), with no GPU to run on and no compiler:
+    /// nothing here builds or runs.
     fn context(wb: &Workbook, gpu: Option<&str>) -> Context {
         let config = Config {
             install_toolkit: false,
             gpu: gpu.map(String::from),
             ..Config::default()
         };
-        let missing = PathBuf::from("/nonexistent/nvcc");
-        let nvcc = Nvcc {
-            path: missing.clone(),
-            extra_flags: Vec::new(),
-        };
-        let harness = Harness {
-            include_dir: missing.clone(),
-            object: missing,
-        };
         Context::builder(wb, config)
-            .compiler(nvcc, harness)
+            .no_compiler()
             .gpu(GpuStatus::NoDriver)
             .build(|_| {})
             .unwrap()
@@ -586,8 +556,7 @@ mod tests {
 
     #[test]
     fn each_worker_works_in_a_folder_of_its_own_shard_and_gpu() {
-        let dir = tempfile::tempdir().unwrap();
-        let wb = workbook(dir.path());
+        let (_dir, wb) = test_workbook(&[ID]);
         let secret = Secret::from_seed(7);
         let alone = Worker::new(context(&wb, None), &secret, None);
         let shard = Shard { index: 2, count: 3 };
@@ -605,8 +574,7 @@ mod tests {
 
     #[test]
     fn a_worker_writes_an_exercise_s_cases_once_and_its_hidden_ones_follow_the_secret() {
-        let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-        let (wb_a, wb_b) = (workbook(dir_a.path()), workbook(dir_b.path()));
+        let ((_a, wb_a), (_b, wb_b)) = (test_workbook(&[ID]), test_workbook(&[ID]));
         let (seven, eight) = (Secret::from_seed(7), Secret::from_seed(8));
         let worker = Worker::new(context(&wb_a, None), &seven, None);
         let ex = wb_a.resolve(ID).unwrap();
