@@ -30,8 +30,9 @@
 #           (CUDABUGS_SANITIZER_JOBS): the A/B of that setting
 #   callclock  `check` of the call-clock adversaries (tests/fixtures/adversarial-call-clock)
 #   linked  a class whose files are links (the submission to the instructor's secret, a workbook
-#           copy's harness header to it) beside the reference fix: the links are not gradable and
-#           no file of the gradebook quotes the secret
+#           copy's harness header to it, a copy's exercises/ to the workbook's solutions/) beside
+#           the reference fix: the links are not gradable and no file of the gradebook quotes the
+#           secret
 #   house   issue 36: `verify` of eight exercises (bug and performance) after the refactors, and
 #           whether the verify record and the recordings made by `record` name the workbook's path
 # Logs, gradebooks and recordings go to $OUT (tarred); a table is printed last.
@@ -285,6 +286,7 @@ if has linked; then
   ln -s "$LSECRET" linked-class/linked-file/reduce.cu
   cp exercises/03-race/reduce.cu linked-class/linked-harness/exercises/03-race/
   ln -s "$LSECRET" linked-class/linked-harness/harness/cudabugs.cuh
+  mkdir -p linked-class/linked-solutions; ln -s "$PWD/solutions" linked-class/linked-solutions/exercises
   run linked-grade $B grade linked-class --exercises 03-race --secret "$LSECRET" --out grades-linked
   table+=("linked grades: $(tr '\n' ';' < grades-linked/grades.csv)")
   table+=("files of the gradebook quoting the secret: $(grep -rl cudabugs-linked-secret-gpu grades-linked | wc -l)")

@@ -582,8 +582,9 @@ fn speed_withheld_by(lines: &[serde_json::Value], who: &str, ex: &str, rule: &st
 }
 
 /// A student's files are read without following a link (a cloned repository can hold one): a
-/// submission that links to the instructor's secret, or a workbook copy whose harness does, is not
-/// gradable, and nothing the grader writes quotes what the link points at.
+/// submission that links to the instructor's secret, a workbook copy whose harness does, or one
+/// whose `exercises/` links to the workbook's `solutions/` is not gradable, and nothing the grader
+/// writes quotes what the link points at.
 #[test]
 fn a_link_in_a_submission_is_never_followed() {
     if !nvcc_or_skip("a_link_in_a_submission_is_never_followed") {
@@ -609,6 +610,13 @@ fn a_link_in_a_submission_is_never_followed() {
     )
     .unwrap();
     std::os::unix::fs::symlink(&target, copy_root.join("harness/cudabugs.cuh")).unwrap();
+    // A workbook copy whose exercises are the reference fixes.
+    std::fs::create_dir_all(students.join("linked-solutions")).unwrap();
+    std::os::unix::fs::symlink(
+        copy.path("solutions"),
+        students.join("linked-solutions/exercises"),
+    )
+    .unwrap();
     let out = copy.path("grades");
     let done = copy
         .xtask()
@@ -629,6 +637,7 @@ fn a_link_in_a_submission_is_never_followed() {
     for (who, why) in [
         ("linked-file", "cannot read"),
         ("linked-harness", "cannot be read as a plain file"),
+        ("linked-solutions", "is a link"),
     ] {
         let p = pair(&lines, who, "03-race");
         assert_eq!(p["state"], "not-gradable", "{who}: {p}");

@@ -260,10 +260,23 @@ fn content_root(folder: &Path) -> PathBuf {
     }
 }
 
-/// A student's file as text, read without following a link. A submission is the student's to
-/// make, and a link in it (a cloned repository can hold one) could name the instructor's secret or
-/// another student's file, which the grader, as root, would read and quote in the feedback's diff.
-pub fn read_submitted(path: &Path) -> std::io::Result<String> {
+/// A file of the student's folder `folder` as text, read without following a link: neither the
+/// file nor a folder between it and `folder` may be one. A submission is the student's to make, and
+/// a link in it (a cloned repository can hold one) could name the instructor's secret, which the
+/// grader, as root, would read and quote in the feedback's diff, or the workbook's `solutions/`
+/// (`exercises -> ../../solutions`), whose reference fix would be graded as the student's.
+pub fn read_submitted(folder: &Path, path: &Path) -> std::io::Result<String> {
+    let inside = path.strip_prefix(folder).unwrap_or(path);
+    let mut at = folder.to_path_buf();
+    for part in inside.parent().into_iter().flat_map(Path::components) {
+        at.push(part);
+        if at.symlink_metadata()?.file_type().is_symlink() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("{} is a link", at.display()),
+            ));
+        }
+    }
     crate::untrusted::read_text(path)
 }
 
@@ -293,7 +306,7 @@ pub fn find_file(student: &Student, ex: &Exercise, wb: &Workbook) -> Option<Path
     if sharing.len() == 1 {
         return Some(bare);
     }
-    let text = read_submitted(&bare).ok()?;
+    let text = read_submitted(&student.folder, &bare).ok()?;
     let fits = |e: &Exercise| {
         matches!(
             crate::exercise::regions::differ_only_inside(e.original, &text),

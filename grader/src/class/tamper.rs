@@ -88,7 +88,7 @@ pub fn harness_changes(wb: &Workbook, student_root: &std::path::Path) -> Option<
     }
     for (name, text) in wb.harness {
         let path = dir.join(name);
-        let theirs = match crate::class::roster::read_submitted(&path) {
+        let theirs = match crate::class::roster::read_submitted(student_root, &path) {
             Ok(text) => text,
             // There, but not a file the grader reads (a link): refused, and never followed.
             Err(e) if path.symlink_metadata().is_ok() => {

@@ -689,7 +689,7 @@ pub fn class_report(
             .iter()
             .filter_map(|s| {
                 let path = roster::find_file(s, ex, wb)?;
-                let text = roster::read_submitted(&path).ok()?;
+                let text = roster::read_submitted(&s.folder, &path).ok()?;
                 Some(SubmittedFile {
                     student: s.id.clone(),
                     text,

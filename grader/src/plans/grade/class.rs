@@ -424,7 +424,7 @@ fn triage<'a>(
         let step = Step::new(StepName::Submission, Status::Failed, why);
         return decided(student, ex, fp, PairState::NotSubmitted, step);
     };
-    let text = match roster::read_submitted(&path) {
+    let text = match roster::read_submitted(&student.folder, &path) {
         Ok(text) => text,
         Err(e) => {
             let mut r = PairResult::empty(
