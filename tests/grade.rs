@@ -1,3 +1,5 @@
+//! One file: every grade of a class, replayed or on the CPU, shares the class fixtures, the secret and the gradebook readers.
+//!
 //! `grade` end to end through the CLI: the fixture class (tests/fixtures/class) replayed from its
 //! H100 recording must get the grades of that GPU run (book/gpu-runs/2026-11-22-grade/); on the
 //! CPU alone the builds, the tamper check and the journal are real (resume after SIGKILL, shards
