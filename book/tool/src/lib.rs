@@ -26,6 +26,7 @@ mod lesson;
 mod links;
 mod record;
 mod roofline;
+mod search;
 mod server;
 mod tables;
 mod timeline;
@@ -49,6 +50,8 @@ pub const RECORD_FILE: &str = "verification.json";
 /// The preprocessor. `workbook` is the folder with exercises/ and solutions/.
 pub struct Cudabugs {
     pub workbook: PathBuf,
+    /// For the search index alone: the chapters without their folds (see `search`).
+    pub search_only: bool,
 }
 
 struct Exercise {
@@ -208,6 +211,7 @@ impl Preprocessor for Cudabugs {
                 ));
             }
             match expand(chapter, &record, &exercises, &path, &self.workbook) {
+                Ok(text) if self.search_only => chapter.content = search::without_folds(&text),
                 Ok(text) => chapter.content = text,
                 Err(e) => errors.push(format!("{name}: {e}")),
             }
@@ -418,7 +422,7 @@ impl<'a> Page<'a> {
                         .unwrap_or(&e.exercise)
                         .display()
                         .to_string();
-                    render_record(record, r, &source)
+                    render_record(record, r, &source, &e.original)
                 }
                 (None, e) => not_yet_run(&e.id),
             },
@@ -506,9 +510,11 @@ pub fn build(book_root: &Path, workbook: &Path, dest: Option<&Path>) -> Result<P
     }
     book.with_preprocessor(Cudabugs {
         workbook: workbook.to_path_buf(),
+        search_only: false,
     });
     book.build().map_err(|e| anyhow::anyhow!("{e:#}"))?;
     let html = book.build_dir_for("html");
+    search::index_without_folds(book_root, workbook, &html)?;
     let dead = links::dead_links(&html);
     if !dead.is_empty() {
         bail!(
