@@ -30,6 +30,7 @@ mod search;
 mod server;
 mod tables;
 mod timeline;
+mod values;
 
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
@@ -371,6 +372,8 @@ fn expand(
             layout = Some(String::new());
             continue;
         }
+        let filled = values::fill(line, &mut |file| page.record_named(file))?;
+        let line = filled.as_str();
         let t = line.trim();
         let Some(inner) = t
             .strip_prefix("{{#cudabugs-")
@@ -466,6 +469,19 @@ impl<'a> Page<'a> {
             .find(|e| e.id == id)
             .with_context(|| format!("no exercise {id}"))?;
         Ok((self.record.exercises.iter().find(|r| r.id == id), e))
+    }
+
+    /// The book's record, or (`Some(FILE)`) the one in `book/FILE`.
+    fn record_named(&self, file: Option<&str>) -> Result<VerificationRecord> {
+        let Some(file) = file else {
+            return Ok(self.record.clone());
+        };
+        let path = self.workbook.join("book").join(file);
+        serde_json::from_str(
+            &std::fs::read_to_string(&path)
+                .with_context(|| format!("reading {}", path.display()))?,
+        )
+        .with_context(|| format!("{} is not a verification record", path.display()))
     }
 
     /// The same catalog verified on another GPU (`book/FILE`), set against the book's record.

@@ -8,14 +8,25 @@
 //!   its manifest key (`kernel-share`, `load-efficiency`, ...);
 //! - `[FILE:]ID ratio WHAT A B`: version A's WHAT over version B's, as `1.12x`;
 //! - `[FILE:]ID ridge`: the ridge of the GPU's roofline, FLOP/B; `[FILE:]ID target`: the speedup
-//!   a learner's version needs; `[FILE:]ID gpu`: the GPU's name.
+//!   a learner's version needs; `[FILE:]ID gpu`: the GPU's name; `[FILE:]ID pcie-both`: the
+//!   measured rate of pinned copies both ways at once; `[FILE:]ID bandwidth` and `fma-peak`: the
+//!   roofline's two roofs.
+//!
+//! `copy-rate` (a version's bytes copied per call over its call's time) is a figure too.
 
 use anyhow::{bail, Context as _, Result};
 use grader::exercise::metric::Metric;
 use grader::judge::perf::{PerfSummary, VersionPerf};
 use grader::plans::verify::VerificationRecord;
 
-use crate::record::us;
+/// A time as prose reads it: the table's µs below a millisecond, ms above.
+fn time(ns: f64) -> String {
+    if ns >= 1e6 {
+        format!("{:.2} ms", ns / 1e6)
+    } else {
+        crate::record::us(ns)
+    }
+}
 
 const OPEN: &str = "{{#cudabugs-value ";
 
@@ -76,15 +87,15 @@ fn figure(v: &VersionPerf, what: &str) -> Result<(String, f64)> {
             .with_context(|| format!("no counter `{key}`"))
     };
     Ok(match what {
-        "time" => (us(v.nanoseconds), v.nanoseconds),
+        "time" => (time(v.nanoseconds), v.nanoseconds),
         "speedup" => (format!("{:.2}x", v.speedup), v.speedup),
         "kernel-time" => {
             let ns = v.kernel_ns.context("no kernel time (not call-clocked)")?;
-            (us(ns), ns)
+            (time(ns), ns)
         }
         "timeline-call" => {
             let ns = raw("timeline:call-ns")?;
-            (us(ns), ns)
+            (time(ns), ns)
         }
         "intensity" => {
             let i = roof()?.intensity;
@@ -94,6 +105,13 @@ fn figure(v: &VersionPerf, what: &str) -> Result<(String, f64)> {
             let r = roof()?;
             let share = 100.0 * r.gflops / r.roof_gflops;
             (format!("{share:.0}%"), share)
+        }
+        "copy-rate" => {
+            let bytes = v
+                .metric(Metric::CopyBytes)
+                .context("no `copy-bytes` recorded")?;
+            let rate = bytes / v.nanoseconds;
+            (format!("{rate:.1} GB/s"), rate)
         }
         "flops" => (format!("{:.3e}", roof()?.flops), roof()?.flops),
         "dram-bytes" => (format!("{:.3e}", roof()?.dram_bytes), roof()?.dram_bytes),
@@ -118,12 +136,24 @@ fn value(perf: &PerfSummary, words: &[&str]) -> Result<String> {
         ),
         ["target"] => format!("{:.2}x", perf.target_speedup),
         ["gpu"] => perf.peak.device.clone(),
+        ["bandwidth"] => format!("{:.0} GB/s", perf.peak.memcpy_gbps),
+        ["fma-peak"] => format!("{:.1} TFLOP/s", perf.peak.fma_ncu_gflops / 1e3),
+        ["pcie-both"] => format!(
+            "{:.1} GB/s",
+            perf.peak
+                .pcie
+                .as_ref()
+                .context("no PCIe rates measured")?
+                .both_pinned_gbps
+        ),
         ["ratio", what, a, b] => {
             let (_, x) = figure(version(perf, a)?, what)?;
             let (_, y) = figure(version(perf, b)?, what)?;
             format!("{:.2}x", x / y)
         }
         [name, what] => figure(version(perf, name)?, what)?.0,
-        _ => bail!("expected `ID VERSION WHAT`, `ID ratio WHAT A B`, `ID ridge`, `ID target` or `ID gpu`"),
+        _ => bail!(
+            "expected `ID VERSION WHAT`, `ID ratio WHAT A B`, `ID ridge`, `ID target` or `ID gpu`"
+        ),
     })
 }
