@@ -67,6 +67,8 @@ struct Exercise {
     level: Option<u8>,
     requires: Option<String>,
     perf: bool,
+    /// A performance exercise timed by the clock of the whole call, not by ncu's kernel times.
+    call_clock: bool,
     /// What is wrong, in the manifest's words: what a reader searches for.
     bug_class: String,
     /// The manifest's hints, from the first nudge to the last.
@@ -93,6 +95,9 @@ impl Cudabugs {
                 level: d.manifest.level(),
                 requires: d.manifest.requires().map(|c| c.to_string()),
                 perf: d.manifest.manifest.perf.is_some(),
+                call_clock: d.manifest.manifest.perf.as_ref().is_some_and(|p| {
+                    p.clock == grader::exercise::manifest::Clock::Call
+                }),
                 bug_class: d.manifest.manifest.bug_class.clone(),
                 hints: d.manifest.manifest.hints.get_ref().clone(),
                 original: d.original,

@@ -181,6 +181,13 @@ fn each_lesson_shows_its_marks_hints_and_manual(html: &Path, copy: &Copy) {
         );
     }
     assert!(lesson_page("57-reduction").contains("timed with Nsight Compute"));
+    // 62 and 69 are judged by the clock of the whole call, not by ncu's kernel times.
+    for id in ["62-launches", "69-prefetch"] {
+        assert!(
+            lesson_page(id).contains("timed by the clock of the whole call"),
+            "{id}"
+        );
+    }
     // Each lesson links to NVIDIA's manual for its tool (or Nsight Compute's guide).
     let race = std::fs::read_to_string(html.join("lessons/03-race.html")).unwrap();
     assert!(race.contains("ComputeSanitizer/index.html#racecheck-tool"));
