@@ -95,9 +95,12 @@ impl Cudabugs {
                 level: d.manifest.level(),
                 requires: d.manifest.requires().map(|c| c.to_string()),
                 perf: d.manifest.manifest.perf.is_some(),
-                call_clock: d.manifest.manifest.perf.as_ref().is_some_and(|p| {
-                    p.clock == grader::exercise::manifest::Clock::Call
-                }),
+                call_clock: d
+                    .manifest
+                    .manifest
+                    .perf
+                    .as_ref()
+                    .is_some_and(|p| p.clock == grader::exercise::manifest::Clock::Call),
                 bug_class: d.manifest.manifest.bug_class.clone(),
                 hints: d.manifest.manifest.hints.get_ref().clone(),
                 original: d.original,

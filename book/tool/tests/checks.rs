@@ -87,6 +87,159 @@ fn the_untouched_copy_builds() {
     each_lesson_shows_its_marks_hints_and_manual(&html, &copy);
     search_finds_the_lessons(&html);
     the_charts_are_drawn_from_the_records(&html);
+    the_prose_figures_come_from_the_records(&html, &copy);
+}
+
+/// The figures a lesson's prose quotes from its table are filled from the record by the book tool
+/// (`{{#cudabugs-value ...}}`): after a new GPU run they are the new table's.
+fn the_prose_figures_come_from_the_records(html: &Path, copy: &Copy) {
+    let perf = |file: &str, id: &str, version: &str| -> serde_json::Value {
+        let record: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(copy.path(file)).unwrap()).unwrap();
+        let e = record["exercises"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["id"] == id)
+            .unwrap()
+            .clone();
+        e["perf"]["versions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["version"] == version)
+            .unwrap()
+            .clone()
+    };
+    let metric = |v: &serde_json::Value, key: &str| {
+        v["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["metric"] == key)
+            .unwrap()["value"]
+            .as_f64()
+            .unwrap()
+    };
+    let page = |id: &str| std::fs::read_to_string(html.join(format!("lessons/{id}.html"))).unwrap();
+    let h100 = perf("book/verification.json", "62-launches", "reference")["speedup"]
+        .as_f64()
+        .unwrap();
+    let h200 = perf("book/verification-h200.json", "62-launches", "reference")["speedup"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        page("62-launches").contains(&format!("{h200:.2}x</strong> (the H100: {h100:.2}x)")),
+        "62's prose gives the records' speedups"
+    );
+    let (before, after) = (
+        metric(
+            &perf("book/verification.json", "63-transfers", "original"),
+            "kernel-share",
+        ),
+        metric(
+            &perf("book/verification.json", "63-transfers", "reference"),
+            "kernel-share",
+        ),
+    );
+    assert!(
+        page("63-transfers").contains(&format!("{before:.1}% to {after:.1}% on the H100")),
+        "63's prose gives the record's kernel shares"
+    );
+    for entry in walk(html) {
+        let text = std::fs::read_to_string(&entry).unwrap_or_default();
+        assert!(
+            !text.contains("{{#cudabugs-value"),
+            "{} has a value left unfilled",
+            entry.display()
+        );
+    }
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            files.extend(walk(&p));
+        } else if p.extension().is_some_and(|x| x == "html") {
+            files.push(p);
+        }
+    }
+    files
+}
+
+/// Where a performance lesson reads its table ("What the grader measured", "How to read it"), a
+/// measured figure, a percentage or a speedup with decimals, is never typed by hand: it is a
+/// `{{#cudabugs-value ...}}` of the record (round limits such as 0% or 100% may be written out).
+#[test]
+fn a_performance_lesson_types_no_measured_figure_by_hand() {
+    let lessons = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../book/src/lessons");
+    let mut typed = Vec::new();
+    for entry in std::fs::read_dir(&lessons).unwrap().flatten() {
+        let text = std::fs::read_to_string(entry.path()).unwrap();
+        if !text.contains("{{#cudabugs-roofline") && !text.contains("{{#cudabugs-timeline") {
+            continue;
+        }
+        let name = entry.file_name().to_string_lossy().into_owned();
+        for section in text.split("\n## ").filter(|s| {
+            s.starts_with("What the grader measured") || s.starts_with("How to read it")
+        }) {
+            let mut folded = 0;
+            let mut code = false;
+            for line in section.lines() {
+                folded += line.matches("<details>").count();
+                folded -= line.matches("</details>").count().min(folded);
+                code ^= line.trim_start().starts_with("```");
+                if folded > 0 || code || line.starts_with('|') {
+                    continue;
+                }
+                let mut bare = line.to_string();
+                while let Some(at) = bare.find("{{#cudabugs-value") {
+                    let end = bare[at..].find("}}").map_or(bare.len(), |e| at + e + 2);
+                    bare.replace_range(at..end, "");
+                }
+                for figure in decimal_figures(&bare) {
+                    typed.push(format!("{name}: `{figure}` in \"{}\"", line.trim()));
+                }
+            }
+        }
+    }
+    assert!(typed.is_empty(), "{}", typed.join("\n"));
+}
+
+/// "12.5%", "1.7x", "3.04x": a number with a decimal point followed by `%` or `x`.
+fn decimal_figures(line: &str) -> Vec<String> {
+    let mut figures = Vec::new();
+    let b = line.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i].is_ascii_digit() && (i == 0 || !b[i - 1].is_ascii_alphanumeric()) {
+            let start = i;
+            while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'.') {
+                i += 1;
+            }
+            let number = &line[start..i];
+            let unit = b.get(i).copied();
+            let word_ends = b.get(i + 1).is_none_or(|c| !c.is_ascii_alphanumeric());
+            if number.trim_end_matches('.').contains('.')
+                && (unit == Some(b'%') || (unit == Some(b'x') && word_ends))
+            {
+                figures.push(format!("{}{}", number, unit.unwrap() as char));
+            }
+        } else {
+            i += 1;
+        }
+    }
+    figures
+}
+
+#[test]
+fn decimal_figures_are_the_measured_kind() {
+    assert_eq!(
+        decimal_figures("at 12.5% and 3.04x, not 100%, 16 x 16, 2x or 0x1f; 1.5.6 xs"),
+        ["12.5%", "3.04x"]
+    );
 }
 
 /// The tool table (the classes no tool flagged, each tool's cell), the lessons' index and the tool
