@@ -62,7 +62,8 @@ pub(crate) fn fill(
                 .with_context(|| format!("{id} has no performance record"))?;
             value(perf, &words[1..])
         })()
-        .with_context(|| format!("`{OPEN}{}}}}}`", &after[..end]))?;
+        // One message: the book's problem list shows each error's first line.
+        .map_err(|e| anyhow::anyhow!("`{OPEN}{}}}}}`: {e:#}", &after[..end]))?;
         out.push_str(&value);
         rest = &after[end + 2..];
     }
