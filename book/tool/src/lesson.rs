@@ -56,7 +56,14 @@ pub(crate) fn lesson_marks(e: &Exercise) -> String {
     };
     let found = match (e.finding, e.perf) {
         (Some((tool, _)), _) => format!("found with {}", tool.name()),
-        (None, true) => "timed with Nsight Compute".into(),
+        // The performance track's one explanation of how a version is judged, rather than the
+        // same paragraph on every lesson.
+        (None, true) if e.call_clock => {
+            "timed by the clock of the whole call ([how it is judged](../tools/ncu.md#which-clock-judges-which-exercise))".into()
+        }
+        (None, true) => {
+            "timed with Nsight Compute ([how it is judged](../tools/ncu.md))".into()
+        }
         (None, false) => "found by its cases (no tool sees it)".into(),
     };
     let gpu =

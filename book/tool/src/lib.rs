@@ -26,9 +26,11 @@ mod lesson;
 mod links;
 mod record;
 mod roofline;
+mod search;
 mod server;
 mod tables;
 mod timeline;
+mod values;
 
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
@@ -49,6 +51,8 @@ pub const RECORD_FILE: &str = "verification.json";
 /// The preprocessor. `workbook` is the folder with exercises/ and solutions/.
 pub struct Cudabugs {
     pub workbook: PathBuf,
+    /// For the search index alone: the chapters without their folds (see `search`).
+    pub search_only: bool,
 }
 
 struct Exercise {
@@ -63,6 +67,8 @@ struct Exercise {
     level: Option<u8>,
     requires: Option<String>,
     perf: bool,
+    /// A performance exercise timed by the clock of the whole call, not by ncu's kernel times.
+    call_clock: bool,
     /// What is wrong, in the manifest's words: what a reader searches for.
     bug_class: String,
     /// The manifest's hints, from the first nudge to the last.
@@ -89,6 +95,12 @@ impl Cudabugs {
                 level: d.manifest.level(),
                 requires: d.manifest.requires().map(|c| c.to_string()),
                 perf: d.manifest.manifest.perf.is_some(),
+                call_clock: d
+                    .manifest
+                    .manifest
+                    .perf
+                    .as_ref()
+                    .is_some_and(|p| p.clock == grader::exercise::manifest::Clock::Call),
                 bug_class: d.manifest.manifest.bug_class.clone(),
                 hints: d.manifest.manifest.hints.get_ref().clone(),
                 original: d.original,
@@ -208,6 +220,7 @@ impl Preprocessor for Cudabugs {
                 ));
             }
             match expand(chapter, &record, &exercises, &path, &self.workbook) {
+                Ok(text) if self.search_only => chapter.content = search::without_folds(&text),
                 Ok(text) => chapter.content = text,
                 Err(e) => errors.push(format!("{name}: {e}")),
             }
@@ -367,6 +380,8 @@ fn expand(
             layout = Some(String::new());
             continue;
         }
+        let filled = values::fill(line, &mut |file| page.record_named(file))?;
+        let line = filled.as_str();
         let t = line.trim();
         let Some(inner) = t
             .strip_prefix("{{#cudabugs-")
@@ -418,7 +433,7 @@ impl<'a> Page<'a> {
                         .unwrap_or(&e.exercise)
                         .display()
                         .to_string();
-                    render_record(record, r, &source)
+                    render_record(record, r, &source, &e.original)
                 }
                 (None, e) => not_yet_run(&e.id),
             },
@@ -464,6 +479,19 @@ impl<'a> Page<'a> {
         Ok((self.record.exercises.iter().find(|r| r.id == id), e))
     }
 
+    /// The book's record, or (`Some(FILE)`) the one in `book/FILE`.
+    fn record_named(&self, file: Option<&str>) -> Result<VerificationRecord> {
+        let Some(file) = file else {
+            return Ok(self.record.clone());
+        };
+        let path = self.workbook.join("book").join(file);
+        serde_json::from_str(
+            &std::fs::read_to_string(&path)
+                .with_context(|| format!("reading {}", path.display()))?,
+        )
+        .with_context(|| format!("{} is not a verification record", path.display()))
+    }
+
     /// The same catalog verified on another GPU (`book/FILE`), set against the book's record.
     fn second_gpu(&self, file: Option<&str>) -> Result<String> {
         let file = file.context(
@@ -506,9 +534,11 @@ pub fn build(book_root: &Path, workbook: &Path, dest: Option<&Path>) -> Result<P
     }
     book.with_preprocessor(Cudabugs {
         workbook: workbook.to_path_buf(),
+        search_only: false,
     });
     book.build().map_err(|e| anyhow::anyhow!("{e:#}"))?;
     let html = book.build_dir_for("html");
+    search::index_without_folds(book_root, workbook, &html)?;
     let dead = links::dead_links(&html);
     if !dead.is_empty() {
         bail!(
