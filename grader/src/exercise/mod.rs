@@ -15,5 +15,6 @@ pub mod cases;
 pub mod compare;
 #[cfg(feature = "engine")]
 pub mod data;
+pub mod directives;
 #[cfg(feature = "engine")]
 pub mod workbook;

@@ -155,6 +155,41 @@ pub struct OutsideDifference {
     pub line_in_a: usize,
     pub a: String,
     pub b: String,
+    /// Whether `b` has a line that `a` lacks, lacks one of `a`'s, or changed one.
+    pub change: Change,
+}
+
+/// How a line outside the regions differs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    Changed,
+    /// `b` has the line `b` where `a` has none: the rest of the section is `a`'s, one line down.
+    Inserted,
+    /// `b` lacks `a`'s line `a`.
+    Removed,
+}
+
+impl OutsideDifference {
+    /// The difference in words, for a learner: "line 8 ... : `x` was inserted".
+    pub fn describe(&self) -> String {
+        let (line, a, b) = (self.line_in_a, self.a.trim(), self.b.trim());
+        match self.change {
+            Change::Inserted => format!("a line was inserted outside the marked regions, before line {line} of the original: `{b}`"),
+            Change::Removed => format!("line {line} is outside the marked regions and was removed: `{a}`"),
+            Change::Changed => format!("line {line} is outside the marked regions and differs from the workbook's: `{a}` became `{b}`"),
+        }
+    }
+}
+
+/// How `b` differs from `a` at their first differing line `k`.
+fn change_at(a: &[&str], b: &[&str], k: usize) -> Change {
+    if k < b.len() && a.get(k..) == b.get(k + 1..) {
+        Change::Inserted
+    } else if k < a.len() && a.get(k + 1..) == b.get(k..) {
+        Change::Removed
+    } else {
+        Change::Changed
+    }
 }
 
 /// Checks that `a` and `b` have the same regions in the same order and are identical outside them
@@ -174,6 +209,7 @@ pub fn differ_only_inside(a: &str, b: &str) -> Result<Option<OutsideDifference>,
                         line_in_a: line.unwrap_or(1),
                         a: lx.get(k).copied().unwrap_or("(end of section)").to_string(),
                         b: ly.get(k).copied().unwrap_or("(end of section)").to_string(),
+                        change: change_at(lx, ly, k),
                     }));
                 }
                 seen_outside += lx.len();
@@ -184,6 +220,7 @@ pub fn differ_only_inside(a: &str, b: &str) -> Result<Option<OutsideDifference>,
                     line_in_a: outside_lines_a.get(seen_outside).copied().unwrap_or(1),
                     a: "(region markers differ)".into(),
                     b: "(region markers differ)".into(),
+                    change: Change::Changed,
                 }))
             }
         }
@@ -193,6 +230,7 @@ pub fn differ_only_inside(a: &str, b: &str) -> Result<Option<OutsideDifference>,
             line_in_a: a.lines().count(),
             a: "(region markers differ)".into(),
             b: "(region markers differ)".into(),
+            change: Change::Changed,
         }));
     }
     Ok(None)

@@ -63,6 +63,10 @@ pub struct Manifest {
     /// parallelism, or the GPU's architecture-specific features (`sm_90a`, for `wgmma`).
     #[serde(default)]
     pub build: BuildOptions,
+    /// The toolkit headers a fix may `#include` inside the marked regions (`headers = ["mma.h"]`),
+    /// each one of [`REGION_HEADERS`]. No other directive but a local `#pragma` may stand there.
+    #[serde(default)]
+    pub headers: Option<Spanned<Vec<String>>>,
     pub inputs: Vec<BufferSpec>,
     pub outputs: Vec<BufferSpec>,
     #[serde(rename = "case")]
@@ -96,6 +100,28 @@ impl Manifest {
             .into_iter()
             .chain(self.clock().harness_flag())
             .collect()
+    }
+}
+
+/// The headers a manifest's `headers` may name: the toolkit's own, for the half type, the tensor
+/// cores, asynchronous copies, cooperative groups and barriers. Nothing here can reach the harness
+/// or the file system; a header of the student's own never can.
+pub const REGION_HEADERS: &[&str] = &[
+    "cuda_fp16.h",
+    "cuda_bf16.h",
+    "mma.h",
+    "cuda_pipeline.h",
+    "cooperative_groups.h",
+    "cooperative_groups/reduce.h",
+    "cooperative_groups/memcpy_async.h",
+    "cuda/barrier",
+    "cuda/pipeline",
+];
+
+impl Manifest {
+    /// The headers a region of this exercise may include.
+    pub fn region_headers(&self) -> &[String] {
+        self.headers.as_ref().map_or(&[], |h| h.get_ref())
     }
 }
 

@@ -312,6 +312,21 @@ fn check_level_and_build(m: &LoadedManifest) -> Result<(), ManifestError> {
             return Err(m.error_at(req.span(), format!("requires = \"{}\": write a compute capability as \"major.minor\", e.g. \"9.0\" for Hopper", req.get_ref())));
         }
     }
+    if let Some(headers) = &man.headers {
+        if let Some(h) = headers
+            .get_ref()
+            .iter()
+            .find(|h| !super::REGION_HEADERS.contains(&h.as_str()))
+        {
+            return Err(m.error_at(
+                headers.span(),
+                format!(
+                    "headers: `{h}` is not a header a region may include (one of: {})",
+                    super::REGION_HEADERS.join(", ")
+                ),
+            ));
+        }
+    }
     if man.build.arch_specific && man.requires.is_none() {
         return Err(error_on(
             m,

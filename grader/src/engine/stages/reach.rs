@@ -1,0 +1,147 @@
+//! The host object of an exercise's file, compiled alone and read for what it reaches
+//! (`tools::reach`): a submission's in its own sandbox, beside the SASS check of its release build;
+//! the workbook's own versions (the untouched exercise, the reference fix) once, kept by their
+//! inputs in `Workbook::reach_cache_dir`.
+
+use std::path::{Path, PathBuf};
+
+use crate::engine::context::Context;
+use crate::engine::plan::{Stage, Submission};
+use crate::exercise::workbook::{Exercise, Workbook};
+use crate::tools::nvcc;
+use crate::tools::reach::{self, Reach};
+use crate::tools::runner::{Job, SpawnError};
+
+use super::sandbox::sandboxed;
+
+/// Why a file's compiled reach is not known.
+#[derive(Debug, thiserror::Error)]
+pub enum ReachError {
+    /// No objdump on this machine (binutils): the text rules stand in.
+    #[error("objdump (binutils) was not found")]
+    NoObjdump,
+    #[error("the file does not compile alone for the analysis: {0}")]
+    Compile(String),
+    #[error("objdump failed: {0}")]
+    Objdump(String),
+    #[error(transparent)]
+    Spawn(#[from] SpawnError),
+    #[error("{0}: {1}")]
+    Io(PathBuf, std::io::Error),
+}
+
+/// Bumped when the parse or the analysis builds change, so that kept results are not reused.
+const ANALYSIS_VERSION: &str = "reach-1";
+
+/// The most objdump may print: a file of templates at `-O0` prints a few MiB at the most.
+const DUMP_CAP: usize = 64 << 20;
+
+/// Compiles `text` (as the exercise's file name) in `dir`, unoptimised and optimised, and reads
+/// both objects; `wrap` turns each job into the one that runs (a submission's sandbox).
+fn analyse(
+    ctx: &Context,
+    ex: &Exercise,
+    text: &str,
+    dir: &Path,
+    wrap: &dyn Fn(Job) -> Job,
+) -> Result<Reach, ReachError> {
+    let objdump = ctx.tools.objdump.as_deref().ok_or(ReachError::NoObjdump)?;
+    let name = ex.manifest.source_name();
+    let source = dir.join(name);
+    std::fs::write(&source, text).map_err(|e| ReachError::Io(source.clone(), e))?;
+    let recipe = ctx.recipe();
+    let options = ex.manifest.manifest.build;
+    let arch = options.arch(recipe.arch);
+    let mut read = Vec::new();
+    for optimised in [false, true] {
+        let object = dir.join(if optimised { "reach-O3.o" } else { "reach-O0.o" });
+        let mut job = nvcc::object_job(
+            &recipe,
+            &arch,
+            options.flags(),
+            Path::new(name),
+            &object,
+            optimised,
+        );
+        job.cwd = Some(dir.to_path_buf());
+        let done = ctx.launcher.launch(&wrap(job))?;
+        if !done.success() {
+            let output = done.output();
+            let tail: Vec<&str> = output.lines().rev().take(6).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            return Err(ReachError::Compile(format!(
+                "{}: {}",
+                done.describe_exit(),
+                tail.join(" / ")
+            )));
+        }
+        let mut dump = reach::objdump_job(objdump, &object, recipe.timeout);
+        dump.output_cap = DUMP_CAP;
+        dump.cwd = Some(dir.to_path_buf());
+        let done = ctx.launcher.launch(&wrap(dump))?;
+        if !done.success() {
+            return Err(ReachError::Objdump(done.describe_exit()));
+        }
+        read.push(reach::parse(&done.stdout.text(), name));
+    }
+    let optimised = read.pop().unwrap_or_default();
+    Ok(read.pop().unwrap_or_default().with_optimised(optimised))
+}
+
+/// What a submission's file reaches, compiled and read in its sandbox (the stage's own folder).
+pub fn submission(
+    ctx: &Context,
+    wb: &Workbook,
+    sub: &Submission,
+    stage: &Stage,
+    ex: &Exercise,
+) -> Result<Reach, ReachError> {
+    let base = sandboxed(ctx, wb, sub, stage, Job::new("true", ctx.recipe().timeout), None);
+    let dir = base.cwd.clone().unwrap_or_default();
+    let wrap = |mut job: Job| {
+        job.confine = base.confine.clone();
+        job.clear_env = base.clear_env;
+        job.env = base.env.clone();
+        job
+    };
+    analyse(ctx, ex, &sub.text, &dir, &wrap)
+}
+
+/// What one of the workbook's own texts of `ex` reaches (`text` is its untouched exercise or its
+/// reference fix): compiled once per compiler, harness and flags, then read from the kept record.
+pub fn workbook_version(
+    ctx: &Context,
+    wb: &Workbook,
+    ex: &Exercise,
+    text: &str,
+) -> Result<Reach, ReachError> {
+    let recipe = ctx.recipe();
+    let mut hasher = blake3::Hasher::new();
+    for part in [
+        ANALYSIS_VERSION,
+        text,
+        &ex.manifest.manifest.build.arch(recipe.arch),
+        &format!("{:?}", ex.manifest.manifest.build),
+        &recipe.nvcc.path.display().to_string(),
+        &recipe.harness.object.display().to_string(),
+    ] {
+        hasher
+            .update(&(part.len() as u64).to_le_bytes())
+            .update(part.as_bytes());
+    }
+    let dir = wb.reach_cache_dir();
+    let kept = dir.join(format!("{}.json", &hasher.finalize().to_hex()[..24]));
+    if let Some(reach) = std::fs::read_to_string(&kept)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+    {
+        return Ok(reach);
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| ReachError::Io(dir.clone(), e))?;
+    let work = tempfile::tempdir_in(&dir).map_err(|e| ReachError::Io(dir.clone(), e))?;
+    let reach = analyse(ctx, ex, text, work.path(), &|job| job)?;
+    if let Ok(json) = serde_json::to_string(&reach) {
+        let _ = crate::exercise::workbook::write_atomically(&kept, &json);
+    }
+    Ok(reach)
+}
