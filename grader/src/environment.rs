@@ -6,7 +6,7 @@
 //! | variable | read by | what it does |
 //! |---|---|---|
 //! | `CUDABUGS_ROOT` | `exercise::workbook::find_root` | the workbook, wherever the command runs |
-//! | `CUDABUGS_NVCC`, `CUDABUGS_COMPUTE_SANITIZER`, `CUDABUGS_NCU`, `CUDABUGS_CUOBJDUMP` | `tools::toolchain` | a tool's path, before any other place |
+//! | `CUDABUGS_NVCC`, `CUDABUGS_COMPUTE_SANITIZER`, `CUDABUGS_NCU`, `CUDABUGS_CUOBJDUMP`, `CUDABUGS_OBJDUMP` | `tools::toolchain` | a tool's path, before any other place |
 //! | `CUDA_HOME`, `CUDA_PATH` | `tools::toolchain` | a toolkit's folder (`bin/` under it) |
 //! | `CUDABUGS_BUILD_CACHE` | `tools::nvcc` | where built binaries are kept (tests share one) |
 //! | `CUDABUGS_BUILD_LOG` | `tools::nvcc` | a file that gets a line for every nvcc that ran |

@@ -510,11 +510,10 @@ fn no_fix_s_kernels_read_a_clock_the_reference_s_do_not_and_the_cheat_s_do() {
         &compiled_reads(ex03, &cheat, dir.path(), "03-tool-aware").unwrap(),
         &reference03,
     );
-    assert!(
-        beyond.iter().any(|r| r.register() == "SR_CLOCKLO"),
-        "{beyond:?}"
-    );
-    let flag = tool_aware::flag_with(ex03, &cheat, &beyond).unwrap();
+    // Its host code reaches nothing new: the kernels' clock reads (SR_CLOCKLO, below) are the flag.
+    let (clock_reads, host) = (beyond, tool_aware::Host::Beyond(Vec::new()));
+    let compiled = tool_aware::Compiled { clock_reads, host };
+    let flag = tool_aware::flag_with(ex03, &cheat, &compiled).unwrap();
     assert!(
         flag.message.contains("its compiled kernel") && flag.message.contains("SR_CLOCKLO"),
         "{}",

@@ -53,6 +53,8 @@ pub struct Context {
     pub launcher: Box<dyn Launcher>,
     /// Whether the driver lets the sandbox's unprivileged ncu read the GPU's counters.
     pub counters: gpu::CounterAccess,
+    /// Where the workbook's own versions' compiled reach is kept (`Workbook::reach_cache_dir`).
+    pub reach_cache: std::path::PathBuf,
 }
 
 /// How a `Context` is made: each part found on this machine unless given (a test gives a faked
@@ -278,6 +280,7 @@ impl ContextBuilder<'_> {
             build_cache,
             launcher,
             counters,
+            reach_cache: wb.reach_cache_dir(),
         })
     }
 }

@@ -273,6 +273,12 @@ impl Workbook {
         self.work_dir().join("work")
     }
 
+    /// What the workbook's own versions of each exercise reach when compiled (`judge::reach`), kept
+    /// by their inputs: the untouched exercise and the reference fix are compiled once.
+    pub fn reach_cache_dir(&self) -> PathBuf {
+        self.work_root().join("reach")
+    }
+
     /// Builds kept by their inputs (`nvcc::BuildCache`), in the work root that every sandboxed run
     /// has hidden.
     pub fn build_cache_dir(&self) -> PathBuf {

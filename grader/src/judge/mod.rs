@@ -2,6 +2,7 @@
 //! made of, `speed` the speed judge, `perf` the performance track, `tool_aware` the source rules.
 
 pub mod perf;
+pub mod reach;
 pub mod speed;
 pub mod tool_aware;
 pub mod verdict;

@@ -166,7 +166,15 @@ pub fn allowed(symbol: &str) -> bool {
 
 /// C library variables that a definition at global scope would take over.
 const LIBC_VARIABLES: &[&str] = &[
-    "environ", "__environ", "stdin", "stdout", "stderr", "errno", "optarg", "optind", "opterr",
+    "environ",
+    "__environ",
+    "stdin",
+    "stdout",
+    "stderr",
+    "errno",
+    "optarg",
+    "optind",
+    "opterr",
 ];
 
 /// One compiled version of the exercise: its reach and its regions.
@@ -182,7 +190,8 @@ impl Version<'_> {
     }
     /// Code the student cannot change: the file outside its regions, and the harness's headers.
     fn outside(&self, origin: &Origin) -> bool {
-        matches!(origin, Origin::Harness) || (matches!(origin, Origin::Source(_)) && !self.in_region(origin))
+        matches!(origin, Origin::Harness)
+            || (matches!(origin, Origin::Source(_)) && !self.in_region(origin))
     }
     fn line(&self, origin: &Origin) -> Option<usize> {
         match origin {
@@ -204,7 +213,12 @@ impl Version<'_> {
             .references
             .iter()
             .filter(|r| self.outside(&r.from))
-            .filter(|r| self.reach.homes.get(&r.symbol).is_some_and(|h| self.in_region(h)))
+            .filter(|r| {
+                self.reach
+                    .homes
+                    .get(&r.symbol)
+                    .is_some_and(|h| self.in_region(h))
+            })
             .map(|r| base_name(&r.symbol))
             .collect()
     }
@@ -224,7 +238,9 @@ pub fn beyond(learner: Version, original: Version, reference: Version) -> Vec<Be
         if !undefined_before.contains(symbol) && !allowed(symbol) {
             found.push(Beyond {
                 line: learner.first_use(symbol),
-                what: format!("reaches `{symbol}`, which neither the exercise nor the reference fix uses"),
+                what: format!(
+                    "reaches `{symbol}`, which neither the exercise nor the reference fix uses"
+                ),
             });
         }
     }
@@ -234,7 +250,12 @@ pub fn beyond(learner: Version, original: Version, reference: Version) -> Vec<Be
             what: format!("makes a system call itself (a `syscall` instruction in `{function}`)"),
         });
     }
-    names_taken(learner, &undefined_before, &known(|r| r.defined.iter().map(|d| d.0.clone()).collect()), &mut found);
+    names_taken(
+        learner,
+        &undefined_before,
+        &known(|r| r.defined.iter().map(|d| d.0.clone()).collect()),
+        &mut found,
+    );
     hooks(learner, original, reference, &mut found);
     let sections_before = known(|r| r.sections.clone());
     for s in &learner.reach.sections {
@@ -255,7 +276,12 @@ pub fn beyond(learner: Version, original: Version, reference: Version) -> Vec<Be
 }
 
 /// Definitions that take a name for the whole program.
-fn names_taken(learner: Version, undefined_before: &[String], defined_before: &[String], found: &mut Vec<Beyond>) {
+fn names_taken(
+    learner: Version,
+    undefined_before: &[String],
+    defined_before: &[String],
+    found: &mut Vec<Beyond>,
+) {
     for (name, function) in &learner.reach.defined {
         if defined_before.contains(name) {
             continue;
@@ -267,7 +293,11 @@ fn names_taken(learner: Version, undefined_before: &[String], defined_before: &[
             .any(|(n, _)| n == &format!("__device_stub__{name}"));
         let why = if undefined_before.contains(name) {
             Some("defines `{}`, which the exercise takes from the harness or the runtime")
-        } else if *function && unmangled(name) && !kernel_stub && !name.starts_with("__device_stub__") {
+        } else if *function
+            && unmangled(name)
+            && !kernel_stub
+            && !name.starts_with("__device_stub__")
+        {
             Some("defines the C function `{}`, which takes that name for the whole program (the C library's and the CUDA runtime's callers included)")
         } else if !*function && LIBC_VARIABLES.contains(&name.as_str()) {
             Some("defines `{}`, a variable of the C library")
@@ -298,7 +328,12 @@ fn hooks(learner: Version, original: Version, reference: Version, found: &mut Ve
         if !learner.outside(&r.from) {
             continue;
         }
-        let Some(home) = learner.reach.homes.get(&r.symbol).filter(|h| learner.in_region(h)) else {
+        let Some(home) = learner
+            .reach
+            .homes
+            .get(&r.symbol)
+            .filter(|h| learner.in_region(h))
+        else {
             continue;
         };
         if allowed_names.contains(&base_name(&r.symbol)) {
@@ -350,7 +385,13 @@ mod tests {
         ] {
             assert!(!allowed(denied), "{denied}");
         }
-        for ok in ["cudaStreamCreate", "operator new(unsigned long)", "sqrtf", "memcpy", "std::__throw_length_error(char const*)"] {
+        for ok in [
+            "cudaStreamCreate",
+            "operator new(unsigned long)",
+            "sqrtf",
+            "memcpy",
+            "std::__throw_length_error(char const*)",
+        ] {
             assert!(allowed(ok), "{ok}");
         }
     }
@@ -360,46 +401,110 @@ mod tests {
         let reach = |extra: &str, called_from: usize| Reach {
             homes: [
                 ("cb_run(cb::Io&)".to_string(), Origin::Source(40)),
-                ("launch_sum(float const*, int)".to_string(), Origin::Source(12)),
+                (
+                    "launch_sum(float const*, int)".to_string(),
+                    Origin::Source(12),
+                ),
                 (extra.to_string(), Origin::Source(20)),
             ]
             .into(),
             references: vec![
-                Reference { from: Origin::Source(42), caller: "cb_run(cb::Io&)".into(), symbol: "launch_sum(float const*, int)".into() },
-                Reference { from: Origin::Source(called_from), caller: "cb_run(cb::Io&)".into(), symbol: extra.into() },
+                Reference {
+                    from: Origin::Source(42),
+                    caller: "cb_run(cb::Io&)".into(),
+                    symbol: "launch_sum(float const*, int)".into(),
+                },
+                Reference {
+                    from: Origin::Source(called_from),
+                    caller: "cb_run(cb::Io&)".into(),
+                    symbol: extra.into(),
+                },
             ],
             ..Reach::default()
         };
         let original = reach("warp_sum(float*)", 15);
         let regions = region(10, 30);
-        let v = |r| Version { reach: r, regions: &regions };
+        let v = |r| Version {
+            reach: r,
+            regions: &regions,
+        };
         let hook = reach("operator!=(cudaError, cudaError)", 44);
         let found = beyond(v(&hook), v(&original), v(&original));
         assert_eq!(found.len(), 1, "{found:?}");
-        assert!(found[0].what.contains("operator!=") && found[0].line == Some(20), "{found:?}");
+        assert!(
+            found[0].what.contains("operator!=") && found[0].line == Some(20),
+            "{found:?}"
+        );
         let overload = reach("launch_sum(float const*, int, int)", 44);
         assert_eq!(beyond(v(&overload), v(&original), v(&original)), vec![]);
     }
 
     #[test]
     fn new_symbols_definitions_and_early_sections_are_named() {
-        let original = Reach { undefined: vec!["cudaMemcpy".into(), "exit".into()], ..Reach::default() };
+        let original = Reach {
+            undefined: vec!["cudaMemcpy".into(), "exit".into()],
+            ..Reach::default()
+        };
         let learner = Reach {
-            undefined: vec!["cudaMemcpy".into(), "getenv".into(), "cudaStreamCreate".into()],
-            defined: vec![("clock_gettime".into(), true), ("cudaMemcpy".into(), true), ("counter".into(), false)],
+            undefined: vec![
+                "cudaMemcpy".into(),
+                "getenv".into(),
+                "cudaStreamCreate".into(),
+            ],
+            defined: vec![
+                ("clock_gettime".into(), true),
+                ("cudaMemcpy".into(), true),
+                ("counter".into(), false),
+            ],
             sections: vec![".preinit_array".into()],
-            references: vec![Reference { from: Origin::Source(7), caller: "f()".into(), symbol: "getenv".into() }],
+            references: vec![Reference {
+                from: Origin::Source(7),
+                caller: "f()".into(),
+                symbol: "getenv".into(),
+            }],
             syscalls: vec![(Origin::Source(9), "f()".into())],
             ..Reach::default()
         };
         let regions = region(1, 20);
-        let v = |r| Version { reach: r, regions: &regions };
-        let found: Vec<String> = beyond(v(&learner), v(&original), v(&original)).iter().map(|b| b.to_string()).collect();
-        assert!(found.iter().any(|f| f.starts_with("line 7: reaches `getenv`")), "{found:?}");
-        assert!(found.iter().any(|f| f.contains("C function `clock_gettime`")), "{found:?}");
-        assert!(found.iter().any(|f| f.contains("defines `cudaMemcpy`")), "{found:?}");
-        assert!(found.iter().any(|f| f.starts_with("line 9: makes a system call")), "{found:?}");
-        assert!(found.iter().any(|f| f.contains(".preinit_array")), "{found:?}");
-        assert!(!found.iter().any(|f| f.contains("counter") || f.contains("cudaStreamCreate")), "{found:?}");
+        let v = |r| Version {
+            reach: r,
+            regions: &regions,
+        };
+        let found: Vec<String> = beyond(v(&learner), v(&original), v(&original))
+            .iter()
+            .map(|b| b.to_string())
+            .collect();
+        assert!(
+            found
+                .iter()
+                .any(|f| f.starts_with("line 7: reaches `getenv`")),
+            "{found:?}"
+        );
+        assert!(
+            found
+                .iter()
+                .any(|f| f.contains("C function `clock_gettime`")),
+            "{found:?}"
+        );
+        assert!(
+            found.iter().any(|f| f.contains("defines `cudaMemcpy`")),
+            "{found:?}"
+        );
+        assert!(
+            found
+                .iter()
+                .any(|f| f.starts_with("line 9: makes a system call")),
+            "{found:?}"
+        );
+        assert!(
+            found.iter().any(|f| f.contains(".preinit_array")),
+            "{found:?}"
+        );
+        assert!(
+            !found
+                .iter()
+                .any(|f| f.contains("counter") || f.contains("cudaStreamCreate")),
+            "{found:?}"
+        );
     }
 }

@@ -9,6 +9,7 @@ pub mod launcher;
 pub mod ncu;
 pub mod nvcc;
 pub mod peak;
+pub mod reach;
 pub mod runner;
 pub mod sandbox;
 pub mod sanitizer;

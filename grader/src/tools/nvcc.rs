@@ -422,6 +422,32 @@ pub enum Inputs<'a> {
     },
 }
 
+/// nvcc's command for the host object of an exercise's file alone (`-c`), for `judge::reach`:
+/// unoptimised with host line information (`-O0 -g`: every call of the source is a call, each
+/// instruction has its line), or optimised as the timing build is (`-O3`: what only the optimiser
+/// reaches). The exercise's flags, its -arch and the harness headers are the builds' own.
+pub fn object_job(
+    recipe: &Recipe,
+    arch: &str,
+    flags: &[&str],
+    source: &Path,
+    out: &Path,
+    optimised: bool,
+) -> Job {
+    let opt: &[&str] = if optimised { &["-O3"] } else { &["-O0", "-g"] };
+    Job::new(&recipe.nvcc.path, recipe.timeout)
+        .args(opt.iter().copied())
+        .arg(arch_flag(arch))
+        .arg("-std=c++17")
+        .args(flags.iter().copied().filter(|f| f.starts_with("-rdc")))
+        .arg("-I")
+        .arg(&recipe.harness.include_dir)
+        .arg("-c")
+        .arg("-o")
+        .arg(out)
+        .arg(source)
+}
+
 /// `-arch=sm_90`, or for an architecture-specific target (`sm_90a`) machine code for it alone:
 /// `-arch=sm_90a` would also embed generic compute_90 PTX, which ptxas checks and rejects where it
 /// holds `wgmma`.

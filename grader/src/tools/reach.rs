@@ -156,7 +156,9 @@ pub fn parse(dump: &str, source: &str) -> Reach {
         if let Some(name) = line
             .split_once(" <")
             .filter(|(addr, rest)| {
-                addr.len() == 16 && addr.chars().all(|c| c.is_ascii_hexdigit()) && rest.ends_with(">:")
+                addr.len() == 16
+                    && addr.chars().all(|c| c.is_ascii_hexdigit())
+                    && rest.ends_with(">:")
             })
             .map(|(_, rest)| &rest[..rest.len() - 2])
         {
@@ -275,10 +277,17 @@ mod tests {
     #[test]
     fn an_object_is_read_for_symbols_lines_and_calls() {
         let r = parse(DUMP, "pa.cu");
-        assert!(r.undefined.iter().any(|s| s == "getenv"), "{:?}", r.undefined);
+        assert!(
+            r.undefined.iter().any(|s| s == "getenv"),
+            "{:?}",
+            r.undefined
+        );
         assert!(r.undefined.iter().any(|s| s == "environ"));
-        assert!(r.defined.iter().any(|(s, f)| *f
-            && s == "cudaMemcpy(float*, float const*, unsigned long, cudaMemcpyKind)"));
+        assert!(r
+            .defined
+            .iter()
+            .any(|(s, f)| *f
+                && s == "cudaMemcpy(float*, float const*, unsigned long, cudaMemcpyKind)"));
         assert_eq!(
             r.homes
                 .get("cudaMemcpy(float*, float const*, unsigned long, cudaMemcpyKind)"),
@@ -297,7 +306,8 @@ mod tests {
         assert!(r
             .references
             .iter()
-            .any(|x| x.caller == "under_ncu()" && x.symbol == "starts_with(char const*, char const*)"));
+            .any(|x| x.caller == "under_ncu()"
+                && x.symbol == "starts_with(char const*, char const*)"));
         assert!(r.syscalls.is_empty());
     }
 

@@ -28,6 +28,8 @@ pub enum ToolName {
     ComputeSanitizer,
     Ncu,
     Cuobjdump,
+    /// binutils' objdump, for what a compiled host object reaches (`judge::reach`).
+    Objdump,
 }
 
 impl ToolName {
@@ -37,6 +39,7 @@ impl ToolName {
             ToolName::ComputeSanitizer => "compute-sanitizer",
             ToolName::Ncu => "ncu",
             ToolName::Cuobjdump => "cuobjdump",
+            ToolName::Objdump => "objdump",
         }
     }
     /// The environment variable that overrides the search.
@@ -46,6 +49,7 @@ impl ToolName {
             ToolName::ComputeSanitizer => "CUDABUGS_COMPUTE_SANITIZER",
             ToolName::Ncu => "CUDABUGS_NCU",
             ToolName::Cuobjdump => "CUDABUGS_CUOBJDUMP",
+            ToolName::Objdump => "CUDABUGS_OBJDUMP",
         }
     }
 }
@@ -64,6 +68,8 @@ pub struct Toolchain {
     pub ncu: Option<PathBuf>,
     /// For the compiled kernels' clock reads (`judge::tool_aware`).
     pub cuobjdump: Option<PathBuf>,
+    /// For what the compiled host code reaches (`judge::reach`).
+    pub objdump: Option<PathBuf>,
 }
 
 fn candidates(tool: ToolName, root: &Path) -> Vec<PathBuf> {
@@ -98,6 +104,7 @@ fn candidates(tool: ToolName, root: &Path) -> Vec<PathBuf> {
             }
         }
         ToolName::ComputeSanitizer => {}
+        ToolName::Objdump => list.push(PathBuf::from("/usr/bin/objdump")),
     }
     list
 }
@@ -127,6 +134,7 @@ impl Toolchain {
             sanitizer: find(ToolName::ComputeSanitizer, root),
             ncu: find(ToolName::Ncu, root),
             cuobjdump: find(ToolName::Cuobjdump, root),
+            objdump: find(ToolName::Objdump, root),
         }
     }
 }

@@ -17,9 +17,11 @@ use crate::tools::runner::{Finished, Job, SpawnError};
 use crate::tools::sanitizer::{self, ToolRun};
 use crate::tools::served::CallTimes;
 
+mod reach;
 mod sandbox;
 mod timed;
 
+pub use reach::{workbook_version, ReachError};
 use sandbox::{confined, sandboxed};
 pub use sandbox::{confinement, ncu_lock_dir, run_dir, sandbox_env};
 pub use timed::{call, forget_calls, time};
@@ -123,9 +125,11 @@ pub enum Output {
         run: Result<Finished, SpawnError>,
         launches: Result<Vec<ncu::LaunchMetrics>, ncu::CsvError>,
     },
-    /// The release build's clock reads, or why they could not be read.
+    /// The release build's clock reads, or why they could not be read; and for an exercise, what
+    /// its file's host object reaches (`judge::reach`), or why that is not known.
     Sass {
         reads: Result<Vec<crate::tools::sass::SassClockRead>, SassError>,
+        host: Option<Result<crate::tools::reach::Reach, ReachError>>,
     },
     NotRun(Blocked),
 }
@@ -443,8 +447,9 @@ pub enum SassError {
     Spawn(#[from] SpawnError),
 }
 
-/// The release build's device code, read for clock reads. cuobjdump reads a file the submission's
-/// code shaped, so it runs in the submission's sandbox; with no key, a replay runs it for real.
+/// The release build's device code, read for clock reads, and the file's host object for what it
+/// reaches. cuobjdump, nvcc and objdump read files the submission's code shaped, so they run in the
+/// submission's sandbox; with no key, a replay runs them for real.
 pub fn sass(
     ctx: &Context,
     wb: &Workbook,
@@ -452,23 +457,30 @@ pub fn sass(
     stage: &Stage,
     built: &Built,
 ) -> Output {
-    let Some(cuobjdump) = ctx.tools.cuobjdump.as_deref() else {
-        return Output::NotRun(Blocked::Missing("cuobjdump"));
+    let reads = match ctx.tools.cuobjdump.as_deref() {
+        None => Err(SassError::Failed("cuobjdump was not found".into())),
+        Some(cuobjdump) => {
+            let job = sandboxed(
+                ctx,
+                wb,
+                sub,
+                stage,
+                crate::tools::sass::sass_job(cuobjdump, &built.binary, ctx.config.timeouts.build),
+                None,
+            );
+            match ctx.launcher.launch(&job) {
+                Ok(f) if f.success() => {
+                    Ok(crate::tools::sass::clock_reads_in_sass(&f.stdout.text()))
+                }
+                Ok(f) => Err(SassError::Failed(f.describe_exit())),
+                Err(e) => Err(SassError::Spawn(e)),
+            }
+        }
     };
-    let job = sandboxed(
-        ctx,
-        wb,
-        sub,
-        stage,
-        crate::tools::sass::sass_job(cuobjdump, &built.binary, ctx.config.timeouts.build),
-        None,
-    );
-    let reads = match ctx.launcher.launch(&job) {
-        Ok(f) if f.success() => Ok(crate::tools::sass::clock_reads_in_sass(&f.stdout.text())),
-        Ok(f) => Err(SassError::Failed(f.describe_exit())),
-        Err(e) => Err(SassError::Spawn(e)),
-    };
-    Output::Sass { reads }
+    let host = sub
+        .exercise()
+        .map(|ex| reach::submission(ctx, wb, sub, stage, ex));
+    Output::Sass { reads, host }
 }
 
 /// Run one stage whose build (if it needs one) is `built`.

@@ -1,7 +1,7 @@
 //! The host object of an exercise's file, compiled alone and read for what it reaches
 //! (`tools::reach`): a submission's in its own sandbox, beside the SASS check of its release build;
 //! the workbook's own versions (the untouched exercise, the reference fix) once, kept by their
-//! inputs in `Workbook::reach_cache_dir`.
+//! inputs in `Workbook::reach_cache_dir` (`Context::reach_cache`).
 
 use std::path::{Path, PathBuf};
 
@@ -54,7 +54,11 @@ fn analyse(
     let arch = options.arch(recipe.arch);
     let mut read = Vec::new();
     for optimised in [false, true] {
-        let object = dir.join(if optimised { "reach-O3.o" } else { "reach-O0.o" });
+        let object = dir.join(if optimised {
+            "reach-O3.o"
+        } else {
+            "reach-O0.o"
+        });
         let mut job = nvcc::object_job(
             &recipe,
             &arch,
@@ -96,7 +100,14 @@ pub fn submission(
     stage: &Stage,
     ex: &Exercise,
 ) -> Result<Reach, ReachError> {
-    let base = sandboxed(ctx, wb, sub, stage, Job::new("true", ctx.recipe().timeout), None);
+    let base = sandboxed(
+        ctx,
+        wb,
+        sub,
+        stage,
+        Job::new("true", ctx.recipe().timeout),
+        None,
+    );
     let dir = base.cwd.clone().unwrap_or_default();
     let wrap = |mut job: Job| {
         job.confine = base.confine.clone();
@@ -109,12 +120,7 @@ pub fn submission(
 
 /// What one of the workbook's own texts of `ex` reaches (`text` is its untouched exercise or its
 /// reference fix): compiled once per compiler, harness and flags, then read from the kept record.
-pub fn workbook_version(
-    ctx: &Context,
-    wb: &Workbook,
-    ex: &Exercise,
-    text: &str,
-) -> Result<Reach, ReachError> {
+pub fn workbook_version(ctx: &Context, ex: &Exercise, text: &str) -> Result<Reach, ReachError> {
     let recipe = ctx.recipe();
     let mut hasher = blake3::Hasher::new();
     for part in [
@@ -129,7 +135,7 @@ pub fn workbook_version(
             .update(&(part.len() as u64).to_le_bytes())
             .update(part.as_bytes());
     }
-    let dir = wb.reach_cache_dir();
+    let dir = ctx.reach_cache.clone();
     let kept = dir.join(format!("{}.json", &hasher.finalize().to_hex()[..24]));
     if let Some(reach) = std::fs::read_to_string(&kept)
         .ok()

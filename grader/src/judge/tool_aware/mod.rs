@@ -78,10 +78,12 @@ use serde::{Deserialize, Serialize};
 use crate::exercise::workbook::Exercise;
 
 mod findings;
+mod flag;
 mod rules;
 mod tokens;
 
 use findings::findings;
+pub use flag::{flag, flag_built, flag_with, host_beyond, Compiled, Host};
 
 /// What a finding lets a program do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -129,66 +131,6 @@ pub fn scan(ex: &Exercise, submitted: &str) -> Vec<Suspect> {
 /// Every finding in the marked regions of `source`, with no allowlist (what [`scan`] filters).
 pub fn scan_regions(source: &str) -> Vec<Suspect> {
     findings(source).into_iter().map(|f| f.suspect).collect()
-}
-
-/// The findings of `submitted` as one flag of the tool-aware rule (None where there are none):
-/// each rule with its line, the first few of them.
-pub fn flag(ex: &Exercise, submitted: &str) -> Option<crate::judge::speed::Flag> {
-    flag_with(ex, submitted, &[])
-}
-
-/// The flag of the text and of the clock reads its compiled kernels have beyond the reference's
-/// (`clock_reads_beyond`): reads the text scan could not see (a name built from pieces, a timer
-/// reached through a library) show in the device code.
-pub fn flag_with(
-    ex: &Exercise,
-    submitted: &str,
-    compiled: &[SassClockRead],
-) -> Option<crate::judge::speed::Flag> {
-    let found = scan(ex, submitted);
-    if found.is_empty() && compiled.is_empty() {
-        return None;
-    }
-    let mut shown: Vec<String> = found
-        .iter()
-        .take(4)
-        .map(|s| format!("line {}: {} (`{}`)", s.line, s.kind.describe(), s.token))
-        .collect();
-    shown.extend(compiled.iter().take(2).map(|r| format!("its compiled kernel `{}` reads the GPU's clock {} (`{}`), which the reference fix's does not", r.function, r.register(), r.instruction)));
-    let hidden = found.len().saturating_sub(4) + compiled.len().saturating_sub(2);
-    let more = if hidden > 0 {
-        format!("; and {hidden} more")
-    } else {
-        String::new()
-    };
-    Some(crate::judge::speed::Flag::new(
-        crate::judge::speed::Rule::ToolAware,
-        format!("{}{more}", shown.join("; ")),
-    ))
-}
-
-/// `flag_with` for a submission the scheduler built: the clock reads of `subject`'s compiled
-/// kernels (its Sass stage in `results`) beyond those of the reference's (`reference`); the text
-/// alone where either could not be read (no cuobjdump).
-pub fn flag_built(
-    ex: &Exercise,
-    submitted: &str,
-    results: &crate::engine::scheduler::Results,
-    subject: usize,
-    reference: &crate::engine::plan::Stage,
-) -> Option<crate::judge::speed::Flag> {
-    use crate::engine::plan::StageKind;
-    use crate::engine::stages::Output;
-    let compiled = match (
-        results.get(subject, StageKind::Sass),
-        results.get_run(reference),
-    ) {
-        (Some(Output::Sass { reads: Ok(mine) }), Some(Output::Sass { reads: Ok(theirs) })) => {
-            clock_reads_beyond(mine, theirs)
-        }
-        _ => Vec::new(),
-    };
-    flag_with(ex, submitted, &compiled)
 }
 
 /// The workbook's reference solution, scanned as a submission, gives no finding (for `verify`).

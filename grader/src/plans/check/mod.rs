@@ -127,9 +127,9 @@ pub fn check(
     ));
     let mut results = Results::default();
     scheduler::execute(ctx, wb, &subs, &stages, &mut results, started);
-    // Code that can tell it is watched, in its text or its compiled kernels: named, and the check
-    // fails as grade holds its points.
+    // What its compiled code reaches beyond the exercise's versions: named; the check fails as grade holds its points.
     let watched = crate::judge::tool_aware::flag_built(
+        ctx,
         ex,
         &text,
         &results,

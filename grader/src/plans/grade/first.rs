@@ -97,6 +97,7 @@ impl Worker<'_> {
         for (i, r) in out.iter_mut().enumerate() {
             score_builds(&self.ctx, results, i, r);
             if let Some(f) = crate::judge::tool_aware::flag_built(
+                &self.ctx,
                 chunk.exercise,
                 &chunk.pairs[i].text,
                 results,
