@@ -17,7 +17,8 @@
 //!   a function written in a region under a name that code never called there before (an
 //!   `operator!=` that `CB_CHECK` picks for `cudaError_t`, a `cudaMemcpy` overload that `cb_run`'s
 //!   copies select), or region code compiled into a function outside the regions.
-//! - **Code before the filter**: a `.preinit_array`, or constructors with a priority.
+//! - **Code before the filter**: a `.preinit_array`, constructors with a priority, an indirect
+//!   function (IFUNC) whose resolver runs during relocation.
 //!
 //! The SASS of the kernels (`tools::sass`) is judged beside this, for the device's clocks.
 
@@ -257,6 +258,15 @@ pub fn beyond(learner: Version, original: Version, reference: Version) -> Vec<Be
         &mut found,
     );
     hooks(learner, original, reference, &mut found);
+    for f in &learner.reach.ifuncs {
+        found.push(Beyond {
+            line: match learner.reach.homes.get(f) {
+                Some(Origin::Source(l)) => Some(*l),
+                _ => None,
+            },
+            what: format!("defines `{f}` as an indirect function, whose resolver runs while the program is loaded, before the grader's restrictions"),
+        });
+    }
     let sections_before = known(|r| r.sections.clone());
     for s in &learner.reach.sections {
         let early = s == ".preinit_array"

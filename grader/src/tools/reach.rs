@@ -54,6 +54,10 @@ pub struct Reach {
     /// Source lines whose instructions sit inside a function written elsewhere (code inlined into
     /// it): the function and the line.
     pub inlined: Vec<(String, usize)>,
+    /// Indirect functions (GNU IFUNC) it defines: their resolvers run while the program is being
+    /// relocated, before any constructor and before the harness's filter.
+    #[serde(default)]
+    pub ifuncs: Vec<String>,
 }
 
 impl Reach {
@@ -64,6 +68,9 @@ impl Reach {
         self.defined.extend(optimised.defined);
         self.sections.extend(optimised.sections);
         self.syscalls.extend(optimised.syscalls);
+        self.ifuncs.extend(optimised.ifuncs);
+        self.ifuncs.sort();
+        self.ifuncs.dedup();
         for list in [&mut self.undefined, &mut self.sections] {
             list.sort();
             list.dedup();
@@ -128,6 +135,10 @@ fn symbol_line(line: &str, reach: &mut Reach) {
         }
     } else if flags.starts_with('g') || flags.starts_with('w') || flags.starts_with('u') {
         reach.defined.push((name.to_string(), flags.contains('F')));
+    }
+    // The fifth flag: `i` for an indirect function, whatever its binding.
+    if flags.as_bytes().get(4) == Some(&b'i') {
+        reach.ifuncs.push(name.to_string());
     }
 }
 
@@ -309,6 +320,15 @@ mod tests {
             .any(|x| x.caller == "under_ncu()"
                 && x.symbol == "starts_with(char const*, char const*)"));
         assert!(r.syscalls.is_empty());
+    }
+
+    #[test]
+    fn an_indirect_function_is_seen() {
+        // `objdump -t -C` of `extern "C" int f(void) __attribute__((ifunc("resolve")));` (g++ 12).
+        let dump = "SYMBOL TABLE:\n000000000000000b g     F .text\t000000000000000d resolve\n000000000000000b g   i   .text\t000000000000000d f\n";
+        let r = parse(dump, "x.cu");
+        assert_eq!(r.ifuncs, ["f"]);
+        assert!(r.defined.contains(&("resolve".to_string(), true)));
     }
 
     #[test]

@@ -93,16 +93,10 @@ pub fn check(
         return finish(report, None);
     }
     // Read once: what is graded, built and diffed is this text, whatever happens to the file.
-    let text = match std::fs::read_to_string(&learner) {
+    let text = match gradable_text(ex, &learner, &report.source) {
         Ok(t) => t,
-        Err(e) => {
-            report.outcome = Outcome::NotGradable {
-                reason: format!(
-                    "cannot read {}: {e}; `cargo xtask reset {}` restores the original",
-                    report.source,
-                    ex.id()
-                ),
-            };
+        Err(outcome) => {
+            report.outcome = outcome;
             return report;
         }
     };
@@ -279,6 +273,27 @@ fn finish(mut report: CheckReport, watched: Option<&speed::Flag>) -> CheckReport
     report
 }
 
+/// The learner's file, read once, where `grade` would grade it: the one gradability rule
+/// (`class::tamper::check`) in the sentence `grade` would give, before anything is built.
+fn gradable_text(ex: &Exercise, learner: &std::path::Path, shown: &str) -> Result<String, Outcome> {
+    let text = std::fs::read_to_string(learner).map_err(|e| Outcome::NotGradable {
+        reason: format!(
+            "cannot read {shown}: {e}; `cargo xtask reset {}` restores the original",
+            ex.id()
+        ),
+    })?;
+    match crate::class::tamper::check(ex, &text) {
+        Ok(()) => Ok(text),
+        Err(t) => Err(Outcome::NotGradable {
+            reason: format!(
+                "`grade` would refuse this file, because {}; `cargo xtask reset {}` restores the original (a backup of yours is kept)",
+                t.reason,
+                ex.id()
+            ),
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -303,6 +318,36 @@ mod tests {
         assert!(building_line("a.cu", None).ends_with("(-G and -O3 -lineinfo)"));
         assert!(building_line("a.cu", Some(&[])).contains("no sanitizer sees this bug class"));
         assert!(building_line("a.cu", Some(&[Tool::Racecheck])).contains("--tool racecheck"));
+    }
+
+    #[test]
+    fn check_refuses_what_grade_refuses_in_grade_s_words() {
+        let (dir, wb) = workbook(&["03-race"]);
+        let ex = wb.resolve("03").unwrap();
+        let path = dir.path().join("reduce.cu");
+        let inserted = ex.original.replacen(
+            "#include <algorithm>",
+            "#include <algorithm>\n#include <cstdio>",
+            1,
+        );
+        std::fs::write(&path, &inserted).unwrap();
+        let Err(Outcome::NotGradable { reason }) = gradable_text(ex, &path, "reduce.cu") else {
+            panic!("an inserted include was gradable");
+        };
+        let graded = crate::class::tamper::check(ex, &inserted)
+            .unwrap_err()
+            .reason;
+        assert!(
+            reason.starts_with("`grade` would refuse this file, because ")
+                && reason.contains(&graded),
+            "{reason}"
+        );
+        assert!(reason.contains("inserted"), "{reason}");
+        std::fs::write(&path, ex.solution).unwrap();
+        assert_eq!(
+            gradable_text(ex, &path, "reduce.cu").ok().as_deref(),
+            Some(ex.solution)
+        );
     }
 
     #[test]
