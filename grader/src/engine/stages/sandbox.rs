@@ -127,7 +127,8 @@ pub fn confinement(ctx: &Context, wb: &Workbook, sub: &Submission, writable: &Pa
 }
 
 /// The environment of a sandboxed job: HOME and TMPDIR inside its run folder (ncu fails when HOME
-/// is not writable), the GPU selection, and the few variables CUDA needs.
+/// is not writable), the GPU selection, the few variables CUDA needs, and the harness's no-spawn
+/// switch (`seccomp::NO_SPAWN_ENV`).
 pub fn sandbox_env(ctx: &Context, run: &Path, kind: StageKind) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = PASSED_THROUGH
         .iter()
@@ -146,6 +147,9 @@ pub fn sandbox_env(ctx: &Context, run: &Path, kind: StageKind) -> Vec<(String, S
     env.push(("HOME".into(), run.join("home").display().to_string()));
     env.push(("TMPDIR".into(), run.join("tmp").display().to_string()));
     env.push(("LANG".into(), "C.UTF-8".into()));
+    // The harness in the program then refuses exec and fork (the tools pass it on to the program).
+    let (k, v) = crate::tools::seccomp::NO_SPAWN_ENV;
+    env.push((k.into(), v.into()));
     env
 }
 
