@@ -108,6 +108,8 @@ pub fn confinement(ctx: &Context, wb: &Workbook, sub: &Submission, writable: &Pa
         // The build cache is inside the work root (hidden with it: hiding it too fails, as it is
         // not there once the root is) unless CUDABUGS_BUILD_CACHE puts it elsewhere.
         hidden: [
+            // Every case of every set: a run gets its own inputs as descriptors.
+            wb.cases_root(),
             wb.root.join("solutions"),
             wb.root.join(crate::exercise::workbook::BACKUP_DIR),
             crate::engine::plan::work_root(wb),
@@ -201,7 +203,35 @@ pub(super) fn sandboxed(
         Target::Program(p) => p.cwd.clone(),
         Target::Exercise { .. } => run,
     });
+    inputs_by_descriptor(&mut job, &wb.cases_root());
     job
+}
+
+/// Every argument of `job` that names a file in the cases folder (hidden from the run) becomes an
+/// open descriptor of the grader's, passed to the program as `/proc/self/fd/N`: the run can read
+/// the files its command line names and no other case of any set, public, hidden or fresh (the
+/// folder cannot be listed or read from inside). A file that cannot be opened keeps its path (the
+/// harness then says it cannot open it).
+fn inputs_by_descriptor(job: &mut Job, cases_root: &Path) {
+    use std::os::fd::{AsRawFd, OwnedFd};
+    for arg in job.args.iter_mut() {
+        let path = Path::new(arg.as_os_str());
+        if !path.starts_with(cases_root) {
+            continue;
+        }
+        // Close-on-exec until the runner clears it in the program alone (`pass_fds`). A file
+        // only: a folder's descriptor would list it.
+        let Ok(file) = std::fs::File::open(path) else {
+            continue;
+        };
+        if !file.metadata().is_ok_and(|m| m.is_file()) {
+            continue;
+        }
+        let fd = OwnedFd::from(file);
+        *arg = format!("/proc/self/fd/{}", fd.as_raw_fd()).into();
+        job.pass_fds.push(fd.as_raw_fd());
+        job.held.push(std::sync::Arc::new(fd));
+    }
 }
 
 /// A sandboxed job with a recording key: a run of a tool or of the program, which a recording keeps
@@ -222,6 +252,100 @@ pub(super) fn confined(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A run of a submission's code gets the case files of its command line as descriptors, and
+    /// finds the cases folder empty: it cannot list or read another case (a hidden or fresh one).
+    #[test]
+    fn a_run_reads_its_own_inputs_and_no_other_case() {
+        use crate::engine::context::Context;
+        use crate::exercise::cases;
+        use crate::tools::sandbox::Level;
+        let test = "a_run_reads_its_own_inputs_and_no_other_case";
+        let (got, why) = crate::tools::launcher::Sandboxed::probe();
+        if got < Level::Namespaces {
+            assert!(
+                std::env::var_os("CUDABUGS_REQUIRE_NAMESPACES").is_none(),
+                "{test}: CUDABUGS_REQUIRE_NAMESPACES is set but this machine permits only {got:?}"
+            );
+            eprintln!(
+                "SKIPPED {test}: needs namespaces ({})",
+                why.unwrap_or_default()
+            );
+            return;
+        }
+        let (_dir, wb) = crate::exercise::workbook::test_workbook(&["03-race"]);
+        let config = crate::engine::config::Config {
+            install_toolkit: false,
+            ..crate::engine::config::Config::default()
+        };
+        let ctx = Context::builder(&wb, config)
+            .no_compiler()
+            .gpu(crate::tools::gpu::GpuStatus::NoDriver)
+            .build(|_| {})
+            .unwrap();
+        let ex = wb.resolve("03-race").unwrap();
+        let public = cases::prepare(ex, &cases::dir(&wb, ex)).unwrap();
+        let hidden = cases::prepare_list(
+            ex,
+            &cases::dir(&wb, ex),
+            "hidden",
+            &ex.manifest.manifest.cases,
+        )
+        .unwrap();
+        let sub = crate::engine::plan::Submission::new(
+            &wb,
+            "check",
+            ex,
+            "learner",
+            wb.learner_path(ex),
+            String::new(),
+            &public,
+        );
+        super::super::materialise(&sub).unwrap();
+        let stage = Stage::new(0, StageKind::Correctness);
+        let own = &public.cases[0].input;
+        let other = &hidden.cases[0].input;
+        // The other case and the folder are named in the script's text, which is not a path.
+        let script = format!(
+            "wc -c < \"$1\"; ls -A '{}' | wc -l; cat '{}' | wc -c",
+            wb.cases_root().display(),
+            other.display()
+        );
+        let job = Job::new("/bin/sh", std::time::Duration::from_secs(30))
+            .arg("-c")
+            .arg(script)
+            .arg("sh")
+            .arg(own)
+            .arg(wb.cases_root());
+        let job = sandboxed(&ctx, &wb, &sub, &stage, job, None);
+        assert!(
+            job.args[3].to_string_lossy().starts_with("/proc/self/fd/"),
+            "{:?}",
+            job.args
+        );
+        let f = ctx.launcher.launch(&job).unwrap();
+        let out = f.stdout.text();
+        let lines: Vec<&str> = out.lines().map(str::trim).collect();
+        let size = std::fs::metadata(own).unwrap().len().to_string();
+        assert_eq!(lines.first(), Some(&size.as_str()), "{}", f.output());
+        assert_eq!(
+            lines.get(1),
+            Some(&"0"),
+            "the cases folder listed: {}",
+            f.output()
+        );
+        assert_eq!(
+            lines.get(2),
+            Some(&"0"),
+            "another case read: {}",
+            f.output()
+        );
+        assert_eq!(
+            job.args[4],
+            wb.cases_root().as_os_str(),
+            "a folder is never passed"
+        );
+    }
 
     #[test]
     fn sanitizer_runs_get_one_hardware_queue_and_a_grade_worker_its_gpu() {
