@@ -80,15 +80,17 @@ for n in 1 2 3; do
 done
 
 # 5. Hostile submissions: each in place of the learner's 03-race file: the solution with a snippet
-#    spliced into cb_run (NAME.run.cu) or into the kernel (NAME.kernel.cu).
+#    spliced into cb_run (NAME.run.cu), into the kernel (NAME.kernel.cu) or after the harness's
+#    include (NAME.top.cu: file scope, a static constructor).
 hostile() { # hostile NAME: the variant on stdout
   local H=scripts/hostile
   cat "$H/headers.h"
-  sed -e "/^void cb_run(cb::Io& io) {\$/r $H/$1.run.cu" -e "/^  const int t = threadIdx.x;\$/r $H/$1.kernel.cu" solutions/03-race/reduce.cu 2>/dev/null
+  sed -e "/^#include \"cudabugs.cuh\"\$/r $H/$1.top.cu" -e "/^void cb_run(cb::Io& io) {\$/r $H/$1.run.cu" -e "/^  const int t = threadIdx.x;\$/r $H/$1.kernel.cu" solutions/03-race/reduce.cu 2>/dev/null
 }
 printf '%-13s %-5s %-9s %-8s %-9s %s\n' case exit wall_ms left_proc escaped verdict >"$OUT/hostile.txt"
 for name in $(ls scripts/hostile/*.cu | sed 's|.*/||; s|\..*||' | sort -u); do
   rm -f /tmp/cudabugs-escape-probe exercises/03-race/ESCAPED .cudabugs/work/check/03-race/learner/escape-report.txt
+  find .cudabugs/work/check/03-race \( -name spawn-report.txt -o -name cases-report.txt \) -delete 2>/dev/null
   hostile "$name" >"$R"
   t0=$(date +%s%N)
   CUDABUGS_TIMEOUT_SECS=20 "$B" check race >"$OUT/hostile-$name.txt" 2>&1; code=$?
@@ -97,7 +99,10 @@ for name in $(ls scripts/hostile/*.cu | sed 's|.*/||; s|\..*||' | sort -u); do
   left=$(( $(pgrep -fc 'sleep 3007' || true) + $(pgrep -c -- '-learner$' || true) ))
   # What the program itself says it reached (the escape probe writes it into its own folder).
   cat .cudabugs/work/check/03-race/learner/escape-report.txt >>"$OUT/hostile-$name.txt" 2>/dev/null
-  escaped=$( (ls /tmp/cudabugs-escape-probe exercises/03-race/ESCAPED 2>/dev/null; grep -hE ': (OPENED|WROTE|CONNECTED)' .cudabugs/work/check/03-race/learner/escape-report.txt 2>/dev/null) | wc -l)
+  find .cudabugs/work/check/03-race \( -name spawn-report.txt -o -name cases-report.txt \) -exec cat {} + >>"$OUT/hostile-$name.txt" 2>/dev/null
+  escaped=$( (ls /tmp/cudabugs-escape-probe exercises/03-race/ESCAPED 2>/dev/null; grep -hE ': (OPENED|WROTE|CONNECTED)' .cudabugs/work/check/03-race/learner/escape-report.txt 2>/dev/null
+    find .cudabugs/work/check/03-race -name spawn-report.txt -exec grep -h 'SUCCEEDED' {} + 2>/dev/null | grep -v ' thread: '
+    find .cudabugs/work/check/03-race -name cases-report.txt -exec grep -h ': OPENED' {} + 2>/dev/null) | wc -l)
   verdict=$(grep -E '^(PASS|FAIL|TIMEOUT|SKIPPED|TOOL|NOT)' "$OUT/hostile-$name.txt" | head -1)
   printf '%-13s %-5s %-9s %-8s %-9s %s\n' "$name" "$code" "$wall" "$left" "$escaped" "$verdict" >>"$OUT/hostile.txt"
   pkill -9 -f 'sleep 3007' || true

@@ -1,5 +1,6 @@
-//! An exercise's seeded cases: inputs written once for the harness (readable by every submission),
-//! expected outputs kept in memory (never on disk, where a submission could read them).
+//! An exercise's seeded cases: inputs written once for the harness (in a folder hidden from every
+//! run, which gets the files of its own command line as open descriptors), expected outputs kept
+//! in memory (never on disk, where a submission could read them).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

@@ -261,10 +261,16 @@ impl Workbook {
         self.root.join(".cudabugs")
     }
 
-    /// An exercise's case files: one folder per exercise, readable by every submission (they hold
-    /// inputs only).
+    /// An exercise's case files: one folder per exercise, in `cases_root`.
     pub fn cases_dir(&self, ex: &Exercise) -> PathBuf {
-        self.work_dir().join("cases").join(ex.id())
+        self.cases_root().join(ex.id())
+    }
+
+    /// Every exercise's case files (public, hidden and fresh inputs): hidden from every sandboxed
+    /// run, which gets the files of its own command line as open descriptors
+    /// (`engine::stages::sandbox`).
+    pub fn cases_root(&self) -> PathBuf {
+        self.work_dir().join("cases")
     }
 
     /// Where every submission's work folder lives; hidden from every sandboxed run but its own

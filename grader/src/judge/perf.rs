@@ -482,8 +482,11 @@ pub fn time_baseline(
         Vec::new(),
     );
     let launcher = crate::tools::launcher::Kept::or(&kept, ctx.launcher.as_ref());
+    // The grader's own ncu takes its turn on the GPU as the students' do (`stages::ncu_turn`).
+    let turn = stages::ncu_turn(ctx, wb);
     let measured =
         ncu::measure(launcher, &job, &target, &csv).map_err(|e| Untimed::Profile(e.to_string()))?;
+    drop(turn);
     if measured.counters.is_none() {
         if let Some(k) = &kept {
             k.forget();

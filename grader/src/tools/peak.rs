@@ -177,7 +177,7 @@ pub struct Setup<'a> {
     pub ncu: Option<&'a Path>,
     /// Where the binary and its CSV live.
     pub dir: PathBuf,
-    /// ncu's shared lock folder (made by the caller).
+    /// The grader's ncu lock folder (made by the caller): ncu's TMPDIR, and the turn's file.
     pub ncu_lock: PathBuf,
     pub driver: Option<String>,
     pub timeout: Duration,
@@ -225,8 +225,12 @@ pub fn measure(setup: &Setup) -> Result<Peak, PeakError> {
         .env("TMPDIR", &setup.ncu_lock)
         .key("peak/ncu")
         .output(&csv);
-    let measured = ncu::measure(setup.launcher, &job, &target, &csv)
-        .map_err(|e| PeakError::Ncu(e.to_string()))?;
+    let measured = {
+        // No student's ncu job beside it on this GPU (they take the same turn).
+        let _turn = ncu::turn(&setup.ncu_lock);
+        ncu::measure(setup.launcher, &job, &target, &csv)
+    }
+    .map_err(|e| PeakError::Ncu(e.to_string()))?;
     let (copy_ns, fma_ns) = match (
         median_ns(&measured.launches, COPY_KERNEL),
         median_ns(&measured.launches, FMA_KERNEL),

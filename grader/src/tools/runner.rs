@@ -49,6 +49,9 @@ pub struct Job {
     /// Descriptors of the grader's the program keeps, under their own numbers (the memory the
     /// grader shares for its timed calls). Every other descriptor is closed at exec.
     pub pass_fds: Vec<std::os::fd::RawFd>,
+    /// Descriptors the grader holds open for the job (some of `pass_fds`: the case files a run
+    /// reads through `/proc/self/fd`), closed when the last copy of the job goes.
+    pub held: Vec<Arc<std::os::fd::OwnedFd>>,
     /// What the grader does beside the job while it runs (the timed calls' driver), in a thread of
     /// the runner's, from the spawn until the job ends.
     pub driver: Option<Arc<dyn Driver>>,
@@ -109,6 +112,7 @@ impl Job {
             key: None,
             outputs: Vec::new(),
             pass_fds: Vec::new(),
+            held: Vec::new(),
             driver: None,
         }
     }

@@ -9,9 +9,17 @@
 //! `pidfd_getfd`), kernel interfaces (`bpf`, `perf_event_open`, keys, modules, `kexec`, `reboot`,
 //! `syslog`, `acct`, swap, quotas, `iopl`/`ioperm`), the clock (`settimeofday`, `clock_settime`,
 //! `adjtimex`, `clock_adjtime`), file handles that bypass paths (`open_by_handle_at`),
-//! `userfaultfd`, io_uring (its operations would not pass through this filter), and new seccomp
-//! filters of the program's own. CUDA keeps what it needs: `ioctl` on `/dev/nvidia*`, `mmap`,
-//! `memfd_create`, sockets and threads.
+//! `userfaultfd` and io_uring (its operations would not pass through this filter). CUDA keeps what
+//! it needs: `ioctl` on `/dev/nvidia*`, `mmap`, `memfd_create`, sockets and threads.
+//!
+//! Exec and fork cannot be refused here: compute-sanitizer and ncu must start the program. The
+//! harness refuses them in the program itself, with a filter of its own installed before any
+//! constructor runs (harness/harness.cu, asked for by `NO_SPAWN_ENV`). So the program may install
+//! filters (`seccomp`, `prctl(PR_SET_SECCOMP)`): a filter stacked on this one can only take away.
+//! The kernel runs every filter of a process on every call and the most restrictive answer wins
+//! (kill, then trap, then an errno, then a user notification or a tracer, then allow): whatever a
+//! filter of the program's says, a call refused here stays refused, and `no_new_privs` is already
+//! set, so no filter can outlive an exec into more privilege.
 //!
 //! `clone3` answers ENOSYS (its flags live in memory a filter cannot read; glibc then falls back
 //! to `clone`, whose flags it can), and so does any x32 system call number on x86-64, which would
@@ -72,7 +80,6 @@ fn refused() -> Vec<i64> {
         libc::SYS_sethostname,
         libc::SYS_setdomainname,
         libc::SYS_vhangup,
-        libc::SYS_seccomp,
         libc::SYS_io_uring_setup,
         libc::SYS_io_uring_enter,
         libc::SYS_io_uring_register,
@@ -101,7 +108,9 @@ const NAMESPACE_FLAGS: [i32; 8] = [
     0x80, // CLONE_NEWTIME
 ];
 
-const PR_SET_SECCOMP: u64 = 22;
+/// The variable the sandbox sets for every run of learner code: the harness (linked into every
+/// exercise's program) then refuses exec, fork and vfork in that program.
+pub const NO_SPAWN_ENV: (&str, &str) = ("CUDABUGS_NO_SPAWN", "1");
 
 fn arch() -> seccompiler::TargetArch {
     std::env::consts::ARCH
@@ -109,7 +118,7 @@ fn arch() -> seccompiler::TargetArch {
         .expect("seccomp filters are built for x86_64, aarch64 and riscv64")
 }
 
-/// The deny list: the calls above, `clone` with any namespace flag and `prctl(PR_SET_SECCOMP)`.
+/// The deny list: the calls above and `clone` with any namespace flag.
 fn deny_list() -> Result<BpfProgram, seccompiler::BackendError> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
         refused().into_iter().map(|nr| (nr, Vec::new())).collect();
@@ -127,15 +136,6 @@ fn deny_list() -> Result<BpfProgram, seccompiler::BackendError> {
             .iter()
             .map(|&f| flag_rule(f))
             .collect::<Result<_, _>>()?,
-    );
-    rules.insert(
-        libc::SYS_prctl,
-        vec![SeccompRule::new(vec![SeccompCondition::new(
-            0,
-            SeccompCmpArgLen::Dword,
-            SeccompCmpOp::Eq,
-            PR_SET_SECCOMP,
-        )?])?],
     );
     SeccompFilter::new(
         rules,
@@ -200,7 +200,6 @@ fn x32_guard() -> BpfProgram {
 pub fn filters() -> &'static [BpfProgram] {
     static FILTERS: OnceLock<Vec<BpfProgram>> = OnceLock::new();
     FILTERS.get_or_init(|| {
-        // The deny list refuses `seccomp` itself: it goes last.
         let mut all = vec![clone3_fallback().expect("a valid clone3 filter")];
         #[cfg(target_arch = "x86_64")]
         all.push(x32_guard());
@@ -224,7 +223,7 @@ pub unsafe fn install(filters: &[BpfProgram]) -> Result<(), i32> {
 }
 
 /// The names of the refused calls, for the book and the report.
-pub const REFUSED_NAMES: &str = "mount, umount2, pivot_root, chroot, setns, unshare, clone with a namespace flag, ptrace, process_vm_readv/writev, pidfd_getfd, bpf, perf_event_open, keyctl, add_key, request_key, init/finit/delete_module, kexec_load, kexec_file_load, reboot, settimeofday, clock_settime, clock_adjtime, adjtimex, swapon/off, quotactl, acct, syslog, open_by_handle_at, name_to_handle_at, userfaultfd, the new mount API, sethostname, setdomainname, vhangup, seccomp and prctl(PR_SET_SECCOMP), io_uring, fanotify_init, iopl/ioperm";
+pub const REFUSED_NAMES: &str = "mount, umount2, pivot_root, chroot, setns, unshare, clone with a namespace flag, ptrace, process_vm_readv/writev, pidfd_getfd, bpf, perf_event_open, keyctl, add_key, request_key, init/finit/delete_module, kexec_load, kexec_file_load, reboot, settimeofday, clock_settime, clock_adjtime, adjtimex, swapon/off, quotactl, acct, syslog, open_by_handle_at, name_to_handle_at, userfaultfd, the new mount API, sethostname, setdomainname, vhangup, io_uring, fanotify_init, iopl/ioperm";
 
 #[cfg(test)]
 mod tests {

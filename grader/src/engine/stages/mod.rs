@@ -23,7 +23,7 @@ mod timed;
 
 pub use reach::{workbook_version, ReachError};
 use sandbox::{confined, sandboxed};
-pub use sandbox::{confinement, ncu_lock_dir, run_dir, sandbox_env};
+pub use sandbox::{confinement, ncu_lock_dir, ncu_turn, run_dir, sandbox_env};
 pub use timed::{call, forget_calls, time};
 
 /// Why a stage did not run.
@@ -284,7 +284,7 @@ pub fn build(
             }
         }
     };
-    let sandbox = |job| sandboxed(ctx, wb, sub, stage, job, None);
+    let sandbox = |job| sandboxed(ctx, wb, sub, stage, job);
     Output::Built(nvcc::build(
         ctx.launcher.as_ref(),
         &recipe,
@@ -345,7 +345,7 @@ pub fn sanitize(
         bounds.limit,
     )
     .output(&xml);
-    let job = confined(ctx, wb, sub, stage, job, None);
+    let job = confined(ctx, wb, sub, stage, job);
     let run = sanitizer::run(ctx.launcher.as_ref(), tool, &job, &xml);
     let sources = sub.sources();
     let mut found = run
@@ -393,7 +393,7 @@ pub fn correctness(
     let bounds = Bounds::of(sub, ctx.config.timeouts.run);
     let mut job = Job::new(&built.binary, bounds.limit).args(args);
     job.outputs = outputs.clone();
-    let job = confined(ctx, wb, sub, stage, job, None);
+    let job = confined(ctx, wb, sub, stage, job);
     let command = job.display();
     Output::Ran {
         command,
@@ -423,11 +423,13 @@ pub fn profile(
         return Output::NotRun(Blocked::Setup(why));
     }
     let csv = run_dir(sub, stage).join("profile.csv");
-    let lock = ncu_lock_dir(ctx, wb);
     let job =
         ncu::profile_job(path, &built.binary, &p.args, &csv, ctx.config.timeouts.ncu).output(&csv);
-    let job = confined(ctx, wb, sub, stage, job, Some(&lock));
-    let run = ctx.launcher.launch(&job);
+    let job = confined(ctx, wb, sub, stage, job);
+    let run = {
+        let _turn = ncu_turn(ctx, wb);
+        ctx.launcher.launch(&job)
+    };
     let text = crate::untrusted::read_text(&csv).unwrap_or_default();
     let launches = ncu::parse_metrics(&text);
     Output::Profiled {
@@ -466,7 +468,6 @@ pub fn sass(
                 sub,
                 stage,
                 crate::tools::sass::sass_job(cuobjdump, &built.binary, ctx.config.timeouts.build),
-                None,
             );
             match ctx.launcher.launch(&job) {
                 Ok(f) if f.success() => {

@@ -100,14 +100,7 @@ pub fn submission(
     stage: &Stage,
     ex: &Exercise,
 ) -> Result<Reach, ReachError> {
-    let base = sandboxed(
-        ctx,
-        wb,
-        sub,
-        stage,
-        Job::new("true", ctx.recipe().timeout),
-        None,
-    );
+    let base = sandboxed(ctx, wb, sub, stage, Job::new("true", ctx.recipe().timeout));
     let dir = base.cwd.clone().unwrap_or_default();
     let wrap = |mut job: Job| {
         job.confine = base.confine.clone();

@@ -11,7 +11,7 @@ use crate::tools::nvcc::Built;
 use crate::tools::runner::{Finished, Job, SpawnError};
 use crate::tools::served::{self, CallTimes, Served};
 
-use super::{confined, file_tag, ncu_lock_dir, run_dir, Blocked, Bounds, Output};
+use super::{confined, file_tag, ncu_turn, run_dir, Blocked, Bounds, Output};
 
 /// The kernel timing: the bench under ncu, the exercise's timed kernels (and its metrics) over its
 /// profiled calls, each call served by the grader and its outputs kept for the judge.
@@ -52,7 +52,6 @@ pub fn time(
         repeat: calls,
     };
     let csv = run_dir(sub, stage).join(format!("{}.csv", file_tag(stage)));
-    let lock = ncu_lock_dir(ctx, wb);
     let mut job = ncu::job(
         path,
         &target,
@@ -61,7 +60,7 @@ pub fn time(
     )
     .output(&csv);
     let files = drive(&mut job, served);
-    let job = confined(ctx, wb, sub, stage, job, Some(&lock));
+    let job = confined(ctx, wb, sub, stage, job);
     let what = format!(
         "{:?} {:?} {:?} {} {:?}",
         target.kernels,
@@ -73,7 +72,11 @@ pub fn time(
     let kept = crate::engine::kept::launcher(ctx, sub, stage, built, &what, call_outputs(&files));
     let served_kept = kept.as_ref().is_some_and(|k| k.holds());
     let launcher = crate::tools::launcher::Kept::or(&kept, ctx.launcher.as_ref());
-    let measured = ncu::measure(launcher, &job, &target, &csv);
+    // A measurement served from what was kept runs nothing: no turn to wait for.
+    let measured = {
+        let _turn = (!served_kept).then(|| ncu_turn(ctx, wb));
+        ncu::measure(launcher, &job, &target, &csv)
+    };
     // A kept run is only as good as what it measured: one that timed nothing is taken again.
     if let Some(k) = &kept {
         if !measured
@@ -276,7 +279,7 @@ pub fn call(
     if recording {
         job.outputs.push(timeline_path.clone());
     }
-    let job = confined(ctx, wb, sub, stage, job, None);
+    let job = confined(ctx, wb, sub, stage, job);
     let command = job.display();
     let harness = sub
         .exercise()
