@@ -317,3 +317,11 @@ impl PairState {
         }
     }
 }
+
+/// A graded pair of 03-race with no steps yet, for the reports' tests.
+#[cfg(test)]
+pub(crate) fn graded_pair_for_tests() -> PairResult {
+    let (_dir, wb) = crate::exercise::workbook::test_workbook(&["03-race"]);
+    let ex = wb.resolve("03-race").unwrap();
+    PairResult::empty("alice", ex, "fingerprint".into(), PairState::Graded)
+}

@@ -173,19 +173,91 @@ fn tool_findings(md: &mut String, r: &PairResult) {
     md.push('\n');
 }
 
-/// The output of the steps that did not pass, the rules' own steps left out.
+/// The most of one step's output the feedback quotes: its first lines, as far as they fit.
+const QUOTED_LINES: usize = 40;
+const QUOTED_BYTES: usize = 4000;
+
+/// The output of the steps that did not pass, the rules' own steps left out, each cut to
+/// [`QUOTED_LINES`] and [`QUOTED_BYTES`]. A step of the hidden cases or the fresh inputs is never
+/// quoted: what a program printed there may hold the inputs the student must not see (its summary
+/// says how many cases failed).
 fn step_details(md: &mut String, r: &PairResult) {
-    let details = r
-        .steps
-        .iter()
-        .filter(|s| s.status != Status::Passed && s.detail.is_some() && !s.is_rule());
+    use crate::engine::plan::StageKind;
+    let secret = [StageKind::Hidden.id(), StageKind::Fresh.id()];
+    let details = r.steps.iter().filter(|s| {
+        s.status != Status::Passed
+            && s.detail.is_some()
+            && !s.is_rule()
+            && !s.stage.as_ref().is_some_and(|st| secret.contains(st))
+    });
     for s in details {
         let _ = writeln!(
             md,
             "<details><summary>{}: {}</summary>\n\n```\n{}\n```\n</details>\n",
             s.name,
             s.summary,
-            s.detail.as_deref().unwrap_or_default().trim_end()
+            quoted(s.detail.as_deref().unwrap_or_default())
         );
+    }
+}
+
+/// `text` cut to what the feedback quotes, saying how much was left out; a fence inside it cannot
+/// close the quote.
+fn quoted(text: &str) -> String {
+    let text = text.trim_end();
+    let mut out = String::new();
+    let mut lines = 0;
+    for line in text.lines() {
+        if lines == QUOTED_LINES || out.len() + line.len() > QUOTED_BYTES {
+            break;
+        }
+        out.push_str(line);
+        out.push('\n');
+        lines += 1;
+    }
+    let left = text.lines().count() - lines;
+    if left > 0 {
+        let _ = write!(out, "... ({left} more lines not shown)");
+    }
+    out.trim_end().replace("```", "'''")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::plan::StageKind;
+    use crate::judge::verdict::{Step, StepName};
+
+    #[test]
+    fn feedback_quotes_no_hidden_or_fresh_output_and_cuts_the_rest() {
+        let mut r = crate::plans::grade::graded_pair_for_tests();
+        r.steps.push(
+            Step::new(
+                StepName::HiddenCases,
+                Status::Failed,
+                "1 of 2 hidden cases match",
+            )
+            .stage(StageKind::Hidden)
+            .detail("SECRET-INPUT 0.25 0.5"),
+        );
+        let long: String = (0..500).map(|i| format!("line {i}\n")).collect();
+        r.steps.push(
+            Step::new(
+                StepName::Correctness,
+                Status::Failed,
+                "0 of 1 public cases match",
+            )
+            .stage(StageKind::Correctness)
+            .detail(format!("```\n{long}")),
+        );
+        let mut md = String::new();
+        step_details(&mut md, &r);
+        assert!(!md.contains("SECRET-INPUT"), "{md}");
+        assert!(
+            md.contains("line 38\n") && !md.contains("line 39\n"),
+            "{md}"
+        );
+        assert!(md.contains("(461 more lines not shown)"), "{md}");
+        assert_eq!(md.matches("```").count(), 2, "one fence pair: {md}");
     }
 }
