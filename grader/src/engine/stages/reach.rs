@@ -92,7 +92,9 @@ fn analyse(
     Ok(read.pop().unwrap_or_default().with_optimised(optimised))
 }
 
-/// What a submission's file reaches, compiled and read in its sandbox (the stage's own folder).
+/// What a submission's file reaches, compiled and read in its sandbox (the stage's own folder); a
+/// text read before (this learner's unchanged file, a classmate's identical one) is not compiled
+/// again. The kept records live where no sandboxed run can write.
 pub fn submission(
     ctx: &Context,
     wb: &Workbook,
@@ -100,20 +102,33 @@ pub fn submission(
     stage: &Stage,
     ex: &Exercise,
 ) -> Result<Reach, ReachError> {
-    let base = sandboxed(ctx, wb, sub, stage, Job::new("true", ctx.recipe().timeout));
-    let dir = base.cwd.clone().unwrap_or_default();
-    let wrap = |mut job: Job| {
-        job.confine = base.confine.clone();
-        job.clear_env = base.clear_env;
-        job.env = base.env.clone();
-        job
-    };
-    analyse(ctx, ex, &sub.text, &dir, &wrap)
+    kept(ctx, ex, &sub.text, |_| {
+        let base = sandboxed(ctx, wb, sub, stage, Job::new("true", ctx.recipe().timeout));
+        let dir = base.cwd.clone().unwrap_or_default();
+        let wrap = |mut job: Job| {
+            job.confine = base.confine.clone();
+            job.clear_env = base.clear_env;
+            job.env = base.env.clone();
+            job
+        };
+        analyse(ctx, ex, &sub.text, &dir, &wrap)
+    })
 }
 
 /// What one of the workbook's own texts of `ex` reaches (`text` is its untouched exercise or its
 /// reference fix): compiled once per compiler, harness and flags, then read from the kept record.
 pub fn workbook_version(ctx: &Context, ex: &Exercise, text: &str) -> Result<Reach, ReachError> {
+    kept(ctx, ex, text, |dir| analyse(ctx, ex, text, dir, &|job| job))
+}
+
+/// The reach of `text` kept under its inputs (the text, the exercise's build, the compiler and the
+/// harness) in `Context::reach_cache`, or `analyse`d now (given a scratch folder) and kept.
+fn kept(
+    ctx: &Context,
+    ex: &Exercise,
+    text: &str,
+    analyse: impl FnOnce(&Path) -> Result<Reach, ReachError>,
+) -> Result<Reach, ReachError> {
     let recipe = ctx.recipe();
     let mut hasher = blake3::Hasher::new();
     for part in [
@@ -122,6 +137,7 @@ pub fn workbook_version(ctx: &Context, ex: &Exercise, text: &str) -> Result<Reac
         &ex.manifest.manifest.build.arch(recipe.arch),
         &format!("{:?}", ex.manifest.manifest.build),
         &recipe.nvcc.path.display().to_string(),
+        &recipe.harness.include_dir.display().to_string(),
         &recipe.harness.object.display().to_string(),
     ] {
         hasher
@@ -138,7 +154,7 @@ pub fn workbook_version(ctx: &Context, ex: &Exercise, text: &str) -> Result<Reac
     }
     std::fs::create_dir_all(&dir).map_err(|e| ReachError::Io(dir.clone(), e))?;
     let work = tempfile::tempdir_in(&dir).map_err(|e| ReachError::Io(dir.clone(), e))?;
-    let reach = analyse(ctx, ex, text, work.path(), &|job| job)?;
+    let reach = analyse(work.path())?;
     if let Ok(json) = serde_json::to_string(&reach) {
         let _ = crate::exercise::workbook::write_atomically(&kept, &json);
     }

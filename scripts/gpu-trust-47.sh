@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Issue 47 on a GPU, with a release bundle built elsewhere ($B, default .gpu/xtask), from the
+# workbook root. PART (comma-separated):
+#   verify   `verify` of the whole catalog in the sandbox: every untouched exercise still fails for
+#            its reason and every fix passes, with the harness's no-spawn filter, inputs passed by
+#            descriptor and ncu's turn held by the grader
+#   tests    the carried test binaries (.gpu/tests/*: no_spawn, hostile) run where CUDA runs
+#   honest   grade of tests/fixtures/honest-variety (11 fixes in other styles): 100, no flag
+#   adv      grade of the adversarial class on 03, 57, 05 and 07 (ADV_EX)
+#   adv62    the same on 62 and 63
+#   refs     grade of one student holding every reference fix of REFS_EX (default: the bug track)
+#   bench    BENCH_N students x 6 bug exercises graded by $B and by $BO (the bundle before): pairs a
+#            minute, in one run
+# After the grades: every file written outside the workbook since the start, and whether any
+# feedback quotes what exec-child's shell or case-lister printed. Logs and gradebooks go to $OUT
+# (tarred); a table is printed last.
+set -uo pipefail
+B=${B:-.gpu/xtask}
+BO=${BO:-.gpu/xtask-old}
+OUT=${OUT:-/tmp/trust-47}
+PART=${PART:-verify,honest,adv}
+ADV_EX=${ADV_EX:-03-race,57-reduction,05-memset,07-leak}
+L="$OUT/logs"; mkdir -p "$L"
+export CUDABUGS_NO_INSTALL=1 PATH="$PATH:/usr/local/cuda/bin"
+SEED=4701
+table=()
+has() { case ",$PART," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
+now() { date +%s.%N; }
+secs() { python3 -c "print(round($2 - $1, 1))"; }
+run() { # run NAME CMD...: output to logs/NAME.txt, exit and seconds to the table
+  local name=$1; shift
+  local s; s=$(now)
+  "$@" > "$L/$name.txt" 2>&1
+  local code=$?
+  table+=("$name: exit $code, $(secs "$s" "$(now)") s")
+}
+touch /tmp/trust-47-start; sleep 1
+{ nvidia-smi --query-gpu=name,driver_version --format=csv; nvcc --version | tail -2; ncu --version | tail -1;
+  compute-sanitizer --version | tail -1; objdump --version | head -1; uname -r; nproc; } > "$L/env.txt" 2>&1
+
+if has verify; then
+  run verify $B --isolation strict verify --record "$OUT/verification.json"
+  grep -c "no-spawn filter could not be installed" "$L/verify.txt" > "$L/verify-filter-failures.txt"
+fi
+
+if has tests; then
+  # The tests find the repository where it was built.
+  [ -e /work/main ] || { mkdir -p /work && ln -s "$PWD" /work/main; }
+  for t in .gpu/tests/*; do
+    run "test-$(basename "$t")" env CUDABUGS_REQUIRE_NVCC=1 CUDABUGS_REQUIRE_NAMESPACES=1 "$t" --test-threads 1 --nocapture
+  done
+fi
+
+grade() { # grade NAME CLASS EXERCISES: the gradebook in grades-NAME, the json stream in logs
+  local name=$1 class=$2 ex=$3
+  rm -rf "grades-$name"
+  local s; s=$(now)
+  $B grade "$class" --exercises "$ex" --secret-seed $SEED --out "grades-$name" --format json > "$L/grade-$name.jsonl" 2> "$L/grade-$name.err"
+  local code=$?
+  table+=("grade $name: exit $code, $(secs "$s" "$(now)") s")
+}
+has honest && grade honest tests/fixtures/honest-variety 01-index,03-race,05-memset,06-misaligned,08-launch,09-use-after-free,37-shfl-width,40-half-overflow,41-wmma-layout,68-graphs,70-default-stream
+has adv && grade adv tests/fixtures/adversarial "$ADV_EX"
+has adv62 && grade adv62 tests/fixtures/adversarial 62-launches,63-transfers
+if has refs; then
+  REFS_EX=${REFS_EX:-$(ls exercises | grep -E '^(0[1-9]|[1-3][0-9]|4[0-5])-' | tr '\n' ',' | sed 's/,$//')}
+  rm -rf refs; mkdir -p refs/ref/exercises
+  for id in ${REFS_EX//,/ }; do cp -r "solutions/$id" "refs/ref/exercises/$id"; done
+  grade refs refs "$REFS_EX"
+fi
+if has bench; then
+  n=${BENCH_N:-10}
+  python3 scripts/grade-bench-class.py bench-class "$n" 01-index 02-bounds 03-race 05-memset 06-misaligned 10-shared-bounds
+  for b in "$BO" "$B"; do
+    tag=$(basename "$b")
+    rm -rf "grades-bench-$tag" .cudabugs/work
+    s=$(now)
+    $b grade bench-class --exercises 01-index,02-bounds,03-race,05-memset,06-misaligned,10-shared-bounds --secret-seed 7 --out "grades-bench-$tag" --format json > "$L/bench-$tag.jsonl" 2> "$L/bench-$tag.err"
+    code=$?
+    t=$(secs "$s" "$(now)")
+    pairs=$(grep -c '"graded"\|"event":"graded"' "$L/bench-$tag.jsonl")
+    table+=("bench $tag: exit $code, $t s, $pairs graded events, $(python3 -c "print(round($n*6/$t*60,1))") pairs/min")
+  done
+fi
+
+# What the class left outside the workbook (the machine's own logs excepted), and what its feedback quotes.
+find / -xdev -newer /tmp/trust-47-start -type f -not -path "$PWD/*" -not -path "$OUT/*" -not -path '/proc/*' \
+  -not -path '/sys/*' -not -path '/var/log/*' -not -path '/var/lib/*' -not -path '/root/.nv/*' 2>/dev/null > "$L/written-outside.txt"
+table+=("files written outside the workbook: $(wc -l < "$L/written-outside.txt")")
+for g in grades-*; do
+  [ -d "$g" ] || continue
+  quoted=$(grep -rlE 'uid=[0-9]+|case-lister: (found|input)|CBIN' "$g" 2>/dev/null | grep -v journal | wc -l)
+  table+=("$g: feedback files quoting exec-child or case-lister output: $quoted")
+done
+python3 scripts/gpu-trust-47-table.py grades-* > "$L/table.txt" 2>&1
+tar czf "$OUT/grades.tgz" grades-* 2>/dev/null
+tar czf "$OUT/logs.tgz" -C "$OUT" logs
+[ -f "$OUT/verification.json" ] && gzip -f "$OUT/verification.json"
+cat "$L/table.txt"
+printf '%s\n' "${table[@]}"
