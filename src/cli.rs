@@ -12,6 +12,12 @@ pub(crate) struct Cli {
     /// Output format: text for people, json (stable fields) for scripts and editors.
     #[arg(long, global = true, value_enum, default_value_t = Format::Text)]
     pub(crate) format: Format,
+    /// The same as `--format json`.
+    #[arg(long, global = true, conflicts_with = "format")]
+    pub(crate) json: bool,
+    /// Also say how learner code is confined and trusted (the sandbox and trust lines).
+    #[arg(long, short, global = true)]
+    pub(crate) verbose: bool,
     /// Colours: auto follows the terminal, NO_COLOR and CLICOLOR_FORCE.
     #[arg(long, global = true, value_enum, default_value_t = ColorWhen::Auto)]
     pub(crate) color: ColorWhen,
@@ -36,6 +42,17 @@ pub(crate) struct Cli {
     pub(crate) replay_tools: Option<PathBuf>,
     #[command(subcommand)]
     pub(crate) command: Command,
+}
+
+impl Cli {
+    /// `--format`, or json where `--json` was given.
+    pub(crate) fn format(&self) -> Format {
+        if self.json {
+            Format::Json
+        } else {
+            self.format
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -23,6 +23,17 @@ pub(crate) fn save_state(state: &grader::learner::state::Loaded) {
     }
 }
 
+/// The exercise `id` names: an id, or a path from the current folder (`reduce.cu`, `.`).
+pub(crate) fn resolve_here<'a>(wb: &'a Workbook, id: &str) -> Result<&'a Exercise> {
+    let cwd = std::env::current_dir()?;
+    Ok(wb.resolve_from(id, &cwd)?)
+}
+
+/// The exercise whose folder the command runs in, if it runs in one.
+fn exercise_here(wb: &Workbook) -> Option<&Exercise> {
+    wb.exercise_at(&std::env::current_dir().ok()?)
+}
+
 /// The first exercise on the learning path that has not passed yet.
 pub(crate) fn next_pending(wb: &Workbook) -> Option<&Exercise> {
     let state = load_state(wb);
@@ -80,20 +91,64 @@ pub(crate) fn check_and_record(
     report
 }
 
+/// `path` as the learner would type it from the current folder (`exercises/03-race/reduce.cu`
+/// from the root, `reduce.cu` inside its folder, `../../book/src/race.md`).
+pub(crate) fn from_here(path: &Path) -> String {
+    let path = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    let Ok(cwd) = std::env::current_dir() else {
+        return path.display().to_string();
+    };
+    let common = path
+        .components()
+        .zip(cwd.components())
+        .take_while(|(a, b)| a == b)
+        .count();
+    // Only the root in common: the absolute path says it better than a row of `..`.
+    if common <= 1 {
+        return path.display().to_string();
+    }
+    let mut rel = PathBuf::new();
+    for _ in cwd.components().skip(common) {
+        rel.push("..");
+    }
+    rel.extend(path.components().skip(common));
+    if rel.as_os_str().is_empty() {
+        ".".into()
+    } else {
+        rel.display().to_string()
+    }
+}
+
+/// How `check`'s text is shown: paths from where the learner stands, the jargon for `--verbose`.
+fn check_view(wb: &Workbook, ex: &Exercise, verbose: bool) -> grader::report::CheckView {
+    grader::report::CheckView {
+        source_shown: Some(from_here(&wb.learner_path(ex))),
+        verbose,
+        command: typed_name(),
+        lesson: from_here(&wb.root.join("book/src").join(&ex.manifest.manifest.chapter)),
+        recordings: grader::learner::recordings_of(wb, ex)
+            .iter()
+            .map(|r| from_here(r))
+            .collect(),
+    }
+}
+
 pub(crate) fn show_check(
     report: &grader::plans::check::CheckReport,
     wb: &Workbook,
     ex: &Exercise,
     out: &dyn Reporter,
     streamed: bool,
+    verbose: bool,
 ) -> Result<()> {
     // Ctrl-C killed the tools: what they "reported" is the interruption, not a verdict on the file.
     if grader::tools::runner::interrupted() {
         eprintln!("interrupted: {} was not checked", ex.id());
         return Ok(());
     }
+    let view = check_view(wb, ex, verbose);
     let shown = Shown(report, || {
-        grader::report::check_text(report, ex, &wb.learner_path(ex))
+        grader::report::check_text_for(report, ex, &wb.learner_path(ex), &view)
     });
     if streamed {
         out.streamed(&shown)
@@ -109,6 +164,7 @@ pub(crate) fn watch<'a>(
     wb: &'a Workbook,
     current: &mut &'a Exercise,
     poll: bool,
+    verbose: bool,
     out: &dyn Reporter,
 ) -> Result<ExitStatus> {
     loop {
@@ -122,7 +178,7 @@ pub(crate) fn watch<'a>(
         }
         loop {
             let report = check_and_record(ctx, wb, ex, out);
-            show_check(&report, wb, ex, out, true)?;
+            show_check(&report, wb, ex, out, true, verbose)?;
             if report.outcome == grader::judge::verdict::Outcome::Pass {
                 break;
             }
@@ -151,9 +207,16 @@ pub(crate) fn check(
     out: &dyn Reporter,
 ) -> Result<ExitStatus> {
     let wb = open_workbook_about(id.as_deref())?;
-    let ex = match &id {
-        Some(id) => wb.resolve(id)?,
-        None => match next_pending(&wb) {
+    let ex = match (&id, exercise_here(&wb)) {
+        (Some(id), _) => resolve_here(&wb, id)?,
+        (None, Some(here)) => {
+            out.note(&format!(
+                "checking {}, the exercise of this folder",
+                here.id()
+            ));
+            here
+        }
+        (None, None) => match next_pending(&wb) {
             Some(next) => {
                 out.note(&format!(
                     "checking {}, the next pending exercise",
@@ -169,7 +232,7 @@ pub(crate) fn check(
     };
     let ctx = context(&wb, settings, out)?;
     let report = check_and_record(&ctx, &wb, ex, out);
-    show_check(&report, &wb, ex, out, false)?;
+    show_check(&report, &wb, ex, out, false, settings.verbose)?;
     if report.outcome.exit() == ExitStatus::Pass {
         say_next(&wb, ex, out);
     }
@@ -188,7 +251,7 @@ pub(crate) fn list(out: &dyn Reporter) -> Result<ExitStatus> {
 /// `hint`: the next hint of an exercise, and the ones already shown.
 pub(crate) fn hint(id: &str, out: &dyn Reporter) -> Result<ExitStatus> {
     let wb = open_workbook_about(Some(id))?;
-    let ex = wb.resolve(id)?;
+    let ex = resolve_here(&wb, id)?;
     let mut state = load_state(&wb);
     let hints = grader::learner::reveal_hint(ex, &mut state.state);
     save_state(&state);
@@ -199,13 +262,9 @@ pub(crate) fn hint(id: &str, out: &dyn Reporter) -> Result<ExitStatus> {
 /// `reset`: the exercise's original back (the learner's file kept aside), marked pending again.
 pub(crate) fn reset(id: &str, out: &dyn Reporter) -> Result<ExitStatus> {
     let wb = open_workbook_about(Some(id))?;
-    let ex = wb.resolve(id)?;
-    let reset = grader::learner::reset(&wb, ex).with_context(|| {
-        format!(
-            "resetting {} (nothing was changed)",
-            wb.display_path(&wb.learner_path(ex))
-        )
-    })?;
+    let ex = resolve_here(&wb, id)?;
+    let again = format!("{} reset {}", typed_name(), ex.id());
+    let reset = grader::learner::reset(&wb, ex, &again)?;
     let mut was_done = false;
     if reset.restored {
         let mut state = load_state(&wb);
@@ -229,9 +288,10 @@ pub(crate) fn watch_from(
     out: &dyn Reporter,
 ) -> Result<ExitStatus> {
     let wb = open_workbook_about(id.as_deref())?;
-    let mut current = match &id {
-        Some(id) => wb.resolve(id)?,
-        None => match next_pending(&wb) {
+    let mut current = match (&id, exercise_here(&wb)) {
+        (Some(id), _) => resolve_here(&wb, id)?,
+        (None, Some(here)) => here,
+        (None, None) => match next_pending(&wb) {
             Some(next) => next,
             None => {
                 out.say("Every exercise is done: `cargo xtask list` shows them, `cargo xtask watch <id>` watches one again.");
@@ -240,5 +300,5 @@ pub(crate) fn watch_from(
         },
     };
     let ctx = context(&wb, settings, out)?;
-    watch(&ctx, &wb, &mut current, poll, out)
+    watch(&ctx, &wb, &mut current, poll, settings.verbose, out)
 }

@@ -55,23 +55,30 @@ fn main() -> ExitCode {
         eprintln!("\ninterrupted (Ctrl-C): every tool and program it started was stopped; nothing was graded");
         std::process::exit(ExitStatus::Interrupted.code().into());
     });
-    let out = reporter(cli.format);
+    let out = reporter(cli.format());
     match run(cli) {
         Ok(status) => status.into(),
         Err(e) => {
-            let status = match (
-                e.downcast_ref::<ToolError>(),
-                e.downcast_ref::<workbook::WorkbookError>(),
-            ) {
-                (Some(_), _) => ExitStatus::ToolError,
-                (_, Some(w)) => w.exit(),
-                _ => ExitStatus::Usage,
-            };
+            let status = exit_of(&e);
             eprintln!("error: {e:#}");
             out.error(&e, status);
             status.into()
         }
     }
+}
+
+/// The exit status of the error that ended a command: a usage error unless it says otherwise.
+fn exit_of(e: &anyhow::Error) -> ExitStatus {
+    if e.downcast_ref::<ToolError>().is_some() {
+        return ExitStatus::ToolError;
+    }
+    if let Some(w) = e.downcast_ref::<workbook::WorkbookError>() {
+        return w.exit();
+    }
+    if let Some(r) = e.downcast_ref::<grader::learner::ResetError>() {
+        return r.exit();
+    }
+    ExitStatus::Usage
 }
 
 fn open_workbook() -> Result<Workbook> {
@@ -108,6 +115,8 @@ struct PlanSettings {
     isolation: Option<IsolationArg>,
     record_tools: Option<PathBuf>,
     replay_tools: Option<PathBuf>,
+    /// `--verbose`: the sandbox and trust lines too.
+    verbose: bool,
 }
 
 /// A failure to set up the engine: tool errors (no nvcc, a refused sandbox) exit 3, not 2.
@@ -138,7 +147,7 @@ fn context(wb: &Workbook, settings: &PlanSettings, out: &dyn Reporter) -> Result
 }
 
 fn run(cli: Cli) -> Result<ExitStatus> {
-    let format = cli.format;
+    let format = cli.format();
     let out = reporter(format);
     if format == Format::Sarif && !matches!(cli.command, Command::Sanitize { .. }) {
         anyhow::bail!("--format sarif is for `sanitize`; use text or json here");
@@ -148,6 +157,7 @@ fn run(cli: Cli) -> Result<ExitStatus> {
         isolation: cli.isolation,
         record_tools: cli.record_tools,
         replay_tools: cli.replay_tools,
+        verbose: cli.verbose,
     };
     match cli.command {
         Command::Check { id } => check(id, &settings, out),

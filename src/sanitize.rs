@@ -64,6 +64,7 @@ pub(crate) fn sanitize(
                 prebuilt: bin,
                 cwd: cwd.clone(),
                 profile,
+                staged: Vec::new(),
             },
         ),
     };

@@ -1,3 +1,5 @@
+//! One file: the CLI's tests share the no-nvcc workbook and the CPU-only skip rule.
+//!
 //! The xtask CLI, driven as a learner drives it (assert_cmd + predicates).
 
 mod common;
@@ -6,11 +8,47 @@ use common::{nvcc_or_skip, xtask};
 use predicates::prelude::*;
 
 #[test]
-fn an_unknown_id_lists_the_exercises() {
+fn an_unknown_id_says_where_the_ids_are_and_a_near_miss_gets_the_closest() {
     xtask().args(["check", "nope"]).assert().code(2).stderr(
         predicate::str::contains("no exercise matches `nope`")
-            .and(predicate::str::contains("03-race")),
+            .and(predicate::str::contains("`list` shows all")),
     );
+    xtask()
+        .args(["check", "03-rase"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("did you mean 03-race?"));
+}
+
+#[test]
+fn json_is_format_json_on_every_command() {
+    for args in [&["--json", "list"][..], &["list", "--json"]] {
+        let out = xtask()
+            .args(args)
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        let list: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert!(list.as_array().is_some_and(|l| !l.is_empty()), "{args:?}");
+    }
+    let out = xtask()
+        .args(["hint", "--json", "nope"])
+        .assert()
+        .code(2)
+        .get_output()
+        .stdout
+        .clone();
+    let error: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(error["exit_code"], 2);
+    xtask()
+        .args(["--json", "--format", "text", "list"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "'--json' cannot be used with '--format",
+        ));
 }
 
 #[test]
@@ -149,6 +187,25 @@ fn check_without_an_id_checks_the_next_pending_exercise() {
         )));
 }
 
+#[test]
+fn check_without_an_id_inside_an_exercises_folder_checks_that_exercise() {
+    let Some((dir, xtask)) =
+        without_nvcc("check_without_an_id_inside_an_exercises_folder_checks_that_exercise")
+    else {
+        return;
+    };
+    let folder = dir.path().join("exercises/04-sync");
+    std::fs::create_dir_all(&folder).unwrap();
+    xtask()
+        .current_dir(&folder)
+        .arg("check")
+        .assert()
+        .code(3)
+        .stderr(predicate::str::contains(
+            "checking 04-sync, the exercise of this folder",
+        ));
+}
+
 /// Whether this machine has nvcc and no GPU, as the CPU-only tests need; if not, the test says so.
 fn cpu_only_or_skip(test: &str) -> bool {
     if !nvcc_or_skip(test) {
@@ -236,6 +293,81 @@ fn a_learner_file_that_does_not_compile_fails_at_the_build_step() {
             predicate::str::contains("does not compile")
                 .and(predicate::str::contains("FAIL at step `build -G`")),
         );
+}
+
+#[test]
+fn nvcc_errors_name_the_file_from_where_the_learner_stands_once() {
+    if !nvcc_or_skip("nvcc_errors_name_the_file_from_where_the_learner_stands_once") {
+        return;
+    }
+    let copy = common::Copy::new();
+    let file = copy.path("exercises/03-race/reduce.cu");
+    let mut lines: Vec<String> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    lines[20] = "  int x = undefined_thing;".into();
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let out = copy
+        .xtask()
+        .current_dir(copy.root())
+        .args(["check", "race"])
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.contains(
+            "\n    exercises/03-race/reduce.cu(21): error: identifier \"undefined_thing\""
+        ),
+        "{text}"
+    );
+    // Both builds failed on it; it is said once.
+    assert_eq!(
+        text.matches("undefined_thing\" is undefined").count(),
+        1,
+        "{text}"
+    );
+    assert!(
+        text.contains("build -O3: the same as build -G above"),
+        "{text}"
+    );
+}
+
+#[test]
+fn without_a_gpu_skipped_says_what_to_do_next_and_the_jargon_waits_for_verbose() {
+    if !cpu_only_or_skip(
+        "without_a_gpu_skipped_says_what_to_do_next_and_the_jargon_waits_for_verbose",
+    ) {
+        return;
+    }
+    let text = |args: &[&str]| {
+        let out = xtask()
+            .args(args)
+            .assert()
+            .code(6)
+            .get_output()
+            .stdout
+            .clone();
+        String::from_utf8(out).unwrap()
+    };
+    let plain = text(&["check", "3"]);
+    for next in [
+        "cargo xtask hint 03-race",
+        "book/src/lessons/03-race.md",
+        "cargo xtask --replay-tools grader/tests/recordings/check-untouched check 03-race",
+    ] {
+        assert!(plain.contains(next), "{next}: {plain}");
+    }
+    assert!(!plain.contains("Trust:"), "{plain}");
+    let verbose = text(&["--verbose", "check", "3"]);
+    assert!(
+        verbose.contains("Trust:") && verbose.contains("Sandbox:"),
+        "{verbose}"
+    );
 }
 
 #[test]

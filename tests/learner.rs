@@ -371,9 +371,10 @@ fn ids_resolve_by_number_and_name_and_bad_ones_say_why() {
         .args(["reset", "warp"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains(
-            "no exercise matches `warp`; the exercises are: 01-index",
-        ));
+        .stderr(
+            predicate::str::contains("no exercise matches `warp`")
+                .and(predicate::str::contains("01-index, 02-bounds").not()),
+        );
     copy.xtask()
         .args(["hint", "mem"])
         .assert()
@@ -386,6 +387,123 @@ fn ids_resolve_by_number_and_name_and_bad_ones_say_why() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("not inside a cudabugs workbook"));
+}
+
+#[test]
+fn a_near_miss_gets_the_closest_id_and_a_path_or_a_file_name_is_an_id() {
+    let copy = Copy::new();
+    let refused = |q: &str| {
+        let out = copy.xtask().args(["hint", q]).assert().code(2);
+        String::from_utf8(out.get_output().stderr.clone()).unwrap()
+    };
+    let near = refused("03-rase");
+    assert!(
+        near.contains("no exercise matches `03-rase`; did you mean 03-race?"),
+        "{near}"
+    );
+    assert!(!near.contains("01-index"), "not every id: {near}");
+    let far = refused("nope");
+    assert!(
+        far.contains(&format!("`list` shows all {} exercises", exercise_count())),
+        "{far}"
+    );
+    let shared = refused("center.cu");
+    assert!(
+        shared.contains("`center.cu` matches several exercises"),
+        "{shared}"
+    );
+    let named = |from: &std::path::Path, q: &str| {
+        let hints = json_of(copy.xtask().current_dir(from).args(["--json", "hint", q]));
+        hints["exercise"].as_str().unwrap().to_string()
+    };
+    for q in [
+        "exercises/03-race/reduce.cu",
+        "reduce.cu",
+        "exercises/03-race",
+        "exercises/03-race/",
+    ] {
+        assert_eq!(named(copy.root(), q), "03-race", "{q}");
+    }
+    // Inside an exercise's folder its file's name is enough, though other exercises share it.
+    let id = exercise_ids()
+        .into_iter()
+        .find(|id| {
+            std::fs::read_to_string(copy.path(&format!("exercises/{id}/exercise.toml")))
+                .unwrap()
+                .contains("source = \"center.cu\"")
+        })
+        .unwrap();
+    let folder = copy.path(&format!("exercises/{id}"));
+    assert_eq!(named(&folder, "center.cu"), id);
+    assert_eq!(named(&folder, "."), id);
+}
+
+#[test]
+fn reset_gives_gits_mode_and_an_unwritable_file_exit_7_naming_the_backup() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let copy = Copy::new();
+    let file = copy.path("exercises/03-race/reduce.cu");
+    std::fs::write(&file, "// mine\n").unwrap();
+    stdout_of(copy.xtask().args(["reset", "race"]));
+    // The mode a new file gets here (git's 0644 under the usual umask), not a temporary file's 0600.
+    let fresh = copy.path("fresh");
+    std::fs::write(&fresh, "").unwrap();
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&file), mode(&fresh));
+
+    std::fs::write(&file, "// mine again\n").unwrap();
+    let folder = copy.path("exercises/03-race");
+    let open = |p: &std::path::Path, m: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap()
+    };
+    // SAFETY: geteuid cannot fail.
+    let mut reset = if unsafe { libc::geteuid() } == 0 {
+        // A folder's mode stops no root: reset runs as nobody, who may write the backup and read
+        // the workbook, not write the exercise's folder.
+        let setpriv = ["--reuid=65534", "--regid=65534", "--clear-groups"];
+        if !std::process::Command::new("setpriv")
+            .args(setpriv)
+            .arg("true")
+            .status()
+            .is_ok_and(|s| s.success())
+        {
+            eprintln!("SKIPPED the unwritable half of reset_gives_gits_mode_and_an_unwritable_file_exit_7_naming_the_backup: running as root, without setpriv to run as nobody");
+            return;
+        }
+        open(copy.root(), 0o755);
+        let backups = copy.path(".cudabugs-backups/03-race");
+        std::fs::create_dir_all(&backups).unwrap();
+        open(&backups, 0o777);
+        let mut c = assert_cmd::Command::new("setpriv");
+        c.args(setpriv)
+            .arg(assert_cmd::cargo::cargo_bin("xtask"))
+            .current_dir(copy.root())
+            .env("CUDABUGS_ROOT", copy.root());
+        c
+    } else {
+        open(&folder, 0o555);
+        copy.xtask()
+    };
+    let out = reset.args(["reset", "race"]).assert().code(7);
+    open(&folder, 0o755);
+    let said = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    let backup = said
+        .split("Your version is safe in ")
+        .nth(1)
+        .and_then(|rest| rest.split(';').next())
+        .unwrap_or_else(|| panic!("names no backup: {said}"));
+    assert_eq!(
+        std::fs::read_to_string(copy.path(backup)).unwrap(),
+        "// mine again\n"
+    );
+    for advice in [
+        "cannot write exercises/03-race/reduce.cu",
+        "chmod u+w exercises/03-race",
+        "`cargo xtask reset 03-race` again",
+    ] {
+        assert!(said.contains(advice), "{advice}: {said}");
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "// mine again\n");
 }
 
 #[test]

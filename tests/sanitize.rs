@@ -250,3 +250,47 @@ fn profile_tells_the_uncoalesced_copy_from_the_coalesced_one() {
     );
     assert!(json["profile"]["error"].is_null());
 }
+
+#[test]
+fn a_program_in_a_private_folder_is_built_from_a_copy_and_its_errors_name_the_real_files() {
+    if !nvcc_or_skip(
+        "a_program_in_a_private_folder_is_built_from_a_copy_and_its_errors_name_the_real_files",
+    ) {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt as _;
+    // A private folder, as `mktemp -d` makes (where the grader is root, the sandbox's compiler runs
+    // as nobody, who cannot enter it).
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let private = dir.path().canonicalize().unwrap();
+    std::fs::write(
+        private.join("private-mine.cu"),
+        "#include \"private-helper.cuh\"\n__global__ void k(int* p) { p[threadIdx.x] = twice(threadIdx.x); }\nint main() { int* p; cudaMalloc(&p, 128); k<<<1, 32>>>(p); cudaDeviceSynchronize(); cudaFree(p); return 0; }\n",
+    )
+    .unwrap();
+    let helper = private.join("private-helper.cuh");
+    std::fs::write(&helper, "__device__ int twice(int x) { return 2 * x; }\n").unwrap();
+    let run = |format: &str| {
+        let out = xtask()
+            .current_dir(&private)
+            .env("CUDABUGS_ROOT", repo())
+            .args(["--format", format, "sanitize", "private-mine.cu"])
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let report: serde_json::Value = serde_json::from_str(&run("json")).unwrap();
+    assert_eq!(
+        (&report["steps"][0]["name"], &report["steps"][0]["status"]),
+        (&"build -G".into(), &"passed".into()),
+        "{report}"
+    );
+    // An error in the header is said of the header where the user has it, not of its copy.
+    std::fs::write(&helper, "__device__ int twice(int x) { return 2 * ; }\n").unwrap();
+    let text = run("text");
+    assert!(
+        text.contains(&format!("{}(1): error", helper.display())),
+        "{text}"
+    );
+}

@@ -20,6 +20,9 @@ pub enum ExitStatus {
     NotGradable,
     /// 6: skipped for want of a GPU, or of a new enough one.
     Skipped,
+    /// 7: a file of the learner's could not be written (`reset`): the message names the backup
+    /// already made of their version, if one was, and what to change before trying again.
+    CannotWrite,
     /// 130: stopped by Ctrl-C.
     Interrupted,
 }
@@ -34,6 +37,7 @@ impl ExitStatus {
             ExitStatus::Timeout => 4,
             ExitStatus::NotGradable => 5,
             ExitStatus::Skipped => 6,
+            ExitStatus::CannotWrite => 7,
             ExitStatus::Interrupted => 130,
         }
     }
@@ -48,8 +52,9 @@ impl ExitStatus {
             ExitStatus::NotGradable => 3,
             ExitStatus::Timeout => 4,
             ExitStatus::ToolError => 5,
-            ExitStatus::Usage => 6,
-            ExitStatus::Interrupted => 7,
+            ExitStatus::CannotWrite => 6,
+            ExitStatus::Usage => 7,
+            ExitStatus::Interrupted => 8,
         };
         if rank(other) > rank(self) {
             other
@@ -79,9 +84,10 @@ mod tests {
             ExitStatus::Timeout,
             ExitStatus::NotGradable,
             ExitStatus::Skipped,
+            ExitStatus::CannotWrite,
             ExitStatus::Interrupted,
         ];
-        assert_eq!(all.map(ExitStatus::code), [0, 1, 2, 3, 4, 5, 6, 130]);
+        assert_eq!(all.map(ExitStatus::code), [0, 1, 2, 3, 4, 5, 6, 7, 130]);
         // grade: a tool error wins over a GPU too old, which wins over a skip.
         let batch = [
             ExitStatus::Skipped,

@@ -24,6 +24,21 @@ pub struct Program {
     pub cwd: PathBuf,
     /// Also profile the -O3 -lineinfo build with ncu (`sanitize --profile`).
     pub profile: bool,
+    /// Copies of `sources` that nvcc compiles, with their local includes beside them, in a folder
+    /// the sandbox's user can read (`plans::sanitize` makes them, reading the files as the user
+    /// who ran it); empty: nvcc reads `sources` themselves.
+    pub staged: Vec<PathBuf>,
+}
+
+impl Program {
+    /// The files nvcc compiles: the staged copies where there are some.
+    pub fn build_sources(&self) -> &[PathBuf] {
+        if self.staged.is_empty() {
+            &self.sources
+        } else {
+            &self.staged
+        }
+    }
 }
 
 /// What a submission is.

@@ -43,8 +43,12 @@ impl Exercise {
 pub enum WorkbookError {
     #[error("not inside a cudabugs workbook: no folder above {0} holds both exercises/ and solutions/ (set CUDABUGS_ROOT to point at one)")]
     NoRoot(PathBuf),
-    #[error("no exercise matches `{query}`; the exercises are: {known}")]
-    Unknown { query: String, known: String },
+    #[error("no exercise matches `{query}`; {advice}")]
+    Unknown {
+        query: String,
+        /// "did you mean 03-race?", or where nothing is close, where to see them all.
+        advice: String,
+    },
     #[error("`{query}` matches several exercises: {matches}; give more of the name")]
     Ambiguous { query: String, matches: String },
     #[error("embedded manifest is invalid (rebuild the binary): {0}")]
@@ -217,6 +221,9 @@ impl Workbook {
                 return Ok(ex);
             }
         }
+        if let Some(found) = self.by_path(&q) {
+            return found;
+        }
         let matches: Vec<&Exercise> = self
             .exercises
             .iter()
@@ -226,17 +233,95 @@ impl Workbook {
             [one] => Ok(one),
             [] => Err(WorkbookError::Unknown {
                 query: query.to_string(),
-                known: self
-                    .exercises
-                    .iter()
-                    .map(|e| e.id())
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                advice: self.did_you_mean(&q),
             }),
             many => Err(WorkbookError::Ambiguous {
                 query: query.to_string(),
                 matches: many.iter().map(|e| e.id()).collect::<Vec<_>>().join(", "),
             }),
+        }
+    }
+
+    /// `query` resolved as `resolve` does, and first as a path from `cwd` where one is there: a
+    /// file or folder of an exercise (`reduce.cu` inside `exercises/03-race/`, `.` there).
+    pub fn resolve_from(&self, query: &str, cwd: &Path) -> Result<&Exercise, WorkbookError> {
+        match cwd
+            .join(query)
+            .canonicalize()
+            .ok()
+            .and_then(|p| self.exercise_at(&p))
+        {
+            Some(ex) => Ok(ex),
+            None => self.resolve(query),
+        }
+    }
+
+    /// The exercise whose folder (under `exercises/` or `solutions/`) holds `path`, or is it.
+    pub fn exercise_at(&self, path: &Path) -> Option<&Exercise> {
+        let root = self.root.canonicalize().ok()?;
+        let path = path.canonicalize().ok()?;
+        let mut parts = path.strip_prefix(&root).ok()?.components();
+        let top = parts.next()?.as_os_str();
+        if top != "exercises" && top != "solutions" {
+            return None;
+        }
+        let id = parts.next()?.as_os_str();
+        self.exercises.iter().find(|e| id == e.id())
+    }
+
+    /// A query that is a path (`exercises/03-race/reduce.cu`, `exercises/03-race/`) or an
+    /// exercise's file name (`reduce.cu`, where one exercise alone has it); None where it is
+    /// neither.
+    fn by_path(&self, q: &str) -> Option<Result<&Exercise, WorkbookError>> {
+        if q.contains('/') {
+            let ex = Path::new(q)
+                .components()
+                .find_map(|c| self.exercises.iter().find(|e| c.as_os_str() == e.id()))?;
+            return Some(Ok(ex));
+        }
+        let named: Vec<&Exercise> = self
+            .exercises
+            .iter()
+            .filter(|e| e.manifest.source_name() == q)
+            .collect();
+        match named.as_slice() {
+            [] => None,
+            [one] => Some(Ok(one)),
+            many => Some(Err(WorkbookError::Ambiguous {
+                query: q.to_string(),
+                matches: many.iter().map(|e| e.id()).collect::<Vec<_>>().join(", "),
+            })),
+        }
+    }
+
+    /// The closest id or two to a query that matched none (by edit distance to the id or to its
+    /// name), or where to see them all when none is close.
+    fn did_you_mean(&self, q: &str) -> String {
+        let limit = if q.chars().count() >= 4 { 2 } else { 1 };
+        let mut near: Vec<(usize, &str)> = self
+            .exercises
+            .iter()
+            .map(|e| {
+                let d = edit_distance(q, e.id()).min(edit_distance(q, e.short_name()));
+                (d, e.id())
+            })
+            .filter(|(d, _)| *d <= limit)
+            .collect();
+        near.sort();
+        let best = near.first().map(|(d, _)| *d);
+        let ids: Vec<&str> = near
+            .iter()
+            .filter(|(d, _)| Some(*d) == best)
+            .take(2)
+            .map(|(_, id)| *id)
+            .collect();
+        match ids.as_slice() {
+            [] => format!(
+                "`list` shows all {} exercises (an id is `03-race`, `3` or `race`; a path to an exercise's file or folder works too)",
+                self.exercises.len()
+            ),
+            [one] => format!("did you mean {one}?"),
+            [a, b, ..] => format!("did you mean {a} or {b}?"),
         }
     }
 
@@ -331,6 +416,31 @@ impl Workbook {
     }
 }
 
+/// The optimal-string-alignment distance: insertions, deletions, substitutions and swaps of two
+/// neighbours each count one ("rase" is 1 from "race", "raec" too).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            d[i][j] = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
+            }
+        }
+    }
+    d[a.len()][b.len()]
+}
+
 /// `text` with the paths under `root` relative to it ("root/x" -> "x", "root" -> ".").
 fn relative_to(root: &Path, text: &str) -> String {
     let root = root.as_os_str().as_encoded_bytes();
@@ -385,12 +495,26 @@ pub fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
 }
 
 /// Write `text` to `path` atomically: a temporary file in the same folder, synced, renamed over
-/// it, so that an interrupted write never leaves half a file.
+/// it, so that an interrupted write never leaves half a file. It keeps the temporary file's mode,
+/// 0600.
 pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+    write_through(path, text, &tempfile::Builder::new())
+}
+
+/// `write_atomically`, the file getting the mode a new file gets (0666 less the umask: 0644 as a
+/// git checkout has it), not the temporary file's 0600: for the learner's own files.
+pub fn write_atomically_as_new(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mut builder = tempfile::Builder::new();
+    builder.permissions(std::fs::Permissions::from_mode(0o666));
+    write_through(path, text, &builder)
+}
+
+fn write_through(path: &Path, text: &str, builder: &tempfile::Builder) -> std::io::Result<()> {
     use std::io::Write as _;
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    let mut tmp = builder.tempfile_in(dir)?;
     tmp.write_all(text.as_bytes())?;
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;

@@ -42,38 +42,119 @@ fn backup_path(wb: &Workbook, ex: &Exercise) -> PathBuf {
     candidate
 }
 
-/// Restore the original exercise from the copy embedded in the binary. A learner's version that
-/// differs from it is copied to a backup first; if the backup cannot be written, nothing is touched.
-pub fn reset(wb: &Workbook, ex: &Exercise) -> std::io::Result<Reset> {
+/// Why `reset` stopped; each says what was done before it and how to go on.
+#[derive(Debug, thiserror::Error)]
+pub enum ResetError {
+    #[error("cannot read {path} ({cause}); nothing was changed")]
+    Read { path: String, cause: std::io::Error },
+    #[error("cannot save your version of {path} as {backup} ({cause}); nothing was changed: make {backup_dir} writable and reset again")]
+    Backup {
+        path: String,
+        backup: String,
+        backup_dir: String,
+        cause: std::io::Error,
+    },
+    #[error("cannot write {path} ({cause}). {saved}make its folder writable (`chmod u+w {folder}`) and run `{again}` again")]
+    Write {
+        path: String,
+        folder: String,
+        /// "Your version is safe in X; " where a backup was made.
+        saved: String,
+        again: String,
+        cause: std::io::Error,
+    },
+}
+
+impl ResetError {
+    /// Every one is a file that could not be read or written: exit 7.
+    pub fn exit(&self) -> crate::exit::ExitStatus {
+        crate::exit::ExitStatus::CannotWrite
+    }
+}
+
+/// Restore the original exercise from the copy embedded in the binary, with the mode git gives it
+/// (0644 under the usual umask). A learner's version that differs from it is copied to a backup
+/// first; if the backup cannot be written, nothing is touched. `again` is the command to run again
+/// (`cargo xtask reset 03-race`), for the advice of an error.
+pub fn reset(wb: &Workbook, ex: &Exercise, again: &str) -> Result<Reset, ResetError> {
     let path = wb.learner_path(ex);
-    let current = match std::fs::read_to_string(&path) {
-        Ok(t) => Some(t),
+    let shown = wb.display_path(&path);
+    let read_error = |cause| ResetError::Read {
+        path: shown.clone(),
+        cause,
+    };
+    let current = match std::fs::read(&path) {
+        Ok(bytes) => Some(bytes),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        // Not UTF-8 or unreadable: keep the bytes as they are in the backup.
-        Err(_) => Some(String::from_utf8_lossy(&std::fs::read(&path)?).into_owned()),
+        Err(e) => return Err(read_error(e)),
     };
     let mut backup = None;
-    if let Some(text) = &current {
-        if text == ex.original {
+    if let Some(bytes) = &current {
+        if bytes.as_slice() == ex.original.as_bytes() {
             return Ok(Reset {
                 exercise: ex.id().to_string(),
-                path: wb.display_path(&path),
+                path: shown,
                 backup: None,
                 restored: false,
             });
         }
+        // The bytes as they are (not UTF-8 text, even), in the backup.
         let to = backup_path(wb, ex);
-        std::fs::create_dir_all(to.parent().expect("backup folder"))?;
-        std::fs::copy(&path, &to)?;
+        let dir = to.parent().expect("backup folder");
+        std::fs::create_dir_all(dir)
+            .and_then(|()| std::fs::write(&to, bytes))
+            .map_err(|cause| ResetError::Backup {
+                path: shown.clone(),
+                backup: wb.display_path(&to),
+                backup_dir: wb.display_path(dir),
+                cause,
+            })?;
         backup = Some(wb.display_path(&to));
     }
-    crate::exercise::workbook::write_atomically(&path, ex.original)?;
+    crate::exercise::workbook::write_atomically_as_new(&path, ex.original).map_err(|cause| {
+        ResetError::Write {
+            path: shown.clone(),
+            folder: wb.display_path(path.parent().unwrap_or(&wb.root)),
+            saved: backup
+                .as_ref()
+                .map(|b| format!("Your version is safe in {b}; "))
+                .unwrap_or_default(),
+            again: again.to_string(),
+            cause,
+        }
+    })?;
     Ok(Reset {
         exercise: ex.id().to_string(),
-        path: wb.display_path(&path),
+        path: shown,
         backup,
         restored: true,
     })
+}
+
+/// Where the workbook keeps recordings of tool runs (`--record-tools`), a folder each.
+pub const RECORDINGS_DIR: &str = "grader/tests/recordings";
+
+/// The recordings that hold a `check` of `ex` (its `learner` runs and the GPU they were made on),
+/// which `--replay-tools` serves where there is no GPU.
+pub fn recordings_of(wb: &Workbook, ex: &Exercise) -> Vec<PathBuf> {
+    let prefix = format!("{}.learner.", ex.id());
+    let Ok(entries) = std::fs::read_dir(wb.root.join(RECORDINGS_DIR)) else {
+        return Vec::new();
+    };
+    let mut found: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|dir| dir.join("gpu.json").is_file())
+        .filter(|dir| {
+            std::fs::read_dir(dir).is_ok_and(|files| {
+                files
+                    .flatten()
+                    .any(|f| f.file_name().to_string_lossy().starts_with(&prefix))
+            })
+        })
+        .collect();
+    found.sort();
+    found
 }
 
 /// Whether the learner's file differs from the original (they have started on it).

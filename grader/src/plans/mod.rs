@@ -4,4 +4,5 @@
 pub mod check;
 pub mod grade;
 pub mod sanitize;
+pub mod staged;
 pub mod verify;

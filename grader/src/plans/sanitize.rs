@@ -269,10 +269,11 @@ fn merge(per_tool: Vec<Vec<Finding>>) -> Vec<MergedFinding> {
 pub fn sanitize(
     ctx: &Context,
     wb: &Workbook,
-    sub: Submission,
+    mut sub: Submission,
     mut say: impl FnMut(&str),
 ) -> SanitizeReport {
     let started = Instant::now();
+    let staged = hand_over_sources(ctx, &mut sub, &mut say);
     let (program, args, caveat) = described(&sub);
     let mut stages = vec![Stage::new(0, StageKind::Build(Flavor::Sanitize))];
     stages.extend(Tool::ALL.map(|t| Stage::new(0, StageKind::Sanitize(t))));
@@ -296,6 +297,12 @@ pub fn sanitize(
     }
     let runs = tool_runs(&results, &mut steps);
     let findings = merge(runs.findings);
+    if let Some(staged) = &staged {
+        for s in &mut steps {
+            s.detail = s.detail.as_deref().map(|d| staged.unstaged(d));
+            s.command = s.command.as_deref().map(|c| staged.unstaged(c));
+        }
+    }
     let profile = profile.then(|| {
         let build = results.get(0, StageKind::Build(Flavor::Timing));
         if let Some(step) = build.and_then(|o| {
@@ -323,6 +330,45 @@ pub fn sanitize(
         caveat,
         profile,
         outcome,
+    }
+}
+
+/// A program's sources copied where the sandbox's compiler can read them (`staged`); where they
+/// cannot be copied, nvcc is given them as they are (and says why it cannot read them). Where the
+/// sandbox's user cannot enter the folder the program was started in (a private one), nvcc and the
+/// program run in the copies' folder instead.
+fn hand_over_sources(
+    ctx: &Context,
+    sub: &mut Submission,
+    say: &mut impl FnMut(&str),
+) -> Option<crate::plans::staged::Staged> {
+    let into = sub.work.join("sources");
+    let Target::Program(p) = &mut sub.target else {
+        return None;
+    };
+    if p.prebuilt.is_some() || p.sources.is_empty() {
+        return None;
+    }
+    match crate::plans::staged::stage(&p.sources, &into) {
+        Ok(staged) => {
+            p.staged = staged.sources.clone();
+            // SAFETY: geteuid cannot fail.
+            let another_user =
+                ctx.isolation() > Level::ProcessGroup && unsafe { libc::geteuid() } == 0;
+            if another_user && !crate::tools::sandbox::enterable(&p.cwd, ctx.config.sandbox_user) {
+                say(&format!(
+                    "{} is private to you: the program runs in {}, where its copies are (and cannot write there)",
+                    p.cwd.display(),
+                    staged.into.display()
+                ));
+                p.cwd = staged.into.clone();
+            }
+            Some(staged)
+        }
+        Err(e) => {
+            say(&format!("{e}; nvcc reads the files themselves"));
+            None
+        }
     }
 }
 

@@ -6,19 +6,58 @@ use std::path::Path;
 
 use crate::exercise::manifest::Manifest;
 use crate::exercise::workbook::Exercise;
-use crate::judge::verdict::{self, Status, StepName};
+use crate::judge::verdict::{self, Outcome, Status, StepName};
 use crate::plans::check::{CheckReport, TimingSummary};
+use crate::tools::sandbox::Level;
 
 use super::{
     diff_text, failed_step_details, finding, gpu_and_sandbox, paint, perf_text, step_line, verdict,
     BOLD,
 };
 
+/// How `check`'s report is shown to the learner who ran it.
+#[derive(Debug, Clone, Default)]
+pub struct CheckView {
+    /// The learner's file as they would open it from where they stand
+    /// (`exercises/03-race/reduce.cu`); compiler diagnostics name it so. None: as nvcc said it.
+    pub source_shown: Option<String>,
+    /// The sandbox and trust lines too (`--verbose`); without, the sandbox only where it is weaker
+    /// than the full one.
+    pub verbose: bool,
+    /// How the learner types the command (`cargo xtask`), for what to do next.
+    pub command: String,
+    /// The exercise's lesson, as a path from where they stand.
+    pub lesson: String,
+    /// Recordings of this exercise's tool runs (paths from where they stand), for
+    /// `--replay-tools` where there is no GPU.
+    pub recordings: Vec<String>,
+}
+
+/// The report as a reference: every line (`--verbose`), nvcc's names as it gave them.
 pub fn check_text(report: &CheckReport, ex: &Exercise, source: &Path) -> String {
+    let view = CheckView {
+        verbose: true,
+        command: "cargo xtask".into(),
+        lesson: format!("book/src/{}", ex.manifest.manifest.chapter),
+        ..CheckView::default()
+    };
+    check_text_for(report, ex, source, &view)
+}
+
+/// The report for the learner, as `view` says.
+pub fn check_text_for(
+    report: &CheckReport,
+    ex: &Exercise,
+    source: &Path,
+    view: &CheckView,
+) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{} - {}", report.exercise, report.title);
-    gpu_and_sandbox(&mut out, report.gpu.as_ref(), &report.isolation);
-    if !report.trust.is_empty() {
+    // The full sandbox goes without saying, but for `--verbose`.
+    let sandbox =
+        (view.verbose || report.isolation != Level::Namespaces).then_some(&report.isolation);
+    gpu_and_sandbox(&mut out, report.gpu.as_ref(), sandbox);
+    if view.verbose && !report.trust.is_empty() {
         let _ = writeln!(out, "  Trust: {}", report.trust);
     }
     for s in &report.steps {
@@ -27,7 +66,11 @@ pub fn check_text(report: &CheckReport, ex: &Exercise, source: &Path) -> String 
     let m = &ex.manifest.manifest;
     findings_text(&mut out, report, source);
     explanation_text(&mut out, report, ex);
-    failed_step_details(&mut out, &report.steps);
+    let rename = view
+        .source_shown
+        .as_deref()
+        .map(|shown| (ex.manifest.source_name(), shown));
+    failed_step_details(&mut out, &report.steps, rename);
     if let Some(t) = &report.timing {
         timing_text(&mut out, t);
     }
@@ -44,7 +87,31 @@ pub fn check_text(report: &CheckReport, ex: &Exercise, source: &Path) -> String 
         out.push_str(&diff_text(diff));
     }
     let _ = writeln!(out, "\n{}", verdict(&report.outcome));
+    if matches!(report.outcome, Outcome::Skipped { .. }) {
+        what_now(&mut out, &report.exercise, view);
+    }
     out
+}
+
+/// After SKIPPED: what the learner can do on this machine.
+fn what_now(out: &mut String, id: &str, view: &CheckView) {
+    let cmd = &view.command;
+    let _ = writeln!(out, "\nWhat you can do here:");
+    let _ = writeln!(out, "  - read the next hint: {cmd} hint {id}");
+    let _ = writeln!(
+        out,
+        "  - read the lesson: {} (or all the book: {cmd} book --serve)",
+        view.lesson
+    );
+    for r in &view.recordings {
+        let name = Path::new(r)
+            .file_name()
+            .map_or(r.clone(), |n| n.to_string_lossy().into_owned());
+        let _ = writeln!(
+            out,
+            "  - see what the tools said on a GPU of the version recorded in `{name}` (your file is still built): {cmd} --replay-tools {r} check {id}"
+        );
+    }
 }
 
 /// Every finding, with its place in the learner's file.

@@ -8,6 +8,7 @@ use std::path::Path;
 use anstyle::{AnsiColor, Style};
 
 mod check;
+mod diagnostics;
 pub mod gradebook;
 mod perf;
 mod sanitize;
@@ -15,7 +16,7 @@ pub mod sarif;
 pub mod similarity;
 mod verify;
 
-pub use check::check_text;
+pub use check::{check_text, check_text_for, CheckView};
 pub use perf::{peak_text, perf_text};
 pub use sanitize::sanitize_text;
 pub use verify::{phases_text, time_by_kind_text, verify_text};
@@ -68,8 +69,9 @@ fn step_line(out: &mut String, s: &Step) {
     );
 }
 
-/// The GPU (where there is one) and the sandbox: the head of `check`'s and `sanitize`'s reports.
-fn gpu_and_sandbox(out: &mut String, gpu: Option<&GpuInfo>, isolation: &Level) {
+/// The GPU (where there is one) and the sandbox (where it is to be said): the head of `check`'s
+/// and `sanitize`'s reports.
+fn gpu_and_sandbox(out: &mut String, gpu: Option<&GpuInfo>, isolation: Option<&Level>) {
     if let Some(g) = gpu {
         let _ = writeln!(
             out,
@@ -77,21 +79,40 @@ fn gpu_and_sandbox(out: &mut String, gpu: Option<&GpuInfo>, isolation: &Level) {
             g.name, g.compute_capability.0, g.compute_capability.1, g.driver_cuda_version
         );
     }
-    let _ = writeln!(out, "  Sandbox: {}", isolation.describe());
+    if let Some(isolation) = isolation {
+        let _ = writeln!(out, "  Sandbox: {}", isolation.describe());
+    }
 }
 
-/// The details (the tail of their output) of the steps that did not pass.
-fn failed_step_details(out: &mut String, steps: &[Step]) {
+/// The details (the tail of their output) of the steps that did not pass, each diagnostic once (a
+/// step that says nothing new names the one that said it), with `rename`'s file (nvcc's name for
+/// it, the name to show) as the learner would open it.
+fn failed_step_details(out: &mut String, steps: &[Step], rename: Option<(&str, &str)>) {
+    let mut seen = std::collections::HashSet::new();
+    let mut first_said: Option<String> = None;
     for s in steps
         .iter()
         .filter(|s| s.status != Status::Passed && s.detail.is_some())
     {
-        let _ = writeln!(
-            out,
-            "\n  {}:\n{}",
-            s.name,
-            indent(s.detail.as_deref().unwrap_or(""), 4, 40)
-        );
+        let detail = s.detail.as_deref().unwrap_or("");
+        let detail = match rename {
+            Some((name, shown)) => diagnostics::renamed(detail, name, shown),
+            None => detail.to_string(),
+        };
+        match (diagnostics::unseen(&detail, &mut seen), &first_said) {
+            (None, Some(said)) => {
+                let _ = writeln!(out, "\n  {}: the same as {said} above", s.name);
+            }
+            (new, _) => {
+                let _ = writeln!(
+                    out,
+                    "\n  {}:\n{}",
+                    s.name,
+                    indent(new.as_deref().unwrap_or(&detail), 4, 40)
+                );
+                first_said.get_or_insert_with(|| s.name.to_string());
+            }
+        }
     }
 }
 

@@ -26,7 +26,7 @@ pub fn sanitize_text(r: &SanitizeReport, cwd: &Path) -> String {
             format!(" -- {}", r.args.join(" "))
         }
     );
-    gpu_and_sandbox(&mut out, r.gpu.as_ref(), &r.isolation);
+    gpu_and_sandbox(&mut out, r.gpu.as_ref(), Some(&r.isolation));
     for s in &r.steps {
         step_line(&mut out, s);
     }
@@ -34,7 +34,7 @@ pub fn sanitize_text(r: &SanitizeReport, cwd: &Path) -> String {
         tool_line(&mut out, t);
     }
     findings_text(&mut out, &r.findings, cwd);
-    failed_step_details(&mut out, &r.steps);
+    failed_step_details(&mut out, &r.steps, None);
     if let Some(c) = &r.caveat {
         let _ = writeln!(out, "\n  Note: {c}");
     }

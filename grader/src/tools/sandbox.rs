@@ -314,7 +314,7 @@ fn cstr(p: &Path) -> CString {
 }
 
 /// Whether `user` may pass through the folder `dir` (search permission), by its mode bits.
-fn enterable(dir: &Path, user: SandboxUser) -> bool {
+pub fn enterable(dir: &Path, user: SandboxUser) -> bool {
     use std::os::unix::fs::MetadataExt;
     let Ok(m) = std::fs::metadata(dir) else {
         return true;

@@ -279,7 +279,7 @@ pub fn build(
                 )));
             }
             nvcc::Inputs::Program {
-                sources: &p.sources,
+                sources: p.build_sources(),
                 flags: &p.nvcc_flags,
             }
         }
