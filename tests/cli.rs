@@ -278,11 +278,14 @@ fn a_learner_file_that_does_not_compile_fails_at_the_build_step() {
     if !nvcc_or_skip("a_learner_file_that_does_not_compile_fails_at_the_build_step") {
         return;
     }
-    // A workbook copy whose 03-race file has a syntax error.
+    // A workbook copy whose 03-race file has a syntax error inside its region (one outside it is
+    // not gradable: `grade` would refuse it, and so does `check`).
     let copy = common::Copy::new();
+    let file = copy.path("exercises/03-race/reduce.cu");
+    let text = std::fs::read_to_string(&file).unwrap();
     std::fs::write(
-        copy.path("exercises/03-race/reduce.cu"),
-        "this is not CUDA\n",
+        &file,
+        text.replacen("// ANCHOR: bug\n", "// ANCHOR: bug\nthis is not CUDA\n", 1),
     )
     .unwrap();
     copy.xtask()
@@ -405,9 +408,11 @@ fn check_keeps_the_binaries_of_an_unchanged_file_and_rebuilds_an_edited_one() {
     let again = build_summaries();
     assert_eq!(kept(&again), 2, "saved unchanged: {again:?}");
     let file = copy.path("exercises/03-race/reduce.cu");
+    // An edit inside the region (outside it, the file would not be gradable).
+    let text = std::fs::read_to_string(&file).unwrap();
     std::fs::write(
         &file,
-        std::fs::read_to_string(&file).unwrap() + "// an edit\n",
+        text.replacen("// ANCHOR: bug\n", "// ANCHOR: bug\n// an edit\n", 1),
     )
     .unwrap();
     let edited = build_summaries();
