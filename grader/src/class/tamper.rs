@@ -156,9 +156,11 @@ mod tests {
             assert!(reason.contains("inside a marked region"), "{reason}");
         }
         assert_eq!(refused("#pragma unroll 4"), None);
+        // 03's manifest allows cooperative groups, and nothing else.
+        assert_eq!(refused("#include <cooperative_groups.h>"), None);
         assert!(refused("#include <mma.h>")
             .unwrap()
-            .contains("may include no header"));
+            .contains("may include only <cooperative_groups.h>"));
         assert!(refused("int x; /*").unwrap().contains("comment"));
     }
 

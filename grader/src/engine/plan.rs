@@ -310,9 +310,9 @@ impl StageKind {
 
     pub fn resource(self) -> Resource {
         match self {
-            StageKind::Build(_) => Resource::Cpu,
-            // Beside the GPU stages, as soon as its build is there; it needs no GPU (`needs_gpu`).
-            StageKind::Sass => Resource::Gpu,
+            // The SASS read and the host object's analysis (two nvcc builds and objdump): CPU
+            // work beside the builds, as soon as its build is there; it needs no GPU slot.
+            StageKind::Build(_) | StageKind::Sass => Resource::Cpu,
             StageKind::Sanitize(_)
             | StageKind::Correctness
             | StageKind::Hidden

@@ -55,6 +55,7 @@ pub const ALLOWED: &[&str] = &[
     "__cxa_*",
     "_Unwind_*",
     "__gxx_personality_v0",
+    "__dso_handle",
     "__stack_chk_fail",
     "__assert_fail",
     "__errno_location",

@@ -127,6 +127,11 @@ fn symbol_line(line: &str, reach: &mut Reach) {
         .trim_start()
         .split_once(char::is_whitespace)
         .map_or("", |(_, n)| n.trim());
+    // objdump prints a symbol's visibility before its name: `.hidden __dso_handle`.
+    let name = [".hidden ", ".protected ", ".internal "]
+        .iter()
+        .find_map(|v| name.strip_prefix(v))
+        .unwrap_or(name);
     if flags.contains('d') && !flags.contains('f') {
         reach.sections.push(section.to_string());
     } else if section == "*UND*" {
@@ -325,9 +330,11 @@ mod tests {
     #[test]
     fn an_indirect_function_is_seen() {
         // `objdump -t -C` of `extern "C" int f(void) __attribute__((ifunc("resolve")));` (g++ 12).
-        let dump = "SYMBOL TABLE:\n000000000000000b g     F .text\t000000000000000d resolve\n000000000000000b g   i   .text\t000000000000000d f\n";
+        let dump = "SYMBOL TABLE:\n000000000000000b g     F .text\t000000000000000d resolve\n000000000000000b g   i   .text\t000000000000000d f\n0000000000000000         *UND*\t0000000000000000 .hidden __dso_handle\n";
         let r = parse(dump, "x.cu");
         assert_eq!(r.ifuncs, ["f"]);
+        // A static object's destructor: the visibility is not part of the name.
+        assert_eq!(r.undefined, ["__dso_handle"]);
         assert!(r.defined.contains(&("resolve".to_string(), true)));
     }
 

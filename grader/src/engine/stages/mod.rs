@@ -478,9 +478,15 @@ pub fn sass(
             }
         }
     };
-    let host = sub
-        .exercise()
-        .map(|ex| reach::submission(ctx, wb, sub, stage, ex));
+    let host = sub.exercise().map(|ex| {
+        let mine = reach::submission(ctx, wb, sub, stage, ex);
+        // The exercise's own versions, which the judge compares it with, here, beside the other
+        // stages (each is analysed once and kept), rather than later in the judging.
+        for text in [ex.original, ex.solution] {
+            let _ = reach::workbook_version(ctx, ex, text);
+        }
+        mine
+    });
     Output::Sass { reads, host }
 }
 
