@@ -310,9 +310,11 @@ impl StageKind {
 
     pub fn resource(self) -> Resource {
         match self {
-            // The SASS read and the host object's analysis (two nvcc builds and objdump): CPU
-            // work beside the builds, as soon as its build is there; it needs no GPU slot.
-            StageKind::Build(_) | StageKind::Sass => Resource::Cpu,
+            StageKind::Build(_) => Resource::Cpu,
+            // Beside the GPU stages, as soon as its build is there; it needs no GPU (`needs_gpu`).
+            // (The scheduler runs only builds on its CPU slots: a SASS stage there panicked in a
+            // grade on an H200, book/gpu-runs/2026-11-29-trust-47/4-bench.)
+            StageKind::Sass => Resource::Gpu,
             StageKind::Sanitize(_)
             | StageKind::Correctness
             | StageKind::Hidden

@@ -281,7 +281,8 @@ pub fn beyond(learner: Version, original: Version, reference: Version) -> Vec<Be
             });
         }
     }
-    found.sort_by_key(|b| b.line);
+    // Those with a line first, in the file's order: what a person reads first.
+    found.sort_by_key(|b| (b.line.is_none(), b.line));
     found.dedup();
     found
 }
