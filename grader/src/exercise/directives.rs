@@ -30,8 +30,9 @@ pub enum Open {
     Splice,
 }
 
-/// The source after phases 1 and 2: each character with the physical line it came from.
-fn spliced(source: &str) -> (Vec<(char, usize)>, Vec<usize>) {
+/// The source after phases 1 and 2: each character with the physical line it came from, and the
+/// lines that end in a splice.
+pub fn spliced(source: &str) -> (Vec<(char, usize)>, Vec<usize>) {
     let raw: Vec<char> = source.chars().collect();
     let mut out = Vec::with_capacity(raw.len());
     let mut spliced_lines = Vec::new();

@@ -31,31 +31,10 @@ impl Tok {
     }
 }
 
-/// Characters with their 1-based source line, after joining lines at a trailing backslash.
+/// Characters with their 1-based source line after translation phases 1 and 2, as the tamper
+/// check reads them (`exercise::directives`).
 fn spliced(source: &str) -> Vec<(char, usize)> {
-    let raw: Vec<char> = source.chars().collect();
-    let mut out = Vec::with_capacity(raw.len());
-    let (mut i, mut line) = (0, 1);
-    while i < raw.len() {
-        let c = raw[i];
-        if c == '\\' {
-            let mut j = i + 1;
-            while j < raw.len() && (raw[j] == ' ' || raw[j] == '\t' || raw[j] == '\r') {
-                j += 1;
-            }
-            if j < raw.len() && raw[j] == '\n' {
-                line += 1;
-                i = j + 1;
-                continue;
-            }
-        }
-        out.push((c, line));
-        if c == '\n' {
-            line += 1;
-        }
-        i += 1;
-    }
-    out
+    crate::exercise::directives::spliced(source).0
 }
 
 pub(super) fn is_ident_start(c: char) -> bool {
