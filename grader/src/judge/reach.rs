@@ -113,6 +113,9 @@ pub const ALLOWED: &[&str] = &[
     "stdout",
     "stderr",
     "qsort",
+    // Number parsing (`std::stoi` and friends; glibc 2.38 names them `__isoc23_strto*`).
+    "strto*",
+    "__isoc23_strto*",
     "abs",
     "labs",
     "rand",
