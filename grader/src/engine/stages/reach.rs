@@ -183,12 +183,18 @@ fn kept(
     }
     busy.push(kept.clone());
     drop(busy);
-    let result = kept_or_analysed(&dir, &kept, analyse);
-    BUSY.lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .retain(|k| k != &kept);
-    DONE.notify_all();
-    result
+    // Whatever happens to the analysis (an error, a panic), the text is free again after it.
+    struct Free<'a>(&'a Path);
+    impl Drop for Free<'_> {
+        fn drop(&mut self) {
+            BUSY.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .retain(|k| k != self.0);
+            DONE.notify_all();
+        }
+    }
+    let _free = Free(&kept);
+    kept_or_analysed(&dir, &kept, analyse)
 }
 
 /// The record at `kept`, or `analyse`'s result, kept there.
@@ -210,4 +216,37 @@ fn kept_or_analysed(
         let _ = crate::exercise::workbook::write_atomically(kept, &json);
     }
     Ok(reach)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::config::Config;
+    use crate::tools::gpu::GpuStatus;
+
+    #[test]
+    fn a_failed_analysis_frees_its_text_and_a_kept_one_is_not_analysed_again() {
+        let (_dir, wb) = crate::exercise::workbook::test_workbook(&["03-race"]);
+        let config = Config {
+            install_toolkit: false,
+            ..Config::default()
+        };
+        let ctx = Context::builder(&wb, config)
+            .no_compiler()
+            .gpu(GpuStatus::NoDriver)
+            .build(|_| {})
+            .unwrap();
+        let ex = wb.resolve("03-race").unwrap();
+        let failed = kept(&ctx, ex, "text", |_| Err(ReachError::NoObjdump));
+        assert!(matches!(failed, Err(ReachError::NoObjdump)));
+        // Nothing was kept, and the text is not left busy: a second analysis runs, and is kept.
+        let found = Reach {
+            undefined: vec!["getenv".into()],
+            ..Reach::default()
+        };
+        let second = kept(&ctx, ex, "text", |_| Ok(found.clone())).unwrap();
+        assert_eq!(second, found);
+        let third = kept(&ctx, ex, "text", |_| panic!("analysed again")).unwrap();
+        assert_eq!(third, found);
+    }
 }
