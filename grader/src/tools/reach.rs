@@ -191,8 +191,13 @@ pub fn parse(dump: &str, source: &str) -> Reach {
                         reach.homes.insert(function.clone(), o.clone());
                         home = Some(o);
                     }
-                    // Code from a line of the file inside a function that begins elsewhere.
-                    (Some(h), Origin::Source(l)) if h != &o && !matches!(h, Origin::Source(_)) => {
+                    // Code of the file inside a function that begins in a header, or at a later
+                    // line of the file: a function's own body never comes before its first line,
+                    // so only inlined code does (a region inside the function's body comes after).
+                    (Some(Origin::Source(h)), Origin::Source(l)) if l < h => {
+                        reach.inlined.push((function.clone(), *l));
+                    }
+                    (Some(h), Origin::Source(l)) if !matches!(h, Origin::Source(_)) => {
                         reach.inlined.push((function.clone(), *l));
                     }
                     _ => {}
@@ -325,6 +330,28 @@ mod tests {
             .any(|x| x.caller == "under_ncu()"
                 && x.symbol == "starts_with(char const*, char const*)"));
         assert!(r.syscalls.is_empty());
+    }
+
+    #[test]
+    fn code_forced_inline_into_a_later_function_is_seen() {
+        // g++ -O0 -g of a file whose line 5 defines an always_inline `operator!=` that `cb_run`
+        // (line 10) uses: no call is left, only line 5's instructions inside `cb_run`.
+        let dump = include_str!("../../tests/fixtures/reach/inline-hook-gcc.dump");
+        let r = parse(dump, "t.cpp");
+        assert!(
+            r.inlined.contains(&("cb_run(float*)".to_string(), 5)),
+            "{:?}",
+            r.inlined
+        );
+        assert!(r.references.iter().any(|x| x.caller == "cb_run(float*)"
+            && x.from == Origin::Source(13)
+            && x.symbol == "hooked(float*, float const*, unsigned long, int)"));
+        // Nothing of the file's own functions reads as inlined into themselves.
+        assert!(
+            !r.inlined.iter().any(|(f, _)| f.starts_with("hooked")),
+            "{:?}",
+            r.inlined
+        );
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub enum ReachError {
 }
 
 /// Bumped when the parse or the analysis builds change, so that kept results are not reused.
-const ANALYSIS_VERSION: &str = "reach-2";
+const ANALYSIS_VERSION: &str = "reach-3";
 
 /// The most objdump may print: a file of templates at `-O0` prints a few MiB at the most.
 const DUMP_CAP: usize = 64 << 20;
