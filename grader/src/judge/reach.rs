@@ -204,6 +204,10 @@ impl Version<'_> {
             _ => None,
         }
     }
+    /// The line of the file where `function` begins, where the object says.
+    fn home_line(&self, function: &str) -> Option<usize> {
+        self.reach.homes.get(function).and_then(|h| self.line(h))
+    }
     /// The first line of the file that refers to `symbol`.
     fn first_use(&self, symbol: &str) -> Option<usize> {
         self.reach
@@ -264,10 +268,7 @@ pub fn beyond(learner: Version, original: Version, reference: Version) -> Vec<Be
     hooks(learner, original, reference, &mut found);
     for f in &learner.reach.ifuncs {
         found.push(Beyond {
-            line: match learner.reach.homes.get(f) {
-                Some(Origin::Source(l)) => Some(*l),
-                _ => None,
-            },
+            line: learner.home_line(f),
             what: format!("defines `{f}` as an indirect function, whose resolver runs while the program is loaded, before the grader's restrictions"),
         });
     }
@@ -322,10 +323,7 @@ fn names_taken(
             None
         };
         if let Some(why) = why {
-            let line = match learner.reach.homes.get(name) {
-                Some(Origin::Source(l)) => Some(*l),
-                _ => None,
-            };
+            let line = learner.home_line(name);
             found.push(Beyond {
                 line,
                 what: why.replace("{}", name),

@@ -194,10 +194,8 @@ pub fn parse(dump: &str, source: &str) -> Reach {
                     // Code of the file inside a function that begins in a header, or at a later
                     // line of the file: a function's own body never comes before its first line,
                     // so only inlined code does (a region inside the function's body comes after).
-                    (Some(Origin::Source(h)), Origin::Source(l)) if l < h => {
-                        reach.inlined.push((function.clone(), *l));
-                    }
-                    (Some(h), Origin::Source(l)) if !matches!(h, Origin::Source(_)) => {
+                    (Some(h), Origin::Source(l)) if !matches!(h, Origin::Source(first) if first <= l) =>
+                    {
                         reach.inlined.push((function.clone(), *l));
                     }
                     _ => {}
