@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 const HARNESS_FILES: &[&str] = &[
     "cudabugs.cuh",
     "timeline.cuh",
+    "driver.cuh",
     "harness.cu",
     "peak.cu",
     "baseline-sgemm.cu",

@@ -1,7 +1,7 @@
 // cudabugs harness main: runs the exercise's `cb_run` for the grader.
 //
 //   harness [--poison] [--pinned] IN OUT [IN OUT ...]
-//   harness [--pinned] [--spin] [--timeline FROM FILE] --serve FD IN
+//   harness [--pinned] [--spin] [--timeline FROM FILE] [--driver FROM LIB FILE] --serve FD IN
 //
 // Cases (the first form): loads each grader-written input file, calls cb_run once, writes the
 // outputs back. --poison fills the outputs with 0xFF bytes (NaN for floats) before the call, so
@@ -24,7 +24,9 @@
 // FILE writes the copies, launches, syncs and allocations (timeline.cuh) of call FROM and every
 // later call at exit: the grader serves one call more than it clocks for the judge, and only that
 // one is recorded, so that one process gives both. A timing build only (it links the wrappers),
-// and the program's own account, for the lessons' pictures and the launch and copy metrics.
+// and the program's own account, for the lessons' pictures. --driver FROM LIB FILE writes CUPTI's
+// records (driver.cuh; LIB is libcupti) of call FROM and every later call at exit: what the GPU
+// ran, from which the launch and copy metrics are counted and each call's kernel time is taken.
 //
 // Exit status: 0 ok, 2 bad usage or file, 3 a CUDA error (CB_CHECK), 126 the grader asked for the
 // no-spawn filter (below) and it could not be installed.
@@ -59,6 +61,7 @@
 #include <sys/syscall.h>
 #include "cudabugs.cuh"
 #include "timeline.cuh"
+#include "driver.cuh"
 
 namespace no_spawn {
 
@@ -298,7 +301,17 @@ inline void relax() {
 size_t round_up(size_t n) { return (n + kPage - 1) / kPage * kPage; }
 
 // Serve the grader's timed calls on the memory it shares (see the top of this file).
-int serve(int fd, const char* in_path, bool spin, const char* timeline_path, uint64_t record_from) {
+// Where the served calls' records go: the timeline (the wrappers) and the driver's (CUPTI), each
+// from its first recorded call.
+struct Records {
+  const char* timeline = nullptr;
+  uint64_t timeline_from = 1;
+  const char* driver_lib = nullptr;
+  const char* driver = nullptr;
+  uint64_t driver_from = 1;
+};
+
+int serve(int fd, const char* in_path, bool spin, const Records& records) {
   cb::Io io;
   load(in_path, io, true);
   size_t need = kPage;
@@ -314,6 +327,7 @@ int serve(int fd, const char* in_path, bool spin, const char* timeline_path, uin
       b.data = region + at;
       at += round_up(b.size());
     }
+  if (records.driver) cb_driver::open(records.driver_lib);
   if (cudaSetDeviceFlags(spin ? cudaDeviceScheduleSpin : cudaDeviceScheduleBlockingSync) != cudaSuccess) (void)cudaGetLastError();
   CB_CHECK(cudaFree(nullptr));
   if (pinned_host_memory) CB_CHECK(cudaHostRegister(region + kPage, st.st_size - kPage, cudaHostRegisterDefault));
@@ -330,19 +344,25 @@ int serve(int fd, const char* in_path, bool spin, const char* timeline_path, uin
     while ((call = load_word(region, kGoAt)) == last) relax();
     if (call == kQuit) break;
     last = call;
-    const bool recording = timeline_path && call >= record_from;
+    const bool recording = records.timeline && call >= records.timeline_from;
+    const bool traced = records.driver && call >= records.driver_from;
+    if (traced) cb_driver::subscribe();
     if (recording) cb_timeline::begin();
+    if (traced) cb_driver::call_started(call - 1);
     const auto start = std::chrono::steady_clock::now();
     cb_run(io);
+    if (traced) cb_driver::call_returned();
     if (recording) cb_timeline::stop();
     CB_CHECK(cudaDeviceSynchronize());
     CB_CHECK(cudaGetLastError());
+    if (traced) cb_driver::call_ended();
     if (recording) cb_timeline::end(static_cast<int>(call) - 1, std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
     store_word(region, kMemoryAt, memory.peak.load());
     store_word(region, kDoneAt, call);
   }
   memory.finish();
-  if (timeline_path) cb_timeline::write(timeline_path);
+  if (records.timeline) cb_timeline::write(records.timeline);
+  if (records.driver) cb_driver::write(records.driver);
   if (pinned_host_memory) (void)cudaHostUnregister(region + kPage);
   // Destroying the context is what lets memcheck's leak check see allocations never freed.
   CB_CHECK(cudaDeviceReset());
@@ -388,24 +408,28 @@ const cb::Buffer& cb::Io::find(const std::vector<Buffer>& list, const char* name
 int main(int argc, char** argv) {
   bool poison = false, spin = false;
   int i = 1, fd = -1;
-  const char* timeline_path = nullptr;
-  uint64_t record_from = 1;
+  Records records;
   for (; i < argc && argv[i][0] == '-'; i++) {
     if (!std::strcmp(argv[i], "--poison")) poison = true;
     else if (!std::strcmp(argv[i], "--pinned")) pinned_host_memory = true;
     else if (!std::strcmp(argv[i], "--spin")) spin = true;
     else if (!std::strcmp(argv[i], "--timeline") && i + 2 < argc) {
-      record_from = std::strtoull(argv[++i], nullptr, 10);
-      timeline_path = argv[++i];
+      records.timeline_from = std::strtoull(argv[++i], nullptr, 10);
+      records.timeline = argv[++i];
+    }
+    else if (!std::strcmp(argv[i], "--driver") && i + 3 < argc) {
+      records.driver_from = std::strtoull(argv[++i], nullptr, 10);
+      records.driver_lib = argv[++i];
+      records.driver = argv[++i];
     }
     else if (!std::strcmp(argv[i], "--serve") && i + 1 < argc) fd = std::atoi(argv[++i]);
     else die("unknown option", argv[i]);
   }
   if (fd >= 0) {
-    if (argc - i != 1) die("usage", "harness [--pinned] [--spin] [--timeline FROM FILE] --serve FD IN");
-    return serve(fd, argv[i], spin, timeline_path, record_from);
+    if (argc - i != 1) die("usage", "harness [--pinned] [--spin] [--timeline FROM FILE] [--driver FROM LIB FILE] --serve FD IN");
+    return serve(fd, argv[i], spin, records);
   }
-  if (i == argc || (argc - i) % 2 != 0 || timeline_path) die("usage", "harness [--poison] [--pinned] IN OUT [IN OUT ...]");
+  if (i == argc || (argc - i) % 2 != 0 || records.timeline || records.driver) die("usage", "harness [--poison] [--pinned] IN OUT [IN OUT ...]");
   for (; i + 1 < argc; i += 2) {
     cb::Io io;
     load(argv[i], io);

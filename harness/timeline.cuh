@@ -1,8 +1,10 @@
 // The harness's timeline of a call (`--timeline FILE`): every copy, memset, launch, sync and
 // allocation the exercise makes, with when the host made the call and, for work that runs on the
 // GPU, when its stream reached it and finished it (CUDA events recorded around it in its stream).
-// The GPU machines have neither nsys nor CUPTI; this is what draws the lessons' timelines and
-// gives the launch and copy metrics of the `clock = "call"` exercises.
+// This is what draws the lessons' timelines (the host's side of each call); the launch and copy
+// metrics of the `clock = "call"` exercises are counted from CUPTI's records of the same call
+// (driver.cuh), which see what these wrappers do not (cudaLaunchKernelEx, the driver API, graph
+// nodes), and from these only where the toolkit has no CUPTI.
 //
 // How it sees the exercise's calls: the timing build links with `-Xlinker --wrap=SYMBOL` for each
 // SYMBOL wrapped here (grader/src/tools/nvcc.rs, TIMELINE_WRAPPED), so the exercise's references

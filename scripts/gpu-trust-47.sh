@@ -8,6 +8,8 @@
 #   honest   grade of tests/fixtures/honest-variety (11 fixes in other styles): 100, no flag
 #   adv      grade of the adversarial class on 03, 57, 05 and 07 (ADV_EX)
 #   adv62    the same on 62 and 63
+#   adv47    the driver's records (items 4-5): ncu-kernel, ncu-probe, launch-ex and decoy-copy with
+#            honest-ref, honest-alt and half-fix as controls, on 57, 62 and 63
 #   refs     grade of one student holding every reference fix of REFS_EX (default: the bug track)
 #   bench    BENCH_N students x 6 bug exercises graded by $B and by $BO (the bundle before): pairs a
 #            minute, in one run
@@ -39,7 +41,7 @@ touch /tmp/trust-47-start; sleep 1
   compute-sanitizer --version | tail -1; objdump --version | head -1; uname -r; nproc; } > "$L/env.txt" 2>&1
 
 if has verify; then
-  run verify $B --isolation strict verify --record "$OUT/verification.json"
+  run verify $B --isolation strict verify ${VERIFY_EX:-} --record "$OUT/verification.json"
   grep -c "no-spawn filter could not be installed" "$L/verify.txt" > "$L/verify-filter-failures.txt"
 fi
 
@@ -63,6 +65,13 @@ grade() { # grade NAME CLASS EXERCISES: the gradebook in grades-NAME, the json s
 has honest && grade honest tests/fixtures/honest-variety 01-index,03-race,05-memset,06-misaligned,08-launch,09-use-after-free,37-shfl-width,40-half-overflow,41-wmma-layout,68-graphs,70-default-stream
 has adv && grade adv tests/fixtures/adversarial "$ADV_EX"
 has adv62 && grade adv62 tests/fixtures/adversarial 62-launches,63-transfers
+if has adv47; then
+  rm -rf adv47; mkdir -p adv47
+  for s in ncu-kernel ncu-probe launch-ex decoy-copy honest-ref honest-alt half-fix; do
+    cp -r "tests/fixtures/adversarial/$s" adv47/
+  done
+  grade adv47 adv47 57-reduction,62-launches,63-transfers
+fi
 if has refs; then
   REFS_EX=${REFS_EX:-$(ls exercises | grep -E '^(0[1-9]|[1-3][0-9]|4[0-5])-' | tr '\n' ',' | sed 's/,$//')}
   rm -rf refs; mkdir -p refs/ref/exercises
@@ -97,8 +106,14 @@ for g in grades-*; do
   table+=("$g: feedback files quoting exec-child or case-lister output: $quoted")
 done
 python3 scripts/gpu-trust-47-table.py grades-* > "$L/table.txt" 2>&1
+python3 scripts/gpu-driver-47-table.py grades-* > "$L/driver-table.txt" 2>&1
+# The harness's driver records as they were written, where a plan kept them (the parser's fixtures).
+mkdir -p "$L/driver-samples"
+find .cudabugs -name '*.driver' 2>/dev/null > "$L/driver-files.txt"
+head -6 "$L/driver-files.txt" | while read -r f; do cp "$f" "$L/driver-samples/$(echo "$f" | tr '/' '_')"; done
 tar czf "$OUT/grades.tgz" grades-* 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$OUT" logs
 [ -f "$OUT/verification.json" ] && gzip -f "$OUT/verification.json"
 cat "$L/table.txt"
+tail -30 "$L/driver-table.txt"
 printf '%s\n' "${table[@]}"

@@ -75,6 +75,7 @@ fn context(wb: &Workbook) -> Option<Context> {
     let nvcc = Nvcc {
         path: nvcc,
         extra_flags: Vec::new(),
+        cupti: None,
     };
     let ctx = Context::builder(wb, config)
         .compiler(nvcc, harness)

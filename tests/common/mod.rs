@@ -63,6 +63,7 @@ fn built_harness() -> Option<&'static Path> {
         let files: Vec<(&str, String)> = [
             "cudabugs.cuh",
             "timeline.cuh",
+            "driver.cuh",
             "harness.cu",
             "peak.cu",
             "baseline-sgemm.cu",

@@ -190,6 +190,7 @@ impl ContextBuilder<'_> {
         let nvcc = toolchain::Nvcc {
             path: missing.clone(),
             extra_flags: Vec::new(),
+            cupti: None,
         };
         let harness = Harness {
             include_dir: missing.clone(),

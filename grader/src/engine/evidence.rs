@@ -25,6 +25,8 @@ pub struct Timed<'a> {
     pub call_failure: Option<&'a str>,
     /// The call timing's whole process, as the grader clocked it from outside.
     pub call_wall_ns: Option<f64>,
+    /// What the GPU ran in the call timing's traced calls (CUPTI's records), where they were read.
+    pub driver: Option<&'a crate::tools::driver::Driver>,
     /// Where the outputs are kept once read (the reference fix's, which grade compares with every
     /// learner of a chunk); None: read them at each comparison.
     pub read_once: Option<&'a ReadOnce>,
@@ -40,6 +42,13 @@ pub struct ReadOnce {
 }
 
 impl Timed<'_> {
+    /// Every kernel's time in one judged call of the plain call timing, as the driver recorded it
+    /// (the least of the calls after the first, as the clock's): the kernel time outside ncu.
+    pub fn plain_kernel_ns(&self) -> Option<f64> {
+        self.driver?
+            .judged_kernel_ns(&[], self.call?.calls_ns.len())
+    }
+
     /// The judged time: the whole call's where the call is the clock (`by_call`), else ncu's of
     /// the kernels.
     pub(crate) fn judged_ns(&self, by_call: bool) -> Option<f64> {
@@ -71,9 +80,11 @@ pub fn evidence<'r>(timing: Option<&'r Output>, call: Option<&'r Output>) -> Tim
         times,
         outputs,
         failure,
+        driver,
         ..
     }) = call
     {
+        t.driver = driver.as_ref().and_then(|d| d.as_ref().ok());
         t.call = times.as_ref();
         t.call_outputs = if failure.is_none() { outputs } else { &[] };
         t.call_failure = failure.as_deref();

@@ -123,7 +123,12 @@ pub fn execute(
     );
     // The slowest kinds of run start first, so that none starts last and holds up the phase.
     gpu.sort_by_key(|s| longest_first(s.kind));
-    let runs = Execution::new(ctx, wb, subs, start, unprepared, &builds, results);
+    let mut runs = Execution::new(ctx, wb, subs, start, unprepared, &builds, results);
+    for s in &gpu {
+        if s.kind == StageKind::Sass {
+            runs.reach_after_build[s.subject] = true;
+        }
+    }
     let mut timeline = PhaseTimes::default();
     let share = gpu_share(ctx.config.gpu.as_deref());
     let shared = (!gpu.is_empty()).then(|| {
@@ -216,6 +221,10 @@ struct Execution<'r, 's> {
     blocked: Option<Blocked>,
     binaries: Slots<Option<Built>>,
     spent: std::sync::Mutex<Vec<Spent>>,
+    /// Subjects whose compiled reach the SASS stage will read: analysed in the CPU slot of their
+    /// release build once its binary is handed on, so that the SASS stage finds it kept and holds
+    /// a GPU slot for no compiler.
+    reach_after_build: Vec<bool>,
 }
 
 impl<'r, 's> Execution<'r, 's> {
@@ -246,6 +255,7 @@ impl<'r, 's> Execution<'r, 's> {
             blocked,
             binaries,
             spent: std::sync::Mutex::new(Vec::new()),
+            reach_after_build: vec![false; subs.len()],
         }
     }
 
@@ -305,10 +315,12 @@ impl<'r, 's> Execution<'r, 's> {
         let StageKind::Build(flavor) = s.kind else {
             unreachable!("only builds run on the CPU")
         };
-        self.binaries.put(
-            slot_of(s.subject, flavor),
-            result.as_ref().ok().and_then(Output::built).cloned(),
-        );
+        let built = result.as_ref().ok().and_then(Output::built).cloned();
+        let analyse = flavor == Flavor::Timing && built.is_some() && self.reach_after_build[s.subject];
+        self.binaries.put(slot_of(s.subject, flavor), built);
+        if analyse {
+            stages::analyse_reach(self.ctx, self.wb, &self.subs[s.subject], s.subject);
+        }
         result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     }
 

@@ -322,6 +322,18 @@ impl Metric {
         }
     }
 
+    /// Read from the recorded call's GPU work (launches, copies, syncs), not from ncu's counters.
+    pub fn from_call(self) -> bool {
+        matches!(
+            self,
+            Metric::Launches
+                | Metric::Syncs
+                | Metric::KernelShare
+                | Metric::CopyBytes
+                | Metric::CopyOverlap
+        )
+    }
+
     /// The value in words with its unit: "87.5%", "31.6", "2.1 M".
     pub fn show(self, value: Option<f64>) -> String {
         match value {

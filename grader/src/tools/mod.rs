@@ -4,6 +4,7 @@
 
 pub mod cgroup;
 pub mod counters;
+pub mod driver;
 pub mod gpu;
 pub mod launcher;
 pub mod ncu;

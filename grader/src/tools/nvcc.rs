@@ -197,12 +197,26 @@ pub fn prepare_harness(
         }
     }
     hasher.update(nvcc.path.as_os_str().as_encoded_bytes());
+    // With CUPTI's headers the harness can record what the driver ran (harness/driver.cuh).
+    let cupti: Vec<std::ffi::OsString> = match &nvcc.cupti {
+        Some(c) => vec![
+            "-DCUDABUGS_CUPTI".into(),
+            "-I".into(),
+            c.include.clone().into(),
+        ],
+        None => Vec::new(),
+    };
+    for flag in &cupti {
+        hasher.update(flag.as_encoded_bytes());
+    }
     let object = dir.join(format!("harness-{}.o", &hasher.finalize().to_hex()[..16]));
     if !object.is_file() {
         let tmp = object.with_extension("o.tmp");
         let source = dir.join("harness.cu");
         let job = Job::new(&nvcc.path, HARNESS_TIMEOUT)
-            .args(["-O2", "-std=c++17", "-c", "-o"])
+            .args(["-O2", "-std=c++17", "-c"])
+            .args(cupti)
+            .arg("-o")
             .arg(&tmp)
             .arg(&source);
         check(runner::run(&job)?, &source, HARNESS_TIMEOUT)?;

@@ -111,7 +111,7 @@ pub struct Stats {
 }
 
 /// Sorted, merged intervals.
-fn union(mut spans: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
+pub(crate) fn union(mut spans: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
     spans.retain(|(a, b)| b > a);
     spans.sort_by(|x, y| x.0.total_cmp(&y.0));
     let mut out: Vec<(f64, f64)> = Vec::new();
@@ -124,12 +124,12 @@ fn union(mut spans: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
     out
 }
 
-fn length(spans: &[(f64, f64)]) -> f64 {
+pub(crate) fn length(spans: &[(f64, f64)]) -> f64 {
     spans.iter().map(|(a, b)| b - a).sum()
 }
 
 /// The length of the intersection of two merged interval lists.
-fn shared(x: &[(f64, f64)], y: &[(f64, f64)]) -> f64 {
+pub(crate) fn shared(x: &[(f64, f64)], y: &[(f64, f64)]) -> f64 {
     let (mut i, mut j, mut total) = (0, 0, 0.0);
     while i < x.len() && j < y.len() {
         let (a, b) = (x[i].0.max(y[j].0), x[i].1.min(y[j].1));

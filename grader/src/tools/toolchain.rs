@@ -12,6 +12,8 @@ pub const PINNED_WHEELS: &[&str] = &[
     "nvidia-cuda-crt==13.0.88",
     "nvidia-cuda-runtime==13.0.88",
     "nvidia-cuda-cccl==13.0.85",
+    // CUPTI's headers, for the harness's record of what the driver ran (harness/driver.cuh).
+    "nvidia-cuda-cupti==13.0.85",
     "nvidia-nvvm==13.0.88",
     // cuobjdump, for the SASS check of judge::tool_aware, and the nvdisasm it runs for `-sass`: the
     // oldest on PyPI are 13.2 (no 13.0 wheel); they read nvcc 13.0's binaries.
@@ -59,6 +61,45 @@ pub struct Nvcc {
     pub path: PathBuf,
     /// Extra flags a pip-installed nvcc needs (its runtime library folder).
     pub extra_flags: Vec<String>,
+    /// The toolkit's CUPTI, where it has one: the harness compiles its record of what the driver
+    /// ran against the headers and opens the library at run time (harness/driver.cuh).
+    pub cupti: Option<Cupti>,
+}
+
+/// A CUDA toolkit's CUPTI: the folder of `cupti.h` and the shared library.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cupti {
+    pub include: PathBuf,
+    pub library: PathBuf,
+}
+
+impl Cupti {
+    /// The CUPTI of the toolkit whose nvcc is `nvcc`: in `extras/CUPTI` (the toolkit's installer),
+    /// beside the runtime (distributions' packages), or in the wheel's `include` and `lib` (PyPI).
+    pub fn beside(nvcc: &Path) -> Option<Cupti> {
+        let root = nvcc.parent()?.parent()?;
+        let include = [
+            root.join("extras/CUPTI/include"),
+            root.join("include"),
+            root.join("targets/x86_64-linux/include"),
+        ]
+        .into_iter()
+        .find(|d| d.join("cupti.h").is_file())?;
+        let library = [
+            "extras/CUPTI/lib64",
+            "lib64",
+            "lib",
+            "targets/x86_64-linux/lib",
+        ]
+        .iter()
+        .flat_map(|d| {
+            ["libcupti.so", "libcupti.so.13"]
+                .iter()
+                .map(move |f| root.join(d).join(f))
+        })
+        .find(|f| f.is_file())?;
+        Some(Cupti { include, library })
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -127,7 +168,12 @@ impl Toolchain {
                 }
                 _ => Vec::new(),
             };
-            Nvcc { path, extra_flags }
+            let cupti = Cupti::beside(&path);
+            Nvcc {
+                path,
+                extra_flags,
+                cupti,
+            }
         });
         Toolchain {
             nvcc,

@@ -114,6 +114,9 @@ pub enum Output {
         run: Result<Finished, SpawnError>,
         times: Option<CallTimes>,
         timeline: Option<crate::tools::timeline::Timeline>,
+        /// What the GPU ran in each traced call (CUPTI's records), or why there are none; None
+        /// where the calls were not traced (no CUPTI in the toolkit).
+        driver: Option<Result<crate::tools::driver::Driver, crate::tools::driver::DriverError>>,
         outputs: Vec<PathBuf>,
         failure: Option<String>,
         /// Served from the measurements kept between checks (`engine::kept`), not run now.
@@ -158,6 +161,7 @@ impl Output {
                 run: Ok(f),
                 times,
                 timeline,
+                driver,
                 outputs,
                 failure,
                 kept: false,
@@ -166,6 +170,7 @@ impl Output {
                 run: Ok(f.clone()),
                 times: times.clone(),
                 timeline: timeline.clone(),
+                driver: driver.clone(),
                 outputs: outputs.clone(),
                 failure: failure.clone(),
                 kept: false,
@@ -478,17 +483,43 @@ pub fn sass(
             }
         }
     };
-    let host = sub.exercise().map(|ex| {
-        let mine = reach::submission(ctx, wb, sub, stage, ex);
-        // The exercise's own versions, which the judge compares it with, here, beside the other
-        // stages (each is analysed once and kept), rather than later in the judging.
-        for text in [ex.original, ex.solution] {
-            let _ = reach::workbook_version(ctx, ex, text);
-        }
-        mine
-    });
+    let host = sub.exercise().map(|ex| reached(ctx, wb, sub, stage, ex));
     Output::Sass { reads, host }
 }
+
+/// What `sub`'s file reaches, and the exercise's own versions, which the judge compares it with,
+/// here, beside the other stages (each is analysed once and kept), rather than later in the judging.
+fn reached(
+    ctx: &Context,
+    wb: &Workbook,
+    sub: &Submission,
+    stage: &Stage,
+    ex: &crate::exercise::workbook::Exercise,
+) -> Result<crate::tools::reach::Reach, ReachError> {
+    let mine = reach::submission(ctx, wb, sub, stage, ex);
+    for text in [ex.original, ex.solution] {
+        let _ = reach::workbook_version(ctx, ex, text);
+    }
+    mine
+}
+
+/// The SASS stage's compiled-reach analysis of subject `subject`, ahead of it (the scheduler runs
+/// it in the CPU slot of the release build): kept by the text, so that the stage reads it. In a
+/// folder of its own (a run of the SASS stage no stage has), which the stage's own fresh folder
+/// cannot empty under it.
+pub fn analyse_reach(ctx: &Context, wb: &Workbook, sub: &Submission, subject: usize) {
+    if let Some(ex) = sub.exercise() {
+        let stage = Stage {
+            subject,
+            kind: StageKind::Sass,
+            run: AHEAD,
+        };
+        let _ = reached(ctx, wb, sub, &stage, ex);
+    }
+}
+
+/// The run number of the reach analysis done ahead of the SASS stage.
+const AHEAD: u32 = 90;
 
 /// Run one stage whose build (if it needs one) is `built`.
 pub fn run(
@@ -563,6 +594,7 @@ mod tests {
             },
             times: None,
             timeline: None,
+            driver: None,
             outputs: vec!["clock/call/out1".into()],
             failure: None,
             kept,

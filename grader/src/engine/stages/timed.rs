@@ -44,7 +44,7 @@ pub fn time(
     let target = ncu::ProfileTarget {
         name: sub.label(),
         program: built.binary.clone(),
-        args: served_args(sub, &served, None),
+        args: served_args(sub, &served, None, None),
         kernels: m.timing.kernels.clone(),
         // A performance exercise's metrics come from the same ncu pass as its time.
         counters: ncu_counters(ctx, m),
@@ -193,10 +193,22 @@ enum TimelineUnread {
     Parse(#[from] crate::tools::timeline::TimelineError),
 }
 
+/// Where the harness writes CUPTI's records of the calls it traces (`--driver`), from which call.
+struct Traced<'a> {
+    from: u32,
+    library: &'a Path,
+    file: &'a Path,
+}
+
 /// The harness's arguments for served calls: the shared memory's descriptor, the manifest's
 /// options, the timeline where one is recorded (of the calls from the first after the judged
-/// ones), the bench's input file (its layout).
-fn served_args(sub: &Submission, served: &Served, timeline: Option<&Path>) -> Vec<String> {
+/// ones), CUPTI's records where the calls are traced, the bench's input file (its layout).
+fn served_args(
+    sub: &Submission,
+    served: &Served,
+    timeline: Option<&Path>,
+    traced: Option<&Traced>,
+) -> Vec<String> {
     let m = &sub.exercise().expect("an exercise").manifest.manifest;
     let mut args = vec!["--serve".to_string(), served.fd().to_string()];
     args.extend(m.harness_flags().into_iter().map(String::from));
@@ -205,6 +217,14 @@ fn served_args(sub: &Submission, served: &Served, timeline: Option<&Path>) -> Ve
             "--timeline".to_string(),
             (served.judged_calls() + 1).to_string(),
             t.display().to_string(),
+        ]);
+    }
+    if let Some(t) = traced {
+        args.extend([
+            "--driver".to_string(),
+            t.from.to_string(),
+            t.library.display().to_string(),
+            t.file.display().to_string(),
         ]);
     }
     args.push(sub.cases().bench_input.display().to_string());
@@ -244,9 +264,10 @@ fn clocked(files: &[PathBuf]) -> (Option<CallTimes>, Vec<PathBuf>) {
 
 /// The call timing: the bench, alone on the GPU, each whole call started, clocked and checked by
 /// the grader, the GPU memory in use sampled; where the clock is the call, one call more after
-/// those, whose operations the harness records (the program's own account: the lessons' pictures
-/// and the launch and copy metrics). One process gives both: a process costs 0.6-0.8 s on an H100,
-/// a call of 63-transfers 17 ms.
+/// those, whose operations the harness records (the program's own account: the lessons' pictures)
+/// and whose GPU work CUPTI records (the launch and copy metrics). Where the clock is the kernels,
+/// CUPTI records every call: their kernel times, set beside ncu's. One process gives all of it: a
+/// process costs 0.6-0.8 s on an H100, a call of 63-transfers 17 ms.
 pub fn call(
     ctx: &Context,
     wb: &Workbook,
@@ -269,7 +290,24 @@ pub fn call(
         Err(why) => return Output::NotRun(Blocked::Setup(why.to_string())),
     };
     let timeline_path = run_dir(sub, stage).join(format!("{}.timeline", file_tag(stage)));
-    let args = served_args(sub, &served, recording.then_some(timeline_path.as_path()));
+    let driver_path = run_dir(sub, stage).join(format!("{}.driver", file_tag(stage)));
+    // Where the call is the clock, CUPTI's work at each launch stays out of the judged calls: only
+    // the recorded call after them is traced.
+    let traced = ctx.nvcc.cupti.as_ref().map(|c| Traced {
+        from: if recording {
+            served.judged_calls() + 1
+        } else {
+            1
+        },
+        library: &c.library,
+        file: &driver_path,
+    });
+    let args = served_args(
+        sub,
+        &served,
+        recording.then_some(timeline_path.as_path()),
+        traced.as_ref(),
+    );
     let mut job = Job::new(
         &built.binary,
         Bounds::of(sub, ctx.config.timeouts.run).limit,
@@ -278,6 +316,9 @@ pub fn call(
     let files = drive(&mut job, served);
     if recording {
         job.outputs.push(timeline_path.clone());
+    }
+    if traced.is_some() {
+        job.outputs.push(driver_path.clone());
     }
     let job = confined(ctx, wb, sub, stage, job);
     let command = job.display();
@@ -290,7 +331,10 @@ pub fn call(
         sub,
         stage,
         built,
-        &format!("{repeat} {harness:?} recorded {recording}"),
+        &format!(
+            "{repeat} {harness:?} recorded {recording} traced {}",
+            traced.is_some()
+        ),
         call_outputs(&files),
     );
     let served_kept = kept.as_ref().is_some_and(|k| k.holds());
@@ -300,7 +344,28 @@ pub fn call(
         let text = crate::untrusted::read_text(&timeline_path)?;
         Ok(crate::tools::timeline::Timeline::parse(&text)?)
     });
-    let failure = call_failure(&run, times.as_ref(), timeline.as_ref(), repeat as usize);
+    // Where the harness could not subscribe, the file says why: the judge falls back to the
+    // timeline's wrappers and says so. A file that is missing or unreadable after a run that
+    // finished is the run's failure: the program removed or wrote over the grader's record.
+    // A recording made before the calls were traced has no such file: replayed, it is untraced.
+    let recorded_untraced = ctx.launcher.replays() && !driver_path.exists();
+    let driver = traced.as_ref().filter(|_| !recorded_untraced).map(|_| {
+        crate::untrusted::read_text(&driver_path)
+            .map_err(|e| crate::tools::driver::DriverError::Unreadable {
+                line: 0,
+                text: e.to_string(),
+            })
+            .and_then(|text| crate::tools::driver::Driver::parse(&text))
+    });
+    let failure =
+        call_failure(&run, times.as_ref(), timeline.as_ref(), repeat as usize).or_else(|| {
+            match &driver {
+                Some(Err(e @ crate::tools::driver::DriverError::Unreadable { .. })) => Some(
+                    format!("the harness wrote no readable record of the GPU's work ({e})"),
+                ),
+                _ => None,
+            }
+        });
     // A kept run that the judge could not use is taken again next time.
     if let (Some(k), Some(_)) = (&kept, &failure) {
         k.forget();
@@ -310,6 +375,7 @@ pub fn call(
         run,
         times,
         timeline: timeline.and_then(Result::ok),
+        driver,
         outputs,
         failure,
         kept: served_kept,

@@ -57,6 +57,12 @@ pub struct SpeedResult {
     /// The most device memory in use during the timed calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu_memory_bytes: Option<f64>,
+    /// Every kernel's time in a plain judged call (CUPTI's; the least after the first), where the
+    /// calls were traced: set beside ncu's by the rule `faster-under-ncu`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub learner_plain_kernel_ns: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_plain_kernel_ns: Option<f64>,
 }
 
 /// What the grader's clock recorded of a timed process's calls (`tools::served`).
@@ -391,6 +397,7 @@ pub fn judge(i: &JudgeInputs) -> Verdict {
         i.reference.call.and_then(CallTimes::judged_cpu_ns),
     );
     flags.extend(call_rules(i, learner.named_launched, call_l, ns, by_call));
+    flags.extend(faster_under_ncu(i, by_call));
     flags.sort_by_key(|f| f.rule);
     flags.dedup_by_key(|f| f.rule);
 
@@ -431,9 +438,45 @@ pub fn judge(i: &JudgeInputs) -> Verdict {
             learner_call_cpu_ns: cpu_l,
             reference_call_cpu_ns: cpu_r,
             gpu_memory_bytes: i.learner.call.and_then(|c| c.gpu_memory),
+            learner_plain_kernel_ns: i.learner.plain_kernel_ns(),
+            reference_plain_kernel_ns: i.reference.plain_kernel_ns(),
         }),
         flags,
     }
+}
+
+/// How far a version's kernel time in the plain calls (CUPTI's) may sit above its time under ncu,
+/// as a multiple of the reference fix's own ratio, before the kernels ncu timed are taken for not
+/// the ones that run. ncu runs kernels at base clocks with cold caches, the plain calls at boost
+/// clocks with warm ones: a ratio of its own per exercise, which the reference fix's gives.
+pub const PLAIN_OVER_NCU_BAND: f64 = 1.5;
+
+/// Below this much plain kernel time beyond ncu's, no flag: launches of a few microseconds move by
+/// more than the band between processes.
+pub const PLAIN_OVER_NCU_SLACK_NS: f64 = 5_000.0;
+
+/// The rule `faster-under-ncu`: where ncu's kernel time is the judged time, the kernels of the
+/// plain call timing (every kernel, CUPTI's times) against ncu's, set beside the reference fix's.
+fn faster_under_ncu(i: &JudgeInputs, by_call: bool) -> Option<Flag> {
+    if by_call {
+        return None;
+    }
+    let ncu = |t: &Timed| t.measured.and_then(|m| m.nanoseconds).filter(|&n| n > 0.0);
+    let (pl, kl) = (i.learner.plain_kernel_ns()?, ncu(&i.learner)?);
+    let (pr, kr) = (i.reference.plain_kernel_ns()?, ncu(&i.reference)?);
+    let (rl, rr) = (pl / kl, pr / kr);
+    (rl > rr * PLAIN_OVER_NCU_BAND && pl - kl * rr > PLAIN_OVER_NCU_SLACK_NS).then(|| {
+        Flag::new(
+            Rule::FasterUnderNcu,
+            format!(
+                "its kernels took {:.1} us a call outside ncu against {:.1} us under it ({rl:.2}x); the reference fix's {:.1} us against {:.1} us ({rr:.2}x)",
+                pl / 1e3,
+                kl / 1e3,
+                pr / 1e3,
+                kr / 1e3
+            ),
+        )
+    })
 }
 
 /// The rules of the learner's time itself: its kernels (`ns`, ncu's) faster than this GPU can

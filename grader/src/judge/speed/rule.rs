@@ -39,13 +39,16 @@ pub enum Rule {
     /// or after the calls.
     #[serde(rename = "unaccounted-time")]
     Unaccounted,
+    /// The timed kernels ran far faster under ncu than in the plain call timing (CUPTI's kernel
+    /// times), beyond what the reference fix shows: the kernel ncu timed is not the one that runs.
+    FasterUnderNcu,
     /// Code in the marked regions that can tell when a tool watches or forge what the grader reads
     /// (`judge::tool_aware`): the tools' and the speed points are held for a person.
     ToolAware,
 }
 
 impl Rule {
-    pub const ALL: [Rule; 14] = [
+    pub const ALL: [Rule; 15] = [
         Rule::NoKernel,
         Rule::ProofOfWork,
         Rule::TimedOutputs,
@@ -59,6 +62,7 @@ impl Rule {
         Rule::TooFast,
         Rule::GpuMemory,
         Rule::Unaccounted,
+        Rule::FasterUnderNcu,
         Rule::ToolAware,
     ];
 
@@ -77,6 +81,7 @@ impl Rule {
             Rule::TooFast => "too-fast",
             Rule::GpuMemory => "gpu-memory",
             Rule::Unaccounted => "unaccounted-time",
+            Rule::FasterUnderNcu => "faster-under-ncu",
             Rule::ToolAware => "tool-aware",
         }
     }
@@ -130,6 +135,7 @@ impl Rule {
             Rule::TooFast => "more than 10x faster than the reference fix: speed is left to a person",
             Rule::GpuMemory => "the timed calls held more than twice the reference fix's GPU memory plus 256 MiB: on a shared GPU that starves other programs; a person should look (no points are taken)",
             Rule::ToolAware => "the compiled code reaches what neither the exercise nor its reference fix reaches (a C library or runtime function beyond the allowlist, a name taken for the whole program, a system call, code that runs before the harness's restrictions, code outside the regions now calling the regions' own), or its kernels read a clock the reference's do not: a program can always tell when compute-sanitizer or ncu watches it, and what it did then need not be what it does otherwise, so the tools' and the speed points are held for a person, who reads the lines named",
+            Rule::FasterUnderNcu => "the judged time is ncu's, so the kernels ncu times must be the ones that run: the plain call timing records every kernel's time with CUPTI (the driver's own clock, whoever launched them), and where the kernels of a plain call took far longer against ncu's time than the reference fix's do against its own (the band measured over every reference fix and untouched exercise on the GPU), the program ran something else when ncu watched; no speed credit",
             Rule::Unaccounted => "the grader clocks the call timing's whole process: time it spent outside its calls, beyond the reference fix's by more than 0.5 s and half again, is work before or after the calls; speed is left to a person",
         }
     }

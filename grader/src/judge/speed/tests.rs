@@ -101,6 +101,7 @@ fn runs(kernel_us: f64, calls: Vec<Option<CallTimes>>) -> (Output, Vec<Option<Ou
             .then(|| "the program exited before its call 2".into()),
         times,
         timeline: None,
+        driver: None,
         outputs: Vec::new(),
         kept: false,
     };
@@ -492,4 +493,99 @@ fn the_reference_outputs_kept_once_read_judge_every_learner_the_same() {
     assert_eq!(against_calls(&right), None);
     assert!(against_calls(&lazy)
         .is_some_and(|w| w.starts_with("call 2 of the run under ncu: total[0] = 5000")));
+}
+
+#[test]
+fn kernels_that_run_slower_outside_ncu_than_the_reference_s_do_lose_the_speed_points() {
+    let ex = exercise(
+        "57-reduction",
+        include_str!("../../../../exercises/57-reduction/exercise.toml"),
+    );
+    // CUPTI's records of three plain calls whose kernels took `us` each (the first, which loads
+    // the kernels, far slower): the format harness/driver.cuh writes.
+    let traced = |us: [f64; 3]| {
+        let mut text = String::from("driver ok\n");
+        for (i, t) in us.iter().enumerate() {
+            text += &format!(
+                "call {i}\ngpu kernel 7 1000 {} 0 {} sum\n",
+                1000.0 + t * 1e3,
+                i + 1
+            );
+        }
+        crate::tools::driver::Driver::parse(&text).unwrap()
+    };
+    let with_driver = |(timing, calls): (Output, Vec<Option<Output>>), plain_us: [f64; 3]| {
+        let calls = calls
+            .into_iter()
+            .map(|c| match c {
+                Some(Output::Called {
+                    command,
+                    run,
+                    times,
+                    timeline,
+                    outputs,
+                    failure,
+                    kept,
+                    ..
+                }) => Some(Output::Called {
+                    command,
+                    run,
+                    times,
+                    timeline,
+                    driver: Some(Ok(traced(plain_us))),
+                    outputs,
+                    failure,
+                    kept,
+                }),
+                other => other,
+            })
+            .collect();
+        (timing, calls)
+    };
+    let verdict = |learner: &(Output, Vec<Option<Output>>),
+                   reference: &(Output, Vec<Option<Output>>)| {
+        judge(&JudgeInputs {
+            ex: &ex,
+            learner: evidence(Some(&learner.0), learner.1[0].as_ref()),
+            reference: evidence(Some(&reference.0), reference.1[0].as_ref()),
+            original: Timed::default(),
+            peak: None,
+            perf: None,
+        })
+    };
+    let wall = || Some(calls(1.0, 1.0));
+    // The reference fix: 40 us under ncu at base clocks, 31 us in the plain calls at boost clocks.
+    let reference = with_driver(runs(40.0, vec![wall()]), [90.0, 31.0, 31.5]);
+    // An honest fix a little slower than the reference, the same way in both.
+    let honest = with_driver(runs(44.0, vec![wall()]), [95.0, 34.0, 34.2]);
+    let v = verdict(&honest, &reference);
+    assert!(
+        !v.flags.iter().any(|f| f.rule == Rule::FasterUnderNcu),
+        "{:?}",
+        v.flags
+    );
+    assert_eq!(
+        v.speed.as_ref().unwrap().learner_plain_kernel_ns,
+        Some(34_000.0)
+    );
+    // ncu-kernel: the reference kernel under ncu, the original's (7.8x slower) otherwise.
+    let cheat = with_driver(runs(40.5, vec![wall()]), [400.0, 243.0, 244.0]);
+    let v = verdict(&cheat, &reference);
+    let flag = v
+        .flags
+        .iter()
+        .find(|f| f.rule == Rule::FasterUnderNcu)
+        .expect("flagged");
+    assert!(
+        flag.message.contains("243.0 us a call outside ncu"),
+        "{}",
+        flag.message
+    );
+    assert!(v.withheld(), "no speed credit");
+    // Untraced (no CUPTI in the toolkit): no evidence, no flag.
+    let untraced = runs(40.5, vec![wall()]);
+    assert!(!verdict(&untraced, &reference)
+        .flags
+        .iter()
+        .any(|f| f.rule == Rule::FasterUnderNcu));
 }
