@@ -316,7 +316,8 @@ impl<'r, 's> Execution<'r, 's> {
             unreachable!("only builds run on the CPU")
         };
         let built = result.as_ref().ok().and_then(Output::built).cloned();
-        let analyse = flavor == Flavor::Timing && built.is_some() && self.reach_after_build[s.subject];
+        let analyse =
+            flavor == Flavor::Timing && built.is_some() && self.reach_after_build[s.subject];
         self.binaries.put(slot_of(s.subject, flavor), built);
         if analyse {
             stages::analyse_reach(self.ctx, self.wb, &self.subs[s.subject], s.subject);

@@ -232,11 +232,14 @@ fn recorded(
         Ok(d) => (d.stats(needed), Counted::Driver),
         Err(why) => (call.stats(), Counted::Wrappers(why)),
     };
+    // The kernels' share is the picture's: the timeline's kernels over the recorded call's own wall
+    // (CUPTI's work at each launch lengthens that call, not the kernels, and the lessons read the
+    // share as the timeline shows it).
     for (k, v) in [
         (timeline_keys::LAUNCHES, s.launches),
         (timeline_keys::SYNCS, s.syncs),
         (timeline_keys::CALL_NS, call.wall_ns),
-        (timeline_keys::KERNEL_NS, s.kernel_ns),
+        (timeline_keys::KERNEL_NS, call.stats().kernel_ns),
         (timeline_keys::COPY_BYTES, s.copy_bytes),
         (timeline_keys::COPY_NS, s.copy_ns),
         (timeline_keys::OVERLAP_NS, s.overlap_ns),
