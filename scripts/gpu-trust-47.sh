@@ -36,9 +36,11 @@ run() { # run NAME CMD...: output to logs/NAME.txt, exit and seconds to the tabl
   local code=$?
   table+=("$name: exit $code, $(secs "$s" "$(now)") s")
 }
-touch /tmp/trust-47-start; sleep 1
+# The versions first: ncu's first run as root fills /root/Documents with its sections, which is not
+# the class's doing.
 { nvidia-smi --query-gpu=name,driver_version --format=csv; nvcc --version | tail -2; ncu --version | tail -1;
   compute-sanitizer --version | tail -1; objdump --version | head -1; uname -r; nproc; } > "$L/env.txt" 2>&1
+touch /tmp/trust-47-start; sleep 1
 
 if has verify; then
   run verify $B --isolation strict verify ${VERIFY_EX:-} --record "$OUT/verification.json"
