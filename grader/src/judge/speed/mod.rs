@@ -456,12 +456,23 @@ pub const PLAIN_OVER_NCU_BAND: f64 = 1.5;
 pub const PLAIN_OVER_NCU_SLACK_NS: f64 = 5_000.0;
 
 /// The rule `faster-under-ncu`: where ncu's kernel time is the judged time, the kernels of the
-/// plain call timing (every kernel, CUPTI's times) against ncu's, set beside the reference fix's.
+/// plain call timing (every kernel, CUPTI's times) against ncu's of every kernel it profiled (every
+/// kernel where grade audits, else the named ones), set beside the reference fix's.
 fn faster_under_ncu(i: &JudgeInputs, by_call: bool) -> Option<Flag> {
     if by_call {
         return None;
     }
-    let ncu = |t: &Timed| t.measured.and_then(|m| m.nanoseconds).filter(|&n| n > 0.0);
+    let repeat = f64::from(crate::engine::plan::profiled_calls(i.ex).max(1));
+    let ncu = |t: &Timed| {
+        let m = t.measured?;
+        let all: f64 = m.launches.iter().map(|l| l.nanoseconds).sum::<f64>() / repeat;
+        Some(if m.launches.is_empty() {
+            m.nanoseconds?
+        } else {
+            all
+        })
+        .filter(|&n| n > 0.0)
+    };
     let (pl, kl) = (i.learner.plain_kernel_ns()?, ncu(&i.learner)?);
     let (pr, kr) = (i.reference.plain_kernel_ns()?, ncu(&i.reference)?);
     let (rl, rr) = (pl / kl, pr / kr);
