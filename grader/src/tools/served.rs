@@ -141,9 +141,6 @@ pub struct Served {
     /// Where the clock's record goes, and each call's outputs (none: not kept).
     clock_file: PathBuf,
     call_files: Vec<PathBuf>,
-    /// Under ncu: the folder of the GPU's ncu turn (`ncu::turn`), held from each call's start to
-    /// its end, when its kernels are profiled; the processes' starts and exits overlap.
-    turn: Option<PathBuf>,
 }
 
 impl Served {
@@ -164,15 +161,7 @@ impl Served {
             clock_file: dir.join("clock"),
             call_files,
             calls,
-            turn: None,
         })
-    }
-
-    /// Each call made in the GPU's ncu turn (`ncu::turn` of `dir`): the kernels of one call at a
-    /// time on this GPU are profiled, whichever process makes it.
-    pub fn in_turns(mut self, dir: PathBuf) -> Served {
-        self.turn = Some(dir);
-        self
     }
 
     /// How many of the calls the judge reads (`Calls::count`); a recorded call comes after them.
@@ -326,8 +315,6 @@ impl Served {
     fn make_call(&self, k: u32, run: &Running) -> Result<Called, CallError> {
         let plan = self.calls.plan(k);
         self.before_the_clock(&plan);
-        // Waiting for the turn is outside the clock; it ends with the call.
-        let turn = self.turn.as_deref().and_then(crate::tools::ncu::turn);
         let cpu_before = run.cgroup.map(|c| c.cpu());
         std::sync::atomic::fence(Ordering::SeqCst);
         // The clock: what only this call sees, the call, the read-back.
@@ -338,7 +325,6 @@ impl Served {
             .map_err(|why| CallError::Waiting { k, why })?;
         let read_back = self.read_back(&plan);
         let wall_ns = start.elapsed().as_secs_f64() * 1e9;
-        drop(turn);
         let cpu_ns = cpu_before
             .zip(run.cgroup)
             .map(|(before, c)| c.cpu().since(&before));

@@ -27,8 +27,7 @@ const PASSED_THROUGH: &[&str] = &[
 /// The grader's own folder of ncu's turns, one per GPU (and per machine, where a cluster's nodes
 /// share the workbook's folder: `grade --shard` under Slurm): mode 0700, never writable by a
 /// sandboxed run nor visible to one (hidden with the work folders). It holds the file the grader
-/// locks around each profiled call of a sandboxed ncu job (`tools::served`) and around each of its
-/// own ncu runs (`ncu_turn`), and is the TMPDIR of the grader's own ncu runs
+/// locks around each sandboxed ncu job (`ncu_turn`), and is the TMPDIR of the grader's own ncu runs
 /// (the peak, the library baseline; not sandboxed), where ncu keeps its lock `nsight-compute-lock`.
 pub fn ncu_lock_dir(ctx: &Context, wb: &Workbook) -> PathBuf {
     // One lock per GPU: kernels on different GPUs do not disturb each other's times.
@@ -50,8 +49,7 @@ pub fn ncu_lock_dir(ctx: &Context, wb: &Workbook) -> PathBuf {
     dir
 }
 
-/// This GPU's ncu turn, held by the grader while one call of a sandboxed ncu job runs (the call's
-/// kernels are profiled inside it; `tools::served`) or one ncu run of its own: what keeps the kernels
+/// This GPU's ncu turn, held by the grader while one sandboxed ncu job runs: what keeps the kernels
 /// of two ncu processes from being profiled at once (the counters serve one session at a time).
 /// ncu's own lock needs a TMPDIR its instances share, which every program under ncu could write
 /// (and another student's would find what it left there): each sandboxed ncu job now has a TMPDIR

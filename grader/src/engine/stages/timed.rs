@@ -11,7 +11,7 @@ use crate::tools::nvcc::Built;
 use crate::tools::runner::{Finished, Job, SpawnError};
 use crate::tools::served::{self, CallTimes, Served};
 
-use super::{confined, file_tag, run_dir, Blocked, Bounds, Output};
+use super::{confined, file_tag, ncu_turn, run_dir, Blocked, Bounds, Output};
 
 /// The kernel timing: the bench under ncu, the exercise's timed kernels (and its metrics) over its
 /// profiled calls, each call served by the grader and its outputs kept for the judge.
@@ -36,12 +36,9 @@ pub fn time(
     let m = &exercise.manifest.manifest;
     let clock = fresh_clock_dir(sub, stage);
     let calls = crate::engine::plan::profiled_calls(exercise);
-    // Under ncu only the kernels' times count: the grader polls instead of spinning. Each call is
-    // made in the GPU's ncu turn, where its kernels are profiled: ncu's own lock would need a
-    // folder every program under ncu could write, and a turn over the whole process (its start,
-    // the CUDA context, its exit) held the profiler from others 1.3x longer a chunk (an H200).
+    // Under ncu only the kernels' times count: the grader polls instead of spinning.
     let served = match serve(sub, &clock, calls, false, true, false) {
-        Ok(s) => s.in_turns(super::ncu_lock_dir(ctx, wb)),
+        Ok(s) => s,
         Err(why) => return Output::NotRun(Blocked::Setup(why.to_string())),
     };
     let target = ncu::ProfileTarget {
@@ -75,7 +72,13 @@ pub fn time(
     let kept = crate::engine::kept::launcher(ctx, sub, stage, built, &what, call_outputs(&files));
     let served_kept = kept.as_ref().is_some_and(|k| k.holds());
     let launcher = crate::tools::launcher::Kept::or(&kept, ctx.launcher.as_ref());
-    let measured = ncu::measure(launcher, &job, &target, &csv);
+    // A measurement served from what was kept runs nothing: no turn to wait for. The turn spans
+    // the whole ncu process: held per profiled call only, the next process's ncu found the
+    // profiler busy (every pair of a chunk a tool error on an H200, 2026-11-29).
+    let measured = {
+        let _turn = (!served_kept).then(|| ncu_turn(ctx, wb));
+        ncu::measure(launcher, &job, &target, &csv)
+    };
     // A kept run is only as good as what it measured: one that timed nothing is taken again.
     if let Some(k) = &kept {
         if !measured
