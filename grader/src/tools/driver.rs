@@ -289,6 +289,70 @@ mod tests {
         assert_eq!(honest, all, "the reference's own bytes change nothing");
     }
 
+    /// Files the harness wrote on an H200 (book/gpu-runs/2026-11-29-driver-47/driver-samples/),
+    /// read again here: the figures are the ones that run's verify and grade recorded from them.
+    const RECORD: &str = "../book/gpu-runs/2026-11-29-driver-47";
+
+    fn recorded(path: &str) -> String {
+        std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join(RECORD)
+                .join(path),
+        )
+        .unwrap()
+    }
+
+    fn verify_metric(id: &str, version: &str, metric: &str) -> f64 {
+        let all: serde_json::Value =
+            serde_json::from_str(&recorded("1-verify-adv47-honest/call-clock-metrics.json"))
+                .unwrap();
+        all.as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["id"] == id && v["version"] == version)
+            .unwrap()["metrics"][metric]
+            .as_f64()
+            .unwrap()
+    }
+
+    #[test]
+    fn the_h200_s_records_give_what_that_run_measured_from_them() {
+        // 62's original: two launches a step, 48 steps, each a chevron launch.
+        let d = Driver::parse(&recorded(
+            "driver-samples/62-launches-original-verify.driver",
+        ))
+        .unwrap();
+        let call = &d.calls[0];
+        assert_eq!(call.stats(None).launches, 96.0);
+        assert_eq!(verify_metric("62-launches", "original", "launches"), 96.0);
+        assert!(call.work.iter().any(|w| w.name == "copy_back"));
+        // 63's reference: 16 chunks in 4 streams, 512 MiB each way in all, mostly under kernels.
+        let d = Driver::parse(&recorded(
+            "driver-samples/63-transfers-reference-verify.driver",
+        ))
+        .unwrap();
+        let s = d.calls[0].stats(Some(536_870_912.0));
+        assert_eq!(s.copy_bytes, 536_870_912.0);
+        let overlap = 100.0 * s.overlap_ns / s.copy_ns;
+        let measured = verify_metric("63-transfers", "reference", "copy-overlap");
+        assert!(
+            (overlap - measured).abs() < 1e-9,
+            "{overlap} against {measured}"
+        );
+        // 03's reference, every call traced: the kernel time its grade set beside ncu's.
+        let d = Driver::parse(&recorded("driver-samples/03-race-reference-grade.driver")).unwrap();
+        let journal = recorded("2-verify-refs-bench/journal-bench-xtask.jsonl");
+        let graded: serde_json::Value = journal
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .find(|r| r["exercise"] == "03-race" && !r["speed"].is_null())
+            .unwrap();
+        assert_eq!(
+            d.judged_kernel_ns(&[], d.calls.len()),
+            graded["speed"]["reference_plain_kernel_ns"].as_f64()
+        );
+    }
+
     #[test]
     fn what_it_cannot_read_is_named_and_unavailable_says_why() {
         assert_eq!(

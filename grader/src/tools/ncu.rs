@@ -409,6 +409,15 @@ pub fn turn(dir: &Path) -> Option<Turn> {
     }
 }
 
+/// The HOME of the grader's own ncu runs (the peak, the library baseline), in the grader's lock
+/// folder `dir`: ncu's first run under a HOME copies its sections into `HOME/Documents` (53 files
+/// under /root on a fresh H200), which would outlive the grade outside every run folder.
+pub fn own_home(dir: &Path) -> std::path::PathBuf {
+    let home = dir.join("home");
+    let _ = std::fs::create_dir_all(&home);
+    home
+}
+
 /// An ncu turn (`turn`): the lock ends when the file is closed.
 #[derive(Debug)]
 pub struct Turn(#[allow(dead_code)] std::fs::File);

@@ -223,6 +223,7 @@ pub fn measure(setup: &Setup) -> Result<Peak, PeakError> {
     let csv = setup.dir.join("peak.csv");
     let job = ncu::job(ncu_path, &target, &csv, setup.timeout)
         .env("TMPDIR", &setup.ncu_lock)
+        .env("HOME", ncu::own_home(&setup.ncu_lock))
         .key("peak/ncu")
         .output(&csv);
     let measured = {

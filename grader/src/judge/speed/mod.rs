@@ -448,7 +448,12 @@ pub fn judge(i: &JudgeInputs) -> Verdict {
 /// How far a version's kernel time in the plain calls (CUPTI's) may sit above its time under ncu,
 /// as a multiple of the reference fix's own ratio, before the kernels ncu timed are taken for not
 /// the ones that run. ncu runs kernels at base clocks with cold caches, the plain calls at boost
-/// clocks with warm ones: a ratio of its own per exercise, which the reference fix's gives.
+/// clocks with warm ones: a ratio of its own per exercise, which the reference fix's gives. On an
+/// H200 (book/gpu-runs/2026-11-29-driver-47/) the plain/ncu ratios of the reference fixes ran from
+/// 0.28 (35-dynpar-shared) to 4.5 (11-overflow, against ncu's time of the named `frame_sums` only,
+/// not its `make_frames`: both sides now count every kernel), and a fix graded as a learner kept
+/// within 1.11x of its reference's ratio (honest fixes in other styles within 1.06x); ncu-probe's
+/// kernel chosen only under ncu showed 7.5x.
 pub const PLAIN_OVER_NCU_BAND: f64 = 1.5;
 
 /// Below this much plain kernel time beyond ncu's, no flag: launches of a few microseconds move by

@@ -176,17 +176,30 @@ pub(super) fn score_tools(ex: &Exercise, results: &Results, i: usize, r: &mut Pa
     } else {
         Status::Failed
     };
-    let summary = if problems.is_empty() {
+    let summary = if total == 0 {
+        "no other tool runs on this exercise (the named tool judges it alone)".to_string()
+    } else if problems.is_empty() {
         format!("{clean} of {total} clean")
     } else {
         format!("{clean} of {total} clean; {}", problems.join("; "))
     };
     r.set(
         GradeStage::OtherTools,
-        clean as f64 / total.max(1) as f64,
+        other_tools_share(clean, total),
         status,
         summary,
     );
+}
+
+/// The share of the other tools' points: by the share of them that are clean; all of it where no
+/// other tool runs on the exercise (35-dynpar-shared: the others do not follow a kernel's child
+/// launches), which has nothing there to fail (its reference fix got 90 on an H200 for "0 of 0").
+fn other_tools_share(clean: usize, total: usize) -> f64 {
+    if total == 0 {
+        1.0
+    } else {
+        clean as f64 / total as f64
+    }
 }
 
 pub(super) fn score_cases(
@@ -392,6 +405,17 @@ mod tests {
 
     use super::*;
     use crate::plans::grade::{ExerciseCases, PairState};
+
+    #[test]
+    fn where_no_other_tool_runs_the_other_tools_points_are_not_lost() {
+        assert_eq!(
+            other_tools_share(0, 0),
+            1.0,
+            "35-dynpar-shared: memcheck alone"
+        );
+        assert_eq!(other_tools_share(2, 3), 2.0 / 3.0);
+        assert_eq!(other_tools_share(0, 3), 0.0);
+    }
 
     /// A harness output file of one i32 buffer.
     fn write_output(path: &Path, values: &[i32]) {
