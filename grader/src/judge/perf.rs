@@ -9,8 +9,8 @@ use crate::engine::context::{self, Context};
 use crate::engine::plan::StageKind;
 use crate::engine::stages::{self, Output};
 use crate::exercise::manifest::{Baseline, Clock, Goal, Metric, Perf};
-use crate::exercise::metric::timeline_keys;
 use crate::exercise::workbook::{Exercise, Workbook};
+use crate::judge::recorded_call;
 use crate::judge::verdict::{Status, Step, Untimed};
 use crate::tools::counters::{self, Counters};
 use crate::tools::ncu::{self, Measured};
@@ -52,7 +52,7 @@ pub struct VersionPerf {
     pub timeline: Option<timeline::Call>,
     /// Who counted the launches, copies and overlap of that call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub counted: Option<Counted>,
+    pub counted: Option<recorded_call::Counted>,
     /// The original's time over this one's.
     pub speedup: f64,
     pub metrics: Vec<MetricValue>,
@@ -201,79 +201,6 @@ fn call_ns(o: Option<&Output>) -> Result<f64, Untimed> {
     }
 }
 
-/// The call a call timing recorded after its judged ones, with its figures added to the counters
-/// the metrics read: counted from what the driver ran (CUPTI's records of that call) where the
-/// harness could record them, else from the timeline's wrappers, which see only the runtime calls
-/// they wrap (`cudaLaunchKernelEx`, the driver API and graph nodes pass them by). `needed`: the
-/// bytes the reference fix copies, beyond which a copy earns no overlap. Returns the call and who
-/// counted it.
-fn recorded(
-    o: Option<&Output>,
-    c: &mut Counters,
-    needed: Option<f64>,
-) -> Option<(timeline::Call, Counted)> {
-    let Some(Output::Called {
-        timeline: Some(t),
-        driver,
-        ..
-    }) = o
-    else {
-        return None;
-    };
-    let call = t.shown()?.clone();
-    let traced = match driver {
-        Some(Ok(d)) => d
-            .call(call.index)
-            .ok_or_else(|| format!("CUPTI recorded no call {} (the recorded one)", call.index)),
-        Some(Err(why)) => Err(why.to_string()),
-        None => Err("the toolkit has no CUPTI".to_string()),
-    };
-    let (s, counted) = match traced {
-        Ok(d) => (d.stats(needed), Counted::Driver),
-        Err(why) => (call.stats(), Counted::Wrappers(why)),
-    };
-    // The kernels' share is the picture's: the timeline's kernels over the recorded call's own wall
-    // (CUPTI's work at each launch lengthens that call, not the kernels, and the lessons read the
-    // share as the timeline shows it).
-    for (k, v) in [
-        (timeline_keys::LAUNCHES, s.launches),
-        (timeline_keys::SYNCS, s.syncs),
-        (timeline_keys::CALL_NS, call.wall_ns),
-        (timeline_keys::KERNEL_NS, call.stats().kernel_ns),
-        (timeline_keys::COPY_BYTES, s.copy_bytes),
-        (timeline_keys::COPY_NS, s.copy_ns),
-        (timeline_keys::OVERLAP_NS, s.overlap_ns),
-    ] {
-        c.raw.insert(k.to_string(), v);
-    }
-    Some((call, counted))
-}
-
-/// Who counted a version's launches, copies and overlap.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Counted {
-    /// CUPTI's records of what the GPU ran.
-    Driver,
-    /// The harness's wrappers of runtime calls, because CUPTI's records were not there (why).
-    Wrappers(String),
-}
-
-/// The bytes the reference fix's recorded call copied between host and device, as the driver saw
-/// them: what a version's copies may overlap with kernels and count for it.
-fn reference_copy_bytes(timed: &[Runs]) -> Option<f64> {
-    let runs = timed.iter().find(|r| r.name == "reference")?;
-    let Some(Output::Called {
-        timeline: Some(t),
-        driver: Some(Ok(d)),
-        ..
-    }) = runs.call
-    else {
-        return None;
-    };
-    Some(d.call(t.shown()?.index)?.stats(None).copy_bytes)
-}
-
 /// The versions' summary from their timed runs (the original first) and the baseline's
 /// measurement. Err names the version that could not be timed.
 pub fn summarize(
@@ -290,7 +217,12 @@ pub fn summarize(
         .map(|c| c.nanoseconds);
     let mut versions = Vec::new();
     let mut commands = Vec::new();
-    let needed = reference_copy_bytes(timed);
+    let needed = recorded_call::reference_copy_bytes(
+        timed
+            .iter()
+            .find(|r| r.name == "reference")
+            .and_then(|r| r.call),
+    );
     for runs in timed {
         let name = runs.name;
         let (meas, c) = measured(runs.ncu).map_err(|why| (name.to_string(), why))?;
@@ -301,7 +233,7 @@ pub fn summarize(
             crate::engine::plan::profiled_calls(ex),
         );
         let mut counters = c.clone();
-        let timeline = recorded(runs.call, &mut counters, needed);
+        let timeline = recorded_call::recorded(runs.call, &mut counters, needed);
         let mut v = version(name, &counters, spread, &shown, peak, baseline_ns);
         (v.timeline, v.counted) = timeline.unzip();
         if perf.clock == Clock::Call {
@@ -423,8 +355,8 @@ pub fn judge(label: &str, perf: &Perf, summary: &PerfSummary, who: &str) -> Vec<
                     g.goal.metric.show(g.value),
                     describe_goal(&g, original),
                     match (&v.counted, g.goal.metric.from_call()) {
-                        (Some(Counted::Driver), true) => "; counted from CUPTI's records".to_string(),
-                        (Some(Counted::Wrappers(why)), true) => format!(
+                        (Some(recorded_call::Counted::Driver), true) => "; counted from CUPTI's records".to_string(),
+                        (Some(recorded_call::Counted::Wrappers(why)), true) => format!(
                             "; counted by the harness's wrappers of runtime calls ({why}): launches they do not wrap are missed"
                         ),
                         _ => String::new(),

@@ -21,7 +21,7 @@ mod reach;
 mod sandbox;
 mod timed;
 
-pub use reach::{workbook_version, ReachError};
+pub use reach::{analyse_reach, workbook_version, ReachError};
 use sandbox::{confined, sandboxed};
 pub use sandbox::{confinement, ncu_lock_dir, ncu_turn, run_dir, sandbox_env};
 pub use timed::{call, forget_calls, time};
@@ -483,43 +483,11 @@ pub fn sass(
             }
         }
     };
-    let host = sub.exercise().map(|ex| reached(ctx, wb, sub, stage, ex));
+    let host = sub
+        .exercise()
+        .map(|ex| reach::reached(ctx, wb, sub, stage, ex));
     Output::Sass { reads, host }
 }
-
-/// What `sub`'s file reaches, and the exercise's own versions, which the judge compares it with,
-/// here, beside the other stages (each is analysed once and kept), rather than later in the judging.
-fn reached(
-    ctx: &Context,
-    wb: &Workbook,
-    sub: &Submission,
-    stage: &Stage,
-    ex: &crate::exercise::workbook::Exercise,
-) -> Result<crate::tools::reach::Reach, ReachError> {
-    let mine = reach::submission(ctx, wb, sub, stage, ex);
-    for text in [ex.original, ex.solution] {
-        let _ = reach::workbook_version(ctx, ex, text);
-    }
-    mine
-}
-
-/// The SASS stage's compiled-reach analysis of subject `subject`, ahead of it (the scheduler runs
-/// it in the CPU slot of the release build): kept by the text, so that the stage reads it. In a
-/// folder of its own (a run of the SASS stage no stage has), which the stage's own fresh folder
-/// cannot empty under it.
-pub fn analyse_reach(ctx: &Context, wb: &Workbook, sub: &Submission, subject: usize) {
-    if let Some(ex) = sub.exercise() {
-        let stage = Stage {
-            subject,
-            kind: StageKind::Sass,
-            run: AHEAD,
-        };
-        let _ = reached(ctx, wb, sub, &stage, ex);
-    }
-}
-
-/// The run number of the reach analysis done ahead of the SASS stage.
-const AHEAD: u32 = 90;
 
 /// Run one stage whose build (if it needs one) is `built`.
 pub fn run(

@@ -144,6 +144,40 @@ pub fn workbook_version(ctx: &Context, ex: &Exercise, text: &str) -> Result<Reac
     kept(ctx, ex, text, |dir| analyse(ctx, ex, text, dir, &|job| job))
 }
 
+/// What `sub`'s file reaches, and the exercise's own versions, which the judge compares it with,
+/// here, beside the other stages (each is analysed once and kept), rather than later in the judging.
+pub(super) fn reached(
+    ctx: &Context,
+    wb: &Workbook,
+    sub: &Submission,
+    stage: &Stage,
+    ex: &Exercise,
+) -> Result<Reach, ReachError> {
+    let mine = submission(ctx, wb, sub, stage, ex);
+    for text in [ex.original, ex.solution] {
+        let _ = workbook_version(ctx, ex, text);
+    }
+    mine
+}
+
+/// The SASS stage's compiled-reach analysis of subject `subject`, ahead of it (the scheduler runs
+/// it in the CPU slot of the release build): kept by the text, so that the stage reads it. In a
+/// folder of its own (a run of the SASS stage no stage has), which the stage's own fresh folder
+/// cannot empty under it.
+pub fn analyse_reach(ctx: &Context, wb: &Workbook, sub: &Submission, subject: usize) {
+    if let Some(ex) = sub.exercise() {
+        let stage = Stage {
+            subject,
+            kind: crate::engine::plan::StageKind::Sass,
+            run: AHEAD,
+        };
+        let _ = reached(ctx, wb, sub, &stage, ex);
+    }
+}
+
+/// The run number of the reach analysis done ahead of the SASS stage.
+const AHEAD: u32 = 90;
+
 /// The reach of `text` kept under its inputs (the text, the exercise's build, the compiler and the
 /// harness) in `Context::reach_cache`, or `analyse`d now (given a scratch folder) and kept.
 fn kept(

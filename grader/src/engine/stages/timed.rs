@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::engine::context::Context;
 use crate::engine::plan::{Stage, Submission};
 use crate::exercise::workbook::Workbook;
+use crate::tools::driver::{Driver, DriverError};
 use crate::tools::ncu;
 use crate::tools::nvcc::Built;
 use crate::tools::runner::{Finished, Job, SpawnError};
@@ -293,17 +294,7 @@ pub fn call(
     };
     let timeline_path = run_dir(sub, stage).join(format!("{}.timeline", file_tag(stage)));
     let driver_path = run_dir(sub, stage).join(format!("{}.driver", file_tag(stage)));
-    // Where the call is the clock, CUPTI's work at each launch stays out of the judged calls: only
-    // the recorded call after them is traced.
-    let traced = ctx.nvcc.cupti.as_ref().map(|c| Traced {
-        from: if recording {
-            served.judged_calls() + 1
-        } else {
-            1
-        },
-        library: &c.library,
-        file: &driver_path,
-    });
+    let traced = tracing(ctx, &served, recording, &driver_path);
     let args = served_args(
         sub,
         &served,
@@ -346,25 +337,13 @@ pub fn call(
         let text = crate::untrusted::read_text(&timeline_path)?;
         Ok(crate::tools::timeline::Timeline::parse(&text)?)
     });
-    // Where the harness could not subscribe, the file says why: the judge falls back to the
-    // timeline's wrappers and says so. A file that is missing or unreadable after a run that
-    // finished is the run's failure: the program removed or wrote over the grader's record.
-    // A recording made before the calls were traced has no such file: replayed, it is untraced.
-    let recorded_untraced = ctx.launcher.replays() && !driver_path.exists();
-    let driver = traced.as_ref().filter(|_| !recorded_untraced).map(|_| {
-        crate::untrusted::read_text(&driver_path)
-            .map_err(|e| crate::tools::driver::DriverError::Unreadable {
-                line: 0,
-                text: e.to_string(),
-            })
-            .and_then(|text| crate::tools::driver::Driver::parse(&text))
-    });
+    let driver = traced.as_ref().and_then(|t| driver_records(ctx, t));
     let failure =
         call_failure(&run, times.as_ref(), timeline.as_ref(), repeat as usize).or_else(|| {
             match &driver {
-                Some(Err(e @ crate::tools::driver::DriverError::Unreadable { .. })) => Some(
-                    format!("the harness wrote no readable record of the GPU's work ({e})"),
-                ),
+                Some(Err(e @ DriverError::Unreadable { .. })) => Some(format!(
+                    "the harness wrote no readable record of the GPU's work ({e})"
+                )),
                 _ => None,
             }
         });
@@ -382,6 +361,45 @@ pub fn call(
         failure,
         kept: served_kept,
     }
+}
+
+/// What the harness traces with CUPTI (`--driver`), where the toolkit has CUPTI: every call where
+/// the kernels are the clock; where the call is the clock, only the recorded call after the judged
+/// ones, so that CUPTI's work at each launch stays out of the judged calls.
+fn tracing<'a>(
+    ctx: &'a Context,
+    served: &Served,
+    recording: bool,
+    file: &'a Path,
+) -> Option<Traced<'a>> {
+    ctx.nvcc.cupti.as_ref().map(|c| Traced {
+        from: if recording {
+            served.judged_calls() + 1
+        } else {
+            1
+        },
+        library: &c.library,
+        file,
+    })
+}
+
+/// The driver's records the harness wrote, or why there are none. Where the harness could not
+/// subscribe, the file says why (the judge falls back to the timeline's wrappers and says so); a
+/// file missing or unreadable after a run is the run's failure (`call`): the program removed or
+/// wrote over the grader's record. A recording made before the calls were traced has no such
+/// file: replayed, the run is untraced (None).
+fn driver_records(ctx: &Context, traced: &Traced) -> Option<Result<Driver, DriverError>> {
+    if ctx.launcher.replays() && !traced.file.exists() {
+        return None;
+    }
+    Some(
+        crate::untrusted::read_text(traced.file)
+            .map_err(|e| DriverError::Unreadable {
+                line: 0,
+                text: e.to_string(),
+            })
+            .and_then(|text| Driver::parse(&text)),
+    )
 }
 
 /// Why a call timing's run cannot be judged, where it cannot: the run failed (the grader's calls
