@@ -463,19 +463,29 @@ fn the_adversarial_class_replayed_loses_the_faked_points_and_the_honest_keep_the
     let copy = Copy::new();
     let (_keep, secret) = secret();
     let out = copy.path("grades");
+    // The class as it was recorded: students added to the folder since have no recorded runs
+    // (tests/reach.rs and the GPU records judge them), and more students on one exercise than
+    // then make a second chunk, whose runs the recording does not hold either.
+    let class = copy.path("recorded-class");
+    for who in grades(&repo().join(CLASS_RECORD).join("grades.csv")).keys() {
+        grader::exercise::workbook::copy_tree(
+            &repo().join("tests/fixtures/adversarial").join(who),
+            &class.join(who),
+        )
+        .unwrap();
+    }
     copy.xtask()
         .arg("--replay-tools")
         .arg(&rec)
         .arg("grade")
-        .arg(repo().join("tests/fixtures/adversarial"))
+        .arg(&class)
         .args(["--exercises", BOTH, "--secret"])
         .arg(&secret)
         .arg("--out")
         .arg(&out)
         .assert()
         .code(0);
-    // Every student of the recorded class keeps the grades of its H100 run (students added to the
-    // folder since have no recorded tool runs; tests/reach.rs and the GPU record judge them).
+    // Every student of the recorded class keeps the grades of its H100 run.
     let got = grades(&out.join("grades.csv"));
     for (who, row) in grades(&repo().join(CLASS_RECORD).join("grades.csv")) {
         assert_eq!(got.get(&who), Some(&row), "{who}");
