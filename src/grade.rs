@@ -27,6 +27,27 @@ pub(crate) fn grade(
     };
     let secret = class_secret(args.secret_seed, args.secret.as_deref(), &wb, &submissions)?;
     let roster = grader::class::roster::discover(&submissions)?;
+    // Without --exercises, the exercises someone submitted (all of them where nobody did): a class
+    // that did one exercise gets one column, not 66.
+    let exercises = if args.exercises.is_empty() {
+        let submitted: Vec<&Exercise> = exercises
+            .iter()
+            .copied()
+            .filter(|ex| {
+                roster
+                    .students
+                    .iter()
+                    .any(|s| grader::class::roster::find_file(s, ex, &wb).is_some())
+            })
+            .collect();
+        if submitted.is_empty() {
+            exercises
+        } else {
+            submitted
+        }
+    } else {
+        exercises
+    };
     let dir = std::env::current_dir()?.join(&args.out);
     std::fs::create_dir_all(&dir).with_context(|| dir.display().to_string())?;
     let hidden: Vec<PathBuf> = [
@@ -165,6 +186,7 @@ pub(crate) fn finish_gradebook(dir: &Path, out: &dyn Reporter) -> Result<ExitSta
                     .join(", ")
             );
         }
+        text += &grader::report::gradebook::pending_line(&book).unwrap_or_default();
         text + &format!(
             "gradebook: {} ({} files: grades.csv, feedback/, gradescope/, summary.md)\n",
             dir.display(),

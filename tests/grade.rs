@@ -382,6 +382,80 @@ fn shards_merge_into_the_gradebook_of_one_run_and_a_missing_shard_is_named() {
         .code(2);
 }
 
+/// On the no-GPU tier nothing the GPU decides is a grade yet: every submitted pair is `pending` in
+/// grades.csv (and its total), results.json scores none of it, and the output says what grades
+/// them; the same grade (same --out) where a GPU is (a recording of one here) turns exactly those
+/// pairs into the GPU run's grades. Without --exercises, only what the class submitted is a column.
+#[test]
+fn a_class_graded_without_a_gpu_is_pending_until_a_gpu_grades_it() {
+    if !nvcc_or_skip("a_class_graded_without_a_gpu_is_pending_until_a_gpu_grades_it") {
+        return;
+    }
+    let copy = Copy::new();
+    let (_keep, secret) = secret();
+    let out = copy.path("grades");
+    let first = copy
+        .xtask()
+        .arg("grade")
+        .arg(repo().join(CLASS))
+        .arg("--secret")
+        .arg(&secret)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(first.status.code(), Some(6), "skipped: no GPU here");
+    let said = String::from_utf8_lossy(&first.stdout);
+    assert!(
+        said.contains("pending") && said.contains("on a machine with a GPU"),
+        "{said}"
+    );
+    let g = grades(&out.join("grades.csv"));
+    let columns: Vec<&String> = g["alice"].keys().filter(|k| k.contains('-')).collect();
+    assert_eq!(
+        columns,
+        ["03-race", "57-reduction"],
+        "what the class submitted"
+    );
+    for (who, row) in &g {
+        for ex in ["03-race", "57-reduction"] {
+            assert!(
+                row[ex] == "pending" || row[ex].is_empty(),
+                "{who} {ex}: {}",
+                row[ex]
+            );
+        }
+        if row["03-race"] == "pending" {
+            assert_eq!(row["Total"], "pending", "{who}");
+        }
+    }
+    let results: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("gradescope/alice/results.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        results["score"], 0.0,
+        "nothing pending is scored: {results}"
+    );
+    assert!(results["output"].as_str().unwrap().contains("2 pending"));
+    // Where the GPU is: the pending pairs are graded, as the recorded H100 run graded them.
+    copy.xtask()
+        .arg("--replay-tools")
+        .arg(repo().join("grader/tests/recordings/grade-fixture"))
+        .arg("grade")
+        .arg(repo().join(CLASS))
+        .args(["--exercises", BOTH, "--secret"])
+        .arg(&secret)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .code(0);
+    assert_eq!(
+        grades(&out.join("grades.csv")),
+        grades(&repo().join("book/gpu-runs/2026-11-25-trust/grades-fixture/grades.csv"))
+    );
+}
+
 #[test]
 fn gradescope_exports_and_classroom_clones_name_their_students() {
     if !nvcc_or_skip("gradescope_exports_and_classroom_clones_name_their_students") {

@@ -54,6 +54,42 @@ impl<'a> Gradebook<'a> {
             .filter_map(|e| self.get(student, e))
             .fold((0.0, 0.0), |(p, m), r| (p + r.points, m + r.max))
     }
+
+    /// A student's exercises whose grade is still to come (`pending`).
+    pub fn pending(&self, student: &str) -> Vec<&'a str> {
+        self.info
+            .exercises
+            .iter()
+            .filter_map(|e| self.get(student, e))
+            .filter(|r| pending(&r.state))
+            .map(|r| r.exercise.as_str())
+            .collect()
+    }
+
+    /// Every pair whose grade is still to come, in the class.
+    pub fn pending_pairs(&self) -> usize {
+        self.results.values().filter(|r| pending(&r.state)).count()
+    }
+}
+
+/// A pair whose grade is still to come: built, but its GPU stages could not run here (no GPU), or
+/// the grader's own tools failed. Its points so far are not its grade: the gradebook says
+/// `pending`, and the same `grade` (same `--out`) on a machine with a GPU grades it, and only it.
+pub fn pending(state: &PairState) -> bool {
+    matches!(
+        state,
+        PairState::Skipped { .. } | PairState::ToolError { .. }
+    )
+}
+
+/// The one line that says what grades the pending pairs, where there are any.
+pub fn pending_line(book: &Gradebook) -> Option<String> {
+    let n = book.pending_pairs();
+    (n > 0).then(|| {
+        format!(
+            "{n} pair(s) pending (no GPU here, or the grader's tools failed): run the same `grade` with the same --out on a machine with a GPU; the journal grades exactly those pairs there and keeps the rest\n"
+        )
+    })
 }
 
 /// One output format of the gradebook.
@@ -114,12 +150,19 @@ impl Exporter for Csv {
                         Some(r) if matches!(r.state, PairState::Unsupported { .. }) => {
                             "n/a".to_string()
                         }
+                        // Not graded yet: a number here would be uploaded as the grade.
+                        Some(r) if pending(&r.state) => "pending".to_string(),
                         Some(r) => points(r.points),
                         None => String::new(),
                     }),
             );
             let (total, max) = book.total(&s.id);
-            row.extend([points(total), points(max)]);
+            let total = if book.pending(&s.id).is_empty() {
+                points(total)
+            } else {
+                "pending".to_string()
+            };
+            row.extend([total, points(max)]);
             w.write_record(&row)?;
         }
         let bytes = w
@@ -148,7 +191,19 @@ impl Exporter for GradescopeResults {
                 .iter()
                 .filter_map(|e| book.get(&s.id, e))
                 .collect();
+            let waiting = book.pending(&s.id);
             for r in &graded {
+                // Not graded yet: no test scores it; one says so, worth nothing either way.
+                if pending(&r.state) {
+                    tests.push(serde_json::json!({
+                        "name": format!("{} / not graded yet", r.exercise),
+                        "score": 0.0,
+                        "max_score": 0.0,
+                        "output": "pending: its GPU stages have not run yet; the same grade on a machine with a GPU grades it",
+                        "visibility": "visible",
+                    }));
+                    continue;
+                }
                 for st in &r.stages {
                     let mut output = st.summary.clone();
                     if let Some(rule) = st.withheld_by {
@@ -175,10 +230,22 @@ impl Exporter for GradescopeResults {
                     leaderboard.push(serde_json::json!({ "name": format!("{} time (us)", r.exercise), "value": (speed.learner_ns / 10.0).round() / 100.0, "order": "asc" }));
                 }
             }
-            let (total, _) = book.total(&s.id);
+            let total: f64 = graded
+                .iter()
+                .filter(|r| !pending(&r.state))
+                .map(|r| r.points)
+                .sum();
+            let output = if waiting.is_empty() {
+                format!(
+                    "Graded by cudabugs: {} exercise(s); the feedback file explains every stage.",
+                    graded.len()
+                )
+            } else {
+                format!("Graded by cudabugs: {} exercise(s); {} pending ({}), not in the score until a machine with a GPU grades them.", graded.len() - waiting.len(), waiting.len(), waiting.join(", "))
+            };
             let results = serde_json::json!({
                 "score": (total * 100.0).round() / 100.0,
-                "output": format!("Graded by cudabugs: {} exercise(s); the feedback file explains every stage.", graded.len()),
+                "output": output,
                 "tests": tests,
                 "leaderboard": leaderboard,
             });
