@@ -110,7 +110,8 @@ impl Metric {
         Metric::CopyOverlap,
     ];
 
-    /// Read from the harness's timeline of a call (`clock = "call"` exercises), not from ncu.
+    /// Read from the recorded call of a call timing (`clock = "call"` exercises): CUPTI's records
+    /// of it, or the harness's timeline (`judge::recorded_call`), not from ncu.
     pub fn from_timeline(self) -> bool {
         matches!(
             self,
@@ -320,18 +321,6 @@ impl Metric {
             )
             .map(|r| 100.0 * r),
         }
-    }
-
-    /// Read from the recorded call's GPU work (launches, copies, syncs), not from ncu's counters.
-    pub fn from_call(self) -> bool {
-        matches!(
-            self,
-            Metric::Launches
-                | Metric::Syncs
-                | Metric::KernelShare
-                | Metric::CopyBytes
-                | Metric::CopyOverlap
-        )
     }
 
     /// The value in words with its unit: "87.5%", "31.6", "2.1 M".

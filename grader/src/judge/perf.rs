@@ -354,7 +354,7 @@ pub fn judge(label: &str, perf: &Perf, summary: &PerfSummary, who: &str) -> Vec<
                     g.goal.metric.label(),
                     g.goal.metric.show(g.value),
                     describe_goal(&g, original),
-                    match (&v.counted, g.goal.metric.from_call()) {
+                    match (&v.counted, g.goal.metric.from_timeline()) {
                         (Some(recorded_call::Counted::Driver), true) => "; counted from CUPTI's records".to_string(),
                         (Some(recorded_call::Counted::Wrappers(why)), true) => format!(
                             "; counted by the harness's wrappers of runtime calls ({why}): launches they do not wrap are missed"

@@ -117,14 +117,19 @@ fn object_reach(
 
 /// What a submission's file reaches, compiled and read in its sandbox (the stage's own folder); a
 /// text read before (this learner's unchanged file, a classmate's identical one) is not compiled
-/// again. The kept records live where no sandboxed run can write.
-pub fn submission(
+/// again. The kept records live where no sandboxed run can write. The exercise's own versions,
+/// which the judge compares it with, are analysed here too, beside the other stages (each once,
+/// then kept), rather than later in the judging.
+pub(super) fn reached(
     ctx: &Context,
     wb: &Workbook,
     sub: &Submission,
     stage: &Stage,
     ex: &Exercise,
 ) -> Result<Reach, ReachError> {
+    for text in [ex.original, ex.solution] {
+        let _ = workbook_version(ctx, ex, text);
+    }
     kept(ctx, ex, &sub.text, |_| {
         let base = sandboxed(ctx, wb, sub, stage, Job::new("true", ctx.recipe().timeout));
         let dir = base.cwd.clone().unwrap_or_default();
@@ -142,22 +147,6 @@ pub fn submission(
 /// reference fix): compiled once per compiler, harness and flags, then read from the kept record.
 pub fn workbook_version(ctx: &Context, ex: &Exercise, text: &str) -> Result<Reach, ReachError> {
     kept(ctx, ex, text, |dir| analyse(ctx, ex, text, dir, &|job| job))
-}
-
-/// What `sub`'s file reaches, and the exercise's own versions, which the judge compares it with,
-/// here, beside the other stages (each is analysed once and kept), rather than later in the judging.
-pub(super) fn reached(
-    ctx: &Context,
-    wb: &Workbook,
-    sub: &Submission,
-    stage: &Stage,
-    ex: &Exercise,
-) -> Result<Reach, ReachError> {
-    let mine = submission(ctx, wb, sub, stage, ex);
-    for text in [ex.original, ex.solution] {
-        let _ = workbook_version(ctx, ex, text);
-    }
-    mine
 }
 
 /// The SASS stage's compiled-reach analysis of subject `subject`, ahead of it (the scheduler runs
