@@ -300,7 +300,6 @@ inline void relax() {
 
 size_t round_up(size_t n) { return (n + kPage - 1) / kPage * kPage; }
 
-// Serve the grader's timed calls on the memory it shares (see the top of this file).
 // The harness's own work after CUPTI subscribes (see cb_driver::subscribe): outside every call.
 __global__ void cb_driver_warm(int* p) {
   if (p) *p = 0;
@@ -323,6 +322,7 @@ struct Records {
   uint64_t driver_from = 1;
 };
 
+// Serve the grader's timed calls on the memory it shares (see the top of this file).
 int serve(int fd, const char* in_path, bool spin, const Records& records) {
   cb::Io io;
   load(in_path, io, true);
