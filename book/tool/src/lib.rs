@@ -13,7 +13,8 @@
 //! - `{{#cudabugs-summary}}`: one table over every exercise; `{{#cudabugs-machine}}`: the GPU and tools;
 //! - `{{#cudabugs-second-gpu FILE}}`: another GPU's record (`book/FILE`) beside the book's: the
 //!   verdicts that differ, and each exercise's times on both;
-//! - `{{#cudabugs-roofline ID}}`: a performance exercise's roofline (inline SVG, plotters) from the record;
+//! - `{{#cudabugs-roofline ID}}`: a performance exercise's roofline (inline SVG, plotters) from the record
+//!   (`all`: every kernel-clocked one on one chart, the primer's);
 //! - `{{#cudabugs-timeline ID}}`: a call-clocked exercise's timeline, one call of the original and
 //!   one of the fix on the same scale (inline SVG), from the record;
 //! - `{{#cudabugs-tool-matrix}}`: which tool flagged which exercise's untouched file, how often a
@@ -509,6 +510,18 @@ impl<'a> Page<'a> {
     /// Charts from the record, inline so they travel with the page; one line, so Markdown leaves
     /// them whole.
     fn chart(&self, what: &str, id: Option<&str>) -> Result<String> {
+        // `{{#cudabugs-roofline all}}`: the primer's chart, every kernel-clocked exercise at once.
+        if what == "roofline" && id == Some("all") {
+            let all: Vec<(&str, &grader::judge::perf::PerfSummary)> = self
+                .record
+                .exercises
+                .iter()
+                .filter_map(|r| Some((r.id.as_str(), r.perf.as_ref()?)))
+                .filter(|(_, p)| p.clock == grader::exercise::manifest::Clock::Kernel)
+                .collect();
+            let svg = roofline::svg_all(&all).context("the roofline of every exercise")?;
+            return Ok(svg.replace('\n', " ") + "\n");
+        }
         let (Some(r), _) = self.exercise(id)? else {
             return Ok(not_yet_run(id.unwrap_or_default()));
         };

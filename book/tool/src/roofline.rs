@@ -74,6 +74,112 @@ pub fn svg(perf: &PerfSummary) -> Result<String> {
     Ok(out)
 }
 
+/// An exercise's number, where its untouched file sits and where its fix does (intensity, GFLOP/s).
+type Move<'a> = (&'a str, (f64, f64), (f64, f64));
+
+/// Every kernel-clocked performance exercise of a record on one chart (the primer's): each
+/// untouched exercise (a circle) and its fix (a triangle), labelled with the exercise's number and
+/// joined by a line, under the GPU's roof. `exercises`: (id, summary) of the record, in its order.
+pub fn svg_all(exercises: &[(&str, &PerfSummary)]) -> Result<String> {
+    let mut pairs: Vec<Move> = exercises
+        .iter()
+        .filter_map(|(id, perf)| {
+            let at = |name: &str| {
+                let r = perf.version(name)?.roofline.as_ref()?;
+                Some((r.intensity, r.gflops))
+            };
+            let number = id.split('-').next().unwrap_or(id);
+            Some((number, at("original")?, at("reference")?))
+        })
+        .collect();
+    let Some((_, first)) = exercises.first() else {
+        return Err(anyhow!("the record has no performance exercise"));
+    };
+    if pairs.is_empty() {
+        return Err(anyhow!("the record has no roofline point"));
+    }
+    pairs.sort_by(|a, b| a.2 .0.total_cmp(&b.2 .0));
+    let peak = &first.peak;
+    let xs = pairs.iter().flat_map(|(_, o, f)| [o.0, f.0]);
+    let (lo_x, hi_x) = xs.fold((peak.ridge(), peak.ridge()), |(lo, hi), x| {
+        (lo.min(x), hi.max(x))
+    });
+    let (x0, x1) = (lo_x / 2.0, hi_x * 2.0);
+    let lo_y = pairs
+        .iter()
+        .flat_map(|(_, o, f)| [o.1, f.1])
+        .fold(peak.roof_gflops(x0), f64::min);
+    let (y0, y1) = (lo_y / 2.0, peak.fma_ncu_gflops * 2.0);
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                format!(
+                    "The kernel-timed exercises on the {} (measured)",
+                    peak.device
+                ),
+                ("sans-serif", 20),
+            )
+            .margin(12)
+            .x_label_area_size(50)
+            .y_label_area_size(80)
+            .build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())
+            .map_err(|e| anyhow!("{e}"))?;
+        draw_axes(&mut chart)?;
+        draw_roof(&mut chart, peak, (x0, x1))?;
+        // Fixes that land close together (a cluster of memory-bound ones) get their numbers on
+        // alternating sides, so that neighbours' labels do not print over each other.
+        const SIDES: [(i32, i32); 4] = [(6, -16), (6, 2), (-24, -16), (-24, 2)];
+        for (k, (number, original, fix)) in pairs.iter().enumerate() {
+            chart
+                .draw_series(std::iter::once(PathElement::new(
+                    vec![*original, *fix],
+                    FIX.mix(0.5).stroke_width(1),
+                )))
+                .map_err(|e| anyhow!("{e}"))?;
+            chart
+                .draw_series(std::iter::once(
+                    EmptyElement::at(*original) + Circle::new((0, 0), 5, ORIGINAL.filled()),
+                ))
+                .map_err(|e| anyhow!("{e}"))?;
+            chart
+                .draw_series(std::iter::once(
+                    EmptyElement::at(*fix)
+                        + TriangleMarker::new((0, 0), 7, FIX.filled())
+                        + Text::new(number.to_string(), SIDES[k % 4], ("sans-serif", 15)),
+                ))
+                .map_err(|e| anyhow!("{e}"))?;
+        }
+        // The legend's two shapes, once.
+        chart
+            .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())
+            .map_err(|e| anyhow!("{e}"))?
+            .label("the untouched exercise")
+            .legend(|(x, y)| {
+                EmptyElement::at((x + 10, y)) + Circle::new((0, 0), 5, ORIGINAL.filled())
+            });
+        chart
+            .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())
+            .map_err(|e| anyhow!("{e}"))?
+            .label("its reference fix (the exercise's number)")
+            .legend(|(x, y)| {
+                EmptyElement::at((x + 10, y)) + TriangleMarker::new((0, 0), 7, FIX.filled())
+            });
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .label_font(("sans-serif", 16))
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| anyhow!("{e}"))?;
+        root.present().map_err(|e| anyhow!("{e}"))?;
+    }
+    Ok(out)
+}
+
 /// A chart with logarithmic axes: arithmetic intensity across, GFLOP/s up.
 type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<LogCoord<f64>, LogCoord<f64>>>;
 
@@ -142,4 +248,53 @@ fn draw_points(chart: &mut Chart, points: &[(&str, f64, f64)]) -> Result<()> {
         drawn.map_err(|e| anyhow!("{e}"))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use grader::exercise::manifest::Clock;
+    use grader::plans::verify::VerificationRecord;
+
+    #[test]
+    fn the_primer_chart_has_every_kernel_timed_exercise_and_no_call_timed_one() {
+        let record: VerificationRecord = serde_json::from_str(
+            &std::fs::read_to_string(
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../verification.json"),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        let all: Vec<(&str, &PerfSummary)> = record
+            .exercises
+            .iter()
+            .filter_map(|r| Some((r.id.as_str(), r.perf.as_ref()?)))
+            .filter(|(_, p)| p.clock == Clock::Kernel)
+            .collect();
+        let svg = svg_all(&all).unwrap();
+        let drawn: Vec<&str> = all
+            .iter()
+            .filter(|(_, p)| {
+                ["original", "reference"]
+                    .iter()
+                    .all(|v| p.version(v).is_some_and(|v| v.roofline.is_some()))
+            })
+            .map(|(id, _)| id.split('-').next().unwrap())
+            .collect();
+        assert!(drawn.len() >= 10, "{drawn:?}");
+        for number in &drawn {
+            assert!(
+                svg.contains(&format!(">{number}<")) || svg.contains(&format!(">\n{number}\n<")),
+                "{number}"
+            );
+        }
+        // One triangle a fix, one circle an untouched exercise, and the legend's one of each.
+        assert_eq!(svg.matches("<polygon").count(), drawn.len() + 1);
+        assert_eq!(svg.matches("<circle").count(), drawn.len() + 1);
+        assert!(
+            !svg.contains(">62<") && !svg.contains(">63<"),
+            "call-timed exercises have no place here"
+        );
+        assert!(svg_all(&[]).is_err());
+    }
 }
