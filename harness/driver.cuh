@@ -31,11 +31,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <cxxabi.h>
 #include <dlfcn.h>
 #include <mutex>
 #include <string>
 #include <vector>
+#include "timeline.cuh"
 #ifdef CUDABUGS_CUPTI
 #include <cupti.h>
 #endif
@@ -76,17 +76,10 @@ inline State& state() {
   return s;
 }
 
+// A record's kernel name (a kernel of an `extern "C"` or a mangled name alike); "?" for none.
 inline std::string demangled(const char* raw) {
-  if (raw == nullptr || *raw == 0) return "?";
-  int status = 0;
-  char* plain = abi::__cxa_demangle(raw, nullptr, nullptr, &status);
-  std::string name = status == 0 && plain ? plain : raw;
-  std::free(plain);
-  const size_t paren = name.find('(');
-  if (paren != std::string::npos && paren > 0) name.resize(paren);
-  for (char& c : name)
-    if (c == '\n' || c == '\r') c = ' ';
-  return name;
+  const std::string name = cb_timeline::plain_name(raw);
+  return name.empty() ? "?" : name;
 }
 
 #ifdef CUDABUGS_CUPTI

@@ -94,18 +94,26 @@ inline int mark(cudaStream_t s) {
 }
 
 // The kernel's name as the source writes it: demangled, without its parameter list.
-inline std::string demangled_name(const void* function) {
-  const char* raw = nullptr;
-  if (function == nullptr || cudaFuncGetName(&raw, function) != cudaSuccess || raw == nullptr) {
-    (void)cudaGetLastError();
-    return "?";
-  }
+// A kernel's compiled (mangled) name as the source writes it: demangled, without its parameter
+// list; "" for none. The driver's records (driver.cuh) name kernels with it too.
+inline std::string plain_name(const char* raw) {
+  if (raw == nullptr) return "";
   int status = 0;
   char* plain = abi::__cxa_demangle(raw, nullptr, nullptr, &status);
   std::string name = status == 0 && plain ? plain : raw;
   std::free(plain);
   const size_t paren = name.find('(');
   if (paren != std::string::npos) name.resize(paren);
+  return name;
+}
+
+inline std::string demangled_name(const void* function) {
+  const char* raw = nullptr;
+  if (function == nullptr || cudaFuncGetName(&raw, function) != cudaSuccess || raw == nullptr) {
+    (void)cudaGetLastError();
+    return "?";
+  }
+  std::string name = plain_name(raw);
   for (char& c : name)
     if (c == ' ') c = '_';
   return name.empty() ? "?" : name;

@@ -36,9 +36,10 @@ pub(super) fn recorded(
         Some(Err(why)) => Err(why.to_string()),
         None => Err("the toolkit has no CUPTI".to_string()),
     };
+    let wrappers = call.stats();
     let (s, counted) = match traced {
         Ok(d) => (d.stats(needed), Counted::Driver),
-        Err(why) => (call.stats(), Counted::Wrappers(why)),
+        Err(why) => (wrappers, Counted::Wrappers(why)),
     };
     // The kernels' share is the picture's: the timeline's kernels over the recorded call's own wall
     // (CUPTI's work at each launch lengthens that call, not the kernels, and the lessons read the
@@ -47,7 +48,7 @@ pub(super) fn recorded(
         (timeline_keys::LAUNCHES, s.launches),
         (timeline_keys::SYNCS, s.syncs),
         (timeline_keys::CALL_NS, call.wall_ns),
-        (timeline_keys::KERNEL_NS, call.stats().kernel_ns),
+        (timeline_keys::KERNEL_NS, wrappers.kernel_ns),
         (timeline_keys::COPY_BYTES, s.copy_bytes),
         (timeline_keys::COPY_NS, s.copy_ns),
         (timeline_keys::OVERLAP_NS, s.overlap_ns),

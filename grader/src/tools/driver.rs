@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::tools::timeline::{length, shared, union, OpKind, Stats};
+use crate::tools::timeline::{busy, OpKind, Stats};
 
 /// One piece of GPU work of a call, from the call's start (ns).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -175,14 +175,14 @@ impl DriverCall {
     /// kernels that run side by side in streams count once (ncu runs them one at a time, each
     /// alone, and adds their times; the same work shared out at once takes each longer).
     pub fn kernel_ns(&self, kernels: &[String]) -> f64 {
-        length(&union(
+        busy(
             self.work
                 .iter()
                 .filter(|w| w.kind == OpKind::Kernel)
                 .filter(|w| kernels.is_empty() || kernels.iter().any(|k| k == base_name(&w.name)))
-                .map(|w| w.gpu)
-                .collect(),
-        ))
+                .map(|w| (w.kind, w.gpu)),
+        )
+        .0
     }
 
     /// The call's figures, as the metrics read them. A launch is one call that queued kernels: a
@@ -191,16 +191,7 @@ impl DriverCall {
     /// earn overlap: a copy of more than the exercise needs, laid under a kernel, is not a
     /// pipeline (the overlap beyond what the extra bytes' share of the copy time could explain).
     pub fn stats(&self, needed: Option<f64>) -> Stats {
-        let spans = |keep: fn(OpKind) -> bool| {
-            union(
-                self.work
-                    .iter()
-                    .filter(|w| keep(w.kind))
-                    .map(|w| w.gpu)
-                    .collect(),
-            )
-        };
-        let (kernels, copies) = (spans(OpKind::computes), spans(OpKind::crosses));
+        let (kernel_ns, copy_ns, overlap_ns) = busy(self.work.iter().map(|w| (w.kind, w.gpu)));
         let mut launches: Vec<u32> = self
             .work
             .iter()
@@ -215,7 +206,6 @@ impl DriverCall {
             .filter(|w| w.kind.crosses())
             .map(|w| w.bytes as f64)
             .sum();
-        let (copy_ns, overlap_ns) = (length(&copies), shared(&kernels, &copies));
         let (copy_ns, overlap_ns) = match needed {
             Some(need) if copy_bytes > need && copy_bytes > 0.0 => {
                 let extra = copy_ns * (copy_bytes - need) / copy_bytes;
@@ -226,7 +216,7 @@ impl DriverCall {
         Stats {
             launches: launches.len() as f64,
             syncs: self.syncs as f64,
-            kernel_ns: length(&kernels),
+            kernel_ns,
             copy_ns,
             overlap_ns,
             copy_bytes,

@@ -111,7 +111,7 @@ pub struct Stats {
 }
 
 /// Sorted, merged intervals.
-pub(crate) fn union(mut spans: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
+fn union(mut spans: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
     spans.retain(|(a, b)| b > a);
     spans.sort_by(|x, y| x.0.total_cmp(&y.0));
     let mut out: Vec<(f64, f64)> = Vec::new();
@@ -124,12 +124,12 @@ pub(crate) fn union(mut spans: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
     out
 }
 
-pub(crate) fn length(spans: &[(f64, f64)]) -> f64 {
+fn length(spans: &[(f64, f64)]) -> f64 {
     spans.iter().map(|(a, b)| b - a).sum()
 }
 
 /// The length of the intersection of two merged interval lists.
-pub(crate) fn shared(x: &[(f64, f64)], y: &[(f64, f64)]) -> f64 {
+fn shared(x: &[(f64, f64)], y: &[(f64, f64)]) -> f64 {
     let (mut i, mut j, mut total) = (0, 0, 0.0);
     while i < x.len() && j < y.len() {
         let (a, b) = (x[i].0.max(y[j].0), x[i].1.min(y[j].1));
@@ -147,22 +147,14 @@ pub(crate) fn shared(x: &[(f64, f64)], y: &[(f64, f64)]) -> f64 {
 
 impl Call {
     pub fn stats(&self) -> Stats {
-        let spans = |keep: fn(OpKind) -> bool| {
-            union(
-                self.ops
-                    .iter()
-                    .filter(|o| keep(o.kind))
-                    .filter_map(|o| o.gpu)
-                    .collect(),
-            )
-        };
-        let (kernels, copies) = (spans(OpKind::computes), spans(OpKind::crosses));
+        let (kernel_ns, copy_ns, overlap_ns) =
+            busy(self.ops.iter().filter_map(|o| Some((o.kind, o.gpu?))));
         Stats {
             launches: self.ops.iter().filter(|o| o.kind.computes()).count() as f64,
             syncs: self.ops.iter().filter(|o| o.kind == OpKind::Sync).count() as f64,
-            kernel_ns: length(&kernels),
-            copy_ns: length(&copies),
-            overlap_ns: shared(&kernels, &copies),
+            kernel_ns,
+            copy_ns,
+            overlap_ns,
             copy_bytes: self
                 .ops
                 .iter()
@@ -171,6 +163,21 @@ impl Call {
                 .sum(),
         }
     }
+}
+
+/// From the GPU intervals of a call's work (the timeline's, or the driver's records): how long
+/// some kernel ran, some copy over PCIe ran, and both at once.
+pub(crate) fn busy(work: impl Iterator<Item = (OpKind, (f64, f64))>) -> (f64, f64, f64) {
+    let (mut kernels, mut copies) = (Vec::new(), Vec::new());
+    for (kind, span) in work {
+        if kind.computes() {
+            kernels.push(span);
+        } else if kind.crosses() {
+            copies.push(span);
+        }
+    }
+    let (kernels, copies) = (union(kernels), union(copies));
+    (length(&kernels), length(&copies), shared(&kernels, &copies))
 }
 
 /// Every call of one run.
