@@ -12,7 +12,10 @@
 #            honest-ref, honest-alt and half-fix as controls, on 57, 62 and 63
 #   refs     grade of one student holding every reference fix of REFS_EX (default: the bug track)
 #   bench    BENCH_N students x 6 bug exercises graded by $B and by $BO (the bundle before): pairs a
-#            minute, in one run
+#            minute, in one run (BENCH_BUNDLES: the bundles to grade with instead)
+#   record   the grade recordings the replay tests serve (--record-tools): the fixture class and the
+#            adversarial class as recorded on 2026-11-25 (its students only), on 03 and 57, with the
+#            fixture secret (grader/tests/recordings/grade-fixture, grade-adversarial)
 # After the grades: every file written outside the workbook since the start, and whether any
 # feedback quotes what exec-child's shell or case-lister printed. Logs and gradebooks go to $OUT
 # (tarred); a table is printed last.
@@ -85,7 +88,7 @@ if has bench; then
   BENCH_EX=${BENCH_EX:-01-index,02-bounds,03-race,05-memset,06-misaligned,10-shared-bounds}
   rm -rf bench-class
   python3 scripts/grade-bench-class.py bench-class "$n" ${BENCH_EX//,/ }
-  for b in "$BO" "$B"; do
+  for b in ${BENCH_BUNDLES:-$BO $B}; do
     tag=$(basename "$b")
     rm -rf "grades-bench-$tag" .cudabugs/work
     s=$(now)
@@ -96,6 +99,22 @@ if has bench; then
     k=$(echo "$BENCH_EX" | tr ',' '\n' | wc -l)
     table+=("bench $tag: exit $code, $t s, $pairs graded events, $(python3 -c "print(round($n*$k/$t*60,1))") pairs/min")
   done
+fi
+
+if has record; then
+  SECRET_DIR=$(mktemp -d); cp tests/fixtures/class-secret.toml "$SECRET_DIR/secret.toml"
+  rm -rf rec-grade-fixture rec-grade-adversarial grades-fixture grades-adversarial recorded-class
+  s=$(now)
+  timeout --kill-after=10 "${RECORD_LIMIT:-600}" $B --record-tools rec-grade-fixture grade tests/fixtures/class --exercises 03-race,57-reduction --secret "$SECRET_DIR/secret.toml" --out grades-fixture --format json > "$L/record-fixture.jsonl" 2> "$L/record-fixture.err"
+  table+=("record fixture: exit $?, $(secs "$s" "$(now)") s")
+  mkdir -p recorded-class
+  for who in $(tail -n +2 book/gpu-runs/2026-11-25-trust/class/grades-adversarial-03-race-57-reduction/grades.csv | cut -d, -f1); do
+    cp -r "tests/fixtures/adversarial/$who" recorded-class/
+  done
+  s=$(now)
+  timeout --kill-after=10 "${RECORD_LIMIT:-600}" $B --record-tools rec-grade-adversarial grade recorded-class --exercises 03-race,57-reduction --secret "$SECRET_DIR/secret.toml" --out grades-adversarial --format json > "$L/record-adversarial.jsonl" 2> "$L/record-adversarial.err"
+  table+=("record adversarial: exit $?, $(secs "$s" "$(now)") s")
+  tar czf "$OUT/recordings.tgz" rec-grade-fixture rec-grade-adversarial
 fi
 
 # What the class left outside the workbook (the machine's own logs excepted), and what its feedback quotes.

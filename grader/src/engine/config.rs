@@ -71,6 +71,11 @@ pub struct Config {
     /// profiles every kernel, named or not. On for every plan, so that `check` fails a cheat for
     /// the reason `grade` does.
     pub audit: bool,
+    /// The bug track's kernels timed from the driver's records of the plain calls instead of under
+    /// ncu (`plan::Timer::Driver`): `grade`, which times a class and needs only "within the
+    /// target of the reference fix". Off for `check` and `verify`, whose reports and records give
+    /// ncu's times, as the lessons do.
+    pub plain_kernel_timing: bool,
     /// Every sanitizer run gets `CUDA_DEVICE_MAX_CONNECTIONS=1`: one hardware queue per context
     /// instead of eight. The driver makes and tears down contexts one at a time across the whole
     /// machine, and the queues are most of that work: on an H100 sanitizer runs finished 9.6-10.2
@@ -107,6 +112,7 @@ impl Default for Config {
             hidden: Vec::new(),
             from_env: FromEnv::default(),
             audit: true,
+            plain_kernel_timing: false,
             one_connection: true,
         }
     }

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
+use crate::engine::plan::Timer;
 use crate::engine::stages::Output;
 use crate::exercise::reference::Buffer;
 use crate::tools::ncu::Measured;
@@ -49,13 +50,22 @@ impl Timed<'_> {
             .judged_kernel_ns(&[], self.call?.calls_ns.len())
     }
 
-    /// The judged time: the whole call's where the call is the clock (`by_call`), else ncu's of
-    /// the kernels.
-    pub(crate) fn judged_ns(&self, by_call: bool) -> Option<f64> {
-        if by_call {
-            self.call.and_then(CallTimes::judged_ns)
-        } else {
-            self.measured.and_then(|x| x.nanoseconds)
+    /// The kernels' time outside any timer's choice: ncu's where ncu timed the version, else the
+    /// driver's of every kernel of a plain judged call. What the rules of the whole call set
+    /// against the call.
+    pub fn kernel_ns(&self) -> Option<f64> {
+        self.measured
+            .and_then(|x| x.nanoseconds)
+            .or_else(|| self.plain_kernel_ns())
+    }
+
+    /// The judged time, as `timer` measures it: the whole call's, ncu's of the exercise's kernels,
+    /// or the driver's of every kernel of a plain judged call.
+    pub(crate) fn judged_ns(&self, timer: Timer) -> Option<f64> {
+        match timer {
+            Timer::Call => self.call.and_then(CallTimes::judged_ns),
+            Timer::Ncu => self.measured.and_then(|x| x.nanoseconds),
+            Timer::Driver => self.plain_kernel_ns(),
         }
     }
 }
@@ -98,11 +108,26 @@ pub fn evidence<'r>(timing: Option<&'r Output>, call: Option<&'r Output>) -> Tim
 /// to the others is not the program's); the first where any failed or was refused (a failure
 /// stands, whatever a later run does).
 pub fn quickest_call<'r>(runs: impl IntoIterator<Item = Option<&'r Output>>) -> Option<&'r Output> {
+    quickest_run(runs, Timer::Call)
+}
+
+/// `quickest_call`, the runs ranked for `timer`: by the judged call where a call is judged (the
+/// call clock) or the kernels are ncu's; where the driver times the kernels in the calls, by the
+/// whole process as the grader clocked it, the run the host disturbed least (a doubt there is of
+/// the host's: the kernels' own times move far less than their calls).
+pub fn quickest_run<'r>(
+    runs: impl IntoIterator<Item = Option<&'r Output>>,
+    timer: Timer,
+) -> Option<&'r Output> {
     let runs: Vec<_> = runs.into_iter().collect();
     let first = *runs.first()?;
     let judged = |o: Option<&Output>| {
         let t = evidence(None, o);
-        t.call_failure.is_none().then_some(t.call?.judged_ns()?)
+        let ns = match timer {
+            Timer::Driver => t.call_wall_ns,
+            Timer::Call | Timer::Ncu => t.call.and_then(CallTimes::judged_ns),
+        };
+        t.call_failure.is_none().then_some(ns?)
     };
     let times: Option<Vec<f64>> = runs.iter().map(|&o| judged(o)).collect();
     match times {

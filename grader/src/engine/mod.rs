@@ -11,3 +11,4 @@ pub mod plan;
 pub mod rerun;
 pub mod scheduler;
 pub mod stages;
+pub mod timer;

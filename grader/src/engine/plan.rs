@@ -10,6 +10,8 @@ use crate::exercise::regions::Region;
 use crate::exercise::workbook::{Exercise, Workbook};
 use crate::tools::nvcc::{Flavor, Reuse};
 
+pub use crate::engine::timer::Timer;
+
 /// Any CUDA program, for `sanitize`: its own sources and flags (or a binary built elsewhere), run
 /// with its own arguments from the folder it was started in.
 #[derive(Debug, Clone, Default)]
@@ -338,15 +340,19 @@ pub enum Role {
     Solution,
 }
 
-/// The timed stages of one version, decided here for every plan. ncu for each version: the kernel
-/// time, the counters and the anti-cheat rules (not for an original that hangs: it would hold the
-/// profiler's lock for its whole limit). The whole call where the exercise's clock is the call, or
+/// The timed stages of one version under `timer`, decided here for every plan. ncu for each
+/// version where ncu or the call times it: the kernel time, the counters and the anti-cheat rules
+/// (not for an original that hangs: it would hold the profiler's lock for its whole limit). The
+/// whole call where the exercise's clock is the call, where the driver times the kernels in it, or
 /// where the judge holds a learner's host work to the reference's (`check` and `grade`; `verify`
 /// does not); where the clock is the call, that process records the timeline too (`StageKind::Call`).
-pub fn timed_kinds(ex: &Exercise, role: Role) -> Vec<StageKind> {
-    let by_call = ex.manifest.manifest.clock() == crate::exercise::manifest::Clock::Call;
+pub fn timed_kinds(ex: &Exercise, timer: Timer, role: Role) -> Vec<StageKind> {
+    let by_call = timer.by_call();
     if role == Role::Original && ex.manifest.hang_timeout().is_some() {
         return Vec::new();
+    }
+    if timer == Timer::Driver {
+        return vec![StageKind::Call];
     }
     let mut kinds = vec![StageKind::Timing];
     if by_call || matches!(role, Role::Learner | Role::Reference) {

@@ -16,18 +16,20 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::evidence::Timed;
-use crate::exercise::manifest::Clock;
+use crate::engine::plan::Timer;
 use crate::exercise::rubric::GradeStage;
 use crate::exercise::workbook::Exercise;
 use crate::judge::perf;
 use crate::judge::verdict::Status;
-use crate::tools::ncu::{self, Measured};
 use crate::tools::peak::Peak;
 
+mod audit;
 mod calls;
 mod outputs;
 mod rule;
 
+use audit::version_audit;
+pub use audit::{audit, driver_audit, Audit};
 pub use calls::*;
 use outputs::timed_outputs;
 pub use rule::{Flag, Rule};
@@ -68,46 +70,6 @@ pub struct SpeedResult {
 /// What the grader's clock recorded of a timed process's calls (`tools::served`).
 pub use crate::tools::served::CallTimes;
 
-/// What ncu saw of one version's timed runs, for the anti-cheat rules.
-#[derive(Debug, Clone, Default)]
-pub struct Audit {
-    pub kernels: BTreeSet<String>,
-    pub named_launched: bool,
-    /// Per run of the bench, summed over the named kernels.
-    pub dram_read: Option<f64>,
-    pub instructions: Option<f64>,
-    /// The slowest over the fastest timed call of the named kernels; None where the launches do not
-    /// split evenly into the calls.
-    pub spread: Option<f64>,
-}
-
-pub fn audit(m: &Measured, named: &[String], repeat: u32) -> Audit {
-    let kernels: BTreeSet<String> = m.launches.iter().map(|l| l.kernel.clone()).collect();
-    let text = m
-        .csv()
-        .and_then(|p| crate::untrusted::read_text(p).ok())
-        .unwrap_or_default();
-    let launches = ncu::parse_metrics(&text).unwrap_or_default();
-    let mine: Vec<_> = launches
-        .iter()
-        .filter(|l| named.contains(&l.kernel))
-        .collect();
-    let sum = |k: &str| -> Option<f64> {
-        let v: Vec<f64> = mine
-            .iter()
-            .filter_map(|l| l.metrics.get(k).copied())
-            .collect();
-        (!v.is_empty()).then(|| v.iter().sum::<f64>() / repeat.max(1) as f64)
-    };
-    Audit {
-        named_launched: kernels.iter().any(|k| named.contains(k)),
-        kernels,
-        dram_read: sum("dram__bytes_read.sum"),
-        instructions: sum("smsp__inst_executed.sum"),
-        spread: ncu::repeat_spread(&m.launches, named, repeat),
-    }
-}
-
 /// The bytes the bench's inputs hold: what any kernel that computes the outputs must read.
 pub fn compulsory_bytes(ex: &Exercise) -> f64 {
     let m = &ex.manifest.manifest;
@@ -128,6 +90,8 @@ pub const NOISE_BAND: f64 = 1.05;
 /// Everything the judge needs of one run of the three versions.
 pub struct JudgeInputs<'a> {
     pub ex: &'a Exercise,
+    /// What measured the judged time (`plan::Timer::of`).
+    pub timer: Timer,
     pub learner: Timed<'a>,
     pub reference: Timed<'a>,
     pub original: Timed<'a>,
@@ -172,7 +136,6 @@ fn call_rules(
     named_launched: bool,
     call_l: Option<f64>,
     ns: Option<f64>,
-    by_call: bool,
 ) -> Vec<Flag> {
     let mut flags: Vec<Flag> = Vec::new();
     let mut flag = |rule: Rule, message: String| flags.push(Flag::new(rule, message));
@@ -184,13 +147,6 @@ fn call_rules(
             flag(Rule::HostWork, format!("the grader clocked calls of {:.1} us, shorter than the {:.1} us its kernels take under ncu: the run that was clocked did not run the kernels that were timed", cl / 1e3, kl / 1e3));
         }
     }
-    // Outside the reported calls, clocked by the grader: what the harness's own numbers cannot hide.
-    let outside = |t: &Timed| Some(t.call_wall_ns? - t.call?.total_ns());
-    if let (Some(ol), Some(or)) = (outside(&i.learner), outside(&i.reference)) {
-        if ol > or + 500e6_f64.max(0.5 * or) {
-            flag(Rule::Unaccounted, format!("the call timing's process spent {:.2} s outside the calls it reported, the reference fix's {:.2} s", ol / 1e9, or / 1e9));
-        }
-    }
     let (mem_l, mem_r) = (
         i.learner.call.and_then(|c| c.gpu_memory),
         i.reference.call.and_then(|c| c.gpu_memory),
@@ -200,7 +156,11 @@ fn call_rules(
             flag(Rule::GpuMemory, format!("{:.0} MiB of GPU memory in use during the timed calls, against the reference fix's {:.0} MiB", ml / 1048576.0, mr / 1048576.0));
         }
     }
-    flags.extend(against_reference_call(&i.learner, &i.reference, by_call));
+    flags.extend(against_reference_call(
+        &i.learner,
+        &i.reference,
+        i.timer.by_call(),
+    ));
     flags
 }
 
@@ -312,9 +272,14 @@ fn kernel_rules(
         }
     }
     if learner.named_launched && repeat >= 2 {
+        let floor = if i.timer == Timer::Driver {
+            PLAIN_SPREAD_FLOOR
+        } else {
+            1.5
+        };
         match (learner.spread, reference.spread) {
             (None, _) => flag(Rule::UnevenRepeats, format!("the timed kernels' launches do not split into the {repeat} timed calls the same way: some calls launched fewer")),
-            (Some(s), r) if s > 1.5f64.max(1.25 * r.unwrap_or(1.0)) => {
+            (Some(s), r) if s > floor.max(1.25 * r.unwrap_or(1.0)) => {
                 flag(Rule::UnevenRepeats, format!("the slowest timed call took {s:.2}x the fastest (the reference fix's: {})", r.map_or("?".into(), |r| format!("{r:.2}x"))))
             }
             _ => {}
@@ -358,17 +323,20 @@ fn kernel_rules(
     flags
 }
 
+/// The least spread of the plain calls' kernel times that the rule `uneven-repeats` takes for
+/// work left out of some calls, where the driver times them (`Timer::Driver`): they run at boost
+/// clocks with warm caches, after the grader wrote each call's inputs, and move more from call to
+/// call than ncu's at base clocks (1.5x there). The rule also allows 1.25x the reference fix's own.
+pub const PLAIN_SPREAD_FLOOR: f64 = 2.0;
+
 /// Judge one version's speed and the rules. A version with no kernel time gets no speed points
 /// (and the no-kernel rule where none of the named kernels ran); the caller reports a profiler
 /// that failed, or a reference fix it could not time, as its own error first.
 pub fn judge(i: &JudgeInputs) -> Verdict {
     let m = &i.ex.manifest.manifest;
     let repeat = crate::engine::plan::profiled_calls(i.ex);
-    let [learner, reference, original] = [&i.learner, &i.reference, &i.original].map(|t| {
-        t.measured
-            .map(|x| audit(x, &m.timing.kernels, repeat))
-            .unwrap_or_default()
-    });
+    let [learner, reference, original] = [&i.learner, &i.reference, &i.original]
+        .map(|t| version_audit(t, i.timer, &m.timing.kernels, repeat));
     let compulsory = compulsory_bytes(i.ex);
     let needed = reference
         .dram_read
@@ -383,10 +351,10 @@ pub fn judge(i: &JudgeInputs) -> Verdict {
     ));
     // ncu's kernel time; the judged time is the exercise's clock's (`judged_ns`).
     let ns = i.learner.measured.and_then(|x| x.nanoseconds);
-    let by_call = m.clock() == Clock::Call;
-    let reference_ns = i.reference.judged_ns(by_call).unwrap_or(f64::NAN);
-    let original_ns = i.original.judged_ns(by_call);
-    flags.extend(time_rules(i, ns, reference_ns, needed, by_call));
+    let by_call = i.timer.by_call();
+    let reference_ns = i.reference.judged_ns(i.timer).unwrap_or(f64::NAN);
+    let original_ns = i.original.judged_ns(i.timer);
+    flags.extend(time_rules(i, ns, reference_ns, needed));
     // The whole call against the kernels: what each version spends outside its kernels.
     let (call_l, call_r) = (
         i.learner.call.and_then(CallTimes::judged_ns),
@@ -396,14 +364,14 @@ pub fn judge(i: &JudgeInputs) -> Verdict {
         i.learner.call.and_then(CallTimes::judged_cpu_ns),
         i.reference.call.and_then(CallTimes::judged_cpu_ns),
     );
-    flags.extend(call_rules(i, learner.named_launched, call_l, ns, by_call));
-    flags.extend(faster_under_ncu(i, by_call));
+    flags.extend(call_rules(i, learner.named_launched, call_l, ns));
+    flags.extend(faster_under_ncu(i));
     flags.sort_by_key(|f| f.rule);
     flags.dedup_by_key(|f| f.rule);
 
     let kernel_ns = ns;
-    let Some(ns) = i.learner.judged_ns(by_call) else {
-        return untimed(&i.learner, by_call, flags);
+    let Some(ns) = i.learner.judged_ns(i.timer) else {
+        return untimed(&i.learner, i.timer, flags);
     };
     let clock = if by_call { " (whole call)" } else { "" };
     let ratio = ns / reference_ns;
@@ -422,10 +390,15 @@ pub fn judge(i: &JudgeInputs) -> Verdict {
         ),
         _ => String::new(),
     };
+    let timer = if i.timer == Timer::Driver {
+        "; its kernels as the driver recorded them in its plain calls"
+    } else {
+        ""
+    };
     Verdict {
         fraction,
         status,
-        summary: format!("{:.1} us, {summary}{call}", ns / 1e3),
+        summary: format!("{:.1} us, {summary}{call}{timer}", ns / 1e3),
         speed: Some(SpeedResult {
             learner_ns: ns,
             reference_ns,
@@ -463,8 +436,8 @@ pub const PLAIN_OVER_NCU_SLACK_NS: f64 = 5_000.0;
 /// The rule `faster-under-ncu`: where ncu's kernel time is the judged time, the kernels of the
 /// plain call timing (every kernel, CUPTI's times) against ncu's of every kernel it profiled (every
 /// kernel where grade audits, else the named ones), set beside the reference fix's.
-fn faster_under_ncu(i: &JudgeInputs, by_call: bool) -> Option<Flag> {
-    if by_call {
+fn faster_under_ncu(i: &JudgeInputs) -> Option<Flag> {
+    if i.timer != Timer::Ncu {
         return None;
     }
     let repeat = f64::from(crate::engine::plan::profiled_calls(i.ex).max(1));
@@ -497,13 +470,7 @@ fn faster_under_ncu(i: &JudgeInputs, by_call: bool) -> Option<Flag> {
 
 /// The rules of the learner's time itself: its kernels (`ns`, ncu's) faster than this GPU can
 /// read the data they must (`needed`), or its judged time far faster than the reference fix's.
-fn time_rules(
-    i: &JudgeInputs,
-    ns: Option<f64>,
-    reference_ns: f64,
-    needed: f64,
-    by_call: bool,
-) -> Vec<Flag> {
+fn time_rules(i: &JudgeInputs, ns: Option<f64>, reference_ns: f64, needed: f64) -> Vec<Flag> {
     let mut flags: Vec<Flag> = Vec::new();
     let mut flag = |rule: Rule, message: String| flags.push(Flag::new(rule, message));
     if let (Some(ns), Some(p)) = (ns, i.peak) {
@@ -521,7 +488,7 @@ fn time_rules(
             );
         }
     }
-    if let Some(ns) = i.learner.judged_ns(by_call) {
+    if let Some(ns) = i.learner.judged_ns(i.timer) {
         if reference_ns / ns > 10.0 {
             flag(
                 Rule::TooFast,
@@ -538,14 +505,22 @@ fn time_rules(
 }
 
 /// The verdict on a version with no judged time: no speed points, and why (`flags` stand).
-fn untimed(learner: &Timed, by_call: bool, flags: Vec<Flag>) -> Verdict {
-    let why = match (by_call, learner.measured) {
-        (true, _) => format!(
+fn untimed(learner: &Timed, timer: Timer, flags: Vec<Flag>) -> Verdict {
+    let why = match (timer, learner.measured) {
+        (Timer::Call, _) => format!(
             "the whole call was not timed ({})",
             learner.call_failure.unwrap_or("no call times")
         ),
-        (false, Some(x)) => x.why_untimed(),
-        (false, None) => "not timed".into(),
+        (Timer::Driver, _) => format!(
+            "the driver recorded no kernel of its plain calls ({})",
+            learner.call_failure.unwrap_or(if learner.driver.is_some() {
+                "no kernel ran in a judged call"
+            } else {
+                "no record of the GPU's work"
+            })
+        ),
+        (Timer::Ncu, Some(x)) => x.why_untimed(),
+        (Timer::Ncu, None) => "not timed".into(),
     };
     Verdict {
         fraction: 0.0,

@@ -10,6 +10,7 @@ use crate::exercise::reference::Buffer;
 use crate::exercise::workbook::Exercise;
 
 use super::{CallTimes, Flag, JudgeInputs, Rule};
+use crate::engine::plan::Timer;
 
 /// Compare each call's outputs of one timed process with the reference fix's of the same call (the
 /// same inputs): None where they agree or cannot be compared (the reference's own are missing),
@@ -130,8 +131,9 @@ pub(super) fn written_late(calls: Option<&CallTimes>, what: &str) -> Option<Stri
     Some(format!("call {k} of the {what} went on writing its outputs after it said it was done (what the grader read at the end of the call differs from what was there a moment later): work after the clock stopped"))
 }
 
-/// The timed-outputs rule: every call of the learner's runs under ncu and on the grader's clock,
-/// compared with the reference fix's of the same call, and none written after its call ended.
+/// The timed-outputs rule: every call of the learner's runs under ncu (where ncu ran) and on the
+/// grader's clock, compared with the reference fix's of the same call, and none written after its
+/// call ended.
 pub(super) fn timed_outputs(i: &JudgeInputs, repeat: u32) -> Option<Flag> {
     let kept = i.reference.read_once;
     // Every timed stage of a session serves the same calls: where the reference fix's run under ncu
@@ -142,6 +144,8 @@ pub(super) fn timed_outputs(i: &JudgeInputs, repeat: u32) -> Option<Flag> {
     } else {
         (i.reference.ncu_outputs, kept.map(|k| &k.ncu))
     };
+    // Where the driver times the kernels, no run was under ncu: the plain calls are all there is.
+    let under_ncu = i.timer != Timer::Driver;
     for (mine, theirs, kept, calls, what) in [
         (
             i.learner.ncu_outputs,
@@ -157,7 +161,10 @@ pub(super) fn timed_outputs(i: &JudgeInputs, repeat: u32) -> Option<Flag> {
             i.learner.call,
             "call timing run",
         ),
-    ] {
+    ]
+    .into_iter()
+    .skip(usize::from(!under_ncu))
+    {
         if let Some(why) =
             outputs_differ(mine, theirs, kept, i.ex, what).or_else(|| written_late(calls, what))
         {

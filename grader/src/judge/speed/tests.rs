@@ -1,11 +1,12 @@
-//! The speed judge's tests, over one set of fixtures: an exercise from its manifest, the calls
-//! as the grader's clock records them, a version's timed runs.
+//! One file: the speed judge's tests, over one set of fixtures: an exercise from its manifest, the
+//! calls as the grader's clock records them, a version's timed runs, the driver's records.
 
 use super::outputs::on_threads;
 use super::*;
 use crate::engine::evidence::{evidence, ReadOnce};
 use crate::engine::stages::Output;
 use crate::exercise::data;
+use crate::tools::ncu::{self, Measured};
 use std::path::{Path, PathBuf};
 
 #[test]
@@ -115,13 +116,20 @@ fn a_whole_call_slowed_by_a_busy_host_is_timed_again_and_judged_on_the_quickest_
                  reference: &(Output, Vec<Option<Output>>)| {
         let inputs = JudgeInputs {
             ex: &ex,
+            timer: Timer::profiled(&ex),
             learner: evidence(Some(&learner.0), learner.1[0].as_ref()),
             reference: evidence(Some(&reference.0), reference.1[0].as_ref()),
             original: Timed::default(),
             peak: None,
             perf: None,
         };
-        let doubted = doubts_call(&ex, &inputs.learner, &inputs.reference, &inputs.original);
+        let doubted = doubts_call(
+            &ex,
+            inputs.timer,
+            &inputs.learner,
+            &inputs.reference,
+            &inputs.original,
+        );
         fn all(r: &(Output, Vec<Option<Output>>)) -> TimedRuns<'_> {
             TimedRuns {
                 timing: Some(&r.0),
@@ -215,13 +223,20 @@ fn a_call_clocked_fix_just_short_of_its_target_is_timed_again_with_the_original(
     let judged = |learner: &(Output, Vec<Option<Output>>), timed_again: bool| {
         let inputs = JudgeInputs {
             ex: &ex,
+            timer: Timer::profiled(&ex),
             learner: evidence(Some(&learner.0), learner.1[0].as_ref()),
             reference: evidence(Some(&reference.0), reference.1[0].as_ref()),
             original: evidence(Some(&original.0), original.1[0].as_ref()),
             peak: None,
             perf: None,
         };
-        let doubted = doubts_call(&ex, &inputs.learner, &inputs.reference, &inputs.original);
+        let doubted = doubts_call(
+            &ex,
+            inputs.timer,
+            &inputs.learner,
+            &inputs.reference,
+            &inputs.original,
+        );
         let n = if timed_again { 3 } else { 1 };
         fn all(r: &(Output, Vec<Option<Output>>), n: usize) -> TimedRuns<'_> {
             TimedRuns {
@@ -259,6 +274,7 @@ fn host_threads_hidden_under_the_copy_show_in_the_cpu_time() {
         };
         let inputs = JudgeInputs {
             ex: &ex,
+            timer: Timer::profiled(&ex),
             learner: timed(learner),
             reference: timed(reference),
             original: Timed::default(),
@@ -311,6 +327,7 @@ fn where_the_clock_is_the_call_the_whole_call_is_judged_and_host_time_is_not_a_r
         };
         judge(&JudgeInputs {
             ex: &ex,
+            timer: Timer::profiled(&ex),
             learner: timed(learner),
             reference: timed(&reference),
             original: timed(&original),
@@ -358,6 +375,7 @@ fn where_the_clock_is_the_call_the_whole_call_is_judged_and_host_time_is_not_a_r
     // No call times: no time at all, whatever ncu measured.
     let none = judge(&JudgeInputs {
         ex: &ex,
+        timer: Timer::profiled(&ex),
         learner: Timed {
             call_failure: Some("the program failed"),
             ..Timed::default()
@@ -413,6 +431,7 @@ fn three_calls(dir: &Path, prefix: &str, totals: [f32; 3]) -> Vec<PathBuf> {
 fn flags_of(ex: &Exercise, learner: Timed, reference: Timed) -> Vec<Flag> {
     judge(&JudgeInputs {
         ex,
+        timer: Timer::profiled(ex),
         learner,
         reference,
         original: Timed::default(),
@@ -546,6 +565,7 @@ fn kernels_that_run_slower_outside_ncu_than_the_reference_s_do_lose_the_speed_po
                    reference: &(Output, Vec<Option<Output>>)| {
         judge(&JudgeInputs {
             ex: &ex,
+            timer: Timer::profiled(&ex),
             learner: evidence(Some(&learner.0), learner.1[0].as_ref()),
             reference: evidence(Some(&reference.0), reference.1[0].as_ref()),
             original: Timed::default(),
@@ -588,4 +608,107 @@ fn kernels_that_run_slower_outside_ncu_than_the_reference_s_do_lose_the_speed_po
         .flags
         .iter()
         .any(|f| f.rule == Rule::FasterUnderNcu));
+}
+
+/// The driver's records of three plain calls (harness/driver.cuh's format): in each, the named
+/// kernel `block_sum` for `us[k]` microseconds, and `other` kernels beside it where named.
+fn driver_calls(us: [f64; 3], other: Option<&str>) -> crate::tools::driver::Driver {
+    let mut text = String::from("driver ok\n");
+    let mut corr = 1;
+    for (k, t) in us.iter().enumerate() {
+        let start = 1e9 * (k + 1) as f64;
+        text += &format!("call {}\n", k + 1);
+        if *t > 0.0 {
+            text += &format!(
+                "gpu kernel 7 {start} {} 0 {corr} block_sum\n",
+                start + t * 1e3
+            );
+            corr += 1;
+        }
+        if let Some(name) = other {
+            let s = start + 1e6;
+            text += &format!("gpu kernel 7 {s} {} 0 {corr} {name}\n", s + 2e3);
+            corr += 1;
+        }
+    }
+    crate::tools::driver::Driver::parse(&text).unwrap()
+}
+
+/// grade's bug track, timed by the driver: no ncu run, the judged time every kernel of the plain
+/// calls (the least after the first), the rules read from the same records.
+#[test]
+fn where_the_driver_times_the_kernels_the_plain_calls_are_judged_without_ncu() {
+    let ex = race();
+    let clock = calls(1.0, 1.0);
+    let reference = driver_calls([90.0, 40.0, 41.0], None);
+    let judged = |learner: &crate::tools::driver::Driver| {
+        let timed = |d| Timed {
+            call: Some(&clock),
+            driver: Some(d),
+            ..Timed::default()
+        };
+        let inputs = JudgeInputs {
+            ex: &ex,
+            timer: Timer::Driver,
+            learner: timed(learner),
+            reference: timed(&reference),
+            original: Timed::default(),
+            peak: None,
+            perf: None,
+        };
+        let doubted = doubts_call(
+            &ex,
+            Timer::Driver,
+            &inputs.learner,
+            &inputs.reference,
+            &inputs.original,
+        );
+        (judge(&inputs), doubted)
+    };
+    let rules = |v: &Verdict| v.flags.iter().map(|f| f.rule).collect::<Vec<_>>();
+    // A fix 1.2x the reference's: the points, no rule (no ncu run is missed), no doubt.
+    let (fix, doubted) = judged(&driver_calls([100.0, 48.0, 49.0], None));
+    assert_eq!(fix.status, Status::Passed, "{}", fix.summary);
+    assert!(rules(&fix).is_empty(), "{:?}", fix.flags);
+    assert!(!doubted);
+    assert!(
+        fix.summary.contains("the driver recorded"),
+        "{}",
+        fix.summary
+    );
+    let sp = fix.speed.unwrap();
+    assert_eq!((sp.learner_ns, sp.reference_ns), (48e3, 40e3));
+    // 1.8x: past the target by less than the plain calls' noise, so timed again before it stands.
+    let (slow, doubted) = judged(&driver_calls([150.0, 72.0, 73.0], None));
+    assert_eq!(slow.status, Status::Failed);
+    assert!(doubted);
+    // Work in a kernel the exercise does not name counts in the time and is named.
+    let (helper, _) = judged(&driver_calls([100.0, 20.0, 20.0], Some("helper")));
+    assert_eq!(helper.speed.as_ref().unwrap().learner_ns, 22e3);
+    assert!(rules(&helper).contains(&Rule::UnnamedKernels));
+    // A judged call that launched nothing of the exercise's: the work does not split into calls.
+    let (skipping, _) = judged(&driver_calls([100.0, 45.0, 0.0], Some("helper")));
+    assert!(
+        rules(&skipping).contains(&Rule::UnevenRepeats),
+        "{:?}",
+        skipping.flags
+    );
+    // No record of the GPU's work: no time, and it says so.
+    let none = judge(&JudgeInputs {
+        ex: &ex,
+        timer: Timer::Driver,
+        learner: Timed {
+            call: Some(&clock),
+            ..Timed::default()
+        },
+        reference: Timed {
+            call: Some(&clock),
+            driver: Some(&reference),
+            ..Timed::default()
+        },
+        original: Timed::default(),
+        peak: None,
+        perf: None,
+    });
+    assert!(none.speed.is_none() && none.summary.contains("no record of the GPU's work"));
 }

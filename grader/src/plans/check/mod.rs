@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::engine::context::Context;
 use crate::engine::evidence;
-use crate::engine::plan::{self, Role, Stage, StageKind, Submission};
+use crate::engine::plan::{self, Role, Stage, StageKind, Submission, Timer};
 use crate::engine::scheduler::{self, Results};
 use crate::engine::stages::Output;
 use crate::exercise::cases::{self, Cases};
@@ -371,11 +371,15 @@ mod tests {
             let path = wb.learner_path(ex);
             let subs = submissions(&wb, ex, &path, ex.original, &cases);
             assert!(untouched(&subs));
-            assert_eq!(borrowed_kinds(ex, &subs), borrowed, "{id}");
+            assert_eq!(
+                borrowed_kinds(ex, Timer::profiled(ex), &subs),
+                borrowed,
+                "{id}"
+            );
             let changed = format!("{}\n// a comment\n", ex.original);
             let subs = submissions(&wb, ex, &path, &changed, &cases);
             assert!(!untouched(&subs));
-            assert!(borrowed_kinds(ex, &subs).is_empty());
+            assert!(borrowed_kinds(ex, Timer::profiled(ex), &subs).is_empty());
             assert_eq!(
                 subs.iter().map(|s| s.variant.as_str()).collect::<Vec<_>>(),
                 ["learner", "original", "reference"]

@@ -16,7 +16,8 @@ pub(super) fn run_timing(
     started: Instant,
 ) -> Result<Option<String>, Box<Step>> {
     let ex = subs[LEARNER].exercise().expect("check grades an exercise");
-    let borrowed = borrowed_kinds(ex, subs);
+    let timer = Timer::of(ctx, ex);
+    let borrowed = borrowed_kinds(ex, timer, subs);
     let timing: Vec<Stage> = [
         (LEARNER, Role::Learner),
         (ORIGINAL, Role::Original),
@@ -24,7 +25,7 @@ pub(super) fn run_timing(
     ]
     .into_iter()
     .flat_map(|(i, role)| {
-        plan::timed_kinds(ex, role)
+        plan::timed_kinds(ex, timer, role)
             .into_iter()
             .map(move |k| Stage::new(i, k))
     })
@@ -89,12 +90,12 @@ pub(super) fn run_timing(
 /// original, built by the same compiler with the same flags: the original's fresh runs are the
 /// learner's too (the same program on the same served calls), and a cold check of 60-scan's
 /// untouched file no longer profiles its 26 launches a call twice.
-pub(super) fn borrowed_kinds(ex: &Exercise, subs: &[Submission]) -> Vec<StageKind> {
+pub(super) fn borrowed_kinds(ex: &Exercise, timer: Timer, subs: &[Submission]) -> Vec<StageKind> {
     if !untouched(subs) {
         return Vec::new();
     }
-    let original = plan::timed_kinds(ex, Role::Original);
-    plan::timed_kinds(ex, Role::Learner)
+    let original = plan::timed_kinds(ex, timer, Role::Original);
+    plan::timed_kinds(ex, timer, Role::Learner)
         .into_iter()
         .filter(|k| original.contains(k))
         .collect()
@@ -121,6 +122,7 @@ pub(super) fn confirm_doubted_calls(
     if untouched(subs)
         || !speed::doubts_call(
             ex,
+            Timer::of(ctx, ex),
             &evidence(LEARNER),
             &evidence(REFERENCE),
             &evidence(ORIGINAL),
@@ -187,6 +189,7 @@ pub(super) fn time_and_judge(
     };
     let inputs = speed::JudgeInputs {
         ex,
+        timer: Timer::of(ctx, ex),
         learner: evidence(LEARNER),
         reference: evidence(REFERENCE),
         original: evidence(ORIGINAL),

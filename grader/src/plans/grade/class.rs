@@ -42,7 +42,8 @@ pub fn worker_gpus(requested: &[String]) -> Vec<Option<String>> {
     }
 }
 
-/// One worker's settings out of `workers`: its GPU, the anti-cheat counters, the class's folders hidden from every run, shorter limits
+/// One worker's settings out of `workers`: its GPU, the anti-cheat counters, the bug track timed
+/// in the plain calls, the class's folders hidden from every run, shorter limits
 /// than a learner's check (a class has hostile and hung programs), and its share of the cores
 /// (sanitizer runs spend their start-up on the CPU; the builds, the next chunk's included, get a
 /// share each). What the environment set stays.
@@ -54,6 +55,7 @@ pub fn configure_worker(
 ) {
     config.gpu = gpu;
     config.audit = true;
+    config.plain_kernel_timing = true;
     // No file of a student's run may exceed 1 GiB (the largest bench output is 256 MiB).
     config.limits.file_bytes = Some(1 << 30);
     config.hidden = hidden.to_vec();

@@ -318,6 +318,7 @@ pub(super) fn score_fresh(
 /// library baseline, and the fresh inputs' cases.
 pub(super) struct PairJudge<'r> {
     pub(super) ex: &'r Exercise,
+    pub(super) timer: crate::engine::plan::Timer,
     pub(super) results: &'r Results,
     pub(super) batch: u32,
     pub(super) reference: usize,
@@ -334,10 +335,13 @@ impl PairJudge<'_> {
     /// without a time (no kernel launched is a rule).
     pub(super) fn judge(&self, i: usize, r: &mut PairResult) {
         let (results, ex, batch) = (self.results, self.ex, self.batch);
-        if results
-            .get(i, StageKind::Timing)
-            .and_then(Output::measured)
-            .is_none()
+        // Where the driver times the kernels no ncu run was made: the judge says what the plain
+        // calls lacked.
+        if self.timer != crate::engine::plan::Timer::Driver
+            && results
+                .get(i, StageKind::Timing)
+                .and_then(Output::measured)
+                .is_none()
         {
             let why = verdict::measured_time(results.get(i, StageKind::Timing))
                 .err()
@@ -351,6 +355,7 @@ impl PairJudge<'_> {
         let summary = self.perf_summary(i);
         let inputs = speed::JudgeInputs {
             ex,
+            timer: self.timer,
             learner: evidence::evidence(
                 results.get(i, StageKind::Timing),
                 results.get(i, StageKind::Call),

@@ -1,7 +1,7 @@
 //! A chunk's stages, as data: the first phase's (builds, tools, cases), which pairs are timed, and
 //! the timed phase's. The worker runs them (`worker`); the scores read what they left (`score`).
 
-use crate::engine::plan::{self, Role, Stage, StageKind};
+use crate::engine::plan::{self, Role, Stage, StageKind, Timer};
 use crate::exercise::rubric::GradeStage;
 use crate::exercise::workbook::Exercise;
 use crate::judge::verdict::Status;
@@ -72,6 +72,7 @@ pub(super) fn timed_pairs(out: &mut [PairResult]) -> Vec<usize> {
 /// original's are timed again in each chunk, beside its students (their profiles kept).
 pub(super) fn timing_stages(
     ex: &Exercise,
+    timer: Timer,
     correct: &[usize],
     reference: usize,
     original: Option<usize>,
@@ -80,19 +81,19 @@ pub(super) fn timing_stages(
     let mut timing: Vec<Stage> = correct
         .iter()
         .flat_map(|&i| {
-            plan::timed_kinds(ex, Role::Learner)
+            plan::timed_kinds(ex, timer, Role::Learner)
                 .into_iter()
                 .map(move |k| Stage::new(i, k))
         })
         .collect();
     timing.extend(
-        plan::timed_kinds(ex, Role::Reference)
+        plan::timed_kinds(ex, timer, Role::Reference)
             .into_iter()
             .map(|k| Stage::again(reference, k, chunk)),
     );
     if let Some(o) = original {
         timing.extend(
-            plan::timed_kinds(ex, Role::Original)
+            plan::timed_kinds(ex, timer, Role::Original)
                 .into_iter()
                 .map(|k| Stage::again(o, k, chunk)),
         );

@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use crate::engine::evidence;
-use crate::engine::plan::{self, Stage, StageKind, Submission};
+use crate::engine::plan::{self, Stage, StageKind, Submission, Timer};
 use crate::engine::scheduler::{self, Results};
 use crate::engine::stages::Output;
 use crate::exercise::workbook::Workbook;
@@ -66,7 +66,15 @@ impl Worker<'_> {
         } = *work;
         // ncu first; the whole calls alone on the GPU after the profiler. The
         // reference's and the original's are timed again in each chunk, beside its students.
-        let timing = timing_stages(chunk.exercise, correct, reference, original, chunk.index);
+        let timer = Timer::of(&self.ctx, chunk.exercise);
+        let timing = timing_stages(
+            chunk.exercise,
+            timer,
+            correct,
+            reference,
+            original,
+            chunk.index,
+        );
         let phase = Instant::now();
         let timeline = scheduler::execute(&self.ctx, wb, subs, &timing, results, started);
         phases.calls = timeline.exclusive.unwrap_or(0.0);
@@ -100,6 +108,7 @@ impl Worker<'_> {
     fn confirm_doubted(&self, work: &TimedWork, results: &mut Results) -> f64 {
         let (chunk, original) = (work.chunk, work.original);
         let ex = chunk.exercise;
+        let timer = Timer::of(&self.ctx, ex);
         let first = |i: usize| {
             evidence::evidence(
                 results.get_run(&Stage::again(i, StageKind::Timing, chunk.index)),
@@ -117,7 +126,7 @@ impl Worker<'_> {
                     results.get(i, StageKind::Timing),
                     results.get(i, StageKind::Call),
                 );
-                speed::doubts_call(ex, &learner, &reference_first, &original_first)
+                speed::doubts_call(ex, timer, &learner, &reference_first, &original_first)
             })
             .collect();
         if doubted.is_empty() {
@@ -125,10 +134,9 @@ impl Worker<'_> {
         }
         // Where the call is the clock, the original's whole call is the speedup's measure: timed
         // again in each round too.
-        let by_call = ex.manifest.manifest.clock() == crate::exercise::manifest::Clock::Call;
         let doubted: Vec<usize> = doubted
             .into_iter()
-            .chain(original.filter(|_| by_call))
+            .chain(original.filter(|_| timer.by_call()))
             .collect();
         let confirming = plan::confirming_calls(work.reference, &doubted, chunk.index);
         scheduler::execute(
@@ -172,35 +180,23 @@ impl Worker<'_> {
         scheduler::execute(&self.ctx, wb, &subs, &fresh, &mut results, started);
         phases.fresh = phase.elapsed().as_secs_f64();
 
+        let timer = Timer::of(&self.ctx, ex);
         let reference_run =
             |k: StageKind| results.get_run(&Stage::again(reference, k, chunk.index));
-        if reference_run(StageKind::Timing)
-            .and_then(Output::measured)
-            .and_then(|m| m.nanoseconds)
-            .is_none()
-        {
-            let why = verdict::measured_time(reference_run(StageKind::Timing))
-                .err()
-                .map(|e| e.to_string())
-                .unwrap_or_default();
-            return (
-                self.failed_chunk(
-                    chunk,
-                    format!("ncu could not time the reference fix ({why})"),
-                ),
-                phases,
-            );
-        }
-        let reference_outputs = evidence::ReadOnce::default();
-        let original_run =
-            |k: StageKind| original.and_then(|o| results.get_run(&Stage::again(o, k, chunk.index)));
         let mut reference_evidence = evidence::evidence(
             reference_run(StageKind::Timing),
             reference_run(StageKind::Call),
         );
+        if let Some(why) = untimed_reference(timer, &reference_evidence, reference_run) {
+            return (self.failed_chunk(chunk, why), phases);
+        }
+        let reference_outputs = evidence::ReadOnce::default();
+        let original_run =
+            |k: StageKind| original.and_then(|o| results.get_run(&Stage::again(o, k, chunk.index)));
         reference_evidence.read_once = Some(&reference_outputs);
         let judge = PairJudge {
             ex,
+            timer,
             results: &results,
             batch: chunk.index,
             reference,
@@ -229,4 +225,37 @@ impl Worker<'_> {
         phases.runs = run_stats(&results);
         self.finish(out, started, phases)
     }
+}
+
+/// Why the reference fix's timed runs in a chunk give no time to judge against, where they do not:
+/// ncu could not time it, or (where the driver times the kernels) its plain calls failed or ran no
+/// kernel. No pair of the chunk can then be judged.
+fn untimed_reference<'r>(
+    timer: Timer,
+    evidence: &evidence::Timed,
+    run: impl Fn(StageKind) -> Option<&'r Output>,
+) -> Option<String> {
+    // ncu profiles the reference wherever it runs (where the call is the clock too: the counters).
+    let timed = match timer {
+        Timer::Driver => evidence.plain_kernel_ns(),
+        Timer::Ncu | Timer::Call => evidence.measured.and_then(|m| m.nanoseconds),
+    };
+    if timed.is_some() {
+        return None;
+    }
+    Some(match timer {
+        Timer::Driver => format!(
+            "the driver recorded no kernel of the reference fix's plain calls ({})",
+            evidence
+                .call_failure
+                .unwrap_or("no record of the GPU's work")
+        ),
+        _ => format!(
+            "ncu could not time the reference fix ({})",
+            verdict::measured_time(run(StageKind::Timing))
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        ),
+    })
 }

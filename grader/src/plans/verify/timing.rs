@@ -213,12 +213,14 @@ fn timing_stages(w: &Work, (ex, sol): (usize, usize), opts: &VerifyOptions) -> V
     if !perf && !opts.survey {
         return Vec::new();
     }
-    let mut stages: Vec<Stage> = plan::timed_kinds(w.ex, Role::Solution)
+    // verify's record holds ncu's times: every kernel-clocked version is profiled.
+    let timer = plan::Timer::profiled(w.ex);
+    let mut stages: Vec<Stage> = plan::timed_kinds(w.ex, timer, Role::Solution)
         .into_iter()
         .map(|k| Stage::new(sol, k))
         .collect();
     stages.extend(
-        plan::timed_kinds(w.ex, Role::Original)
+        plan::timed_kinds(w.ex, timer, Role::Original)
             .into_iter()
             .map(|k| Stage::new(ex, k)),
     );
@@ -284,6 +286,7 @@ fn timing_steps(
     let evidence = |s: &Stage| evidence::evidence(results.get_run(s), None);
     let judged = speed::judge(&speed::JudgeInputs {
         ex: w.ex,
+        timer: plan::Timer::profiled(w.ex),
         learner: evidence(&rerun),
         reference: evidence(&reference),
         original: evidence(&original),
@@ -506,6 +509,7 @@ impl AsLearner<'_> {
         let judged_summary = perf::summarize(self.ex, self.peak, &versions, self.baseline).ok();
         speed::judge(&speed::JudgeInputs {
             ex: self.ex,
+            timer: plan::Timer::profiled(self.ex),
             learner: evidence::evidence(learner.ncu, learner.call),
             reference: evidence::evidence(self.reference.ncu, self.reference.call),
             original: evidence::evidence(self.original.ncu, self.original.call),
