@@ -1,7 +1,7 @@
 //! One file: every grade of a class, replayed or on the CPU, shares the class fixtures, the secret and the gradebook readers.
 //!
 //! `grade` end to end through the CLI: the fixture class (tests/fixtures/class) replayed from its
-//! H100 recording must get the grades of that GPU run (book/gpu-runs/2026-11-22-grade/); on the
+//! H200 recording must get the grades of that GPU run (book/gpu-runs/2026-11-29-plain-50/); on the
 //! CPU alone the builds, the tamper check and the journal are real (resume after SIGKILL, shards
 //! and merge, the Gradescope and GitHub Classroom layouts). Each test needs nvcc and says SKIPPED
 //! without one.
@@ -87,8 +87,8 @@ fn rules(result: &serde_json::Value) -> Vec<String> {
 }
 
 #[test]
-fn the_fixture_class_replayed_gets_the_grades_of_its_h100_run() {
-    if !nvcc_or_skip("the_fixture_class_replayed_gets_the_grades_of_its_h100_run") {
+fn the_fixture_class_replayed_gets_the_grades_of_its_gpu_run() {
+    if !nvcc_or_skip("the_fixture_class_replayed_gets_the_grades_of_its_gpu_run") {
         return;
     }
     let copy = Copy::new();
@@ -109,8 +109,7 @@ fn the_fixture_class_replayed_gets_the_grades_of_its_h100_run() {
     // The whole gradebook of the GPU run (an H100, the grader serving the timed calls and the
     // sandbox's programs running as nobody; the same grades as on 2026-11-22), reproduced from its
     // tool runs.
-    let committed =
-        grades(&repo().join("book/gpu-runs/2026-11-25-trust/grades-fixture/grades.csv"));
+    let committed = grades(&repo().join(FIXTURE_RECORD).join("grades.csv"));
     assert_eq!(grades(&out.join("grades.csv")), committed);
     let lines = journal(&out.join("journal.jsonl"));
     assert_eq!(lines.len(), 22, "11 students x 2 exercises, each once");
@@ -169,10 +168,16 @@ fn each_pair_of_the_fixture_class_is_judged_for_its_reason(lines: &[serde_json::
         .unwrap()
         .iter()
         .any(|f| f["tool"] == "memcheck"));
-    // Hostile: a daemon left running and an endless loop: the build's points only.
-    for ex in ["03-race", "57-reduction"] {
-        assert_eq!(pair(lines, "heidi", ex)["points"], 10.0, "heidi {ex}");
-    }
+    // Hostile: a daemon left running and an endless loop. Where it runs alone (cases, timed runs)
+    // the system-call filter refuses its fork, so 03's right outputs earn the cases; each tool run,
+    // where the daemon starts, fails for it, and with the tool not clean it is not timed. 57's
+    // endless loop earns the build's points only.
+    let heidi = pair(lines, "heidi", "03-race");
+    assert_eq!(
+        (stage(heidi, "named-tool").0, heidi["points"].as_f64()),
+        (0.0, Some(35.0))
+    );
+    assert_eq!(pair(lines, "heidi", "57-reduction")["points"], 10.0);
     assert_eq!(pair(lines, "erin", "03-race")["state"], "not-gradable");
     assert_eq!(pair(lines, "judy", "03-race")["state"], "not-submitted");
 }
@@ -447,7 +452,7 @@ fn a_class_graded_without_a_gpu_is_pending_until_a_gpu_grades_it() {
         "nothing pending is scored: {results}"
     );
     assert!(results["output"].as_str().unwrap().contains("2 pending"));
-    // Where the GPU is: the pending pairs are graded, as the recorded H100 run graded them.
+    // Where the GPU is: the pending pairs are graded, as the recorded H200 run graded them.
     copy.xtask()
         .arg("--replay-tools")
         .arg(repo().join("grader/tests/recordings/grade-fixture"))
@@ -461,7 +466,7 @@ fn a_class_graded_without_a_gpu_is_pending_until_a_gpu_grades_it() {
         .code(0);
     assert_eq!(
         grades(&out.join("grades.csv")),
-        grades(&repo().join("book/gpu-runs/2026-11-25-trust/grades-fixture/grades.csv"))
+        grades(&repo().join(FIXTURE_RECORD).join("grades.csv"))
     );
 }
 
@@ -527,12 +532,15 @@ fn gradescope_exports_and_classroom_clones_name_their_students() {
     assert!(String::from_utf8_lossy(&refused.stderr).contains("keep it outside"));
 }
 
-/// The class's 03 and 57 as graded on the H100 (the grade the recording was made by).
-const CLASS_RECORD: &str =
-    "book/gpu-runs/2026-11-25-trust/class/grades-adversarial-03-race-57-reduction";
+/// The fixture class as graded on an H200 (the grade the recording was made by).
+const FIXTURE_RECORD: &str = "book/gpu-runs/2026-11-29-plain-50/2-record/grades-fixture";
 
-/// The adversarial class (tests/fixtures/adversarial) replayed from its H100 recording
-/// (book/gpu-runs/2026-11-25-trust/class/): every cheat loses the points of what it faked, the rule
+/// The class's 03 and 57 as graded on an H200 (the grade the recording was made by): the students
+/// of the class first graded on 2026-11-25 (book/gpu-runs/2026-11-25-trust/class/).
+const CLASS_RECORD: &str = "book/gpu-runs/2026-11-29-plain-50/2-record/grades-adversarial";
+
+/// The adversarial class (tests/fixtures/adversarial) replayed from its H200 recording
+/// (book/gpu-runs/2026-11-29-plain-50/2-record/): every cheat loses the points of what it faked, the rule
 /// named; the honest students get what they got graded alone; threaded-host, written to beat the
 /// host-work rule, is caught by its CPU time.
 #[test]
@@ -568,7 +576,7 @@ fn the_adversarial_class_replayed_loses_the_faked_points_and_the_honest_keep_the
         .arg(&out)
         .assert()
         .code(0);
-    // Every student of the recorded class keeps the grades of its H100 run.
+    // Every student of the recorded class keeps the grades of its H200 run.
     let got = grades(&out.join("grades.csv"));
     for (who, row) in grades(&repo().join(CLASS_RECORD).join("grades.csv")) {
         assert_eq!(got.get(&who), Some(&row), "{who}");
@@ -597,7 +605,6 @@ fn the_host_work_and_faked_answers_lose_their_points(lines: &[serde_json::Value]
     speed_withheld_by(lines, "hog", "03-race", "unaccounted-time");
     // Faked answers under the profiler, or a guess at the bench: no correctness credit either.
     for (who, ex) in [
-        ("profiler-aware", "03-race"),
         ("profiler-aware", "57-reduction"),
         ("hardcode", "57-reduction"),
     ] {
@@ -611,6 +618,12 @@ fn the_host_work_and_faked_answers_lose_their_points(lines: &[serde_json::Value]
             assert_eq!(stage(p, key).0, 0.0, "{who} {ex} {key}");
         }
     }
+    // On 03 no run is profiled (grade times the bug track's kernels in the plain calls): what it
+    // does when profiled is never what is judged, and what is judged is the honest fix. It reaches
+    // what neither the exercise nor the reference fix does, so its speed is left to a person.
+    let aware = pair(lines, "profiler-aware", "03-race");
+    assert!(!rules(aware).contains(&"timed-outputs".to_string()));
+    speed_withheld_by(lines, "profiler-aware", "03-race", "tool-aware");
     // Its first call timing looked like host work (host-work in the recording without its
     // confirming runs); timed again beside the reference, it was not: judged on its quickest run,
     // it loses its speed points to what it did, not to a busy host.
@@ -621,9 +634,19 @@ fn the_host_work_and_faked_answers_lose_their_points(lines: &[serde_json::Value]
         stage(pair(lines, "cache", "57-reduction"), "hidden").0
             < stage(pair(lines, "cache", "57-reduction"), "hidden").1
     );
-    // A daemon or a process storm is killed and counts against the program that left it.
+    // A daemon or a process storm: the system-call filter refuses its forks where the program runs
+    // alone (cases and timed runs: the reference fix's outputs, the cases' points); under the
+    // tools the forks run, each tool run fails with the process left behind, and the file gets no
+    // tool points. Its code reaches fork: its speed is left to a person.
     for who in ["leftover", "storm"] {
-        assert_eq!(pair(lines, who, "03-race")["points"], 10.0, "{who}");
+        let p = pair(lines, who, "03-race");
+        assert_eq!(
+            (stage(p, "named-tool").0, stage(p, "other-tools").0),
+            (0.0, 0.0),
+            "{who}"
+        );
+        assert_eq!(stage(p, "public").0, stage(p, "public").1, "{who}");
+        speed_withheld_by(lines, who, "03-race", "tool-aware");
     }
     // No file outlives its pair: the work folders are gone, their size is in the journal.
     assert!(lines
@@ -639,11 +662,12 @@ fn the_cpu_it_hid_and_the_tool_it_stalled_count_against_it(lines: &[serde_json::
     // time does not.
     speed_withheld_by(lines, "threaded-host", "03-race", "host-cpu");
     speed_withheld_by(lines, "decoy-host", "03-race", "host-cpu");
-    // The same sum in a second process sharing the memory (clone): done on one core it is slow
-    // enough for host-work, and the CPU time is now every process of the run (its cgroup), the
-    // clone's included (the in-process count of 2026-11-24 missed it).
-    speed_withheld_by(lines, "clone-host", "03-race", "host-work");
-    speed_withheld_by(lines, "clone-host", "03-race", "host-cpu");
+    // The same sum in a second process sharing the memory (clone): the system-call filter refuses
+    // the clone, so the GPU's own too-small total stands: the cases fail and nothing is timed.
+    // (Before the filter, the 2026-11-25 H100 run withheld its speed by host-work and host-cpu.)
+    let clone = pair(lines, "clone-host", "03-race");
+    assert!(stage(clone, "public").0 < stage(clone, "public").1);
+    assert_eq!(stage(clone, "speed").0, 0.0);
     // Spinning only under compute-sanitizer: no tool credit, and one stalled tool waited for again
     // alone (within a limit the other students' runs set), not all four.
     let stall = pair(lines, "sanitizer-stall", "03-race");
