@@ -141,63 +141,99 @@ fn mutate(doc: &mut toml::Table, rng: &mut impl Rng) {
     }
 }
 
-#[test]
-fn every_generated_manifest_is_rejected_with_a_message_or_runs() {
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(20261122);
+/// Mutations per real manifest: `CUDABUGS_FUZZ` (CI's separate step runs 200), else 20, which keeps
+/// `cargo test` quick (200 on one thread took 94 s of a 2-core machine's test run).
+fn mutations() -> usize {
+    std::env::var("CUDABUGS_FUZZ")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20)
+}
+
+/// What one real manifest's mutations came to: accepted, rejected, cases run.
+fn fuzz_one(id: &str, text: &str, count: usize) -> (usize, usize, usize) {
+    // Each manifest its own seeded stream, so that the manifests run side by side and each run
+    // generates the same files.
+    let seed = id.bytes().fold(20261122u64, |h, b| {
+        h.wrapping_mul(31).wrapping_add(u64::from(b))
+    });
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let (mut accepted, mut rejected, mut ran) = (0, 0, 0);
-    for (id, text) in real_manifests() {
-        for _ in 0..200 {
-            let mut doc: toml::Table = text.parse().unwrap();
-            for _ in 0..rng.random_range(1..4) {
-                mutate(&mut doc, &mut rng);
+    for _ in 0..count {
+        let mut doc: toml::Table = text.parse().unwrap();
+        for _ in 0..rng.random_range(1..4) {
+            mutate(&mut doc, &mut rng);
+        }
+        let mutated = toml::to_string(&doc).unwrap();
+        let path = PathBuf::from("exercises").join(id).join("exercise.toml");
+        let m = match manifest::parse(id, &path, &mutated) {
+            Err(e) => {
+                rejected += 1;
+                assert_eq!(e.path, path, "the error names the file");
+                assert!(!e.message.is_empty());
+                continue;
             }
-            let mutated = toml::to_string(&doc).unwrap();
-            let path = PathBuf::from("exercises").join(&id).join("exercise.toml");
-            let m = match manifest::parse(&id, &path, &mutated) {
-                Err(e) => {
-                    rejected += 1;
-                    assert_eq!(e.path, path, "the error names the file");
-                    assert!(!e.message.is_empty());
-                    continue;
-                }
-                Ok(m) => m,
-            };
-            accepted += 1;
-            let m = &m.manifest;
-            let f = reference::lookup(m.reference.get_ref()).unwrap();
-            for c in &m.cases {
-                let sizes: Vec<usize> = m
-                    .inputs
-                    .iter()
-                    .chain(&m.outputs)
-                    .map(|b| manifest::eval_len(b.len.get_ref(), &c.params).unwrap())
-                    .collect();
-                assert!(sizes.iter().all(|&n| n <= MAX_ELEMENTS));
-                // Large accepted cases run the same code; the test keeps to sizes that run fast.
-                if sizes.iter().sum::<usize>() > 1 << 16 {
-                    continue;
-                }
-                let result = std::panic::catch_unwind(|| {
-                    let inputs = data::generate(&m.inputs, &c.params, c.seed);
-                    let outputs = f(&c.params, &inputs);
-                    for (spec, got) in m.outputs.iter().zip(&outputs) {
-                        assert_eq!(
-                            got.data.len(),
-                            manifest::eval_len(spec.len.get_ref(), &c.params).unwrap(),
-                            "output `{}` has its declared length",
-                            spec.name
-                        );
-                    }
-                });
-                assert!(
-                    result.is_ok(),
-                    "{id}: accepted but case `{}` panicked:\n{mutated}",
-                    c.name
-                );
-                ran += 1;
+            Ok(m) => m,
+        };
+        accepted += 1;
+        let m = &m.manifest;
+        let f = reference::lookup(m.reference.get_ref()).unwrap();
+        for c in &m.cases {
+            let sizes: Vec<usize> = m
+                .inputs
+                .iter()
+                .chain(&m.outputs)
+                .map(|b| manifest::eval_len(b.len.get_ref(), &c.params).unwrap())
+                .collect();
+            assert!(sizes.iter().all(|&n| n <= MAX_ELEMENTS));
+            // Large accepted cases run the same code; the test keeps to sizes that run fast.
+            if sizes.iter().sum::<usize>() > 1 << 16 {
+                continue;
             }
+            let result = std::panic::catch_unwind(|| {
+                let inputs = data::generate(&m.inputs, &c.params, c.seed);
+                let outputs = f(&c.params, &inputs);
+                for (spec, got) in m.outputs.iter().zip(&outputs) {
+                    assert_eq!(
+                        got.data.len(),
+                        manifest::eval_len(spec.len.get_ref(), &c.params).unwrap(),
+                        "output `{}` has its declared length",
+                        spec.name
+                    );
+                }
+            });
+            assert!(
+                result.is_ok(),
+                "{id}: accepted but case `{}` panicked:\n{mutated}",
+                c.name
+            );
+            ran += 1;
         }
     }
+    (accepted, rejected, ran)
+}
+
+#[test]
+fn every_generated_manifest_is_rejected_with_a_message_or_runs() {
+    let manifests = real_manifests();
+    let count = mutations();
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let totals = std::sync::Mutex::new((0, 0, 0));
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some((id, text)) = manifests.get(k) else {
+                    break;
+                };
+                let (a, r, n) = fuzz_one(id, text, count);
+                let mut t = totals.lock().unwrap();
+                *t = (t.0 + a, t.1 + r, t.2 + n);
+            });
+        }
+    });
+    let (accepted, rejected, ran) = totals.into_inner().unwrap();
     eprintln!("generated manifests: {accepted} accepted ({ran} cases run), {rejected} rejected");
     assert!(
         accepted > 50 && rejected > 50,
