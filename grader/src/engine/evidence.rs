@@ -111,10 +111,9 @@ pub fn quickest_call<'r>(runs: impl IntoIterator<Item = Option<&'r Output>>) -> 
     quickest_run(runs, Timer::Call)
 }
 
-/// `quickest_call`, the runs ranked for `timer`: by the judged call where a call is judged (the
-/// call clock) or the kernels are ncu's; where the driver times the kernels in the calls, by the
-/// whole process as the grader clocked it, the run the host disturbed least (a doubt there is of
-/// the host's: the kernels' own times move far less than their calls).
+/// `quickest_call`, the runs ranked by what `timer` judges of them: the driver's kernel time of
+/// their plain calls where it times the kernels, else the whole call. (The rules of the whole call
+/// are settled over every round, not on this run: `speed::judge_confirmed`.)
 pub fn quickest_run<'r>(
     runs: impl IntoIterator<Item = Option<&'r Output>>,
     timer: Timer,
@@ -124,7 +123,7 @@ pub fn quickest_run<'r>(
     let judged = |o: Option<&Output>| {
         let t = evidence(None, o);
         let ns = match timer {
-            Timer::Driver => t.call_wall_ns,
+            Timer::Driver => t.plain_kernel_ns(),
             Timer::Call | Timer::Ncu => t.call.and_then(CallTimes::judged_ns),
         };
         t.call_failure.is_none().then_some(ns?)

@@ -151,16 +151,41 @@ fn near_the_target(ex: &Exercise, learner: &Timed, original: &Timed) -> bool {
 
 /// The verdict on a version whose whole-call comparison was timed again: judged on the quickest
 /// runs (`quickest`), whose outputs are checked as the first runs' were, keeping every flag the
-/// first runs (`first`) earned except the comparison the confirmation settles.
-pub fn judge_confirmed(first: &JudgeInputs, quickest: &JudgeInputs) -> Verdict {
+/// first runs (`first`) earned except the comparison the confirmation settles. A rule of that
+/// comparison stands only where it fired in every round (`rounds`: each of the learner's call
+/// timings beside the reference fix's of the same round, the first included): a host busy with a
+/// class's builds slows some rounds, a program that works on the host slows them all. On an H200
+/// two verbatim copies of the reference fix lost their speed points to `host-work` when one run
+/// pair was judged: one whole call 16.31 ms against the reference's 11.74 ms, their kernels the
+/// same, where its other rounds took 12.7-14.0 ms (book/gpu-runs/2026-11-29-plain-50/).
+pub fn judge_confirmed(
+    first: &JudgeInputs,
+    quickest: &JudgeInputs,
+    rounds: &[(Timed, Timed)],
+) -> Verdict {
     let by_call = first.timer.by_call();
     let settled: Vec<Rule> = against_reference_call(&first.learner, &first.reference, by_call)
         .iter()
         .map(|f| f.rule)
         .collect();
+    // A round that failed settles nothing (as `quickest_run` then judges the first runs).
+    let timed = |t: &Timed| t.call_failure.is_none() && t.call.is_some();
+    let settles = rounds.iter().all(|(l, r)| timed(l) && timed(r));
+    let every_round = |rule: Rule| {
+        !settles
+            || rounds.iter().all(|(learner, reference)| {
+                against_reference_call(learner, reference, by_call)
+                    .iter()
+                    .any(|f| f.rule == rule)
+            })
+    };
     let mut verdict = judge(quickest);
+    verdict
+        .flags
+        .retain(|f| !settled.contains(&f.rule) || every_round(f.rule));
     for f in judge(first).flags {
-        if !settled.contains(&f.rule) && !verdict.flags.iter().any(|g| g.rule == f.rule) {
+        let stands = !settled.contains(&f.rule) || every_round(f.rule);
+        if stands && !verdict.flags.iter().any(|g| g.rule == f.rule) {
             verdict.flags.push(f);
         }
     }
@@ -192,13 +217,23 @@ pub fn judge_runs<'r>(
         inputs.original
     };
     let quickest = JudgeInputs {
-        learner: evidence(learner.timing, quickest_run(learner.calls, inputs.timer)),
+        learner: evidence(
+            learner.timing,
+            quickest_run(learner.calls.iter().copied(), inputs.timer),
+        ),
         reference: evidence(
             reference.timing,
-            quickest_run(reference.calls, inputs.timer),
+            quickest_run(reference.calls.iter().copied(), inputs.timer),
         ),
         original,
         ..*inputs
     };
-    judge_confirmed(inputs, &quickest)
+    let rounds: Vec<(Timed, Timed)> = learner
+        .calls
+        .iter()
+        .zip(&reference.calls)
+        .filter(|(l, r)| l.is_some() && r.is_some())
+        .map(|(&l, &r)| (evidence(learner.timing, l), evidence(reference.timing, r)))
+        .collect();
+    judge_confirmed(inputs, &quickest, &rounds)
 }

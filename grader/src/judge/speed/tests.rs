@@ -160,6 +160,13 @@ fn a_whole_call_slowed_by_a_busy_host_is_timed_again_and_judged_on_the_quickest_
     assert!(rules(&honest_once, &reference_once)
         .1
         .contains(&Rule::HostWork));
+    // The quickest runs alone would still weigh badly (16.5 ms against 12.22 ms), but in the first
+    // round both were slow together (16.5 and 16.4 ms): the host was busy, not the program. A rule
+    // of the whole call stands only where every round shows it.
+    let busy_round = runs(40.1, vec![wall(12.30), wall(16.40), wall(12.22)]);
+    let honest_busy = runs(40.0, vec![wall(19.95), wall(16.50), wall(17.00)]);
+    let (doubted, flagged) = rules(&honest_busy, &busy_round);
+    assert!(doubted && !flagged.contains(&Rule::HostWork), "{flagged:?}");
     // decoy-host adds the input up on the host: slow every time.
     let decoy = runs(40.0, vec![wall(22.31), wall(22.52), wall(22.40)]);
     assert!(rules(&decoy, &reference).1.contains(&Rule::HostWork));
