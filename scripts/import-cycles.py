@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The import circles between the grading engine's modules (grader/src), tests left out: each set of
-modules that reach one another through `crate::` paths is printed, then how many there are. Then the
+modules that reach one another through `crate::`, `super::` or `self::` paths is printed, then how
+many there are (a module's use of its own ancestors is not an edge: a parent declares its children). Then the
 rooms' graph: which room (exercise, tools, engine, ...) uses which, and every use that climbs back up
 the pipeline (exercise -> tools -> engine -> judge -> plans -> report, with class and learner beside), which should be none.
 
@@ -34,6 +35,23 @@ for m,text in mods.items():
             cand='::'.join(parts[:k])
             if cand in mods and cand!=m and not m.startswith(cand+'::') :
                 edges[m].add(cand); break
+    # super:: and self:: paths, read from where the module sits: a file `a/b.rs` (module a::b) and a
+    # folder's `a/b/mod.rs` (module a::b too) both have `super` = a; `self` = the module itself.
+    parent = '::'.join(m.split('::')[:-1])
+    for kind, ref in re.findall(r'\b(super|self)::([a-z_]+(?:::[a-z_]+)*)', text):
+        base = parent if kind == 'super' else m
+        parts = ref.split('::')
+        for k in range(len(parts), 0, -1):
+            cand = '::'.join(([base] if base else []) + parts[:k])
+            if cand in mods and cand != m and not m.startswith(cand + '::'):
+                edges[m].add(cand); break
+    for kind, base_ref, items in re.findall(r'use (super|self)::([a-z_:]*?)::?\{([^}]*)\}', text):
+        base = parent if kind == 'super' else m
+        base = '::'.join(x for x in [base, base_ref.strip(':')] if x)
+        for item in items.split(','):
+            item = item.strip().split(' ')[0].split('::')[0]
+            cand = base + '::' + item if base else item
+            if cand in mods and cand != m and not m.startswith(cand + '::'): edges[m].add(cand)
     # use crate::a::{b, c}
     for grp in re.findall(r'use crate::([a-z_:]+)::\{([^}]*)\}',text):
         base=grp[0]

@@ -3,8 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use super::roster::{RosterError, Student};
-
 /// How many hex digits of the name's hash an id carries: 24 bits, so that two lossy names with
 /// the same readable part share an id by chance once in millions; `unique_ids` lengthens it then.
 pub(super) const SHORT_HASH: usize = 6;
@@ -164,32 +162,30 @@ impl IdSource {
     }
 }
 
-/// Make the ids of `students` unique; `sources[i]` is what the id of `students[i]` is spelt from. Where ids
+/// Two students still left with one id after `unique_ids`: their places in the list.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct SameId(pub usize, pub usize);
+
+/// Make the students' `ids` unique; `sources[i]` is what `ids[i]` is spelt from. Where ids
 /// collide, the lossy names among them take a 64-bit hash (a safe name keeps its id: at most one
 /// safe name has a given id, since a safe name is its own id). The result does not depend on the
-/// order of `students`. Should two ids still be equal (a 64-bit hash collision of two names with
-/// the same readable part), the roster is refused rather than two students merged.
-pub(super) fn unique_ids(
-    students: &mut [Student],
-    sources: &[IdSource],
-) -> Result<(), RosterError> {
+/// order of the students. Should two ids still be equal (a 64-bit hash collision of two names with
+/// the same readable part), the two are named, and the roster is refused rather than two students
+/// merged.
+pub(super) fn unique_ids(ids: &mut [String], sources: &[IdSource]) -> Result<(), SameId> {
     let mut count: BTreeMap<String, usize> = BTreeMap::new();
-    for s in students.iter() {
-        *count.entry(s.id.clone()).or_default() += 1;
+    for id in ids.iter() {
+        *count.entry(id.clone()).or_default() += 1;
     }
-    for (s, source) in students.iter_mut().zip(sources) {
-        if count[&s.id] > 1 && s.id.as_bytes() != source.exact.as_slice() {
-            s.id = source.id(LONG_HASH);
+    for (id, source) in ids.iter_mut().zip(sources) {
+        if count[id.as_str()] > 1 && id.as_bytes() != source.exact.as_slice() {
+            *id = source.id(LONG_HASH);
         }
     }
-    let mut seen: BTreeMap<&str, &Student> = BTreeMap::new();
-    for s in students.iter() {
-        if let Some(other) = seen.insert(&s.id, s) {
-            return Err(RosterError::SameId {
-                id: s.id.clone(),
-                first: other.folder.clone(),
-                second: s.folder.clone(),
-            });
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    for (k, id) in ids.iter().enumerate() {
+        if let Some(first) = seen.insert(id, k) {
+            return Err(SameId(first, k));
         }
     }
     Ok(())

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::exercise::workbook::{Exercise, Workbook};
 
 pub use super::ids::student_id;
-use super::ids::{unique_ids, IdSource, SHORT_HASH};
+use super::ids::{unique_ids, IdSource, SameId, SHORT_HASH};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -82,6 +82,20 @@ pub enum RosterError {
 }
 
 pub const GRADESCOPE_METADATA: &str = "submission_metadata.yml";
+
+/// The students' ids made unique (`ids::unique_ids`), or the two folders that are left with one.
+fn settle_ids(students: &mut [Student], sources: &[IdSource]) -> Result<(), RosterError> {
+    let mut ids: Vec<String> = students.iter().map(|s| s.id.clone()).collect();
+    unique_ids(&mut ids, sources).map_err(|SameId(first, second)| RosterError::SameId {
+        id: ids[second].clone(),
+        first: students[first].folder.clone(),
+        second: students[second].folder.clone(),
+    })?;
+    for (s, id) in students.iter_mut().zip(ids) {
+        s.id = id;
+    }
+    Ok(())
+}
 
 fn subfolders(dir: &Path) -> Result<Vec<PathBuf>, RosterError> {
     let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -154,7 +168,7 @@ pub fn discover(dir: &Path) -> Result<Roster, RosterError> {
         });
         sources.push(source);
     }
-    unique_ids(&mut students, &sources)?;
+    settle_ids(&mut students, &sources)?;
     Ok(Roster { layout, students })
 }
 
@@ -242,7 +256,7 @@ fn gradescope(dir: &Path, path: &Path, text: &str) -> Result<Vec<Student>, Roste
         });
         sources.push(source);
     }
-    unique_ids(&mut students, &sources)?;
+    settle_ids(&mut students, &sources)?;
     students.sort_by(|a, b| a.id.cmp(&b.id));
     Ok(students)
 }
@@ -519,7 +533,7 @@ mod tests {
             shown: "日本".into(),
             exact: b"x".to_vec(),
         };
-        let err = unique_ids(&mut same, &[source(), source()]).unwrap_err();
+        let err = settle_ids(&mut same, &[source(), source()]).unwrap_err();
         assert!(matches!(err, RosterError::SameId { .. }), "{err}");
     }
 

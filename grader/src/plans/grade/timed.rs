@@ -5,45 +5,18 @@
 use std::time::Instant;
 
 use crate::engine::evidence;
-use crate::engine::plan::{self, Stage, StageKind, Submission, Timer};
+use crate::engine::plan::{self, Stage, StageKind, Timer};
 use crate::engine::scheduler::{self, Results};
 use crate::engine::stages::Output;
 use crate::exercise::workbook::Workbook;
 use crate::judge::perf;
 use crate::judge::speed;
 use crate::judge::verdict;
-use crate::tools::peak::Peak;
 
 use super::score::PairJudge;
 use super::stages::timing_stages;
-use super::worker::{run_stats, Chunk, ChunkPhases, ExerciseCases, Worker};
+use super::worker::{run_stats, Chunk, ChunkPhases, TimedChunk, TimedWork, Worker};
 use super::PairResult;
-
-/// What a chunk's timed phase works on: the subjects, the students to time, the reference fix's
-/// and the original's subject numbers.
-#[derive(Clone, Copy)]
-pub(super) struct TimedWork<'w> {
-    pub(super) wb: &'w Workbook,
-    pub(super) subs: &'w [Submission<'w>],
-    pub(super) correct: &'w [usize],
-    pub(super) reference: usize,
-    pub(super) original: Option<usize>,
-    pub(super) chunk: &'w Chunk<'w>,
-    pub(super) started: Instant,
-}
-
-/// A chunk after its timing phase: what `finish_timed` needs.
-pub struct TimedChunk {
-    pub(super) prepared: std::sync::Arc<ExerciseCases>,
-    pub(super) results: Results,
-    pub(super) out: Vec<PairResult>,
-    /// The students whose outputs were right: the ones timed.
-    pub(super) correct: Vec<usize>,
-    pub(super) peak: Option<Peak>,
-    pub(super) baseline: Option<crate::tools::ncu::Measured>,
-    pub(super) started: Instant,
-    pub(super) phases: ChunkPhases,
-}
 
 impl Worker<'_> {
     /// The chunk's timed stages: ncu first, then the whole calls alone on the GPU, the kept

@@ -27,7 +27,6 @@ use crate::tools::peak::Peak;
 
 use super::score::tally;
 use super::stages::{first_stages, timed_pairs};
-use super::timed::{TimedChunk, TimedWork};
 use super::{PairResult, PairState};
 
 /// One chunk: several students' files for one exercise.
@@ -529,6 +528,32 @@ impl<'a> Worker<'a> {
     "the reference fix fails the hidden cases ({0}): the secret's cases do not fit this exercise"
 )]
 pub(super) struct UnfairCases(String);
+
+/// What a chunk's timed phase works on: the subjects, the students to time, the reference fix's
+/// and the original's subject numbers.
+#[derive(Clone, Copy)]
+pub(super) struct TimedWork<'w> {
+    pub(super) wb: &'w Workbook,
+    pub(super) subs: &'w [Submission<'w>],
+    pub(super) correct: &'w [usize],
+    pub(super) reference: usize,
+    pub(super) original: Option<usize>,
+    pub(super) chunk: &'w Chunk<'w>,
+    pub(super) started: Instant,
+}
+
+/// A chunk after its timing phase: what `finish_timed` needs.
+pub struct TimedChunk {
+    pub(super) prepared: std::sync::Arc<ExerciseCases>,
+    pub(super) results: Results,
+    pub(super) out: Vec<PairResult>,
+    /// The students whose outputs were right: the ones timed.
+    pub(super) correct: Vec<usize>,
+    pub(super) peak: Option<Peak>,
+    pub(super) baseline: Option<crate::tools::ncu::Measured>,
+    pub(super) started: Instant,
+    pub(super) phases: ChunkPhases,
+}
 
 #[cfg(test)]
 mod tests {
