@@ -381,11 +381,10 @@ pub fn kept_kinds(role: Role, clock: Clock) -> &'static [StageKind] {
 /// passes (on an H200: 0.4 s a call for 51-coalesce, 3.7 s for 60-scan's original;
 /// scripts/gpu-ncu-passes.sh): a bench that launches much repeats less.
 pub fn profiled_calls(ex: &Exercise) -> u32 {
-    let m = &ex.manifest.manifest;
-    if m.clock() == crate::exercise::manifest::Clock::Call {
+    if Timer::profiled(ex).by_call() {
         1
     } else {
-        m.bench.repeat.max(1)
+        ex.manifest.manifest.bench.repeat.max(1)
     }
 }
 

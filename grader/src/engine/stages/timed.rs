@@ -283,7 +283,7 @@ pub fn call(
     }
     let recording = sub
         .exercise()
-        .is_some_and(|e| e.manifest.manifest.clock() == crate::exercise::manifest::Clock::Call);
+        .is_some_and(|e| crate::engine::plan::Timer::of(ctx, e).by_call());
     let clock = fresh_clock_dir(sub, stage);
     let repeat = sub
         .exercise()

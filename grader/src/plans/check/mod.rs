@@ -19,7 +19,7 @@ use crate::engine::plan::{self, Role, Stage, StageKind, Submission, Timer};
 use crate::engine::scheduler::{self, Results};
 use crate::engine::stages::Output;
 use crate::exercise::cases::{self, Cases};
-use crate::exercise::manifest::{Clock, Tool, Track};
+use crate::exercise::manifest::{Tool, Track};
 use crate::exercise::workbook::{Exercise, Workbook};
 use crate::judge::perf;
 use crate::judge::speed;

@@ -132,7 +132,7 @@ pub(super) fn confirm_doubted_calls(
     }
     // Where the call is the clock, the original's whole call is the speedup's measure: timed again
     // in each round too.
-    let doubted: &[usize] = if ex.manifest.manifest.clock() == Clock::Call {
+    let doubted: &[usize] = if Timer::of(ctx, ex).by_call() {
         &[LEARNER, ORIGINAL]
     } else {
         &[LEARNER]
