@@ -55,7 +55,6 @@ mod tests {
 
     use super::*;
     use crate::engine::plan::{timed_kinds, Role, StageKind};
-    use crate::exercise::workbook::Workbook;
 
     /// grade's bug track is timed in the plain calls where the toolkit has CUPTI; its performance
     /// track, the call clock and every other plan keep theirs.
@@ -65,32 +64,8 @@ mod tests {
         use crate::tools::gpu::GpuStatus;
         use crate::tools::nvcc::Harness;
         use crate::tools::toolchain::{Cupti, Nvcc};
-        let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .parent()
-            .unwrap()
-            .to_path_buf();
-        let read = |path: String| -> &'static str {
-            Box::leak(
-                std::fs::read_to_string(repo.join(path))
-                    .unwrap()
-                    .into_boxed_str(),
-            )
-        };
-        let embedded: Vec<crate::exercise::catalog::Embedded> = [
-            ("03-race", "reduce.cu"),
-            ("57-reduction", "sum.cu"),
-            ("62-launches", "heat.cu"),
-        ]
-        .into_iter()
-        .map(|(id, file)| crate::exercise::catalog::Embedded {
-            id,
-            manifest: read(format!("exercises/{id}/exercise.toml")),
-            original: read(format!("exercises/{id}/{file}")),
-            solution: read(format!("solutions/{id}/{file}")),
-            error: None,
-        })
-        .collect();
-        let wb = Workbook::new(repo.clone(), Box::leak(embedded.into_boxed_slice()), &[]).unwrap();
+        let (_dir, wb) =
+            crate::exercise::workbook::test_workbook(&["03-race", "57-reduction", "62-launches"]);
         let context = |plain: bool, cupti: bool| {
             let config = crate::engine::config::Config {
                 install_toolkit: false,
