@@ -94,21 +94,9 @@ fn the_fixture_class_replayed_gets_the_grades_of_its_gpu_run() {
     let copy = Copy::new();
     let (_keep, secret) = secret();
     let out = copy.path("grades");
-    let rec = repo().join("grader/tests/recordings/grade-fixture");
-    copy.xtask()
-        .arg("--replay-tools")
-        .arg(&rec)
-        .arg("grade")
-        .arg(repo().join(CLASS))
-        .args(["--exercises", BOTH, "--secret"])
-        .arg(&secret)
-        .arg("--out")
-        .arg(&out)
-        .assert()
-        .code(0);
-    // The whole gradebook of the GPU run (an H100, the grader serving the timed calls and the
-    // sandbox's programs running as nobody; the same grades as on 2026-11-22), reproduced from its
-    // tool runs.
+    replay_the_fixture_class(&copy, &secret, &out);
+    // The whole gradebook of the GPU run (an H200, the grader serving the timed calls and the
+    // sandbox's programs running as nobody), reproduced from its tool runs.
     let committed = grades(&repo().join(FIXTURE_RECORD).join("grades.csv"));
     assert_eq!(grades(&out.join("grades.csv")), committed);
     let lines = journal(&out.join("journal.jsonl"));
@@ -121,6 +109,22 @@ fn the_fixture_class_replayed_gets_the_grades_of_its_gpu_run() {
     }
     each_pair_of_the_fixture_class_is_judged_for_its_reason(&lines);
     the_gradebook_s_files_say_it(&out);
+}
+
+/// `grade` of the fixture class on 03 and 57 into `out`, served from its GPU recording: every pair
+/// graded (exit 0).
+fn replay_the_fixture_class(copy: &Copy, secret: &Path, out: &Path) {
+    copy.xtask()
+        .arg("--replay-tools")
+        .arg(repo().join("grader/tests/recordings/grade-fixture"))
+        .arg("grade")
+        .arg(repo().join(CLASS))
+        .args(["--exercises", BOTH, "--secret"])
+        .arg(secret)
+        .arg("--out")
+        .arg(out)
+        .assert()
+        .code(0);
 }
 
 /// Each student of the fixture class (tests/fixtures/class/README.md) got the points their file earns.
@@ -453,17 +457,7 @@ fn a_class_graded_without_a_gpu_is_pending_until_a_gpu_grades_it() {
     );
     assert!(results["output"].as_str().unwrap().contains("2 pending"));
     // Where the GPU is: the pending pairs are graded, as the recorded H200 run graded them.
-    copy.xtask()
-        .arg("--replay-tools")
-        .arg(repo().join("grader/tests/recordings/grade-fixture"))
-        .arg("grade")
-        .arg(repo().join(CLASS))
-        .args(["--exercises", BOTH, "--secret"])
-        .arg(&secret)
-        .arg("--out")
-        .arg(&out)
-        .assert()
-        .code(0);
+    replay_the_fixture_class(&copy, &secret, &out);
     assert_eq!(
         grades(&out.join("grades.csv")),
         grades(&repo().join(FIXTURE_RECORD).join("grades.csv"))

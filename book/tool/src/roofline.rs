@@ -44,34 +44,12 @@ pub fn svg(perf: &PerfSummary) -> Result<String> {
         .map(|p| p.2)
         .fold(peak.roof_gflops(x0), f64::min);
     let (y0, y1) = (lo_y / 3.0, peak.fma_ncu_gflops * 2.0);
-    let mut out = String::new();
-    {
-        let root = SVGBackend::with_string(&mut out, SIZE).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(
-                format!("Roofline of the {} (measured)", peak.device),
-                ("sans-serif", 20),
-            )
-            .margin(12)
-            .x_label_area_size(50)
-            .y_label_area_size(80)
-            .build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())
-            .map_err(|e| anyhow!("{e}"))?;
-        draw_axes(&mut chart)?;
-        draw_roof(&mut chart, peak, (x0, x1))?;
-        draw_points(&mut chart, &points)?;
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .label_font(("sans-serif", 16))
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|e| anyhow!("{e}"))?;
-        root.present().map_err(|e| anyhow!("{e}"))?;
-    }
-    Ok(out)
+    chart_svg(
+        &format!("Roofline of the {} (measured)", peak.device),
+        peak,
+        ((x0, x1), (y0, y1)),
+        |chart| draw_points(chart, &points),
+    )
 }
 
 /// An exercise's number, where its untouched file sits and where its fix does (intensity, GFLOP/s).
@@ -110,18 +88,73 @@ pub fn svg_all(exercises: &[(&str, &PerfSummary)]) -> Result<String> {
         .flat_map(|(_, o, f)| [o.1, f.1])
         .fold(peak.roof_gflops(x0), f64::min);
     let (y0, y1) = (lo_y / 2.0, peak.fma_ncu_gflops * 2.0);
+    chart_svg(
+        &format!(
+            "The kernel-timed exercises on the {} (measured)",
+            peak.device
+        ),
+        peak,
+        ((x0, x1), (y0, y1)),
+        |chart| draw_moves(chart, &pairs),
+    )
+}
+
+/// Each exercise's move on the chart: its untouched file (a circle) joined to its fix (a triangle,
+/// labelled with the exercise's number), and the legend's two shapes, once.
+fn draw_moves<'a>(chart: &mut Chart<'a, 'a>, pairs: &[Move]) -> Result<()> {
+    // Fixes that land close together (a cluster of memory-bound ones) get their numbers on
+    // alternating sides, so that neighbours' labels do not print over each other.
+    const SIDES: [(i32, i32); 4] = [(6, -16), (6, 2), (-24, -16), (-24, 2)];
+    for (k, (number, original, fix)) in pairs.iter().enumerate() {
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                vec![*original, *fix],
+                FIX.mix(0.5).stroke_width(1),
+            )))
+            .map_err(|e| anyhow!("{e}"))?;
+        chart
+            .draw_series(std::iter::once(
+                EmptyElement::at(*original) + Circle::new((0, 0), 5, ORIGINAL.filled()),
+            ))
+            .map_err(|e| anyhow!("{e}"))?;
+        chart
+            .draw_series(std::iter::once(
+                EmptyElement::at(*fix)
+                    + TriangleMarker::new((0, 0), 7, FIX.filled())
+                    + Text::new(number.to_string(), SIDES[k % 4], ("sans-serif", 15)),
+            ))
+            .map_err(|e| anyhow!("{e}"))?;
+    }
+    // The legend's two shapes, once.
+    chart
+        .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())
+        .map_err(|e| anyhow!("{e}"))?
+        .label("the untouched exercise")
+        .legend(|(x, y)| EmptyElement::at((x + 10, y)) + Circle::new((0, 0), 5, ORIGINAL.filled()));
+    chart
+        .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())
+        .map_err(|e| anyhow!("{e}"))?
+        .label("its reference fix (the exercise's number)")
+        .legend(|(x, y)| {
+            EmptyElement::at((x + 10, y)) + TriangleMarker::new((0, 0), 7, FIX.filled())
+        });
+    Ok(())
+}
+
+/// An SVG chart of `caption` with logarithmic axes over `ranges`, the GPU's roof, what `draw`
+/// puts on it, and the legend of its labelled series.
+fn chart_svg(
+    caption: &str,
+    peak: &Peak,
+    ((x0, x1), (y0, y1)): ((f64, f64), (f64, f64)),
+    draw: impl for<'a> FnOnce(&mut Chart<'a, 'a>) -> Result<()>,
+) -> Result<String> {
     let mut out = String::new();
     {
         let root = SVGBackend::with_string(&mut out, SIZE).into_drawing_area();
         root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
         let mut chart = ChartBuilder::on(&root)
-            .caption(
-                format!(
-                    "The kernel-timed exercises on the {} (measured)",
-                    peak.device
-                ),
-                ("sans-serif", 20),
-            )
+            .caption(caption, ("sans-serif", 20))
             .margin(12)
             .x_label_area_size(50)
             .y_label_area_size(80)
@@ -129,44 +162,7 @@ pub fn svg_all(exercises: &[(&str, &PerfSummary)]) -> Result<String> {
             .map_err(|e| anyhow!("{e}"))?;
         draw_axes(&mut chart)?;
         draw_roof(&mut chart, peak, (x0, x1))?;
-        // Fixes that land close together (a cluster of memory-bound ones) get their numbers on
-        // alternating sides, so that neighbours' labels do not print over each other.
-        const SIDES: [(i32, i32); 4] = [(6, -16), (6, 2), (-24, -16), (-24, 2)];
-        for (k, (number, original, fix)) in pairs.iter().enumerate() {
-            chart
-                .draw_series(std::iter::once(PathElement::new(
-                    vec![*original, *fix],
-                    FIX.mix(0.5).stroke_width(1),
-                )))
-                .map_err(|e| anyhow!("{e}"))?;
-            chart
-                .draw_series(std::iter::once(
-                    EmptyElement::at(*original) + Circle::new((0, 0), 5, ORIGINAL.filled()),
-                ))
-                .map_err(|e| anyhow!("{e}"))?;
-            chart
-                .draw_series(std::iter::once(
-                    EmptyElement::at(*fix)
-                        + TriangleMarker::new((0, 0), 7, FIX.filled())
-                        + Text::new(number.to_string(), SIDES[k % 4], ("sans-serif", 15)),
-                ))
-                .map_err(|e| anyhow!("{e}"))?;
-        }
-        // The legend's two shapes, once.
-        chart
-            .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())
-            .map_err(|e| anyhow!("{e}"))?
-            .label("the untouched exercise")
-            .legend(|(x, y)| {
-                EmptyElement::at((x + 10, y)) + Circle::new((0, 0), 5, ORIGINAL.filled())
-            });
-        chart
-            .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())
-            .map_err(|e| anyhow!("{e}"))?
-            .label("its reference fix (the exercise's number)")
-            .legend(|(x, y)| {
-                EmptyElement::at((x + 10, y)) + TriangleMarker::new((0, 0), 7, FIX.filled())
-            });
+        draw(&mut chart)?;
         chart
             .configure_series_labels()
             .position(SeriesLabelPosition::LowerRight)

@@ -29,6 +29,7 @@ impl Worker<'_> {
         phases: &mut ChunkPhases,
     ) -> Option<crate::tools::ncu::Measured> {
         let TimedWork {
+            timer,
             wb,
             subs,
             correct,
@@ -39,7 +40,6 @@ impl Worker<'_> {
         } = *work;
         // ncu first; the whole calls alone on the GPU after the profiler. The
         // reference's and the original's are timed again in each chunk, beside its students.
-        let timer = Timer::of(&self.ctx, chunk.exercise);
         let timing = timing_stages(
             chunk.exercise,
             timer,
@@ -80,8 +80,7 @@ impl Worker<'_> {
     /// Returns the seconds the confirming calls took.
     fn confirm_doubted(&self, work: &TimedWork, results: &mut Results) -> f64 {
         let (chunk, original) = (work.chunk, work.original);
-        let ex = chunk.exercise;
-        let timer = Timer::of(&self.ctx, ex);
+        let (ex, timer) = (chunk.exercise, work.timer);
         let first = |i: usize| {
             evidence::evidence(
                 results.get_run(&Stage::again(i, StageKind::Timing, chunk.index)),
@@ -132,6 +131,7 @@ impl Worker<'_> {
         timed: TimedChunk,
     ) -> (Vec<PairResult>, ChunkPhases) {
         let TimedChunk {
+            timer,
             prepared,
             mut results,
             mut out,
@@ -153,7 +153,6 @@ impl Worker<'_> {
         scheduler::execute(&self.ctx, wb, &subs, &fresh, &mut results, started);
         phases.fresh = phase.elapsed().as_secs_f64();
 
-        let timer = Timer::of(&self.ctx, ex);
         let reference_run =
             |k: StageKind| results.get_run(&Stage::again(reference, k, chunk.index));
         let mut reference_evidence = evidence::evidence(

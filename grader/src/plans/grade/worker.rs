@@ -397,7 +397,9 @@ impl<'a> Worker<'a> {
             return Graded::Done(self.failed_chunk(chunk, why), phases);
         }
         on_exclusive();
+        let timer = crate::engine::plan::Timer::of(&self.ctx, chunk.exercise);
         let timed = TimedWork {
+            timer,
             wb,
             subs: &subs,
             correct: &correct,
@@ -408,6 +410,7 @@ impl<'a> Worker<'a> {
         };
         let baseline = self.time_chunk(&timed, &mut results, &mut phases);
         Graded::Timed(Box::new(TimedChunk {
+            timer,
             prepared: prepared.clone(),
             results,
             out,
@@ -529,10 +532,11 @@ impl<'a> Worker<'a> {
 )]
 pub(super) struct UnfairCases(String);
 
-/// What a chunk's timed phase works on: the subjects, the students to time, the reference fix's
-/// and the original's subject numbers.
+/// What a chunk's timed phase works on: what times it, the subjects, the students to time, the
+/// reference fix's and the original's subject numbers.
 #[derive(Clone, Copy)]
 pub(super) struct TimedWork<'w> {
+    pub(super) timer: crate::engine::plan::Timer,
     pub(super) wb: &'w Workbook,
     pub(super) subs: &'w [Submission<'w>],
     pub(super) correct: &'w [usize],
@@ -544,6 +548,7 @@ pub(super) struct TimedWork<'w> {
 
 /// A chunk after its timing phase: what `finish_timed` needs.
 pub struct TimedChunk {
+    pub(super) timer: crate::engine::plan::Timer,
     pub(super) prepared: std::sync::Arc<ExerciseCases>,
     pub(super) results: Results,
     pub(super) out: Vec<PairResult>,
