@@ -106,27 +106,16 @@ pub fn evidence<'r>(timing: Option<&'r Output>, call: Option<&'r Output>) -> Tim
 /// Of one version's call timing runs (the first, then those that confirm it), the one to judge:
 /// the one with the quickest judged call, where every run ran all its calls (what a busy host added
 /// to the others is not the program's); the first where any failed or was refused (a failure
-/// stands, whatever a later run does).
+/// stands, whatever a later run does). Where the driver times the kernels too, the kernels judged
+/// are this run's: ranked by their kernels instead, a program that worked on the host in one run
+/// (its kernels idle, its call slow) and honestly in the others would be judged on the run it
+/// faked. (The rules of the whole call are settled over every round: `speed::judge_confirmed`.)
 pub fn quickest_call<'r>(runs: impl IntoIterator<Item = Option<&'r Output>>) -> Option<&'r Output> {
-    quickest_run(runs, Timer::Call)
-}
-
-/// `quickest_call`, the runs ranked by what `timer` judges of them: the driver's kernel time of
-/// their plain calls where it times the kernels, else the whole call. (The rules of the whole call
-/// are settled over every round, not on this run: `speed::judge_confirmed`.)
-pub fn quickest_run<'r>(
-    runs: impl IntoIterator<Item = Option<&'r Output>>,
-    timer: Timer,
-) -> Option<&'r Output> {
     let runs: Vec<_> = runs.into_iter().collect();
     let first = *runs.first()?;
     let judged = |o: Option<&Output>| {
         let t = evidence(None, o);
-        let ns = match timer {
-            Timer::Driver => t.plain_kernel_ns(),
-            Timer::Call | Timer::Ncu => t.call.and_then(CallTimes::judged_ns),
-        };
-        t.call_failure.is_none().then_some(ns?)
+        t.call_failure.is_none().then_some(t.call?.judged_ns()?)
     };
     let times: Option<Vec<f64>> = runs.iter().map(|&o| judged(o)).collect();
     match times {

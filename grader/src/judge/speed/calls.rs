@@ -5,13 +5,13 @@ use crate::engine::plan::Timer;
 use crate::exercise::workbook::Exercise;
 
 use super::{judge, CallTimes, Flag, JudgeInputs, Rule, Verdict};
-use crate::engine::evidence::{evidence, quickest_run, Timed};
+use crate::engine::evidence::{evidence, quickest_call, Timed};
 
 /// The rules that weigh a version's whole call against the reference fix's: time outside the
 /// kernels (where the clock is the kernels), CPU time, and the process's time outside its calls.
 /// Each version's call timing ran once, at its own moment, so a busy host (another job's copies,
 /// builds or sanitizers) can slow one and not the other; where one of these fires, both are timed
-/// again back to back (`confirming_calls`) and judged on their quickest runs (`quickest_run`)
+/// again back to back (`confirming_calls`) and judged on their quickest runs (`quickest_call`)
 /// before it stands.
 pub fn against_reference_call(learner: &Timed, reference: &Timed, by_call: bool) -> Vec<Flag> {
     let mut flags = Vec::new();
@@ -120,9 +120,7 @@ fn near_the_reference(ex: &Exercise, learner: &Timed, reference: &Timed) -> bool
         learner.judged_ns(Timer::Driver),
         reference.judged_ns(Timer::Driver),
     ) {
-        (Some(l), Some(r)) if r > 0.0 => {
-            (max..max * PLAIN_KERNEL_NOISE).contains(&(l / r)) && l / r > max
-        }
+        (Some(l), Some(r)) if r > 0.0 => l / r > max && l / r < max * PLAIN_KERNEL_NOISE,
         _ => false,
     }
 }
@@ -168,7 +166,7 @@ pub fn judge_confirmed(
         .iter()
         .map(|f| f.rule)
         .collect();
-    // A round that failed settles nothing (as `quickest_run` then judges the first runs).
+    // A round that failed settles nothing (as `quickest_call` then judges the first runs).
     let timed = |t: &Timed| t.call_failure.is_none() && t.call.is_some();
     let settles = rounds.iter().all(|(l, r)| timed(l) && timed(r));
     let every_round = |rule: Rule| {
@@ -212,18 +210,15 @@ pub fn judge_runs<'r>(
         return judge(inputs);
     }
     let original = if original.calls.iter().skip(1).any(Option::is_some) {
-        evidence(original.timing, quickest_run(original.calls, inputs.timer))
+        evidence(original.timing, quickest_call(original.calls))
     } else {
         inputs.original
     };
     let quickest = JudgeInputs {
-        learner: evidence(
-            learner.timing,
-            quickest_run(learner.calls.iter().copied(), inputs.timer),
-        ),
+        learner: evidence(learner.timing, quickest_call(learner.calls.iter().copied())),
         reference: evidence(
             reference.timing,
-            quickest_run(reference.calls.iter().copied(), inputs.timer),
+            quickest_call(reference.calls.iter().copied()),
         ),
         original,
         ..*inputs

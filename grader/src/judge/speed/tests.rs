@@ -53,6 +53,17 @@ fn race() -> Exercise {
     )
 }
 
+/// Whether the judge doubts `inputs`' first comparison of whole calls (`doubts_call`).
+fn doubted(inputs: &JudgeInputs) -> bool {
+    doubts_call(
+        inputs.ex,
+        inputs.timer,
+        &inputs.learner,
+        &inputs.reference,
+        &inputs.original,
+    )
+}
+
 /// Calls as the grader's clock records them: a first call that loads the kernels, then two of
 /// `wall_ms`, `cpu_ms`.
 fn calls(wall_ms: f64, cpu_ms: f64) -> CallTimes {
@@ -123,13 +134,7 @@ fn a_whole_call_slowed_by_a_busy_host_is_timed_again_and_judged_on_the_quickest_
             peak: None,
             perf: None,
         };
-        let doubted = doubts_call(
-            &ex,
-            inputs.timer,
-            &inputs.learner,
-            &inputs.reference,
-            &inputs.original,
-        );
+        let doubted = doubted(&inputs);
         fn all(r: &(Output, Vec<Option<Output>>)) -> TimedRuns<'_> {
             TimedRuns {
                 timing: Some(&r.0),
@@ -237,13 +242,7 @@ fn a_call_clocked_fix_just_short_of_its_target_is_timed_again_with_the_original(
             peak: None,
             perf: None,
         };
-        let doubted = doubts_call(
-            &ex,
-            inputs.timer,
-            &inputs.learner,
-            &inputs.reference,
-            &inputs.original,
-        );
+        let doubted = doubted(&inputs);
         let n = if timed_again { 3 } else { 1 };
         fn all(r: &(Output, Vec<Option<Output>>), n: usize) -> TimedRuns<'_> {
             TimedRuns {
@@ -663,14 +662,7 @@ fn where_the_driver_times_the_kernels_the_plain_calls_are_judged_without_ncu() {
             peak: None,
             perf: None,
         };
-        let doubted = doubts_call(
-            &ex,
-            Timer::Driver,
-            &inputs.learner,
-            &inputs.reference,
-            &inputs.original,
-        );
-        (judge(&inputs), doubted)
+        (judge(&inputs), doubted(&inputs))
     };
     let rules = |v: &Verdict| v.flags.iter().map(|f| f.rule).collect::<Vec<_>>();
     // A fix 1.2x the reference's: the points, no rule (no ncu run is missed), no doubt.
@@ -718,4 +710,65 @@ fn where_the_driver_times_the_kernels_the_plain_calls_are_judged_without_ncu() {
         perf: None,
     });
     assert!(none.speed.is_none() && none.summary.contains("no record of the GPU's work"));
+}
+
+/// A program that works on the host in one of its call timings (its kernels idle, its call slow)
+/// and honestly, with slow kernels, in the others: every round but one is clean, so host-work does
+/// not stand, and the kernels judged are those of the run with the quickest call, the honest one.
+/// Ranked by their kernels, the faked run would have been judged and passed.
+#[test]
+fn a_program_that_fakes_one_round_is_judged_on_its_honest_rounds() {
+    use crate::tools::runner::{Exit, Finished};
+    let ex = race();
+    let traced = |wall_ms: f64, kernel_us: f64| {
+        Some(Output::Called {
+            command: String::new(),
+            run: Ok(Finished::ended(
+                Exit::Code(0),
+                std::time::Duration::from_millis(500),
+            )),
+            failure: None,
+            times: Some(calls(wall_ms, wall_ms)),
+            timeline: None,
+            driver: Some(Ok(driver_calls(
+                [2.0 * kernel_us, kernel_us, kernel_us],
+                None,
+            ))),
+            outputs: Vec::new(),
+            kept: false,
+        })
+    };
+    // The reference: 40 us of kernels, 12 ms calls, in each of the three rounds.
+    let reference = [traced(12.3, 40.0), traced(12.4, 40.0), traced(12.2, 40.0)];
+    // The learner: its own kernels take 160 us (4x, no speed credit); in its first run it sums on
+    // the host instead, with a 40 us kernel of nothing and a 30 ms call.
+    let learner = [traced(30.0, 40.0), traced(12.6, 160.0), traced(12.5, 160.0)];
+    let inputs = JudgeInputs {
+        ex: &ex,
+        timer: Timer::Driver,
+        learner: evidence(None, learner[0].as_ref()),
+        reference: evidence(None, reference[0].as_ref()),
+        original: Timed::default(),
+        peak: None,
+        perf: None,
+    };
+    assert!(doubted(&inputs), "the first run's host work is doubted");
+    fn runs(r: &[Option<Output>; 3]) -> TimedRuns<'_> {
+        TimedRuns {
+            timing: None,
+            calls: r.iter().map(Option::as_ref).collect(),
+        }
+    }
+    let verdict = judge_runs(
+        &inputs,
+        runs(&learner),
+        runs(&reference),
+        TimedRuns {
+            timing: None,
+            calls: Vec::new(),
+        },
+    );
+    let speed = verdict.speed.expect("timed");
+    assert_eq!(speed.learner_ns, 160e3, "judged on an honest run");
+    assert_eq!(verdict.status, Status::Failed);
 }
