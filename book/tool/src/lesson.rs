@@ -78,7 +78,8 @@ pub(crate) fn lesson_marks(e: &Exercise) -> String {
 }
 
 /// "Lessons: [03-race](../lessons/03-race.md) (shared-race), ...": every exercise whose manifest
-/// expects `tool` to flag it, with the kind of record it expects.
+/// expects `tool` to flag it, with the kind of record it expects and the options the manifest adds
+/// to the tool's runs ("(heap-leak, with `--leak-check full`)").
 pub(crate) fn lessons_for(exercises: &[Exercise], tool: &str, up: &str) -> Result<String> {
     let tool = grader::exercise::manifest::Tool::ALL
         .into_iter()
@@ -88,7 +89,19 @@ pub(crate) fn lessons_for(exercises: &[Exercise], tool: &str, up: &str) -> Resul
         .iter()
         .filter_map(|e| {
             let (t, kind) = e.finding?;
-            (t == tool).then(|| format!("[{}]({up}lessons/{}.md) ({})", e.id, e.id, kind.name()))
+            if t != tool {
+                return None;
+            }
+            let with = if e.tool_options.is_empty() {
+                String::new()
+            } else {
+                format!(", with `{}`", e.tool_options.join(" "))
+            };
+            let id = &e.id;
+            Some(format!(
+                "[{id}]({up}lessons/{id}.md) ({}{with})",
+                kind.name()
+            ))
         })
         .collect();
     Ok(match lessons.len() {

@@ -211,6 +211,11 @@ fn the_tool_pages_come_from_the_record_and_the_manifests(html: &Path) {
             "racecheck's page does not list {id}"
         );
     }
+    // ... each with the options its manifest adds to the tool's runs.
+    assert!(
+        racecheck.contains("(async-copy-race, with <code>--racecheck-memcpy-async yes</code>)"),
+        "racecheck's page does not give 27-async-copy's option"
+    );
 }
 
 /// Each lesson: its layout picture, its marks, its hints folded in order, its manual.
