@@ -172,10 +172,13 @@ inline void open(const char* lib) {
 
 // Subscribe to kernels, copies, memsets and waits, ahead of the first call recorded (where the
 // call is the clock, only the call after the judged ones is, and CUPTI's work at each launch, 5-7 us
-// on an H200, stays out of the judged calls). The harness does it between calls, after the grader
-// has its outputs, and then runs a kernel of its own (harness.cu): the first launches after CUPTI
-// subscribes cost milliseconds once (3.7 ms measured on an H200), which would otherwise fall in the
-// recorded call.
+// on an H200, stays out of the judged calls. Disabling the activity kinds after a traced call does
+// not take it all out again: 62's original, 96 launches a call, was judged at 700.8 us a call after
+// such a call against 490.7 us with the traced call last, about 2 us a launch, on an H200;
+// book/gpu-runs/2026-11-29-traced-47/). The harness does it between calls,
+// after the grader has its outputs, and then runs a kernel of its own (harness.cu): the first
+// launches after CUPTI subscribes cost milliseconds once (3.7 ms measured on an H200), which would
+// otherwise fall in the recorded call.
 inline void subscribe() {
   State& st = state();
   if (st.on || !st.opened) return;

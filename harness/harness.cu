@@ -1,7 +1,7 @@
 // cudabugs harness main: runs the exercise's `cb_run` for the grader.
 //
 //   harness [--poison] [--pinned] IN OUT [IN OUT ...]
-//   harness [--pinned] [--spin] [--timeline FROM FILE] [--driver FROM LIB FILE] --serve FD IN
+//   harness [--pinned] [--spin] [--timeline CALL FILE] [--driver CALL LIB FILE] --serve FD IN
 //
 // Cases (the first form): loads each grader-written input file, calls cb_run once, writes the
 // outputs back. --poison fills the outputs with 0xFF bytes (NaN for floats) before the call, so
@@ -20,13 +20,14 @@
 // buffers (cudaHostRegister: copies as fast as from cudaMallocHost, measured on an H100). Waits
 // spin (--spin: the `clock = "call"` exercises, where a blocked thread's wake-up of 20-60 us
 // would swamp their calls) or block. Before the first call the context's persisting-L2 limit is
-// set to 0 (what it was is reported): no earlier setting can shape these calls. --timeline FROM
-// FILE writes the copies, launches, syncs and allocations (timeline.cuh) of call FROM and every
-// later call at exit: the grader serves one call more than it clocks for the judge, and only that
-// one is recorded, so that one process gives both. A timing build only (it links the wrappers),
-// and the program's own account, for the lessons' pictures. --driver FROM LIB FILE writes CUPTI's
-// records (driver.cuh; LIB is libcupti) of call FROM and every later call at exit: what the GPU
-// ran, from which the launch and copy metrics are counted and each call's kernel time is taken.
+// set to 0 (what it was is reported): no earlier setting can shape these calls. --timeline CALL
+// FILE writes the copies, launches, syncs and allocations (timeline.cuh) of call CALL at exit, and
+// how many launches the wrappers saw in every call: the grader serves one call more than it clocks
+// for the judge, after a number of judged calls the program cannot know, and only that one is
+// recorded, so that one process gives both. A timing build only (it links the wrappers), and the
+// program's own account, for the lessons' pictures. --driver CALL LIB FILE writes CUPTI's records
+// (driver.cuh; LIB is libcupti) of call CALL (0: of every call) at exit: what the GPU ran, from
+// which the launch and copy metrics are counted and each call's kernel time is taken.
 //
 // Exit status: 0 ok, 2 bad usage or file, 3 a CUDA error (CB_CHECK), 126 the grader asked for the
 // no-spawn filter (below) and it could not be installed.
@@ -312,14 +313,15 @@ void subscribe_driver() {
   (void)cudaGetLastError();
 }
 
-// Where the served calls' records go: the timeline (the wrappers) and the driver's (CUPTI), each
-// from its first recorded call.
+// Where the served calls' records go: the timeline (the wrappers) of one call, and the driver's
+// (CUPTI) of one call or of every call.
 struct Records {
   const char* timeline = nullptr;
-  uint64_t timeline_from = 1;
+  uint64_t timeline_at = 1;
   const char* driver_lib = nullptr;
   const char* driver = nullptr;
-  uint64_t driver_from = 1;
+  uint64_t driver_at = 0;  // 0: every call
+  bool traces(uint64_t call) const { return driver && (driver_at == 0 || call == driver_at); }
 };
 
 // Serve the grader's timed calls on the memory it shares (see the top of this file).
@@ -348,7 +350,7 @@ int serve(int fd, const char* in_path, bool spin, const Records& records) {
   store_word(region, kL2At, l2);
   CB_CHECK(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0));
   (void)cudaCtxResetPersistingL2Cache();
-  if (records.driver && records.driver_from <= 1) subscribe_driver();
+  if (records.traces(1)) subscribe_driver();
   MemoryWatch memory;
   memory.start();
   store_word(region, kReadyAt, 1);
@@ -357,10 +359,11 @@ int serve(int fd, const char* in_path, bool spin, const Records& records) {
     while ((call = load_word(region, kGoAt)) == last) relax();
     if (call == kQuit) break;
     last = call;
-    const bool recording = records.timeline && call >= records.timeline_from;
-    const bool traced = records.driver && call >= records.driver_from;
+    const bool recording = records.timeline && call == records.timeline_at;
+    const bool traced = records.traces(call);
     if (recording) cb_timeline::begin();
     if (traced) cb_driver::call_started(call - 1);
+    (void)cb_timeline::take_launches();
     const auto start = std::chrono::steady_clock::now();
     cb_run(io);
     if (traced) cb_driver::call_returned();
@@ -369,10 +372,11 @@ int serve(int fd, const char* in_path, bool spin, const Records& records) {
     CB_CHECK(cudaGetLastError());
     if (traced) cb_driver::call_ended();
     if (recording) cb_timeline::end(static_cast<int>(call) - 1, std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+    if (records.timeline) cb_timeline::launched(static_cast<int>(call) - 1, cb_timeline::take_launches());
     store_word(region, kMemoryAt, memory.peak.load());
     store_word(region, kDoneAt, call);
-    // The call before the first traced one is done (and clocked): subscribe now, between calls.
-    if (records.driver && call + 1 == records.driver_from) subscribe_driver();
+    // The call before the traced one is done (and clocked): subscribe now, between calls.
+    if (records.driver && call + 1 == records.driver_at) subscribe_driver();
   }
   memory.finish();
   if (records.timeline) cb_timeline::write(records.timeline);
@@ -428,11 +432,11 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--pinned")) pinned_host_memory = true;
     else if (!std::strcmp(argv[i], "--spin")) spin = true;
     else if (!std::strcmp(argv[i], "--timeline") && i + 2 < argc) {
-      records.timeline_from = std::strtoull(argv[++i], nullptr, 10);
+      records.timeline_at = std::strtoull(argv[++i], nullptr, 10);
       records.timeline = argv[++i];
     }
     else if (!std::strcmp(argv[i], "--driver") && i + 3 < argc) {
-      records.driver_from = std::strtoull(argv[++i], nullptr, 10);
+      records.driver_at = std::strtoull(argv[++i], nullptr, 10);
       records.driver_lib = argv[++i];
       records.driver = argv[++i];
     }
@@ -440,7 +444,7 @@ int main(int argc, char** argv) {
     else die("unknown option", argv[i]);
   }
   if (fd >= 0) {
-    if (argc - i != 1) die("usage", "harness [--pinned] [--spin] [--timeline FROM FILE] [--driver FROM LIB FILE] --serve FD IN");
+    if (argc - i != 1) die("usage", "harness [--pinned] [--spin] [--timeline CALL FILE] [--driver CALL LIB FILE] --serve FD IN");
     return serve(fd, argv[i], spin, records);
   }
   if (i == argc || (argc - i) % 2 != 0 || records.timeline || records.driver) die("usage", "harness [--poison] [--pinned] IN OUT [IN OUT ...]");

@@ -3,8 +3,10 @@
 // GPU, when its stream reached it and finished it (CUDA events recorded around it in its stream).
 // This is what draws the lessons' timelines (the host's side of each call); the launch and copy
 // metrics of the `clock = "call"` exercises are counted from CUPTI's records of the same call
-// (driver.cuh), which see what these wrappers do not (cudaLaunchKernelEx, the driver API, graph
-// nodes), and from these only where the toolkit has no CUPTI.
+// (driver.cuh), which see what these wrappers do not (the driver API, graph nodes), and from these
+// only where the toolkit has no CUPTI. The wrappers also count every launch in every call, recorded
+// or not (an atomic add each): a program that launched fewer kernels in the recorded call than in
+// the judged ones behaved otherwise when watched (rule `recorded-call`).
 //
 // How it sees the exercise's calls: the timing build links with `-Xlinker --wrap=SYMBOL` for each
 // SYMBOL wrapped here (grader/src/tools/nvcc.rs, TIMELINE_WRAPPED), so the exercise's references
@@ -13,11 +15,13 @@
 //
 // The events are recorded beside the work, so an operation's GPU start is when its stream reached
 // it: a copy queued behind a busy copy engine shows from when it was queued. The call that is
-// recorded is not one that is judged (`--timeline FROM FILE`: the grader serves one call after
-// those it clocks): two event records per operation cost the host ~2 us.
+// recorded is not one that is judged (`--timeline CALL FILE`: the grader serves one call more after
+// a number of judged calls drawn from its secret): two event records per operation cost the host
+// ~2 us.
 //
 // File format, one call after another:
 //   call INDEX WALL_NS
+//   launched INDEX LAUNCHES   (every call, recorded or not: the launches the wrappers saw)
 //   op KIND STREAM HOST_START_NS HOST_END_NS GPU_START_NS GPU_END_NS BYTES NAME
 // KIND: kernel graph h2d d2h d2d h2h memset sync alloc free; STREAM: 0 the default stream, then
 // 1, 2, ... in the order the call used them; times from the start of the call (the host's clock
@@ -58,6 +62,7 @@ struct State {
   std::unordered_map<const void*, std::string> kernel_names;      // host stub -> name, made once
   std::string text;
   size_t dropped = 0;
+  std::atomic<uint64_t> launches{0};  // kernel and graph launches since the last take_launches
 };
 
 inline State& state() {
@@ -77,6 +82,18 @@ inline int stream_number(cudaStream_t s) {
   st.streams.push_back(s);
   return static_cast<int>(st.streams.size());
 }
+
+// The launches the wrappers saw since the last call of this (the harness's, around each call).
+inline uint64_t take_launches() { return state().launches.exchange(0, std::memory_order_relaxed); }
+
+// Call `call`'s count of launches, for the file.
+inline void launched(int call, uint64_t n) {
+  char line[64];
+  std::snprintf(line, sizeof line, "launched %d %llu\n", call, static_cast<unsigned long long>(n));
+  state().text += line;
+}
+
+inline void count_launch() { state().launches.fetch_add(1, std::memory_order_relaxed); }
 
 // An event of the pool recorded in `s` now; -1 where the pool is spent.
 inline int mark(cudaStream_t s) {
@@ -246,6 +263,13 @@ inline void write(const char* path) {
   }
 }
 
+// A kernel launch by its host stub (`function`), through `real`: counted, and recorded where on.
+template <class F> cudaError_t launch(const void* function, cudaStream_t stream, F real) {
+  const std::string name = state().on ? kernel_name(function) : "?";
+  count_launch();
+  return gpu_op("kernel", stream, 0, name, real);
+}
+
 }  // namespace cb_timeline
 
 // The wrapped calls. Weak: only the timing build's --wrap makes them resolve.
@@ -255,6 +279,13 @@ cudaError_t __real___cudaGetKernel(cudaKernel_t*, const void*) __attribute__((we
 cudaError_t __real_cudaLaunchKernel(const void*, dim3, dim3, void**, size_t, cudaStream_t) __attribute__((weak));
 cudaError_t __real_cudaLaunchCooperativeKernel(const void*, dim3, dim3, void**, size_t, cudaStream_t) __attribute__((weak));
 cudaError_t __real_cudaGraphLaunch(cudaGraphExec_t, cudaStream_t) __attribute__((weak));
+// The per-thread default stream's entry points and the launch with attributes: any fix may call
+// them by name (`cuda*`), so they are wrapped too, and counted.
+cudaError_t __real_cudaLaunchKernel_ptsz(const void*, dim3, dim3, void**, size_t, cudaStream_t) __attribute__((weak));
+cudaError_t __real_cudaLaunchCooperativeKernel_ptsz(const void*, dim3, dim3, void**, size_t, cudaStream_t) __attribute__((weak));
+cudaError_t __real_cudaLaunchKernelExC(const cudaLaunchConfig_t*, const void*, void**) __attribute__((weak));
+cudaError_t __real_cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t*, const void*, void**) __attribute__((weak));
+cudaError_t __real_cudaGraphLaunch_ptsz(cudaGraphExec_t, cudaStream_t) __attribute__((weak));
 cudaError_t __real_cudaMemcpy(void*, const void*, size_t, cudaMemcpyKind) __attribute__((weak));
 cudaError_t __real_cudaMemcpyAsync(void*, const void*, size_t, cudaMemcpyKind, cudaStream_t) __attribute__((weak));
 cudaError_t __real_cudaMemset(void*, int, size_t) __attribute__((weak));
@@ -283,21 +314,43 @@ cudaError_t __wrap___cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block
     if (f != st.kernel_functions.end()) function = f->second;
   }
   const std::string name = function ? cb_timeline::kernel_name(function) : "?";
+  cb_timeline::count_launch();
   return cb_timeline::gpu_op("kernel", stream, 0, name, [&] { return __real___cudaLaunchKernel(kernel, grid, block, args, shared, stream); });
 }
 
 cudaError_t __wrap_cudaLaunchKernel(const void* function, dim3 grid, dim3 block, void** args, size_t shared, cudaStream_t stream) {
-  const std::string name = cb_timeline::state().on ? cb_timeline::kernel_name(function) : "?";
-  return cb_timeline::gpu_op("kernel", stream, 0, name, [&] { return __real_cudaLaunchKernel(function, grid, block, args, shared, stream); });
+  return cb_timeline::launch(function, stream, [&] { return __real_cudaLaunchKernel(function, grid, block, args, shared, stream); });
+}
+
+cudaError_t __wrap_cudaLaunchKernel_ptsz(const void* function, dim3 grid, dim3 block, void** args, size_t shared, cudaStream_t stream) {
+  return cb_timeline::launch(function, stream, [&] { return __real_cudaLaunchKernel_ptsz(function, grid, block, args, shared, stream); });
 }
 
 cudaError_t __wrap_cudaLaunchCooperativeKernel(const void* function, dim3 grid, dim3 block, void** args, size_t shared, cudaStream_t stream) {
-  const std::string name = cb_timeline::state().on ? cb_timeline::kernel_name(function) : "?";
-  return cb_timeline::gpu_op("kernel", stream, 0, name, [&] { return __real_cudaLaunchCooperativeKernel(function, grid, block, args, shared, stream); });
+  return cb_timeline::launch(function, stream, [&] { return __real_cudaLaunchCooperativeKernel(function, grid, block, args, shared, stream); });
+}
+
+cudaError_t __wrap_cudaLaunchCooperativeKernel_ptsz(const void* function, dim3 grid, dim3 block, void** args, size_t shared, cudaStream_t stream) {
+  return cb_timeline::launch(function, stream, [&] { return __real_cudaLaunchCooperativeKernel_ptsz(function, grid, block, args, shared, stream); });
+}
+
+// cudaLaunchKernelEx (the C++ template) reaches the C function.
+cudaError_t __wrap_cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* function, void** args) {
+  return cb_timeline::launch(function, config ? config->stream : nullptr, [&] { return __real_cudaLaunchKernelExC(config, function, args); });
+}
+
+cudaError_t __wrap_cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config, const void* function, void** args) {
+  return cb_timeline::launch(function, config ? config->stream : nullptr, [&] { return __real_cudaLaunchKernelExC_ptsz(config, function, args); });
 }
 
 cudaError_t __wrap_cudaGraphLaunch(cudaGraphExec_t graph, cudaStream_t stream) {
+  cb_timeline::count_launch();
   return cb_timeline::gpu_op("graph", stream, 0, "graph", [&] { return __real_cudaGraphLaunch(graph, stream); });
+}
+
+cudaError_t __wrap_cudaGraphLaunch_ptsz(cudaGraphExec_t graph, cudaStream_t stream) {
+  cb_timeline::count_launch();
+  return cb_timeline::gpu_op("graph", stream, 0, "graph", [&] { return __real_cudaGraphLaunch_ptsz(graph, stream); });
 }
 
 cudaError_t __wrap_cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {

@@ -10,9 +10,16 @@
 #   adv62    the same on 62 and 63
 #   adv47    the driver's records (items 4-5): ncu-kernel, ncu-probe, launch-ex and decoy-copy with
 #            honest-ref, honest-alt and half-fix as controls, on 57, 62 and 63
+#   callclock `verify` of the call-clocked exercises (CALLCLOCK_EX) by $BO and by $B, one after the
+#            other: their speed and goal lines side by side (the traced call's place changed)
+#   traced   traced-guess and honest-ref on 62 under two more secrets
 #   refs     grade of one student holding every reference fix of REFS_EX (default: the bug track)
 #   bench    BENCH_N students x 6 bug exercises graded by $B and by $BO (the bundle before): pairs a
 #            minute, in one run (BENCH_BUNDLES: the bundles to grade with instead)
+#   kill     issue 50 item 4: a grade of the bench's class (KILL_EX) killed at 5 points (SIGTERM and
+#            SIGKILL by turns, KILL_AT seconds into each run), then graded to the end: after each
+#            kill, the processes, GPU contexts and cgroups left, and how long the next run took to
+#            its first graded pair; at the end, each pair once in the journal
 #   record   the grade recordings the replay tests serve (--record-tools): the fixture class and the
 #            adversarial class as recorded on 2026-11-25 (its students only), on 03 and 57, with the
 #            fixture secret (grader/tests/recordings/grade-fixture, grade-adversarial)
@@ -58,6 +65,27 @@ if has tests; then
   done
 fi
 
+if has callclock; then
+  CALLCLOCK_EX=${CALLCLOCK_EX:-62-launches 63-transfers 67-zero-copy 68-graphs 69-prefetch 70-default-stream}
+  for b in $BO $B; do
+    tag=$(basename "$b")
+    rm -rf .cudabugs/work
+    run "callclock-$tag" $b --isolation strict verify $CALLCLOCK_EX --record "$OUT/callclock-$tag.json"
+  done
+  python3 - "$OUT"/callclock-*.json > "$L/callclock-table.txt" 2>&1 <<'PY'
+import json, sys
+for path in sys.argv[1:]:
+    d = json.load(open(path))
+    print(path.rsplit('/', 1)[-1], d.get('wall_seconds'))
+    for e in d['exercises']:
+        for c in e['checks']:
+            s = c.get('summary', '')
+            if c['name'].startswith(('solution', 'exercise')) and ('original' in s or 'goal' in s or 'flag' in c['name']):
+                print(' ', e['id'], c['name'], c['status'], '|', s[:160])
+PY
+  table+=("$(cat "$L/callclock-table.txt")")
+fi
+
 grade() { # grade NAME CLASS EXERCISES: the gradebook in grades-NAME, the json stream in logs
   local name=$1 class=$2 ex=$3
   rm -rf "grades-$name"
@@ -72,10 +100,19 @@ has adv && grade adv tests/fixtures/adversarial "$ADV_EX"
 has adv62 && grade adv62 tests/fixtures/adversarial 62-launches,63-transfers
 if has adv47; then
   rm -rf adv47; mkdir -p adv47
-  for s in ncu-kernel ncu-probe launch-ex decoy-copy honest-ref honest-alt half-fix; do
+  for s in ncu-kernel ncu-probe launch-ex decoy-copy traced-guess honest-ref honest-alt half-fix; do
     cp -r "tests/fixtures/adversarial/$s" adv47/
   done
   grade adv47 adv47 57-reduction,62-launches,63-transfers
+fi
+if has traced; then
+  # traced-guess under two more secrets: the traced call's place is drawn from the secret, so each
+  # seed shows one of the two ways it loses (its guess right: recorded-call; wrong: uneven-repeats).
+  rm -rf traced; mkdir -p traced
+  cp -r tests/fixtures/adversarial/traced-guess tests/fixtures/adversarial/honest-ref traced/
+  for seed in 4702 4703; do
+    SEED=$seed grade "traced-$seed" traced 62-launches
+  done
 fi
 if has refs; then
   REFS_EX=${REFS_EX:-$(ls exercises | grep -E '^(0[1-9]|[1-3][0-9]|4[0-5])-' | tr '\n' ',' | sed 's/,$//')}
@@ -99,6 +136,55 @@ if has bench; then
     k=$(echo "$BENCH_EX" | tr ',' '\n' | wc -l)
     table+=("bench $tag: exit $code, $t s, $pairs graded events, $(python3 -c "print(round($n*$k/$t*60,1))") pairs/min")
   done
+fi
+
+if has kill; then
+  # The bench's class (60 pairs, about 100 s on an H200), so that every kill falls mid-run: the
+  # fixture class of 22 pairs was graded whole before the third kill (2026-11-29).
+  KILL_EX=${KILL_EX:-01-index,02-bounds,03-race,05-memset,06-misaligned,10-shared-bounds}
+  rm -rf grades-kill kill-class
+  python3 scripts/grade-bench-class.py kill-class 10 ${KILL_EX//,/ }
+  leftovers() { # processes of a grade's runs, GPU contexts, the grader's run cgroups
+    local p g c
+    p=$(ps -eo args= | grep -E 'compute-sanitizer|/ncu |\.cudabugs/work|harness|sleep' | grep -v -E 'grep|gpu-trust' | wc -l)
+    g=$(nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>/dev/null | grep -c .)
+    c=$(find /sys/fs/cgroup -maxdepth 6 -type d -name 'cudabugs-*' 2>/dev/null | wc -l)
+    echo "processes $p, gpu contexts $g, cgroups $c"
+  }
+  k=0
+  for at in ${KILL_AT:-8 20 12 30 16}; do
+    k=$((k + 1))
+    sig=$([ $((k % 2)) = 1 ] && echo TERM || echo KILL)
+    s=$(now)
+    $B grade kill-class --exercises "$KILL_EX" --secret-seed $SEED --out grades-kill --format json > "$L/kill-$k.jsonl" 2> "$L/kill-$k.err" &
+    pid=$!
+    sleep "$at"; kill -"$sig" $pid; wait $pid; code=$?
+    right=$(leftovers); sleep 3; later=$(leftovers)
+    first=$(python3 - "$L/kill-$k.jsonl" "$s" <<'PY'
+import json, sys
+already, first = '?', 'no chunk ended'
+for line in open(sys.argv[1]):
+    try: o = json.loads(line)
+    except ValueError: continue
+    if o.get('event') == 'started': already = o.get('already_graded')
+    if o.get('event') == 'chunk': first = 'first chunk ended at %.1f s' % o.get('at', -1); break
+print('already graded', already, '-', first)
+PY
+)
+    table+=("kill $k ($sig at ${at}s): exit $code; at once: $right; 3 s later: $later; $(grep -c '"event":"graded"' "$L/kill-$k.jsonl") graded; $first")
+  done
+  s=$(now)
+  $B grade kill-class --exercises "$KILL_EX" --secret-seed $SEED --out grades-kill --format json > "$L/kill-final.jsonl" 2> "$L/kill-final.err"
+  code=$?
+  once=$(python3 -c "
+import json, collections
+c = collections.Counter()
+for l in open('grades-kill/journal.jsonl'):
+    try: o = json.loads(l)
+    except ValueError: continue
+    c[(o.get('student'), o.get('exercise'))] += 1
+print(len(c), 'pairs,', sum(1 for v in c.values() if v > 1), 'journaled more than once')")
+  table+=("kill final: exit $code, $(secs "$s" "$(now)") s; $once; $(leftovers)")
 fi
 
 if has record; then

@@ -102,40 +102,64 @@ fn every_call_gets_inputs_of_its_own_and_its_outputs_are_kept() {
 }
 
 #[test]
-fn a_recorded_call_comes_after_the_judged_ones_and_is_kept_apart() {
+fn a_recorded_call_comes_after_judged_calls_no_program_can_count_and_is_kept_apart() {
+    let base: Vec<f32> = (0..N).map(|i| (i % 1000) as f32 / 1000.0).collect();
+    let calls = |secret: u64, recorded: bool| grader::tools::served::Calls {
+        recorded,
+        ..fake_harness::calls(base.clone(), Dist::Uniform { lo: 0.0, hi: 1.0 }, 3, secret)
+    };
+    // A program that counts its calls cannot know which one is recorded: across sessions it comes
+    // after 3, 4 or 5 judged calls.
+    let places: std::collections::BTreeSet<u32> = (0..64)
+        .filter_map(|secret| calls(secret, true).recorded_call())
+        .collect();
+    assert_eq!(places, [4, 5, 6].into());
+    assert_eq!(
+        (calls(7, false).recorded_call(), calls(7, false).judged()),
+        (None, 3),
+        "without a recorded call, the bench's calls"
+    );
     let dir = tempfile::tempdir().unwrap();
     let Some(bin) = fake_harness::build(dir.path()) else {
         skipped();
         return;
     };
-    let base: Vec<f32> = (0..N).map(|i| (i % 1000) as f32 / 1000.0).collect();
-    let calls = grader::tools::served::Calls {
-        recorded: true,
-        ..fake_harness::calls(base, Dist::Uniform { lo: 0.0, hi: 1.0 }, 3, 7)
+    let run = |recorded: bool| {
+        fake_harness::serve(
+            &bin,
+            calls(7, recorded),
+            "honest",
+            Isolation::Auto,
+            true,
+            Duration::from_secs(30),
+        )
     };
-    let run = fake_harness::serve(
-        &bin,
-        calls,
-        "honest",
-        Isolation::Auto,
-        true,
-        Duration::from_secs(30),
-    );
-    assert_eq!(run.finished.exit, Exit::Code(0));
-    // Three calls judged and kept, the fourth made (the program waited for it) but apart.
+    let (with, without) = (run(true), run(false));
+    assert_eq!(with.finished.exit, Exit::Code(0));
+    // Every judged call timed and kept, the recorded one made (the program waited for it) but apart.
+    let judged = calls(7, true).judged() as usize;
     assert_eq!(
-        (run.times.calls_ns.len(), run.call_files.len()),
-        (3, 3),
+        (with.times.calls_ns.len(), with.call_files.len()),
+        (judged, judged),
         "{:?}",
-        run.times
+        with.times
     );
-    let recorded = run.times.recorded_ns.expect("the recorded call's time");
+    let recorded = with.times.recorded_ns.expect("the recorded call's time");
     assert!(
-        recorded > 0.0 && run.times.failure.is_none(),
+        recorded > 0.0 && with.times.failure.is_none(),
         "{:?}",
-        run.times
+        with.times
     );
-    assert!(run.times.total_ns() > run.times.calls_ns.iter().sum::<f64>());
+    assert!(with.times.total_ns() > with.times.calls_ns.iter().sum::<f64>());
+    // The bench's calls are the same with or without a recorded call after them.
+    let read = |files: &[std::path::PathBuf]| {
+        files
+            .iter()
+            .take(3)
+            .map(|f| std::fs::read(f).unwrap())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(read(&with.call_files), read(&without.call_files));
 }
 
 #[test]

@@ -48,6 +48,9 @@ pub struct Config {
     /// start-up (4 at a time took verify's ncu phase from 29.6 s to 15.2 s on an H200, with the
     /// same times within 2%; 3, 6 and 10 all took 14.5-16.5 s).
     pub ncu_jobs: usize,
+    /// Chunks one `grade` worker grades side by side (`CUDABUGS_GRADE_LANES`; None: as many as its
+    /// chunks' size allows, `plans::grade::class::lanes`).
+    pub grade_lanes: Option<usize>,
     /// `CUDA_VISIBLE_DEVICES` for every GPU stage (None: whatever the environment says).
     pub gpu: Option<String>,
     pub isolation: Isolation,
@@ -98,6 +101,7 @@ impl Default for Config {
             cpu_jobs: cores,
             gpu_jobs: cores.min(6),
             ncu_jobs: 4,
+            grade_lanes: None,
             gpu: None,
             isolation: Isolation::Auto,
             limits: Limits {
@@ -152,7 +156,7 @@ impl Config {
     /// The defaults, with the environment's overrides: `CUDABUGS_TIMEOUT_SECS` (every per-run
     /// limit), `CUDABUGS_SANITIZER_JOBS`, `CUDABUGS_NCU_JOBS`, `CUDABUGS_ISOLATION`,
     /// `CUDABUGS_MEMORY_MAX_MB`, `CUDABUGS_SANDBOX_UID`, `CUDABUGS_SANDBOX_GID`, `CUDABUGS_NO_INSTALL`,
-    /// `CUDABUGS_ONE_CONNECTION`.
+    /// `CUDABUGS_ONE_CONNECTION`, `CUDABUGS_GRADE_LANES`.
     pub fn from_env() -> Result<Config, EnvError> {
         let mut c = Config::default();
         fn get<T: std::str::FromStr>(var: &'static str) -> Result<Option<T>, EnvError> {
@@ -177,6 +181,9 @@ impl Config {
         }
         if let Some(n) = get::<usize>("CUDABUGS_NCU_JOBS")? {
             c.ncu_jobs = n.clamp(1, 16);
+        }
+        if let Some(n) = get::<usize>("CUDABUGS_GRADE_LANES")? {
+            c.grade_lanes = Some(n.clamp(1, 8));
         }
         if let Some(v) = crate::environment::text("CUDABUGS_ISOLATION") {
             c.isolation = v.parse::<Isolation>().map_err(|why| EnvError {

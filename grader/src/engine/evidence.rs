@@ -28,6 +28,8 @@ pub struct Timed<'a> {
     pub call_wall_ns: Option<f64>,
     /// What the GPU ran in the call timing's traced calls (CUPTI's records), where they were read.
     pub driver: Option<&'a crate::tools::driver::Driver>,
+    /// The harness's timeline of the recorded call, with every call's count of launches.
+    pub timeline: Option<&'a crate::tools::timeline::Timeline>,
     /// Where the outputs are kept once read (the reference fix's, which grade compares with every
     /// learner of a chunk); None: read them at each comparison.
     pub read_once: Option<&'a ReadOnce>,
@@ -91,10 +93,12 @@ pub fn evidence<'r>(timing: Option<&'r Output>, call: Option<&'r Output>) -> Tim
         outputs,
         failure,
         driver,
+        timeline,
         ..
     }) = call
     {
         t.driver = driver.as_ref().and_then(|d| d.as_ref().ok());
+        t.timeline = timeline.as_ref();
         t.call = times.as_ref();
         t.call_outputs = if failure.is_none() { outputs } else { &[] };
         t.call_failure = failure.as_deref();

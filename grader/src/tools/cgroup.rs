@@ -29,7 +29,43 @@ struct Bases {
 
 fn bases() -> &'static Bases {
     static BASES: OnceLock<Bases> = OnceLock::new();
-    BASES.get_or_init(discover)
+    BASES.get_or_init(|| {
+        let b = discover();
+        for base in [&b.v2, &b.v1_memory, &b.v1_pids].into_iter().flatten() {
+            sweep_stale(base);
+        }
+        b
+    })
+}
+
+/// The run cgroups a grader that no longer lives left under `base` (`cudabugs-PID-N`), emptied
+/// and removed: a grader killed outright, or ended by SIGTERM, never drops its runs' `RunCgroup`s.
+/// Its runs died with it (`PR_SET_PDEATHSIG`); whatever is left inside is killed first.
+fn sweep_stale(base: &Path) {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    for dir in entries.flatten().map(|e| e.path()) {
+        let Some(pid) = dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_prefix("cudabugs-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        let _ = std::fs::write(dir.join("cgroup.kill"), "1");
+        for _ in 0..200 {
+            if std::fs::remove_dir(&dir).is_ok() || !dir.exists() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
 }
 
 fn discover() -> Bases {

@@ -25,6 +25,12 @@ pub const TIMELINE_WRAPPED: &[&str] = &[
     "cudaLaunchKernel",
     "cudaLaunchCooperativeKernel",
     "cudaGraphLaunch",
+    // Launches a fix may call by name (`cuda*`): counted, so that every call's launches are known.
+    "cudaLaunchKernel_ptsz",
+    "cudaLaunchCooperativeKernel_ptsz",
+    "cudaLaunchKernelExC",
+    "cudaLaunchKernelExC_ptsz",
+    "cudaGraphLaunch_ptsz",
     "cudaMemcpy",
     "cudaMemcpyAsync",
     "cudaMemset",

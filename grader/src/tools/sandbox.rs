@@ -303,6 +303,9 @@ pub struct Prepared {
     dev_null: CString,
     grace_ns: u64,
     pub report_fd: RawFd,
+    /// The grader's pid: the run dies with it (`PR_SET_PDEATHSIG`), and a run whose grader died
+    /// before it could ask for that never starts.
+    grader: libc::pid_t,
 }
 
 /// Most folders a run binds (readable and writable together): the child keeps their handles in a
@@ -408,6 +411,7 @@ impl Prepared {
             dev_null: CString::new("/dev/null").unwrap(),
             grace_ns: confine.limits.grace.as_nanos() as u64,
             report_fd,
+            grader: std::process::id() as libc::pid_t,
         }
     }
 

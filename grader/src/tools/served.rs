@@ -149,7 +149,7 @@ impl Served {
     pub fn new(calls: Calls, spin: bool, dir: &Path, keep: bool) -> std::io::Result<Served> {
         let region = SharedRegion::new(calls.layout.bytes)?;
         let call_files = if keep {
-            (1..=calls.count)
+            (1..=calls.judged())
                 .map(|k| dir.join(format!("call-{k}.out")))
                 .collect()
         } else {
@@ -164,9 +164,9 @@ impl Served {
         })
     }
 
-    /// How many of the calls the judge reads (`Calls::count`); a recorded call comes after them.
-    pub fn judged_calls(&self) -> u32 {
-        self.calls.count
+    /// The recorded call (numbered from 1 among all the process's calls), where there is one.
+    pub fn recorded_call(&self) -> Option<u32> {
+        self.calls.recorded_call()
     }
 
     /// The descriptor the program must keep (`--serve FD`).
@@ -301,7 +301,7 @@ impl Served {
         }
         let ready_ns = run.started.elapsed().as_secs_f64() * 1e9;
         let mut done = Vec::new();
-        for k in 1..=self.calls.count + u32::from(self.calls.recorded) {
+        for k in 1..=self.calls.total() {
             match self.make_call(k, run) {
                 Ok(called) => done.push(called),
                 Err(why) => return (done, Some(why.to_string()), Some(ready_ns)),
@@ -313,6 +313,7 @@ impl Served {
 
     /// Call `k`, clocked; Err says why it stopped.
     fn make_call(&self, k: u32, run: &Running) -> Result<Called, CallError> {
+        let recorded = self.calls.recorded_call() == Some(k);
         let plan = self.calls.plan(k);
         self.before_the_clock(&plan);
         let cpu_before = run.cgroup.map(|c| c.cpu());
@@ -331,7 +332,7 @@ impl Served {
         // After the clock: the outputs as the judge will see them (the call's file, written
         // straight from the shared memory, where they are kept), and whether the read-back
         // still holds there.
-        let kept = match self.call_files.get(k as usize - 1) {
+        let kept = match self.call_files.get(k as usize - 1).filter(|_| !recorded) {
             None => None,
             Some(path) => Some(
                 self.keep_outputs(path)
@@ -345,6 +346,7 @@ impl Served {
             wall_ns,
             cpu_ns,
             changed,
+            recorded,
         })
     }
 
@@ -437,6 +439,8 @@ pub struct Called {
     /// The outputs read back inside the clock differed from the outputs a moment later: the
     /// program went on writing them after it said the call was done.
     pub changed: bool,
+    /// The call recorded for the timeline and CUPTI (`Calls::recorded_call`), not judged.
+    pub recorded: bool,
 }
 
 impl Driver for Served {
@@ -456,7 +460,8 @@ impl Driver for Served {
         } else {
             Then::Wait
         };
-        let (judged, recorded) = calls.split_at(calls.len().min(self.calls.count as usize));
+        let (recorded, judged): (Vec<Called>, Vec<Called>) =
+            calls.into_iter().partition(|c| c.recorded);
         let record = CallTimes {
             calls_ns: judged.iter().map(|c| c.wall_ns).collect(),
             cpu_ns: judged.iter().map(|c| c.cpu_ns).collect(),

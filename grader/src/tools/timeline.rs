@@ -184,6 +184,9 @@ pub(crate) fn busy(work: impl Iterator<Item = (OpKind, (f64, f64))>) -> (f64, f6
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Timeline {
     pub calls: Vec<Call>,
+    /// Every call's launches as the wrappers counted them (kernels and graphs), by call index,
+    /// recorded or not: what the judged calls launched beside what the recorded one did.
+    pub launched: std::collections::BTreeMap<u32, u64>,
 }
 
 /// Why a timeline file cannot be read.
@@ -217,6 +220,9 @@ impl Timeline {
                     ops: Vec::new(),
                     dropped: 0,
                 }),
+                "launched" if w.len() == 3 => {
+                    t.launched.insert(num(1)? as u32, num(2)? as u64);
+                }
                 "dropped" if w.len() == 2 => {
                     t.calls.last_mut().ok_or_else(bad)?.dropped = num(1)? as u64
                 }

@@ -196,16 +196,17 @@ enum TimelineUnread {
     Parse(#[from] crate::tools::timeline::TimelineError),
 }
 
-/// Where the harness writes CUPTI's records of the calls it traces (`--driver`), from which call.
+/// Where the harness writes CUPTI's records of the calls it traces (`--driver`), of which call (0:
+/// of every call).
 struct Traced<'a> {
-    from: u32,
+    call: u32,
     library: &'a Path,
     file: &'a Path,
 }
 
 /// The harness's arguments for served calls: the shared memory's descriptor, the manifest's
-/// options, the timeline where one is recorded (of the calls from the first after the judged
-/// ones), CUPTI's records where the calls are traced, the bench's input file (its layout).
+/// options, the timeline where one is recorded (of the call after the judged ones, and every
+/// call's launches), CUPTI's records where the calls are traced, the bench's input file (its layout).
 fn served_args(
     sub: &Submission,
     served: &Served,
@@ -215,17 +216,17 @@ fn served_args(
     let m = &sub.exercise().expect("an exercise").manifest.manifest;
     let mut args = vec!["--serve".to_string(), served.fd().to_string()];
     args.extend(m.harness_flags().into_iter().map(String::from));
-    if let Some(t) = timeline {
+    if let Some((t, at)) = timeline.zip(served.recorded_call()) {
         args.extend([
             "--timeline".to_string(),
-            (served.judged_calls() + 1).to_string(),
+            at.to_string(),
             t.display().to_string(),
         ]);
     }
     if let Some(t) = traced {
         args.extend([
             "--driver".to_string(),
-            t.from.to_string(),
+            t.call.to_string(),
             t.library.display().to_string(),
             t.file.display().to_string(),
         ]);
@@ -373,10 +374,10 @@ fn tracing<'a>(
     file: &'a Path,
 ) -> Option<Traced<'a>> {
     ctx.nvcc.cupti.as_ref().map(|c| Traced {
-        from: if recording {
-            served.judged_calls() + 1
+        call: if recording {
+            served.recorded_call().unwrap_or(0)
         } else {
-            1
+            0
         },
         library: &c.library,
         file,

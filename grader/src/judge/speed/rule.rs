@@ -42,13 +42,16 @@ pub enum Rule {
     /// The timed kernels ran far faster under ncu than in the plain call timing (CUPTI's kernel
     /// times), beyond what the reference fix shows: the kernel ncu timed is not the one that runs.
     FasterUnderNcu,
+    /// The call whose launches, copies and overlap are counted launched fewer kernels than the calls
+    /// that are judged, or ran far quicker: the program did something else when traced.
+    RecordedCall,
     /// Code in the marked regions that can tell when a tool watches or forge what the grader reads
     /// (`judge::tool_aware`): the tools' and the speed points are held for a person.
     ToolAware,
 }
 
 impl Rule {
-    pub const ALL: [Rule; 15] = [
+    pub const ALL: [Rule; 16] = [
         Rule::NoKernel,
         Rule::ProofOfWork,
         Rule::TimedOutputs,
@@ -63,6 +66,7 @@ impl Rule {
         Rule::GpuMemory,
         Rule::Unaccounted,
         Rule::FasterUnderNcu,
+        Rule::RecordedCall,
         Rule::ToolAware,
     ];
 
@@ -82,6 +86,7 @@ impl Rule {
             Rule::GpuMemory => "gpu-memory",
             Rule::Unaccounted => "unaccounted-time",
             Rule::FasterUnderNcu => "faster-under-ncu",
+            Rule::RecordedCall => "recorded-call",
             Rule::ToolAware => "tool-aware",
         }
     }
@@ -97,6 +102,7 @@ impl Rule {
                 | Rule::TooFast
                 | Rule::GpuMemory
                 | Rule::Unaccounted
+                | Rule::RecordedCall
                 | Rule::ToolAware
         )
     }
@@ -136,6 +142,7 @@ impl Rule {
             Rule::GpuMemory => "the timed calls held more than twice the reference fix's GPU memory plus 256 MiB: on a shared GPU that starves other programs; a person should look (no points are taken)",
             Rule::ToolAware => "the compiled code reaches what neither the exercise nor its reference fix reaches (a C library or runtime function beyond the allowlist, a name taken for the whole program, a system call, code that runs before the harness's restrictions, code outside the regions now calling the regions' own), or its kernels read a clock the reference's do not: a program can always tell when compute-sanitizer or ncu watches it, and what it did then need not be what it does otherwise, so the tools' and the speed points are held for a person, who reads the lines named",
             Rule::FasterUnderNcu => "the judged time is ncu's, so the kernels ncu times must be the ones that run: the plain call timing records every kernel's time with CUPTI (the driver's own clock, whoever launched them), and where the kernels of a plain call took more than 1.5x longer against ncu's time than the reference fix's do against its own (graded on an H200, every reference fix and honest fix kept within 1.11x of its reference's ratio; a kernel chosen only under ncu showed 7.5x), the program ran something else when ncu watched; no speed credit",
+            Rule::RecordedCall => "where the call is the clock, the launches, copies and overlap are counted on one call that CUPTI traces, served after a number of judged calls drawn from the grader's secret; the harness counts every call's launches, and recording only adds to a call's time, so a program whose recorded call launched fewer kernels than every judged call after the first, or took under 0.6x the quickest judged call, ran something else when it was recorded: its goals cannot be read from that call, and speed is left to a person",
             Rule::Unaccounted => "the grader clocks the call timing's whole process: time it spent outside its calls, beyond the reference fix's by more than 0.5 s and half again, is work before or after the calls; speed is left to a person",
         }
     }

@@ -318,6 +318,92 @@ fn host_threads_hidden_under_the_copy_show_in_the_cpu_time() {
     assert!(!rules(&unknown, &unknown).contains(&Rule::HostCpu));
 }
 
+/// A timeline as the harness writes it for a process of three judged calls and a recorded fourth:
+/// each call's launches, the recorded call's own.
+fn recorded(launched: [u64; 4]) -> crate::tools::timeline::Timeline {
+    let mut text = String::new();
+    for (k, n) in launched.iter().enumerate() {
+        if k == 3 {
+            text.push_str("call 3 60000\n");
+        }
+        text.push_str(&format!("launched {k} {n}\n"));
+    }
+    crate::tools::timeline::Timeline::parse(&text).unwrap()
+}
+
+#[test]
+fn a_fix_run_only_in_the_recorded_call_launches_less_there_and_loses_its_speed() {
+    let ex = exercise(
+        "62-launches",
+        include_str!("../../../../exercises/62-launches/exercise.toml"),
+    );
+    // Calls of 62 on an H200 (book/gpu-runs/2026-11-29-traced-47/), each with the recorded call:
+    // the timeline's events and CUPTI make it the longer one.
+    let with_recorded = |judged_ms: f64, recorded_ms: f64| CallTimes {
+        recorded_ns: Some(recorded_ms * 1e6),
+        ..calls(judged_ms, judged_ms)
+    };
+    let judged = |learner: &CallTimes, timeline: &crate::tools::timeline::Timeline| {
+        let (original, reference) = (with_recorded(0.49, 1.48), with_recorded(0.056, 0.238));
+        let (fused, per_step) = (recorded([1, 1, 1, 1]), recorded([96, 96, 96, 96]));
+        let timed = |c, t| Timed {
+            call: Some(c),
+            timeline: Some(t),
+            ..Timed::default()
+        };
+        judge(&JudgeInputs {
+            ex: &ex,
+            timer: Timer::profiled(&ex),
+            learner: timed(learner, timeline),
+            reference: timed(&reference, &fused),
+            original: timed(&original, &per_step),
+            peak: None,
+            perf: None,
+        })
+    };
+    let flagged = |v: &Verdict| v.flags.iter().any(|f| f.rule == Rule::RecordedCall);
+    // The half-fix, honest: 48 launches in every call, its recorded call the longest (on the H200
+    // the ratio-to-the-reference version of this rule flagged it).
+    let half = judged(&with_recorded(0.28, 0.64), &recorded([48, 48, 48, 48]));
+    assert!(!flagged(&half), "{:?}", half.flags);
+    // A graph built in the first call and launched after: fewer launches after the first call,
+    // the same in the recorded one.
+    let graph = judged(&with_recorded(0.06, 0.24), &recorded([96, 1, 1, 1]));
+    assert!(!flagged(&graph), "{:?}", graph.flags);
+    // traced-guess, guessed right: the half-fix in the judged calls, the fused kernel in the
+    // recorded one, which the recording's own cost keeps from looking quicker.
+    let guessed = judged(&with_recorded(0.28, 0.24), &recorded([48, 48, 48, 1]));
+    assert!(flagged(&guessed), "{:?}", guessed.flags);
+    assert!(guessed.withheld(), "its speed is left to a person");
+    // Fewer launches is not needed where the recorded call is far quicker than every judged one.
+    let quick = judged(&with_recorded(0.28, 0.1), &recorded([48, 48, 48, 48]));
+    assert!(flagged(&quick), "{:?}", quick.flags);
+    // Guessed wrong: the fused kernel ran in a judged call, the half-fix in the others (and in the
+    // recorded one, so its launches miss the goal). The quickest judged call is not its time.
+    let wrong = CallTimes {
+        calls_ns: vec![0.28e6, 0.05e6, 0.28e6],
+        recorded_ns: Some(0.64e6),
+        ..calls(0.28, 0.28)
+    };
+    let v = judged(&wrong, &recorded([48, 1, 48, 48]));
+    assert!(
+        v.flags.iter().any(|f| f.rule == Rule::UnevenRepeats) && v.withheld(),
+        "{:?}",
+        v.flags
+    );
+    // Honest calls that vary as a busy host makes them (68's reference on an H100: 615 us against
+    // 370-406 us).
+    let busy = CallTimes {
+        calls_ns: vec![0.426e6, 0.042e6, 0.066e6],
+        recorded_ns: Some(0.2e6),
+        ..calls(0.042, 0.04)
+    };
+    assert!(!judged(&busy, &recorded([1, 1, 1, 1]))
+        .flags
+        .iter()
+        .any(|f| matches!(f.rule, Rule::UnevenRepeats | Rule::RecordedCall)));
+}
+
 #[test]
 fn where_the_clock_is_the_call_the_whole_call_is_judged_and_host_time_is_not_a_rule() {
     let ex = exercise(

@@ -1,6 +1,6 @@
 //! A class (or a shard of it) graded: every pair tamper-checked and fingerprinted, the pairs the
-//! journal lacks queued in chunks of one exercise, one worker per GPU taking the next chunk, each
-//! finished pair journaled at once.
+//! journal lacks queued in chunks of one exercise, one worker per GPU taking the next chunk (in
+//! lanes side by side where chunks are small), each finished pair journaled at once.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
@@ -10,15 +10,12 @@ use std::time::Instant;
 
 use crate::class::journal::Journal;
 use crate::class::roster::{self, Shard, Student};
-use crate::class::tamper::{self, Tampered};
 use crate::engine::context::Context;
 use crate::exercise::workbook::{Exercise, Workbook};
-use crate::judge::verdict::{Status, Step, StepName};
 
+use super::triage::{triage_all, Triaged};
 use super::worker::{Chunk, ChunkPhases, Graded, Pending, Worker};
-use super::{
-    fingerprint, ClassInfo, ClassJob, Event, GradeError, PairResult, PairState, CLASS_FILE,
-};
+use super::{ClassInfo, ClassJob, Event, GradeError, PairResult, CLASS_FILE};
 
 /// The GPUs a class is graded on, a worker each: those named (`--gpus`), else every visible one
 /// (named as `CUDA_VISIBLE_DEVICES` names them); one default worker where there is one GPU or none.
@@ -105,9 +102,12 @@ pub fn grade_class(
             message: first.trust_line(),
         });
     }
+    let queue = chunks(todo, job.chunk);
+    let largest = queue.iter().map(|c| c.pairs.len()).max().unwrap_or(0);
     let class = Class {
         wb,
-        queue: Mutex::new(chunks(todo, job.chunk)),
+        queue: Mutex::new(queue),
+        held: Mutex::new(BTreeMap::new()),
         failure: Mutex::new(None),
         journal: Mutex::new(journal),
         done: AtomicUsize::new(already),
@@ -131,15 +131,35 @@ pub fn grade_class(
         first.peak(wb);
     }
     std::thread::scope(|scope| {
-        for worker in &workers {
-            let class = &class;
-            scope.spawn(move || class.work(worker));
+        for (w, worker) in workers.iter().enumerate() {
+            for lane in 0..lanes(&worker.ctx.config, largest) {
+                let class = &class;
+                scope.spawn(move || class.work(worker, Lane { worker: w, lane }));
+            }
         }
     });
     if let Some(e) = class.failure.into_inner().unwrap() {
         return Err(e);
     }
     Ok(entries_of(class.journal.into_inner().unwrap(), &mine))
+}
+
+/// How many chunks one worker grades side by side: `CUDABUGS_GRADE_LANES`, else as many as its
+/// GPU runs at once allow for chunks of `largest` pairs (each pair's four tools and cases, and the
+/// reference fix's runs), at most three. A class of ten students an exercise keeps one lane; one
+/// student's catalog (chunks of one pair, 16 runs at once) gets two. Only the GPU's shared stages
+/// overlap: every timed stage still takes the GPU alone (`scheduler`'s share of the GPU).
+pub fn lanes(config: &crate::engine::config::Config, largest: usize) -> usize {
+    config
+        .grade_lanes
+        .unwrap_or_else(|| (config.gpu_jobs / (2 + 4 * largest.max(1))).clamp(1, 3))
+}
+
+/// One of a worker's lanes (`lanes`): which worker, and which lane of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Lane {
+    worker: usize,
+    lane: usize,
 }
 
 /// The class's facts for `grade merge` (`CLASS_FILE`), written into the output folder.
@@ -187,44 +207,6 @@ fn my_pairs<'a>(job: &'a ClassJob) -> Vec<(&'a Student, &'a Exercise)> {
         .collect()
 }
 
-/// This run's pairs after triage: those to grade, those decided without running anything, and
-/// how many the journal held already.
-struct Triaged<'a> {
-    todo: Vec<(&'a Exercise, Pending<'a>)>,
-    decided: Vec<PairResult>,
-    already: usize,
-}
-
-/// Every pair of `mine` triaged (`triage`), on the first worker's GPU.
-fn triage_all<'a>(
-    wb: &Workbook,
-    job: &ClassJob,
-    journal: &Journal<PairResult>,
-    ctx: Option<&Context>,
-    mine: &[(&'a Student, &'a Exercise)],
-) -> Triaged<'a> {
-    let gpu_here = ctx.is_some_and(|c| c.gpu_stages());
-    let mut triaged = Triaged {
-        todo: Vec::new(),
-        decided: Vec::new(),
-        already: 0,
-    };
-    // A workbook copy's own harness refuses every exercise of the student: read once per student.
-    let mut harness_of: BTreeMap<&str, Option<Tampered>> = BTreeMap::new();
-    for &(student, ex) in mine {
-        let harness = harness_of
-            .entry(student.id.as_str())
-            .or_insert_with(|| tamper::harness_changes(wb, &student.folder))
-            .clone();
-        match triage(wb, job, journal, ctx, gpu_here, student, ex, harness) {
-            Triage::Already => triaged.already += 1,
-            Triage::Decided(r) => triaged.decided.push(*r),
-            Triage::Grade(pending) => triaged.todo.push((ex, pending)),
-        }
-    }
-    triaged
-}
-
 /// The event that starts a run: the class, the pairs, and the workers' GPUs.
 fn started_event(job: &ClassJob, workers: &[Context], pairs: usize, already: usize) -> Event {
     Event::Started {
@@ -259,6 +241,10 @@ fn entries_of(journal: Journal<PairResult>, mine: &[(&Student, &Exercise)]) -> V
 struct Class<'a> {
     wb: &'a Workbook,
     queue: Mutex<VecDeque<Chunk<'a>>>,
+    /// Per worker and exercise, the lane that holds its chunks and how many it holds: two lanes of
+    /// one worker never grade one exercise at once (they would build and run its reference fix in
+    /// one folder).
+    held: Mutex<BTreeMap<(usize, String), (usize, usize)>>,
     failure: Mutex<Option<GradeError>>,
     journal: Mutex<Journal<PairResult>>,
     done: AtomicUsize,
@@ -288,14 +274,38 @@ impl<'a> Class<'a> {
         Ok(())
     }
 
-    fn take(&self) -> Option<Arc<Chunk<'a>>> {
-        self.queue.lock().unwrap().pop_front().map(Arc::new)
+    /// The first chunk in the queue that no other lane of this worker holds the exercise of.
+    fn take(&self, lane: Lane) -> Option<Arc<Chunk<'a>>> {
+        let mut queue = self.queue.lock().unwrap();
+        let mut held = self.held.lock().unwrap();
+        let free = |c: &Chunk| {
+            held.get(&(lane.worker, c.exercise.id().to_string()))
+                .is_none_or(|(l, _)| *l == lane.lane)
+        };
+        let at = queue.iter().position(free)?;
+        let chunk = queue.remove(at)?;
+        held.entry((lane.worker, chunk.exercise.id().to_string()))
+            .or_insert((lane.lane, 0))
+            .1 += 1;
+        Some(Arc::new(chunk))
+    }
+
+    /// A lane is done with one of its chunks: the exercise is free again once it holds none.
+    fn release(&self, lane: Lane, chunk: &Chunk) {
+        let mut held = self.held.lock().unwrap();
+        let key = (lane.worker, chunk.exercise.id().to_string());
+        if let Some(h) = held.get_mut(&key) {
+            h.1 -= 1;
+            if h.1 == 0 {
+                held.remove(&key);
+            }
+        }
     }
 
     /// A chunk's end: its work folders removed, its event, its journal lines.
     fn end(
         &self,
-        worker: &Worker,
+        (worker, lane): (&Worker, Lane),
         chunk: &Chunk,
         (mut results, mut phases): (Vec<PairResult>, ChunkPhases),
         waited: f64,
@@ -304,6 +314,7 @@ impl<'a> Class<'a> {
         let cleaning = Instant::now();
         worker.clean_up(self.wb, chunk, &mut results);
         phases.clean_up = cleaning.elapsed().as_secs_f64();
+        self.release(lane, chunk);
         (self.on_event)(Event::Chunk {
             exercise: chunk.exercise.id().to_string(),
             pairs: chunk.pairs.len(),
@@ -318,11 +329,11 @@ impl<'a> Class<'a> {
         }
     }
 
-    /// One worker's loop: the next chunk taken until none is left, an interrupt or a failure.
-    fn work(&self, worker: &Worker) {
+    /// One lane's loop: the next chunk taken until none is left, an interrupt or a failure.
+    fn work(&self, worker: &Worker, lane: Lane) {
         let wb = self.wb;
         std::thread::scope(|inner| {
-            let mut next = self.take();
+            let mut next = self.take(lane);
             // The last chunk's fresh inputs and judging, which run beside this chunk's
             // tools (60 bug pairs on an H100: 6.5 s of 131.6 s), and the next chunk's
             // builds, which run while this one is timed, when the CPU is idle. (Built from
@@ -334,7 +345,7 @@ impl<'a> Class<'a> {
                 if crate::tools::runner::interrupted() || self.failure.lock().unwrap().is_some() {
                     break;
                 }
-                next = self.take();
+                next = self.take(lane);
                 let waiting = Instant::now();
                 if let Some(p) = prebuilding.take() {
                     p.join().expect("a prebuild panicked");
@@ -351,12 +362,12 @@ impl<'a> Class<'a> {
                 };
                 match worker.grade_until_timed(wb, &chunk, &mut before_timing) {
                     Graded::Done(results, phases) => {
-                        self.end(worker, &chunk, (results, phases), waited)
+                        self.end((worker, lane), &chunk, (results, phases), waited)
                     }
                     Graded::Timed(timed) => {
                         finishing = Some(inner.spawn(move || {
                             self.end(
-                                worker,
+                                (worker, lane),
                                 &chunk,
                                 worker.finish_timed(wb, &chunk, *timed),
                                 waited,
@@ -393,118 +404,6 @@ fn chunks<'a>(todo: Vec<(&'a Exercise, Pending<'a>)>, size: usize) -> VecDeque<C
     queue
 }
 
-/// What becomes of one (student, exercise) pair before any tool runs.
-enum Triage<'a> {
-    /// Graded before with the same file and secret (in the journal).
-    Already,
-    /// Decided without running anything: no file, an unreadable one, an exercise this GPU cannot
-    /// run, a tampered file or harness.
-    Decided(Box<PairResult>),
-    Grade(Pending<'a>),
-}
-
-/// One pair's triage: its file found and read, fingerprinted (with this machine's GPU and
-/// capability), looked up in the journal and tamper-checked (`harness`: the student's workbook
-/// copy's own harness changes, read once per student).
-#[allow(clippy::too_many_arguments)]
-fn triage<'a>(
-    wb: &Workbook,
-    job: &ClassJob,
-    journal: &Journal<PairResult>,
-    ctx: Option<&Context>,
-    gpu_here: bool,
-    student: &'a Student,
-    ex: &Exercise,
-    harness: Option<Tampered>,
-) -> Triage<'a> {
-    let Some(path) = roster::find_file(student, ex, wb) else {
-        let fp = format!("missing-{}", job.secret.fingerprint());
-        if finished(journal, &student.id, ex.id(), &fp) {
-            return Triage::Already;
-        }
-        let why = format!("no file for {} in {}", ex.id(), student.folder.display());
-        let step = Step::new(StepName::Submission, Status::Failed, why);
-        return decided(student, ex, fp, PairState::NotSubmitted, step);
-    };
-    let text = match roster::read_submitted(&student.folder, &path) {
-        Ok(text) => text,
-        Err(e) => {
-            let mut r = PairResult::empty(
-                &student.id,
-                ex,
-                String::new(),
-                PairState::NotGradable {
-                    reason: format!("cannot read {}: {e}", path.display()),
-                    diff: String::new(),
-                },
-            );
-            r.total();
-            return Triage::Decided(Box::new(r));
-        }
-    };
-    let mut fp = fingerprint(ex, &text, &job.secret);
-    if !gpu_here {
-        fp.push_str("-nogpu");
-    }
-    // An exercise for a newer GPU is refused here, not scored zero; the fingerprint differs
-    // from a real grading's, so a GPU that has the capability grades it again.
-    let unsupported = ctx.and_then(|c| c.unsupported(&ex.manifest));
-    if unsupported.is_some() {
-        fp.push_str("-unsupported");
-    }
-    if finished(journal, &student.id, ex.id(), &fp) {
-        return Triage::Already;
-    }
-    if let Some(reason) = unsupported {
-        let state = PairState::Unsupported {
-            reason: reason.clone(),
-        };
-        return decided(student, ex, fp, state, Step::gpu_skipped(reason));
-    }
-    if let Some(Tampered { reason, diff }) = harness.or_else(|| tamper::check(ex, &text).err()) {
-        let state = PairState::NotGradable {
-            reason: reason.clone(),
-            diff,
-        };
-        let step = Step::new(StepName::TamperCheck, Status::Failed, reason);
-        return decided(student, ex, fp, state, step);
-    }
-    Triage::Grade(Pending {
-        student,
-        origin: path,
-        text,
-        fingerprint: fp,
-    })
-}
-
-/// A pair decided without running anything: its state, and the step that says why.
-fn decided<'a>(
-    student: &Student,
-    ex: &Exercise,
-    fingerprint: String,
-    state: PairState,
-    step: Step,
-) -> Triage<'a> {
-    let mut r = PairResult::empty(&student.id, ex, fingerprint, state);
-    r.steps.push(step);
-    Triage::Decided(Box::new(r))
-}
-
-/// Whether the journal holds the pair under this fingerprint and it needs no second try (a pair
-/// the grader's own tools failed on is graded again).
-fn finished(
-    journal: &Journal<PairResult>,
-    student: &str,
-    exercise: &str,
-    fingerprint: &str,
-) -> bool {
-    journal.has(student, exercise, fingerprint)
-        && !journal
-            .entries
-            .get(&(student.to_string(), exercise.to_string()))
-            .is_some_and(|r| matches!(r.state, PairState::ToolError { .. }))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -536,5 +435,61 @@ mod tests {
             (3, Config::default().timeouts.tool),
             "the environment's settings stay"
         );
+    }
+
+    #[test]
+    fn small_chunks_get_lanes_and_no_two_lanes_of_a_worker_hold_one_exercise() {
+        let mut config = Config {
+            gpu_jobs: 16,
+            ..Config::default()
+        };
+        assert_eq!(lanes(&config, 1), 2, "one student's catalog");
+        assert_eq!(lanes(&config, 10), 1, "a class of ten");
+        config.grade_lanes = Some(3);
+        assert_eq!(lanes(&config, 10), 3, "the environment's setting stays");
+
+        let (dir, wb) = crate::exercise::workbook::test_workbook(&["01-index", "02-bounds"]);
+        let student = Student {
+            id: "ann".into(),
+            name: "Ann".into(),
+            sid: None,
+            email: None,
+            folder: dir.path().join("ann"),
+        };
+        let pending = || Pending {
+            student: &student,
+            origin: PathBuf::new(),
+            text: String::new(),
+            fingerprint: String::new(),
+        };
+        let (a, b) = (&wb.exercises[0], &wb.exercises[1]);
+        let todo = vec![(a, pending()), (a, pending()), (b, pending())];
+        let class = Class {
+            wb: &wb,
+            queue: Mutex::new(chunks(todo, 1)),
+            held: Mutex::new(BTreeMap::new()),
+            failure: Mutex::new(None),
+            journal: Mutex::new(Journal::open(&dir.path().join("journal.jsonl"), true).unwrap()),
+            done: AtomicUsize::new(0),
+            total: 3,
+            started: Instant::now(),
+            on_event: &|_| {},
+        };
+        let (first, second) = (Lane { worker: 0, lane: 0 }, Lane { worker: 0, lane: 1 });
+        let other_gpu = Lane { worker: 1, lane: 0 };
+        let a0 = class.take(first).unwrap();
+        assert_eq!(a0.exercise.id(), a.id());
+        // The second lane passes over the first lane's exercise.
+        let b0 = class.take(second).unwrap();
+        assert_eq!(b0.exercise.id(), b.id());
+        assert!(
+            class.take(second).is_none(),
+            "only the first lane's exercise is left"
+        );
+        class.release(first, &a0);
+        // Freed, it goes to whoever asks; another worker (its own folders) never waited for it.
+        let a1 = class.take(other_gpu).unwrap();
+        assert_eq!(a1.exercise.id(), a.id());
+        assert!(class.take(first).is_none());
     }
 }

@@ -19,6 +19,7 @@ mod merge;
 mod score;
 mod stages;
 mod timed;
+mod triage;
 mod worker;
 
 use std::path::PathBuf;

@@ -76,15 +76,14 @@ pub(super) fn record_runs(
 
 /// Why no GPU stage ran: the GPU is blocked (skipped), or the sanitizer is missing (a tool error).
 fn no_gpu_runs_step(ctx: &Context) -> Step {
-    let reason = ctx
-        .gpu_blocked()
-        .map(|r| (Status::Skipped, StepName::GpuSkipped, r))
-        .unwrap_or((
-            Status::ToolError,
+    match ctx.gpu_blocked() {
+        Some(reason) => Step::gpu_skipped(reason),
+        None => Step::new(
             StepName::Tools,
-            "compute-sanitizer not found".into(),
-        ));
-    Step::new(reason.1, reason.0, reason.2)
+            Status::ToolError,
+            "compute-sanitizer not found",
+        ),
+    }
 }
 
 /// The untouched exercise (submission `ex`) under each tool that ran: its raw XML kept, what each

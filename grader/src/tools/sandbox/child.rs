@@ -13,6 +13,12 @@ impl Prepared {
     /// # Safety
     /// Only async-signal-safe calls: this runs between `fork` and `exec` of a threaded process.
     pub unsafe fn enter(&self) -> std::io::Result<()> {
+        // A grader killed outright (SIGKILL, or a node's OOM killer) cannot end its runs: each run
+        // ends with it. The signal follows the thread that forked, which waits for the run.
+        die_with_parent();
+        if libc::getppid() != self.grader {
+            libc::_exit(128 + libc::SIGKILL);
+        }
         if let Err(step) = self.join_cgroup_and_limit() {
             return self.failed(step);
         }
@@ -96,6 +102,9 @@ impl Prepared {
 
     /// The init: pid 1 of the new namespace, or the subreaper. Returns only in the program.
     unsafe fn init(&self) -> std::io::Result<()> {
+        // And the init with the monitor: in namespaces, the kernel then ends every process of
+        // the run (the init is their pid 1).
+        die_with_parent();
         if self.level == Level::Namespaces {
             if let Err(step) = self.mount_view() {
                 self.give_up(step);
@@ -138,6 +147,8 @@ impl Prepared {
         if let Err(step) = self.drop_privileges() {
             self.give_up(step);
         }
+        // Changing credentials cleared the setting: the program dies with its init too.
+        die_with_parent();
         Ok(())
     }
 
@@ -348,4 +359,15 @@ unsafe fn forward_sigterm(from_anyone: bool) {
     action.sa_flags = libc::SA_SIGINFO;
     libc::sigemptyset(&mut action.sa_mask);
     libc::sigaction(libc::SIGTERM, &action, std::ptr::null_mut());
+}
+
+/// SIGKILL to this process when the thread that forked it ends (`PR_SET_PDEATHSIG`).
+unsafe fn die_with_parent() {
+    libc::prctl(
+        libc::PR_SET_PDEATHSIG,
+        libc::SIGKILL as libc::c_ulong,
+        0,
+        0,
+        0,
+    );
 }

@@ -18,10 +18,12 @@ pub struct Calls {
     /// The bench's inputs, in the layout's order.
     pub base: Arc<Vec<Buffer>>,
     pub layout: SharedLayout,
-    /// Calls per process the judge reads (the bench's `repeat`).
+    /// Calls per process the judge reads at least (the bench's `repeat`; `judged`).
     pub count: u32,
-    /// One call more after those, for the program's timeline (`--timeline FROM FILE`): served and
-    /// waited for like the others, its time kept apart, its outputs not kept.
+    /// One call more after those, for the program's timeline and CUPTI's records (`--timeline
+    /// CALL FILE`, `--driver CALL ...`): served and waited for like the others, its time kept
+    /// apart, its outputs not kept. Where there is one, the judged calls before it are `count` and
+    /// up to `EXTRA_JUDGED` more (`judged`).
     pub recorded: bool,
     /// The session's secret: the calls' factors, the places changed and read back.
     pub secret: u64,
@@ -43,6 +45,31 @@ pub(super) enum Changes {
 }
 
 impl Calls {
+    /// The calls the judge reads: `count`, and where a call is recorded after them, up to
+    /// `EXTRA_JUDGED` more drawn from the secret, so that a program counting its calls cannot tell
+    /// which one is traced and meet the launch or copy goals only there (the traced call stays last:
+    /// CUPTI's work at each launch, once subscribed, stays in every later call). Every version of
+    /// one session gets the same number.
+    pub fn judged(&self) -> u32 {
+        let extra = if self.recorded {
+            self.rng(0, 300).random_range(0..=EXTRA_JUDGED)
+        } else {
+            0
+        };
+        self.count + extra
+    }
+
+    /// The process's recorded call (numbered from 1), where there is one: the one after the
+    /// judged calls.
+    pub fn recorded_call(&self) -> Option<u32> {
+        self.recorded.then(|| self.judged() + 1)
+    }
+
+    /// Every call the process makes, the recorded one included.
+    pub fn total(&self) -> u32 {
+        self.judged() + u32::from(self.recorded)
+    }
+
     fn rng(&self, call: u32, what: u64) -> ChaCha8Rng {
         ChaCha8Rng::seed_from_u64(
             self.secret ^ (u64::from(call) << 32) ^ what.wrapping_mul(0x9E37_79B9_7F4A_7C15),
@@ -105,6 +132,12 @@ impl Calls {
         }
     }
 }
+
+/// The most judged calls added before a recorded one (`Calls::judged`): a program that guesses
+/// which call is traced is right once in `EXTRA_JUDGED + 1`, and a wrong guess runs its other code
+/// in a judged call. A call of the exercises clocked by the call costs 0.05-17 ms; the process's
+/// start costs more than all of them.
+pub const EXTRA_JUDGED: u32 = 2;
 
 /// Elements converted at a time when a call's inputs are written (256 KiB of f32): no copy of a
 /// whole buffer is made. Whole copies (scale, encode, then write) took the grader 0.3 s a call for

@@ -100,6 +100,15 @@ impl CallTimes {
         rest.iter().copied().reduce(f64::min)
     }
 
+    /// The slowest judged call after the first against the quickest (None for fewer than two).
+    pub fn spread(&self) -> Option<f64> {
+        let rest = self.calls_ns.get(1..).filter(|r| r.len() >= 2)?;
+        let (lo, hi) = rest.iter().fold((f64::INFINITY, 0.0_f64), |(lo, hi), &t| {
+            (lo.min(t), hi.max(t))
+        });
+        (lo > 0.0).then_some(hi / lo)
+    }
+
     /// The least CPU time of a call after the first.
     pub fn judged_cpu_ns(&self) -> Option<f64> {
         let rest = if self.cpu_ns.len() > 1 {
