@@ -11,7 +11,7 @@
 #   adv47    the driver's records (items 4-5): ncu-kernel, ncu-probe, launch-ex and decoy-copy with
 #            honest-ref, honest-alt and half-fix as controls, on 57, 62 and 63
 #   callclock `verify` of the call-clocked exercises (CALLCLOCK_EX) by $BO and by $B, one after the
-#            other: their speed and goal lines side by side (the traced call's place changed)
+#            other (CALLCLOCK_BUNDLES: the bundles instead): their speed and goal lines side by side
 #   traced   traced-guess and honest-ref on 62 under two more secrets
 #   refs     grade of one student holding every reference fix of REFS_EX (default: the bug track)
 #   bench    BENCH_N students x 6 bug exercises graded by $B and by $BO (the bundle before): pairs a
@@ -67,7 +67,7 @@ fi
 
 if has callclock; then
   CALLCLOCK_EX=${CALLCLOCK_EX:-62-launches 63-transfers 67-zero-copy 68-graphs 69-prefetch 70-default-stream}
-  for b in $BO $B; do
+  for b in ${CALLCLOCK_BUNDLES:-$BO $B}; do
     tag=$(basename "$b")
     rm -rf .cudabugs/work
     run "callclock-$tag" $b --isolation strict verify $CALLCLOCK_EX --record "$OUT/callclock-$tag.json"
@@ -88,7 +88,8 @@ fi
 
 grade() { # grade NAME CLASS EXERCISES: the gradebook in grades-NAME, the json stream in logs
   local name=$1 class=$2 ex=$3
-  rm -rf "grades-$name"
+  # RESUME=1 keeps grades-NAME (its journal carried from an earlier call): only what it lacks runs.
+  [ -n "${RESUME:-}" ] || rm -rf "grades-$name"
   local s; s=$(now)
   # GRADE_LIMIT (seconds) bounds each grade, so that what follows still runs inside a device call.
   timeout --kill-after=10 "${GRADE_LIMIT:-3600}" $B grade "$class" --exercises "$ex" --secret-seed $SEED --out "grades-$name" --format json > "$L/grade-$name.jsonl" 2> "$L/grade-$name.err"
