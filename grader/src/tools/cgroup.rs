@@ -38,32 +38,25 @@ fn bases() -> &'static Bases {
     })
 }
 
-/// The run cgroups a grader that no longer lives left under `base` (`cudabugs-PID-N`), emptied
-/// and removed: a grader killed outright, or ended by SIGTERM, never drops its runs' `RunCgroup`s.
-/// Its runs died with it (`PR_SET_PDEATHSIG`); whatever is left inside is killed first.
+/// The run cgroups a grader that no longer lives left under `base` (`cudabugs-PID-N`), removed
+/// where empty: a grader killed outright, or ended by SIGTERM, never drops its runs' `RunCgroup`s,
+/// and its runs died with it (`PR_SET_PDEATHSIG`). One with processes inside is left alone: they
+/// may be another grader's, one whose pid this process cannot see (a PID namespace of its own).
 fn sweep_stale(base: &Path) {
     let Ok(entries) = std::fs::read_dir(base) else {
         return;
     };
     for dir in entries.flatten().map(|e| e.path()) {
-        let Some(pid) = dir
+        let pid = dir
             .file_name()
             .and_then(|n| n.to_str())
             .and_then(|n| n.strip_prefix("cudabugs-"))
             .and_then(|rest| rest.split('-').next())
-            .and_then(|p| p.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists() {
-            continue;
-        }
-        let _ = std::fs::write(dir.join("cgroup.kill"), "1");
-        for _ in 0..200 {
-            if std::fs::remove_dir(&dir).is_ok() || !dir.exists() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(5));
+            .and_then(|p| p.parse::<u32>().ok());
+        if pid
+            .is_some_and(|p| p != std::process::id() && !Path::new(&format!("/proc/{p}")).exists())
+        {
+            let _ = std::fs::remove_dir(&dir);
         }
     }
 }
