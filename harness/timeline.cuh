@@ -270,6 +270,12 @@ template <class F> cudaError_t launch(const void* function, cudaStream_t stream,
   return gpu_op("kernel", stream, 0, name, real);
 }
 
+// A graph's launch, through `real`: one launch, as on the host.
+template <class F> cudaError_t graph_launch(cudaStream_t stream, F real) {
+  count_launch();
+  return gpu_op("graph", stream, 0, "graph", real);
+}
+
 }  // namespace cb_timeline
 
 // The wrapped calls. Weak: only the timing build's --wrap makes them resolve.
@@ -344,13 +350,11 @@ cudaError_t __wrap_cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config, co
 }
 
 cudaError_t __wrap_cudaGraphLaunch(cudaGraphExec_t graph, cudaStream_t stream) {
-  cb_timeline::count_launch();
-  return cb_timeline::gpu_op("graph", stream, 0, "graph", [&] { return __real_cudaGraphLaunch(graph, stream); });
+  return cb_timeline::graph_launch(stream, [&] { return __real_cudaGraphLaunch(graph, stream); });
 }
 
 cudaError_t __wrap_cudaGraphLaunch_ptsz(cudaGraphExec_t graph, cudaStream_t stream) {
-  cb_timeline::count_launch();
-  return cb_timeline::gpu_op("graph", stream, 0, "graph", [&] { return __real_cudaGraphLaunch_ptsz(graph, stream); });
+  return cb_timeline::graph_launch(stream, [&] { return __real_cudaGraphLaunch_ptsz(graph, stream); });
 }
 
 cudaError_t __wrap_cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {

@@ -313,7 +313,6 @@ impl Served {
 
     /// Call `k`, clocked; Err says why it stopped.
     fn make_call(&self, k: u32, run: &Running) -> Result<Called, CallError> {
-        let recorded = self.calls.recorded_call() == Some(k);
         let plan = self.calls.plan(k);
         self.before_the_clock(&plan);
         let cpu_before = run.cgroup.map(|c| c.cpu());
@@ -332,7 +331,8 @@ impl Served {
         // After the clock: the outputs as the judge will see them (the call's file, written
         // straight from the shared memory, where they are kept), and whether the read-back
         // still holds there.
-        let kept = match self.call_files.get(k as usize - 1).filter(|_| !recorded) {
+        // The recorded call (after the judged ones) has no file: its outputs are not kept.
+        let kept = match self.call_files.get(k as usize - 1) {
             None => None,
             Some(path) => Some(
                 self.keep_outputs(path)
@@ -346,7 +346,6 @@ impl Served {
             wall_ns,
             cpu_ns,
             changed,
-            recorded,
         })
     }
 
@@ -439,8 +438,6 @@ pub struct Called {
     /// The outputs read back inside the clock differed from the outputs a moment later: the
     /// program went on writing them after it said the call was done.
     pub changed: bool,
-    /// The call recorded for the timeline and CUPTI (`Calls::recorded_call`), not judged.
-    pub recorded: bool,
 }
 
 impl Driver for Served {
@@ -460,8 +457,8 @@ impl Driver for Served {
         } else {
             Then::Wait
         };
-        let (recorded, judged): (Vec<Called>, Vec<Called>) =
-            calls.into_iter().partition(|c| c.recorded);
+        // The recorded call, where one was made, comes after the judged ones.
+        let (judged, recorded) = calls.split_at(calls.len().min(self.calls.judged() as usize));
         let record = CallTimes {
             calls_ns: judged.iter().map(|c| c.wall_ns).collect(),
             cpu_ns: judged.iter().map(|c| c.cpu_ns).collect(),

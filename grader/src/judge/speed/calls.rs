@@ -4,7 +4,7 @@
 use crate::engine::plan::Timer;
 use crate::exercise::workbook::Exercise;
 
-use super::{judge, CallTimes, Flag, JudgeInputs, Rule, Verdict};
+use super::{judge, uneven, CallTimes, Flag, JudgeInputs, Rule, Verdict};
 use crate::engine::evidence::{evidence, quickest_call, Timed};
 
 /// The rules that weigh a version's whole call against the reference fix's: time outside the
@@ -56,16 +56,7 @@ pub fn against_reference_call(learner: &Timed, reference: &Timed, by_call: bool)
     // run as that one did (one that guessed wrong which call is traced ran its fix in a judged one).
     let spread = |t: &Timed| t.call.and_then(CallTimes::spread);
     if let (true, Some(l)) = (by_call, spread(learner)) {
-        let r = spread(reference);
-        if l > CALL_SPREAD_FLOOR.max(1.25 * r.unwrap_or(1.0)) {
-            flags.push(Flag::new(
-                Rule::UnevenRepeats,
-                format!(
-                    "the slowest judged call took {l:.2}x the quickest (the reference fix's: {})",
-                    r.map_or("?".into(), |r| format!("{r:.2}x"))
-                ),
-            ));
-        }
+        flags.extend(uneven(l, spread(reference), CALL_SPREAD_FLOOR, "judged"));
     }
     // CPU time, all threads: host work that runs beside the copies and kernels shows here even where
     // the wall clock does not (the H100: the 03 reference fix 9.3 ms a call, threaded-host 28.8 ms

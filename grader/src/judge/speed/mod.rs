@@ -279,10 +279,11 @@ fn kernel_rules(
         };
         match (learner.spread, reference.spread) {
             (None, _) => flag(Rule::UnevenRepeats, format!("the timed kernels' launches do not split into the {repeat} timed calls the same way: some calls launched fewer")),
-            (Some(s), r) if s > floor.max(1.25 * r.unwrap_or(1.0)) => {
-                flag(Rule::UnevenRepeats, format!("the slowest timed call took {s:.2}x the fastest (the reference fix's: {})", r.map_or("?".into(), |r| format!("{r:.2}x"))))
+            (Some(s), r) => {
+                if let Some(f) = uneven(s, r, floor, "timed") {
+                    flag(f.rule, f.message)
+                }
             }
-            _ => {}
         }
     }
     let known: BTreeSet<&String> = m
@@ -321,6 +322,21 @@ fn kernel_rules(
         }
     }
     flags
+}
+
+/// `uneven-repeats` where the slowest of a version's calls took `spread` times the quickest, beyond
+/// `floor` and 1.25x the reference fix's own spread: the calls did not all do the same work.
+/// `which`: the calls weighed ("timed", "judged").
+pub(super) fn uneven(spread: f64, reference: Option<f64>, floor: f64, which: &str) -> Option<Flag> {
+    (spread > floor.max(1.25 * reference.unwrap_or(1.0))).then(|| {
+        Flag::new(
+            Rule::UnevenRepeats,
+            format!(
+                "the slowest {which} call took {spread:.2}x the quickest (the reference fix's: {})",
+                reference.map_or("?".into(), |r| format!("{r:.2}x"))
+            ),
+        )
+    })
 }
 
 /// The least spread of the plain calls' kernel times that the rule `uneven-repeats` takes for

@@ -92,17 +92,12 @@ impl CallTimes {
     /// The call the judge holds a version to: the fastest after the first (which loads the
     /// kernels). Every call's inputs differ and every call was checked.
     pub fn judged_ns(&self) -> Option<f64> {
-        let rest = if self.calls_ns.len() > 1 {
-            &self.calls_ns[1..]
-        } else {
-            &self.calls_ns[..]
-        };
-        rest.iter().copied().reduce(f64::min)
+        after_first(&self.calls_ns).iter().copied().reduce(f64::min)
     }
 
     /// The slowest judged call after the first against the quickest (None for fewer than two).
     pub fn spread(&self) -> Option<f64> {
-        let rest = self.calls_ns.get(1..).filter(|r| r.len() >= 2)?;
+        let rest = Some(after_first(&self.calls_ns)).filter(|r| r.len() >= 2)?;
         let (lo, hi) = rest.iter().fold((f64::INFINITY, 0.0_f64), |(lo, hi), &t| {
             (lo.min(t), hi.max(t))
         });
@@ -111,12 +106,8 @@ impl CallTimes {
 
     /// The least CPU time of a call after the first.
     pub fn judged_cpu_ns(&self) -> Option<f64> {
-        let rest = if self.cpu_ns.len() > 1 {
-            &self.cpu_ns[1..]
-        } else {
-            &self.cpu_ns[..]
-        };
-        rest.iter()
+        after_first(&self.cpu_ns)
+            .iter()
             .copied()
             .collect::<Option<Vec<f64>>>()?
             .into_iter()
@@ -127,4 +118,12 @@ impl CallTimes {
     pub fn total_ns(&self) -> f64 {
         self.calls_ns.iter().sum::<f64>() + self.recorded_ns.unwrap_or(0.0)
     }
+}
+
+/// The calls the judge reads: those after the first (which loads the kernels), or the only one.
+fn after_first<T>(calls: &[T]) -> &[T] {
+    calls
+        .get(1..)
+        .filter(|rest| !rest.is_empty())
+        .unwrap_or(calls)
 }
