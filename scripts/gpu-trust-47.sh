@@ -20,6 +20,8 @@
 #            SIGKILL by turns, KILL_AT seconds into each run), then graded to the end: after each
 #            kill, the processes, GPU contexts and cgroups left, and how long the next run took to
 #            its first graded pair; at the end, each pair once in the journal
+#   alt      grade of every other fix and half-fix of scripts/alt-fixes/ (ALT_EX: exercise numbers),
+#            spliced into its solution, as students other-N and half-N (ALT_HALF=0: no half-fixes)
 #   record   the grade recordings the replay tests serve (--record-tools): the fixture class and the
 #            adversarial class as recorded on 2026-11-25 (its students only), on 03 and 57, with the
 #            fixture secret (grader/tests/recordings/grade-fixture, grade-adversarial)
@@ -120,6 +122,24 @@ if has refs; then
   rm -rf refs; mkdir -p refs/ref/exercises
   for id in ${REFS_EX//,/ }; do cp -r "solutions/$id" "refs/ref/exercises/$id"; done
   grade refs refs "$REFS_EX"
+fi
+if has alt; then
+  # Every other fix and half-fix of scripts/alt-fixes/ spliced into its solution and graded as a
+  # student: `other-N` holds the exercise's Nth other fix in name order (each should get 100,
+  # unflagged), `half-N` its Nth half-fix (points lost for the bug, never a trust flag).
+  ALT_EX=${ALT_EX:-$(ls scripts/alt-fixes | grep -oE '^[0-9]+' | sort -u | tr '\n' ' ')}
+  rm -rf alt; ids=()
+  for n in $ALT_EX; do
+    id=$(ls exercises | grep "^$n-"); ids+=("$id"); k=0; h=0
+    src=$(ls "solutions/$id" | grep -v exercise-regions)
+    for v in $(ls scripts/alt-fixes | grep "^$n-" | sed 's/\.region\.cu$//' | sort); do
+      case $v in *-half) [ "${ALT_HALF:-1}" = 1 ] || continue; h=$((h + 1)); who=half-$h ;; *) k=$((k + 1)); who=other-$k ;; esac
+      mkdir -p "alt/$who/exercises/$id"
+      scripts/splice-region.sh "solutions/$id/$src" "scripts/alt-fixes/$v.region.cu" > "alt/$who/exercises/$id/$src"
+      echo "$who $id $v" >> "$L/alt-students.txt"
+    done
+  done
+  grade "alt${ALT_TAG:-}" alt "$(IFS=,; echo "${ids[*]}")"
 fi
 if has bench; then
   n=${BENCH_N:-10}
