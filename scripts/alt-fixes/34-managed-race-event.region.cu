@@ -4,10 +4,11 @@
   // blocks the host until then (sleeping, with cudaEventBlockingSync: a spinning wait burns a core).
   cudaEvent_t grown;
   CB_CHECK(cudaEventCreateWithFlags(&grown, cudaEventDisableTiming | cudaEventBlockingSync));
-  grow<<<(n + BLOCK - 1) / BLOCK, BLOCK>>>(x, y, n, steps);
+  grow<<<(n + BLOCK - 1) / BLOCK, BLOCK>>>(x, y, settled, n, steps);
   CB_CHECK(cudaGetLastError());
   CB_CHECK(cudaEventRecord(grown));
   CB_CHECK(cudaEventSynchronize(grown));
   CB_CHECK(cudaEventDestroy(grown));
   std::copy(y, y + n, h_y);
+  std::copy(settled, settled + n, h_settled);
   // ANCHOR_END: bug

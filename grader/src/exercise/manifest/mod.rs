@@ -602,6 +602,12 @@ pub struct Timing {
     /// The learner's time may be at most this multiple of the reference fix's time (bug track; the
     /// performance track's target is `[perf] speedup`).
     pub max_ratio_to_reference: Option<Spanned<f64>>,
+    /// The timed kernels read inputs that the host wrote into managed memory: page migration brings
+    /// them over, and how much of that ncu counts as the kernels' DRAM reads varies from run to run
+    /// (34: 80.5 kB and 177.8 kB of its 262.1 kB, the same fix in one `verify`), so the rule
+    /// `proof-of-work` does not judge them.
+    #[serde(default)]
+    pub managed_inputs: bool,
 }
 
 /// A manifest error that names the file and (where known) the line.

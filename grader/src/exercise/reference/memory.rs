@@ -18,7 +18,7 @@ pub(super) const SIGNATURES: &[(&str, Signature)] = &[
         "logistic-growth",
         Signature {
             inputs: &[("x", DType::F32, "n")],
-            outputs: &[("y", DType::F32, "n")],
+            outputs: &[("y", DType::F32, "n"), ("settled", DType::U32, "n")],
         },
     ),
     (
@@ -45,26 +45,37 @@ fn growth_step(p: f32) -> f32 {
 }
 
 /// Logistic growth: each population's size (a share of its habitat's capacity) after `steps` time
-/// steps. A step is a function of `p` alone, so a step that leaves `p` as it was leaves it so for
-/// good and the loop stops there. From any start in [0.001, 2] the size moves monotonically towards
-/// 1 and stops within about 1,300 steps (at 0.9999981 from below, 1.0000037 from above), so a case
-/// of a million steps costs no more than that.
+/// steps, `y`, and the number of those steps that changed it, `settled`. A step is a function of
+/// `p` alone, so a step that leaves `p` as it was leaves it so for good and the loop stops there.
+/// From any start in [0.001, 2] the size moves monotonically towards 1 and stops within about 1,300
+/// steps (at 0.9999981 from below, 1.0000037 from above), so a case of a million steps costs no more
+/// than that. `y` is one of those two sizes for every start; `settled` is what tells the starts
+/// apart (a start near extinction takes about 1,300 steps, one next to the capacity a few hundred).
 fn logistic_growth(p: &Params, inputs: &[Buffer]) -> Vec<Buffer> {
     let steps = param(p, "steps");
     let settle = |mut p: f32| {
+        let mut changed = 0u32;
         for _ in 0..steps {
             let next = growth_step(p);
             if next.to_bits() == p.to_bits() {
                 break;
             }
             p = next;
+            changed += 1;
         }
-        p
+        (p, changed)
     };
-    out(
-        "y",
-        Data::F32(inputs[0].data.as_f32().iter().map(|&p| settle(p)).collect()),
-    )
+    let (y, settled) = inputs[0].data.as_f32().iter().map(|&p| settle(p)).unzip();
+    vec![
+        Buffer {
+            name: "y".into(),
+            data: Data::F32(y),
+        },
+        Buffer {
+            name: "settled".into(),
+            data: Data::U32(settled),
+        },
+    ]
 }
 
 /// The room's temperature and the share of a body's gap to it that one time step of
@@ -126,7 +137,8 @@ mod tests {
         pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
     }
 
-    fn grow(x: Vec<f32>, steps: i64) -> Vec<f32> {
+    /// Both outputs of `logistic-growth`: the sizes and the steps that changed them.
+    fn grow_settled(x: Vec<f32>, steps: i64) -> (Vec<f32>, Vec<u32>) {
         let input = Buffer {
             name: "x".into(),
             data: Data::F32(x.clone()),
@@ -135,12 +147,19 @@ mod tests {
             &params(&[("n", x.len() as i64), ("steps", steps)]),
             &[input],
         );
-        assert_eq!(out.len(), 1);
-        assert_eq!(out[0].name, "y");
-        match &out[0].data {
-            Data::F32(v) => v.clone(),
+        assert_eq!(out.len(), 2);
+        assert_eq!(
+            (out[0].name.as_str(), out[1].name.as_str()),
+            ("y", "settled")
+        );
+        match (&out[0].data, &out[1].data) {
+            (Data::F32(y), Data::U32(settled)) => (y.clone(), settled.clone()),
             other => panic!("{other:?}"),
         }
+    }
+
+    fn grow(x: Vec<f32>, steps: i64) -> Vec<f32> {
+        grow_settled(x, steps).0
     }
 
     #[test]
@@ -206,11 +225,54 @@ mod tests {
     }
 
     #[test]
+    fn settled_counts_the_steps_that_changed_the_size_and_tells_the_starts_apart() {
+        // Every step of the naive loop that moved p, counted the GPU's way (`next != p`).
+        let naive = |mut p: f32, steps: usize| {
+            let mut last = 0;
+            for s in 0..steps {
+                let next = growth_step(p);
+                if next != p {
+                    last = s as u32 + 1;
+                }
+                p = next;
+            }
+            last
+        };
+        let starts = [0.001f32, 0.01, 0.3, 0.99, 1.0, 1.5, 2.0];
+        for steps in [0i64, 1, 100, 1_000_000] {
+            let (_, settled) = grow_settled(starts.to_vec(), steps);
+            let counted: Vec<u32> = starts
+                .iter()
+                .map(|&p| naive(p, steps.min(5000) as usize))
+                .collect();
+            assert_eq!(settled, counted, "{steps} steps");
+        }
+        // Capacity itself never moves; a short run counts every step.
+        let (_, settled) = grow_settled(vec![1.0, 0.5], 10);
+        assert_eq!(settled, vec![0, 10]);
+        // After a million steps the sizes are one of two values, the counts are not: a program that
+        // writes 1s without running the kernel cannot pass.
+        let x: Vec<f32> = (0..200).map(|k| 0.001 + k as f32 * 0.01).collect();
+        let (y, settled) = grow_settled(x, 1_000_000);
+        let mut sizes: Vec<u32> = y.iter().map(|v| v.to_bits()).collect();
+        sizes.sort();
+        sizes.dedup();
+        let mut counts = settled.clone();
+        counts.sort();
+        counts.dedup();
+        assert!(sizes.len() <= 3, "{sizes:?}");
+        assert!(counts.len() > 100, "{} distinct counts", counts.len());
+    }
+
+    #[test]
     fn signature_matches_the_manifest() {
         let (name, sig) = &SIGNATURES[0];
         assert_eq!(*name, "logistic-growth");
         assert_eq!(sig.inputs, &[("x", DType::F32, "n")]);
-        assert_eq!(sig.outputs, &[("y", DType::F32, "n")]);
+        assert_eq!(
+            sig.outputs,
+            &[("y", DType::F32, "n"), ("settled", DType::U32, "n")]
+        );
     }
 
     fn watch(x: Vec<f32>, racks: i64, rack: i64, rounds: i64, steps: i64) -> (Vec<f32>, Vec<f32>) {

@@ -858,3 +858,46 @@ fn a_program_that_fakes_one_round_is_judged_on_its_honest_rounds() {
     assert_eq!(speed.learner_ns, 160e3, "judged on an honest run");
     assert_eq!(verdict.status, Status::Failed);
 }
+
+#[test]
+fn kernels_that_read_managed_inputs_are_not_held_to_their_dram_reads() {
+    let text = include_str!("../../../../exercises/34-managed-race/exercise.toml");
+    let managed = exercise("34-managed-race", text);
+    assert!(managed.manifest.manifest.timing.managed_inputs);
+    let unmanaged = exercise(
+        "34-managed-race",
+        &text.replace("managed_inputs = true\n", ""),
+    );
+    assert!(!unmanaged.manifest.manifest.timing.managed_inputs);
+    let read = |bytes: f64| super::audit::Audit {
+        named_launched: true,
+        dram_read: Some(bytes),
+        ..Default::default()
+    };
+    let rules = |ex: &Exercise| {
+        let inputs = JudgeInputs {
+            ex,
+            timer: Timer::profiled(ex),
+            learner: Timed::default(),
+            reference: Timed::default(),
+            original: Timed::default(),
+            peak: None,
+            perf: None,
+        };
+        // 34's fix on the H200, twice in one `verify`: 80.5 kB as the learner, 177.8 kB as the
+        // reference, of 262.1 kB of inputs.
+        let (learner, reference) = (read(80.5e3), read(177.8e3));
+        kernel_rules(
+            &inputs,
+            [&learner, &reference, &reference],
+            1,
+            262.1e3,
+            177.8e3,
+        )
+        .into_iter()
+        .map(|f| f.rule)
+        .collect::<Vec<_>>()
+    };
+    assert!(!rules(&managed).contains(&Rule::ProofOfWork));
+    assert!(rules(&unmanaged).contains(&Rule::ProofOfWork));
+}
