@@ -457,7 +457,7 @@ impl<'a> Page<'a> {
                 .filter(|(_, p)| p.clock == grader::exercise::manifest::Clock::Kernel)
                 .collect();
             let svg = roofline::svg_all(&all).context("the roofline of every exercise")?;
-            return Ok(svg.replace('\n', " ") + "\n");
+            return Ok(chart(&svg));
         }
         let (Some(r), _) = self.exercise(id)? else {
             return Ok(not_yet_run(id.unwrap_or_default()));
@@ -471,8 +471,17 @@ impl<'a> Page<'a> {
             timeline::svg(perf)
         };
         let svg = svg.with_context(|| format!("the {what} of {}", r.id))?;
-        Ok(svg.replace('\n', " ") + "\n")
+        Ok(chart(&svg))
     }
+}
+
+/// A chart on one line (so that markdown leaves it whole), in the box that lets a phone scroll it
+/// at a legible size (`.cudabugs-chart` in the theme).
+fn chart(svg: &str) -> String {
+    format!(
+        "<div class=\"cudabugs-chart\">{}</div>\n",
+        svg.replace('\n', " ")
+    )
 }
 
 /// Build the book under `book_root` (which holds book.toml) into `dest`, or into its configured

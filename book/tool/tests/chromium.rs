@@ -159,8 +159,16 @@ async function run() {
         }
       }
       for (const svg of main.querySelectorAll('svg[width]')) {
-        const box = svg.getBoundingClientRect();
+        // A figure in a scrolling box (a phone) may be wider than the column; its box may not,
+        // and it may not shrink below the 480 px (or its own width) that keeps its labels legible.
+        const frameBox = svg.closest('.cudabugs-layout, .cudabugs-chart');
+        const scrolls = frameBox && frameBox.scrollWidth > frameBox.clientWidth;
+        const box = (scrolls ? frameBox : svg).getBoundingClientRect();
         if (box.right - right > 1 || box.width < 1) wide.push('picture cut off: ' + Math.round(box.right - right) + ' px past the column');
+        const drawn = svg.getBoundingClientRect().width;
+        const legible = Math.min(480, svg.width.baseVal.value);
+        if (width !== 1280 && frameBox && drawn < legible - 1) wide.push('picture shrunk to ' + Math.round(drawn) + ' px, below ' + Math.round(legible) + ' px');
+        if (!frameBox) wide.push('picture outside a figure box: ' + (svg.getAttribute('aria-label') || '').slice(0, 60));
         const bg = frame.contentWindow.getComputedStyle(svg).backgroundColor;
         if (bg !== 'rgb(255, 255, 255)') wide.push('picture without its white background: ' + bg);
       }
