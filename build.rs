@@ -1,5 +1,9 @@
-//! Validates every exercise manifest (a broken one fails the build with file and line) and embeds the
-//! catalog, the original exercises, the solutions and the harness in the xtask binary.
+//! Embeds the catalog (each exercise's manifest, its solution and the untouched exercise's regions),
+//! the learning path and the harness in the xtask binary. It only copies: the grader parses and
+//! checks them when the workbook is opened (`Embedded::exercise`, `Workbook::with_path`), naming
+//! the file and line of a broken one, which then is "not gradable" while the others work. It
+//! depends on no part of the grader, which would otherwise be compiled twice on a learner's first
+//! `check`.
 //!
 //! The learner's `.cu` files are never read: the pristine original that `reset` restores is the
 //! solution with `solutions/<id>/exercise-regions.cu` put back, so no edit, deletion, `cargo clean`
@@ -17,6 +21,11 @@ const HARNESS_FILES: &[&str] = &[
     "peak.cu",
     "baseline-sgemm.cu",
 ];
+// Which files make an exercise: the grader's own module, included rather than depended on.
+#[path = "grader/src/exercise/files.rs"]
+mod files;
+
+use files::{exercise_files, exercise_ids, MANIFEST_FILE, ORIGINAL_REGIONS, PATH_FILE};
 
 fn main() {
     let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
@@ -26,56 +35,45 @@ fn main() {
     println!("cargo:rerun-if-changed=solutions");
     println!("cargo:rerun-if-changed=harness");
 
-    let exercises = match grader::exercise::catalog::discover_each(&root) {
-        Ok(list) => list,
-        Err(e) => {
-            eprintln!("error: cannot read the exercises\n  --> {e}");
-            std::process::exit(1);
-        }
-    };
-
+    let ids =
+        exercise_ids(&root).unwrap_or_else(|e| fail(&format!("cannot read the exercises: {e}")));
     let mut code =
         String::from("pub static EXERCISES: &[grader::exercise::catalog::Embedded] = &[\n");
-    for (id, loaded) in &exercises {
+    for id in &ids {
         println!(
             "cargo:rerun-if-changed={}",
             root.join("exercises")
                 .join(id)
-                .join(grader::exercise::catalog::MANIFEST_FILE)
+                .join(MANIFEST_FILE)
                 .display()
         );
-        let ex = match loaded {
-            Ok(ex) => ex,
-            Err(e) => {
-                // One broken exercise must not stop the others: it is embedded as its error.
-                println!(
-                    "cargo:warning=exercise {id} is not gradable until its manifest is fixed: {e}"
-                );
-                writeln!(
-                    code,
-                    "    grader::exercise::catalog::Embedded {{ id: {id:?}, manifest: \"\", original: \"\", solution: \"\", error: Some({:?}) }},",
-                    e.to_string()
-                )
-                .unwrap();
-                continue;
-            }
-        };
-        println!(
-            "cargo:rerun-if-changed={}",
-            root.join(&ex.manifest.path).display()
-        );
-        println!("cargo:rerun-if-changed={}", ex.solution_path.display());
         let dir = out.join(id);
         fs::create_dir_all(&dir).unwrap();
-        let original = write(&ex.original, &dir.join("original.cu"));
-        let solution = write(&ex.solution, &dir.join("solution.cu"));
-        let manifest = copy(&root.join(&ex.manifest.path), &dir.join("exercise.toml"));
-        writeln!(
-            code,
-            "    grader::exercise::catalog::Embedded {{ id: {id:?}, manifest: include_str!({manifest:?}), \
-             original: include_str!({original:?}), solution: include_str!({solution:?}), error: None }},"
-        )
-        .unwrap();
+        match exercise_files(&root, id) {
+            Ok(f) => {
+                println!("cargo:rerun-if-changed={}", f.solution.display());
+                println!("cargo:rerun-if-changed={}", f.regions.display());
+                let manifest = copy(&f.manifest, &dir.join(MANIFEST_FILE));
+                let solution = copy(&f.solution, &dir.join("solution.cu"));
+                let regions = copy(&f.regions, &dir.join(ORIGINAL_REGIONS));
+                let source = f.source;
+                writeln!(
+                    code,
+                    "    grader::exercise::catalog::Embedded {{ id: {id:?}, manifest: include_str!({manifest:?}), \
+                     source: {source:?}, solution: include_str!({solution:?}), regions: include_str!({regions:?}), error: None }},"
+                )
+                .unwrap();
+            }
+            Err(error) => {
+                // One broken exercise must not stop the others: it is embedded as its error.
+                println!("cargo:warning=exercise {id} is not gradable until it is fixed: {error}");
+                writeln!(
+                    code,
+                    "    grader::exercise::catalog::Embedded {{ id: {id:?}, manifest: \"\", source: \"\", solution: \"\", regions: \"\", error: Some({error:?}) }},"
+                )
+                .unwrap();
+            }
+        }
     }
     code.push_str("];\n\npub static HARNESS: &[(&str, &str)] = &[\n");
     fs::create_dir_all(out.join("harness")).unwrap();
@@ -91,31 +89,23 @@ fn main() {
         writeln!(code, "    ({name:?}, include_str!({copied:?})),").unwrap();
     }
     code.push_str("];\n");
-    // The learning path: checked here so that a mistake shows at build time, and embedded as it
-    // is (a malformed path never stops the build: the workbook then goes by id and says why).
-    let path_file = root.join(grader::exercise::path::PATH_FILE);
+    // The learning path, embedded as it is: a malformed one never stops the build (the workbook then
+    // goes by id and says why).
+    let path_file = root.join(PATH_FILE);
     println!("cargo:rerun-if-changed={}", path_file.display());
     let path_text = fs::read_to_string(&path_file).unwrap_or_default();
-    let stops: Vec<grader::exercise::path::Stop> = exercises
-        .iter()
-        .filter_map(|(id, loaded)| {
-            let ex = loaded.as_ref().ok()?;
-            Some(grader::exercise::path::Stop {
-                id,
-                level: ex.manifest.level(),
-            })
-        })
-        .collect();
-    if let Err(e) = grader::exercise::path::parse(&path_file, &path_text, &stops) {
-        println!("cargo:warning=the learning path is by id until it is fixed: {e}");
-    }
     let path_copy = write(&path_text, &out.join("path.toml"));
     writeln!(
         code,
         "\npub static PATH: &str = include_str!({path_copy:?});"
     )
     .unwrap();
-    fs::write(out.join("catalog.rs"), code).unwrap();
+    write(&code, &out.join("catalog.rs"));
+}
+
+fn fail(message: &str) -> ! {
+    eprintln!("error: {message}");
+    std::process::exit(1);
 }
 
 /// Write into OUT_DIR, where `include_str!` reads it.
@@ -128,9 +118,7 @@ fn write(text: &str, to: &Path) -> String {
 
 /// Copy into OUT_DIR so that `include_str!` tracks the copy.
 fn copy(from: &Path, to: &Path) -> String {
-    if let Err(e) = fs::copy(from, to) {
-        eprintln!("error: cannot embed {}: {e}", from.display());
-        std::process::exit(1);
-    }
-    to.display().to_string()
+    let text = fs::read_to_string(from)
+        .unwrap_or_else(|e| fail(&format!("cannot embed {}: {e}", from.display())));
+    write(&text, to)
 }

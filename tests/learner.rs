@@ -707,25 +707,7 @@ fn a_broken_manifest_is_named_with_its_line_and_the_others_still_load() {
     // Embedded as build.rs embeds it: the others resolve, the broken one is not gradable (exit 5).
     let embedded: &'static [grader::exercise::catalog::Embedded] = Box::leak(
         each.iter()
-            .map(|(id, r)| {
-                let leak = |s: &str| -> &'static str { Box::leak(s.to_string().into_boxed_str()) };
-                match r {
-                    Ok(ex) => grader::exercise::catalog::Embedded {
-                        id: leak(id),
-                        manifest: leak(&ex.manifest.text),
-                        original: leak(&ex.original),
-                        solution: leak(&ex.solution),
-                        error: None,
-                    },
-                    Err(e) => grader::exercise::catalog::Embedded {
-                        id: leak(id),
-                        manifest: "",
-                        original: "",
-                        solution: "",
-                        error: Some(leak(&e.to_string())),
-                    },
-                }
-            })
+            .map(|(id, _)| grader::exercise::catalog::Embedded::read(copy.root(), id))
             .collect::<Vec<_>>()
             .into_boxed_slice(),
     );

@@ -23,10 +23,6 @@ fn repo() -> PathBuf {
         .to_path_buf()
 }
 
-fn leak(s: String) -> &'static str {
-    Box::leak(s.into_boxed_str())
-}
-
 /// A workbook of one exercise, 07-leak with `requires = "9.0"`, embedded as the binary would be.
 fn gated_workbook(root: &Path) -> Workbook {
     for dir in ["exercises", "solutions"] {
@@ -39,14 +35,11 @@ fn gated_workbook(root: &Path) -> Workbook {
         std::fs::read_to_string(&manifest).unwrap()
     );
     std::fs::write(&manifest, &text).unwrap();
-    let on_disk = catalog::load(root, ID).unwrap();
-    let embedded: &'static [Embedded] = Box::leak(Box::new([Embedded {
-        id: ID,
-        manifest: leak(text),
-        original: leak(on_disk.original),
-        solution: leak(on_disk.solution),
-        error: None,
-    }]));
+    let embedded: &'static [Embedded] = Box::leak(Box::new([Embedded::read(root, ID)]));
+    assert_eq!(
+        embedded[0].manifest, text,
+        "the manifest with its requirement"
+    );
     Workbook::new(root.to_path_buf(), embedded, &[]).unwrap()
 }
 

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use grader::engine::config::Config;
 use grader::engine::context::Context;
-use grader::exercise::catalog::{self, Embedded};
+use grader::exercise::catalog::Embedded;
 use grader::exercise::workbook::Workbook;
 use grader::judge::tool_aware::{self, Host};
 use grader::tools::gpu::GpuStatus;
@@ -28,24 +28,7 @@ fn leak(s: String) -> &'static str {
 
 /// The real exercises `ids`, in a workbook rooted in `root` (where the kept analyses go).
 fn workbook(root: &Path, ids: &[&'static str]) -> Workbook {
-    let embedded: Vec<Embedded> = ids
-        .iter()
-        .map(|&id| {
-            let on_disk = catalog::load(&repo(), id).unwrap();
-            Embedded {
-                id,
-                manifest: leak(
-                    std::fs::read_to_string(
-                        repo().join("exercises").join(id).join("exercise.toml"),
-                    )
-                    .unwrap(),
-                ),
-                original: leak(on_disk.original),
-                solution: leak(on_disk.solution),
-                error: None,
-            }
-        })
-        .collect();
+    let embedded: Vec<Embedded> = ids.iter().map(|&id| Embedded::read(&repo(), id)).collect();
     Workbook::new(
         root.to_path_buf(),
         Box::leak(embedded.into_boxed_slice()),

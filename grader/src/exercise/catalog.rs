@@ -1,4 +1,4 @@
-//! The exercise catalog: discovered on disk (for `build.rs` and `verify`) and embedded in the binary
+//! The exercise catalog: discovered on disk (for `verify` and the book) and embedded in the binary
 //! (so `reset` and the original/reference builds work after a learner edits or deletes files).
 
 use std::fs;
@@ -6,22 +6,103 @@ use std::path::{Path, PathBuf};
 
 use crate::exercise::manifest::{self, LoadedManifest, ManifestError};
 
-pub const MANIFEST_FILE: &str = "exercise.toml";
-/// Beside each solution: the untouched exercise's marked regions. The pristine exercise is the
-/// solution with these put back (an exercise and its solution differ only inside regions), so it
-/// never depends on the copy in `exercises/` that a learner edits.
-pub const ORIGINAL_REGIONS: &str = "exercise-regions.cu";
+pub use crate::exercise::files::{MANIFEST_FILE, ORIGINAL_REGIONS};
 
-/// One exercise as `build.rs` embeds it: the texts as they were when the binary was built.
+/// One exercise as `build.rs` embeds it: its files' texts as they were when the binary was built.
+/// The build script only copies (it compiles no part of the grader, which would otherwise be built
+/// twice on a learner's first `check`); the manifest is parsed and the pristine exercise made when
+/// the workbook is opened (`Embedded::exercise`).
 #[derive(Debug, Clone, Copy)]
 pub struct Embedded {
     pub id: &'static str,
     pub manifest: &'static str,
-    pub original: &'static str,
+    /// The solution's file name: the manifest's `source` must name it.
+    pub source: &'static str,
     pub solution: &'static str,
-    /// Where the exercise could not be loaded when the binary was built: the error, with file and
-    /// line. The other exercises are embedded and work; this one is "not gradable" until fixed.
+    /// `solutions/<id>/exercise-regions.cu`: the untouched exercise's regions.
+    pub regions: &'static str,
+    /// Where the build script could not read the exercise's files: why. The other exercises are
+    /// embedded and work; this one is "not gradable" until fixed.
     pub error: Option<&'static str>,
+}
+
+impl Embedded {
+    /// Exercise `id` under `root` embedded as `build.rs` embeds it (the texts leaked: they live as
+    /// long as the program, as embedded ones do), or embedded as the error that makes it "not
+    /// gradable". For workbooks made from disk: tests, and tools beside the binary.
+    pub fn read(root: &Path, id: &str) -> Embedded {
+        let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+        let id = leak(id.to_string());
+        let read = |p: &Path| {
+            fs::read_to_string(p).map_err(|e| format!("cannot read {}: {e}", p.display()))
+        };
+        let texts = crate::exercise::files::exercise_files(root, id).and_then(|f| {
+            Ok((
+                read(&f.manifest)?,
+                f.source,
+                read(&f.solution)?,
+                read(&f.regions)?,
+            ))
+        });
+        match texts {
+            Ok((manifest, source, solution, regions)) => Embedded {
+                id,
+                manifest: leak(manifest),
+                source: leak(source),
+                solution: leak(solution),
+                regions: leak(regions),
+                error: None,
+            },
+            Err(error) => Embedded {
+                id,
+                manifest: "",
+                source: "",
+                solution: "",
+                regions: "",
+                error: Some(leak(error)),
+            },
+        }
+    }
+}
+
+#[cfg(feature = "engine")]
+impl Embedded {
+    /// The exercise these texts make: the manifest parsed and validated, and the pristine exercise
+    /// (the solution with the original regions put back), or the error with file and line. Its
+    /// texts live as long as the program, as the embedded ones do.
+    pub fn exercise(&self) -> Result<crate::exercise::workbook::Exercise, ManifestError> {
+        let rel = PathBuf::from("exercises").join(self.id).join(MANIFEST_FILE);
+        let manifest = manifest::parse(self.id, &rel, self.manifest)?;
+        if manifest.source_name() != self.source {
+            return Err(ManifestError {
+                path: rel,
+                line: None,
+                message: format!(
+                    "`source` is {:?}, but solutions/{}/ holds {:?}",
+                    manifest.source_name(),
+                    self.id,
+                    self.source
+                ),
+            });
+        }
+        let original = pristine(self.id, self.solution, self.regions)?;
+        manifest::validate_sources(&manifest, &original, self.solution)?;
+        Ok(crate::exercise::workbook::Exercise {
+            manifest,
+            original: Box::leak(original.into_boxed_str()),
+            solution: self.solution,
+        })
+    }
+}
+
+/// The untouched exercise: `solution` with the regions of `solutions/<id>/exercise-regions.cu`
+/// put back. The one place it is made, from disk and from the embedded texts alike.
+fn pristine(id: &str, solution: &str, regions: &str) -> Result<String, ManifestError> {
+    crate::exercise::regions::splice(solution, regions).map_err(|e| ManifestError {
+        path: PathBuf::from("solutions").join(id).join(ORIGINAL_REGIONS),
+        line: Some(e.line),
+        message: e.message,
+    })
 }
 
 /// One exercise's files on disk.
@@ -50,14 +131,8 @@ pub type Discovered = (String, Result<OnDisk, ManifestError>);
 /// Every `exercises/<id>/exercise.toml` under `root`, each parsed and validated on its own, sorted
 /// by id: one broken exercise does not stop the others. The learner's file is never read.
 pub fn discover_each(root: &Path) -> Result<Vec<Discovered>, ManifestError> {
-    let dir = root.join("exercises");
-    let mut ids: Vec<String> = fs::read_dir(&dir)
-        .map_err(|e| io_error(&dir, e))?
-        .filter_map(Result::ok)
-        .filter(|e| e.path().join(MANIFEST_FILE).is_file())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    ids.sort();
+    let ids = crate::exercise::files::exercise_ids(root)
+        .map_err(|e| io_error(&root.join("exercises"), e))?;
     Ok(ids
         .into_iter()
         .map(|id| (id.clone(), load(root, &id)))
@@ -84,12 +159,7 @@ pub fn load(root: &Path, id: &str) -> Result<OnDisk, ManifestError> {
     let regions_rel = PathBuf::from("solutions").join(id).join(ORIGINAL_REGIONS);
     let regions =
         fs::read_to_string(root.join(&regions_rel)).map_err(|e| io_error(&regions_rel, e))?;
-    let original =
-        crate::exercise::regions::splice(&solution, &regions).map_err(|e| ManifestError {
-            path: regions_rel.clone(),
-            line: Some(e.line),
-            message: e.message,
-        })?;
+    let original = pristine(id, &solution, &regions)?;
     manifest::validate_sources(&manifest, &original, &solution)?;
     Ok(OnDisk {
         manifest,

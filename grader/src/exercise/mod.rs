@@ -16,5 +16,6 @@ pub mod compare;
 #[cfg(feature = "engine")]
 pub mod data;
 pub mod directives;
+pub mod files;
 #[cfg(feature = "engine")]
 pub mod workbook;

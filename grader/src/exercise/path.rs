@@ -11,7 +11,7 @@ use toml::Spanned;
 use crate::exercise::manifest::line_of;
 
 /// Where the path lives, relative to the workbook root.
-pub const PATH_FILE: &str = "exercises/path.toml";
+pub use crate::exercise::files::PATH_FILE;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]

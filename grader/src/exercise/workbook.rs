@@ -10,7 +10,7 @@ use crate::exercise::path::{self as learning_path, LearningPath, PathError, Stop
 #[derive(Debug, Clone)]
 pub struct Exercise {
     pub manifest: LoadedManifest,
-    /// The pristine exercise source, as embedded at build time.
+    /// The pristine exercise source, made from the embedded solution and its original regions.
     pub original: &'static str,
     pub solution: &'static str,
 }
@@ -119,19 +119,12 @@ impl Workbook {
     ) -> Result<Workbook, WorkbookError> {
         let (mut exercises, mut broken) = (Vec::new(), Vec::new());
         for e in embedded {
-            let path = PathBuf::from("exercises")
-                .join(e.id)
-                .join(crate::exercise::catalog::MANIFEST_FILE);
             let parsed = match e.error {
                 Some(error) => Err(error.to_string()),
-                None => manifest::parse(e.id, &path, e.manifest).map_err(|err| err.to_string()),
+                None => e.exercise().map_err(|err| err.to_string()),
             };
             match parsed {
-                Ok(manifest) => exercises.push(Exercise {
-                    manifest,
-                    original: e.original,
-                    solution: e.solution,
-                }),
+                Ok(exercise) => exercises.push(exercise),
                 Err(error) => broken.push(Broken {
                     id: e.id.to_string(),
                     error,
@@ -529,31 +522,7 @@ pub(crate) fn test_workbook(ids: &[&'static str]) -> (tempfile::TempDir, Workboo
         .parent()
         .unwrap()
         .to_path_buf();
-    let read = |p: String| -> &'static str {
-        Box::leak(
-            std::fs::read_to_string(repo.join(p))
-                .unwrap()
-                .into_boxed_str(),
-        )
-    };
-    let embedded: Vec<crate::exercise::catalog::Embedded> = ids
-        .iter()
-        .map(|&id| {
-            let manifest = read(format!("exercises/{id}/exercise.toml"));
-            let source = manifest
-                .lines()
-                .find_map(|l| l.strip_prefix("source = \""))
-                .and_then(|l| l.strip_suffix('"'))
-                .unwrap();
-            Embedded {
-                id,
-                manifest,
-                original: read(format!("exercises/{id}/{source}")),
-                solution: read(format!("solutions/{id}/{source}")),
-                error: None,
-            }
-        })
-        .collect();
+    let embedded: Vec<Embedded> = ids.iter().map(|&id| Embedded::read(&repo, id)).collect();
     let dir = tempfile::tempdir().unwrap();
     let wb = Workbook::new(
         dir.path().to_path_buf(),

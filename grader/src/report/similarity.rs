@@ -1091,13 +1091,8 @@ void launch_sum(const float* x, float* total, int n) {
             .parent()
             .unwrap()
             .to_path_buf();
-        let embedded: &'static [Embedded] = Box::leak(Box::new([Embedded {
-            id: "57-reduction",
-            manifest: repo_file("exercises/57-reduction/exercise.toml"),
-            original: repo_file("exercises/57-reduction/sum.cu"),
-            solution: repo_file("solutions/57-reduction/sum.cu"),
-            error: None,
-        }]));
+        let embedded: &'static [Embedded] =
+            Box::leak(Box::new([Embedded::read(&repo, "57-reduction")]));
         let wb = Workbook::new(repo, embedded, &[]).unwrap();
         assert_eq!(wb.exercises.len(), 1, "{:?}", wb.broken);
         wb
