@@ -4,11 +4,11 @@
 use std::io::{self, Read, Write};
 use std::path::Path;
 
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::exercise::manifest::{eval_len, BufferSpec, DType, Dist};
-use crate::exercise::reference::{Buffer, Data, Params};
+use crate::exercise::manifest::{eval_len, BufferSpec, DType};
+use crate::exercise::reference::{Buffer, Params};
 
 /// Draw every input of a case from its manifest distribution. ChaCha8 keeps the stream identical
 /// across platforms and crate versions, so a seed names the same data everywhere.
@@ -31,76 +31,11 @@ pub fn generate(specs: &[BufferSpec], params: &Params, seed: u64) -> Vec<Buffer>
         .collect()
 }
 
-/// `len` values of `dtype` from `dist`.
-pub fn draw(dtype: DType, dist: Dist, len: usize, rng: &mut impl Rng) -> Data {
-    match (dtype, dist) {
-        (DType::F32, Dist::Uniform { lo, hi }) => Data::F32(
-            (0..len)
-                .map(|_| rng.random_range(lo as f32..hi as f32))
-                .collect(),
-        ),
-        (DType::F64, Dist::Uniform { lo, hi }) => {
-            Data::F64((0..len).map(|_| rng.random_range(lo..hi)).collect())
-        }
-        (DType::I32, Dist::Integers { lo, hi }) => {
-            Data::I32((0..len).map(|_| rng.random_range(lo..=hi) as i32).collect())
-        }
-        (DType::U32, Dist::Integers { lo, hi }) => {
-            Data::U32((0..len).map(|_| rng.random_range(lo..=hi) as u32).collect())
-        }
-        (dtype, dist) => unreachable!("validated manifest: {dtype:?} with {dist:?}"),
-    }
-}
-
-/// The little-endian bytes of `data`, as the harness's files and shared memory hold them.
-pub fn to_bytes(data: &Data) -> Vec<u8> {
-    let mut out = Vec::with_capacity(data.len() * data.dtype().size());
-    put_data(&mut out, data).expect("writing to memory");
-    out
-}
-
-/// `data` read back from little-endian bytes.
-pub fn from_bytes(dtype: DType, bytes: &[u8]) -> Data {
-    match dtype {
-        DType::F32 => Data::F32(
-            bytes
-                .chunks_exact(4)
-                .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
-                .collect(),
-        ),
-        DType::F64 => Data::F64(
-            bytes
-                .chunks_exact(8)
-                .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
-                .collect(),
-        ),
-        DType::I32 => Data::I32(
-            bytes
-                .chunks_exact(4)
-                .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
-                .collect(),
-        ),
-        DType::U32 => Data::U32(
-            bytes
-                .chunks_exact(4)
-                .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
-                .collect(),
-        ),
-    }
-}
+pub use cudabugs_compute::codec::{draw, from_bytes, to_bytes};
 
 fn put_name(w: &mut impl Write, name: &str) -> io::Result<()> {
     w.write_all(&(name.len() as u16).to_le_bytes())?;
     w.write_all(name.as_bytes())
-}
-
-fn put_data(w: &mut impl Write, data: &Data) -> io::Result<()> {
-    match data {
-        Data::F32(v) => v.iter().try_for_each(|x| w.write_all(&x.to_le_bytes())),
-        Data::F64(v) => v.iter().try_for_each(|x| w.write_all(&x.to_le_bytes())),
-        Data::I32(v) => v.iter().try_for_each(|x| w.write_all(&x.to_le_bytes())),
-        Data::U32(v) => v.iter().try_for_each(|x| w.write_all(&x.to_le_bytes())),
-    }
 }
 
 /// A named buffer as the harness files hold it: name, dtype code, element count, data.
@@ -108,7 +43,7 @@ fn put_buffer(w: &mut impl Write, b: &Buffer) -> io::Result<()> {
     put_name(w, &b.name)?;
     w.write_all(&[b.data.dtype().code()])?;
     w.write_all(&(b.data.len() as u64).to_le_bytes())?;
-    put_data(w, &b.data)
+    cudabugs_compute::codec::write_data(w, &b.data)
 }
 
 /// Write one case for the harness: parameters, inputs, and the outputs it must produce.
@@ -244,6 +179,7 @@ pub fn read_outputs(path: &Path) -> io::Result<Vec<Buffer>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exercise::reference::Data;
 
     fn spec(text: &str) -> Vec<BufferSpec> {
         #[derive(serde::Deserialize)]

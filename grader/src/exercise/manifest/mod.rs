@@ -558,14 +558,7 @@ pub struct BufferSpec {
     pub dist: Option<Dist>,
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq)]
-#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
-pub enum Dist {
-    /// Floats uniform in [lo, hi).
-    Uniform { lo: f64, hi: f64 },
-    /// Integers uniform in [lo, hi].
-    Integers { lo: i64, hi: i64 },
-}
+pub use cudabugs_compute::codec::Dist;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -9,8 +9,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::{SharedLayout, FRESH_BYTES, PERTURB_STRIDE, SAMPLES};
 use crate::exercise::data;
-use crate::exercise::manifest::Dist;
-use crate::exercise::reference::{Buffer, Data};
+use crate::exercise::reference::Buffer;
 
 /// What a session's timed calls are made of.
 #[derive(Debug, Clone)]
@@ -139,75 +138,17 @@ impl Calls {
 /// start costs more than all of them.
 pub const EXTRA_JUDGED: u32 = 2;
 
-/// Elements converted at a time when a call's inputs are written (256 KiB of f32): no copy of a
-/// whole buffer is made. Whole copies (scale, encode, then write) took the grader 0.3 s a call for
-/// 128 MiB (`cargo bench -p grader --bench served_calls`).
-const STRETCH: usize = 1 << 16;
-
-/// The base values scaled towards the distribution's low end: `lo + (x - lo) * f`, inside the
-/// distribution's range for floats and integers alike; handed to `put` a stretch at a time, as
-/// (byte offset, little-endian bytes).
-pub(super) fn put_scaled(
-    base: &Data,
-    dist: Option<Dist>,
-    f: f64,
-    put: &mut dyn FnMut(usize, &[u8]),
-) {
-    let lo = match dist {
-        Some(Dist::Uniform { lo, .. }) => lo,
-        Some(Dist::Integers { lo, .. }) => lo as f64,
-        None => 0.0,
-    };
-    let s = |x: f64| lo + (x - lo) * f;
-    let mut buf = Vec::with_capacity(STRETCH * 8);
-    // The first call's inputs are the bench's, bit for bit.
-    let same = f == 1.0;
-    match base {
-        Data::F32(v) => by_stretch(v, &mut buf, put, |x: f32| {
-            (if same { x } else { s(f64::from(x)) as f32 }).to_le_bytes()
-        }),
-        Data::F64(v) => by_stretch(v, &mut buf, put, |x: f64| {
-            (if same { x } else { s(x) }).to_le_bytes()
-        }),
-        Data::I32(v) => by_stretch(v, &mut buf, put, |x: i32| {
-            (if same {
-                x
-            } else {
-                s(f64::from(x)).floor() as i32
-            })
-            .to_le_bytes()
-        }),
-        Data::U32(v) => by_stretch(v, &mut buf, put, |x: u32| {
-            (if same {
-                x
-            } else {
-                s(f64::from(x)).floor() as u32
-            })
-            .to_le_bytes()
-        }),
-    }
-}
-
-/// `values` encoded by `bytes_of` into `buf` a stretch at a time, each stretch handed to `put`.
-fn by_stretch<T: Copy, const N: usize>(
-    values: &[T],
-    buf: &mut Vec<u8>,
-    put: &mut dyn FnMut(usize, &[u8]),
-    bytes_of: impl Fn(T) -> [u8; N],
-) {
-    for (k, stretch) in values.chunks(STRETCH).enumerate() {
-        buf.resize(stretch.len() * N, 0);
-        for (to, &x) in buf.chunks_exact_mut(N).zip(stretch) {
-            to.copy_from_slice(&bytes_of(x));
-        }
-        put(k * STRETCH * N, buf);
-    }
-}
+// The scaling is arithmetic over whole inputs: it lives in the crate compiled optimised.
+pub(super) use cudabugs_compute::codec::put_scaled;
+#[cfg(test)]
+use cudabugs_compute::codec::STRETCH;
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::exercise::dtype::DType;
+    use crate::exercise::manifest::Dist;
+    use crate::exercise::reference::Data;
 
     #[test]
     fn each_call_sees_its_own_inputs_and_the_same_in_every_version() {

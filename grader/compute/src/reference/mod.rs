@@ -1,7 +1,7 @@
 //! The expected answers, computed in Rust from the same inputs the harness gets. Never taken from a
 //! solution file: a solution is checked against these like any learner's file.
 
-use crate::exercise::dtype::DType;
+use crate::dtype::DType;
 
 mod buffers;
 mod early;

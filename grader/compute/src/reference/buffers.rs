@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::exercise::dtype::DType;
+use crate::dtype::DType;
 
 pub type Params = BTreeMap<String, i64>;
 
