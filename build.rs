@@ -1,6 +1,6 @@
 //! Embeds the catalog (each exercise's manifest, its solution and the untouched exercise's regions),
 //! the learning path and the harness in the xtask binary. It only copies: the grader parses and
-//! checks them when the workbook is opened (`Embedded::exercise`, `Workbook::with_path`), naming
+//! checks them when the workbook is opened (`Exercise::from_embedded`, `Workbook::with_path`), naming
 //! the file and line of a broken one, which then is "not gradable" while the others work. It
 //! depends on no part of the grader, which would otherwise be compiled twice on a learner's first
 //! `check`.

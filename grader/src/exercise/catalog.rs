@@ -11,7 +11,7 @@ pub use crate::exercise::files::{MANIFEST_FILE, ORIGINAL_REGIONS};
 /// One exercise as `build.rs` embeds it: its files' texts as they were when the binary was built.
 /// The build script only copies (it compiles no part of the grader, which would otherwise be built
 /// twice on a learner's first `check`); the manifest is parsed and the pristine exercise made when
-/// the workbook is opened (`Embedded::exercise`).
+/// the workbook is opened (`Exercise::from_embedded`).
 #[derive(Debug, Clone, Copy)]
 pub struct Embedded {
     pub id: &'static str,
@@ -65,39 +65,9 @@ impl Embedded {
     }
 }
 
-#[cfg(feature = "engine")]
-impl Embedded {
-    /// The exercise these texts make: the manifest parsed and validated, and the pristine exercise
-    /// (the solution with the original regions put back), or the error with file and line. Its
-    /// texts live as long as the program, as the embedded ones do.
-    pub fn exercise(&self) -> Result<crate::exercise::workbook::Exercise, ManifestError> {
-        let rel = PathBuf::from("exercises").join(self.id).join(MANIFEST_FILE);
-        let manifest = manifest::parse(self.id, &rel, self.manifest)?;
-        if manifest.source_name() != self.source {
-            return Err(ManifestError {
-                path: rel,
-                line: None,
-                message: format!(
-                    "`source` is {:?}, but solutions/{}/ holds {:?}",
-                    manifest.source_name(),
-                    self.id,
-                    self.source
-                ),
-            });
-        }
-        let original = pristine(self.id, self.solution, self.regions)?;
-        manifest::validate_sources(&manifest, &original, self.solution)?;
-        Ok(crate::exercise::workbook::Exercise {
-            manifest,
-            original: Box::leak(original.into_boxed_str()),
-            solution: self.solution,
-        })
-    }
-}
-
 /// The untouched exercise: `solution` with the regions of `solutions/<id>/exercise-regions.cu`
 /// put back. The one place it is made, from disk and from the embedded texts alike.
-fn pristine(id: &str, solution: &str, regions: &str) -> Result<String, ManifestError> {
+pub(crate) fn pristine(id: &str, solution: &str, regions: &str) -> Result<String, ManifestError> {
     crate::exercise::regions::splice(solution, regions).map_err(|e| ManifestError {
         path: PathBuf::from("solutions").join(id).join(ORIGINAL_REGIONS),
         line: Some(e.line),

@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::exercise::catalog::Embedded;
-use crate::exercise::manifest::{self, LoadedManifest};
+use crate::exercise::catalog::{pristine, Embedded, MANIFEST_FILE};
+use crate::exercise::manifest::{self, LoadedManifest, ManifestError};
 use crate::exercise::path::{self as learning_path, LearningPath, PathError, Stop};
 
 #[derive(Debug, Clone)]
@@ -16,6 +16,33 @@ pub struct Exercise {
 }
 
 impl Exercise {
+    /// The exercise an embedded one makes: the manifest parsed and validated, and the pristine
+    /// exercise (the solution with the original regions put back), or the error with file and
+    /// line. Its texts live as long as the program, as the embedded ones do.
+    pub fn from_embedded(e: &Embedded) -> Result<Exercise, ManifestError> {
+        let rel = PathBuf::from("exercises").join(e.id).join(MANIFEST_FILE);
+        let manifest = manifest::parse(e.id, &rel, e.manifest)?;
+        if manifest.source_name() != e.source {
+            return Err(ManifestError {
+                path: rel,
+                line: None,
+                message: format!(
+                    "`source` is {:?}, but solutions/{}/ holds {:?}",
+                    manifest.source_name(),
+                    e.id,
+                    e.source
+                ),
+            });
+        }
+        let original = pristine(e.id, e.solution, e.regions)?;
+        manifest::validate_sources(&manifest, &original, e.solution)?;
+        Ok(Exercise {
+            manifest,
+            original: Box::leak(original.into_boxed_str()),
+            solution: e.solution,
+        })
+    }
+
     /// The reference solution as a unified diff against the learner's text (empty when identical).
     pub fn solution_diff(&self, learner: &str) -> String {
         let name = self.manifest.source_name();
@@ -121,7 +148,7 @@ impl Workbook {
         for e in embedded {
             let parsed = match e.error {
                 Some(error) => Err(error.to_string()),
-                None => e.exercise().map_err(|err| err.to_string()),
+                None => Exercise::from_embedded(e).map_err(|err| err.to_string()),
             };
             match parsed {
                 Ok(exercise) => exercises.push(exercise),
