@@ -22,6 +22,7 @@
 //! - `{{#cudabugs-path}}`: the map of the learning path (`exercises/path.toml`): its chapters in
 //!   order, what each teaches and its lessons by level. The table of contents must follow the path.
 
+mod fixes;
 mod layout;
 mod lesson;
 mod links;
@@ -293,6 +294,9 @@ fn expand(
         .iter()
         .find(|e| chapter.path.as_deref() == Some(Path::new(&e.chapter)));
     let mut marked = false;
+    // The records this page's values come from, each read once.
+    let mut sources: std::collections::HashMap<String, std::rc::Rc<values::Source>> =
+        std::collections::HashMap::new();
     // A fenced `cudabugs-layout` block is the data of a picture: drawn here as SVG.
     let mut layout: Option<String> = None;
     for line in chapter.content.lines() {
@@ -318,7 +322,15 @@ fn expand(
             layout = Some(String::new());
             continue;
         }
-        let filled = values::fill(line, &mut |file| page.record_named(file))?;
+        let filled = values::fill(line, &mut |file| {
+            let key = file.unwrap_or_default().to_string();
+            if let Some(source) = sources.get(&key) {
+                return Ok(source.clone());
+            }
+            let source = std::rc::Rc::new(page.record_named(file)?);
+            sources.insert(key, source.clone());
+            Ok(source)
+        })?;
         let line = filled.as_str();
         let t = line.trim();
         let Some(inner) = t
@@ -417,17 +429,28 @@ impl<'a> Page<'a> {
         Ok((self.record.exercises.iter().find(|r| r.id == id), e))
     }
 
-    /// The book's record, or (`Some(FILE)`) the one in `book/FILE`.
-    fn record_named(&self, file: Option<&str>) -> Result<VerificationRecord> {
+    /// The book's record, or (`Some(FILE)`) the one in `book/FILE`: a verification record, or a
+    /// record of other fixes (one with `fixes`).
+    fn record_named(&self, file: Option<&str>) -> Result<values::Source> {
         let Some(file) = file else {
-            return Ok(self.record.clone());
+            return Ok(values::Source::Verified(self.record.clone()));
         };
         let path = self.workbook.join("book").join(file);
-        serde_json::from_str(
-            &std::fs::read_to_string(&path)
-                .with_context(|| format!("reading {}", path.display()))?,
-        )
-        .with_context(|| format!("{} is not a verification record", path.display()))
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        let json: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not JSON", path.display()))?;
+        Ok(if json.get("fixes").is_some() {
+            values::Source::Fixes(
+                serde_json::from_value(json)
+                    .with_context(|| format!("{} is not a record of fixes", path.display()))?,
+            )
+        } else {
+            values::Source::Verified(
+                serde_json::from_value(json)
+                    .with_context(|| format!("{} is not a verification record", path.display()))?,
+            )
+        })
     }
 
     /// The same catalog verified on another GPU (`book/FILE`), set against the book's record.

@@ -13,11 +13,28 @@
 //!   roofline's two roofs.
 //!
 //! `copy-rate` (a version's bytes copied per call over its call's time) is a figure too.
+//! `[FILE:]ID pcie KIND` is a measured PCIe rate (`h2d-pinned`, `d2h-pinned`, `h2d-pageable`,
+//! `d2h-pageable`; `both`: one direction's share while both run), and `[FILE:]ID copy-time KIND`
+//! how long half the original's copied bytes (one direction's) take at that rate.
+//!
+//! Where FILE is a record of other fixes (`book/fixes-*.json`, see `fixes.rs`), the id is a
+//! version of `scripts/alt-fixes/` and the forms are `FILE:VERSION verdict` ("pass", or "fail"
+//! and what failed), `FILE:VERSION gpu`, `FILE:VERSION report` (where its report is),
+//! `FILE:VERSION WHAT` (that version's figure) and the forms above, in which its own run's
+//! versions are `original`, `reference` and `learner`.
 
 use anyhow::{bail, Context as _, Result};
 use grader::exercise::metric::Metric;
 use grader::judge::perf::{PerfSummary, VersionPerf};
 use grader::plans::verify::VerificationRecord;
+
+use crate::fixes::FixRecord;
+
+/// A record a value may come from: a verification record, or a record of other fixes.
+pub(crate) enum Source {
+    Verified(VerificationRecord),
+    Fixes(FixRecord),
+}
 
 /// A time as prose reads it: the table's µs below a millisecond, ms above.
 fn time(ns: f64) -> String {
@@ -34,7 +51,7 @@ const OPEN: &str = "{{#cudabugs-value ";
 /// `record_of(Some(FILE))` the one in `book/FILE`.
 pub(crate) fn fill(
     line: &str,
-    record_of: &mut dyn FnMut(Option<&str>) -> Result<VerificationRecord>,
+    record_of: &mut dyn FnMut(Option<&str>) -> Result<std::rc::Rc<Source>>,
 ) -> Result<String> {
     let mut out = String::new();
     let mut rest = line;
@@ -51,16 +68,29 @@ pub(crate) fn fill(
                 Some(None) => (None, words[0]),
                 None => bail!("no exercise named"),
             };
-            let record = record_of(file)?;
-            let perf = record
-                .exercises
-                .iter()
-                .find(|e| e.id == id)
-                .with_context(|| format!("the record has no {id}"))?
-                .perf
-                .as_ref()
-                .with_context(|| format!("{id} has no performance record"))?;
-            value(perf, &words[1..])
+            match &*record_of(file)? {
+                Source::Verified(record) => {
+                    let perf = record
+                        .exercises
+                        .iter()
+                        .find(|e| e.id == id)
+                        .with_context(|| format!("the record has no {id}"))?
+                        .perf
+                        .as_ref()
+                        .with_context(|| format!("{id} has no performance record"))?;
+                    value(perf, &words[1..])
+                }
+                Source::Fixes(record) => {
+                    let fix = record.fix(id)?;
+                    match &words[1..] {
+                        ["verdict"] => fix.verdict(),
+                        ["gpu"] => Ok(record.gpu.clone()),
+                        ["report"] => Ok(format!("`{}`", fix.report)),
+                        [what] if figure_name(what) => value(fix.perf()?, &["learner", what]),
+                        rest => value(fix.perf()?, rest),
+                    }
+                }
+            }
         })()
         // One message: the book's problem list shows each error's first line.
         .map_err(|e| anyhow::anyhow!("`{OPEN}{}}}}}`: {e:#}", &after[..end]))?;
@@ -69,6 +99,14 @@ pub(crate) fn fill(
     }
     out.push_str(rest);
     Ok(out)
+}
+
+/// Whether `what` names one version's figure (rather than a whole exercise's, such as `target`).
+fn figure_name(what: &str) -> bool {
+    !matches!(
+        what,
+        "ridge" | "target" | "gpu" | "bandwidth" | "fma-peak" | "pcie-both"
+    )
 }
 
 fn version<'a>(perf: &'a PerfSummary, name: &str) -> Result<&'a VersionPerf> {
@@ -129,6 +167,20 @@ fn figure(v: &VersionPerf, what: &str) -> Result<(String, f64)> {
     })
 }
 
+/// A measured PCIe rate in GB/s: `h2d-pinned`, `d2h-pinned`, `h2d-pageable`, `d2h-pageable`, or
+/// `both` (each direction's share of the pinned rate both ways at once).
+fn pcie_rate(perf: &PerfSummary, kind: &str) -> Result<f64> {
+    let p = perf.peak.pcie.as_ref().context("no PCIe rates measured")?;
+    Ok(match kind {
+        "h2d-pinned" => p.h2d_pinned_gbps,
+        "d2h-pinned" => p.d2h_pinned_gbps,
+        "h2d-pageable" => p.h2d_pageable_gbps,
+        "d2h-pageable" => p.d2h_pageable_gbps,
+        "both" => p.both_pinned_gbps / 2.0,
+        _ => bail!("no PCIe rate `{kind}` (h2d-pinned, d2h-pinned, h2d-pageable, d2h-pageable, both)"),
+    })
+}
+
 fn value(perf: &PerfSummary, words: &[&str]) -> Result<String> {
     Ok(match words {
         ["ridge"] => format!(
@@ -147,6 +199,15 @@ fn value(perf: &PerfSummary, words: &[&str]) -> Result<String> {
                 .context("no PCIe rates measured")?
                 .both_pinned_gbps
         ),
+        ["pcie", kind] => format!("{:.1} GB/s", pcie_rate(perf, kind)?),
+        // One direction's half of the original's copied bytes at a measured rate: how long the
+        // copy in (or out) takes alone; with `both`, while the other direction runs too.
+        ["copy-time", kind] => {
+            let bytes = version(perf, "original")?
+                .metric(Metric::CopyBytes)
+                .context("no `copy-bytes` recorded")?;
+            time(bytes / 2.0 / pcie_rate(perf, kind)?)
+        }
         ["ratio", what, a, b] => {
             let (_, x) = figure(version(perf, a)?, what)?;
             let (_, y) = figure(version(perf, b)?, what)?;
@@ -154,7 +215,8 @@ fn value(perf: &PerfSummary, words: &[&str]) -> Result<String> {
         }
         [name, what] => figure(version(perf, name)?, what)?.0,
         _ => bail!(
-            "expected `ID VERSION WHAT`, `ID ratio WHAT A B`, `ID ridge`, `ID target` or `ID gpu`"
+            "expected `ID VERSION WHAT`, `ID ratio WHAT A B`, `ID pcie KIND`, `ID copy-time KIND`, \
+             `ID ridge`, `ID target` or `ID gpu`"
         ),
     })
 }
