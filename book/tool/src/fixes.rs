@@ -131,9 +131,15 @@ mod tests {
         let (_, h100) = records().remove(0);
         let verdict = |v: &str| h100.fix(v).unwrap().verdict().unwrap();
         assert_eq!(verdict("62-launches-global-pingpong"), "pass");
-        assert_eq!(verdict("62-launches-half"), "fail (speed; launches per call)");
+        assert_eq!(
+            verdict("62-launches-half"),
+            "fail (speed; launches per call)"
+        );
         // A report of an older grader, where the missed speed was a step of its own.
-        assert_eq!(verdict("56-occupancy-half"), "fail (speed; achieved occupancy)");
+        assert_eq!(
+            verdict("56-occupancy-half"),
+            "fail (speed; achieved occupancy)"
+        );
         assert!(h100.fix("62-launches-none").is_err());
     }
 }

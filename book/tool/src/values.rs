@@ -177,7 +177,9 @@ fn pcie_rate(perf: &PerfSummary, kind: &str) -> Result<f64> {
         "h2d-pageable" => p.h2d_pageable_gbps,
         "d2h-pageable" => p.d2h_pageable_gbps,
         "both" => p.both_pinned_gbps / 2.0,
-        _ => bail!("no PCIe rate `{kind}` (h2d-pinned, d2h-pinned, h2d-pageable, d2h-pageable, both)"),
+        _ => bail!(
+            "no PCIe rate `{kind}` (h2d-pinned, d2h-pinned, h2d-pageable, d2h-pageable, both)"
+        ),
     })
 }
 
