@@ -4,8 +4,11 @@
 //! the book's record, or of `book/FILE`, another GPU's):
 //! - `[FILE:]ID VERSION WHAT`: one version's (`original`, `reference`, `cublas`) `time`, `speedup`,
 //!   `kernel-time` (ncu's time of the kernels of a call-clocked exercise), `timeline-call` (the
-//!   call the timeline recorded), `intensity`, `roof-share`, `flops`, `dram-bytes`, or a metric by
-//!   its manifest key (`kernel-share`, `load-efficiency`, ...);
+//!   call the timeline recorded), `timeline-KIND` (how long that call had an operation of a kind
+//!   on the GPU, by the call's own clock: `timeline-h2d`, `timeline-kernel`, `timeline-d2h`,
+//!   `timeline-memset`, ...; operations that overlap count once), `intensity`, `roof-share`,
+//!   `flops`, `dram-bytes`, or a metric by its manifest key (`kernel-share`, `load-efficiency`,
+//!   ...);
 //! - `[FILE:]ID ratio WHAT A B`: version A's WHAT over version B's, as `1.12x`;
 //! - `[FILE:]ID ridge`: the ridge of the GPU's roofline, FLOP/B; `[FILE:]ID target`: the speedup
 //!   a learner's version needs; `[FILE:]ID gpu`: the GPU's name; `[FILE:]ID pcie-both`: the
@@ -31,6 +34,8 @@ use grader::plans::verify::VerificationRecord;
 use crate::fixes::FixRecord;
 
 /// A record a value may come from: a verification record, or a record of other fixes.
+// One per record file, read once and held in an `Rc`: the size of the larger variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Source {
     Verified(VerificationRecord),
     Fixes(FixRecord),
@@ -136,6 +141,10 @@ fn figure(v: &VersionPerf, what: &str) -> Result<(String, f64)> {
             let ns = raw("timeline:call-ns")?;
             (time(ns), ns)
         }
+        kind if kind.starts_with("timeline-") => {
+            let ns = timeline_ns(v, &kind["timeline-".len()..])?;
+            (time(ns), ns)
+        }
         "intensity" => {
             let i = roof()?.intensity;
             (format!("{i:.2} FLOP/B"), i)
@@ -165,6 +174,34 @@ fn figure(v: &VersionPerf, what: &str) -> Result<(String, f64)> {
             (metric.show(Some(value)), value)
         }
     })
+}
+
+/// How long the recorded call had an operation of `kind` (`h2d`, `kernel`, ...) on the GPU: the
+/// union of their GPU intervals, so that operations running at once count once.
+fn timeline_ns(v: &VersionPerf, kind: &str) -> Result<f64> {
+    let call = v
+        .timeline
+        .as_ref()
+        .context("no recorded call (not call-clocked)")?;
+    let mut spans: Vec<(f64, f64)> = call
+        .ops
+        .iter()
+        .filter(|op| op.kind.key() == kind)
+        .filter_map(|op| op.gpu)
+        .collect();
+    if spans.is_empty() {
+        bail!("the recorded call has no `{kind}` on the GPU");
+    }
+    spans.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let (mut ns, mut end) = (0.0, f64::MIN);
+    for (a, b) in spans {
+        let a = a.max(end);
+        if b > a {
+            ns += b - a;
+        }
+        end = end.max(b);
+    }
+    Ok(ns)
 }
 
 /// A measured PCIe rate in GB/s: `h2d-pinned`, `d2h-pinned`, `h2d-pageable`, `d2h-pageable`, or
@@ -221,4 +258,29 @@ fn value(perf: &PerfSummary, words: &[&str]) -> Result<String> {
              `ID ridge`, `ID target` or `ID gpu`"
         ),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A kind's time on the recorded call counts operations that overlap once: two copies in at
+    /// once, 0-4 µs and 2-6 µs, are 6 µs of copying, and a kernel the call did not run is an error.
+    #[test]
+    fn a_timeline_figure_is_the_union_of_its_operations() {
+        let v: VersionPerf = serde_json::from_value(serde_json::json!({
+            "version": "reference", "nanoseconds": 10.0, "speedup": 1.0, "metrics": [],
+            "timeline": { "index": 0, "wall_ns": 10.0, "ops": [
+                { "kind": "h2d", "stream": 1, "host": [0.0, 1.0], "gpu": [0.0, 4e3] },
+                { "kind": "h2d", "stream": 2, "host": [1.0, 2.0], "gpu": [2e3, 6e3] },
+                { "kind": "d2h", "stream": 1, "host": [2.0, 3.0], "gpu": [7e3, 9e3] },
+                { "kind": "alloc", "stream": 0, "host": [0.0, 1.0] }
+            ] }
+        }))
+        .unwrap();
+        assert_eq!(timeline_ns(&v, "h2d").unwrap(), 6e3);
+        assert_eq!(figure(&v, "timeline-d2h").unwrap().0, "2.0 µs");
+        assert!(timeline_ns(&v, "kernel").is_err());
+        assert!(timeline_ns(&v, "alloc").is_err(), "the host's alone");
+    }
 }

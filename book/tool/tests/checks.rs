@@ -25,6 +25,8 @@ impl Copy {
             "book/book.toml",
             "book/verification.json",
             "book/verification-h200.json",
+            "book/fixes-h100.json",
+            "book/fixes-h200.json",
         ] {
             std::fs::copy(repo.join(file), dir.path().join(file)).unwrap();
         }
