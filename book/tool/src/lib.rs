@@ -346,7 +346,7 @@ fn expand(
     if layout.is_some() {
         bail!("a cudabugs-layout block is not closed with ```");
     }
-    Ok(out)
+    Ok(tables::bind_units(&out))
 }
 
 /// A closed `cudabugs-layout` block's picture, set apart from the text around it.

@@ -289,3 +289,60 @@ Not in the {b} record: {}.",
     }
     out
 }
+
+/// The units a measured figure carries in a table cell ("31083.8 µs", "9.5 GB/s", "8.79 M").
+const UNITS: [&str; 20] = [
+    "µs", "us", "ns", "ms", "s", "GB/s", "TB/s", "MB/s", "GFLOP/s", "TFLOP/s", "FLOP/B", "B", "kB",
+    "MB", "GB", "KiB", "MiB", "GiB", "k", "M",
+];
+
+/// `markdown` with the space between a number and its unit made unbreakable in every table row
+/// (outside code blocks), so that a narrow screen wraps a cell between figures, never inside one.
+pub(crate) fn bind_units(markdown: &str) -> String {
+    let mut out = String::with_capacity(markdown.len());
+    let mut fenced = false;
+    for line in markdown.split_inclusive('\n') {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        }
+        if fenced || !line.trim_start().starts_with('|') {
+            out.push_str(line);
+            continue;
+        }
+        let mut rest = line;
+        while let Some(at) = rest.find(' ') {
+            let (before, after) = (&rest[..at], &rest[at + 1..]);
+            out.push_str(before);
+            let unit = UNITS.iter().find(|u| {
+                after.starts_with(*u)
+                    && after[u.len()..]
+                        .chars()
+                        .next()
+                        .is_none_or(|c| !c.is_alphanumeric())
+            });
+            let bound = before.ends_with(|c: char| c.is_ascii_digit()) && unit.is_some();
+            out.push(if bound { '\u{a0}' } else { ' ' });
+            rest = after;
+        }
+        out.push_str(rest);
+    }
+    out
+}
+
+#[cfg(test)]
+mod unit_tests {
+    use super::bind_units;
+
+    #[test]
+    fn a_figure_and_its_unit_are_bound_in_tables_only() {
+        let md = "| a | 31083.8 µs (5.67x) | 9.5 GB/s | 8.79 M | 16 x 16 | 3 steps |\n\
+                  prose 9.5 GB/s\n```\n| 9.5 GB/s\n```\n";
+        let bound = bind_units(md);
+        assert_eq!(
+            bound.lines().next().unwrap(),
+            "| a | 31083.8\u{a0}µs (5.67x) | 9.5\u{a0}GB/s | 8.79\u{a0}M | 16 x 16 | 3 steps |"
+        );
+        assert!(bound.contains("prose 9.5 GB/s\n"), "prose is left alone");
+        assert!(bound.contains("| 9.5 GB/s\n```"), "code is left alone");
+    }
+}
