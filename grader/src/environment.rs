@@ -13,7 +13,7 @@
 //! | `CUDABUGS_FAKE_GPU` | `tools::gpu` | a test seam: the GPU `probe` reports, with no driver |
 //! | `CUDABUGS_SECRET_SEED` | the `grade` command | the hidden cases' secret, as a number |
 //! | `CUDA_VISIBLE_DEVICES` | `plans::grade::class` | the GPUs `grade` spreads its workers over |
-//! | `CUDABUGS_TIMEOUT_SECS`, `CUDABUGS_SANITIZER_JOBS`, `CUDABUGS_NCU_JOBS`, `CUDABUGS_ISOLATION`, `CUDABUGS_MEMORY_MAX_MB`, `CUDABUGS_SANDBOX_UID`, `CUDABUGS_SANDBOX_GID`, `CUDABUGS_NO_INSTALL`, `CUDABUGS_GRADE_LANES` | `engine::config` | run settings (`Config::from_env`) |
+//! | `CUDABUGS_TIMEOUT_SECS`, `CUDABUGS_SANITIZER_JOBS`, `CUDABUGS_NCU_JOBS`, `CUDABUGS_ISOLATION`, `CUDABUGS_MEMORY_MAX_MB`, `CUDABUGS_SANDBOX_UID`, `CUDABUGS_SANDBOX_GID`, `CUDABUGS_NO_INSTALL`, `CUDABUGS_GRADE_LANES`, `CUDABUGS_STUB_COMPILER` | `engine::config` | run settings (`Config::from_env`) |
 //! | `PATH`, `LD_LIBRARY_PATH`, the `CUDA_`/`NVIDIA_` device and debugging switches | `engine::stages` | passed through to sandboxed programs (`PASSED_THROUGH`) |
 //! | `CARGO` | the `book` command | the cargo that runs it, to build the book's tool |
 //! | the whole environment | `tools::nvcc` | what nvcc inherits, less what would change its output |

@@ -110,6 +110,24 @@ pub fn nvcc_or_skip(test: &str) -> bool {
     found
 }
 
+/// What builds a replayed plan's programs: nvcc, or the stub compiler that writes placeholders
+/// (`grader::tools::stub_compiler`), which lets a whole plan run where no nvcc is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compiler {
+    Nvcc,
+    Stub,
+}
+
+/// The compilers a replay test runs its plan with: the stub always, and nvcc where one is found (the
+/// nvcc half says SKIPPED where none is, or fails where CUDABUGS_REQUIRE_NVCC is set).
+pub fn compilers(test: &str) -> Vec<Compiler> {
+    let mut all = vec![Compiler::Stub];
+    if nvcc_or_skip(test) {
+        all.push(Compiler::Nvcc);
+    }
+    all
+}
+
 /// A copy of the workbook (exercises and solutions) in a temporary folder, sharing the repository's
 /// pip toolkit if it has one, so that tests may edit files and progress freely.
 pub struct Copy {
@@ -154,6 +172,17 @@ impl Copy {
     pub fn xtask(&self) -> Command {
         let mut cmd = xtask();
         cmd.env("CUDABUGS_ROOT", self.root());
+        cmd
+    }
+
+    /// `xtask` whose builds `compiler` makes: with the stub, nvcc's path leads nowhere, so that
+    /// a build that still reached nvcc would fail.
+    pub fn xtask_built_by(&self, compiler: Compiler) -> Command {
+        let mut cmd = self.xtask();
+        if compiler == Compiler::Stub {
+            cmd.env("CUDABUGS_STUB_COMPILER", "1")
+                .env("CUDABUGS_NVCC", "/nonexistent/nvcc");
+        }
         cmd
     }
 }

@@ -65,6 +65,9 @@ pub struct Config {
     pub record_tools: Option<PathBuf>,
     /// Serve tool runs from this recording instead of running them (CPU-only machines, tests).
     pub replay_tools: Option<PathBuf>,
+    /// Builds made by the stub compiler (`tools::stub_compiler`), not nvcc: only with
+    /// `replay_tools`, where a recording serves every run (`CUDABUGS_STUB_COMPILER=1`).
+    pub stub_compiler: bool,
     /// Folders and files no sandboxed run may see besides the workbook's own (`grade`: the class's
     /// submissions, the gradebook, the instructor's secret file).
     pub hidden: Vec<PathBuf>,
@@ -113,6 +116,7 @@ impl Default for Config {
             install_toolkit: true,
             record_tools: None,
             replay_tools: None,
+            stub_compiler: false,
             hidden: Vec::new(),
             from_env: FromEnv::default(),
             audit: true,
@@ -156,7 +160,7 @@ impl Config {
     /// The defaults, with the environment's overrides: `CUDABUGS_TIMEOUT_SECS` (every per-run
     /// limit), `CUDABUGS_SANITIZER_JOBS`, `CUDABUGS_NCU_JOBS`, `CUDABUGS_ISOLATION`,
     /// `CUDABUGS_MEMORY_MAX_MB`, `CUDABUGS_SANDBOX_UID`, `CUDABUGS_SANDBOX_GID`, `CUDABUGS_NO_INSTALL`,
-    /// `CUDABUGS_ONE_CONNECTION`, `CUDABUGS_GRADE_LANES`.
+    /// `CUDABUGS_ONE_CONNECTION`, `CUDABUGS_GRADE_LANES`, `CUDABUGS_STUB_COMPILER`.
     pub fn from_env() -> Result<Config, EnvError> {
         let mut c = Config::default();
         fn get<T: std::str::FromStr>(var: &'static str) -> Result<Option<T>, EnvError> {
@@ -220,6 +224,7 @@ impl Config {
             c.one_connection = on != 0;
         }
         c.install_toolkit = !crate::environment::is_set("CUDABUGS_NO_INSTALL");
+        c.stub_compiler = crate::environment::is_set("CUDABUGS_STUB_COMPILER");
         Ok(c)
     }
 }

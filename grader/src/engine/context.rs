@@ -11,6 +11,7 @@ use crate::tools::launcher::{Launcher, Recorder, Replay, Sandboxed, StrictUnavai
 use crate::tools::nvcc::{self, Harness};
 use crate::tools::runner::{self, Job};
 use crate::tools::sandbox::Level;
+use crate::tools::stub_compiler::{self, StubCompiler};
 use crate::tools::toolchain::{self, Toolchain};
 
 /// The -arch used when no GPU tells us better (H100/H200).
@@ -38,6 +39,8 @@ pub enum ContextError {
     Strict(#[from] StrictUnavailable),
     #[error("the tool recording in {0}: {1}")]
     Recording(PathBuf, String),
+    #[error("CUDABUGS_STUB_COMPILER makes placeholders, not programs: it needs --replay-tools DIR, a recording that serves every run")]
+    StubWithoutReplay,
 }
 
 pub struct Context {
@@ -212,7 +215,18 @@ impl ContextBuilder<'_> {
             compiler,
             gpu,
         } = self;
+        // The stub compiler stands in for nvcc only where a recording serves every run.
+        let stub = config.stub_compiler;
+        let compiler = match (stub, &config.replay_tools) {
+            (true, None) => return Err(ContextError::StubWithoutReplay),
+            (true, Some(_)) => Some(stub_compiler::toolchain(wb.harness, &wb.harness_dir())?),
+            (false, _) => compiler,
+        };
         let mut tools = toolchain_for(wb, &config, compiler.is_some(), &mut say)?;
+        if stub {
+            tools.objdump = Some(stub_compiler::OBJDUMP.into());
+            tools.cuobjdump = Some(stub_compiler::CUOBJDUMP.into());
+        }
         let nvcc = match &compiler {
             Some((given, _)) => given.clone(),
             None => tools.nvcc.clone().ok_or_else(|| ContextError::NoNvcc {
@@ -237,9 +251,14 @@ impl ContextBuilder<'_> {
                     .sanitizer
                     .get_or_insert_with(|| "compute-sanitizer".into());
                 tools.ncu.get_or_insert_with(|| "ncu".into());
-                let replay = Replay::open(dir, &wb.root, sandboxed)
-                    .map_err(|e| ContextError::Recording(dir.clone(), e.to_string()))?;
-                Box::new(replay)
+                let recording =
+                    |e: std::io::Error| ContextError::Recording(dir.clone(), e.to_string());
+                if stub {
+                    let builds = StubCompiler { inner: sandboxed };
+                    Box::new(Replay::open(dir, &wb.root, builds).map_err(recording)?)
+                } else {
+                    Box::new(Replay::open(dir, &wb.root, sandboxed).map_err(recording)?)
+                }
             }
             RunMode::Recorded(dir) => {
                 start_recording(dir, &gpu);

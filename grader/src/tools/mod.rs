@@ -17,5 +17,6 @@ pub mod sanitizer;
 pub mod sass;
 pub mod seccomp;
 pub mod served;
+pub mod stub_compiler;
 pub mod timeline;
 pub mod toolchain;

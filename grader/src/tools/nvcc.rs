@@ -185,17 +185,26 @@ fn check(done: runner::Finished, source: &Path, timeout: Duration) -> Result<(),
     }
 }
 
+/// The harness's sources written into `dir` (the headers every build includes, and the programs
+/// the grader builds of its own, such as the peak's), each only where it changed.
+pub fn write_harness(files: &[(&str, &str)], dir: &Path) -> Result<(), BuildError> {
+    mkdir(dir)?;
+    for (name, text) in files {
+        write_if_changed(&dir.join(name), text)?;
+    }
+    Ok(())
+}
+
 /// Write the harness into `dir` and compile its object, unless an up-to-date one exists.
 pub fn prepare_harness(
     nvcc: &Nvcc,
     files: &[(&str, &str)],
     dir: &Path,
 ) -> Result<Harness, BuildError> {
-    mkdir(dir)?;
+    write_harness(files, dir)?;
     // blake3, not DefaultHasher: the name must not change with the Rust release that built xtask.
     let mut hasher = blake3::Hasher::new();
     for (name, text) in files {
-        write_if_changed(&dir.join(name), text)?;
         for part in [name.as_bytes(), text.as_bytes()] {
             hasher
                 .update(&(part.len() as u64).to_le_bytes())
