@@ -118,6 +118,15 @@ pub enum Compiler {
     Stub,
 }
 
+/// `cmd`'s builds made by `compiler`: with the stub, nvcc's path leads nowhere, so that a build
+/// that still reached nvcc would fail.
+pub fn built_by(cmd: &mut Command, compiler: Compiler) {
+    if compiler == Compiler::Stub {
+        cmd.env("CUDABUGS_STUB_COMPILER", "1")
+            .env("CUDABUGS_NVCC", "/nonexistent/nvcc");
+    }
+}
+
 /// The compilers a replay test runs its plan with: the stub always, and nvcc where one is found (the
 /// nvcc half says SKIPPED where none is, or fails where CUDABUGS_REQUIRE_NVCC is set).
 pub fn compilers(test: &str) -> Vec<Compiler> {
@@ -175,14 +184,10 @@ impl Copy {
         cmd
     }
 
-    /// `xtask` whose builds `compiler` makes: with the stub, nvcc's path leads nowhere, so that
-    /// a build that still reached nvcc would fail.
+    /// `xtask` in this copy, its builds made by `compiler` (`built_by`).
     pub fn xtask_built_by(&self, compiler: Compiler) -> Command {
         let mut cmd = self.xtask();
-        if compiler == Compiler::Stub {
-            cmd.env("CUDABUGS_STUB_COMPILER", "1")
-                .env("CUDABUGS_NVCC", "/nonexistent/nvcc");
-        }
+        built_by(&mut cmd, compiler);
         cmd
     }
 }
