@@ -9,7 +9,8 @@ use super::*;
     version
 )]
 pub(crate) struct Cli {
-    /// Output format: text for people, json (stable fields) for scripts and editors.
+    /// Output format: text for people, json (stable fields) for scripts and editors, events (a JSON
+    /// line per event, every command alike) for tools that follow a run as it goes.
     #[arg(long, global = true, value_enum, default_value_t = Format::Text)]
     pub(crate) format: Format,
     /// The same as `--format json`.
@@ -61,6 +62,9 @@ pub(crate) enum Format {
     Json,
     /// SARIF 2.1.0 (sanitize only): for editors and code-scanning services.
     Sarif,
+    /// JSON Lines, one event per line, the same schema for every command
+    /// (book/src/events.schema.json): progress, notes, the result, and `finished` with the exit code.
+    Events,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -56,15 +56,19 @@ fn main() -> ExitCode {
         std::process::exit(ExitStatus::Interrupted.code().into());
     });
     let out = reporter(cli.format());
-    match run(cli) {
-        Ok(status) => status.into(),
+    let command = matches.subcommand_name().unwrap_or_default().to_string();
+    // The exit status is decided here, once, for every command, and every reporter hears it.
+    let status = match run(cli) {
+        Ok(status) => status,
         Err(e) => {
             let status = exit_of(&e);
             eprintln!("error: {e:#}");
             out.error(&e, status);
-            status.into()
+            status
         }
-    }
+    };
+    out.finished(&command, status);
+    status.into()
 }
 
 /// The exit status of the error that ended a command: a usage error unless it says otherwise.

@@ -5,6 +5,10 @@
 //! - `Json`: the result as one JSON document on stdout, and nothing else there (`watch`: one line
 //!   per check); errors as `{"error", "exit_code"}`.
 //! - `Sarif`: `sanitize`'s findings as SARIF 2.1.0; refused by every other command before it runs.
+//! - `Events`: JSON Lines on stdout, one event per line and the same envelope for every command
+//!   (`schema`, `event`; book/src/events.schema.json): `progress`, `note`, `say`, `result` (the
+//!   JSON document `Json` prints), `error`, `grade`'s own events, and last `finished` with the exit
+//!   code, which `main` decides and hands every reporter (`Reporter::finished`).
 
 use anstream::{eprintln, print, println};
 use anyhow::Result;
@@ -59,11 +63,14 @@ pub(crate) trait Reporter: Sync {
     }
     /// One event of a class's grading (the bar moved where there is one).
     fn grade_event(&self, _e: &Event, _bar: Option<&indicatif::ProgressBar>) {}
+    /// The command ended with `status` (every command, once, last).
+    fn finished(&self, _command: &str, _status: ExitStatus) {}
 }
 
 struct Text;
 struct Json;
 struct Sarif;
+struct Events;
 
 /// The reporter of `--format`.
 pub(crate) fn reporter(format: Format) -> &'static dyn Reporter {
@@ -71,6 +78,7 @@ pub(crate) fn reporter(format: Format) -> &'static dyn Reporter {
         Format::Text => &Text,
         Format::Json => &Json,
         Format::Sarif => &Sarif,
+        Format::Events => &Events,
     }
 }
 
@@ -168,5 +176,56 @@ impl Reporter for Sarif {
         };
         println!("{}", serde_json::to_string_pretty(&value)?);
         Ok(())
+    }
+}
+
+/// The version of the events' schema (book/src/events.schema.json): a field may be added without
+/// a new version; a change of meaning takes one.
+pub(crate) const EVENTS_SCHEMA: u32 = 1;
+
+impl Events {
+    /// One event on its own line: `fields` (an object) with the envelope first.
+    fn emit(&self, event: &str, fields: serde_json::Value) {
+        let mut line = serde_json::Map::new();
+        line.insert("schema".into(), EVENTS_SCHEMA.into());
+        line.insert("event".into(), event.into());
+        if let serde_json::Value::Object(rest) = fields {
+            line.extend(rest.into_iter().filter(|(k, _)| k != "event"));
+        }
+        println!("{}", serde_json::Value::Object(line));
+    }
+}
+
+impl Reporter for Events {
+    fn progress(&self, line: &str) {
+        self.emit("progress", serde_json::json!({ "message": line }));
+    }
+    fn say(&self, line: &str) {
+        self.emit("say", serde_json::json!({ "message": line }));
+    }
+    fn note(&self, line: &str) {
+        self.emit("note", serde_json::json!({ "message": line }));
+    }
+    fn result(&self, r: &dyn Rendered) -> Result<()> {
+        self.emit("result", serde_json::json!({ "result": r.json()? }));
+        Ok(())
+    }
+    /// `grade`'s events, each under its own name (`started`, `graded`, `chunk`, `note`).
+    fn grade_event(&self, e: &Event, _bar: Option<&indicatif::ProgressBar>) {
+        let value = serde_json::to_value(e).unwrap_or_default();
+        let name = value["event"].as_str().unwrap_or("grade").to_string();
+        self.emit(&name, value);
+    }
+    fn error(&self, e: &anyhow::Error, status: ExitStatus) {
+        self.emit(
+            "error",
+            serde_json::json!({ "message": format!("{e:#}"), "exit_code": status.code() }),
+        );
+    }
+    fn finished(&self, command: &str, status: ExitStatus) {
+        self.emit(
+            "finished",
+            serde_json::json!({ "command": command, "exit_code": status.code() }),
+        );
     }
 }
