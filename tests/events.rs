@@ -193,20 +193,10 @@ fn a_usage_error_is_an_error_event_then_finished_with_exit_2() {
 /// The schema's exit codes are the ones grader/src/exit.rs decides.
 #[test]
 fn the_schema_names_every_exit_code() {
-    let codes: Vec<u64> = [
-        ExitStatus::Pass,
-        ExitStatus::Fail,
-        ExitStatus::Usage,
-        ExitStatus::ToolError,
-        ExitStatus::Timeout,
-        ExitStatus::NotGradable,
-        ExitStatus::Skipped,
-        ExitStatus::CannotWrite,
-        ExitStatus::Interrupted,
-    ]
-    .iter()
-    .map(|s| u64::from(s.code()))
-    .collect();
+    let codes: Vec<u64> = ExitStatus::ALL
+        .iter()
+        .map(|s| u64::from(s.code()))
+        .collect();
     let listed: Vec<u64> = schema()["$defs"]["exit_code"]["enum"]
         .as_array()
         .unwrap()
