@@ -94,3 +94,70 @@ fn decimal_figures_are_the_measured_kind() {
         ["12.5%", "3.04x", "17.3 ms", "0.4 ms", "52.5 GB/s"]
     );
 }
+
+/// The README's table of the performance track gives each fix's speedup on the H100 and the H200
+/// ("(3.72x / 5.30x)"): typed there, so a test holds each to the book's records, at the precision
+/// it is written with.
+#[test]
+fn the_readme_s_speedups_are_the_records() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let readme = std::fs::read_to_string(repo.join("README.md")).unwrap();
+    let speedups = |file: &str| -> std::collections::BTreeMap<String, f64> {
+        let record: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(repo.join("book").join(file)).unwrap())
+                .unwrap();
+        record["exercises"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|e| {
+                let fix = e["perf"]["versions"]
+                    .as_array()?
+                    .iter()
+                    .find(|v| v["version"] == "reference")?;
+                Some((e["id"].as_str()?.to_string(), fix["speedup"].as_f64()?))
+            })
+            .collect()
+    };
+    let (h100, h200) = (
+        speedups("verification.json"),
+        speedups("verification-h200.json"),
+    );
+    let mut rows = 0;
+    let mut wrong = Vec::new();
+    for line in readme.lines() {
+        let Some(id) = line
+            .strip_prefix("| `")
+            .and_then(|l| l.split_once('`'))
+            .map(|(id, _)| id.to_string())
+            .filter(|id| h100.contains_key(id))
+        else {
+            continue;
+        };
+        let figures = line
+            .trim_end_matches(|c: char| c == '|' || c.is_whitespace())
+            .rsplit_once('(')
+            .and_then(|(_, f)| f.strip_suffix(')'))
+            .unwrap_or_else(|| panic!("no (H100 / H200) in {line}"));
+        let (a, b) = figures.split_once(" / ").unwrap();
+        let first = |s: &str| {
+            s.split([',', ' '])
+                .next()
+                .unwrap()
+                .trim_end_matches('x')
+                .to_string()
+        };
+        for (typed, record, gpu) in [(first(a), &h100, "H100"), (first(b), &h200, "H200")] {
+            let decimals = typed.split_once('.').map_or(0, |(_, d)| d.len());
+            let measured = format!("{:.*}", decimals, record[&id]);
+            if measured != typed {
+                wrong.push(format!(
+                    "{id} on the {gpu}: README {typed}x, record {measured}x"
+                ));
+            }
+        }
+        rows += 1;
+    }
+    assert_eq!(rows, 21, "the performance track's rows");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
