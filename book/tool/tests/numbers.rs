@@ -102,7 +102,8 @@ fn decimal_figures_are_the_measured_kind() {
 fn the_readme_s_speedups_are_the_records() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let readme = std::fs::read_to_string(repo.join("README.md")).unwrap();
-    let speedups = |file: &str| -> std::collections::BTreeMap<String, f64> {
+    // The fix's speedup, and its share of cuBLAS where it has one.
+    let speedups = |file: &str| -> std::collections::BTreeMap<String, (f64, Option<f64>)> {
         let record: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(repo.join("book").join(file)).unwrap())
                 .unwrap();
@@ -115,7 +116,15 @@ fn the_readme_s_speedups_are_the_records() {
                     .as_array()?
                     .iter()
                     .find(|v| v["version"] == "reference")?;
-                Some((e["id"].as_str()?.to_string(), fix["speedup"].as_f64()?))
+                let cublas = fix["metrics"]
+                    .as_array()?
+                    .iter()
+                    .find(|m| m["metric"] == "share-of-baseline")
+                    .and_then(|m| m["value"].as_f64());
+                Some((
+                    e["id"].as_str()?.to_string(),
+                    (fix["speedup"].as_f64()?, cublas),
+                ))
             })
             .collect()
     };
@@ -147,13 +156,27 @@ fn the_readme_s_speedups_are_the_records() {
                 .trim_end_matches('x')
                 .to_string()
         };
-        for (typed, record, gpu) in [(first(a), &h100, "H100"), (first(b), &h200, "H200")] {
+        for (part, record, gpu) in [(a, &h100, "H100"), (b, &h200, "H200")] {
+            let typed = first(part);
             let decimals = typed.split_once('.').map_or(0, |(_, d)| d.len());
-            let measured = format!("{:.*}", decimals, record[&id]);
+            let (speedup, cublas) = record[&id];
+            let measured = format!("{speedup:.decimals$}");
             if measured != typed {
                 wrong.push(format!(
                     "{id} on the {gpu}: README {typed}x, record {measured}x"
                 ));
+            }
+            // "5.67x, 60% of cuBLAS": the share as the record has it, to the percent.
+            if let Some(share) = part
+                .split_once(", ")
+                .and_then(|(_, s)| s.strip_suffix("% of cuBLAS"))
+            {
+                let measured = cublas.map(|c| format!("{c:.0}"));
+                if measured.as_deref() != Some(share) {
+                    wrong.push(format!(
+                        "{id} on the {gpu}: README {share}% of cuBLAS, record {measured:?}"
+                    ));
+                }
             }
         }
         rows += 1;
