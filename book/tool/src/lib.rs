@@ -429,8 +429,8 @@ impl<'a> Page<'a> {
         Ok((self.record.exercises.iter().find(|r| r.id == id), e))
     }
 
-    /// The book's record, or (`Some(FILE)`) the one in `book/FILE`: a verification record, or a
-    /// record of other fixes (one with `fixes`).
+    /// The book's record, or (`Some(FILE)`) the one in `book/FILE`: a check report (one with
+    /// `steps`), a record of other fixes (one with `fixes`), or a verification record.
     fn record_named(&self, file: Option<&str>) -> Result<values::Source> {
         let Some(file) = file else {
             return Ok(values::Source::Verified(self.record.clone()));
@@ -440,17 +440,22 @@ impl<'a> Page<'a> {
             .with_context(|| format!("reading {}", path.display()))?;
         let json: serde_json::Value = serde_json::from_str(&text)
             .with_context(|| format!("{} is not JSON", path.display()))?;
-        Ok(if json.get("fixes").is_some() {
-            values::Source::Fixes(
-                serde_json::from_value(json)
-                    .with_context(|| format!("{} is not a record of fixes", path.display()))?,
-            )
-        } else {
-            values::Source::Verified(
-                serde_json::from_value(json)
-                    .with_context(|| format!("{} is not a verification record", path.display()))?,
-            )
-        })
+        Ok(
+            if json.get("steps").is_some() && json.get("exercise").is_some() {
+                values::Source::Check(json)
+            } else if json.get("fixes").is_some() {
+                values::Source::Fixes(
+                    serde_json::from_value(json)
+                        .with_context(|| format!("{} is not a record of fixes", path.display()))?,
+                )
+            } else {
+                values::Source::Verified(
+                    serde_json::from_value(json).with_context(|| {
+                        format!("{} is not a verification record", path.display())
+                    })?,
+                )
+            },
+        )
     }
 
     /// The same catalog verified on another GPU (`book/FILE`), set against the book's record.

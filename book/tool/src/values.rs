@@ -20,6 +20,9 @@
 //! `d2h-pageable`; `both`: one direction's share while both run), and `[FILE:]ID copy-time KIND`
 //! how long half the original's copied bytes (one direction's) take at that rate.
 //!
+//! Where FILE is one `check --format json` report (a bug-track version's), the forms are
+//! `FILE:ID timing learner|reference|ratio|limit` (ID is the exercise's, for the reader).
+//!
 //! Where FILE is a record of other fixes (`book/fixes-*.json`, see `fixes.rs`), the id is a
 //! version of `scripts/alt-fixes/` and the forms are `FILE:VERSION verdict` ("pass", or "fail"
 //! and what failed), `FILE:VERSION gpu`, `FILE:VERSION report` (where its report is),
@@ -33,12 +36,14 @@ use grader::plans::verify::VerificationRecord;
 
 use crate::fixes::FixRecord;
 
-/// A record a value may come from: a verification record, or a record of other fixes.
+/// A record a value may come from: a verification record, a record of other fixes, or one
+/// `check --format json` report.
 // One per record file, read once and held in an `Rc`: the size of the larger variant costs nothing.
 #[allow(clippy::large_enum_variant)]
 pub(crate) enum Source {
     Verified(VerificationRecord),
     Fixes(FixRecord),
+    Check(serde_json::Value),
 }
 
 /// A time as prose reads it: the table's µs below a millisecond, ms above.
@@ -85,6 +90,7 @@ pub(crate) fn fill(
                         .with_context(|| format!("{id} has no performance record"))?;
                     value(perf, &words[1..])
                 }
+                Source::Check(report) => check_value(report, &words[1..]),
                 Source::Fixes(record) => {
                     let fix = record.fix(id)?;
                     match &words[1..] {
@@ -104,6 +110,27 @@ pub(crate) fn fill(
     }
     out.push_str(rest);
     Ok(out)
+}
+
+/// A bug-track check report's timing: `timing learner` and `timing reference` (the kernels' times
+/// under ncu), `timing ratio` (the learner's over the reference's) and `timing limit` (the most the
+/// check allows).
+fn check_value(report: &serde_json::Value, words: &[&str]) -> Result<String> {
+    let timing = &report["timing"];
+    let number = |key: &str| {
+        timing[key]
+            .as_f64()
+            .with_context(|| format!("the report has no timing `{key}`"))
+    };
+    Ok(match words {
+        ["timing", "learner"] => time(number("learner_ns")?),
+        ["timing", "reference"] => time(number("reference_ns")?),
+        ["timing", "ratio"] => format!("{:.2}x", number("ratio_to_reference")?),
+        ["timing", "limit"] => format!("{:.1}x", number("max_ratio_to_reference")?),
+        _ => {
+            bail!("expected `timing learner`, `timing reference`, `timing ratio` or `timing limit`")
+        }
+    })
 }
 
 /// Whether `what` names one version's figure (rather than a whole exercise's, such as `target`).
