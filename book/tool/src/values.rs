@@ -97,7 +97,8 @@ pub(crate) fn fill(
                         ["verdict"] => fix.verdict(),
                         ["gpu"] => Ok(record.gpu.clone()),
                         ["report"] => Ok(format!("`{}`", fix.report)),
-                        [what] if figure_name(what) => value(fix.perf()?, &["learner", what]),
+                        // One word is the version's own figure; longer forms are `value`'s.
+                        [what] => value(fix.perf()?, &["learner", what]),
                         rest => value(fix.perf()?, rest),
                     }
                 }
@@ -131,14 +132,6 @@ fn check_value(report: &serde_json::Value, words: &[&str]) -> Result<String> {
             bail!("expected `timing learner`, `timing reference`, `timing ratio` or `timing limit`")
         }
     })
-}
-
-/// Whether `what` names one version's figure (rather than a whole exercise's, such as `target`).
-fn figure_name(what: &str) -> bool {
-    !matches!(
-        what,
-        "ridge" | "target" | "gpu" | "bandwidth" | "fma-peak" | "pcie-both"
-    )
 }
 
 fn version<'a>(perf: &'a PerfSummary, name: &str) -> Result<&'a VersionPerf> {

@@ -11,8 +11,8 @@ enum Typed {
     Tolerance(&'static str),
     /// A share the exercise's tool printed, rounded (its record's `tool_output`).
     ToolOutput(&'static str),
-    /// A property of a number format, with why.
-    Fact(&'static str),
+    /// The most that rounding to half precision changes a value, 2^-11 of it, as a percentage.
+    HalfRounding,
 }
 
 /// The typed figures, by lesson.
@@ -32,11 +32,7 @@ const TYPED: &[(&str, &str, Typed)] = &[
         "99.6%",
         Typed::ToolOutput("23-oversized-scratch"),
     ),
-    (
-        "40-half-overflow.md",
-        "0.05%",
-        Typed::Fact("rounding to half precision: at most 2^-11 of the value"),
-    ),
+    ("40-half-overflow.md", "0.05%", Typed::HalfRounding),
 ];
 
 /// Whether `figure`, typed in a lesson, is what its `Typed` entry says it is.
@@ -73,7 +69,7 @@ fn holds(figure: &str, typed: &Typed, repo: &Path) -> bool {
                     .is_some_and(|n| format!("{n:.decimals$}%") == figure)
             })
         }
-        Typed::Fact(why) => !why.is_empty() && (value - 100.0 / 2048.0).abs() < 0.005,
+        Typed::HalfRounding => format!("{:.2}%", 100.0 / 2048.0) == figure,
     }
 }
 

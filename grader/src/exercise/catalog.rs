@@ -66,13 +66,23 @@ impl Embedded {
 }
 
 /// The untouched exercise: `solution` with the regions of `solutions/<id>/exercise-regions.cu`
-/// put back. The one place it is made, from disk and from the embedded texts alike.
-pub(crate) fn pristine(id: &str, solution: &str, regions: &str) -> Result<String, ManifestError> {
-    crate::exercise::regions::splice(solution, regions).map_err(|e| ManifestError {
-        path: PathBuf::from("solutions").join(id).join(ORIGINAL_REGIONS),
-        line: Some(e.line),
-        message: e.message,
-    })
+/// put back, checked with its solution against what `manifest` says of them. The one place it is
+/// made, from disk and from the embedded texts alike.
+pub(crate) fn pristine(
+    manifest: &LoadedManifest,
+    solution: &str,
+    regions: &str,
+) -> Result<String, ManifestError> {
+    let original =
+        crate::exercise::regions::splice(solution, regions).map_err(|e| ManifestError {
+            path: PathBuf::from("solutions")
+                .join(&manifest.id)
+                .join(ORIGINAL_REGIONS),
+            line: Some(e.line),
+            message: e.message,
+        })?;
+    manifest::validate_sources(manifest, &original, solution)?;
+    Ok(original)
 }
 
 /// One exercise's files on disk.
@@ -129,8 +139,7 @@ pub fn load(root: &Path, id: &str) -> Result<OnDisk, ManifestError> {
     let regions_rel = PathBuf::from("solutions").join(id).join(ORIGINAL_REGIONS);
     let regions =
         fs::read_to_string(root.join(&regions_rel)).map_err(|e| io_error(&regions_rel, e))?;
-    let original = pristine(id, &solution, &regions)?;
-    manifest::validate_sources(&manifest, &original, &solution)?;
+    let original = pristine(&manifest, &solution, &regions)?;
     Ok(OnDisk {
         manifest,
         exercise_path,

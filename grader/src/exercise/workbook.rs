@@ -34,8 +34,7 @@ impl Exercise {
                 ),
             });
         }
-        let original = pristine(e.id, e.solution, e.regions)?;
-        manifest::validate_sources(&manifest, &original, e.solution)?;
+        let original = pristine(&manifest, e.solution, e.regions)?;
         Ok(Exercise {
             manifest,
             original: Box::leak(original.into_boxed_str()),
