@@ -148,6 +148,18 @@ impl Context {
         }
     }
 
+    /// What a run that shares the GPU with the others of a plan may hold of its memory: an even
+    /// share among `gpu_jobs` runs at once (lanes of a grade split `gpu_jobs` between them). None
+    /// where nothing runs on a GPU here or the driver's count (NVML) cannot be read.
+    pub fn gpu_memory_share(&self) -> Option<crate::tools::gpu_memory::GpuMemoryWatch> {
+        if self.launcher.replays() {
+            return None;
+        }
+        let total = self.gpu_info()?.memory_bytes as u64;
+        let share = total / self.config.gpu_jobs.max(1) as u64;
+        crate::tools::gpu_memory::GpuMemoryWatch::from_driver(share, total)
+    }
+
     /// Why `m` cannot run on this GPU, where it needs a newer one (`requires`).
     pub fn unsupported(&self, m: &LoadedManifest) -> Option<String> {
         below_requirement(&self.gpu, m)

@@ -31,6 +31,10 @@ pub fn failed_on_resource(o: &Output) -> bool {
     }) else {
         return false;
     };
+    // Killed for holding more GPU memory than a shared run may: its own doing (`gpu_memory`).
+    if finished.gpu_memory_over.is_some() {
+        return false;
+    }
     if finished.success() || finished.exit == crate::tools::runner::Exit::TimedOut {
         return false;
     }
@@ -186,6 +190,33 @@ mod tests {
             !failed_on_resource(&ran(0, "out of memory")),
             "a run that succeeded is not run again"
         );
+    }
+
+    #[test]
+    fn a_run_killed_over_its_gpu_memory_share_is_not_run_again() {
+        use crate::tools::runner::Exit;
+        // The `hog` fixture's racecheck on an H200: out of memory in its own allocations, and
+        // killed over its share. Alone it would hold the GPU from the whole class.
+        let mut killed = ran(86, "CUDA_ERROR_OUT_OF_MEMORY");
+        if let Output::Ran { run: Ok(f), .. } = &mut killed {
+            f.exit = Exit::Signal(libc::SIGKILL);
+            f.gpu_memory_over = Some(crate::tools::gpu_memory::GpuMemoryOver {
+                held: 10 << 30,
+                share: 8 << 30,
+                total: 140 << 30,
+            });
+        }
+        assert!(!failed_on_resource(&killed));
+        let stages = [Stage::new(0, StageKind::Correctness)];
+        let outputs = [killed];
+        let again = run_again(
+            &stages[0],
+            &outputs[0],
+            &stages,
+            &outputs,
+            Default::default(),
+        );
+        assert_eq!(again, Again::No);
     }
 
     #[test]

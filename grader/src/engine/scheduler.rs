@@ -11,7 +11,7 @@ use crate::engine::kept;
 use crate::engine::plan::{Resource, Stage, StageKind, Submission};
 pub use crate::engine::rerun::failed_on_resource;
 use crate::engine::rerun::{rerun_alone, run_again, Again};
-use crate::engine::stages::{self, Blocked, Output};
+use crate::engine::stages::{self, Blocked, Output, RunTerms};
 use crate::exercise::workbook::Workbook;
 use crate::tools::nvcc::{BuildError, Built, Flavor};
 
@@ -136,8 +136,13 @@ pub fn execute(
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     });
+    let beside = RunTerms {
+        after_stall: None,
+        gpu_memory: ctx.gpu_memory_share(),
+    };
     let (built, mut ran) = std::thread::scope(|scope| {
-        let gpu_runs = scope.spawn(|| parallel(&gpu, ctx.config.gpu_jobs, |s| runs.run(s, None)));
+        let gpu_runs =
+            scope.spawn(|| parallel(&gpu, ctx.config.gpu_jobs, |s| runs.run(s, &beside)));
         let built = parallel(&builds, ctx.config.cpu_jobs, |s| runs.build(s));
         timeline.builds_done_at = start.elapsed().as_secs_f64();
         (built, gpu_runs.join().expect("a GPU stage panicked"))
@@ -157,7 +162,9 @@ pub fn execute(
                     .write()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
             });
-    timeline.rerun_alone += rerun_alone(&gpu, &mut ran, &again, &|s, limit| runs.run(s, limit));
+    timeline.rerun_alone += rerun_alone(&gpu, &mut ran, &again, &|s, limit| {
+        runs.run(s, &RunTerms::alone(limit))
+    });
     if runs.blocked.is_none() && !gpu.is_empty() {
         timeline.runs_done_at = Some(start.elapsed().as_secs_f64());
     }
@@ -277,23 +284,17 @@ impl<'r, 's> Execution<'r, 's> {
         out
     }
 
-    /// A stage that runs a build's binary, once that is built (`tool_limit`: a shorter limit for a
-    /// tool run again).
-    fn run(&self, s: &Stage, tool_limit: Option<std::time::Duration>) -> Output {
+    /// A stage that runs a build's binary, once that is built, on `terms` (beside others or alone).
+    fn run(&self, s: &Stage, terms: &RunTerms) -> Output {
         self.clocked(s, &|| {
             let flavor = s.kind.needs().expect("a stage that runs a build");
             let built = self.binaries.wait(slot_of(s.subject, flavor));
             match (&self.blocked, built) {
                 (_, None) => Output::NotRun(Blocked::BuildFailed),
                 (Some(b), Some(_)) if s.kind.needs_gpu() => Output::NotRun(b.clone()),
-                (_, Some(b)) => stages::run_within(
-                    self.ctx,
-                    self.wb,
-                    &self.subs[s.subject],
-                    s,
-                    Some(&b),
-                    tool_limit,
-                ),
+                (_, Some(b)) => {
+                    stages::run_within(self.ctx, self.wb, &self.subs[s.subject], s, Some(&b), terms)
+                }
             }
         })
     }
@@ -328,7 +329,9 @@ impl<'r, 's> Execution<'r, 's> {
     /// The profiler stages, `ncu_jobs` processes at once.
     fn profile(&self, profiler: &[Stage], timeline: &mut PhaseTimes) -> Vec<Output> {
         let phase = Instant::now();
-        let mut timed = parallel(profiler, self.ctx.config.ncu_jobs, |s| self.run(s, None));
+        let mut timed = parallel(profiler, self.ctx.config.ncu_jobs, |s| {
+            self.run(s, &RunTerms::alone(None))
+        });
         // Likewise a profiled run (a program starting beside it may have taken the memory).
         let again: Vec<Again> = timed
             .iter()
@@ -340,8 +343,9 @@ impl<'r, 's> Execution<'r, 's> {
                 }
             })
             .collect();
-        timeline.rerun_alone +=
-            rerun_alone(profiler, &mut timed, &again, &|s, limit| self.run(s, limit));
+        timeline.rerun_alone += rerun_alone(profiler, &mut timed, &again, &|s, limit| {
+            self.run(s, &RunTerms::alone(limit))
+        });
         if !profiler.is_empty() && self.blocked.is_none() {
             timeline.profiler = Some(phase.elapsed().as_secs_f64());
         }
@@ -351,7 +355,7 @@ impl<'r, 's> Execution<'r, 's> {
     /// Wall-clock timings last, one at a time: nothing else on the GPU.
     fn time_alone(&self, exclusive: &[Stage], timeline: &mut PhaseTimes) -> Vec<Output> {
         let phase = Instant::now();
-        let alone = parallel(exclusive, 1, |s| self.run(s, None));
+        let alone = parallel(exclusive, 1, |s| self.run(s, &RunTerms::alone(None)));
         if !exclusive.is_empty() && self.blocked.is_none() {
             timeline.exclusive = Some(phase.elapsed().as_secs_f64());
         }

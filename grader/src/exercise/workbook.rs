@@ -16,6 +16,12 @@ pub struct Exercise {
 }
 
 impl Exercise {
+    /// Whether `text` is one of the workbook's own versions of the exercise (the untouched file or
+    /// the reference fix), which reach nothing the judge compares them with.
+    pub fn is_own_version(&self, text: &str) -> bool {
+        text == self.original || text == self.solution
+    }
+
     /// The exercise an embedded one makes: the manifest parsed and validated, and the pristine
     /// exercise (the solution with the original regions put back), or the error with file and
     /// line. Its texts live as long as the program, as the embedded ones do.

@@ -439,7 +439,11 @@ pub fn stopped(
                 None => format!("{what} did not finish within {limit:.0} s: it hangs, on the GPU (a barrier that never releases hangs the kernel) or on the host (a loop that never ends)"),
             },
         )),
-        Exit::Signal(sig) if !(sig == libc::SIGKILL && f.oom_killed) => {
+        // A kill for memory (the host's limit, a shared GPU's share) is said by `describe_exit`.
+        Exit::Signal(sig)
+            if !(sig == libc::SIGKILL
+                && (f.oom_killed || f.gpu_memory_over.is_some())) =>
+        {
             let name = signal_name(sig);
             let region = match (bounds.detector, &bounds.region) {
                 (Detector::Crash, Some(r)) => format!("; the bug is in {r}"),
@@ -507,6 +511,12 @@ pub fn tool(name: impl Into<String>, stage: impl StageId, output: &Output) -> Op
         _ if left_running(f).is_some() => {
             Step::new(name, Status::Failed, left_running(f).unwrap_or_default()).detail(f.output())
         }
+        // The program's doing, not the tool's: killed over its share of a shared GPU's memory.
+        _ if f.gpu_memory_over.is_some() => Step::new(
+            name,
+            Status::Failed,
+            format!("the program under {tool} was {}", f.describe_exit()),
+        ),
         _ if run.tool_failed() => Step::new(
             name,
             Status::ToolError,
@@ -947,5 +957,49 @@ mod tests {
             "it"
         )
         .is_none());
+    }
+
+    #[test]
+    fn a_run_killed_for_the_gpu_memory_it_held_says_so_and_did_not_crash() {
+        let mut f = finished(Exit::Signal(libc::SIGKILL));
+        f.gpu_memory_over = Some(crate::tools::gpu_memory::GpuMemoryOver {
+            held: 120 << 30,
+            share: 8 << 30,
+            total: 140 << 30,
+        });
+        let bounds = Bounds::plain(std::time::Duration::from_secs(1));
+        assert!(
+            stopped(&f, &bounds, &[], "the program").is_none(),
+            "not a crash"
+        );
+        assert_eq!(
+            f.describe_exit(),
+            "killed: it held 120.0 GiB of the GPU's 140.0 GiB while other runs shared it, over a shared run's 8.0 GiB (the GPU's memory shared evenly by the runs at once; CUDABUGS_SANITIZER_JOBS sets how many)"
+        );
+        let under_the_tool = Output::Sanitized {
+            tool: Tool::Memcheck,
+            run: Ok(crate::tools::sanitizer::ToolRun {
+                tool: Tool::Memcheck,
+                command: String::new(),
+                records: Vec::new(),
+                xml_path: Default::default(),
+                finished: f.clone(),
+            }),
+            findings: Vec::new(),
+            bounds,
+        };
+        let stage = crate::engine::plan::StageKind::Sanitize(Tool::Memcheck);
+        let step = tool("memcheck", stage, &under_the_tool).unwrap();
+        assert_eq!(
+            step.status,
+            Status::Failed,
+            "the program's doing, not a tool error"
+        );
+        assert!(
+            step.summary
+                .starts_with("the program under memcheck was killed: it held 120.0 GiB"),
+            "{}",
+            step.summary
+        );
     }
 }

@@ -335,6 +335,7 @@ impl Recorded {
             leftovers: self.leftovers,
             escaped: false,
             oom_killed: false,
+            gpu_memory_over: None,
             isolation,
         })
     }

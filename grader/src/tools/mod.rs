@@ -6,6 +6,7 @@ pub mod cgroup;
 pub mod counters;
 pub mod driver;
 pub mod gpu;
+pub mod gpu_memory;
 pub mod launcher;
 pub mod ncu;
 pub mod nvcc;

@@ -17,6 +17,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::tools::cgroup::RunCgroup;
+use crate::tools::gpu_memory::{GpuMemoryOver, GpuMemoryWatch};
 use crate::tools::sandbox::{self, Confinement, Level, Prepared};
 
 /// Bytes kept of each of stdout and stderr; the rest is counted and dropped.
@@ -55,6 +56,9 @@ pub struct Job {
     /// What the grader does beside the job while it runs (the timed calls' driver), in a thread of
     /// the runner's, from the spawn until the job ends.
     pub driver: Option<Arc<dyn Driver>>,
+    /// While it shares the GPU with other runs: the GPU memory it may hold, read from the driver
+    /// beside it. Over that, it is killed at once (`Finished::gpu_memory_over`).
+    pub gpu_memory: Option<GpuMemoryWatch>,
 }
 
 /// Something the grader does with a job while it runs. Whatever it concludes it writes to the job's
@@ -79,6 +83,8 @@ pub enum Then {
 enum Heard {
     Exited,
     Stop,
+    /// Over its share of the GPU's memory: no grace, so that it frees the memory at once.
+    Kill,
 }
 
 /// A job in progress, as its driver sees it.
@@ -114,6 +120,7 @@ impl Job {
             pass_fds: Vec::new(),
             held: Vec::new(),
             driver: None,
+            gpu_memory: None,
         }
     }
     pub fn arg(mut self, a: impl Into<OsString>) -> Job {
@@ -204,6 +211,8 @@ pub struct Finished {
     pub escaped: bool,
     /// The run's memory limit was hit and the kernel killed a process of it.
     pub oom_killed: bool,
+    /// It held more GPU memory than a run that shares the GPU may (`Job::gpu_memory`).
+    pub gpu_memory_over: Option<GpuMemoryOver>,
     /// The sandbox level the job ran at; None for an unconfined job.
     pub isolation: Option<Level>,
 }
@@ -221,6 +230,7 @@ impl Finished {
             leftovers: 0,
             escaped: false,
             oom_killed: false,
+            gpu_memory_over: None,
             isolation: None,
         }
     }
@@ -243,6 +253,10 @@ impl Finished {
             Exit::Signal(s) if s == libc::SIGKILL && self.oom_killed => {
                 "killed: it went over its host-memory limit".into()
             }
+            Exit::Signal(libc::SIGKILL) if self.gpu_memory_over.is_some() => self
+                .gpu_memory_over
+                .map(|o| o.describe())
+                .unwrap_or_default(),
             Exit::Signal(s) if s == libc::SIGXFSZ => {
                 "killed by SIGXFSZ: it wrote a file over the size limit".into()
             }
@@ -391,7 +405,8 @@ pub fn run(job: &Job) -> Result<Finished, SpawnError> {
         job.output_cap,
         pipes_done,
     );
-    let (timed_out, status) = supervise(job, &mut child, pgid, start, cgroup.as_ref());
+    let (timed_out, status, gpu_memory_over) =
+        supervise(job, &mut child, pgid, start, cgroup.as_ref());
     // Whatever is left in the group (the sandbox's init after a timeout, a child that stayed in the
     // group) goes too.
     signal_group(pgid, libc::SIGKILL);
@@ -424,6 +439,7 @@ pub fn run(job: &Job) -> Result<Finished, SpawnError> {
         leftovers,
         escaped,
         oom_killed,
+        gpu_memory_over,
         isolation: level,
     })
 }
@@ -505,17 +521,24 @@ fn keep_passed_fds(cmd: &mut Command, pass_fds: &[RawFd]) {
     }
 }
 
-/// Wait for the job to exit, with its driver beside it in a thread, and end its group at its
-/// deadline or when the driver says stop. Returns whether it timed out, and its status.
+/// Wait for the job to exit, with its driver and its GPU memory watch beside it in threads, and end
+/// its group at its deadline, when the driver says stop, or at once when it holds more GPU memory
+/// than its share. Returns whether it timed out, its status, and what it held over its share.
 fn supervise(
     job: &Job,
     child: &mut Child,
     pgid: u32,
     start: Instant,
     cgroup: Option<&RunCgroup>,
-) -> (bool, Option<ExitStatus>) {
+) -> (bool, Option<ExitStatus>, Option<GpuMemoryOver>) {
     let (tx, rx) = mpsc::channel();
     let alive = std::sync::atomic::AtomicBool::new(true);
+    let running = Running {
+        alive: &alive,
+        started: start,
+        deadline: start + job.timeout,
+        cgroup,
+    };
     thread::scope(|scope| {
         let exited = tx.clone();
         let alive = &alive;
@@ -526,17 +549,23 @@ fn supervise(
             status
         });
         let driver = job.driver.as_ref().map(|d| {
-            let running = Running {
-                alive,
-                started: start,
-                deadline: start + job.timeout,
-                cgroup,
-            };
             let stop = tx.clone();
+            let running = &running;
             scope.spawn(move || {
-                if d.drive(&running) == Then::Stop {
+                if d.drive(running) == Then::Stop {
                     let _ = stop.send(Heard::Stop);
                 }
+            })
+        });
+        let watch = job.gpu_memory.as_ref().map(|w| {
+            let kill = tx.clone();
+            let running = &running;
+            scope.spawn(move || {
+                let over = watch_gpu_memory(w, running, pgid);
+                if over.is_some() {
+                    let _ = kill.send(Heard::Kill);
+                }
+                over
             })
         });
         let deadline = start + job.timeout;
@@ -544,6 +573,13 @@ fn supervise(
             Ok(Heard::Exited) => false,
             Ok(Heard::Stop) => {
                 end_group(pgid, &rx, KILL_GRACE);
+                false
+            }
+            Ok(Heard::Kill) => {
+                signal_group(pgid, libc::SIGKILL);
+                if let Some(cg) = cgroup {
+                    cg.kill_all(Duration::from_millis(500));
+                }
                 false
             }
             Err(_) => {
@@ -555,8 +591,26 @@ fn supervise(
         if let Some(d) = driver {
             let _ = d.join();
         }
-        (timed_out, status)
+        let over = watch.and_then(|w| w.join().ok().flatten());
+        (timed_out, status, over)
     })
+}
+
+/// Reads what the run's processes hold (its cgroup's, else its process group leader's: a program
+/// outside a cgroup can hide a child from the watch) every `gpu_memory::POLL`, until it ends or
+/// holds more than its share.
+fn watch_gpu_memory(watch: &GpuMemoryWatch, run: &Running, pgid: u32) -> Option<GpuMemoryOver> {
+    while run.alive() {
+        thread::sleep(crate::tools::gpu_memory::POLL);
+        let pids = match run.cgroup {
+            Some(cg) => cg.pids(),
+            None => vec![pgid as i32],
+        };
+        if let Some(over) = watch.over(&pids) {
+            return run.alive().then_some(over);
+        }
+    }
+    None
 }
 
 /// SIGTERM to the group, then SIGKILL if the job has not exited within `grace` (a driver's second
@@ -566,7 +620,7 @@ fn end_group(pgid: u32, heard: &mpsc::Receiver<Heard>, grace: Duration) {
     let exited = loop {
         match heard.recv_timeout(grace) {
             Ok(Heard::Exited) => break true,
-            Ok(Heard::Stop) => continue,
+            Ok(Heard::Stop | Heard::Kill) => continue,
             Err(_) => break false,
         }
     };
@@ -624,6 +678,48 @@ mod tests {
 
     fn sh(script: &str, timeout: Duration) -> Finished {
         run(&Job::new("/bin/sh", timeout).arg("-c").arg(script)).unwrap()
+    }
+
+    #[test]
+    fn a_run_over_its_gpu_memory_share_is_killed_at_once_and_one_within_it_is_not() {
+        use crate::tools::gpu_memory::GpuMemoryWatch;
+        // What the driver would count: 2 GiB for the run's process (the group leader, outside a
+        // cgroup), read through the same watch as NVML's.
+        let watched = |share: u64| {
+            let mut job = Job::new("/bin/sh", Duration::from_secs(30))
+                .arg("-c")
+                .arg("trap '' TERM; sleep 20; echo done");
+            job.gpu_memory = Some(GpuMemoryWatch::with_source(
+                share,
+                16 << 30,
+                Arc::new(|pids: &[i32]| Some(pids.len() as u64 * (2 << 30))),
+            ));
+            job
+        };
+        let f = run(&watched(1 << 30)).unwrap();
+        assert_eq!(f.exit, Exit::Signal(libc::SIGKILL), "{f:?}");
+        assert!(
+            f.wall < Duration::from_secs(5),
+            "killed without a grace: {:?}",
+            f.wall
+        );
+        let over = f.gpu_memory_over.expect("what it held is kept");
+        assert_eq!((over.held, over.share), (2 << 30, 1 << 30));
+        assert!(
+            f.describe_exit()
+                .starts_with("killed: it held 2.0 GiB of the GPU's 16.0 GiB"),
+            "{}",
+            f.describe_exit()
+        );
+
+        let mut within = watched(4 << 30);
+        within.args = vec!["-c".into(), "sleep 0.5; echo done".into()];
+        let f = run(&within).unwrap();
+        assert_eq!(
+            (f.exit, f.stdout.text().as_str()),
+            (Exit::Code(0), "done\n")
+        );
+        assert_eq!(f.gpu_memory_over, None);
     }
 
     #[test]

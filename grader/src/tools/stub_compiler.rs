@@ -93,6 +93,7 @@ fn finished(start: Instant, stdout: Vec<u8>) -> Finished {
         leftovers: 0,
         escaped: false,
         oom_killed: false,
+        gpu_memory_over: None,
         isolation: None,
     }
 }

@@ -224,6 +224,9 @@ pub fn install_job(root: &Path) -> Result<Job, InstallError> {
             "--quiet",
             "--disable-pip-version-check",
             "--upgrade",
+            // Every wheel it needs is pinned above (the same folder as pip's own resolution on
+            // 2026-11-30): resolving their dependencies again took about a second of a first check.
+            "--no-deps",
             "--target",
         ])
         .arg(root.join(LOCAL_TOOLKIT))

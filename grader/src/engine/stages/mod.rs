@@ -11,6 +11,7 @@ use crate::engine::plan::{Stage, StageKind, Submission, Target};
 use crate::exercise::cases;
 use crate::exercise::manifest::{Detector, Tool};
 use crate::exercise::workbook::Workbook;
+use crate::tools::gpu_memory::GpuMemoryWatch;
 use crate::tools::ncu::{self, Measured};
 use crate::tools::nvcc::{self, BuildError, Built, Flavor};
 use crate::tools::runner::{Finished, Job, SpawnError};
@@ -301,7 +302,26 @@ pub fn build(
     ))
 }
 
-/// `after_stall`: the limit of a stalled run again alone (none: the configured one).
+/// How a GPU stage's run goes: beside other runs (held to a share of the GPU's memory) or alone,
+/// and for a tool run again after it stalled, its shorter limit.
+#[derive(Debug, Clone, Default)]
+pub struct RunTerms {
+    /// The limit of a stalled tool run again alone (none: the configured one).
+    pub after_stall: Option<std::time::Duration>,
+    /// Beside other runs: the GPU memory it may hold, read from the driver.
+    pub gpu_memory: Option<GpuMemoryWatch>,
+}
+
+impl RunTerms {
+    /// Alone on the GPU (the plans that run one stage at a time, the runs again alone).
+    pub fn alone(after_stall: Option<std::time::Duration>) -> RunTerms {
+        RunTerms {
+            after_stall,
+            gpu_memory: None,
+        }
+    }
+}
+
 pub fn sanitize(
     ctx: &Context,
     wb: &Workbook,
@@ -309,8 +329,9 @@ pub fn sanitize(
     stage: &Stage,
     built: &Built,
     tool: Tool,
-    after_stall: Option<std::time::Duration>,
+    terms: &RunTerms,
 ) -> Output {
+    let after_stall = terms.after_stall;
     let Some(path) = ctx.tools.sanitizer.as_deref() else {
         return Output::NotRun(Blocked::Missing("compute-sanitizer"));
     };
@@ -350,7 +371,8 @@ pub fn sanitize(
         bounds.limit,
     )
     .output(&xml);
-    let job = confined(ctx, wb, sub, stage, job);
+    let mut job = confined(ctx, wb, sub, stage, job);
+    job.gpu_memory = terms.gpu_memory.clone();
     let run = sanitizer::run(ctx.launcher.as_ref(), tool, &job, &xml);
     let sources = sub.sources();
     let mut found = run
@@ -387,6 +409,7 @@ pub fn correctness(
     stage: &Stage,
     built: &Built,
     cases: &cases::Cases,
+    terms: &RunTerms,
 ) -> Output {
     let tag = file_tag(stage);
     let flags = sub
@@ -398,7 +421,8 @@ pub fn correctness(
     let bounds = Bounds::of(sub, ctx.config.timeouts.run);
     let mut job = Job::new(&built.binary, bounds.limit).args(args);
     job.outputs = outputs.clone();
-    let job = confined(ctx, wb, sub, stage, job);
+    let mut job = confined(ctx, wb, sub, stage, job);
+    job.gpu_memory = terms.gpu_memory.clone();
     let command = job.display();
     Output::Ran {
         command,
@@ -483,8 +507,11 @@ pub fn sass(
             }
         }
     };
+    // The workbook's own versions are not compiled for it: they reach nothing beyond themselves
+    // (`judge::tool_aware::flag_built`), and a learner's first check of an exercise is one of them.
     let host = sub
         .exercise()
+        .filter(|ex| !ex.is_own_version(&sub.text))
         .map(|ex| reach::reached(ctx, wb, sub, stage, ex));
     Output::Sass { reads, host }
 }
@@ -497,7 +524,7 @@ pub fn run(
     stage: &Stage,
     built: Option<&Built>,
 ) -> Output {
-    run_within(ctx, wb, sub, stage, built, None)
+    run_within(ctx, wb, sub, stage, built, &RunTerms::alone(None))
 }
 
 /// `run`, with a sanitizer tool held to `tool_limit` instead of the configured one (a stalled tool
@@ -508,14 +535,16 @@ pub fn run_within(
     sub: &Submission,
     stage: &Stage,
     built: Option<&Built>,
-    tool_limit: Option<std::time::Duration>,
+    terms: &RunTerms,
 ) -> Output {
     match (stage.kind, built) {
         (StageKind::Build(Flavor::Sanitize), _) => build(ctx, wb, sub, stage, Flavor::Sanitize),
         (StageKind::Build(Flavor::Timing), _) => build(ctx, wb, sub, stage, Flavor::Timing),
         (_, None) => Output::NotRun(Blocked::BuildFailed),
-        (StageKind::Sanitize(tool), Some(b)) => sanitize(ctx, wb, sub, stage, b, tool, tool_limit),
-        (StageKind::Correctness, Some(b)) => correctness(ctx, wb, sub, stage, b, sub.cases()),
+        (StageKind::Sanitize(tool), Some(b)) => sanitize(ctx, wb, sub, stage, b, tool, terms),
+        (StageKind::Correctness, Some(b)) => {
+            correctness(ctx, wb, sub, stage, b, sub.cases(), terms)
+        }
         (StageKind::Hidden | StageKind::Fresh, Some(b)) => match sub.secret {
             Some(secret) => correctness(
                 ctx,
@@ -528,6 +557,7 @@ pub fn run_within(
                 } else {
                     &secret.fresh
                 },
+                terms,
             ),
             None => Output::NotRun(Blocked::NotApplicable(
                 "hidden and fresh cases belong to `grade`, which has the instructor's secret",

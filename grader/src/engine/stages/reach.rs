@@ -154,7 +154,7 @@ pub fn workbook_version(ctx: &Context, ex: &Exercise, text: &str) -> Result<Reac
 /// folder of its own (a run of the SASS stage no stage has), which the stage's own fresh folder
 /// cannot empty under it.
 pub fn analyse_reach(ctx: &Context, wb: &Workbook, sub: &Submission, subject: usize) {
-    if let Some(ex) = sub.exercise() {
+    if let Some(ex) = sub.exercise().filter(|ex| !ex.is_own_version(&sub.text)) {
         let stage = Stage {
             subject,
             kind: crate::engine::plan::StageKind::Sass,
