@@ -3,16 +3,19 @@
 
 use super::*;
 
-/// The first phase's stages: both builds of the learner's file and the device code of its build
-/// and the reference's (clock reads; no GPU needed); where `running` (a GPU and inputs), the named
-/// tools and the cases, each starting as soon as its build is there.
-pub(super) fn first_stages(tools: &[Tool], running: bool) -> Vec<Stage> {
+/// The first phase's stages: both builds of the learner's file and, unless it is one of the
+/// workbook's own versions (a first check: they read nothing beyond themselves), the device code of
+/// its build and the reference's (clock reads; no GPU needed); where `running` (a GPU and inputs),
+/// the named tools and the cases, each starting as soon as its build is there.
+pub(super) fn first_stages(tools: &[Tool], running: bool, own_version: bool) -> Vec<Stage> {
     let mut stages = vec![
         Stage::new(LEARNER, StageKind::Build(Flavor::Sanitize)),
         Stage::new(LEARNER, StageKind::Build(Flavor::Timing)),
-        Stage::new(LEARNER, StageKind::Sass),
-        Stage::new(REFERENCE, StageKind::Sass),
     ];
+    if !own_version {
+        stages.push(Stage::new(LEARNER, StageKind::Sass));
+        stages.push(Stage::new(REFERENCE, StageKind::Sass));
+    }
     if running {
         stages.extend(
             tools

@@ -114,7 +114,7 @@ pub fn check(
     // 1. Both builds of the learner's file and, on a GPU, its named tool and the cases. A file
     //    saved unchanged is not rebuilt.
     let running = gpu_stages && cases.is_ok();
-    let stages = first_stages(&tools, running);
+    let stages = first_stages(&tools, running, ex.is_own_version(&text));
     say(&building_line(
         &report.source,
         running.then_some(&tools[..]),
@@ -302,12 +302,17 @@ mod tests {
 
     #[test]
     fn the_first_phase_runs_the_named_tools_and_the_cases_only_on_a_gpu_with_inputs() {
-        let builds_and_code = first_stages(&[Tool::Racecheck], false);
+        let builds_and_code = first_stages(&[Tool::Racecheck], false, false);
         assert_eq!(builds_and_code.len(), 4);
         assert!(builds_and_code
             .iter()
             .all(|s| !s.kind.needs_gpu() && (s.subject == LEARNER || s.kind == StageKind::Sass)));
-        let all = first_stages(&[Tool::Racecheck], true);
+        assert_eq!(
+            first_stages(&[Tool::Racecheck], false, true).len(),
+            2,
+            "the workbook's own text: its builds, no device code read"
+        );
+        let all = first_stages(&[Tool::Racecheck], true, false);
         assert_eq!(
             &all[4..],
             [
