@@ -205,8 +205,13 @@ pub fn judge_confirmed(
     rounds: &[(Timed, Timed)],
 ) -> Verdict {
     let by_call = first.timer.by_call();
-    let settled: Vec<Rule> = against_reference_call(&first.learner, &first.reference, by_call)
+    // The rules of the whole call that fired on the first runs, or on the quickest of each version
+    // (which may come from two rounds: an honest copy's quickest call set against a reference call
+    // whose waits slept looked like host work on the CPU, on an H200): each stands only where every
+    // round, each version's calls back to back, showed it.
+    let settled: Vec<Rule> = [first, quickest]
         .iter()
+        .flat_map(|i| against_reference_call(&i.learner, &i.reference, by_call))
         .map(|f| f.rule)
         .collect();
     // A round that failed settles nothing (as `quickest_call` then judges the first runs).

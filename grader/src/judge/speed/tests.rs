@@ -901,3 +901,76 @@ fn kernels_that_read_managed_inputs_are_not_held_to_their_dram_reads() {
     assert!(!rules(&managed).contains(&Rule::ProofOfWork));
     assert!(rules(&unmanaged).contains(&Rule::ProofOfWork));
 }
+
+#[test]
+fn a_rule_of_the_whole_call_that_only_the_quickest_runs_paired_show_does_not_stand() {
+    // An H200 bench (book/gpu-runs/2026-11-30-hog-50/2-rerun-alone-bench): a verbatim copy of
+    // 02-bounds' reference fix was doubted on its first runs and timed again; its quickest call
+    // (6.91 ms, 8.14 ms of CPU) was set against the reference's quickest (6.35 ms, 4.07 ms of CPU,
+    // a call whose waits slept), from another round, and `host-cpu` stood though no round showed it.
+    use crate::tools::runner::{Exit, Finished};
+    let ex = race();
+    let called = |wall_ms: f64, cpu_ms: f64| {
+        Some(Output::Called {
+            command: String::new(),
+            run: Ok(Finished::ended(
+                Exit::Code(0),
+                std::time::Duration::from_millis(500),
+            )),
+            failure: None,
+            times: Some(calls(wall_ms, cpu_ms)),
+            timeline: None,
+            driver: Some(Ok(driver_calls([60.0, 30.0, 30.0], None))),
+            outputs: Vec::new(),
+            kept: false,
+        })
+    };
+    // First runs: the learner's call 11 ms against 7.5 ms (doubted: host work); then two rounds,
+    // each even: the learner 6.9 ms and 8.1 ms of CPU against 7.0 ms and 8.0 ms, then 7.6 ms and
+    // 7.9 ms against 6.35 ms and 4.0 ms.
+    let learner = [called(11.0, 12.0), called(6.9, 8.1), called(7.6, 7.9)];
+    let reference = [called(7.5, 8.2), called(7.0, 8.0), called(6.35, 4.0)];
+    let inputs = JudgeInputs {
+        ex: &ex,
+        timer: Timer::Driver,
+        learner: evidence(None, learner[0].as_ref()),
+        reference: evidence(None, reference[0].as_ref()),
+        original: Timed::default(),
+        peak: None,
+        perf: None,
+    };
+    assert!(doubted(&inputs));
+    fn runs(r: &[Option<Output>; 3]) -> TimedRuns<'_> {
+        TimedRuns {
+            timing: None,
+            calls: r.iter().map(Option::as_ref).collect(),
+        }
+    }
+    let rounds_flag = |l: &Option<Output>, r: &Option<Output>| {
+        !against_reference_call(
+            &evidence(None, l.as_ref()),
+            &evidence(None, r.as_ref()),
+            false,
+        )
+        .is_empty()
+    };
+    assert!(!rounds_flag(&learner[1], &reference[1]) && !rounds_flag(&learner[2], &reference[2]));
+    assert!(
+        rounds_flag(&learner[1], &reference[2]),
+        "the quickest of each, from two rounds, look like host work on the CPU"
+    );
+    let verdict = judge_runs(
+        &inputs,
+        runs(&learner),
+        runs(&reference),
+        TimedRuns {
+            timing: None,
+            calls: Vec::new(),
+        },
+    );
+    assert!(
+        verdict.flags.is_empty(),
+        "no round showed it: {:?}",
+        verdict.flags
+    );
+}
