@@ -798,37 +798,35 @@ fn where_the_driver_times_the_kernels_the_plain_calls_are_judged_without_ncu() {
     assert!(none.speed.is_none() && none.summary.contains("no record of the GPU's work"));
 }
 
-/// A program that works on the host in one of its call timings (its kernels idle, its call slow)
-/// and honestly, with slow kernels, in the others: every round but one is clean, so host-work does
-/// not stand, and the kernels judged are those of the run with the quickest call, the honest one.
-/// Ranked by their kernels, the faked run would have been judged and passed.
-#[test]
-fn a_program_that_fakes_one_round_is_judged_on_its_honest_rounds() {
+/// A call timing as the stage leaves it: calls of `wall_ms` using `cpu_ms` of CPU, each with one
+/// kernel of `kernel_us` as the driver recorded it (twice that in the first call).
+fn called(wall_ms: f64, cpu_ms: f64, kernel_us: f64) -> Option<Output> {
     use crate::tools::runner::{Exit, Finished};
+    Some(Output::Called {
+        command: String::new(),
+        run: Ok(Finished::ended(
+            Exit::Code(0),
+            std::time::Duration::from_millis(500),
+        )),
+        failure: None,
+        times: Some(calls(wall_ms, cpu_ms)),
+        timeline: None,
+        driver: Some(Ok(driver_calls(
+            [2.0 * kernel_us, kernel_us, kernel_us],
+            None,
+        ))),
+        outputs: Vec::new(),
+        kept: false,
+    })
+}
+
+/// 03-race's learner against its reference fix over three call timings each (the first runs, then
+/// two confirming rounds), timed by the driver: whether the first runs were doubted, and the verdict.
+fn judged_over_rounds(
+    learner: &[Option<Output>; 3],
+    reference: &[Option<Output>; 3],
+) -> (bool, Verdict) {
     let ex = race();
-    let traced = |wall_ms: f64, kernel_us: f64| {
-        Some(Output::Called {
-            command: String::new(),
-            run: Ok(Finished::ended(
-                Exit::Code(0),
-                std::time::Duration::from_millis(500),
-            )),
-            failure: None,
-            times: Some(calls(wall_ms, wall_ms)),
-            timeline: None,
-            driver: Some(Ok(driver_calls(
-                [2.0 * kernel_us, kernel_us, kernel_us],
-                None,
-            ))),
-            outputs: Vec::new(),
-            kept: false,
-        })
-    };
-    // The reference: 40 us of kernels, 12 ms calls, in each of the three rounds.
-    let reference = [traced(12.3, 40.0), traced(12.4, 40.0), traced(12.2, 40.0)];
-    // The learner: its own kernels take 160 us (4x, no speed credit); in its first run it sums on
-    // the host instead, with a 40 us kernel of nothing and a 30 ms call.
-    let learner = [traced(30.0, 40.0), traced(12.6, 160.0), traced(12.5, 160.0)];
     let inputs = JudgeInputs {
         ex: &ex,
         timer: Timer::Driver,
@@ -838,22 +836,41 @@ fn a_program_that_fakes_one_round_is_judged_on_its_honest_rounds() {
         peak: None,
         perf: None,
     };
-    assert!(doubted(&inputs), "the first run's host work is doubted");
-    fn runs(r: &[Option<Output>; 3]) -> TimedRuns<'_> {
-        TimedRuns {
-            timing: None,
-            calls: r.iter().map(Option::as_ref).collect(),
-        }
+    fn runs(r: &[Option<Output>; 3]) -> Vec<Option<&Output>> {
+        r.iter().map(Option::as_ref).collect()
     }
     let verdict = judge_runs(
         &inputs,
-        runs(&learner),
-        runs(&reference),
+        TimedRuns {
+            timing: None,
+            calls: runs(learner),
+        },
+        TimedRuns {
+            timing: None,
+            calls: runs(reference),
+        },
         TimedRuns {
             timing: None,
             calls: Vec::new(),
         },
     );
+    (doubted(&inputs), verdict)
+}
+
+/// A program that works on the host in one of its call timings (its kernels idle, its call slow)
+/// and honestly, with slow kernels, in the others: every round but one is clean, so host-work does
+/// not stand, and the kernels judged are those of the run with the quickest call, the honest one.
+/// Ranked by their kernels, the faked run would have been judged and passed.
+#[test]
+fn a_program_that_fakes_one_round_is_judged_on_its_honest_rounds() {
+    let traced = |wall_ms: f64, kernel_us: f64| called(wall_ms, wall_ms, kernel_us);
+    // The reference: 40 us of kernels, 12 ms calls, in each of the three rounds.
+    let reference = [traced(12.3, 40.0), traced(12.4, 40.0), traced(12.2, 40.0)];
+    // The learner: its own kernels take 160 us (4x, no speed credit); in its first run it sums on
+    // the host instead, with a 40 us kernel of nothing and a 30 ms call.
+    let learner = [traced(30.0, 40.0), traced(12.6, 160.0), traced(12.5, 160.0)];
+    let (doubted, verdict) = judged_over_rounds(&learner, &reference);
+    assert!(doubted, "the first run's host work is doubted");
     let speed = verdict.speed.expect("timed");
     assert_eq!(speed.learner_ns, 160e3, "judged on an honest run");
     assert_eq!(verdict.status, Status::Failed);
@@ -908,45 +925,13 @@ fn a_rule_of_the_whole_call_that_only_the_quickest_runs_paired_show_does_not_sta
     // 02-bounds' reference fix was doubted on its first runs and timed again; its quickest call
     // (6.91 ms, 8.14 ms of CPU) was set against the reference's quickest (6.35 ms, 4.07 ms of CPU,
     // a call whose waits slept), from another round, and `host-cpu` stood though no round showed it.
-    use crate::tools::runner::{Exit, Finished};
-    let ex = race();
-    let called = |wall_ms: f64, cpu_ms: f64| {
-        Some(Output::Called {
-            command: String::new(),
-            run: Ok(Finished::ended(
-                Exit::Code(0),
-                std::time::Duration::from_millis(500),
-            )),
-            failure: None,
-            times: Some(calls(wall_ms, cpu_ms)),
-            timeline: None,
-            driver: Some(Ok(driver_calls([60.0, 30.0, 30.0], None))),
-            outputs: Vec::new(),
-            kept: false,
-        })
-    };
+    let call = |wall_ms: f64, cpu_ms: f64| called(wall_ms, cpu_ms, 30.0);
     // First runs: the learner's call 11 ms against 7.5 ms (doubted: host work); then two rounds,
     // each even: the learner 6.9 ms and 8.1 ms of CPU against 7.0 ms and 8.0 ms, then 7.6 ms and
     // 7.9 ms against 6.35 ms and 4.0 ms.
-    let learner = [called(11.0, 12.0), called(6.9, 8.1), called(7.6, 7.9)];
-    let reference = [called(7.5, 8.2), called(7.0, 8.0), called(6.35, 4.0)];
-    let inputs = JudgeInputs {
-        ex: &ex,
-        timer: Timer::Driver,
-        learner: evidence(None, learner[0].as_ref()),
-        reference: evidence(None, reference[0].as_ref()),
-        original: Timed::default(),
-        peak: None,
-        perf: None,
-    };
-    assert!(doubted(&inputs));
-    fn runs(r: &[Option<Output>; 3]) -> TimedRuns<'_> {
-        TimedRuns {
-            timing: None,
-            calls: r.iter().map(Option::as_ref).collect(),
-        }
-    }
-    let rounds_flag = |l: &Option<Output>, r: &Option<Output>| {
+    let learner = [call(11.0, 12.0), call(6.9, 8.1), call(7.6, 7.9)];
+    let reference = [call(7.5, 8.2), call(7.0, 8.0), call(6.35, 4.0)];
+    let flags = |l: &Option<Output>, r: &Option<Output>| {
         !against_reference_call(
             &evidence(None, l.as_ref()),
             &evidence(None, r.as_ref()),
@@ -954,20 +939,13 @@ fn a_rule_of_the_whole_call_that_only_the_quickest_runs_paired_show_does_not_sta
         )
         .is_empty()
     };
-    assert!(!rounds_flag(&learner[1], &reference[1]) && !rounds_flag(&learner[2], &reference[2]));
+    assert!(!flags(&learner[1], &reference[1]) && !flags(&learner[2], &reference[2]));
     assert!(
-        rounds_flag(&learner[1], &reference[2]),
+        flags(&learner[1], &reference[2]),
         "the quickest of each, from two rounds, look like host work on the CPU"
     );
-    let verdict = judge_runs(
-        &inputs,
-        runs(&learner),
-        runs(&reference),
-        TimedRuns {
-            timing: None,
-            calls: Vec::new(),
-        },
-    );
+    let (doubted, verdict) = judged_over_rounds(&learner, &reference);
+    assert!(doubted);
     assert!(
         verdict.flags.is_empty(),
         "no round showed it: {:?}",
