@@ -11,7 +11,6 @@ use crate::engine::plan::{Stage, StageKind, Submission, Target};
 use crate::exercise::cases;
 use crate::exercise::manifest::{Detector, Tool};
 use crate::exercise::workbook::Workbook;
-use crate::tools::gpu_memory::GpuMemoryWatch;
 use crate::tools::ncu::{self, Measured};
 use crate::tools::nvcc::{self, BuildError, Built, Flavor};
 use crate::tools::runner::{Finished, Job, SpawnError};
@@ -20,11 +19,13 @@ use crate::tools::served::CallTimes;
 
 mod reach;
 mod sandbox;
+mod terms;
 mod timed;
 
 pub use reach::{analyse_reach, workbook_version, ReachError};
 use sandbox::{confined, sandboxed};
 pub use sandbox::{confinement, ncu_lock_dir, ncu_turn, run_dir, sandbox_env};
+pub use terms::RunTerms;
 pub use timed::{call, forget_calls, time};
 
 /// Why a stage did not run.
@@ -302,26 +303,6 @@ pub fn build(
     ))
 }
 
-/// How a GPU stage's run goes: beside other runs (held to a share of the GPU's memory) or alone,
-/// and for a tool run again after it stalled, its shorter limit.
-#[derive(Debug, Clone, Default)]
-pub struct RunTerms {
-    /// The limit of a stalled tool run again alone (none: the configured one).
-    pub after_stall: Option<std::time::Duration>,
-    /// Beside other runs: the GPU memory it may hold, read from the driver.
-    pub gpu_memory: Option<GpuMemoryWatch>,
-}
-
-impl RunTerms {
-    /// Alone on the GPU (the plans that run one stage at a time, the runs again alone).
-    pub fn alone(after_stall: Option<std::time::Duration>) -> RunTerms {
-        RunTerms {
-            after_stall,
-            gpu_memory: None,
-        }
-    }
-}
-
 pub fn sanitize(
     ctx: &Context,
     wb: &Workbook,
@@ -507,8 +488,7 @@ pub fn sass(
             }
         }
     };
-    // The workbook's own versions are not compiled for it: they reach nothing beyond themselves
-    // (`judge::tool_aware::flag_built`), and a learner's first check of an exercise is one of them.
+    // Not for the workbook's own versions, which reach nothing beyond themselves (`flag_built`).
     let host = sub
         .exercise()
         .filter(|ex| !ex.is_own_version(&sub.text))

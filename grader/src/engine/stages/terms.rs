@@ -1,0 +1,23 @@
+//! How a GPU stage's run goes: beside other runs, held to a share of the GPU's memory, or alone.
+
+use crate::tools::gpu_memory::GpuMemoryWatch;
+
+/// How a GPU stage's run goes: beside other runs (held to a share of the GPU's memory) or alone,
+/// and for a tool run again after it stalled, its shorter limit.
+#[derive(Debug, Clone, Default)]
+pub struct RunTerms {
+    /// The limit of a stalled tool run again alone (none: the configured one).
+    pub after_stall: Option<std::time::Duration>,
+    /// Beside other runs: the GPU memory it may hold, read from the driver.
+    pub gpu_memory: Option<GpuMemoryWatch>,
+}
+
+impl RunTerms {
+    /// Alone on the GPU (the plans that run one stage at a time, the runs again alone).
+    pub fn alone(after_stall: Option<std::time::Duration>) -> RunTerms {
+        RunTerms {
+            after_stall,
+            gpu_memory: None,
+        }
+    }
+}
