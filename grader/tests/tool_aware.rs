@@ -243,8 +243,7 @@ const ADVERSARIAL: &[(&str, &[Kind])] = &[
     ),
     // Only CUDA calls and a C declaration of sleep(): flagged for the declaration.
     ("adversarial/hog/reduce.cu", &[Kind::Symbols]),
-    // sleep() in a static initializer, declared `extern "C"` (what the GPU memory share does not
-    // stop: its timed runs start 3 s late).
+    // sleep() before main, declared `extern "C"`: what the GPU memory share does not stop.
     ("adversarial/slow-start/reduce.cu", &[Kind::Symbols]),
     // fork() in a static initializer.
     (
