@@ -149,8 +149,9 @@ impl Context {
     }
 
     /// What a run that shares the GPU with the others of a plan may hold of its memory: an even
-    /// share among `gpu_jobs` runs at once (lanes of a grade split `gpu_jobs` between them). None
-    /// where nothing runs on a GPU here or the driver's count (NVML) cannot be read.
+    /// share among `gpu_jobs` runs at once (a grade's lanes are as many as keep their chunks' runs
+    /// within `gpu_jobs`: `plans::grade::class::lanes`). None where nothing runs on a GPU here or
+    /// the driver's count (NVML) cannot be read.
     pub fn gpu_memory_share(&self) -> Option<crate::tools::gpu_memory::GpuMemoryWatch> {
         if self.launcher.replays() {
             return None;

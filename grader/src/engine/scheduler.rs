@@ -136,10 +136,7 @@ pub fn execute(
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     });
-    let beside = RunTerms {
-        after_stall: None,
-        gpu_memory: ctx.gpu_memory_share(),
-    };
+    let beside = RunTerms::beside(ctx.gpu_memory_share());
     let (built, mut ran) = std::thread::scope(|scope| {
         let gpu_runs =
             scope.spawn(|| parallel(&gpu, ctx.config.gpu_jobs, |s| runs.run(s, &beside)));

@@ -488,11 +488,7 @@ pub fn sass(
             }
         }
     };
-    // Not for the workbook's own versions, which reach nothing beyond themselves (`flag_built`).
-    let host = sub
-        .exercise()
-        .filter(|ex| !ex.is_own_version(&sub.text))
-        .map(|ex| reach::reached(ctx, wb, sub, stage, ex));
+    let host = reach::analysed(sub).map(|ex| reach::reached(ctx, wb, sub, stage, ex));
     Output::Sass { reads, host }
 }
 

@@ -143,6 +143,12 @@ pub(super) fn reached(
     })
 }
 
+/// The exercise whose reach `sub`'s text is analysed for: none for a program, nor for one of the
+/// workbook's own versions, which reach nothing beyond themselves (`judge::tool_aware::flag_built`).
+pub(super) fn analysed<'s>(sub: &'s Submission) -> Option<&'s Exercise> {
+    sub.exercise().filter(|ex| !ex.is_own_version(&sub.text))
+}
+
 /// What one of the workbook's own texts of `ex` reaches (`text` is its untouched exercise or its
 /// reference fix): compiled once per compiler, harness and flags, then read from the kept record.
 pub fn workbook_version(ctx: &Context, ex: &Exercise, text: &str) -> Result<Reach, ReachError> {
@@ -154,7 +160,7 @@ pub fn workbook_version(ctx: &Context, ex: &Exercise, text: &str) -> Result<Reac
 /// folder of its own (a run of the SASS stage no stage has), which the stage's own fresh folder
 /// cannot empty under it.
 pub fn analyse_reach(ctx: &Context, wb: &Workbook, sub: &Submission, subject: usize) {
-    if let Some(ex) = sub.exercise().filter(|ex| !ex.is_own_version(&sub.text)) {
+    if let Some(ex) = analysed(sub) {
         let stage = Stage {
             subject,
             kind: crate::engine::plan::StageKind::Sass,

@@ -4,7 +4,7 @@ use crate::tools::gpu_memory::GpuMemoryWatch;
 
 /// How a GPU stage's run goes: beside other runs (held to a share of the GPU's memory) or alone,
 /// and for a tool run again after it stalled, its shorter limit.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct RunTerms {
     /// The limit of a stalled tool run again alone (none: the configured one).
     pub after_stall: Option<std::time::Duration>,
@@ -13,6 +13,14 @@ pub struct RunTerms {
 }
 
 impl RunTerms {
+    /// Beside other runs, held to `gpu_memory` where the driver's count can be read.
+    pub fn beside(gpu_memory: Option<GpuMemoryWatch>) -> RunTerms {
+        RunTerms {
+            after_stall: None,
+            gpu_memory,
+        }
+    }
+
     /// Alone on the GPU (the plans that run one stage at a time, the runs again alone).
     pub fn alone(after_stall: Option<std::time::Duration>) -> RunTerms {
         RunTerms {
