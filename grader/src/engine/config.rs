@@ -92,10 +92,6 @@ pub struct Config {
     /// cases as it would outside the grader. On in every plan; `CUDABUGS_ONE_CONNECTION=0` turns
     /// it off (to measure what it saves).
     pub one_connection: bool,
-    /// The timed runs go as a relay (`engine::relay`): each program starts while the last one
-    /// tears down, and is timed once that one has exited. `CUDABUGS_RELAY=0` runs each only once
-    /// the last has exited (to measure what it saves).
-    pub relay: bool,
 }
 
 impl Default for Config {
@@ -126,7 +122,6 @@ impl Default for Config {
             audit: true,
             plain_kernel_timing: false,
             one_connection: true,
-            relay: true,
         }
     }
 }
@@ -165,7 +160,7 @@ impl Config {
     /// The defaults, with the environment's overrides: `CUDABUGS_TIMEOUT_SECS` (every per-run
     /// limit), `CUDABUGS_SANITIZER_JOBS`, `CUDABUGS_NCU_JOBS`, `CUDABUGS_ISOLATION`,
     /// `CUDABUGS_MEMORY_MAX_MB`, `CUDABUGS_SANDBOX_UID`, `CUDABUGS_SANDBOX_GID`, `CUDABUGS_NO_INSTALL`,
-    /// `CUDABUGS_ONE_CONNECTION`, `CUDABUGS_GRADE_LANES`, `CUDABUGS_STUB_COMPILER`, `CUDABUGS_RELAY`.
+    /// `CUDABUGS_ONE_CONNECTION`, `CUDABUGS_GRADE_LANES`, `CUDABUGS_STUB_COMPILER`.
     pub fn from_env() -> Result<Config, EnvError> {
         let mut c = Config::default();
         fn get<T: std::str::FromStr>(var: &'static str) -> Result<Option<T>, EnvError> {
@@ -227,9 +222,6 @@ impl Config {
         }
         if let Some(on) = get::<u8>("CUDABUGS_ONE_CONNECTION")? {
             c.one_connection = on != 0;
-        }
-        if let Some(on) = get::<u8>("CUDABUGS_RELAY")? {
-            c.relay = on != 0;
         }
         c.install_toolkit = !crate::environment::is_set("CUDABUGS_NO_INSTALL");
         c.stub_compiler = crate::environment::is_set("CUDABUGS_STUB_COMPILER");

@@ -8,7 +8,6 @@ pub mod evidence;
 pub mod findings;
 pub mod kept;
 pub mod plan;
-pub mod relay;
 pub mod rerun;
 pub mod scheduler;
 pub mod stages;

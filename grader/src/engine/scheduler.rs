@@ -323,9 +323,7 @@ impl<'r, 's> Execution<'r, 's> {
         result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     }
 
-    /// The profiler stages, `ncu_jobs` processes at once (each waits for the GPU's ncu turn before
-    /// it starts). Not a relay (`engine::relay`): on an H200 a performance class's ncu runs took
-    /// as long or longer so (book/gpu-runs/2026-11-30-relay-50/).
+    /// The profiler stages, `ncu_jobs` processes at once.
     fn profile(&self, profiler: &[Stage], timeline: &mut PhaseTimes) -> Vec<Output> {
         let phase = Instant::now();
         let mut timed = parallel(profiler, self.ctx.config.ncu_jobs, |s| {
@@ -351,19 +349,10 @@ impl<'r, 's> Execution<'r, 's> {
         timed
     }
 
-    /// Wall-clock timings last, one at a time: nothing else on the GPU while one is timed. As a
-    /// relay where the configuration says so (`engine::relay`: the next program starts while the
-    /// last tears down, two threads), else each once the last has exited.
+    /// Wall-clock timings last, one at a time: nothing else on the GPU.
     fn time_alone(&self, exclusive: &[Stage], timeline: &mut PhaseTimes) -> Vec<Output> {
         let phase = Instant::now();
-        let alone = if self.ctx.config.relay {
-            let relay = crate::engine::relay::Relay::new();
-            parallel(exclusive, 2, |s| {
-                self.run(s, &RunTerms::relayed(relay.ticket()))
-            })
-        } else {
-            parallel(exclusive, 1, |s| self.run(s, &RunTerms::alone(None)))
-        };
+        let alone = parallel(exclusive, 1, |s| self.run(s, &RunTerms::alone(None)));
         if !exclusive.is_empty() && self.blocked.is_none() {
             timeline.exclusive = Some(phase.elapsed().as_secs_f64());
         }

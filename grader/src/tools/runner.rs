@@ -91,63 +91,15 @@ enum Heard {
 pub struct Running<'a> {
     alive: &'a std::sync::atomic::AtomicBool,
     pub started: Instant,
-    timeout: Duration,
-    /// What the run waited on the grader (`paused`), which its time limit does not count.
-    pauses: &'a Pauses,
+    pub deadline: Instant,
     /// The run's cgroup, where it has one: its processes and their CPU time.
     pub cgroup: Option<&'a RunCgroup>,
-}
-
-/// A run's waits on the grader: their total, and since when it waits now (ns from its start; 0:
-/// it does not).
-#[derive(Debug, Default)]
-struct Pauses {
-    total_ns: std::sync::atomic::AtomicU64,
-    since_ns: std::sync::atomic::AtomicU64,
 }
 
 impl Running<'_> {
     /// Whether the job's process is still running.
     pub fn alive(&self) -> bool {
         self.alive.load(std::sync::atomic::Ordering::Acquire)
-    }
-
-    /// When the run's time is up: its start and its limit, later by what it waited (and waits) on
-    /// the grader.
-    pub fn deadline(&self) -> Instant {
-        use std::sync::atomic::Ordering::Acquire;
-        let since = self.pauses.since_ns.load(Acquire);
-        let waiting = if since == 0 {
-            Duration::ZERO
-        } else {
-            self.started
-                .elapsed()
-                .saturating_sub(Duration::from_nanos(since))
-        };
-        self.started
-            + self.timeout
-            + Duration::from_nanos(self.pauses.total_ns.load(Acquire))
-            + waiting
-    }
-
-    /// `wait`, a wait on the grader (a timed run's turn on the GPU): not counted in the time limit,
-    /// so that a run held behind another is never timed out for it.
-    pub fn paused<T>(&self, wait: impl FnOnce() -> T) -> T {
-        use std::sync::atomic::Ordering::AcqRel;
-        let from = self.started.elapsed();
-        self.pauses.since_ns.store(
-            (from.as_nanos() as u64).max(1),
-            std::sync::atomic::Ordering::Release,
-        );
-        let out = wait();
-        let waited = self.started.elapsed().saturating_sub(from);
-        self.pauses
-            .total_ns
-            .fetch_add(waited.as_nanos() as u64, AcqRel);
-        self.pauses
-            .since_ns
-            .store(0, std::sync::atomic::Ordering::Release);
-        out
     }
 }
 
@@ -581,12 +533,10 @@ fn supervise(
 ) -> (bool, Option<ExitStatus>, Option<GpuMemoryOver>) {
     let (tx, rx) = mpsc::channel();
     let alive = std::sync::atomic::AtomicBool::new(true);
-    let pauses = Pauses::default();
     let running = Running {
         alive: &alive,
         started: start,
-        timeout: job.timeout,
-        pauses: &pauses,
+        deadline: start + job.timeout,
         cgroup,
     };
     thread::scope(|scope| {
@@ -618,15 +568,8 @@ fn supervise(
                 over
             })
         });
-        // The deadline moves on while the driver waits on the grader (`Running::paused`).
-        let heard = loop {
-            let left = running.deadline().saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
-                Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() < running.deadline() => {}
-                heard => break heard,
-            }
-        };
-        let timed_out = match heard {
+        let deadline = start + job.timeout;
+        let timed_out = match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
             Ok(Heard::Exited) => false,
             Ok(Heard::Stop) => {
                 end_group(pgid, &rx, KILL_GRACE);
@@ -796,35 +739,6 @@ mod tests {
         let f = run(&job).unwrap();
         assert_eq!((f.stdout.bytes.len(), f.stdout.dropped), (1000, 99000));
         assert!(f.stdout.text().contains("99000 more bytes"));
-    }
-
-    /// A driver waiting on the grader for as long as the program runs (`Running::paused`).
-    #[derive(Debug)]
-    struct WaitsWhileItRuns;
-
-    impl Driver for WaitsWhileItRuns {
-        fn drive(&self, run: &Running) -> Then {
-            run.paused(|| {
-                while run.alive() {
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-            });
-            Then::Wait
-        }
-    }
-
-    #[test]
-    fn a_wait_on_the_grader_is_not_counted_in_the_time_limit() {
-        let mut job = Job::new("/bin/sh", Duration::from_millis(300)).args(["-c", "sleep 1"]);
-        job.driver = Some(Arc::new(WaitsWhileItRuns));
-        let f = run(&job).unwrap();
-        assert_eq!(f.exit, Exit::Code(0), "{}", f.describe_exit());
-        job.driver = None;
-        assert_eq!(
-            run(&job).unwrap().exit,
-            Exit::TimedOut,
-            "the same run unpaused"
-        );
     }
 
     #[test]

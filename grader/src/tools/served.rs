@@ -141,17 +141,6 @@ pub struct Served {
     /// Where the clock's record goes, and each call's outputs (none: not kept).
     clock_file: PathBuf,
     call_files: Vec<PathBuf>,
-    /// The hand-off with the timed runs before and after it, where it is relayed.
-    handoff: Option<std::sync::Arc<dyn Handoff>>,
-}
-
-/// A timed run's hand-off with the runs around it (`engine::relay`): once its program is ready
-/// it waits for its turn on the GPU (a wait its time limit does not count), and once its calls
-/// are made the next run may start. So the next program's start-up overlaps this one's
-/// tear-down, and no timed call ever shares the GPU.
-pub trait Handoff: Send + Sync + std::fmt::Debug {
-    fn take_turn(&self);
-    fn calls_done(&self);
 }
 
 impl Served {
@@ -172,14 +161,7 @@ impl Served {
             clock_file: dir.join("clock"),
             call_files,
             calls,
-            handoff: None,
         })
-    }
-
-    /// Relayed (`Handoff`): its calls wait for `handoff`'s turn.
-    pub fn relayed(mut self, handoff: std::sync::Arc<dyn Handoff>) -> Served {
-        self.handoff = Some(handoff);
-        self
     }
 
     /// The recorded call (numbered from 1 among all the process's calls), where there is one.
@@ -230,7 +212,7 @@ impl Served {
                     }
                     return Err(WaitError::Ended);
                 }
-                if Instant::now() > run.deadline() {
+                if Instant::now() > run.deadline {
                     return Err(WaitError::TimeUp);
                 }
             }
@@ -310,15 +292,6 @@ impl Served {
 
     /// The calls, one after another. Returns each call's record and why they stopped, if they did.
     fn make_calls(&self, run: &Running) -> (Vec<Called>, Option<String>, Option<f64>) {
-        let made = self.make_calls_in_turn(run);
-        if let Some(h) = &self.handoff {
-            h.calls_done();
-        }
-        made
-    }
-
-    /// `make_calls`, once the program is ready and, where relayed, its turn has come.
-    fn make_calls_in_turn(&self, run: &Running) -> (Vec<Called>, Option<String>, Option<f64>) {
         if let Err(why) = self.wait_for(READY, 1, 0, run, false) {
             return (
                 Vec::new(),
@@ -327,9 +300,6 @@ impl Served {
             );
         }
         let ready_ns = run.started.elapsed().as_secs_f64() * 1e9;
-        if let Some(h) = &self.handoff {
-            run.paused(|| h.take_turn());
-        }
         let mut done = Vec::new();
         for k in 1..=self.calls.total() {
             match self.make_call(k, run) {

@@ -513,15 +513,6 @@ pub fn run_within(
     built: Option<&Built>,
     terms: &RunTerms,
 ) -> Output {
-    // A call run takes its relay's turn once its program is ready (`engine::relay`); any other
-    // relayed run takes it before it starts.
-    if let Some(ticket) = terms
-        .relay
-        .as_ref()
-        .filter(|_| stage.kind != StageKind::Call)
-    {
-        ticket.take_turn();
-    }
     match (stage.kind, built) {
         (StageKind::Build(Flavor::Sanitize), _) => build(ctx, wb, sub, stage, Flavor::Sanitize),
         (StageKind::Build(Flavor::Timing), _) => build(ctx, wb, sub, stage, Flavor::Timing),
@@ -549,7 +540,7 @@ pub fn run_within(
             )),
         },
         (StageKind::Timing, Some(b)) => time(ctx, wb, sub, stage, b),
-        (StageKind::Call, Some(b)) => call(ctx, wb, sub, stage, b, terms),
+        (StageKind::Call, Some(b)) => call(ctx, wb, sub, stage, b),
         (StageKind::Profile, Some(b)) => profile(ctx, wb, sub, stage, b),
         (StageKind::Sass, Some(b)) => sass(ctx, wb, sub, stage, b),
     }

@@ -1,8 +1,5 @@
 //! How a GPU stage's run goes: beside other runs, held to a share of the GPU's memory, or alone.
 
-use std::sync::Arc;
-
-use crate::engine::relay::Ticket;
 use crate::tools::gpu_memory::GpuMemoryWatch;
 
 /// How a GPU stage's run goes: beside other runs (held to a share of the GPU's memory) or alone,
@@ -13,9 +10,6 @@ pub struct RunTerms {
     pub after_stall: Option<std::time::Duration>,
     /// Beside other runs: the GPU memory it may hold, read from the driver.
     pub gpu_memory: Option<GpuMemoryWatch>,
-    /// A timed run's place in its phase's relay (`engine::relay`): served, it takes its turn once
-    /// its program is ready; otherwise before it starts.
-    pub relay: Option<Arc<Ticket>>,
 }
 
 impl RunTerms {
@@ -24,7 +18,6 @@ impl RunTerms {
         RunTerms {
             after_stall: None,
             gpu_memory,
-            relay: None,
         }
     }
 
@@ -33,15 +26,6 @@ impl RunTerms {
         RunTerms {
             after_stall,
             gpu_memory: None,
-            relay: None,
-        }
-    }
-
-    /// Alone on the GPU while it is timed, in a relay (`engine::relay`) with `ticket`.
-    pub fn relayed(ticket: Arc<Ticket>) -> RunTerms {
-        RunTerms {
-            relay: Some(ticket),
-            ..RunTerms::alone(None)
         }
     }
 }

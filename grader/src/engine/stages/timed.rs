@@ -12,7 +12,7 @@ use crate::tools::nvcc::Built;
 use crate::tools::runner::{Finished, Job, SpawnError};
 use crate::tools::served::{self, CallTimes, Served};
 
-use super::{confined, file_tag, ncu_turn, run_dir, Blocked, Bounds, Output, RunTerms};
+use super::{confined, file_tag, ncu_turn, run_dir, Blocked, Bounds, Output};
 
 /// The kernel timing: the bench under ncu, the exercise's timed kernels (and its metrics) over its
 /// profiled calls, each call served by the grader and its outputs kept for the judge.
@@ -278,7 +278,6 @@ pub fn call(
     sub: &Submission,
     stage: &Stage,
     built: &Built,
-    terms: &RunTerms,
 ) -> Output {
     if sub.exercise().is_none() {
         return Output::NotRun(Blocked::NotApplicable("a program has no bench to time"));
@@ -291,10 +290,7 @@ pub fn call(
         .exercise()
         .map_or(1, |e| e.manifest.manifest.bench.repeat.max(1));
     let served = match serve(sub, &clock, repeat, true, true, recording) {
-        Ok(s) => match &terms.relay {
-            Some(ticket) => s.relayed(ticket.clone()),
-            None => s,
-        },
+        Ok(s) => s,
         Err(why) => return Output::NotRun(Blocked::Setup(why.to_string())),
     };
     let timeline_path = run_dir(sub, stage).join(format!("{}.timeline", file_tag(stage)));
