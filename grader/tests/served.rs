@@ -19,7 +19,8 @@ use grader::tools::served::CallTimes;
 // The fake harness (`fixtures/fake-harness.c`) has a `mode`: `honest` copies the input to the
 // output, then says done; `early` takes its input, says done, and writes the answer 300 ms later;
 // `die` exits during its second call; `ahead` says its second call is the third done, then hangs;
-// `second` copies a stale input (the first call's) in its second call.
+// `second` copies a stale input (the first call's) in its second call; `slow-start` sleeps 30 s
+// before it is ready for its first call, `slow-end` 30 s after its last.
 
 const N: usize = 1 << 20; // 4 MiB of f32: a large input (perturbed), a large output (sampled)
 
@@ -235,4 +236,51 @@ fn a_program_that_ends_mid_call_leaves_the_calls_it_made_and_why_the_rest_are_mi
             .is_some_and(|f| f.contains("during call 2")),
         "{times:?}"
     );
+}
+
+/// A timed program has the GPU alone: one that sleeps before its first call or after its last
+/// is ended at its margin, not at its time limit, and says why.
+#[test]
+fn a_program_slow_to_start_or_to_end_is_ended_at_its_margin_not_its_time_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(bin) = fake_harness::build(dir.path()) else {
+        skipped();
+        return;
+    };
+    let margins = grader::tools::served::Margins {
+        start: Some(Duration::from_millis(500)),
+        end: Some(Duration::from_millis(500)),
+    };
+    for (mode, calls, why) in [
+        (
+            "slow-start",
+            0,
+            "it was not ready for its first call within 0.5 s",
+        ),
+        (
+            "slow-end",
+            3,
+            "it was still running 0.5 s after its last call",
+        ),
+        ("honest", 3, ""),
+    ] {
+        let base: Vec<f32> = (0..1024).map(|i| i as f32 / 1024.0).collect();
+        let run = fake_harness::serve_within(
+            &bin,
+            fake_harness::calls(base, Dist::Uniform { lo: 0.0, hi: 1.0 }, 3, 5),
+            mode,
+            (Isolation::Auto, false),
+            Duration::from_secs(60),
+            margins,
+        );
+        assert_eq!(run.times.calls_ns.len(), calls, "{mode}");
+        let failure = run.times.failure.clone().unwrap_or_default();
+        assert!(failure.starts_with(why), "{mode}: {failure}");
+        if why.is_empty() {
+            assert_eq!(run.finished.exit, Exit::Code(0), "{mode}");
+        } else {
+            assert_eq!(run.finished.exit, Exit::Signal(libc::SIGTERM), "{mode}");
+            assert!(run.wall < Duration::from_secs(20), "{mode}: {:?}", run.wall);
+        }
+    }
 }

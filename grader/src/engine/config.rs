@@ -17,6 +17,10 @@ pub struct Timeouts {
     pub run: Duration,
     /// One ncu process.
     pub ncu: Duration,
+    /// A timed program's start until it is ready for its first call, and (a whole call's run) its
+    /// end after its last call (`tools::served::Margins`): it has the GPU alone then. An honest
+    /// one takes 0.2-0.3 s to start, 1 s under ncu (H100).
+    pub margin: Duration,
 }
 
 impl Default for Timeouts {
@@ -26,6 +30,7 @@ impl Default for Timeouts {
             tool: Duration::from_secs(180),
             run: Duration::from_secs(60),
             ncu: Duration::from_secs(400),
+            margin: Duration::from_secs(20),
         }
     }
 }

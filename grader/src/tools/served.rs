@@ -141,6 +141,19 @@ pub struct Served {
     /// Where the clock's record goes, and each call's outputs (none: not kept).
     clock_file: PathBuf,
     call_files: Vec<PathBuf>,
+    /// How long the program may take before its first call and after its last.
+    margins: Margins,
+}
+
+/// How long a timed program may take to start (until it is ready for its first call) and to end
+/// after its last call. A timed run has the GPU alone, so what the program does then holds every
+/// other program of a class back: without these, a program that sleeps before its calls (the
+/// adversarial `slow-start`) or after them held the GPU for up to its whole time limit, each time
+/// it was timed. None: only the run's time limit.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Margins {
+    pub start: Option<Duration>,
+    pub end: Option<Duration>,
 }
 
 impl Served {
@@ -161,7 +174,14 @@ impl Served {
             clock_file: dir.join("clock"),
             call_files,
             calls,
+            margins: Margins::default(),
         })
+    }
+
+    /// Held to `margins` before its first call and after its last.
+    pub fn within(mut self, margins: Margins) -> Served {
+        self.margins = margins;
+        self
     }
 
     /// The recorded call (numbered from 1 among all the process's calls), where there is one.
@@ -193,7 +213,9 @@ impl Served {
         before: u64,
         run: &Running,
         spin: bool,
+        within: Option<Duration>,
     ) -> Result<(), WaitError> {
+        let by = within.map(|d| (Instant::now() + d).min(run.deadline));
         let mut n: u32 = 0;
         loop {
             let now = self.region.word(at).load(Ordering::Acquire);
@@ -211,6 +233,11 @@ impl Served {
                         return Ok(());
                     }
                     return Err(WaitError::Ended);
+                }
+                if let Some(by) = by.filter(|by| Instant::now() > *by) {
+                    if by < run.deadline {
+                        return Err(WaitError::Margin(within.unwrap_or_default()));
+                    }
                 }
                 if Instant::now() > run.deadline {
                     return Err(WaitError::TimeUp);
@@ -292,12 +319,15 @@ impl Served {
 
     /// The calls, one after another. Returns each call's record and why they stopped, if they did.
     fn make_calls(&self, run: &Running) -> (Vec<Called>, Option<String>, Option<f64>) {
-        if let Err(why) = self.wait_for(READY, 1, 0, run, false) {
-            return (
-                Vec::new(),
-                Some(format!("{why} before it was ready for its first call")),
-                None,
-            );
+        if let Err(why) = self.wait_for(READY, 1, 0, run, false, self.margins.start) {
+            let why = match why {
+                WaitError::Margin(d) => format!(
+                    "it was not ready for its first call within {} s, the most a timed program may take to start (it has the GPU alone)",
+                    d.as_secs_f64()
+                ),
+                other => format!("{other} before it was ready for its first call"),
+            };
+            return (Vec::new(), Some(why), None);
         }
         let ready_ns = run.started.elapsed().as_secs_f64() * 1e9;
         let mut done = Vec::new();
@@ -311,6 +341,22 @@ impl Served {
         (done, None, Some(ready_ns))
     }
 
+    /// Why the program is to be ended after its calls, if it is: still running `margins.end`
+    /// after the last call was answered.
+    fn end_within(&self, run: &Running) -> Option<String> {
+        let end = self.margins.end?;
+        let by = Instant::now() + end;
+        while run.alive() && Instant::now() < by.min(run.deadline) {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        (run.alive() && Instant::now() < run.deadline).then(|| {
+            format!(
+                "it was still running {} s after its last call, the most a timed program may take to end (it has the GPU alone)",
+                end.as_secs_f64()
+            )
+        })
+    }
+
     /// Call `k`, clocked; Err says why it stopped.
     fn make_call(&self, k: u32, run: &Running) -> Result<Called, CallError> {
         let plan = self.calls.plan(k);
@@ -321,7 +367,7 @@ impl Served {
         let start = Instant::now();
         self.put_fresh_inputs(&plan);
         self.region.word(GO).store(u64::from(k), Ordering::Release);
-        self.wait_for(DONE, u64::from(k), u64::from(k - 1), run, self.spin)
+        self.wait_for(DONE, u64::from(k), u64::from(k - 1), run, self.spin, None)
             .map_err(|why| CallError::Waiting { k, why })?;
         let read_back = self.read_back(&plan);
         let wall_ns = start.elapsed().as_secs_f64() * 1e9;
@@ -414,6 +460,8 @@ enum WaitError {
     Ended,
     #[error("its time ran out")]
     TimeUp,
+    #[error("{} s went by", .0.as_secs_f64())]
+    Margin(Duration),
 }
 
 /// Why call `k` stopped: the run's `failure` in the clock's record. The I/O errors are part of
@@ -451,7 +499,10 @@ impl Driver for Served {
 
     /// A run whose calls stopped early is ended: what the grader records of it is complete.
     fn drive(&self, run: &Running) -> Then {
-        let (calls, failure, ready_ns) = self.make_calls(run);
+        let (calls, mut failure, ready_ns) = self.make_calls(run);
+        if failure.is_none() {
+            failure = self.end_within(run);
+        }
         let then = if failure.is_some() {
             Then::Stop
         } else {

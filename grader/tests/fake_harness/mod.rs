@@ -14,7 +14,7 @@ use grader::exercise::reference::{Buffer, Data};
 use grader::tools::launcher::{Launcher, Sandboxed};
 use grader::tools::runner::{Finished, Job};
 use grader::tools::sandbox::{Confinement, Isolation};
-use grader::tools::served::{CallTimes, Calls, Served, SharedLayout};
+use grader::tools::served::{CallTimes, Calls, Margins, Served, SharedLayout};
 
 /// The fake harness built in `dir`; None where the machine has no C compiler.
 pub fn build(dir: &Path) -> Option<PathBuf> {
@@ -79,6 +79,25 @@ pub fn serve(
     keep: bool,
     timeout: Duration,
 ) -> Run {
+    serve_within(
+        bin,
+        calls,
+        mode,
+        (isolation, keep),
+        timeout,
+        Margins::default(),
+    )
+}
+
+/// `serve`, the program held to `margins` before its first call and after its last.
+pub fn serve_within(
+    bin: &Path,
+    calls: Calls,
+    mode: &str,
+    (isolation, keep): (Isolation, bool),
+    timeout: Duration,
+    margins: Margins,
+) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let (clock, work) = (dir.path().join("clock"), dir.path().join("work"));
     std::fs::create_dir_all(&clock).unwrap();
@@ -89,7 +108,9 @@ pub fn serve(
     );
     let bytes = calls.layout.inputs[0].bytes();
     let started = Instant::now();
-    let served = Served::new(calls, true, &clock, keep).unwrap();
+    let served = Served::new(calls, true, &clock, keep)
+        .unwrap()
+        .within(margins);
     let files = served.files();
     let mut job = Job::new(bin, timeout)
         .args([

@@ -37,9 +37,13 @@ pub fn time(
     let m = &exercise.manifest.manifest;
     let clock = fresh_clock_dir(sub, stage);
     let calls = crate::engine::plan::profiled_calls(exercise);
-    // Under ncu only the kernels' times count: the grader polls instead of spinning.
+    // Under ncu only the kernels' times count: the grader polls instead of spinning. Its end is
+    // ncu's writing its report, which is not held to a margin.
     let served = match serve(sub, &clock, calls, false, true, false) {
-        Ok(s) => s,
+        Ok(s) => s.within(served::Margins {
+            start: Some(ctx.config.timeouts.margin),
+            end: None,
+        }),
         Err(why) => return Output::NotRun(Blocked::Setup(why.to_string())),
     };
     let target = ncu::ProfileTarget {
@@ -290,7 +294,10 @@ pub fn call(
         .exercise()
         .map_or(1, |e| e.manifest.manifest.bench.repeat.max(1));
     let served = match serve(sub, &clock, repeat, true, true, recording) {
-        Ok(s) => s,
+        Ok(s) => s.within(served::Margins {
+            start: Some(ctx.config.timeouts.margin),
+            end: Some(ctx.config.timeouts.margin),
+        }),
         Err(why) => return Output::NotRun(Blocked::Setup(why.to_string())),
     };
     let timeline_path = run_dir(sub, stage).join(format!("{}.timeline", file_tag(stage)));
