@@ -7,7 +7,7 @@ use anstream::eprintln;
 pub(crate) fn grade(
     args: GradeArgs,
     settings: &PlanSettings,
-    out: &dyn Reporter,
+    out: &'static dyn Reporter,
 ) -> Result<ExitStatus> {
     use grader::plans::grade::{self, ClassJob};
     let Some(submissions) = args.submissions else {
@@ -119,7 +119,7 @@ fn class_secret(
 fn worker_contexts(
     wb: &Workbook,
     settings: &PlanSettings,
-    out: &dyn Reporter,
+    out: &'static dyn Reporter,
     requested: &[String],
     hidden: &[PathBuf],
 ) -> Result<Vec<Context>> {
@@ -150,7 +150,7 @@ pub(crate) fn grade_exit(results: &[grader::plans::grade::PairResult]) -> ExitSt
 }
 
 /// Every journal in `out` into the gradebook; exit 1 while pairs are missing.
-pub(crate) fn finish_gradebook(dir: &Path, out: &dyn Reporter) -> Result<ExitStatus> {
+pub(crate) fn finish_gradebook(dir: &Path, out: &'static dyn Reporter) -> Result<ExitStatus> {
     let grader::plans::grade::Merged {
         info,
         results,

@@ -43,7 +43,7 @@ pub(crate) fn next_pending(wb: &Workbook) -> Option<&Exercise> {
 
 /// After `done` passed: the next pending exercise on the path, why it comes next (its place in its
 /// chapter, or the new chapter's purpose) and where its lesson is.
-pub(crate) fn say_next(wb: &Workbook, done: &Exercise, out: &dyn Reporter) {
+pub(crate) fn say_next(wb: &Workbook, done: &Exercise, out: &'static dyn Reporter) {
     let Some(next) = next_pending(wb) else {
         out.say("Every exercise is done.");
         return;
@@ -75,7 +75,7 @@ pub(crate) fn check_and_record(
     ctx: &Context,
     wb: &Workbook,
     ex: &Exercise,
-    out: &dyn Reporter,
+    out: &'static dyn Reporter,
 ) -> grader::plans::check::CheckReport {
     let report = grader::plans::check::check(ctx, wb, ex, progress(out));
     if report.outcome == grader::judge::verdict::Outcome::Pass
@@ -137,7 +137,7 @@ pub(crate) fn show_check(
     report: &grader::plans::check::CheckReport,
     wb: &Workbook,
     ex: &Exercise,
-    out: &dyn Reporter,
+    out: &'static dyn Reporter,
     streamed: bool,
     verbose: bool,
 ) -> Result<()> {
@@ -165,7 +165,7 @@ pub(crate) fn watch<'a>(
     current: &mut &'a Exercise,
     poll: bool,
     verbose: bool,
-    out: &dyn Reporter,
+    out: &'static dyn Reporter,
 ) -> Result<ExitStatus> {
     loop {
         let ex = *current;
@@ -204,7 +204,7 @@ pub(crate) fn watch<'a>(
 pub(crate) fn check(
     id: Option<String>,
     settings: &PlanSettings,
-    out: &dyn Reporter,
+    out: &'static dyn Reporter,
 ) -> Result<ExitStatus> {
     let wb = open_workbook_about(id.as_deref())?;
     let ex = match (&id, exercise_here(&wb)) {
@@ -240,7 +240,7 @@ pub(crate) fn check(
 }
 
 /// `list`: every exercise, its status and level, the next one marked.
-pub(crate) fn list(out: &dyn Reporter) -> Result<ExitStatus> {
+pub(crate) fn list(out: &'static dyn Reporter) -> Result<ExitStatus> {
     let wb = open_workbook()?;
     let state = load_state(&wb);
     let entries = grader::learner::list(&wb, &state.state);
@@ -249,7 +249,7 @@ pub(crate) fn list(out: &dyn Reporter) -> Result<ExitStatus> {
 }
 
 /// `hint`: the next hint of an exercise, and the ones already shown.
-pub(crate) fn hint(id: &str, out: &dyn Reporter) -> Result<ExitStatus> {
+pub(crate) fn hint(id: &str, out: &'static dyn Reporter) -> Result<ExitStatus> {
     let wb = open_workbook_about(Some(id))?;
     let ex = resolve_here(&wb, id)?;
     let mut state = load_state(&wb);
@@ -260,7 +260,7 @@ pub(crate) fn hint(id: &str, out: &dyn Reporter) -> Result<ExitStatus> {
 }
 
 /// `reset`: the exercise's original back (the learner's file kept aside), marked pending again.
-pub(crate) fn reset(id: &str, out: &dyn Reporter) -> Result<ExitStatus> {
+pub(crate) fn reset(id: &str, out: &'static dyn Reporter) -> Result<ExitStatus> {
     let wb = open_workbook_about(Some(id))?;
     let ex = resolve_here(&wb, id)?;
     let again = format!("{} reset {}", typed_name(), ex.id());
@@ -285,7 +285,7 @@ pub(crate) fn watch_from(
     id: Option<String>,
     poll: bool,
     settings: &PlanSettings,
-    out: &dyn Reporter,
+    out: &'static dyn Reporter,
 ) -> Result<ExitStatus> {
     let wb = open_workbook_about(id.as_deref())?;
     let mut current = match (&id, exercise_here(&wb)) {

@@ -109,7 +109,7 @@ fn open_workbook_about(about: Option<&str>) -> Result<Workbook> {
 }
 
 /// A plan's progress lines, to the command's reporter.
-fn progress(out: &dyn Reporter) -> impl FnMut(&str) + Send + '_ {
+fn progress(out: &'static dyn Reporter) -> impl FnMut(&str) + Send + 'static {
     move |line: &str| out.progress(line)
 }
 
@@ -135,7 +135,7 @@ impl std::fmt::Display for ToolError {
 
 impl std::error::Error for ToolError {}
 
-fn context(wb: &Workbook, settings: &PlanSettings, out: &dyn Reporter) -> Result<Context> {
+fn context(wb: &Workbook, settings: &PlanSettings, out: &'static dyn Reporter) -> Result<Context> {
     let mut config = Config::from_env()?;
     config.arch = settings.arch.clone();
     if let Some(i) = settings.isolation {
@@ -147,7 +147,9 @@ fn context(wb: &Workbook, settings: &PlanSettings, out: &dyn Reporter) -> Result
     }
     config.record_tools = settings.record_tools.clone();
     config.replay_tools = settings.replay_tools.clone();
-    Context::new(wb, config, progress(out)).map_err(|e| ToolError(e).into())
+    let mut ctx = Context::new(wb, config, progress(out)).map_err(ToolError)?;
+    ctx.events = Some(std::sync::Arc::new(move |e| out.engine_event(e)));
+    Ok(ctx)
 }
 
 fn run(cli: Cli) -> Result<ExitStatus> {

@@ -7,13 +7,15 @@
 //! - `Sarif`: `sanitize`'s findings as SARIF 2.1.0; refused by every other command before it runs.
 //! - `Events`: JSON Lines on stdout, one event per line and the same envelope for every command
 //!   (`schema`, `event`; book/src/events.schema.json): `progress`, `note`, `say`, `result` (the
-//!   JSON document `Json` prints), `error`, `grade`'s own events, and last `finished` with the exit
-//!   code, which `main` decides and hands every reporter (`Reporter::finished`).
+//!   JSON document `Json` prints), `error`, `grade`'s own events, the engine's (`phase_started`,
+//!   `stage_done`, in every plan), and last `finished` with the exit code, which `main` decides and
+//!   hands every reporter (`Reporter::finished`).
 
 use anstream::{eprintln, print, println};
 use anyhow::Result;
 use grader::exit::ExitStatus;
 
+use grader::engine::events::EngineEvent;
 use grader::plans::grade::Event;
 
 use crate::cli::Format;
@@ -63,6 +65,8 @@ pub(crate) trait Reporter: Sync {
     }
     /// One event of a class's grading (the bar moved where there is one).
     fn grade_event(&self, _e: &Event, _bar: Option<&indicatif::ProgressBar>) {}
+    /// What the engine tells of any plan: a phase's start, a stage's end.
+    fn engine_event(&self, _e: &EngineEvent) {}
     /// The command ended with `status` (every command, once, last).
     fn finished(&self, _command: &str, _status: ExitStatus) {}
 }
@@ -194,6 +198,12 @@ impl Events {
         }
         println!("{}", serde_json::Value::Object(line));
     }
+
+    /// A serialised event under the name its `event` field holds.
+    fn emit_named(&self, value: serde_json::Value) {
+        let name = value["event"].as_str().unwrap_or("event").to_string();
+        self.emit(&name, value);
+    }
 }
 
 impl Reporter for Events {
@@ -212,9 +222,11 @@ impl Reporter for Events {
     }
     /// `grade`'s events, each under its own name (`started`, `graded`, `chunk`, `note`).
     fn grade_event(&self, e: &Event, _bar: Option<&indicatif::ProgressBar>) {
-        let value = serde_json::to_value(e).unwrap_or_default();
-        let name = value["event"].as_str().unwrap_or("grade").to_string();
-        self.emit(&name, value);
+        self.emit_named(serde_json::to_value(e).unwrap_or_default());
+    }
+    /// The engine's, likewise (`phase_started`, `stage_done`).
+    fn engine_event(&self, e: &EngineEvent) {
+        self.emit_named(serde_json::to_value(e).unwrap_or_default());
     }
     fn error(&self, e: &anyhow::Error, status: ExitStatus) {
         self.emit(

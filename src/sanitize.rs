@@ -11,7 +11,7 @@ pub(crate) fn sanitize(
     profile: bool,
     args: Vec<String>,
     settings: &PlanSettings,
-    out: &dyn Reporter,
+    out: &'static dyn Reporter,
 ) -> Result<ExitStatus> {
     if files.is_empty() && bin.is_none() {
         anyhow::bail!("give the program's .cu files (`cargo xtask sanitize prog.cu -- ARGS`) or a built binary (--bin PATH)");

@@ -4,7 +4,7 @@ use super::*;
 use anstream::eprintln;
 
 /// `toolkit install`: nvcc and its libraries from NVIDIA's wheels, into the workbook.
-pub(crate) fn toolkit_install(out: &dyn Reporter) -> Result<ExitStatus> {
+pub(crate) fn toolkit_install(out: &'static dyn Reporter) -> Result<ExitStatus> {
     let wb = open_workbook()?;
     eprintln!(
         "installing {} into {}",
@@ -26,7 +26,7 @@ pub(crate) fn toolkit_install(out: &dyn Reporter) -> Result<ExitStatus> {
 }
 
 /// `toolkit show`: every tool found, the GPU and the sandbox this machine permits.
-pub(crate) fn toolkit_show(out: &dyn Reporter) -> Result<ExitStatus> {
+pub(crate) fn toolkit_show(out: &'static dyn Reporter) -> Result<ExitStatus> {
     let wb = open_workbook()?;
     let tools = grader::tools::toolchain::Toolchain::discover(&wb.root);
     let show = |p: Option<&Path>| p.map(|p| p.display().to_string());

@@ -9,7 +9,7 @@ pub(crate) fn verify(
     keep: Option<PathBuf>,
     survey: bool,
     settings: &PlanSettings,
-    out: &dyn Reporter,
+    out: &'static dyn Reporter,
 ) -> Result<ExitStatus> {
     let wb = open_workbook()?;
     let selected: Vec<_> = if ids.is_empty() {

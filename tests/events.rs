@@ -109,6 +109,17 @@ fn check_verify_sanitize_and_grade_stream_one_schema_and_end_with_their_exit_cod
         1,
     );
     assert!(check.iter().any(|l| l["event"] == "progress"));
+    // The engine's own events: each stage's end, typed, in every plan.
+    let ended = |lines: &[serde_json::Value], stage: &str| {
+        lines
+            .iter()
+            .filter(|l| l["event"] == "stage_done" && l["stage"] == stage)
+            .count()
+    };
+    assert_eq!(ended(&check, "sanitize:racecheck"), 1);
+    assert!(check
+        .iter()
+        .any(|l| l["event"] == "phase_started" && l["phase"] == "shared"));
     let report = results(&check);
     assert_eq!(report.len(), 1);
     assert_eq!(
@@ -128,6 +139,7 @@ fn check_verify_sanitize_and_grade_stream_one_schema_and_end_with_their_exit_cod
         0,
     );
     assert_eq!(results(&verify)[0]["exercises"][0]["outcome"], "pass");
+    assert!(ended(&verify, "build-debug") >= 2, "the original's and the solution's");
 
     let program = repo().join("scripts/sanitize/two-bugs.cu");
     let sanitize = events(
@@ -148,6 +160,7 @@ fn check_verify_sanitize_and_grade_stream_one_schema_and_end_with_their_exit_cod
         .filter(|f| f["follow_on_of"].is_null())
         .count();
     assert_eq!(to_fix, 2, "two bugs, two findings to fix");
+    assert_eq!(ended(&sanitize, "sanitize:memcheck"), 1);
 
     let secret_dir = tempfile::tempdir().unwrap();
     let secret = secret_dir.path().join("secret.toml");
@@ -175,6 +188,10 @@ fn check_verify_sanitize_and_grade_stream_one_schema_and_end_with_their_exit_cod
     assert_eq!(started.len(), 1);
     let graded = grade.iter().filter(|l| l["event"] == "graded").count();
     assert_eq!(graded as u64, started[0]["pairs"].as_u64().unwrap());
+    assert!(
+        ended(&grade, "call") > 0 && ended(&grade, "sanitize:initcheck") > 0,
+        "the timed and the shared stages of a class"
+    );
     assert_eq!(results(&grade).len(), 1, "the gradebook's summary");
 }
 

@@ -58,6 +58,8 @@ pub struct Context {
     pub counters: gpu::CounterAccess,
     /// Where the workbook's own versions' compiled reach is kept (`Workbook::reach_cache_dir`).
     pub reach_cache: std::path::PathBuf,
+    /// Where the engine tells each phase's start and each stage's end (none: nowhere).
+    pub events: Option<crate::engine::events::EventSink>,
 }
 
 /// How a `Context` is made: each part found on this machine unless given (a test gives a faked
@@ -314,6 +316,7 @@ impl ContextBuilder<'_> {
             launcher,
             counters,
             reach_cache: wb.reach_cache_dir(),
+            events: None,
         })
     }
 }

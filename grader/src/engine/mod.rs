@@ -4,6 +4,7 @@
 
 pub mod config;
 pub mod context;
+pub mod events;
 pub mod evidence;
 pub mod findings;
 pub mod kept;

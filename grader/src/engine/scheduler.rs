@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use crate::engine::context::Context;
+use crate::engine::events::{EngineEvent, Phase};
 use crate::engine::kept;
 use crate::engine::plan::{Resource, Stage, StageKind, Submission};
 pub use crate::engine::rerun::failed_on_resource;
@@ -137,6 +138,7 @@ pub fn execute(
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     });
     let beside = RunTerms::beside(ctx.gpu_memory_share());
+    phase_started(ctx, Phase::Shared, builds.len() + gpu.len(), start);
     let (built, mut ran) = std::thread::scope(|scope| {
         let gpu_runs =
             scope.spawn(|| parallel(&gpu, ctx.config.gpu_jobs, |s| runs.run(s, &beside)));
@@ -178,6 +180,17 @@ pub fn execute(
     }
     results.spent.extend(runs.spent());
     timeline
+}
+
+/// A phase of `execute` begins, with `stages` to run (told only where it has any).
+fn phase_started(ctx: &Context, phase: Phase, stages: usize, start: Instant) {
+    if let Some(tell) = ctx.events.as_ref().filter(|_| stages > 0) {
+        tell(&EngineEvent::PhaseStarted {
+            phase,
+            stages,
+            at_s: start.elapsed().as_secs_f64(),
+        });
+    }
 }
 
 /// The builds `stages` ask for or need, none already in `results`: the sanitizer builds first.
@@ -263,11 +276,20 @@ impl<'r, 's> Execution<'r, 's> {
         }
     }
 
-    /// Every stage through here, so that the report can say where the time went.
+    /// Every stage through here, so that the report can say where the time went, and the
+    /// engine's events each stage's end.
     fn clocked(&self, s: &Stage, run: &dyn Fn() -> Output) -> Output {
         let from = self.start.elapsed().as_secs_f64();
         let out = run();
         let to = self.start.elapsed().as_secs_f64();
+        if let Some(tell) = &self.ctx.events {
+            tell(&EngineEvent::stage_done(
+                &self.subs[s.subject],
+                s,
+                (from, to - from),
+                &out,
+            ));
+        }
         self.spent
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -325,6 +347,7 @@ impl<'r, 's> Execution<'r, 's> {
 
     /// The profiler stages, `ncu_jobs` processes at once.
     fn profile(&self, profiler: &[Stage], timeline: &mut PhaseTimes) -> Vec<Output> {
+        phase_started(self.ctx, Phase::Profiler, profiler.len(), self.start);
         let phase = Instant::now();
         let mut timed = parallel(profiler, self.ctx.config.ncu_jobs, |s| {
             self.run(s, &RunTerms::alone(None))
@@ -351,6 +374,7 @@ impl<'r, 's> Execution<'r, 's> {
 
     /// Wall-clock timings last, one at a time: nothing else on the GPU.
     fn time_alone(&self, exclusive: &[Stage], timeline: &mut PhaseTimes) -> Vec<Output> {
+        phase_started(self.ctx, Phase::Alone, exclusive.len(), self.start);
         let phase = Instant::now();
         let alone = parallel(exclusive, 1, |s| self.run(s, &RunTerms::alone(None)));
         if !exclusive.is_empty() && self.blocked.is_none() {

@@ -166,7 +166,7 @@ fn measured(o: Option<&Output>) -> Result<(&Measured, &Counters), Untimed> {
         Some(Output::Timed {
             measured: Err(e), ..
         }) => Err(Untimed::Profile(e.to_string())),
-        Some(Output::NotRun(b)) => Err(Untimed::NotRun(crate::judge::verdict::why_not_run(b))),
+        Some(Output::NotRun(b)) => Err(Untimed::NotRun(b.to_string())),
         _ => Err(Untimed::NotTimed),
     }
 }
@@ -196,7 +196,7 @@ fn call_ns(o: Option<&Output>) -> Result<f64, Untimed> {
     match o {
         Some(Output::Called { times: Some(t), .. }) => t.judged_ns().ok_or(Untimed::NoCall),
         Some(Output::Called { failure, .. }) => Err(Untimed::CallFailed(failure.clone())),
-        Some(Output::NotRun(b)) => Err(Untimed::NotRun(crate::judge::verdict::why_not_run(b))),
+        Some(Output::NotRun(b)) => Err(Untimed::NotRun(b.to_string())),
         _ => Err(Untimed::CallNotTimed),
     }
 }

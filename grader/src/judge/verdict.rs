@@ -341,17 +341,6 @@ pub fn not_run(name: impl Into<String>, stage: impl StageId, blocked: &Blocked) 
     }
 }
 
-/// Why a stage did not run, in words.
-pub fn why_not_run(blocked: &Blocked) -> String {
-    match blocked {
-        Blocked::Missing(t) => format!("{t} not found"),
-        Blocked::NoGpu(r) => r.clone(),
-        Blocked::BuildFailed => "its build failed".into(),
-        Blocked::NotApplicable(why) => why.to_string(),
-        Blocked::Setup(why) => why.clone(),
-    }
-}
-
 /// A build: passed (perhaps kept from an earlier one), failed to compile, timed out, or nvcc broke.
 pub fn build(name: impl Into<String>, output: &Output, flavor: Flavor, arch: &str) -> Option<Step> {
     let Output::Built(result) = output else {
@@ -687,7 +676,7 @@ pub enum Untimed {
     /// No timing stage ran for it.
     #[error("not timed")]
     NotTimed,
-    /// Its timing stage did not run (`why_not_run`).
+    /// Its timing stage did not run (why, `Blocked`'s words).
     #[error("{0}")]
     NotRun(String),
     /// The program left processes running (`Finished::left_running`), whatever ncu measured.
@@ -742,7 +731,7 @@ pub fn measured_time(output: Option<&Output>) -> Result<f64, Untimed> {
         Some(Output::Timed {
             measured: Err(e), ..
         }) => Err(Untimed::Profile(e.to_string())),
-        Some(Output::NotRun(b)) => Err(Untimed::NotRun(why_not_run(b))),
+        Some(Output::NotRun(b)) => Err(Untimed::NotRun(b.to_string())),
         _ => Err(Untimed::NotTimed),
     }
 }

@@ -470,7 +470,7 @@ fn profile_report(output: Option<&Output>) -> ProfileReport {
                 note: PROFILE_NOTE,
             }
         }
-        Some(Output::NotRun(b)) => failed(verdict::why_not_run(b)),
+        Some(Output::NotRun(b)) => failed(b.to_string()),
         _ => failed("not run".into()),
     }
 }

@@ -43,6 +43,19 @@ pub enum Blocked {
     Setup(String),
 }
 
+/// Why a stage did not run, in words (a step's, a score's, an event's).
+impl std::fmt::Display for Blocked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Blocked::Missing(t) => write!(f, "{t} not found"),
+            Blocked::NoGpu(r) => f.write_str(r),
+            Blocked::BuildFailed => f.write_str("its build failed"),
+            Blocked::NotApplicable(why) => f.write_str(why),
+            Blocked::Setup(why) => f.write_str(why),
+        }
+    }
+}
+
 /// What a run was held to, and what the exercise says a run that stopped means: its time limit,
 /// and for an exercise whose bug hangs or crashes, the detector and the region that says where.
 #[derive(Debug, Clone)]

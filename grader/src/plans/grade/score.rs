@@ -49,7 +49,7 @@ fn tally_part(output: Option<&Output>, cases: &Cases, skip: usize, ex: &Exercise
     }) = output
     else {
         let why = match output {
-            Some(Output::NotRun(b)) => verdict::why_not_run(b),
+            Some(Output::NotRun(b)) => b.to_string(),
             _ => "did not run".into(),
         };
         return Tally {
