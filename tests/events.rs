@@ -139,7 +139,10 @@ fn check_verify_sanitize_and_grade_stream_one_schema_and_end_with_their_exit_cod
         0,
     );
     assert_eq!(results(&verify)[0]["exercises"][0]["outcome"], "pass");
-    assert!(ended(&verify, "build-debug") >= 2, "the original's and the solution's");
+    assert!(
+        ended(&verify, "build-debug") >= 2,
+        "the original's and the solution's"
+    );
 
     let program = repo().join("scripts/sanitize/two-bugs.cu");
     let sanitize = events(

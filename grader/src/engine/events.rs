@@ -7,9 +7,6 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::engine::plan::Stage;
-use crate::engine::stages::Output;
-
 /// Where the engine's events go (`Context::events`).
 pub type EventSink = Arc<dyn Fn(&EngineEvent) + Send + Sync>;
 
@@ -65,42 +62,6 @@ pub enum StageOutcome {
     Failed,
     /// It could not run here (no GPU, its build failed, not for this plan).
     NotRun,
-}
-
-impl EngineEvent {
-    /// `stage`'s end, with its output.
-    pub fn stage_done(
-        sub: &crate::engine::plan::Submission,
-        stage: &Stage,
-        (from_s, secs): (f64, f64),
-        out: &Output,
-    ) -> EngineEvent {
-        let (outcome, why) = outcome(out);
-        EngineEvent::StageDone {
-            submission: sub.name.clone(),
-            variant: sub.variant.to_string(),
-            stage: stage.kind.id(),
-            run: stage.run,
-            from_s,
-            secs,
-            outcome,
-            why,
-        }
-    }
-}
-
-fn outcome(out: &Output) -> (StageOutcome, Option<String>) {
-    let spawn = |e: &dyn std::fmt::Display| (StageOutcome::Failed, Some(e.to_string()));
-    match out {
-        Output::NotRun(b) => (StageOutcome::NotRun, Some(b.to_string())),
-        Output::Built(Err(e)) => spawn(e),
-        Output::Sanitized { run: Err(e), .. } => spawn(e),
-        Output::Ran { run: Err(e), .. } | Output::Called { run: Err(e), .. } => spawn(e),
-        Output::Timed {
-            measured: Err(e), ..
-        } => spawn(e),
-        _ => (StageOutcome::Ran, None),
-    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use crate::engine::context::Context;
-use crate::engine::events::{EngineEvent, Phase};
+use crate::engine::events::{EngineEvent, Phase, StageOutcome};
 use crate::engine::kept;
 use crate::engine::plan::{Resource, Stage, StageKind, Submission};
 pub use crate::engine::rerun::failed_on_resource;
@@ -182,6 +182,36 @@ pub fn execute(
     timeline
 }
 
+/// `stage`'s end, with its output, as the engine's event.
+fn stage_done(
+    sub: &Submission,
+    stage: &Stage,
+    (from_s, secs): (f64, f64),
+    out: &Output,
+) -> EngineEvent {
+    let failed = |e: &dyn std::fmt::Display| (StageOutcome::Failed, Some(e.to_string()));
+    let (outcome, why) = match out {
+        Output::NotRun(b) => (StageOutcome::NotRun, Some(b.to_string())),
+        Output::Built(Err(e)) => failed(e),
+        Output::Sanitized { run: Err(e), .. } => failed(e),
+        Output::Ran { run: Err(e), .. } | Output::Called { run: Err(e), .. } => failed(e),
+        Output::Timed {
+            measured: Err(e), ..
+        } => failed(e),
+        _ => (StageOutcome::Ran, None),
+    };
+    EngineEvent::StageDone {
+        submission: sub.name.clone(),
+        variant: sub.variant.to_string(),
+        stage: stage.kind.id(),
+        run: stage.run,
+        from_s,
+        secs,
+        outcome,
+        why,
+    }
+}
+
 /// A phase of `execute` begins, with `stages` to run (told only where it has any).
 fn phase_started(ctx: &Context, phase: Phase, stages: usize, start: Instant) {
     if let Some(tell) = ctx.events.as_ref().filter(|_| stages > 0) {
@@ -283,7 +313,7 @@ impl<'r, 's> Execution<'r, 's> {
         let out = run();
         let to = self.start.elapsed().as_secs_f64();
         if let Some(tell) = &self.ctx.events {
-            tell(&EngineEvent::stage_done(
+            tell(&stage_done(
                 &self.subs[s.subject],
                 s,
                 (from, to - from),

@@ -17,44 +17,18 @@ use crate::tools::runner::{Finished, Job, SpawnError};
 use crate::tools::sanitizer::{self, ToolRun};
 use crate::tools::served::CallTimes;
 
+mod blocked;
 mod reach;
 mod sandbox;
 mod terms;
 mod timed;
 
+pub use blocked::Blocked;
 pub use reach::{analyse_reach, workbook_version, ReachError};
 use sandbox::{confined, sandboxed};
 pub use sandbox::{confinement, ncu_lock_dir, ncu_turn, run_dir, sandbox_env};
 pub use terms::RunTerms;
 pub use timed::{call, forget_calls, time};
-
-/// Why a stage did not run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Blocked {
-    /// The build it needs failed (and says so).
-    BuildFailed,
-    /// No usable GPU: the reason.
-    NoGpu(String),
-    /// A tool was not found: its name.
-    Missing(&'static str),
-    /// The stage does not apply to this target (a plan asked for it by mistake): why.
-    NotApplicable(&'static str),
-    /// The grader could not prepare what the stage needs (the timed calls' shared memory): why.
-    Setup(String),
-}
-
-/// Why a stage did not run, in words (a step's, a score's, an event's).
-impl std::fmt::Display for Blocked {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Blocked::Missing(t) => write!(f, "{t} not found"),
-            Blocked::NoGpu(r) => f.write_str(r),
-            Blocked::BuildFailed => f.write_str("its build failed"),
-            Blocked::NotApplicable(why) => f.write_str(why),
-            Blocked::Setup(why) => f.write_str(why),
-        }
-    }
-}
 
 /// What a run was held to, and what the exercise says a run that stopped means: its time limit,
 /// and for an exercise whose bug hangs or crashes, the detector and the region that says where.
