@@ -101,10 +101,9 @@ pub(super) fn borrowed_kinds(ex: &Exercise, timer: Timer, subs: &[Submission]) -
         .collect()
 }
 
-/// A whole call that weighs badly against the reference fix's, each timed once at its own moment,
-/// is timed again with the reference's, back to back, before a rule fails the check. Not an
-/// untouched file's: it is the original, slow by design, and what a confirmation would settle is
-/// only which rule's words come after "slow" (60-scan's cold check: 5.4 s of 30.8).
+/// The learner's doubted whole call confirmed (`plans::confirm`). Not an untouched file's: it is
+/// the original, slow by design, and what a confirmation would settle is only which rule's words
+/// come after "slow" (60-scan's cold check: 5.4 s of 30.8).
 pub(super) fn confirm_doubted_calls(
     ctx: &Context,
     wb: &Workbook,
@@ -112,33 +111,25 @@ pub(super) fn confirm_doubted_calls(
     results: &mut Results,
     started: Instant,
 ) {
-    let ex = subs[LEARNER].exercise().expect("check grades an exercise");
-    let evidence = |i: usize| {
-        evidence::evidence(
-            results.get(i, StageKind::Timing),
-            results.get(i, StageKind::Call),
-        )
-    };
-    if untouched(subs)
-        || !speed::doubts_call(
-            ex,
-            Timer::of(ctx, ex),
-            &evidence(LEARNER),
-            &evidence(REFERENCE),
-            &evidence(ORIGINAL),
-        )
-    {
+    if untouched(subs) {
         return;
     }
-    // Where the call is the clock, the original's whole call is the speedup's measure: timed again
-    // in each round too.
-    let doubted: &[usize] = if Timer::of(ctx, ex).by_call() {
-        &[LEARNER, ORIGINAL]
-    } else {
-        &[LEARNER]
+    let ex = subs[LEARNER].exercise().expect("check grades an exercise");
+    let weighed = crate::plans::confirm::Weighed {
+        ex,
+        timer: Timer::of(ctx, ex),
+        reference: REFERENCE,
+        original: Some(ORIGINAL),
+        batch: 0,
     };
-    let confirming = plan::confirming_calls(REFERENCE, doubted, 0);
-    scheduler::execute(ctx, wb, subs, &confirming, results, started);
+    crate::plans::confirm::confirm_doubted_calls(
+        ctx,
+        (wb, subs),
+        results,
+        started,
+        &weighed,
+        &[LEARNER],
+    );
 }
 
 /// Time the three versions and judge the learner's with the one speed judge: the speed step, a

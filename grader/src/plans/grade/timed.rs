@@ -5,12 +5,11 @@
 use std::time::Instant;
 
 use crate::engine::evidence;
-use crate::engine::plan::{self, Stage, StageKind, Timer};
+use crate::engine::plan::{Stage, StageKind, Timer};
 use crate::engine::scheduler::{self, Results};
 use crate::engine::stages::Output;
 use crate::exercise::workbook::Workbook;
 use crate::judge::perf;
-use crate::judge::speed;
 use crate::judge::verdict;
 
 use super::score::PairJudge;
@@ -74,53 +73,24 @@ impl Worker<'_> {
         baseline
     }
 
-    /// A whole call that weighs badly against the reference fix's, each timed once at its own
-    /// moment, is timed again with the reference's, back to back, while the GPU is still this
-    /// chunk's alone: a classmate's copies or builds must not cost an honest file its points.
-    /// Returns the seconds the confirming calls took.
+    /// The chunk's doubted whole calls confirmed (`plans::confirm`) while the GPU is still this
+    /// chunk's alone. Returns the seconds the confirming calls took.
     fn confirm_doubted(&self, work: &TimedWork, results: &mut Results) -> f64 {
-        let (chunk, original) = (work.chunk, work.original);
-        let (ex, timer) = (chunk.exercise, work.timer);
-        let first = |i: usize| {
-            evidence::evidence(
-                results.get_run(&Stage::again(i, StageKind::Timing, chunk.index)),
-                results.get_run(&Stage::again(i, StageKind::Call, chunk.index)),
-            )
+        let weighed = crate::plans::confirm::Weighed {
+            ex: work.chunk.exercise,
+            timer: work.timer,
+            reference: work.reference,
+            original: work.original,
+            batch: work.chunk.index,
         };
-        let reference_first = first(work.reference);
-        let original_first = original.map_or_else(evidence::Timed::default, first);
-        let doubted: Vec<usize> = work
-            .correct
-            .iter()
-            .copied()
-            .filter(|&i| {
-                let learner = evidence::evidence(
-                    results.get(i, StageKind::Timing),
-                    results.get(i, StageKind::Call),
-                );
-                speed::doubts_call(ex, timer, &learner, &reference_first, &original_first)
-            })
-            .collect();
-        if doubted.is_empty() {
-            return 0.0;
-        }
-        // Where the call is the clock, the original's whole call is the speedup's measure: timed
-        // again in each round too.
-        let doubted: Vec<usize> = doubted
-            .into_iter()
-            .chain(original.filter(|_| timer.by_call()))
-            .collect();
-        let confirming = plan::confirming_calls(work.reference, &doubted, chunk.index);
-        scheduler::execute(
+        crate::plans::confirm::confirm_doubted_calls(
             &self.ctx,
-            work.wb,
-            work.subs,
-            &confirming,
+            (work.wb, work.subs),
             results,
             work.started,
+            &weighed,
+            work.correct,
         )
-        .exclusive
-        .unwrap_or(0.0)
     }
 
     /// The rest of a timed chunk: fresh inputs, then every timed pair judged.

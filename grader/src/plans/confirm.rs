@@ -1,0 +1,70 @@
+//! The rounds that confirm a doubted whole call, for the plans that judge one against the
+//! reference fix (`check`, `grade`): a call that weighs badly against the reference fix's, each
+//! timed once at its own moment, is timed again with the reference's, back to back, while the GPU
+//! is still the plan's alone, before a rule may fail it. A classmate's copies or builds, or the
+//! GPU's own moods, must not cost an honest file its points.
+
+use std::time::Instant;
+
+use crate::engine::context::Context;
+use crate::engine::evidence;
+use crate::engine::plan::{self, Stage, StageKind, Submission, Timer};
+use crate::engine::scheduler::{self, Results};
+use crate::exercise::workbook::{Exercise, Workbook};
+use crate::judge::speed;
+
+/// Whose whole calls are weighed: the exercise and its clock, the reference fix's and the
+/// original's subjects, and the batch their first runs were timed in (`Stage::again`).
+pub struct Weighed<'a> {
+    pub ex: &'a Exercise,
+    pub timer: Timer,
+    pub reference: usize,
+    pub original: Option<usize>,
+    pub batch: u32,
+}
+
+/// Time again, in confirming rounds beside the reference fix, each of `candidates` whose first
+/// whole call `speed::doubts_call` doubts. Where the call is the clock, the original's whole call
+/// is the speedup's measure: timed again in each round too. Returns the seconds the confirming
+/// calls took alone on the GPU.
+pub fn confirm_doubted_calls(
+    ctx: &Context,
+    (wb, subs): (&Workbook, &[Submission]),
+    results: &mut Results,
+    started: Instant,
+    weighed: &Weighed,
+    candidates: &[usize],
+) -> f64 {
+    let first = |i: usize| {
+        evidence::evidence(
+            results.get_run(&Stage::again(i, StageKind::Timing, weighed.batch)),
+            results.get_run(&Stage::again(i, StageKind::Call, weighed.batch)),
+        )
+    };
+    let reference = first(weighed.reference);
+    let original = weighed
+        .original
+        .map_or_else(evidence::Timed::default, first);
+    let doubted: Vec<usize> = candidates
+        .iter()
+        .copied()
+        .filter(|&i| {
+            let learner = evidence::evidence(
+                results.get(i, StageKind::Timing),
+                results.get(i, StageKind::Call),
+            );
+            speed::doubts_call(weighed.ex, weighed.timer, &learner, &reference, &original)
+        })
+        .collect();
+    if doubted.is_empty() {
+        return 0.0;
+    }
+    let doubted: Vec<usize> = doubted
+        .into_iter()
+        .chain(weighed.original.filter(|_| weighed.timer.by_call()))
+        .collect();
+    let confirming = plan::confirming_calls(weighed.reference, &doubted, weighed.batch);
+    scheduler::execute(ctx, wb, subs, &confirming, results, started)
+        .exclusive
+        .unwrap_or(0.0)
+}
