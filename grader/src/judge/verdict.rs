@@ -429,10 +429,7 @@ pub fn stopped(
             },
         )),
         // A kill for memory (the host's limit, a shared GPU's share) is said by `describe_exit`.
-        Exit::Signal(sig)
-            if !(sig == libc::SIGKILL
-                && (f.oom_killed || f.gpu_memory_over.is_some())) =>
-        {
+        Exit::Signal(sig) if f.killed_for_memory().is_none() => {
             let name = signal_name(sig);
             let region = match (bounds.detector, &bounds.region) {
                 (Detector::Crash, Some(r)) => format!("; the bug is in {r}"),

@@ -247,21 +247,27 @@ impl Finished {
             _ => format!("{out}\n{err}"),
         }
     }
+    /// Why it was killed for the memory it held, where it was: over its host-memory limit (the
+    /// kernel's kill), or over its share of a shared GPU's (the runner's).
+    pub fn killed_for_memory(&self) -> Option<String> {
+        if self.exit != Exit::Signal(libc::SIGKILL) {
+            return None;
+        }
+        if self.oom_killed {
+            return Some("killed: it went over its host-memory limit".into());
+        }
+        self.gpu_memory_over.map(|o| o.describe())
+    }
+
     pub fn describe_exit(&self) -> String {
-        let mut s = match self.exit {
-            Exit::Code(c) => format!("exit status {c}"),
-            Exit::Signal(s) if s == libc::SIGKILL && self.oom_killed => {
-                "killed: it went over its host-memory limit".into()
-            }
-            Exit::Signal(libc::SIGKILL) if self.gpu_memory_over.is_some() => self
-                .gpu_memory_over
-                .map(|o| o.describe())
-                .unwrap_or_default(),
-            Exit::Signal(s) if s == libc::SIGXFSZ => {
+        let mut s = match (self.killed_for_memory(), self.exit) {
+            (Some(why), _) => why,
+            (None, Exit::Code(c)) => format!("exit status {c}"),
+            (None, Exit::Signal(s)) if s == libc::SIGXFSZ => {
                 "killed by SIGXFSZ: it wrote a file over the size limit".into()
             }
-            Exit::Signal(s) => format!("killed by signal {s}"),
-            Exit::TimedOut => "timed out and was killed".into(),
+            (None, Exit::Signal(s)) => format!("killed by signal {s}"),
+            (None, Exit::TimedOut) => "timed out and was killed".into(),
         };
         if let Some(left) = self.left_running() {
             s.push_str(&format!("; {left}"));
@@ -568,25 +574,25 @@ fn supervise(
                 over
             })
         });
-        let deadline = start + job.timeout;
-        let timed_out = match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-            Ok(Heard::Exited) => false,
-            Ok(Heard::Stop) => {
-                end_group(pgid, &rx, KILL_GRACE);
-                false
-            }
-            Ok(Heard::Kill) => {
-                signal_group(pgid, libc::SIGKILL);
-                if let Some(cg) = cgroup {
-                    cg.kill_all(Duration::from_millis(500));
+        let timed_out =
+            match rx.recv_timeout(running.deadline.saturating_duration_since(Instant::now())) {
+                Ok(Heard::Exited) => false,
+                Ok(Heard::Stop) => {
+                    end_group(pgid, &rx, KILL_GRACE);
+                    false
                 }
-                false
-            }
-            Err(_) => {
-                end_group(pgid, &rx, KILL_GRACE);
-                true
-            }
-        };
+                Ok(Heard::Kill) => {
+                    signal_group(pgid, libc::SIGKILL);
+                    if let Some(cg) = cgroup {
+                        cg.kill_all(Duration::from_millis(500));
+                    }
+                    false
+                }
+                Err(_) => {
+                    end_group(pgid, &rx, KILL_GRACE);
+                    true
+                }
+            };
         let status = waiter.join().expect("waiter thread").ok();
         if let Some(d) = driver {
             let _ = d.join();

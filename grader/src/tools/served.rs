@@ -201,8 +201,8 @@ impl Served {
             .collect()
     }
 
-    /// Wait until the word at `at` holds `want`: spinning or polling, until the program ends or
-    /// the job's time is up. The word holds `before` until then; any other value was written out
+    /// Wait until the word at `at` holds `want`: spinning or polling, until the program ends, the
+    /// job's time is up, or `within` has gone by (the program's margin to be ready). The word holds `before` until then; any other value was written out
     /// of turn (something beside the harness's loop writes the control page) and ends the wait at
     /// once: fd-scribble's thread, writing `done` ahead of every call, held 62's timed run to its
     /// time limit.
@@ -215,7 +215,7 @@ impl Served {
         spin: bool,
         within: Option<Duration>,
     ) -> Result<(), WaitError> {
-        let by = within.map(|d| (Instant::now() + d).min(run.deadline));
+        let margin = within.map(|d| (Instant::now() + d, d));
         let mut n: u32 = 0;
         loop {
             let now = self.region.word(at).load(Ordering::Acquire);
@@ -234,13 +234,11 @@ impl Served {
                     }
                     return Err(WaitError::Ended);
                 }
-                if let Some(by) = by.filter(|by| Instant::now() > *by) {
-                    if by < run.deadline {
-                        return Err(WaitError::Margin(within.unwrap_or_default()));
-                    }
-                }
                 if Instant::now() > run.deadline {
                     return Err(WaitError::TimeUp);
+                }
+                if let Some((_, d)) = margin.filter(|(by, _)| Instant::now() > *by) {
+                    return Err(WaitError::NotReady(d));
                 }
             }
             if spin {
@@ -321,10 +319,7 @@ impl Served {
     fn make_calls(&self, run: &Running) -> (Vec<Called>, Option<String>, Option<f64>) {
         if let Err(why) = self.wait_for(READY, 1, 0, run, false, self.margins.start) {
             let why = match why {
-                WaitError::Margin(d) => format!(
-                    "it was not ready for its first call within {} s, the most a timed program may take to start (it has the GPU alone)",
-                    d.as_secs_f64()
-                ),
+                WaitError::NotReady(_) => why.to_string(),
                 other => format!("{other} before it was ready for its first call"),
             };
             return (Vec::new(), Some(why), None);
@@ -460,8 +455,9 @@ enum WaitError {
     Ended,
     #[error("its time ran out")]
     TimeUp,
-    #[error("{} s went by", .0.as_secs_f64())]
-    Margin(Duration),
+    /// Past `Margins::start`, the only wait with a margin of its own.
+    #[error("it was not ready for its first call within {} s, the most a timed program may take to start (it has the GPU alone)", .0.as_secs_f64())]
+    NotReady(Duration),
 }
 
 /// Why call `k` stopped: the run's `failure` in the clock's record. The I/O errors are part of
