@@ -8,6 +8,7 @@ pub mod events;
 pub mod evidence;
 pub mod findings;
 pub mod kept;
+pub mod pace;
 pub mod plan;
 pub mod rerun;
 pub mod scheduler;

@@ -2,6 +2,7 @@
 //! one that failed on a resource another program may have held, with its full limit; a tool that
 //! stalled beside other runs, within a limit its peers set.
 
+use crate::engine::pace;
 use crate::engine::plan::{Stage, StageKind};
 use crate::engine::stages::Output;
 
@@ -52,14 +53,11 @@ pub(super) enum Again {
     Stalled(std::time::Duration),
 }
 
-/// A stalled tool run alone is held to this many times the slowest run of the same tool that
-/// finished in the batch (at least `STALL_FLOOR`): the stalled initcheck below took 1-12 s alone.
-const STALL_FACTOR: u32 = 4;
-/// Where no other program ran the tool (`check` runs the tools on the learner's file alone), this
-/// many times the program's own plain run: the tools ran programs 2-20x slower than their plain
-/// runs on the H100 (initcheck of a 0.3 s run: up to 5.6 s).
+/// Where no other program ran the tool (`check` runs the tools on the learner's file alone), a
+/// stalled run alone is held to this many times the program's own plain run: the tools ran
+/// programs 2-20x slower than their plain runs on the H100 (initcheck of a 0.3 s run: up to 5.6 s).
+/// Where others did, to the pace their runs set (`pace::peers_limit`).
 const STALL_PLAIN_FACTOR: u32 = 50;
-const STALL_FLOOR: std::time::Duration = std::time::Duration::from_secs(30);
 
 fn timed_out(o: &Output) -> bool {
     o.finished()
@@ -82,26 +80,26 @@ pub(super) fn run_again(
     if !stalled(stage, output, stages, outputs) {
         return Again::No;
     }
-    let walls = |same: &dyn Fn(&Stage) -> bool| {
+    let walls = |same: &dyn Fn(&Stage) -> bool| -> Vec<std::time::Duration> {
         stages
             .iter()
             .zip(outputs)
             .filter(|(s, o)| same(s) && !timed_out(o))
             .filter_map(|(_, o)| o.wall())
-            .max()
+            .collect()
     };
-    let slowest_peer = walls(&|s| s.kind == stage.kind).map(|w| w * STALL_FACTOR);
+    let peers = walls(&|s| s.kind == stage.kind && s.subject != stage.subject);
     let own_plain = || {
-        walls(&|s| {
+        let plain = walls(&|s| {
             s.subject == stage.subject
                 && matches!(s.kind, StageKind::Correctness | StageKind::Hidden)
-        })
-        .map(|w| w * STALL_PLAIN_FACTOR)
+        });
+        Some((plain.into_iter().max()? * STALL_PLAIN_FACTOR).max(pace::FLOOR))
     };
     Again::Stalled(
-        slowest_peer
+        pace::peers_limit(&peers, limit)
             .or_else(own_plain)
-            .map_or(limit, |w| w.max(STALL_FLOOR).min(limit)),
+            .map_or(limit, |w| w.min(limit)),
     )
 }
 
@@ -377,7 +375,7 @@ mod tests {
         ];
         assert_eq!(
             run_again(&quick_stages[0], &quick[0], &quick_stages, &quick, limit),
-            Again::Stalled(STALL_FLOOR),
+            Again::Stalled(pace::FLOOR),
             "never below the floor"
         );
     }

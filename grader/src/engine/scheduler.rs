@@ -9,6 +9,7 @@ use std::time::Instant;
 use crate::engine::context::Context;
 use crate::engine::events::{EngineEvent, Phase, StageOutcome};
 use crate::engine::kept;
+use crate::engine::pace::Pace;
 use crate::engine::plan::{Resource, Stage, StageKind, Submission};
 pub use crate::engine::rerun::failed_on_resource;
 use crate::engine::rerun::{rerun_alone, run_again, Again};
@@ -137,11 +138,17 @@ pub fn execute(
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     });
-    let beside = RunTerms::beside(ctx.gpu_memory_share());
+    let pace = Pace::of(subs, &gpu);
+    let beside = RunTerms::beside(ctx.gpu_memory_share(), pace.clone());
     phase_started(ctx, Phase::Shared, builds.len() + gpu.len(), start);
     let (built, mut ran) = std::thread::scope(|scope| {
-        let gpu_runs =
-            scope.spawn(|| parallel(&gpu, ctx.config.gpu_jobs, |s| runs.run(s, &beside)));
+        let gpu_runs = scope.spawn(|| {
+            parallel(&gpu, ctx.config.gpu_jobs, |s| {
+                let out = runs.run(s, &beside);
+                pace.ended(&subs[s.subject], s, &out);
+                out
+            })
+        });
         let built = parallel(&builds, ctx.config.cpu_jobs, |s| runs.build(s));
         timeline.builds_done_at = start.elapsed().as_secs_f64();
         (built, gpu_runs.join().expect("a GPU stage panicked"))

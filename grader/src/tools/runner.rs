@@ -77,12 +77,16 @@ pub enum Then {
     /// End it now (SIGTERM, SIGKILL after the grace): the driver found it broken, and a program
     /// that hangs after that must not hold the grader to its time limit.
     Stop,
+    /// End it now as out of time (its `Exit::TimedOut`), before its own limit: the runs it is
+    /// measured against set a shorter one (`engine::pace`).
+    OutOfTime,
 }
 
 /// What the runner hears while a job runs.
 enum Heard {
     Exited,
     Stop,
+    OutOfTime,
     /// Over its share of the GPU's memory: no grace, so that it frees the memory at once.
     Kill,
 }
@@ -557,9 +561,13 @@ fn supervise(
         let driver = job.driver.as_ref().map(|d| {
             let stop = tx.clone();
             let running = &running;
-            scope.spawn(move || {
-                if d.drive(running) == Then::Stop {
+            scope.spawn(move || match d.drive(running) {
+                Then::Wait => {}
+                Then::Stop => {
                     let _ = stop.send(Heard::Stop);
+                }
+                Then::OutOfTime => {
+                    let _ = stop.send(Heard::OutOfTime);
                 }
             })
         });
@@ -588,7 +596,7 @@ fn supervise(
                     }
                     false
                 }
-                Err(_) => {
+                Ok(Heard::OutOfTime) | Err(_) => {
                     end_group(pgid, &rx, KILL_GRACE);
                     true
                 }
@@ -626,7 +634,7 @@ fn end_group(pgid: u32, heard: &mpsc::Receiver<Heard>, grace: Duration) {
     let exited = loop {
         match heard.recv_timeout(grace) {
             Ok(Heard::Exited) => break true,
-            Ok(Heard::Stop | Heard::Kill) => continue,
+            Ok(Heard::Stop | Heard::OutOfTime | Heard::Kill) => continue,
             Err(_) => break false,
         }
     };

@@ -341,6 +341,10 @@ pub fn sanitize(
     .output(&xml);
     let mut job = confined(ctx, wb, sub, stage, job);
     job.gpu_memory = terms.gpu_memory.clone();
+    job.driver = terms
+        .pace
+        .as_ref()
+        .and_then(|p| p.keeper(sub, stage, bounds.limit));
     let run = sanitizer::run(ctx.launcher.as_ref(), tool, &job, &xml);
     let sources = sub.sources();
     let mut found = run

@@ -1,5 +1,9 @@
-//! How a GPU stage's run goes: beside other runs, held to a share of the GPU's memory, or alone.
+//! How a GPU stage's run goes: beside other runs, held to a share of the GPU's memory and to their
+//! pace, or alone.
 
+use std::sync::Arc;
+
+use crate::engine::pace::Pace;
 use crate::tools::gpu_memory::GpuMemoryWatch;
 
 /// How a GPU stage's run goes: beside other runs (held to a share of the GPU's memory) or alone,
@@ -10,14 +14,18 @@ pub struct RunTerms {
     pub after_stall: Option<std::time::Duration>,
     /// Beside other runs: the GPU memory it may hold, read from the driver.
     pub gpu_memory: Option<GpuMemoryWatch>,
+    /// Beside other runs: the pace their tool runs set, past which a tool run is cut.
+    pub pace: Option<Arc<Pace>>,
 }
 
 impl RunTerms {
-    /// Beside other runs, held to `gpu_memory` where the driver's count can be read.
-    pub fn beside(gpu_memory: Option<GpuMemoryWatch>) -> RunTerms {
+    /// Beside other runs, held to `gpu_memory` where the driver's count can be read, and to
+    /// `pace`.
+    pub fn beside(gpu_memory: Option<GpuMemoryWatch>, pace: Arc<Pace>) -> RunTerms {
         RunTerms {
             after_stall: None,
             gpu_memory,
+            pace: Some(pace),
         }
     }
 
@@ -26,6 +34,7 @@ impl RunTerms {
         RunTerms {
             after_stall,
             gpu_memory: None,
+            pace: None,
         }
     }
 }
