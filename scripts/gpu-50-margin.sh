@@ -82,7 +82,7 @@ fi
 if has bench; then
   BENCH_EX=${BENCH_EX:-01-index,02-bounds,03-race,05-memset,06-misaligned,10-shared-bounds}
   rm -rf bench-class; python3 scripts/grade-bench-class.py bench-class "${BENCH_N:-10}" ${BENCH_EX//,/ }
-  graded bench bench-class "$BENCH_EX"
+  graded "bench${BENCH_TAG:-}" bench-class "$BENCH_EX"
 fi
 
 if has perf; then

@@ -336,7 +336,7 @@ impl<'a> Class<'a> {
             let mut next = self.take(lane);
             // The last chunk's fresh inputs and judging, which run beside this chunk's
             // tools (60 bug pairs on an H100: 6.5 s of 131.6 s), and the next chunk's
-            // builds, which run while this one is timed, when the CPU is idle. (Built from
+            // builds, which run while this one is timed, at the lowest CPU priority. (Built from
             // the start of the tools phase instead, 60 bug pairs took 148.7 s against
             // 145.3 s: no gain.)
             let mut finishing: Option<std::thread::ScopedJoinHandle<()>> = None;
@@ -357,7 +357,11 @@ impl<'a> Class<'a> {
                         f.join().expect("a chunk's end panicked");
                     }
                     if let Some(n) = next.clone() {
-                        prebuilding = Some(inner.spawn(move || worker.prebuild(wb, &n)));
+                        prebuilding = Some(inner.spawn(move || {
+                            // While this chunk is timed: its programs come first on the CPU.
+                            crate::tools::runner::into_background();
+                            worker.prebuild(wb, &n)
+                        }));
                     }
                 };
                 match worker.grade_until_timed(wb, &chunk, &mut before_timing) {
