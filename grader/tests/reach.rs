@@ -60,11 +60,14 @@ fn context(wb: &Workbook) -> Option<Context> {
         extra_flags: Vec::new(),
         cupti: None,
     };
-    let ctx = Context::builder(wb, config)
+    let mut ctx = Context::builder(wb, config)
         .compiler(nvcc, harness)
         .gpu(GpuStatus::NoDriver)
         .build(|_| {})
         .unwrap();
+    // The analyses the workspace's tests share (tests/common's build cache): the same texts, built
+    // by the same nvcc against the same harness headers, are analysed once for all of them.
+    ctx.reach_cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("build-cache/reach");
     assert!(ctx.tools.objdump.is_some(), "objdump (binutils) is needed");
     Some(ctx)
 }

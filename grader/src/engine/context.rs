@@ -56,7 +56,8 @@ pub struct Context {
     pub launcher: Box<dyn Launcher>,
     /// Whether the driver lets the sandbox's unprivileged ncu read the GPU's counters.
     pub counters: gpu::CounterAccess,
-    /// Where the workbook's own versions' compiled reach is kept (`Workbook::reach_cache_dir`).
+    /// Where every analysed text's compiled reach is kept: beside the build cache, else
+    /// `Workbook::reach_cache_dir`.
     pub reach_cache: std::path::PathBuf,
     /// Where the engine tells each phase's start and each stage's end (none: nowhere).
     pub events: Option<crate::engine::events::EventSink>,
@@ -305,6 +306,10 @@ impl ContextBuilder<'_> {
         } else {
             gpu::counters()
         };
+        // Beside the builds it describes, where they are kept (and hidden from every run).
+        let reach_cache = build_cache
+            .as_ref()
+            .map_or_else(|| wb.reach_cache_dir(), |c| c.dir.join("reach"));
         Ok(Context {
             config,
             tools,
@@ -315,7 +320,7 @@ impl ContextBuilder<'_> {
             build_cache,
             launcher,
             counters,
-            reach_cache: wb.reach_cache_dir(),
+            reach_cache,
             events: None,
         })
     }

@@ -389,8 +389,8 @@ impl Workbook {
         self.work_dir().join("work")
     }
 
-    /// What the workbook's own versions of each exercise reach when compiled (`judge::reach`), kept
-    /// by their inputs: the untouched exercise and the reference fix are compiled once.
+    /// What each analysed text reaches when compiled (`judge::reach`), kept by its inputs, where no
+    /// build cache is kept beside it (`Context::reach_cache`): each text is compiled once.
     pub fn reach_cache_dir(&self) -> PathBuf {
         self.work_root().join("reach")
     }

@@ -724,7 +724,11 @@ mod tests {
         assert_eq!(niceness(true), "19");
         // SAFETY: a plain syscall.
         let own = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
-        assert_eq!(niceness(false), own.to_string(), "other threads keep theirs");
+        assert_eq!(
+            niceness(false),
+            own.to_string(),
+            "other threads keep theirs"
+        );
     }
 
     #[test]

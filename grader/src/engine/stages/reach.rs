@@ -1,7 +1,7 @@
 //! The host object of an exercise's file, compiled alone and read for what it reaches
 //! (`tools::reach`): a submission's in its own sandbox, beside the SASS check of its release build;
-//! the workbook's own versions (the untouched exercise, the reference fix) once, kept by their
-//! inputs in `Workbook::reach_cache_dir` (`Context::reach_cache`).
+//! the workbook's own versions (the untouched exercise, the reference fix) once, every text kept
+//! by its inputs in `Context::reach_cache` (beside the build cache).
 
 use std::path::{Path, PathBuf};
 
@@ -30,8 +30,9 @@ pub enum ReachError {
     Io(PathBuf, std::io::Error),
 }
 
-/// Bumped when the parse or the analysis builds change, so that kept results are not reused.
-const ANALYSIS_VERSION: &str = "reach-3";
+/// Bumped when the parse, the analysis builds or the key change, so that kept results are not
+/// reused.
+const ANALYSIS_VERSION: &str = "reach-4";
 
 /// The most objdump may print: a file of templates at `-O0` prints a few MiB at the most.
 const DUMP_CAP: usize = 64 << 20;
@@ -189,8 +190,7 @@ fn kept(
         &ex.manifest.manifest.build.arch(recipe.arch),
         &format!("{:?}", ex.manifest.manifest.build),
         &recipe.nvcc.path.display().to_string(),
-        &recipe.harness.include_dir.display().to_string(),
-        &recipe.harness.object.display().to_string(),
+        &headers_digest(&recipe.harness.include_dir),
     ] {
         hasher
             .update(&(part.len() as u64).to_le_bytes())
@@ -224,6 +224,28 @@ fn kept(
     }
     let _free = Free(&kept);
     kept_or_analysed(&dir, &kept, analyse)
+}
+
+/// What the analysis compiles against besides the text: the harness's headers, by their content
+/// (the object is not linked), so that two workbooks with the same harness (the tests' copies, a
+/// class graded in two work folders sharing `CUDABUGS_BUILD_CACHE`) share what they analysed.
+fn headers_digest(include_dir: &Path) -> String {
+    let mut headers: Vec<PathBuf> = std::fs::read_dir(include_dir)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    headers.retain(|p| p.extension().is_some_and(|x| x == "cuh" || x == "h"));
+    headers.sort();
+    let mut hasher = blake3::Hasher::new();
+    for h in headers {
+        let name = h.file_name().unwrap_or_default().to_string_lossy();
+        let text = std::fs::read(&h).unwrap_or_default();
+        hasher
+            .update(&(name.len() as u64).to_le_bytes())
+            .update(name.as_bytes())
+            .update(&(text.len() as u64).to_le_bytes())
+            .update(&text);
+    }
+    hasher.finalize().to_hex().to_string()
 }
 
 /// The record at `kept`, or `analyse`'s result, kept there.
@@ -277,5 +299,54 @@ mod tests {
         assert_eq!(second, found);
         let third = kept(&ctx, ex, "text", |_| panic!("analysed again")).unwrap();
         assert_eq!(third, found);
+    }
+
+    #[test]
+    fn two_workbooks_with_the_same_harness_headers_share_an_analysis_and_a_changed_header_does_not()
+    {
+        let (_dir, wb) = crate::exercise::workbook::test_workbook(&["03-race"]);
+        let config = Config {
+            install_toolkit: false,
+            ..Config::default()
+        };
+        let context = |include_dir: &Path, cache: &Path| {
+            let mut ctx = Context::builder(&wb, config.clone())
+                .no_compiler()
+                .gpu(GpuStatus::NoDriver)
+                .build(|_| {})
+                .unwrap();
+            ctx.harness.include_dir = include_dir.to_path_buf();
+            ctx.harness.object = include_dir.join("harness-of-this-copy.o");
+            ctx.reach_cache = cache.to_path_buf();
+            ctx
+        };
+        let (cache, one, two) = (
+            tempfile::tempdir().unwrap(),
+            tempfile::tempdir().unwrap(),
+            tempfile::tempdir().unwrap(),
+        );
+        for dir in [one.path(), two.path()] {
+            std::fs::write(dir.join("cudabugs.cuh"), "// the harness\n").unwrap();
+        }
+        let ex = wb.resolve("03-race").unwrap();
+        let found = Reach {
+            undefined: vec!["getenv".into()],
+            ..Reach::default()
+        };
+        let first = context(one.path(), cache.path());
+        assert_eq!(
+            kept(&first, ex, "text", |_| Ok(found.clone())).unwrap(),
+            found
+        );
+        let second = context(two.path(), cache.path());
+        let shared = kept(&second, ex, "text", |_| panic!("analysed again")).unwrap();
+        assert_eq!(shared, found, "the same headers in another folder");
+        std::fs::write(two.path().join("cudabugs.cuh"), "// another harness\n").unwrap();
+        let again = kept(&second, ex, "text", |_| Ok(Reach::default())).unwrap();
+        assert_eq!(
+            again,
+            Reach::default(),
+            "a changed header is analysed again"
+        );
     }
 }
