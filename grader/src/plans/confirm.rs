@@ -35,6 +35,23 @@ pub fn confirm_doubted_calls(
     weighed: &Weighed,
     candidates: &[usize],
 ) -> f64 {
+    let doubted = doubted(results, weighed, candidates);
+    if doubted.is_empty() {
+        return 0.0;
+    }
+    let doubted: Vec<usize> = doubted
+        .into_iter()
+        .chain(weighed.original.filter(|_| weighed.timer.by_call()))
+        .collect();
+    let confirming = plan::confirming_calls(weighed.reference, &doubted, weighed.batch);
+    scheduler::execute(ctx, wb, subs, &confirming, results, started)
+        .exclusive
+        .unwrap_or(0.0)
+}
+
+/// Which of `candidates` have a first whole call `speed::doubts_call` doubts against the reference
+/// fix's (and the original's) first runs, and that ran all their calls.
+fn doubted(results: &Results, weighed: &Weighed, candidates: &[usize]) -> Vec<usize> {
     let first = |i: usize| {
         evidence::evidence(
             results.get_run(&Stage::again(i, StageKind::Timing, weighed.batch)),
@@ -45,7 +62,7 @@ pub fn confirm_doubted_calls(
     let original = weighed
         .original
         .map_or_else(evidence::Timed::default, first);
-    let doubted: Vec<usize> = candidates
+    candidates
         .iter()
         .copied()
         .filter(|&i| {
@@ -59,16 +76,61 @@ pub fn confirm_doubted_calls(
             learner.call_failure.is_none()
                 && speed::doubts_call(weighed.ex, weighed.timer, &learner, &reference, &original)
         })
-        .collect();
-    if doubted.is_empty() {
-        return 0.0;
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::stages::Output;
+    use crate::tools::runner::{Exit, Finished};
+    use crate::tools::served::CallTimes;
+
+    /// A call timing whose process ran `process_ms`, three calls of 1 ms, ended by `failure`.
+    fn called(process_ms: u64, failure: Option<&str>) -> Output {
+        Output::Called {
+            command: String::new(),
+            run: Ok(Finished::ended(
+                Exit::Code(0),
+                std::time::Duration::from_millis(process_ms),
+            )),
+            failure: failure.map(str::to_string),
+            times: Some(CallTimes {
+                calls_ns: vec![1e6; 3],
+                cpu_ns: vec![None; 3],
+                changed: vec![false; 3],
+                ..CallTimes::default()
+            }),
+            timeline: None,
+            driver: None,
+            outputs: Vec::new(),
+            kept: false,
+        }
     }
-    let doubted: Vec<usize> = doubted
-        .into_iter()
-        .chain(weighed.original.filter(|_| weighed.timer.by_call()))
-        .collect();
-    let confirming = plan::confirming_calls(weighed.reference, &doubted, weighed.batch);
-    scheduler::execute(ctx, wb, subs, &confirming, results, started)
-        .exclusive
-        .unwrap_or(0.0)
+
+    #[test]
+    fn a_doubted_call_is_confirmed_and_a_failed_one_is_not_timed_again() {
+        let (_dir, wb) = crate::exercise::workbook::test_workbook(&["03-race"]);
+        let ex = wb.resolve("03-race").unwrap();
+        let mut results = Results::default();
+        // 0: 2.5 s outside its calls against the reference's 0.5 s (unaccounted time: doubted);
+        // 1: the same, but ended at its margin (H200: slow-end-25); 2: as the reference.
+        let stand_ins = [
+            called(3000, None),
+            called(3000, Some("the calls stopped")),
+            called(500, None),
+            called(500, None),
+        ];
+        for (i, o) in stand_ins.into_iter().enumerate() {
+            results.outputs.insert(Stage::new(i, StageKind::Call), o);
+        }
+        let weighed = Weighed {
+            ex,
+            timer: Timer::Driver,
+            reference: 3,
+            original: None,
+            batch: 0,
+        };
+        assert_eq!(doubted(&results, &weighed, &[0, 1, 2]), vec![0]);
+    }
 }
