@@ -22,8 +22,9 @@ const FACTOR: u32 = 4;
 pub const FLOOR: Duration = Duration::from_secs(30);
 /// Fewer ended peers than this set no pace: a median of one or two runs says little.
 const PEERS: usize = 3;
-/// How often a run's pace is looked at.
-const POLL: Duration = Duration::from_millis(250);
+/// How often a run's pace is looked at: also how long the runner may wait, once the run has
+/// ended, for its keeper to see it (it joins the keeper's thread).
+const POLL: Duration = Duration::from_millis(50);
 
 /// The limit `walls`, peers' runs of the same tool that ended by themselves, set: `FACTOR` times
 /// their median, at least `FLOOR`, at most `limit`. The median, not the slowest: a classmate that
