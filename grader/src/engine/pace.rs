@@ -16,7 +16,7 @@ use crate::tools::runner::{Driver, Running, Then};
 /// A run held to its peers is held to this many times their median run (at least `FLOOR`): one
 /// initcheck of 60 on an H100 stalled beside 12 processes where the others took 1-12 s, and took
 /// 1-12 s alone.
-const FACTOR: u32 = 4;
+pub const FACTOR: u32 = 4;
 /// No run is held to less than this: an honest program several times slower under a tool than its
 /// classmates' still finishes well within it (03's tools take 1-5 s a run on an H200).
 pub const FLOOR: Duration = Duration::from_secs(30);
@@ -38,6 +38,18 @@ fn held_to(walls: &[Duration], floor: Duration, limit: Duration) -> Option<Durat
     walls.sort();
     let median = *walls.get(walls.len() / 2)?;
     Some((median * FACTOR).max(floor).min(limit))
+}
+
+/// How long a stage's process ran, where it ended by itself (not at a time limit): what a peer's
+/// limit, or the program's own plain run, is measured from.
+pub fn wall_of_its_own(o: &Output) -> Option<Duration> {
+    o.wall().filter(|_| !timed_out(o))
+}
+
+/// Whether a stage's process was ended at its time limit (its own, or its peers' pace).
+pub fn timed_out(o: &Output) -> bool {
+    o.finished()
+        .is_some_and(|f| f.exit == crate::tools::runner::Exit::TimedOut)
 }
 
 /// Which runs are one another's peers: the same tool on the same exercise.
@@ -87,12 +99,7 @@ impl Pace {
             return;
         };
         *left = left.saturating_sub(1);
-        let by_itself = output
-            .finished()
-            .is_some_and(|f| f.exit != crate::tools::runner::Exit::TimedOut);
-        if let Some(w) = output.wall().filter(|_| by_itself) {
-            walls.push(w);
-        }
+        walls.extend(wall_of_its_own(output));
     }
 
     /// The limit a run of `peers` is now held to: once it is the last of them still going.

@@ -59,11 +59,6 @@ pub(super) enum Again {
 /// Where others did, to the pace their runs set (`pace::peers_limit`).
 const STALL_PLAIN_FACTOR: u32 = 50;
 
-fn timed_out(o: &Output) -> bool {
-    o.finished()
-        .is_some_and(|f| f.exit == crate::tools::runner::Exit::TimedOut)
-}
-
 /// How `stage` runs again, if it does: a failure on a shared resource with its full limit; a tool
 /// that stalled (see `stalled`) within a limit derived from its peers, so that a program that
 /// stalls only under a tool (it can tell) costs one short wait alone, not a second full one.
@@ -84,8 +79,8 @@ pub(super) fn run_again(
         stages
             .iter()
             .zip(outputs)
-            .filter(|(s, o)| same(s) && !timed_out(o))
-            .filter_map(|(_, o)| o.wall())
+            .filter(|(s, _)| same(s))
+            .filter_map(|(_, o)| pace::wall_of_its_own(o))
             .collect()
     };
     let peers = walls(&|s| s.kind == stage.kind && s.subject != stage.subject);
@@ -109,12 +104,12 @@ pub(super) fn run_again(
 /// the others took 1-12 s; a grade must not hang on that.
 fn stalled(stage: &Stage, output: &Output, stages: &[Stage], outputs: &[Output]) -> bool {
     matches!(stage.kind, StageKind::Sanitize(_))
-        && timed_out(output)
+        && pace::timed_out(output)
         && stages.iter().zip(outputs).any(|(s, o)| {
             s.subject == stage.subject
                 && matches!(s.kind, StageKind::Correctness | StageKind::Hidden)
                 && matches!(o, Output::Ran { run: Ok(_), .. })
-                && !timed_out(o)
+                && !pace::timed_out(o)
         })
 }
 
@@ -139,7 +134,7 @@ pub(super) fn rerun_alone(
         };
         *o = run(s, limit);
         count += 1;
-        if matches!(a, Again::Stalled(_)) && timed_out(o) {
+        if matches!(a, Again::Stalled(_)) && pace::timed_out(o) {
             stalls_alone.insert(s.subject);
         }
     }

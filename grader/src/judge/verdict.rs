@@ -425,7 +425,7 @@ pub fn stopped(
             match deadlock {
                 Some(d) => format!("{what} did not finish within {limit:.0} s: it hangs{d}"),
                 // Ended before its own limit: cut at the pace of the runs beside it (`engine::pace`).
-                None if f.wall < bounds.limit && !bounds.after_stall => format!("{what} was still running {:.0} s after it started, when every other run of the same tool beside it had ended, over four times their median: it was ended there (it hangs, or stalls on the host or only under the tool)", f.wall.as_secs_f64()),
+                None if f.wall < bounds.limit && !bounds.after_stall => format!("{what} was still running {:.0} s after it started, when every other run of the same tool beside it had ended, over {} times their median: it was ended there (it hangs, or stalls on the host or only under the tool)", f.wall.as_secs_f64(), crate::engine::pace::FACTOR),
                 None if bounds.after_stall => format!("{what} did not finish beside the other runs, nor alone within {limit:.0} s, though the program's plain runs finish: it hangs only under the tool (a -G build can hang where -O3 does not, and a program can tell that a tool is watching it)"),
                 None => format!("{what} did not finish within {limit:.0} s: it hangs, on the GPU (a barrier that never releases hangs the kernel) or on the host (a loop that never ends)"),
             },

@@ -202,10 +202,10 @@ impl Served {
     }
 
     /// Wait until the word at `at` holds `want`: spinning or polling, until the program ends, the
-    /// job's time is up, or `within` has gone by (the program's margin to be ready). The word holds `before` until then; any other value was written out
-    /// of turn (something beside the harness's loop writes the control page) and ends the wait at
-    /// once: fd-scribble's thread, writing `done` ahead of every call, held 62's timed run to its
-    /// time limit.
+    /// job's time is up, or `within` has gone by (the program's margin to be ready). The word holds
+    /// `before` until then; any other value was written out of turn (something beside the
+    /// harness's loop writes the control page) and ends the wait at once: fd-scribble's thread,
+    /// writing `done` ahead of every call, held 62's timed run to its time limit.
     fn wait_for(
         &self,
         at: usize,
