@@ -229,6 +229,12 @@ const ADVERSARIAL: &[(&str, &[Kind])] = &[
         "adversarial/sanitizer-stall/reduce.cu",
         &[Kind::Environment],
     ),
+    // environ for NV_SANITIZER_INJECTION*, then sleep() declared `extern "C"`: under the pace's
+    // 30 s floor.
+    (
+        "adversarial/pace-under-floor/reduce.cu",
+        &[Kind::Environment, Kind::Symbols],
+    ),
     // cudaMemcpy overload that sums on the host.
     ("adversarial/decoy-host/reduce.cu", &[Kind::Symbols]),
     // 16 pthreads declared by C linkage, in a cudaMemcpy hook.
