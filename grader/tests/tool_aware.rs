@@ -1,3 +1,4 @@
+//! One file: the scan over every fixture and fix, with the table of what each adversarial fixture is flagged for (about 180 of its lines).
 //! The tool-aware scan on the workbook's own code and on the fixtures: every reference solution,
 //! every alternative and half fix of `scripts/alt-fixes/` and every honest student file scans clean
 //! against its exercise; every adversarial fixture that tells it is watched or forges what the
