@@ -91,3 +91,37 @@ fn another_copy_takes_the_cached_builds_and_its_findings_name_its_own_file() {
         assert_eq!(report["step"], "racecheck", "{report}");
     }
 }
+
+/// Two copies checked at once with one empty cache: each text is compiled once, and the copy that
+/// came second to a build waits for it and takes its binary (one build of a key at a time among
+/// the graders sharing a cache).
+#[test]
+fn two_copies_checked_at_once_compile_each_build_once() {
+    if !nvcc_or_skip("two_copies_checked_at_once_compile_each_build_once") {
+        return;
+    }
+    let cache = tempfile::tempdir().unwrap();
+    let log = cache.path().join("builds.log");
+    let (a, b) = (Copy::new(), Copy::new());
+    let children: Vec<std::process::Child> = [&a, &b]
+        .into_iter()
+        .map(|c| {
+            c.spawnable()
+                .env(grader::environment::BUILD_CACHE, cache.path().join("cache"))
+                .env(grader::environment::BUILD_LOG, &log)
+                .args(["--format", "json", "check", "race"])
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut child in children {
+        child.wait().unwrap();
+    }
+    let lines = std::fs::read_to_string(&log).unwrap();
+    let (built, hit): (Vec<&str>, Vec<&str>) = lines
+        .lines()
+        .filter(|l| l.contains("03-learner"))
+        .partition(|l| l.starts_with("build "));
+    assert_eq!((built.len(), hit.len()), (2, 2), "{lines}");
+}

@@ -306,12 +306,9 @@ fn on_the_cpu_the_class_builds_tamper_is_refused_and_a_killed_batch_resumes_with
 /// Killed once the first pairs are journaled, as a node lost mid-batch would be. Its builds are
 /// real (a cache of its own, empty): served from the shared cache, the batch could end first.
 fn spawn_json_grade(copy: &Copy, secret: &Path, out: &Path, cache: &Path) -> std::process::Child {
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("xtask"));
+    let mut child = copy.spawnable();
     child
-        .current_dir(repo())
-        .envs(common::env())
         .env(grader::environment::BUILD_CACHE, cache)
-        .env("CUDABUGS_ROOT", copy.root())
         .arg("grade")
         .arg(repo().join(CLASS));
     child

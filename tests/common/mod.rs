@@ -184,6 +184,18 @@ impl Copy {
         cmd
     }
 
+    /// `xtask` against this copy as a plain process, for a test that starts several at once or
+    /// reads one while it runs.
+    pub fn spawnable(&self) -> std::process::Command {
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("xtask"));
+        cmd.current_dir(repo())
+            .envs(env())
+            .env_remove("NO_COLOR")
+            .env_remove("CLICOLOR_FORCE")
+            .env("CUDABUGS_ROOT", self.root());
+        cmd
+    }
+
     /// `xtask` in this copy, its builds made by `compiler` (`built_by`).
     pub fn xtask_built_by(&self, compiler: Compiler) -> Command {
         let mut cmd = self.xtask();

@@ -8,6 +8,7 @@ pub mod driver;
 pub mod gpu;
 pub mod gpu_memory;
 pub mod launcher;
+pub mod lock;
 pub mod ncu;
 pub mod nvcc;
 pub mod peak;

@@ -388,25 +388,10 @@ pub fn parse_metrics(text: &str) -> Result<Vec<LaunchMetrics>, CsvError> {
 }
 
 /// The GPU's ncu turn in the grader's lock folder `dir` (`engine::stages::ncu_turn`): an exclusive
-/// `flock` on `dir/turn`, across the grader's processes on this machine, released when dropped.
-/// None where the file cannot be opened or locked.
+/// lock on `dir/turn` (`tools::lock`), across the grader's processes on this machine, released when
+/// dropped. None where the file cannot be opened or locked.
 pub fn turn(dir: &Path) -> Option<Turn> {
-    use std::os::fd::AsRawFd;
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(dir.join("turn"))
-        .ok()?;
-    loop {
-        // SAFETY: flock on a descriptor we own; it blocks until the turn is ours.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
-            return Some(Turn(file));
-        }
-        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return None;
-        }
-    }
+    crate::tools::lock::exclusive(&dir.join("turn"))
 }
 
 /// The HOME of the grader's own ncu runs (the peak, the library baseline), in the grader's lock
@@ -419,8 +404,7 @@ pub fn own_home(dir: &Path) -> std::path::PathBuf {
 }
 
 /// An ncu turn (`turn`): the lock ends when the file is closed.
-#[derive(Debug)]
-pub struct Turn(#[allow(dead_code)] std::fs::File);
+pub type Turn = crate::tools::lock::Held;
 
 #[cfg(test)]
 mod tests {

@@ -550,27 +550,30 @@ pub fn build(
             reused,
         )
     };
-    if already_built(
-        reuse,
-        binary,
-        &recipe_path,
-        &recipe,
-        cache.zip(key.as_ref()),
-        job.cwd.as_deref(),
-    )? {
+    let found = || {
+        already_built(
+            reuse,
+            binary,
+            &recipe_path,
+            &recipe,
+            cache.zip(key.as_ref()),
+            job.cwd.as_deref(),
+        )
+    };
+    if found()? {
+        return Ok(built(Duration::ZERO, true));
+    }
+    // Not kept: this text's turn, then a second look, in case another build of it kept it meanwhile.
+    let turn = cache.zip(key.as_ref()).and_then(|(c, k)| c.building(k));
+    if turn.is_some() && found()? {
         return Ok(built(Duration::ZERO, true));
     }
     let (job, deps_file) = listing_deps(job, &out, key.is_some());
     let done = launcher.launch(&job)?;
     let wall = done.wall;
     check(done, source, timeout)?;
-    log_build(
-        &format!(
-            "build {}",
-            key.map(|k| k.to_hex().to_string()).unwrap_or_default()
-        ),
-        binary,
-    );
+    let key_hex = key.map(|k| k.to_hex().to_string()).unwrap_or_default();
+    log_build(&format!("build {key_hex}"), binary);
     if out != binary {
         place(&out, binary)?;
     }

@@ -20,6 +20,7 @@ use crate::tools::served::CallTimes;
 mod blocked;
 mod reach;
 mod sandbox;
+mod sass;
 mod terms;
 mod timed;
 
@@ -27,6 +28,7 @@ pub use blocked::Blocked;
 pub use reach::{analyse_reach, workbook_version, ReachError};
 use sandbox::{confined, sandboxed};
 pub use sandbox::{confinement, ncu_lock_dir, ncu_turn, run_dir, sandbox_env};
+pub use sass::sass;
 pub use terms::RunTerms;
 pub use timed::{call, forget_calls, time};
 
@@ -448,39 +450,6 @@ pub enum SassError {
     Failed(String),
     #[error(transparent)]
     Spawn(#[from] SpawnError),
-}
-
-/// The release build's device code, read for clock reads, and the file's host object for what it
-/// reaches. cuobjdump, nvcc and objdump read files the submission's code shaped, so they run in the
-/// submission's sandbox; with no key, a replay runs them for real.
-pub fn sass(
-    ctx: &Context,
-    wb: &Workbook,
-    sub: &Submission,
-    stage: &Stage,
-    built: &Built,
-) -> Output {
-    let reads = match ctx.tools.cuobjdump.as_deref() {
-        None => Err(SassError::Failed("cuobjdump was not found".into())),
-        Some(cuobjdump) => {
-            let job = sandboxed(
-                ctx,
-                wb,
-                sub,
-                stage,
-                crate::tools::sass::sass_job(cuobjdump, &built.binary, ctx.config.timeouts.build),
-            );
-            match ctx.launcher.launch(&job) {
-                Ok(f) if f.success() => {
-                    Ok(crate::tools::sass::clock_reads_in_sass(&f.stdout.text()))
-                }
-                Ok(f) => Err(SassError::Failed(f.describe_exit())),
-                Err(e) => Err(SassError::Spawn(e)),
-            }
-        }
-    };
-    let host = reach::analysed(sub).map(|ex| reach::reached(ctx, wb, sub, stage, ex));
-    Output::Sass { reads, host }
 }
 
 /// Run one stage whose build (if it needs one) is `built`.

@@ -198,31 +198,12 @@ fn kept(
     }
     let dir = ctx.reach_cache.clone();
     let kept = dir.join(format!("{}.json", &hasher.finalize().to_hex()[..24]));
-    // One analysis of a text at a time in this grader: the stages of a chunk that all want the
-    // exercise's own versions wait for the first, then read what it kept.
-    static BUSY: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
-    static DONE: std::sync::Condvar = std::sync::Condvar::new();
-    let mut busy = BUSY
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    while busy.contains(&kept) {
-        busy = DONE
-            .wait(busy)
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-    }
-    busy.push(kept.clone());
-    drop(busy);
-    // Whatever happens to the analysis (an error, a panic), the text is free again after it.
-    struct Free<'a>(&'a Path);
-    impl Drop for Free<'_> {
-        fn drop(&mut self) {
-            BUSY.lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .retain(|k| k != self.0);
-            DONE.notify_all();
-        }
-    }
-    let _free = Free(&kept);
+    // One analysis of a text at a time among the graders (and the stages of one) that share the
+    // cache: the stages of a chunk that all want the exercise's own versions, and two graders on
+    // one text, wait for the first, then read what it kept. Let go whatever the analysis does.
+    let _turn = std::fs::create_dir_all(&dir)
+        .ok()
+        .and_then(|()| crate::tools::lock::exclusive(&kept.with_extension("lock")));
     kept_or_analysed(&dir, &kept, analyse)
 }
 

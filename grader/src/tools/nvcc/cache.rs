@@ -69,6 +69,15 @@ impl BuildCache {
         }
     }
 
+    /// The turn to build `key`: one build of a key at a time among the graders (and the threads of
+    /// one) that share this cache, so that the second takes the first's entry rather than running
+    /// nvcc on the same text again (two workers, shards on one node, the test suite's copies).
+    /// None where the lock cannot be had: that build goes on alone.
+    pub(super) fn building(&self, key: &blake3::Hash) -> Option<crate::tools::lock::Held> {
+        mkdir(&self.dir).ok()?;
+        crate::tools::lock::exclusive(&self.dir.join(format!("{}.lock", key.to_hex())))
+    }
+
     pub(super) fn manifest(&self, key: &blake3::Hash) -> PathBuf {
         self.dir.join(format!("{}.deps", key.to_hex()))
     }
