@@ -230,8 +230,8 @@ const ADVERSARIAL: &[(&str, &[Kind])] = &[
         "adversarial/sanitizer-stall/reduce.cu",
         &[Kind::Environment],
     ),
-    // environ for NV_SANITIZER_INJECTION*, then sleep() declared `extern "C"`: under the pace's
-    // 30 s floor.
+    // environ for NV_SANITIZER_INJECTION*, then sleep() declared `extern "C"`: meant to stay under
+    // the pace's 30 s floor.
     (
         "adversarial/pace-under-floor/reduce.cu",
         &[Kind::Environment, Kind::Symbols],
