@@ -117,12 +117,18 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_binary_is_read_once_and_a_changed_one_is_read_again() {
+    /// A scratch folder: where reads are kept, and a binary holding "one".
+    fn folder_with_binary() -> (tempfile::TempDir, PathBuf, PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let (kept, binary) = (dir.path().join("kept"), dir.path().join("a.out"));
-        let cuobjdump = Path::new("/opt/cuda/bin/cuobjdump");
         std::fs::write(&binary, b"one").unwrap();
+        (dir, kept, binary)
+    }
+
+    #[test]
+    fn a_binary_is_read_once_and_a_changed_one_is_read_again() {
+        let (_dir, kept, binary) = folder_with_binary();
+        let cuobjdump = Path::new("/opt/cuda/bin/cuobjdump");
         let first = kept_reads(&kept, cuobjdump, &binary, || Ok(vec![read("_Z1fv")])).unwrap();
         assert_eq!(first, [read("_Z1fv")]);
         let again = kept_reads(&kept, cuobjdump, &binary, || panic!("read again")).unwrap();
@@ -138,10 +144,8 @@ mod tests {
 
     #[test]
     fn a_failed_read_or_a_binary_changed_under_it_is_not_kept() {
-        let dir = tempfile::tempdir().unwrap();
-        let (kept, binary) = (dir.path().join("kept"), dir.path().join("a.out"));
+        let (_dir, kept, binary) = folder_with_binary();
         let cuobjdump = Path::new("/opt/cuda/bin/cuobjdump");
-        std::fs::write(&binary, b"one").unwrap();
         let failed = kept_reads(&kept, cuobjdump, &binary, || {
             Err(SassError::Failed("exit status 1".into()))
         });
