@@ -414,17 +414,15 @@ pub fn time_baseline(
     let Some(Baseline::CublasSgemm) = m.perf.as_ref().and_then(|p| p.baseline) else {
         return Ok(None);
     };
+    let ncu_path = ctx.tools.ncu.as_deref().ok_or(Untimed::NoNcu)?;
+    let dir = wb.baseline_dir();
     // One baseline measurement at a time: they share one build, one CSV and what is kept. Two at
     // once (a verify that timed one beside the ncu phase while 64-register-blocking's judging
     // timed another) left ncu's CSV without the kernels on an H100
-    // (book/gpu-runs/2026-11-26-perf-seconds/). verify now times each once; grade's workers may
-    // still ask together, and the second waits and finds the first's measurement kept.
-    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _turn = ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let ncu_path = ctx.tools.ncu.as_deref().ok_or(Untimed::NoNcu)?;
-    let dir = wb.baseline_dir();
+    // (book/gpu-runs/2026-11-26-perf-seconds/). verify now times each once; grade's workers, and
+    // graders of one workbook in other processes (shards on one node), may still ask together:
+    // the second waits for the folder's lock and finds the first's measurement kept.
+    let _turn = crate::tools::lock::exclusive(&dir.join("turn"));
     let source = ctx.harness.include_dir.join("baseline-sgemm.cu");
     let flags = ["-lcublas".to_string()];
     let built = nvcc::build(

@@ -9,9 +9,12 @@ use std::path::Path;
 #[derive(Debug)]
 pub struct Held(#[allow(dead_code)] std::fs::File);
 
-/// The lock on `path` (created if missing), waiting for whoever holds it. None where the file
-/// cannot be opened or locked: the caller goes on unlocked.
+/// The lock on `path` (created if missing, with its folder), waiting for whoever holds it. None
+/// where the file cannot be made, opened or locked: the caller goes on unlocked.
 pub fn exclusive(path: &Path) -> Option<Held> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).ok()?;
+    }
     let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -52,6 +55,8 @@ mod tests {
         let again = exclusive(&path).expect("free again");
         assert!(!free(&path));
         drop(again);
-        assert!(exclusive(&dir.path().join("missing/lock")).is_none());
+        // A missing folder is made; a file where the folder should be is no lock.
+        assert!(exclusive(&dir.path().join("missing/lock")).is_some());
+        assert!(exclusive(&path.join("lock")).is_none());
     }
 }

@@ -201,9 +201,7 @@ fn kept(
     // One analysis of a text at a time among the graders (and the stages of one) that share the
     // cache: the stages of a chunk that all want the exercise's own versions, and two graders on
     // one text, wait for the first, then read what it kept. Let go whatever the analysis does.
-    let _turn = std::fs::create_dir_all(&dir)
-        .ok()
-        .and_then(|()| crate::tools::lock::exclusive(&kept.with_extension("lock")));
+    let _turn = crate::tools::lock::exclusive(&kept.with_extension("lock"));
     kept_or_analysed(&dir, &kept, analyse)
 }
 

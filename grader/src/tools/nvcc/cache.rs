@@ -74,7 +74,6 @@ impl BuildCache {
     /// nvcc on the same text again (two workers, shards on one node, the test suite's copies).
     /// None where the lock cannot be had: that build goes on alone.
     pub(super) fn building(&self, key: &blake3::Hash) -> Option<crate::tools::lock::Held> {
-        mkdir(&self.dir).ok()?;
         crate::tools::lock::exclusive(&self.dir.join(format!("{}.lock", key.to_hex())))
     }
 
