@@ -14,8 +14,8 @@ use crate::tools::runner::{self, Exit, Job};
 use crate::tools::toolchain::Nvcc;
 
 mod cache;
-pub use cache::BuildCache;
 use cache::{cache_key, compiler_id, make_deps};
+pub use cache::{file_hash, BuildCache};
 
 /// The CUDA runtime calls the harness's timeline sees (harness/timeline.cuh): a timing build of an
 /// exercise links with `--wrap` for each, so its calls reach the harness's recording wrappers.

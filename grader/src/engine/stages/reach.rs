@@ -198,11 +198,11 @@ fn kept(
     }
     let dir = ctx.reach_cache.clone();
     let kept = dir.join(format!("{}.json", &hasher.finalize().to_hex()[..24]));
-    // One analysis of a text at a time among the graders (and the stages of one) that share the
-    // cache: the stages of a chunk that all want the exercise's own versions, and two graders on
-    // one text, wait for the first, then read what it kept. Let go whatever the analysis does.
-    let _turn = crate::tools::lock::exclusive(&kept.with_extension("lock"));
-    kept_or_analysed(&dir, &kept, analyse)
+    kept_record(&kept, || {
+        std::fs::create_dir_all(&dir).map_err(|e| ReachError::Io(dir.clone(), e))?;
+        let work = tempfile::tempdir_in(&dir).map_err(|e| ReachError::Io(dir.clone(), e))?;
+        Ok((analyse(work.path())?, true))
+    })
 }
 
 /// What the analysis compiles against besides the text: the harness's headers, by their content
@@ -227,25 +227,36 @@ fn headers_digest(include_dir: &Path) -> String {
     hasher.finalize().to_hex().to_string()
 }
 
-/// The record at `kept`, or `analyse`'s result, kept there.
-fn kept_or_analysed(
-    dir: &Path,
+/// The record at `kept`, or `compute`'s, kept there where it says so (its `bool`). One computation
+/// of a record at a time among the graders (and the stages of one) that share the folder: the
+/// second waits for `kept`'s lock, then looks again and takes what the first kept. The lock is let
+/// go whatever `compute` does.
+pub(super) fn kept_record<T, E>(
     kept: &Path,
-    analyse: impl FnOnce(&Path) -> Result<Reach, ReachError>,
-) -> Result<Reach, ReachError> {
-    if let Some(reach) = std::fs::read_to_string(kept)
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-    {
-        return Ok(reach);
+    compute: impl FnOnce() -> Result<(T, bool), E>,
+) -> Result<T, E>
+where
+    T: serde::Serialize + serde::de::DeserializeOwned,
+{
+    let looked_up = || {
+        std::fs::read_to_string(kept)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+    };
+    if let Some(record) = looked_up() {
+        return Ok(record);
     }
-    std::fs::create_dir_all(dir).map_err(|e| ReachError::Io(dir.to_path_buf(), e))?;
-    let work = tempfile::tempdir_in(dir).map_err(|e| ReachError::Io(dir.to_path_buf(), e))?;
-    let reach = analyse(work.path())?;
-    if let Ok(json) = serde_json::to_string(&reach) {
-        let _ = crate::exercise::workbook::write_atomically(kept, &json);
+    let _turn = crate::tools::lock::exclusive(&kept.with_extension("lock"));
+    if let Some(record) = looked_up() {
+        return Ok(record);
     }
-    Ok(reach)
+    let (record, keep) = compute()?;
+    if keep {
+        if let Ok(json) = serde_json::to_string(&record) {
+            let _ = crate::exercise::workbook::write_atomically(kept, &json);
+        }
+    }
+    Ok(record)
 }
 
 #[cfg(test)]

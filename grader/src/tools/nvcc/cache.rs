@@ -128,7 +128,8 @@ impl BuildCache {
     }
 }
 
-pub(super) fn file_hash(path: &Path) -> Option<blake3::Hash> {
+/// A file's content hash, streamed (the cache's manifests; the kept SASS reads' keys).
+pub fn file_hash(path: &Path) -> Option<blake3::Hash> {
     let mut h = blake3::Hasher::new();
     h.update_reader(std::fs::File::open(path).ok()?).ok()?;
     Some(h.finalize())
