@@ -125,3 +125,60 @@ fn two_copies_checked_at_once_compile_each_build_once() {
         .partition(|l| l.starts_with("build "));
     assert_eq!((built.len(), hit.len()), (2, 2), "{lines}");
 }
+
+/// An edited file's compiled reach is read from the objects its two builds compiled and linked,
+/// not from two more compiles of the file alone: a host function added in the region that reaches
+/// `getenv` is named from the compiled code, and no nvcc compiled the learner's file alone.
+#[test]
+fn an_edited_file_is_analysed_from_the_objects_its_builds_left() {
+    if !nvcc_or_skip("an_edited_file_is_analysed_from_the_objects_its_builds_left") {
+        return;
+    }
+    let copy = Copy::new();
+    let file = copy.path("exercises/03-race/reduce.cu");
+    // A text of this run's own, so that its builds run here rather than come from the shared cache.
+    let nonce = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let text = std::fs::read_to_string(&file).unwrap().replacen(
+        "// ANCHOR_END: bug",
+        &format!("int probe_{nonce}() {{ return getenv(\"X\") != nullptr; }}\n// ANCHOR_END: bug"),
+        1,
+    );
+    std::fs::write(&file, text).unwrap();
+    let log = tempfile::tempdir().unwrap();
+    let log = log.path().join("builds.log");
+    let out = copy
+        .xtask()
+        .env(grader::environment::BUILD_LOG, &log)
+        .args(["--format", "json", "check", "race"])
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    let rule = report["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "rule tool-aware")
+        .unwrap_or_else(|| panic!("no tool-aware rule: {report}"));
+    let summary = rule["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("its compiled code") && summary.contains("`getenv`"),
+        "{summary}"
+    );
+    let lines = std::fs::read_to_string(&log).unwrap();
+    let learner: Vec<&str> = lines.lines().filter(|l| l.contains("/learner/")).collect();
+    assert_eq!(
+        learner.iter().filter(|l| l.starts_with("build ")).count(),
+        2,
+        "{lines}"
+    );
+    assert!(
+        lines
+            .lines()
+            .all(|l| !l.starts_with("alone ") || !l.contains("/learner/")),
+        "the learner's file compiled alone: {lines}"
+    );
+}

@@ -275,10 +275,11 @@ struct Execution<'r, 's> {
     blocked: Option<Blocked>,
     binaries: Slots<Option<Built>>,
     spent: std::sync::Mutex<Vec<Spent>>,
-    /// Subjects whose compiled reach the SASS stage will read: analysed in the CPU slot of their
-    /// release build once its binary is handed on, so that the SASS stage finds it kept and holds
-    /// a GPU slot for no compiler.
+    /// Subjects whose compiled reach the SASS stage will read: analysed in the CPU slot of the last
+    /// of their builds, so that the SASS stage finds it kept and holds a GPU slot for no compiler.
     reach_after_build: Vec<bool>,
+    /// How many of each subject's builds in this execution have yet to end.
+    builds_left: Vec<std::sync::atomic::AtomicUsize>,
 }
 
 impl<'r, 's> Execution<'r, 's> {
@@ -310,6 +311,9 @@ impl<'r, 's> Execution<'r, 's> {
             binaries,
             spent: std::sync::Mutex::new(Vec::new()),
             reach_after_build: vec![false; subs.len()],
+            builds_left: (0..subs.len())
+                .map(|i| builds.iter().filter(|b| b.subject == i).count().into())
+                .collect(),
         }
     }
 
@@ -344,6 +348,9 @@ impl<'r, 's> Execution<'r, 's> {
     fn run(&self, s: &Stage, terms: &RunTerms) -> Output {
         self.clocked(s, &|| {
             let flavor = s.kind.needs().expect("a stage that runs a build");
+            if s.kind == StageKind::Sass {
+                self.binaries.wait(slot_of(s.subject, Flavor::Sanitize)); // see `analyse_reach`
+            }
             let built = self.binaries.wait(slot_of(s.subject, flavor));
             match (&self.blocked, built) {
                 (_, None) => Output::NotRun(Blocked::BuildFailed),
@@ -373,13 +380,24 @@ impl<'r, 's> Execution<'r, 's> {
             unreachable!("only builds run on the CPU")
         };
         let built = result.as_ref().ok().and_then(Output::built).cloned();
-        let analyse =
-            flavor == Flavor::Timing && built.is_some() && self.reach_after_build[s.subject];
-        self.binaries.put(slot_of(s.subject, flavor), built);
-        if analyse {
-            stages::analyse_reach(self.ctx, self.wb, &self.subs[s.subject], s.subject);
+        let left = self.builds_left[s.subject].fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        if self.reach_after_build[s.subject] && left == 1 {
+            self.analyse_reach(s.subject, flavor, built.as_ref());
         }
+        self.binaries.put(slot_of(s.subject, flavor), built);
         result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    }
+
+    /// The compiled-reach analysis of `subject` by the last of its builds (`built`; the other's is
+    /// put, or about to be), before it hands its binary on: it reads both builds' objects, and the
+    /// SASS stage, which waits for both binaries, finds it kept. None where the release build failed.
+    fn analyse_reach(&self, subject: usize, flavor: Flavor, built: Option<&Built>) {
+        let other = Flavor::BOTH.into_iter().find(|f| *f != flavor);
+        let other = other.and_then(|f| self.binaries.wait(slot_of(subject, f)));
+        let both: Vec<&Built> = built.into_iter().chain(other.as_ref()).collect();
+        if both.iter().any(|b| b.flavor == Flavor::Timing) {
+            stages::analyse_reach(self.ctx, self.wb, &self.subs[subject], subject, &both);
+        }
     }
 
     /// The profiler stages, `ncu_jobs` processes at once.

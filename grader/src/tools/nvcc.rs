@@ -93,6 +93,9 @@ pub struct Built {
     /// The -arch it was built for, where nvcc built it (an exercise's `[build]` may ask for the
     /// GPU's architecture-specific target rather than the plan's).
     pub arch: Option<String>,
+    /// An exercise's file compiled alone, as this build compiled it before linking it: only where
+    /// nvcc ran now.
+    pub object: Option<Object>,
     /// The binary's content hash, read once on first use and shared by every clone (a check's kept
     /// stages each key on it: five reads of the same binary before).
     content: std::sync::Arc<std::sync::OnceLock<Option<blake3::Hash>>>,
@@ -115,6 +118,7 @@ impl Built {
             wall,
             reused,
             arch: None,
+            object: None,
             content: Default::default(),
         }
     }
@@ -125,6 +129,22 @@ impl Built {
             .content
             .get_or_init(|| std::fs::read(&self.binary).ok().map(|b| blake3::hash(&b)))
     }
+}
+
+/// The object an exercise's build compiled its file into and then linked (beside the binary, in a
+/// folder no run of the submission may write), with its content's hash as nvcc left it: what the
+/// compiled-reach analysis reads (`engine::stages::reach`) rather than compile the file again.
+#[derive(Debug, Clone)]
+pub struct Object {
+    pub path: PathBuf,
+    pub hash: blake3::Hash,
+}
+
+/// Where an exercise's build leaves its object: beside the binary, named after it.
+fn object_beside(binary: &Path) -> PathBuf {
+    let mut name = binary.as_os_str().to_owned();
+    name.push(".o");
+    PathBuf::from(name)
 }
 
 /// Whether a build may keep a binary that an earlier build made from the same inputs.
@@ -318,9 +338,10 @@ fn listing_deps(job: Job, out: &Path, listing: bool) -> (Job, PathBuf) {
     (job.arg("-MD").arg("-MF").arg(&deps_file), deps_file)
 }
 
-/// Whether `binary` needs no nvcc: left in place by the same recipe (where `reuse` allows), or
-/// placed now from the cache's entry for `key`. A copy, not a link: the binary runs in the
-/// submission's writable folder, and whatever it does to its own file must not reach the cache.
+/// A binary that needs no nvcc: left in place by the same recipe (where `reuse` allows), or placed
+/// now from the cache's entry for `key`; with the object its build left beside it, where the
+/// recipe file names one (an entry from the cache has none). A copy, not a link: the binary runs in
+/// the submission's writable folder, and whatever it does to its own file must not reach the cache.
 fn already_built(
     reuse: Reuse,
     binary: &Path,
@@ -328,22 +349,37 @@ fn already_built(
     recipe: &str,
     cached: Option<(&BuildCache, &blake3::Hash)>,
     cwd: Option<&Path>,
-) -> Result<bool, BuildError> {
-    if reuse == Reuse::IfUnchanged
-        && binary.is_file()
-        && std::fs::read_to_string(recipe_path).ok().as_deref() == Some(recipe)
-    {
-        return Ok(true);
+) -> Result<Option<Option<Object>>, BuildError> {
+    if reuse == Reuse::IfUnchanged && binary.is_file() {
+        let written = std::fs::read_to_string(recipe_path).unwrap_or_default();
+        if let Some(rest) = written.strip_prefix(recipe) {
+            return Ok(Some(named_object(rest, binary)));
+        }
     }
     let _ = std::fs::remove_file(recipe_path);
     let Some(entry) = cached.and_then(|(cache, key)| Some((cache.lookup(key, cwd)?, key))) else {
-        return Ok(false);
+        return Ok(None);
     };
     place(&entry.0, binary)?;
     std::fs::write(recipe_path, recipe)
         .map_err(|e| BuildError::Io(recipe_path.to_path_buf(), e))?;
     log_build(&format!("hit {}", entry.1.to_hex()), binary);
-    Ok(true)
+    Ok(Some(None))
+}
+
+/// The recipe file's line for the object a build left beside `object`'s binary.
+fn object_line(object: &Object) -> String {
+    format!("object {}\n", object.hash.to_hex())
+}
+
+/// The object a recipe file's lines after the recipe name (`object_line`), beside `binary`.
+fn named_object(lines: &str, binary: &Path) -> Option<Object> {
+    let hex = lines.strip_prefix("object ")?.trim_end();
+    let hash = blake3::Hash::from_hex(hex).ok()?;
+    Some(Object {
+        path: object_beside(binary),
+        hash,
+    })
 }
 
 /// nvcc's command for `inputs` into `out`: the flavour's flags, the -arch, the exercise's flags
@@ -451,30 +487,52 @@ pub enum Inputs<'a> {
     },
 }
 
-/// nvcc's command for the host object of an exercise's file alone (`-c`), for `judge::reach`:
-/// unoptimised with host line information (`-O0 -g`: every call of the source is a call, each
-/// instruction has its line), or optimised as the timing build is (`-O3`: what only the optimiser
-/// reaches). The exercise's flags, its -arch and the harness headers are the builds' own.
-pub fn object_job(
+/// nvcc's command for an exercise's file alone (`-c`): the first of its build's two steps, and
+/// what the compiled-reach analysis compiles where no build left it the object (`object_beside`).
+/// The flavour's flags, the exercise's flags and -arch, and the harness headers.
+pub fn compile_job(
     recipe: &Recipe,
+    flavor: Flavor,
     arch: &str,
     flags: &[&str],
     source: &Path,
-    out: &Path,
-    optimised: bool,
+    object: &Path,
 ) -> Job {
-    let opt: &[&str] = if optimised { &["-O3"] } else { &["-O0", "-g"] };
     Job::new(&recipe.nvcc.path, recipe.timeout)
-        .args(opt.iter().copied())
+        .args(flavor.flags().iter().copied())
         .arg(arch_flag(arch))
         .arg("-std=c++17")
-        .args(flags.iter().copied().filter(|f| f.starts_with("-rdc")))
+        .args(flags.iter().copied())
         .arg("-I")
         .arg(&recipe.harness.include_dir)
         .arg("-c")
         .arg("-o")
-        .arg(out)
+        .arg(object)
         .arg(source)
+        .args(recipe.nvcc.extra_flags.iter().cloned())
+}
+
+/// The second step: the object linked with the harness (and, for timing, the timeline's wraps).
+fn link_job(
+    recipe: &Recipe,
+    flavor: Flavor,
+    arch: &str,
+    flags: &[&str],
+    object: &Path,
+    out: &Path,
+) -> Job {
+    let mut job = Job::new(&recipe.nvcc.path, recipe.timeout)
+        .args(flavor.flags().iter().copied())
+        .arg(arch_flag(arch))
+        .args(flags.iter().copied())
+        .arg("-o")
+        .arg(out)
+        .arg(object)
+        .arg(&recipe.harness.object);
+    if flavor == Flavor::Timing {
+        job = job.arg("-Xlinker").arg(timeline_wrap());
+    }
+    job.args(recipe.nvcc.extra_flags.iter().cloned())
 }
 
 /// `-arch=sm_90`, or for an architecture-specific target (`sm_90a`) machine code for it alone:
@@ -499,16 +557,8 @@ pub fn build(
     reuse: Reuse,
     sandbox: &dyn Fn(Job) -> Job,
 ) -> Result<Built, BuildError> {
-    let Recipe {
-        nvcc,
-        arch,
-        timeout,
-        cache,
-        ..
-    } = *recipe;
-    if let Some(dir) = binary.parent() {
-        mkdir(dir)?;
-    }
+    let (cache, timeout) = (recipe.cache, recipe.timeout);
+    binary.parent().map(mkdir).transpose()?;
     let sources: Vec<&Path> = match inputs {
         Inputs::Exercise { source, .. } => vec![source],
         Inputs::Program { sources, .. } => sources.iter().map(PathBuf::as_path).collect(),
@@ -528,19 +578,21 @@ pub fn build(
     // An exercise's own -arch (its `[build]` may ask for sm_90a); a program keeps the plan's.
     let arch = match inputs {
         Inputs::Exercise { arch: own, .. } => own,
-        Inputs::Program { .. } => arch,
+        Inputs::Program { .. } => recipe.arch,
     };
-    // What runs (in the stage, where there is one), and what a report shows: the same command on
-    // the real source and the real binary, runnable as printed.
+    // The build as one nvcc command: what the cache keys on and a program's build runs (in the
+    // stage, where there is one; an exercise's runs it in two `steps`), and what a report shows,
+    // on the real source and the real binary, runnable as printed.
     let job = nvcc_job(recipe, flavor, arch, inputs, stage.is_some(), &out, timeout);
     let shown = nvcc_job(recipe, flavor, arch, inputs, false, binary, timeout).display();
     let job = confined(sandbox(job), stage.as_ref(), &out)?;
-    let compiler = compiler_id(&nvcc.path);
+    let compiler = compiler_id(&recipe.nvcc.path);
     let key = cache.map(|c| cache_key(c, &compiler, &job, &out));
-    let recipe = recipe_line(key.as_ref(), &job, &text, &compiler);
+    let recipe_text = recipe_line(key.as_ref(), &job, &text, &compiler);
     let recipe_path = binary.with_extension("recipe");
-    let built = |wall, reused| Built {
+    let built = |wall, reused, object| Built {
         arch: Some(arch.to_string()),
+        object,
         ..Built::new(
             binary.to_path_buf(),
             source.to_path_buf(),
@@ -555,38 +607,144 @@ pub fn build(
             reuse,
             binary,
             &recipe_path,
-            &recipe,
+            &recipe_text,
             cache.zip(key.as_ref()),
             job.cwd.as_deref(),
         )
     };
-    if found()? {
-        return Ok(built(Duration::ZERO, true));
+    let reused = |object| built(Duration::ZERO, true, object);
+    if let Some(object) = found()? {
+        return Ok(reused(object));
     }
     // Not kept: this text's turn, then a second look, in case another build of it kept it meanwhile.
     let turn = cache.zip(key.as_ref()).and_then(|(c, k)| c.building(k));
-    if turn.is_some() && found()? {
-        return Ok(built(Duration::ZERO, true));
+    if let Some(object) = turn.as_ref().map(|_| found()).transpose()?.flatten() {
+        return Ok(reused(object));
     }
-    let (job, deps_file) = listing_deps(job, &out, key.is_some());
-    let done = launcher.launch(&job)?;
-    let wall = done.wall;
-    check(done, source, timeout)?;
-    let key_hex = key.map(|k| k.to_hex().to_string()).unwrap_or_default();
-    log_build(&format!("build {key_hex}"), binary);
-    if out != binary {
-        place(&out, binary)?;
-    }
+    let steps = steps(
+        recipe,
+        flavor,
+        arch,
+        inputs,
+        stage.as_ref(),
+        binary,
+        &job,
+        sandbox,
+    )?;
+    let deps_file = steps.deps_file.clone();
+    let (wall, object) = compile_steps(launcher, steps, source, timeout, key.as_ref(), binary)?;
     // A file saved again while nvcc ran may not be what it compiled (unless a stage held the copy
     // read before): then leave no recipe, and nothing in the cache.
     if stage.is_some() || read_all(&sources).ok().as_deref() == Some(&text[..]) {
-        std::fs::write(&recipe_path, recipe).map_err(|e| BuildError::Io(recipe_path.clone(), e))?;
+        let recipe_text = recipe_text + &object.as_ref().map(object_line).unwrap_or_default();
+        std::fs::write(&recipe_path, recipe_text)
+            .map_err(|e| BuildError::Io(recipe_path.clone(), e))?;
         if let (Some(cache), Some(key)) = (cache, &key) {
             let cwd = job.cwd.as_deref();
             store(cache, key, &out, &sources, stage.as_ref(), &deps_file, cwd);
         }
     }
-    Ok(built(wall, false))
+    Ok(built(wall, false, object))
+}
+
+/// The nvcc processes of a build, to run one after another: an exercise's file compiled alone into
+/// `object`, then linked with the harness (what `job` does in one nvcc, in two, so that the object
+/// is left for the compiled-reach analysis); a program's `job` itself. The first lists every file
+/// it read (`listing_deps`) where the build is cached.
+struct Steps {
+    jobs: Vec<Job>,
+    deps_file: PathBuf,
+    /// Where the exercise's object is written (in the stage, or beside the binary).
+    object: Option<PathBuf>,
+    /// Where the binary is written.
+    out: PathBuf,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn steps(
+    recipe: &Recipe,
+    flavor: Flavor,
+    arch: &str,
+    inputs: Inputs,
+    stage: Option<&StagingDir>,
+    binary: &Path,
+    job: &Job,
+    sandbox: &dyn Fn(Job) -> Job,
+) -> Result<Steps, BuildError> {
+    let out = stage
+        .map(|s| s.dir.join("a.out"))
+        .unwrap_or_else(|| binary.to_path_buf());
+    let (mut jobs, object) = match inputs {
+        Inputs::Exercise { source, flags, .. } => {
+            let (compiled, object) = match stage {
+                Some(s) => (
+                    Path::new(source.file_name().unwrap_or_default()),
+                    s.dir.join("a.o"),
+                ),
+                None => (source, object_beside(binary)),
+            };
+            let jobs = [
+                compile_job(recipe, flavor, arch, flags, compiled, &object),
+                link_job(recipe, flavor, arch, flags, &object, &out),
+            ];
+            let jobs = jobs
+                .into_iter()
+                .map(|step| confined(sandbox(step), stage, &out))
+                .collect::<Result<Vec<Job>, BuildError>>()?;
+            (jobs, Some(object))
+        }
+        Inputs::Program { .. } => (vec![job.clone()], None),
+    };
+    let listing = recipe.cache.is_some();
+    let (first, deps_file) = listing_deps(jobs.remove(0), &out, listing);
+    jobs.insert(0, first);
+    Ok(Steps {
+        jobs,
+        deps_file,
+        object,
+        out,
+    })
+}
+
+/// `steps` run, the binary placed at `binary` and an exercise's object beside it: how long nvcc
+/// took, and the object.
+fn compile_steps(
+    launcher: &dyn Launcher,
+    steps: Steps,
+    source: &Path,
+    timeout: Duration,
+    key: Option<&blake3::Hash>,
+    binary: &Path,
+) -> Result<(Duration, Option<Object>), BuildError> {
+    let mut wall = Duration::ZERO;
+    for step in &steps.jobs {
+        let done = launcher.launch(step)?;
+        wall += done.wall;
+        check(done, source, timeout)?;
+    }
+    let key_hex = key.map(|k| k.to_hex().to_string()).unwrap_or_default();
+    log_build(&format!("build {key_hex}"), binary);
+    if steps.out != binary {
+        place(&steps.out, binary)?;
+    }
+    let object = match steps.object {
+        Some(written) => kept_object(&written, binary)?,
+        None => None,
+    };
+    Ok((wall, object))
+}
+
+/// The build's object, from where nvcc wrote it (a stage, or already beside the binary) to beside
+/// the binary, with its hash; none where nvcc left none (a stub's link made no object).
+fn kept_object(written: &Path, binary: &Path) -> Result<Option<Object>, BuildError> {
+    let path = object_beside(binary);
+    if written != path {
+        if !written.is_file() {
+            return Ok(None);
+        }
+        place(written, &path)?;
+    }
+    Ok(file_hash(&path).map(|hash| Object { path, hash }))
 }
 
 /// `from` copied to `to` whole (its permissions too): written under a name of its own beside `to`
@@ -641,7 +799,7 @@ fn same_file(source: &Path, dep: &Path, cwd: Option<&Path>) -> bool {
 
 /// `CUDABUGS_BUILD_LOG=FILE`: one line per nvcc run or cache hit appended to FILE (how the test suite's
 /// builds were counted).
-fn log_build(what: &str, binary: &Path) {
+pub fn log_build(what: &str, binary: &Path) {
     if let Some(path) = crate::environment::path(crate::environment::BUILD_LOG) {
         use std::io::Write;
         if let Ok(mut f) = std::fs::OpenOptions::new()
@@ -774,6 +932,68 @@ mod tests {
             cache_key(&a.cache(), "nvcc 13.0", &job, &a.binary()),
             "the PATH the host compiler is found on"
         );
+    }
+
+    #[test]
+    fn an_exercise_s_build_leaves_its_object_which_the_binary_kept_in_place_names() {
+        use crate::tools::stub_compiler::{self, StubCompiler};
+        let dir = tempfile::tempdir().unwrap();
+        let (nvcc, harness) =
+            stub_compiler::toolchain(&[("cudabugs.cuh", "// h\n")], &dir.path().join("h")).unwrap();
+        let cache = BuildCache {
+            dir: dir.path().join("cache"),
+            root: dir.path().to_path_buf(),
+        };
+        let recipe = Recipe {
+            nvcc: &nvcc,
+            arch: "sm_90",
+            harness: &harness,
+            timeout: Duration::from_secs(10),
+            cache: Some(&cache),
+        };
+        let launcher = StubCompiler {
+            inner: crate::tools::launcher::Local,
+        };
+        let build = |text: &str| {
+            let source = dir.path().join("a/reduce.cu");
+            std::fs::create_dir_all(source.parent().unwrap()).unwrap();
+            std::fs::write(&source, text).unwrap();
+            let inputs = Inputs::Exercise {
+                source: &source,
+                flags: &[],
+                arch: "sm_90",
+            };
+            let binary = source.with_file_name("bin");
+            build(
+                &launcher,
+                &recipe,
+                Flavor::Timing,
+                inputs,
+                &binary,
+                Reuse::IfUnchanged,
+                &|j| j,
+            )
+            .unwrap()
+        };
+        let first = build("__global__ void k() {}\n");
+        let object = first.object.clone().expect("nvcc ran: the object is left");
+        assert!(!first.reused);
+        assert_eq!(object.path, dir.path().join("a/bin.o"));
+        assert_eq!(file_hash(&object.path), Some(object.hash));
+        // The same binary kept in place names the same object (its recipe file does).
+        let kept = build("__global__ void k() {}\n");
+        assert!(kept.reused);
+        assert_eq!(
+            kept.object.map(|o| (o.path, o.hash)),
+            Some((object.path.clone(), object.hash))
+        );
+        // Another text: compiled and linked again, and its object named in its place.
+        let edited = build("__global__ void k() { }\n");
+        let again = edited.object.expect("nvcc ran");
+        assert!(!edited.reused);
+        assert_eq!(again.path, object.path);
+        assert_ne!(again.hash, object.hash);
+        assert_eq!(file_hash(&again.path), Some(again.hash));
     }
 
     #[test]

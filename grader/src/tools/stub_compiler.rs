@@ -99,8 +99,8 @@ fn finished(start: Instant, stdout: Vec<u8>) -> Finished {
 }
 
 /// What nvcc would have made, as a placeholder: the file at `-o` (named by every input and flag,
-/// so that different builds differ, and executable, as a binary is), and the `-MF` list of the
-/// sources it read.
+/// and by the content of the sources and objects it was given, so that different builds differ;
+/// executable, as a binary is), and the `-MF` list of the sources it read.
 fn compile(job: &Job) -> Result<Finished, SpawnError> {
     let start = Instant::now();
     let at = |p: &OsStr| match &job.cwd {
@@ -137,6 +137,14 @@ fn compile(job: &Job) -> Result<Finished, SpawnError> {
     for source in &sources {
         let text = std::fs::read(source).map_err(|e| failed("cannot read a source", e))?;
         hasher.update(&text);
+    }
+    // A link's inputs by their content too (a build's second step links the object its first
+    // made): another text, another placeholder.
+    for input in job.args.iter().map(|a| at(a)) {
+        if input != output && input.extension().is_some_and(|e| e == "o") && input.is_file() {
+            let bytes = std::fs::read(&input).map_err(|e| failed("cannot read an object", e))?;
+            hasher.update(&bytes);
+        }
     }
     let placeholder = format!(
         "#!/bin/false\n# a placeholder of the stub compiler ({}), never run: a recording serves its runs\n",

@@ -1,14 +1,16 @@
-//! The host object of an exercise's file, compiled alone and read for what it reaches
-//! (`tools::reach`): a submission's in its own sandbox, beside the SASS check of its release build;
-//! the workbook's own versions (the untouched exercise, the reference fix) once, every text kept
-//! by its inputs in `Context::reach_cache` (beside the build cache).
+//! The host objects of an exercise's file, read for what they reach (`tools::reach`): the objects
+//! its two builds compiled and then linked (`nvcc::Built::object`), or where a build left none
+//! (a binary from the cache) the file compiled alone as that build compiles it. A submission's in
+//! its own sandbox, by the last of its builds or beside the SASS check of its release build; the
+//! workbook's own versions (the untouched exercise, the reference fix) once; every text kept by
+//! its inputs in `Context::reach_cache` (beside the build cache).
 
 use std::path::{Path, PathBuf};
 
 use crate::engine::context::Context;
 use crate::engine::plan::{Stage, Submission};
 use crate::exercise::workbook::{Exercise, Workbook};
-use crate::tools::nvcc;
+use crate::tools::nvcc::{self, Built, Flavor};
 use crate::tools::reach::{self, Reach};
 use crate::tools::runner::{Job, SpawnError};
 
@@ -32,81 +34,61 @@ pub enum ReachError {
 
 /// Bumped when the parse, the analysis builds or the key change, so that kept results are not
 /// reused.
-const ANALYSIS_VERSION: &str = "reach-4";
+const ANALYSIS_VERSION: &str = "reach-5";
 
 /// The most objdump may print: a file of templates at `-O0` prints a few MiB at the most.
 const DUMP_CAP: usize = 64 << 20;
 
-/// Compiles `text` (as the exercise's file name) in `dir`, unoptimised and optimised, and reads
-/// both objects; `wrap` turns each job into the one that runs (a submission's sandbox).
+/// Reads the two objects of `text` (as the exercise's file name) in `dir`: the sanitizer build's
+/// (`-G -g`: host code unoptimised, every call a call, each instruction with its line) and the
+/// timing build's (`-O3`: what only the optimiser reaches). Each is the object its build in `built`
+/// compiled and linked, where one left it unchanged; otherwise the file is compiled alone as that
+/// build compiles it. `wrap` turns each job into the one that runs (a submission's sandbox).
 fn analyse(
     ctx: &Context,
     ex: &Exercise,
     text: &str,
     dir: &Path,
     wrap: &(dyn Fn(Job) -> Job + Sync),
+    built: &[&Built],
 ) -> Result<Reach, ReachError> {
     let objdump = ctx.tools.objdump.as_deref().ok_or(ReachError::NoObjdump)?;
     let name = ex.manifest.source_name();
     let source = dir.join(name);
     std::fs::write(&source, text).map_err(|e| ReachError::Io(source.clone(), e))?;
-    // The two objects side by side: each is one nvcc and one objdump.
+    let left = |flavor: Flavor| {
+        built
+            .iter()
+            .find(|b| b.flavor == flavor)
+            .and_then(|b| b.object.as_ref())
+    };
+    let read = |flavor| object_reach(ctx, ex, objdump, dir, flavor, wrap, left(flavor));
+    // The two objects side by side: each at most one nvcc, and one objdump.
     let (plain, optimised) = std::thread::scope(|scope| {
-        let optimised = scope.spawn(|| object_reach(ctx, ex, objdump, dir, true, wrap));
-        (
-            object_reach(ctx, ex, objdump, dir, false, wrap),
-            optimised.join(),
-        )
+        let optimised = scope.spawn(|| read(Flavor::Timing));
+        (read(Flavor::Sanitize), optimised.join())
     });
     let optimised = optimised.unwrap_or_else(|e| std::panic::resume_unwind(e))?;
     Ok(plain?.with_optimised(optimised))
 }
 
-/// One object of the file in `dir` (written there by `analyse`), compiled and read.
+/// One object of the file in `dir` (written there by `analyse`): `left` copied in where its content
+/// is still what its build made, else compiled; then read.
 fn object_reach(
     ctx: &Context,
     ex: &Exercise,
     objdump: &Path,
     dir: &Path,
-    optimised: bool,
+    flavor: Flavor,
     wrap: &(dyn Fn(Job) -> Job + Sync),
+    left: Option<&nvcc::Object>,
 ) -> Result<Reach, ReachError> {
     let name = ex.manifest.source_name();
-    let recipe = ctx.recipe();
-    let options = ex.manifest.manifest.build;
-    let arch = options.arch(recipe.arch);
-    let object = dir.join(if optimised {
-        "reach-O3.o"
-    } else {
-        "reach-O0.o"
-    });
-    let mut job = nvcc::object_job(
-        &recipe,
-        &arch,
-        options.flags(),
-        Path::new(name),
-        &object,
-        optimised,
-    );
-    job.cwd = Some(dir.to_path_buf());
-    // Each object its own TMPDIR: nvcc's intermediate files of the two builds must not meet.
-    let tmp = dir.join(if optimised { "tmp-O3" } else { "tmp-O0" });
-    std::fs::create_dir_all(&tmp).map_err(|e| ReachError::Io(tmp.clone(), e))?;
-    let mut job = wrap(job);
-    job.env.retain(|(k, _)| k != "TMPDIR");
-    job.env.push(("TMPDIR".into(), tmp.into()));
-    let done = ctx.launcher.launch(&job)?;
-    if !done.success() {
-        let output = done.output();
-        let tail: Vec<&str> = output.lines().rev().take(6).collect();
-        let tail: Vec<&str> = tail.into_iter().rev().collect();
-        return Err(ReachError::Compile(format!(
-            "{}: {}",
-            done.describe_exit(),
-            tail.join(" / ")
-        )));
+    let object = dir.join(format!("reach-{}.o", flavor.dir_name()));
+    if !left.is_some_and(|o| copied_unchanged(o, &object)) {
+        compile_alone(ctx, ex, dir, flavor, &object, wrap)?;
     }
-    let mut dump = reach::objdump_job(objdump, &object, recipe.timeout);
+    let mut dump = reach::objdump_job(objdump, &object, ctx.recipe().timeout);
     dump.output_cap = DUMP_CAP;
     dump.cwd = Some(dir.to_path_buf());
     let done = ctx.launcher.launch(&wrap(dump))?;
@@ -114,6 +96,48 @@ fn object_reach(
         return Err(ReachError::Objdump(done.describe_exit()));
     }
     Ok(reach::parse(&done.stdout.text(), name))
+}
+
+/// Whether `left` was copied to `to` with the content its build gave it (a build of another text
+/// since, a grader of another copy of the same folder, changes it).
+fn copied_unchanged(left: &nvcc::Object, to: &Path) -> bool {
+    std::fs::copy(&left.path, to).is_ok() && nvcc::file_hash(to) == Some(left.hash)
+}
+
+/// The file in `dir` compiled alone into `object`, as its `flavor` build compiles it.
+fn compile_alone(
+    ctx: &Context,
+    ex: &Exercise,
+    dir: &Path,
+    flavor: Flavor,
+    object: &Path,
+    wrap: &(dyn Fn(Job) -> Job + Sync),
+) -> Result<(), ReachError> {
+    let recipe = ctx.recipe();
+    let options = ex.manifest.manifest.build;
+    let arch = options.arch(recipe.arch);
+    let source = Path::new(ex.manifest.source_name());
+    let mut job = nvcc::compile_job(&recipe, flavor, &arch, options.flags(), source, object);
+    job.cwd = Some(dir.to_path_buf());
+    // Each object its own TMPDIR: nvcc's intermediate files of the two builds must not meet.
+    let tmp = dir.join(format!("tmp-{}", flavor.dir_name()));
+    std::fs::create_dir_all(&tmp).map_err(|e| ReachError::Io(tmp.clone(), e))?;
+    let mut job = wrap(job);
+    job.env.retain(|(k, _)| k != "TMPDIR");
+    job.env.push(("TMPDIR".into(), tmp.into()));
+    let done = ctx.launcher.launch(&job)?;
+    nvcc::log_build(&format!("alone {}", flavor.dir_name()), object);
+    if done.success() {
+        return Ok(());
+    }
+    let output = done.output();
+    let tail: Vec<&str> = output.lines().rev().take(6).collect();
+    let tail: Vec<&str> = tail.into_iter().rev().collect();
+    Err(ReachError::Compile(format!(
+        "{}: {}",
+        done.describe_exit(),
+        tail.join(" / ")
+    )))
 }
 
 /// What a submission's file reaches, compiled and read in its sandbox (the stage's own folder); a
@@ -127,6 +151,7 @@ pub(super) fn reached(
     sub: &Submission,
     stage: &Stage,
     ex: &Exercise,
+    built: &[&Built],
 ) -> Result<Reach, ReachError> {
     for text in [ex.original, ex.solution] {
         let _ = workbook_version(ctx, ex, text);
@@ -140,7 +165,7 @@ pub(super) fn reached(
             job.env = base.env.clone();
             job
         };
-        analyse(ctx, ex, &sub.text, &dir, &wrap)
+        analyse(ctx, ex, &sub.text, &dir, &wrap, built)
     })
 }
 
@@ -153,21 +178,29 @@ pub(super) fn analysed<'s>(sub: &'s Submission) -> Option<&'s Exercise> {
 /// What one of the workbook's own texts of `ex` reaches (`text` is its untouched exercise or its
 /// reference fix): compiled once per compiler, harness and flags, then read from the kept record.
 pub fn workbook_version(ctx: &Context, ex: &Exercise, text: &str) -> Result<Reach, ReachError> {
-    kept(ctx, ex, text, |dir| analyse(ctx, ex, text, dir, &|job| job))
+    kept(ctx, ex, text, |dir| {
+        analyse(ctx, ex, text, dir, &|job| job, &[])
+    })
 }
 
 /// The SASS stage's compiled-reach analysis of subject `subject`, ahead of it (the scheduler runs
-/// it in the CPU slot of the release build): kept by the text, so that the stage reads it. In a
-/// folder of its own (a run of the SASS stage no stage has), which the stage's own fresh folder
-/// cannot empty under it.
-pub fn analyse_reach(ctx: &Context, wb: &Workbook, sub: &Submission, subject: usize) {
+/// it in the CPU slot of whichever of its builds ends last, which left their objects in `built`):
+/// kept by the text, so that the stage reads it. In a folder of its own (a run of the SASS stage
+/// no stage has), which the stage's own fresh folder cannot empty under it.
+pub fn analyse_reach(
+    ctx: &Context,
+    wb: &Workbook,
+    sub: &Submission,
+    subject: usize,
+    built: &[&Built],
+) {
     if let Some(ex) = analysed(sub) {
         let stage = Stage {
             subject,
             kind: crate::engine::plan::StageKind::Sass,
             run: AHEAD,
         };
-        let _ = reached(ctx, wb, sub, &stage, ex);
+        let _ = reached(ctx, wb, sub, &stage, ex, built);
     }
 }
 
@@ -264,6 +297,113 @@ mod tests {
     use super::*;
     use crate::engine::config::Config;
     use crate::tools::gpu::GpuStatus;
+
+    /// Every job's program, run through the stub compiler (its nvcc, objdump).
+    struct Counted {
+        programs: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+        inner: crate::tools::stub_compiler::StubCompiler<crate::tools::launcher::Local>,
+    }
+
+    impl crate::tools::launcher::Launcher for Counted {
+        fn launch(
+            &self,
+            job: &Job,
+        ) -> Result<crate::tools::runner::Finished, crate::tools::runner::SpawnError> {
+            let program = job.program.file_name().unwrap_or_default();
+            self.programs
+                .lock()
+                .unwrap()
+                .push(program.to_string_lossy().into_owned());
+            self.inner.launch(job)
+        }
+        fn isolation(&self) -> crate::tools::sandbox::Level {
+            crate::tools::sandbox::Level::ProcessGroup
+        }
+    }
+
+    #[test]
+    fn the_analysis_reads_the_objects_its_builds_left_and_compiles_only_what_they_did_not() {
+        use crate::tools::stub_compiler::{self, StubCompiler};
+        let (dir, wb) = crate::exercise::workbook::test_workbook(&["03-race"]);
+        let (nvcc, harness) = stub_compiler::toolchain(wb.harness, &dir.path().join("h")).unwrap();
+        let config = Config {
+            install_toolkit: false,
+            ..Config::default()
+        };
+        let mut ctx = Context::builder(&wb, config)
+            .compiler(nvcc, harness)
+            .gpu(GpuStatus::NoDriver)
+            .build(|_| {})
+            .unwrap();
+        ctx.tools.objdump = Some(stub_compiler::OBJDUMP.into());
+        let programs = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        ctx.launcher = Box::new(Counted {
+            programs: programs.clone(),
+            inner: StubCompiler {
+                inner: crate::tools::launcher::Local,
+            },
+        });
+        let ex = wb.resolve("03-race").unwrap();
+        // Two builds' objects, as `nvcc::build` leaves them beside its binaries.
+        let left = |flavor: Flavor| {
+            let path = dir.path().join(format!("{}.o", flavor.dir_name()));
+            std::fs::write(&path, format!("the {flavor:?} build's object")).unwrap();
+            let mut built = Built::new(
+                "bin".into(),
+                "src".into(),
+                flavor,
+                String::new(),
+                std::time::Duration::ZERO,
+                false,
+            );
+            built.object = Some(nvcc::Object {
+                hash: nvcc::file_hash(&path).unwrap(),
+                path,
+            });
+            built
+        };
+        let (sanitize, timing) = (left(Flavor::Sanitize), left(Flavor::Timing));
+        let analysed = |built: &[&Built]| {
+            let work = tempfile::tempdir().unwrap();
+            analyse(&ctx, ex, ex.solution, work.path(), &|job| job, built).unwrap();
+            let read =
+                |f: Flavor| std::fs::read(work.path().join(format!("reach-{}.o", f.dir_name())));
+            let objects = [
+                read(Flavor::Sanitize).unwrap(),
+                read(Flavor::Timing).unwrap(),
+            ];
+            let mut programs = std::mem::take(&mut *programs.lock().unwrap());
+            programs.sort();
+            (programs, objects)
+        };
+        let (programs, objects) = analysed(&[&sanitize, &timing]);
+        assert_eq!(
+            programs,
+            ["objdump", "objdump"],
+            "no nvcc: both objects were left"
+        );
+        assert_eq!(objects[0], b"the Sanitize build's object");
+        assert_eq!(objects[1], b"the Timing build's object");
+        // An object changed since its build (another grader's build of another text in the same
+        // folder) is compiled again, as its build compiles it.
+        std::fs::write(
+            &timing.object.as_ref().unwrap().path,
+            "another text's object",
+        )
+        .unwrap();
+        let (programs, objects) = analysed(&[&sanitize, &timing]);
+        assert_eq!(programs, ["nvcc", "objdump", "objdump"]);
+        assert!(
+            objects[1].starts_with(b"#!/bin/false"),
+            "the stub's placeholder"
+        );
+        let (programs, _) = analysed(&[]);
+        assert_eq!(
+            programs,
+            ["nvcc", "nvcc", "objdump", "objdump"],
+            "no build left one"
+        );
+    }
 
     #[test]
     fn a_failed_analysis_frees_its_text_and_a_kept_one_is_not_analysed_again() {

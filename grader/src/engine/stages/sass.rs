@@ -48,7 +48,7 @@ pub fn sass(
             }
         }),
     };
-    let host = reach::analysed(sub).map(|ex| reach::reached(ctx, wb, sub, stage, ex));
+    let host = reach::analysed(sub).map(|ex| reach::reached(ctx, wb, sub, stage, ex, &[built]));
     Output::Sass { reads, host }
 }
 
