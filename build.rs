@@ -18,6 +18,7 @@ const HARNESS_FILES: &[&str] = &[
     "timeline.cuh",
     "driver.cuh",
     "harness.cu",
+    "warm.cu",
     "peak.cu",
     "baseline-sgemm.cu",
 ];

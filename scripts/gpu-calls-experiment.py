@@ -43,7 +43,7 @@ BINARIES = {
 
 def build(name):
     exe = os.path.join(work, name)
-    r = subprocess.run([NVCC, "-std=c++17", "-O3", "-lineinfo", "-arch=sm_90", "-I", "harness", "harness/harness.cu", BINARIES[name], "-o", exe], capture_output=True, text=True)
+    r = subprocess.run([NVCC, "-std=c++17", "-O3", "-lineinfo", "-arch=sm_90", "-I", "harness", "harness/harness.cu", "harness/warm.cu", BINARIES[name], "-o", exe], capture_output=True, text=True)
     if r.returncode:
         sys.exit(f"build {name} failed:\n{r.stderr}")
     return exe

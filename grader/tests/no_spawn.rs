@@ -64,6 +64,7 @@ fn build(nvcc: &Nvcc, dir: &Path, name: &str, source: &str) -> PathBuf {
         .args(["-std=c++17", "-O2", "-I"])
         .arg(&harness)
         .arg(harness.join("harness.cu"))
+        .arg(harness.join("warm.cu"))
         .arg(&cu)
         .arg("-o")
         .arg(&out)

@@ -65,6 +65,7 @@ fn built_harness() -> Option<&'static Path> {
             "timeline.cuh",
             "driver.cuh",
             "harness.cu",
+            "warm.cu",
             "peak.cu",
             "baseline-sgemm.cu",
         ]
