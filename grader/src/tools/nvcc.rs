@@ -1,4 +1,4 @@
-//! One file: one build, from the command to the kept binary (its cache is `nvcc/cache.rs`); 204 of its lines are tests.
+//! One file: one build, from the command to the kept binary (its cache is `nvcc/cache.rs`); 285 of its lines are tests.
 //!
 //! Building an exercise with nvcc: `-G` for the sanitizers, `-O3 -lineinfo` for timing and
 //! correctness (a `-G` build is never timed). The harness is compiled once and linked into each;
@@ -14,8 +14,10 @@ use crate::tools::runner::{self, Exit, Job};
 use crate::tools::toolchain::Nvcc;
 
 mod cache;
+mod harness;
 use cache::{cache_key, compiler_id, make_deps};
 pub use cache::{file_hash, BuildCache};
+pub use harness::{prepare_harness, write_harness, Harness, HARNESS_TIMEOUT};
 
 /// The CUDA runtime calls the harness's timeline sees (harness/timeline.cuh): a timing build of an
 /// exercise links with `--wrap` for each, so its calls reach the harness's recording wrappers.
@@ -49,9 +51,6 @@ fn timeline_wrap() -> String {
         .collect::<Vec<_>>()
         .join(",")
 }
-
-/// The harness object's build (the grader's own code, run once).
-pub const HARNESS_TIMEOUT: Duration = Duration::from_secs(180);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -175,25 +174,15 @@ pub enum BuildError {
     Io(PathBuf, std::io::Error),
 }
 
-/// The harness sources written out (from the copies embedded in the binary) and compiled once.
-#[derive(Debug, Clone)]
-pub struct Harness {
-    pub include_dir: PathBuf,
-    pub object: PathBuf,
-}
-
-fn write_if_changed(path: &Path, text: &str) -> Result<(), BuildError> {
-    if std::fs::read_to_string(path).ok().as_deref() != Some(text) {
-        std::fs::write(path, text).map_err(|e| BuildError::Io(path.to_path_buf(), e))?;
-    }
-    Ok(())
-}
-
-fn mkdir(dir: &Path) -> Result<(), BuildError> {
+pub(super) fn mkdir(dir: &Path) -> Result<(), BuildError> {
     std::fs::create_dir_all(dir).map_err(|e| BuildError::Io(dir.to_path_buf(), e))
 }
 
-fn check(done: runner::Finished, source: &Path, timeout: Duration) -> Result<(), BuildError> {
+pub(super) fn check(
+    done: runner::Finished,
+    source: &Path,
+    timeout: Duration,
+) -> Result<(), BuildError> {
     match done.exit {
         Exit::Code(0) => Ok(()),
         Exit::TimedOut => Err(BuildError::TimedOut(timeout)),
@@ -203,93 +192,6 @@ fn check(done: runner::Finished, source: &Path, timeout: Duration) -> Result<(),
             output: done.output(),
         }),
     }
-}
-
-/// The harness's sources written into `dir` (the headers every build includes, and the programs
-/// the grader builds of its own, such as the peak's), each only where it changed.
-pub fn write_harness(files: &[(&str, &str)], dir: &Path) -> Result<(), BuildError> {
-    mkdir(dir)?;
-    for (name, text) in files {
-        write_if_changed(&dir.join(name), text)?;
-    }
-    Ok(())
-}
-
-/// Write the harness into `dir` and compile its object, unless an up-to-date one exists.
-pub fn prepare_harness(
-    nvcc: &Nvcc,
-    files: &[(&str, &str)],
-    dir: &Path,
-) -> Result<Harness, BuildError> {
-    write_harness(files, dir)?;
-    // blake3, not DefaultHasher: the name must not change with the Rust release that built xtask.
-    let mut hasher = blake3::Hasher::new();
-    for (name, text) in files {
-        for part in [name.as_bytes(), text.as_bytes()] {
-            hasher
-                .update(&(part.len() as u64).to_le_bytes())
-                .update(part);
-        }
-    }
-    hasher.update(nvcc.path.as_os_str().as_encoded_bytes());
-    // With CUPTI's headers the harness can record what the driver ran (harness/driver.cuh).
-    let cupti: Vec<std::ffi::OsString> = match &nvcc.cupti {
-        Some(c) => vec![
-            "-DCUDABUGS_CUPTI".into(),
-            "-I".into(),
-            c.include.clone().into(),
-        ],
-        None => Vec::new(),
-    };
-    for flag in &cupti {
-        hasher.update(flag.as_encoded_bytes());
-    }
-    let object = dir.join(format!("harness-{}.o", &hasher.finalize().to_hex()[..16]));
-    if !object.is_file() {
-        // Its parts in a folder of this build's own: a grader in another process may build it too.
-        let scratch =
-            tempfile::tempdir_in(dir).map_err(|e| BuildError::Io(dir.to_path_buf(), e))?;
-        let [host, kernel, tmp] =
-            ["harness.o", "warm.o", "joined.o"].map(|n| scratch.path().join(n));
-        // harness.cu is host code: compiled as C++ (no device pass over its headers), beside its one
-        // kernel (warm.cu), then joined into one relocatable object. On the 2-core machine the
-        // first check waits 3.7 s for it, where the whole harness as one CUDA file took 6.3 s.
-        let compile = |cxx: bool, source: &str, out: &Path| {
-            let source = dir.join(source);
-            let language: &[&str] = if cxx { &["-x", "c++"] } else { &[] };
-            let job = Job::new(&nvcc.path, HARNESS_TIMEOUT)
-                .args(language.iter().copied())
-                .args(["-O2", "-std=c++17", "-c"])
-                .args(if cxx { cupti.clone() } else { Vec::new() })
-                .arg("-o")
-                .arg(out)
-                .arg(&source);
-            check(runner::run(&job)?, &source, HARNESS_TIMEOUT)
-        };
-        std::thread::scope(|scope| {
-            let kernel_built = scope.spawn(|| compile(false, "warm.cu", &kernel));
-            compile(true, "harness.cu", &host)?;
-            kernel_built
-                .join()
-                .unwrap_or_else(|e| std::panic::resume_unwind(e))
-        })?;
-        let join = Job::new("ld", HARNESS_TIMEOUT)
-            .arg("-r")
-            .arg("-o")
-            .arg(&tmp)
-            .arg(&host)
-            .arg(&kernel);
-        check(
-            runner::run(&join)?,
-            &dir.join("harness.cu"),
-            HARNESS_TIMEOUT,
-        )?;
-        std::fs::rename(&tmp, &object).map_err(|e| BuildError::Io(object.clone(), e))?;
-    }
-    Ok(Harness {
-        include_dir: dir.to_path_buf(),
-        object,
-    })
 }
 
 /// What every build of a plan shares: the compiler, the -arch, the harness, the time limit.
@@ -330,12 +232,13 @@ fn confined(mut job: Job, stage: Option<&StagingDir>, out: &Path) -> Result<Job,
 
 /// What the binary left in place was built from: the cache key where there is one (the stage
 /// folder's name changes from build to build), else the command, the text and the compiler.
-fn recipe_line(key: Option<&blake3::Hash>, job: &Job, text: &[u8], compiler: &str) -> String {
+fn recipe_line(key: Option<&blake3::Hash>, jobs: &[Job], text: &[u8], compiler: &str) -> String {
     match key {
         Some(k) => format!("{}\n", k.to_hex()),
         None => {
             let mut hasher = blake3::Hasher::new();
-            for part in [job.display().as_bytes(), text, compiler.as_bytes()] {
+            let command: Vec<String> = jobs.iter().map(Job::display).collect();
+            for part in [command.join(" && ").as_bytes(), text, compiler.as_bytes()] {
                 hasher
                     .update(&(part.len() as u64).to_le_bytes())
                     .update(part);
@@ -411,23 +314,19 @@ fn named_object(lines: &str, binary: &Path) -> Option<Object> {
     })
 }
 
-/// nvcc's command for `inputs` into `out`: the flavour's flags, the -arch, the exercise's flags
-/// and the harness (an exercise's source named by its file name where it is compiled in a stage,
-/// nvcc's working folder, so that its messages say `reduce.cu(12)`), or a program's sources with
-/// each one's folder on the include path.
-fn nvcc_job(
+/// nvcc's commands for `inputs` into `out`: an exercise's file compiled alone beside `out`
+/// (`compile_job`, named by its file name where it is compiled in a stage, nvcc's working folder,
+/// so that its messages say `reduce.cu(12)`), then linked with the harness (`link_job`); or a
+/// program's sources in one command, with the flavour's flags, the -arch and each source's folder
+/// on the include path.
+fn nvcc_jobs(
     recipe: &Recipe,
     flavor: Flavor,
     arch: &str,
     inputs: Inputs,
     in_stage: bool,
     out: &Path,
-    timeout: Duration,
-) -> Job {
-    let mut job = Job::new(&recipe.nvcc.path, timeout)
-        .args(flavor.flags().iter().copied())
-        .arg(arch_flag(arch))
-        .arg("-std=c++17");
+) -> Vec<Job> {
     match inputs {
         Inputs::Exercise { source, flags, .. } => {
             let compiled = if in_stage {
@@ -435,19 +334,17 @@ fn nvcc_job(
             } else {
                 source
             };
-            job = job
-                .args(flags.iter().copied())
-                .arg("-I")
-                .arg(&recipe.harness.include_dir)
-                .arg("-o")
-                .arg(out)
-                .arg(compiled)
-                .arg(&recipe.harness.object);
-            if flavor == Flavor::Timing {
-                job = job.arg("-Xlinker").arg(timeline_wrap());
-            }
+            let object = object_beside(out);
+            vec![
+                compile_job(recipe, flavor, arch, flags, compiled, &object),
+                link_job(recipe, flavor, arch, flags, &object, out),
+            ]
         }
         Inputs::Program { sources, flags } => {
+            let mut job = Job::new(&recipe.nvcc.path, recipe.timeout)
+                .args(flavor.flags().iter().copied())
+                .arg(arch_flag(arch))
+                .arg("-std=c++17");
             let mut dirs: Vec<&Path> = sources
                 .iter()
                 .filter_map(|s| s.parent())
@@ -457,14 +354,14 @@ fn nvcc_job(
             for d in dirs {
                 job = job.arg("-I").arg(d);
             }
-            job = job
+            let job = job
                 .args(flags.iter().cloned())
                 .arg("-o")
                 .arg(out)
                 .args(sources.iter().map(|s| s.as_os_str().to_owned()));
+            vec![job.args(recipe.nvcc.extra_flags.iter().cloned())]
         }
     }
-    job.args(recipe.nvcc.extra_flags.iter().cloned())
 }
 
 /// The build `out` kept in `cache` under `key`, with every file nvcc read (its `-MD` list in
@@ -538,10 +435,10 @@ pub fn compile_job(
         .arg("-o")
         .arg(object)
         .arg(source)
-        .args(recipe.nvcc.extra_flags.iter().cloned())
 }
 
-/// The second step: the object linked with the harness (and, for timing, the timeline's wraps).
+/// The second step: the object linked with the harness (and, for timing, the timeline's wraps),
+/// with the toolkit's extra flags (a pip-installed nvcc's runtime library folder).
 fn link_job(
     recipe: &Recipe,
     flavor: Flavor,
@@ -609,15 +506,22 @@ pub fn build(
         Inputs::Exercise { arch: own, .. } => own,
         Inputs::Program { .. } => recipe.arch,
     };
-    // The build as one nvcc command: what the cache keys on and a program's build runs (in the
-    // stage, where there is one; an exercise's runs it in two `steps`), and what a report shows,
-    // on the real source and the real binary, runnable as printed.
-    let job = nvcc_job(recipe, flavor, arch, inputs, stage.is_some(), &out, timeout);
-    let shown = nvcc_job(recipe, flavor, arch, inputs, false, binary, timeout).display();
-    let job = confined(sandbox(job), stage.as_ref(), &out)?;
+    // What runs (in the stage, where there is one), and what a report shows: the same commands on
+    // the real source and the real binary, runnable as printed. The cache keys on what runs.
+    let jobs = nvcc_jobs(recipe, flavor, arch, inputs, stage.is_some(), &out);
+    let shown: Vec<String> = nvcc_jobs(recipe, flavor, arch, inputs, false, binary)
+        .iter()
+        .map(Job::display)
+        .collect();
+    let shown = shown.join(" && ");
+    let jobs = jobs
+        .into_iter()
+        .map(|job| confined(sandbox(job), stage.as_ref(), &out))
+        .collect::<Result<Vec<Job>, BuildError>>()?;
+    let cwd = jobs.first().and_then(|j| j.cwd.clone());
     let compiler = compiler_id(&recipe.nvcc.path);
-    let key = cache.map(|c| cache_key(c, &compiler, &job, &out));
-    let recipe_text = recipe_line(key.as_ref(), &job, &text, &compiler);
+    let key = cache.map(|c| cache_key(c, &compiler, &jobs, &out));
+    let recipe_text = recipe_line(key.as_ref(), &jobs, &text, &compiler);
     let recipe_path = binary.with_extension("recipe");
     let built = |wall, reused, object| Built {
         arch: Some(arch.to_string()),
@@ -638,7 +542,7 @@ pub fn build(
             &recipe_path,
             &recipe_text,
             cache.zip(key.as_ref()),
-            job.cwd.as_deref(),
+            cwd.as_deref(),
         )
     };
     let reused = |object| built(Duration::ZERO, true, object);
@@ -650,15 +554,7 @@ pub fn build(
     if let Some(object) = turn.as_ref().map(|_| found()).transpose()?.flatten() {
         return Ok(reused(object));
     }
-    let steps = steps(
-        recipe,
-        flavor,
-        inputs,
-        stage.as_ref(),
-        binary,
-        &job,
-        sandbox,
-    )?;
+    let steps = steps(jobs, inputs, &out, cache.is_some());
     let deps_file = steps.deps_file.clone();
     let (wall, object) = compile_steps(launcher, steps, source, timeout, key.as_ref(), binary)?;
     // A file saved again while nvcc ran may not be what it compiled (unless a stage held the copy
@@ -668,7 +564,7 @@ pub fn build(
         std::fs::write(&recipe_path, recipe_text)
             .map_err(|e| BuildError::Io(recipe_path.clone(), e))?;
         if let (Some(cache), Some(key)) = (cache, &key) {
-            let cwd = job.cwd.as_deref();
+            let cwd = cwd.as_deref();
             store(cache, key, &out, &sources, stage.as_ref(), &deps_file, cwd);
         }
     }
@@ -679,62 +575,27 @@ pub fn build(
 struct Steps {
     jobs: Vec<Job>,
     deps_file: PathBuf,
-    /// Where the exercise's object is written (in the stage, or beside the binary).
+    /// Where an exercise's object is written (beside `out`).
     object: Option<PathBuf>,
     /// Where the binary is written.
     out: PathBuf,
 }
 
-/// An exercise's file compiled alone into its object, then linked with the harness (what `job`
-/// does in one nvcc, in two, so that the object is left for the compiled-reach analysis); a
-/// program's `job` itself. The first lists every file it read (`listing_deps`) where the build is
+/// `jobs` (`nvcc_jobs`), the first listing every file it read (`listing_deps`) where the build is
 /// cached.
-fn steps(
-    recipe: &Recipe,
-    flavor: Flavor,
-    inputs: Inputs,
-    stage: Option<&StagingDir>,
-    binary: &Path,
-    job: &Job,
-    sandbox: &dyn Fn(Job) -> Job,
-) -> Result<Steps, BuildError> {
-    let out = stage
-        .map(|s| s.dir.join("a.out"))
-        .unwrap_or_else(|| binary.to_path_buf());
-    let (mut jobs, object) = match inputs {
-        Inputs::Exercise {
-            source,
-            flags,
-            arch,
-        } => {
-            let (compiled, object) = match stage {
-                Some(s) => (
-                    Path::new(source.file_name().unwrap_or_default()),
-                    s.dir.join("a.o"),
-                ),
-                None => (source, object_beside(binary)),
-            };
-            let jobs = [
-                compile_job(recipe, flavor, arch, flags, compiled, &object),
-                link_job(recipe, flavor, arch, flags, &object, &out),
-            ];
-            let jobs = jobs
-                .into_iter()
-                .map(|step| confined(sandbox(step), stage, &out))
-                .collect::<Result<Vec<Job>, BuildError>>()?;
-            (jobs, Some(object))
-        }
-        Inputs::Program { .. } => (vec![job.clone()], None),
-    };
-    let listing = recipe.cache.is_some();
-    let (first, deps_file) = listing_deps(jobs.remove(0), &out, listing);
+fn steps(mut jobs: Vec<Job>, inputs: Inputs, out: &Path, listing: bool) -> Steps {
+    let (first, deps_file) = listing_deps(jobs.remove(0), out, listing);
     jobs.insert(0, first);
-    Ok(Steps {
+    let object = match inputs {
+        Inputs::Exercise { .. } => Some(object_beside(out)),
+        Inputs::Program { .. } => None,
+    };
+    Steps {
         jobs,
         deps_file,
         object,
-        out,
-    })
+        out: out.to_path_buf(),
+    }
 }
 
 /// `steps` run, the binary placed at `binary` and an exercise's object beside it: how long nvcc
@@ -901,7 +762,12 @@ mod tests {
             job
         }
         fn key(&self, flags: &[&str], binary: &Path) -> blake3::Hash {
-            cache_key(&self.cache(), "nvcc 13.0", &self.job(flags, binary), binary)
+            cache_key(
+                &self.cache(),
+                "nvcc 13.0",
+                &[self.job(flags, binary)],
+                binary,
+            )
         }
         fn binary(&self) -> PathBuf {
             self.cwd().join("a.out")
@@ -926,7 +792,7 @@ mod tests {
             cache_key(
                 &a.cache(),
                 "nvcc 12.8",
-                &a.job(&["-G"], &a.binary()),
+                &[a.job(&["-G"], &a.binary())],
                 &a.binary()
             ),
             "compiler"
@@ -943,7 +809,12 @@ mod tests {
         job.env.push(("NVCC_APPEND_FLAGS".into(), "-DX".into()));
         assert_ne!(
             key,
-            cache_key(&a.cache(), "nvcc 13.0", &job, &a.binary()),
+            cache_key(
+                &a.cache(),
+                "nvcc 13.0",
+                std::slice::from_ref(&job),
+                &a.binary()
+            ),
             "nvcc's flag variables"
         );
         let mut job = a.job(&["-G"], &a.binary());
@@ -953,14 +824,24 @@ mod tests {
             .push(("LD_LIBRARY_PATH".into(), "/target/debug/deps".into()));
         assert_eq!(
             key,
-            cache_key(&a.cache(), "nvcc 13.0", &job, &a.binary()),
+            cache_key(
+                &a.cache(),
+                "nvcc 13.0",
+                std::slice::from_ref(&job),
+                &a.binary()
+            ),
             "the GPU a worker runs on, its TMPDIR, the loader's path"
         );
         let mut job = a.job(&["-G"], &a.binary());
         job.env.push(("PATH".into(), "/opt/gcc-9/bin".into()));
         assert_ne!(
             key,
-            cache_key(&a.cache(), "nvcc 13.0", &job, &a.binary()),
+            cache_key(
+                &a.cache(),
+                "nvcc 13.0",
+                std::slice::from_ref(&job),
+                &a.binary()
+            ),
             "the PATH the host compiler is found on"
         );
     }

@@ -173,14 +173,15 @@ fn build_env(job: &Job) -> Vec<(OsString, OsString)> {
     env
 }
 
-/// The cache key of a build: the compiler, the environment that matters, the command with the output
-/// path left out and every path inside the root made relative, the content of every file the command
-/// names (the sources, the harness object), and where nvcc runs. Headers are not in the key: the
-/// entry's manifest lists them with their content's hash.
+/// The cache key of a build: the compiler, and for each of its commands (`jobs`, run one after
+/// another) the environment that matters, the command with the output path left out and every path
+/// inside the root made relative, the content of every file the command names (the sources, the
+/// harness object), and where nvcc runs. Headers are not in the key: the entry's manifest lists
+/// them with their content's hash.
 pub(super) fn cache_key(
     cache: &BuildCache,
     compiler: &str,
-    job: &Job,
+    jobs: &[Job],
     binary: &Path,
 ) -> blake3::Hash {
     let mut h = blake3::Hasher::new();
@@ -189,34 +190,34 @@ pub(super) fn cache_key(
             .update(&(bytes.len() as u64).to_le_bytes())
             .update(bytes);
     };
-    field("cudabugs-build-cache-v1", b"");
+    field("cudabugs-build-cache-v2", b"");
     field("compiler", compiler.as_bytes());
-    let cwd = job.cwd.as_deref();
-    field("program", cache.portable(&job.program, cwd).as_bytes());
-    for (k, v) in build_env(job) {
-        field("env", k.as_encoded_bytes());
-        field("=", cache.portable(Path::new(&v), cwd).as_bytes());
-    }
-    for a in &job.args {
-        let path = Path::new(a);
-        if path == binary {
-            field("arg", b"<out>");
-            continue;
+    for job in jobs {
+        let cwd = job.cwd.as_deref();
+        field("program", cache.portable(&job.program, cwd).as_bytes());
+        for (k, v) in build_env(job) {
+            field("env", k.as_encoded_bytes());
+            field("=", cache.portable(Path::new(&v), cwd).as_bytes());
         }
-        field("arg", cache.portable(path, cwd).as_bytes());
-        let named = job
-            .cwd
-            .as_deref()
-            .map(|c| c.join(path))
-            .unwrap_or_else(|| path.to_path_buf());
-        if named.is_file() {
-            field(
-                "content",
-                file_hash(&named)
-                    .map(|h| *h.as_bytes())
-                    .unwrap_or_default()
-                    .as_slice(),
-            );
+        for a in &job.args {
+            let path = Path::new(a);
+            if path == binary {
+                field("arg", b"<out>");
+                continue;
+            }
+            field("arg", cache.portable(path, cwd).as_bytes());
+            let named = cwd
+                .map(|c| c.join(path))
+                .unwrap_or_else(|| path.to_path_buf());
+            if named.is_file() {
+                field(
+                    "content",
+                    file_hash(&named)
+                        .map(|h| *h.as_bytes())
+                        .unwrap_or_default()
+                        .as_slice(),
+                );
+            }
         }
     }
     h.finalize()
