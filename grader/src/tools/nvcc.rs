@@ -141,8 +141,13 @@ pub struct Object {
 
 /// Where an exercise's build leaves its object: beside the binary, named after it.
 fn object_beside(binary: &Path) -> PathBuf {
-    let mut name = binary.as_os_str().to_owned();
-    name.push(".o");
+    with_suffix(binary, ".o")
+}
+
+/// `path` with `suffix` added to its name.
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
     PathBuf::from(name)
 }
 
@@ -260,9 +265,7 @@ fn read_all(sources: &[&Path]) -> Result<Vec<u8>, BuildError> {
 /// `job` asked (where `listing`: a cache will keep the build) to list every file the build read,
 /// headers and the toolkit's included, for the cache's manifest; and where the list goes.
 fn listing_deps(job: Job, out: &Path, listing: bool) -> (Job, PathBuf) {
-    let mut deps_file = out.as_os_str().to_owned();
-    deps_file.push(".d");
-    let deps_file = PathBuf::from(deps_file);
+    let deps_file = with_suffix(out, ".d");
     if !listing {
         return (job, deps_file);
     }
