@@ -2,8 +2,8 @@
 //! needs and assembling its report from the judges' verdicts.
 
 pub mod check;
-pub mod confirm;
 pub mod grade;
 pub mod sanitize;
 pub mod staged;
+pub mod timed;
 pub mod verify;

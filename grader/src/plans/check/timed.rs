@@ -3,11 +3,12 @@
 
 use super::*;
 
-/// The timed phase both tracks share: every version under ncu (one process each), then the whole
-/// calls alone on the GPU, as `plan::timed_kinds` says; the original's and the
-/// reference fix's kept from an earlier check where the GPU still times them the same
-/// (`engine::kept`), with the line that says so. A tool error where the embedded versions do not
-/// build or the profiler failed.
+/// The timed phase both tracks share (`plans::timed`): every version under ncu (one process
+/// each), then the whole calls alone on the GPU, as `plan::timed_kinds` says; the original's and
+/// the reference fix's kept from an earlier check where the GPU still times them the same
+/// (`engine::kept`), with the line that says so; the learner's doubted call confirmed. An
+/// untouched file takes the original's runs (`borrowed_kinds`). A tool error where the embedded
+/// versions do not build or the profiler failed.
 pub(super) fn run_timing(
     ctx: &Context,
     wb: &Workbook,
@@ -31,7 +32,23 @@ pub(super) fn run_timing(
     })
     .filter(|s| s.subject != LEARNER || !borrowed.contains(&s.kind))
     .collect();
-    scheduler::execute(ctx, wb, subs, &timing, results, started);
+    // Not an untouched file's call: it is the original, slow by design, and what a confirmation
+    // would settle is only which rule's words come after "slow" (60-scan's cold check: 5.4 s of
+    // 30.8).
+    let candidates: &[usize] = if untouched(subs) { &[] } else { &[LEARNER] };
+    let phase = crate::plans::timed::TimedPhase {
+        stages: &timing,
+        anchor: Stage::new(REFERENCE, StageKind::Call),
+        weighed: crate::plans::timed::Weighed {
+            ex,
+            timer,
+            reference: REFERENCE,
+            original: Some(ORIGINAL),
+            batch: 0,
+        },
+        candidates,
+    };
+    let kept = crate::plans::timed::run(ctx, (wb, subs), results, started, &phase).kept;
     // Where the original's run was served from what was kept (no call's outputs to judge), the
     // learner's runs after all.
     let mut own = Vec::new();
@@ -49,19 +66,6 @@ pub(super) fn run_timing(
     if !own.is_empty() {
         scheduler::execute(ctx, wb, subs, &own, results, started);
     }
-    let timing: Vec<Stage> = timing
-        .into_iter()
-        .chain(borrowed.iter().map(|&k| Stage::new(LEARNER, k)))
-        .collect();
-    let kept = scheduler::keep_or_measure_again(
-        ctx,
-        wb,
-        subs,
-        &timing,
-        &Stage::new(REFERENCE, StageKind::Call),
-        results,
-        started,
-    );
     // The original and the reference come from this binary: built once, then kept until they change.
     for (i, sub) in subs.iter().enumerate().skip(1) {
         if let Some(Output::Built(Err(e))) = results.get(i, StageKind::Build(Flavor::Timing)) {
@@ -82,7 +86,6 @@ pub(super) fn run_timing(
             Step::new(StepName::Timing, Status::ToolError, failure).stage(StageKind::Timing),
         ));
     }
-    confirm_doubted_calls(ctx, wb, subs, results, started);
     Ok(kept)
 }
 
@@ -99,37 +102,6 @@ pub(super) fn borrowed_kinds(ex: &Exercise, timer: Timer, subs: &[Submission]) -
         .into_iter()
         .filter(|k| original.contains(k))
         .collect()
-}
-
-/// The learner's doubted whole call confirmed (`plans::confirm`). Not an untouched file's: it is
-/// the original, slow by design, and what a confirmation would settle is only which rule's words
-/// come after "slow" (60-scan's cold check: 5.4 s of 30.8).
-pub(super) fn confirm_doubted_calls(
-    ctx: &Context,
-    wb: &Workbook,
-    subs: &[Submission],
-    results: &mut Results,
-    started: Instant,
-) {
-    if untouched(subs) {
-        return;
-    }
-    let ex = subs[LEARNER].exercise().expect("check grades an exercise");
-    let weighed = crate::plans::confirm::Weighed {
-        ex,
-        timer: Timer::of(ctx, ex),
-        reference: REFERENCE,
-        original: Some(ORIGINAL),
-        batch: 0,
-    };
-    crate::plans::confirm::confirm_doubted_calls(
-        ctx,
-        (wb, subs),
-        results,
-        started,
-        &weighed,
-        &[LEARNER],
-    );
 }
 
 /// Time the three versions and judge the learner's with the one speed judge: the speed step, a

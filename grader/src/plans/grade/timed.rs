@@ -12,6 +12,8 @@ use crate::exercise::workbook::Workbook;
 use crate::judge::perf;
 use crate::judge::verdict;
 
+use crate::plans::timed::{TimedPhase, Weighed};
+
 use super::score::PairJudge;
 use super::stages::timing_stages;
 use super::worker::{run_stats, Chunk, ChunkPhases, TimedChunk, TimedWork, Worker};
@@ -48,20 +50,23 @@ impl Worker<'_> {
             chunk.index,
         );
         let phase = Instant::now();
-        let timeline = scheduler::execute(&self.ctx, wb, subs, &timing, results, started);
-        phases.calls = timeline.exclusive.unwrap_or(0.0);
         // The reference's and the original's profiles are kept from chunk to chunk (and grade to
-        // grade) while the GPU times the reference fix's fresh whole call the same.
-        scheduler::keep_or_measure_again(
-            &self.ctx,
-            wb,
-            subs,
-            &timing,
-            &Stage::again(reference, StageKind::Call, chunk.index),
-            results,
-            started,
-        );
-        phases.calls += self.confirm_doubted(work, results);
+        // grade) while the GPU times the reference fix's fresh whole call the same; the doubted
+        // calls are confirmed while the GPU is still this chunk's alone.
+        let timed = TimedPhase {
+            stages: &timing,
+            anchor: Stage::again(reference, StageKind::Call, chunk.index),
+            weighed: Weighed {
+                ex: chunk.exercise,
+                timer,
+                reference,
+                original,
+                batch: chunk.index,
+            },
+            candidates: correct,
+        };
+        phases.calls =
+            crate::plans::timed::run(&self.ctx, (wb, subs), results, started, &timed).alone_s;
         let baseline = if original.is_some() {
             perf::time_baseline(&self.ctx, wb, chunk.exercise)
                 .ok()
@@ -71,26 +76,6 @@ impl Worker<'_> {
         };
         phases.timing = phase.elapsed().as_secs_f64();
         baseline
-    }
-
-    /// The chunk's doubted whole calls confirmed (`plans::confirm`) while the GPU is still this
-    /// chunk's alone. Returns the seconds the confirming calls took.
-    fn confirm_doubted(&self, work: &TimedWork, results: &mut Results) -> f64 {
-        let weighed = crate::plans::confirm::Weighed {
-            ex: work.chunk.exercise,
-            timer: work.timer,
-            reference: work.reference,
-            original: work.original,
-            batch: work.chunk.index,
-        };
-        crate::plans::confirm::confirm_doubted_calls(
-            &self.ctx,
-            (work.wb, work.subs),
-            results,
-            work.started,
-            &weighed,
-            work.correct,
-        )
     }
 
     /// The rest of a timed chunk: fresh inputs, then every timed pair judged.

@@ -1,8 +1,10 @@
-//! The rounds that confirm a doubted whole call, for the plans that judge one against the
-//! reference fix (`check`, `grade`): a call that weighs badly against the reference fix's, each
-//! timed once at its own moment, is timed again with the reference's, back to back, while the GPU
-//! is still the plan's alone, before a rule may fail it. A classmate's copies or builds, or the
-//! GPU's own moods, must not cost an honest file its points.
+//! The timed phase of the plans that judge a whole call against the reference fix's (`check`,
+//! `grade`), written once: ncu and the whole calls alone on the GPU, the measurements kept between
+//! plans held to the reference fix's fresh call, and the rounds that confirm a doubted call. A
+//! call that weighs badly against the reference fix's, each timed once at its own moment, is timed
+//! again with the reference's, back to back, while the GPU is still the plan's alone, before a rule
+//! may fail it. A classmate's copies or builds, or the GPU's own moods, must not cost an honest file
+//! its points.
 
 use std::time::Instant;
 
@@ -12,6 +14,58 @@ use crate::engine::plan::{self, Stage, StageKind, Submission, Timer};
 use crate::engine::scheduler::{self, Results};
 use crate::exercise::workbook::{Exercise, Workbook};
 use crate::judge::speed;
+
+/// A timed phase: its stages (`plan::timed_kinds`: ncu first, then each whole call alone on the
+/// GPU), the reference fix's fresh whole call that the kept measurements are held to
+/// (`scheduler::keep_or_measure_again`), and whose doubted calls are confirmed, weighed how.
+pub struct TimedPhase<'a> {
+    pub stages: &'a [Stage],
+    pub anchor: Stage,
+    pub weighed: Weighed<'a>,
+    pub candidates: &'a [usize],
+}
+
+/// What a timed phase left besides its outputs in `Results`.
+#[derive(Debug, Default)]
+pub struct TimedEnd {
+    /// The report's line where kept measurements served (they stood, or were taken again).
+    pub kept: Option<String>,
+    /// Seconds the GPU was held alone: the whole calls and their confirming rounds.
+    pub alone_s: f64,
+}
+
+/// Run `phase`: its stages, then the kept measurements checked against its anchor, then its
+/// candidates' doubted calls confirmed.
+pub fn run(
+    ctx: &Context,
+    (wb, subs): (&Workbook, &[Submission]),
+    results: &mut Results,
+    started: Instant,
+    phase: &TimedPhase,
+) -> TimedEnd {
+    let timeline = scheduler::execute(ctx, wb, subs, phase.stages, results, started);
+    let kept = scheduler::keep_or_measure_again(
+        ctx,
+        wb,
+        subs,
+        phase.stages,
+        &phase.anchor,
+        results,
+        started,
+    );
+    let confirming = confirm_doubted_calls(
+        ctx,
+        (wb, subs),
+        results,
+        started,
+        &phase.weighed,
+        phase.candidates,
+    );
+    TimedEnd {
+        kept,
+        alone_s: timeline.exclusive.unwrap_or(0.0) + confirming,
+    }
+}
 
 /// Whose whole calls are weighed: the exercise and its clock, the reference fix's and the
 /// original's subjects, and the batch their first runs were timed in (`Stage::again`).
@@ -27,7 +81,7 @@ pub struct Weighed<'a> {
 /// whole call `speed::doubts_call` doubts. Where the call is the clock, the original's whole call
 /// is the speedup's measure: timed again in each round too. Returns the seconds the confirming
 /// calls took alone on the GPU.
-pub fn confirm_doubted_calls(
+fn confirm_doubted_calls(
     ctx: &Context,
     (wb, subs): (&Workbook, &[Submission]),
     results: &mut Results,
