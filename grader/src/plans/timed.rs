@@ -26,7 +26,7 @@ pub struct TimedPhase<'a> {
 }
 
 /// What a timed phase left besides its outputs in `Results`.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct TimedEnd {
     /// The report's line where kept measurements served (they stood, or were taken again).
     pub kept: Option<String>,

@@ -235,6 +235,12 @@ fn confined(mut job: Job, stage: Option<&StagingDir>, out: &Path) -> Result<Job,
     Ok(job)
 }
 
+/// A build's commands as one shell line, run one after another (`&&`): runnable as printed.
+fn command_line(jobs: &[Job]) -> String {
+    let commands: Vec<String> = jobs.iter().map(Job::display).collect();
+    commands.join(" && ")
+}
+
 /// What the binary left in place was built from: the cache key where there is one (the stage
 /// folder's name changes from build to build), else the command, the text and the compiler.
 fn recipe_line(key: Option<&blake3::Hash>, jobs: &[Job], text: &[u8], compiler: &str) -> String {
@@ -242,8 +248,7 @@ fn recipe_line(key: Option<&blake3::Hash>, jobs: &[Job], text: &[u8], compiler: 
         Some(k) => format!("{}\n", k.to_hex()),
         None => {
             let mut hasher = blake3::Hasher::new();
-            let command: Vec<String> = jobs.iter().map(Job::display).collect();
-            for part in [command.join(" && ").as_bytes(), text, compiler.as_bytes()] {
+            for part in [command_line(jobs).as_bytes(), text, compiler.as_bytes()] {
                 hasher
                     .update(&(part.len() as u64).to_le_bytes())
                     .update(part);
@@ -512,11 +517,7 @@ pub fn build(
     // What runs (in the stage, where there is one), and what a report shows: the same commands on
     // the real source and the real binary, runnable as printed. The cache keys on what runs.
     let jobs = nvcc_jobs(recipe, flavor, arch, inputs, stage.is_some(), &out);
-    let shown: Vec<String> = nvcc_jobs(recipe, flavor, arch, inputs, false, binary)
-        .iter()
-        .map(Job::display)
-        .collect();
-    let shown = shown.join(" && ");
+    let shown = command_line(&nvcc_jobs(recipe, flavor, arch, inputs, false, binary));
     let jobs = jobs
         .into_iter()
         .map(|job| confined(sandbox(job), stage.as_ref(), &out))
