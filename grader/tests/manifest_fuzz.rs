@@ -141,13 +141,17 @@ fn mutate(doc: &mut toml::Table, rng: &mut impl Rng) {
     }
 }
 
-/// Mutations per real manifest: `CUDABUGS_FUZZ` (CI's separate step runs 200), else 20, which keeps
-/// `cargo test` quick (200 on one thread took 94 s of a 2-core machine's test run).
+/// Mutations per real manifest: `CUDABUGS_FUZZ`, else 200 at full depth (`CUDABUGS_TESTS=full`,
+/// CI's second pass) and 20 at quick, which keeps `cargo test` quick (200 on one thread took 94 s
+/// of a 2-core machine's test run).
 fn mutations() -> usize {
     std::env::var("CUDABUGS_FUZZ")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(20)
+        .unwrap_or(match grader::environment::TestDepth::from_env() {
+            grader::environment::TestDepth::Quick => 20,
+            grader::environment::TestDepth::Full => 200,
+        })
 }
 
 /// What one real manifest's mutations came to: accepted, rejected, cases run.

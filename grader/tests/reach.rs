@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use grader::engine::config::Config;
 use grader::engine::context::Context;
+use grader::environment::TestDepth;
 use grader::exercise::catalog::Embedded;
 use grader::exercise::workbook::Workbook;
 use grader::judge::tool_aware::{self, Host};
@@ -97,9 +98,12 @@ fn the_compiled_program_is_judged_not_its_spelling() {
     let dir = tempfile::tempdir().unwrap();
     let wb = workbook(dir.path(), IDS);
     let Some(ctx) = context(&wb) else { return };
+    // Each file is two real nvcc compiles and objdumps, with its exercise's versions: at quick
+    // depth a sample of each list.
+    let depth = TestDepth::from_env();
     // Honest fixes in other styles: an overload the exercise's code calls, cooperative groups,
     // a std::vector, the reference itself. Nothing new is reached.
-    for (id, file) in [
+    let honest = vec![
         ("03-race", "tests/fixtures/honest-variety/cg-tile/reduce.cu"),
         ("03-race", "tests/fixtures/adversarial/honest-alt/reduce.cu"),
         (
@@ -114,11 +118,12 @@ fn the_compiled_program_is_judged_not_its_spelling() {
             "57-reduction",
             "tests/fixtures/adversarial/honest-ref/sum.cu",
         ),
-    ] {
+    ];
+    for (id, file) in depth.sample("the_compiled_program_is_judged_not_its_spelling", honest, 1) {
         assert_eq!(judged(&ctx, &wb, id, file), Vec::<String>::new(), "{file}");
     }
     // Attacks: each named by what its object reaches, whatever the text hides.
-    for (id, file, reaches) in [
+    let attacks = vec![
         // An operator that CB_CHECK, outside the region, now calls.
         (
             "03-race",
@@ -166,7 +171,12 @@ fn the_compiled_program_is_judged_not_its_spelling() {
             "tests/fixtures/adversarial/case-lister/sum.cu",
             "`opendir`",
         ),
-    ] {
+    ];
+    for (id, file, reaches) in depth.sample(
+        "the_compiled_program_is_judged_not_its_spelling",
+        attacks,
+        2,
+    ) {
         let found = judged(&ctx, &wb, id, file);
         assert!(
             found.iter().any(|f| f.contains(reaches)),

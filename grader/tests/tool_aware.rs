@@ -553,42 +553,16 @@ fn no_fix_s_kernels_read_a_clock_the_reference_s_do_not_and_the_cheat_s_do() {
         "only {} alternative fixes found",
         fixes.len()
     );
+    // Each fix is a real nvcc and cuobjdump, with its exercise's reference: a sample at quick depth.
+    let fixes = grader::environment::TestDepth::from_env().sample(
+        "no_fix_s_kernels_read_a_clock_the_reference_s_do_not_and_the_cheat_s_do",
+        fixes,
+        6,
+    );
     // Each exercise's reference and its fixes, compiled on every core.
-    let ids: Vec<&str> = fixes
-        .iter()
-        .map(|(_, ex, _)| ex.id())
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
+    let ids: BTreeSet<&str> = fixes.iter().map(|(_, ex, _)| ex.id()).collect();
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let references: std::collections::BTreeMap<&str, Vec<tool_aware::SassClockRead>> =
-        std::thread::scope(|s| {
-            let handles: Vec<_> = ids
-                .chunks(ids.len().div_ceil(cores))
-                .map(|part| {
-                    s.spawn(|| {
-                        part.iter()
-                            .map(|id| {
-                                (
-                                    *id,
-                                    compiled_reads(
-                                        exercise(&all, id),
-                                        exercise(&all, id).solution,
-                                        dir.path(),
-                                        &format!("{id}-reference"),
-                                    )
-                                    .unwrap(),
-                                )
-                            })
-                            .collect::<Vec<_>>()
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().unwrap())
-                .collect()
-        });
+    let references = reference_reads(&all, &ids, dir.path(), cores);
     std::thread::scope(|s| {
         for part in fixes.chunks(fixes.len().div_ceil(cores)) {
             let (references, dir) = (&references, dir.path());
@@ -603,4 +577,35 @@ fn no_fix_s_kernels_read_a_clock_the_reference_s_do_not_and_the_cheat_s_do() {
             });
         }
     });
+}
+
+/// The clock reads of each of `ids`' reference fixes, compiled on `cores` threads.
+fn reference_reads<'a>(
+    all: &[Exercise],
+    ids: &BTreeSet<&'a str>,
+    dir: &Path,
+    cores: usize,
+) -> std::collections::BTreeMap<&'a str, Vec<tool_aware::SassClockRead>> {
+    let ids: Vec<&str> = ids.iter().copied().collect();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = ids
+            .chunks(ids.len().div_ceil(cores))
+            .map(|part| {
+                s.spawn(|| {
+                    part.iter()
+                        .map(|id| {
+                            let ex = exercise(all, id);
+                            let reads =
+                                compiled_reads(ex, ex.solution, dir, &format!("{id}-reference"));
+                            (*id, reads.unwrap())
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    })
 }

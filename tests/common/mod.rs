@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use assert_cmd::Command;
+use grader::environment::{TestDepth, TESTS};
 
 pub fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -128,14 +129,23 @@ pub fn built_by(cmd: &mut Command, compiler: Compiler) {
     }
 }
 
-/// The compilers a replay test runs its plan with: the stub always, and nvcc where one is found (the
-/// nvcc half says SKIPPED where none is, or fails where CUDABUGS_REQUIRE_NVCC is set).
+/// The compilers a replay test runs its plan with: the stub always, and at full depth
+/// (`CUDABUGS_TESTS=full`, CI's second pass) nvcc too, where one is found (the nvcc half says
+/// SKIPPED where none is, or fails where CUDABUGS_REQUIRE_NVCC is set). A quick `cargo test` says
+/// that it left the nvcc half out.
 pub fn compilers(test: &str) -> Vec<Compiler> {
     let mut all = vec![Compiler::Stub];
-    if nvcc_or_skip(test) {
+    if depth() == TestDepth::Quick {
+        eprintln!("SAMPLED {test}: the stub compiler only ({TESTS}=full runs nvcc too)");
+    } else if nvcc_or_skip(test) {
         all.push(Compiler::Nvcc);
     }
     all
+}
+
+/// The suite's depth (`grader::environment::TestDepth`): quick unless `CUDABUGS_TESTS=full`.
+pub fn depth() -> TestDepth {
+    TestDepth::from_env()
 }
 
 /// A copy of the workbook (exercises and solutions) in a temporary folder, sharing the repository's

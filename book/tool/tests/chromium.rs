@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use grader::environment::TestDepth;
 use grader::plans::verify::VerificationRecord;
 use grader::tools::runner::{self, Job};
 
@@ -218,7 +219,8 @@ fn headless(browser: &Path, profile: &Path, budget_ms: u32) -> Job {
 /// every picture sits on its white background: before the book's stylesheet, 279 code blocks and
 /// 20 tables scrolled sideways and hid their lines' ends. Search finds every lesson by its bug
 /// class. Five lessons are kept as screenshots at both widths under `target/book-screenshots/`
-/// (CI's artefacts).
+/// (CI's artefacts). That is at full depth (`CUDABUGS_TESTS=full`); a quick `cargo test` audits a
+/// sample of the pages and searches, and keeps one lesson's screenshots.
 #[test]
 fn every_page_fits_1280_px_and_search_finds_each_lesson_by_its_bug_class() {
     let Some(browser) =
@@ -234,6 +236,15 @@ fn every_page_fits_1280_px_and_search_finds_each_lesson_by_its_bug_class() {
         .map(|d| (d.manifest.id.clone(), d.manifest.manifest.bug_class.clone()))
         .collect();
     assert!(pages.len() > 50 && searches.len() >= 43);
+    // Every page at two widths and every search take the browser about a minute: at quick depth
+    // a sample of each, 03-race's lesson among the pages.
+    let test = "every_page_fits_1280_px_and_search_finds_each_lesson_by_its_bug_class";
+    let depth = TestDepth::from_env();
+    let mut pages = depth.sample(test, pages, 8);
+    if !pages.iter().any(|p| p == "lessons/03-race.html") {
+        pages.push("lessons/03-race.html".into());
+    }
+    let searches = depth.sample(test, searches, 6);
     let harness = html.join("cudabugs-audit.html");
     std::fs::write(
         &harness,
@@ -294,7 +305,7 @@ fn every_page_fits_1280_px_and_search_finds_each_lesson_by_its_bug_class() {
         "search for the bug class did not find the lesson in its first three results: {missed:#?}"
     );
 
-    screenshots(&browser, profile.path(), &html);
+    screenshots(&browser, profile.path(), &html, depth);
 }
 
 /// Every page of the book a reader opens, relative to `html`.
@@ -317,19 +328,22 @@ fn pages_of(html: &Path) -> Vec<String> {
     pages
 }
 
-/// Screenshots of five lessons at 1280 px and at 390 px, kept for people to look at.
-fn screenshots(browser: &Path, profile: &Path, html: &Path) {
+/// Screenshots of five lessons at 1280 px and at 390 px, kept for people to look at (at quick
+/// depth, the first of them).
+fn screenshots(browser: &Path, profile: &Path, html: &Path, depth: TestDepth) {
     let shots = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/book-screenshots");
     std::fs::create_dir_all(&shots).unwrap();
-    for (id, width) in [
+    let lessons = vec![
         "03-race",
         "31-pitch",
         "41-wmma-layout",
         "54-matmul",
         "63-transfers",
-    ]
-    .into_iter()
-    .flat_map(|id| [(id, 1280), (id, 390)])
+    ];
+    for (id, width) in depth
+        .sample("screenshots", lessons, 1)
+        .into_iter()
+        .flat_map(|id| [(id, 1280), (id, 390)])
     {
         let png = shots.join(format!("{id}-{width}.png"));
         let _ = std::fs::remove_file(&png);
