@@ -201,6 +201,29 @@ fn check_verify_sanitize_and_grade_stream_one_schema_and_end_with_their_exit_cod
         "the timed and the shared stages of a class"
     );
     assert_eq!(results(&grade).len(), 1, "the gradebook's summary");
+    // The students whose whole calls ran again beside the reference fix's (confirming rounds) are
+    // the ones their chunk says it doubted, each with why.
+    let confirmed: std::collections::BTreeSet<(&str, &str)> = grade
+        .iter()
+        .filter(|l| l["event"] == "stage_done" && l["stage"] == "call")
+        .filter(|l| l["run"].as_u64() >= Some(1 << 20) && l["variant"] != "reference")
+        .map(|l| {
+            let (ex, who) = (&l["submission"], &l["variant"]);
+            (ex.as_str().unwrap(), who.as_str().unwrap())
+        })
+        .collect();
+    let doubted: std::collections::BTreeSet<(&str, &str)> = grade
+        .iter()
+        .filter(|l| l["event"] == "chunk")
+        .flat_map(|l| {
+            let why = l["phases"]["doubted"].as_object().unwrap();
+            assert!(why.values().all(|w| !w.as_array().unwrap().is_empty()));
+            why.keys()
+                .map(|who| (l["exercise"].as_str().unwrap(), who.as_str()))
+        })
+        .collect();
+    assert!(!doubted.is_empty(), "the recording holds confirming rounds");
+    assert_eq!(confirmed, doubted);
 }
 
 #[test]

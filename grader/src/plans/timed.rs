@@ -32,6 +32,9 @@ pub struct TimedEnd {
     pub kept: Option<String>,
     /// Seconds the GPU was held alone: the whole calls and their confirming rounds.
     pub alone_s: f64,
+    /// The subjects whose first whole calls were doubted, and why (`speed::call_doubts`): what the
+    /// confirming rounds were for.
+    pub doubted: Vec<(usize, Vec<String>)>,
 }
 
 /// Run `phase`: its stages, then the kept measurements checked against its anchor, then its
@@ -53,17 +56,13 @@ pub fn run(
         results,
         started,
     );
-    let confirming = confirm_doubted_calls(
-        ctx,
-        (wb, subs),
-        results,
-        started,
-        &phase.weighed,
-        phase.candidates,
-    );
+    let doubted = doubted(results, &phase.weighed, phase.candidates);
+    let confirming =
+        confirm_doubted_calls(ctx, (wb, subs), results, started, &phase.weighed, &doubted);
     TimedEnd {
         kept,
         alone_s: timeline.exclusive.unwrap_or(0.0) + confirming,
+        doubted,
     }
 }
 
@@ -77,24 +76,23 @@ pub struct Weighed<'a> {
     pub batch: u32,
 }
 
-/// Time again, in confirming rounds beside the reference fix, each of `candidates` whose first
-/// whole call `speed::doubts_call` doubts. Where the call is the clock, the original's whole call
-/// is the speedup's measure: timed again in each round too. Returns the seconds the confirming
-/// calls took alone on the GPU.
+/// Time again, in confirming rounds beside the reference fix, each `doubted` subject. Where the
+/// call is the clock, the original's whole call is the speedup's measure: timed again in each
+/// round too. Returns the seconds the confirming calls took alone on the GPU.
 fn confirm_doubted_calls(
     ctx: &Context,
     (wb, subs): (&Workbook, &[Submission]),
     results: &mut Results,
     started: Instant,
     weighed: &Weighed,
-    candidates: &[usize],
+    doubted: &[(usize, Vec<String>)],
 ) -> f64 {
-    let doubted = doubted(results, weighed, candidates);
     if doubted.is_empty() {
         return 0.0;
     }
     let doubted: Vec<usize> = doubted
-        .into_iter()
+        .iter()
+        .map(|(subject, _)| *subject)
         .chain(weighed.original.filter(|_| weighed.timer.by_call()))
         .collect();
     let confirming = plan::confirming_calls(weighed.reference, &doubted, weighed.batch);
@@ -103,9 +101,13 @@ fn confirm_doubted_calls(
         .unwrap_or(0.0)
 }
 
-/// Which of `candidates` have a first whole call `speed::doubts_call` doubts against the reference
-/// fix's (and the original's) first runs, and that ran all their calls.
-fn doubted(results: &Results, weighed: &Weighed, candidates: &[usize]) -> Vec<usize> {
+/// Which of `candidates` have a first whole call `speed::call_doubts` doubts against the reference
+/// fix's (and the original's) first runs, and that ran all their calls, and why.
+fn doubted(
+    results: &Results,
+    weighed: &Weighed,
+    candidates: &[usize],
+) -> Vec<(usize, Vec<String>)> {
     let first = |i: usize| {
         evidence::evidence(
             results.get_run(&Stage::again(i, StageKind::Timing, weighed.batch)),
@@ -118,8 +120,7 @@ fn doubted(results: &Results, weighed: &Weighed, candidates: &[usize]) -> Vec<us
         .map_or_else(evidence::Timed::default, first);
     candidates
         .iter()
-        .copied()
-        .filter(|&i| {
+        .filter_map(|&i| {
             let learner = evidence::evidence(
                 results.get(i, StageKind::Timing),
                 results.get(i, StageKind::Call),
@@ -127,8 +128,12 @@ fn doubted(results: &Results, weighed: &Weighed, candidates: &[usize]) -> Vec<us
             // A call run that failed (ended at its margin, out of time, crashed) stands whatever a
             // later round does (`evidence::quickest_call`): timing it again only holds the GPU. On
             // an H200, a program that slept 25 s at its end held it 61 s instead of 20 s.
-            learner.call_failure.is_none()
-                && speed::doubts_call(weighed.ex, weighed.timer, &learner, &reference, &original)
+            if learner.call_failure.is_some() {
+                return None;
+            }
+            let why =
+                speed::call_doubts(weighed.ex, weighed.timer, &learner, &reference, &original);
+            (!why.is_empty()).then_some((i, why))
         })
         .collect()
 }
@@ -185,6 +190,12 @@ mod tests {
             original: None,
             batch: 0,
         };
-        assert_eq!(doubted(&results, &weighed, &[0, 1, 2]), vec![0]);
+        let doubted = doubted(&results, &weighed, &[0, 1, 2]);
+        assert_eq!(doubted.len(), 1);
+        assert_eq!(doubted[0].0, 0);
+        assert!(
+            doubted[0].1[0].starts_with("unaccounted-time: "),
+            "{doubted:?}"
+        );
     }
 }

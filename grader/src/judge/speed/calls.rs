@@ -126,24 +126,32 @@ pub const CALL_SPREAD_FLOOR: f64 = 2.0;
 /// and 1.42 ms, against the reference's 0 beyond its wall (book/gpu-runs/2026-11-26-perf-seconds-2/).
 pub const SPIN_CHARGE_NS: f64 = 4e6;
 
-/// Whether `learner`'s whole call, timed once at its own moment, is to be timed again, back to back
-/// with the reference fix's (and the original's) before the verdict stands: where its comparison
-/// with the reference fix's fired, or where it misses the speed target by less than the noise of
-/// its clock: the host's where the call is the clock (`CALL_NOISE`), the plain calls' where the
-/// driver times the kernels (`PLAIN_KERNEL_NOISE`).
-pub fn doubts_call(
+/// Why `learner`'s whole call, timed once at its own moment, is to be timed again, back to back
+/// with the reference fix's (and the original's) before the verdict stands, in words; none where
+/// it stands. Where its comparison with the reference fix's fired, or where it misses the speed
+/// target by less than the noise of its clock: the host's where the call is the clock
+/// (`CALL_NOISE`), the plain calls' where the driver times the kernels (`PLAIN_KERNEL_NOISE`).
+pub fn call_doubts(
     ex: &Exercise,
     timer: Timer,
     learner: &Timed,
     reference: &Timed,
     original: &Timed,
-) -> bool {
-    !against_reference_call(learner, reference, timer.by_call()).is_empty()
-        || match timer {
-            Timer::Call => near_the_target(ex, learner, original),
-            Timer::Driver => near_the_reference(ex, learner, reference),
-            Timer::Ncu => false,
-        }
+) -> Vec<String> {
+    let mut why: Vec<String> = against_reference_call(learner, reference, timer.by_call())
+        .into_iter()
+        .map(|f| format!("{}: {}", f.rule.key(), f.message))
+        .collect();
+    let near = match timer {
+        Timer::Call => near_the_target(ex, learner, original)
+            .then(|| format!("the whole call misses the speed target by less than {CALL_NOISE}x")),
+        Timer::Driver => near_the_reference(ex, learner, reference).then(|| {
+            format!("the kernels miss the reference fix's by less than {PLAIN_KERNEL_NOISE}x past the target")
+        }),
+        Timer::Ncu => None,
+    };
+    why.extend(near);
+    why
 }
 
 /// How far past the bug track's target (a multiple of the reference fix's kernel time) a version

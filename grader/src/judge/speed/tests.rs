@@ -53,15 +53,16 @@ fn race() -> Exercise {
     )
 }
 
-/// Whether the judge doubts `inputs`' first comparison of whole calls (`doubts_call`).
+/// Whether the judge doubts `inputs`' first comparison of whole calls (`call_doubts`).
 fn doubted(inputs: &JudgeInputs) -> bool {
-    doubts_call(
+    !call_doubts(
         inputs.ex,
         inputs.timer,
         &inputs.learner,
         &inputs.reference,
         &inputs.original,
     )
+    .is_empty()
 }
 
 /// Calls as the grader's clock records them: a first call that loads the kernels, then two of

@@ -65,8 +65,13 @@ impl Worker<'_> {
             },
             candidates: correct,
         };
-        phases.calls =
-            crate::plans::timed::run(&self.ctx, (wb, subs), results, started, &timed).alone_s;
+        let end = crate::plans::timed::run(&self.ctx, (wb, subs), results, started, &timed);
+        phases.calls = end.alone_s;
+        phases.doubted = end
+            .doubted
+            .into_iter()
+            .map(|(i, why)| (subs[i].variant.clone(), why))
+            .collect();
         let baseline = if original.is_some() {
             perf::time_baseline(&self.ctx, wb, chunk.exercise)
                 .ok()

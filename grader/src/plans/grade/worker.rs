@@ -122,6 +122,9 @@ pub struct ChunkPhases {
     pub clean_up: f64,
     /// Every process the chunk ran, by kind of stage ("sanitize:initcheck"): what bounds a phase.
     pub runs: BTreeMap<String, RunStats>,
+    /// The students whose first whole calls were doubted (`speed::call_doubts`), and why: what the
+    /// confirming rounds in `calls` were for.
+    pub doubted: BTreeMap<String, Vec<String>>,
 }
 
 /// The processes of one kind of stage in a chunk.
