@@ -338,7 +338,10 @@ impl<'a> Class<'a> {
             // tools (60 bug pairs on an H100: 6.5 s of 131.6 s), and the next chunk's
             // builds, which run while this one is timed, at the lowest CPU priority. (Built from
             // the start of the tools phase instead, 60 bug pairs took 148.7 s against
-            // 145.3 s: no gain.)
+            // 145.3 s: no gain.) Even at nice 19 they slow the host side of the calls timed
+            // beside them, which the confirming rounds then time again; built after the timing
+            // phase instead, no call was doubted and the next chunk waited as long for its
+            // builds (H200, book/gpu-runs/2026-11-30-doubts-50/).
             let mut finishing: Option<std::thread::ScopedJoinHandle<()>> = None;
             let mut prebuilding: Option<std::thread::ScopedJoinHandle<()>> = None;
             while let Some(chunk) = next.take() {
