@@ -201,8 +201,12 @@ fn check_verify_sanitize_and_grade_stream_one_schema_and_end_with_their_exit_cod
         "the timed and the shared stages of a class"
     );
     assert_eq!(results(&grade).len(), 1, "the gradebook's summary");
-    // The students whose whole calls ran again beside the reference fix's (confirming rounds) are
-    // the ones their chunk says it doubted, each with why.
+    the_doubted_calls_are_the_confirmed_ones(&grade);
+}
+
+/// The students whose whole calls ran again beside the reference fix's (confirming rounds) are
+/// the ones their chunk says it doubted, each with why.
+fn the_doubted_calls_are_the_confirmed_ones(grade: &[serde_json::Value]) {
     let confirmed: std::collections::BTreeSet<(&str, &str)> = grade
         .iter()
         .filter(|l| l["event"] == "stage_done" && l["stage"] == "call")
