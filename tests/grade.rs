@@ -251,9 +251,9 @@ fn on_the_cpu_the_class_builds_tamper_is_refused_and_a_killed_batch_resumes_with
     let copy = Copy::new();
     let (_keep, secret) = secret();
     let out = copy.path("grades");
-    // At quick depth four students in chunks of one, killed after two pairs (alice's build and
-    // kim's failing one are still to come: the batch cannot end first); at full depth the class's
-    // 11 in chunks of two, killed after four.
+    // At quick depth four students in chunks of one, killed after two pairs (a real nvcc, kim's
+    // failing one at least, is still to come: the batch cannot end first); at full depth the
+    // class's 11 in chunks of two, killed after four.
     let class = sampled_class(
         &copy,
         "on_the_cpu_the_class_builds_tamper_is_refused_and_a_killed_batch_resumes_with_each_pair_once",
