@@ -135,17 +135,12 @@ pub fn built_by(cmd: &mut Command, compiler: Compiler) {
 /// that it left the nvcc half out.
 pub fn compilers(test: &str) -> Vec<Compiler> {
     let mut all = vec![Compiler::Stub];
-    if depth() == TestDepth::Quick {
+    if TestDepth::from_env() == TestDepth::Quick {
         eprintln!("SAMPLED {test}: the stub compiler only ({TESTS}=full runs nvcc too)");
     } else if nvcc_or_skip(test) {
         all.push(Compiler::Nvcc);
     }
     all
-}
-
-/// The suite's depth (`grader::environment::TestDepth`): quick unless `CUDABUGS_TESTS=full`.
-pub fn depth() -> TestDepth {
-    TestDepth::from_env()
 }
 
 /// A copy of the workbook (exercises and solutions) in a temporary folder, sharing the repository's
