@@ -125,9 +125,14 @@ fn worker_contexts(
 ) -> Result<Vec<Context>> {
     let gpus = grader::plans::grade::worker_gpus(requested);
     let mut contexts = Vec::new();
-    for gpu in &gpus {
+    for (k, gpu) in gpus.iter().enumerate() {
         let mut ctx = context(wb, settings, out)?;
-        grader::plans::grade::configure_worker(&mut ctx.config, gpu.clone(), gpus.len(), hidden);
+        grader::plans::grade::configure_worker(
+            &mut ctx.config,
+            gpu.clone(),
+            (k, gpus.len()),
+            hidden,
+        );
         contexts.push(ctx);
     }
     Ok(contexts)

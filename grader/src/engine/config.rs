@@ -97,6 +97,10 @@ pub struct Config {
     /// cases as it would outside the grader. On in every plan; `CUDABUGS_ONE_CONNECTION=0` turns
     /// it off (to measure what it saves).
     pub one_connection: bool,
+    /// Whole cores a `grade` worker's timed calls get to themselves (`tools::cpus`;
+    /// `CUDABUGS_TIMED_CORES`, 0: none), and the share `configure_worker` made of them.
+    pub timed_cores: usize,
+    pub cpus: crate::tools::cpus::CpuShare,
 }
 
 impl Default for Config {
@@ -127,6 +131,8 @@ impl Default for Config {
             audit: true,
             plain_kernel_timing: false,
             one_connection: true,
+            timed_cores: crate::tools::cpus::TIMED_CORES,
+            cpus: Default::default(),
         }
     }
 }
@@ -165,7 +171,8 @@ impl Config {
     /// The defaults, with the environment's overrides: `CUDABUGS_TIMEOUT_SECS` (every per-run
     /// limit), `CUDABUGS_SANITIZER_JOBS`, `CUDABUGS_NCU_JOBS`, `CUDABUGS_ISOLATION`,
     /// `CUDABUGS_MEMORY_MAX_MB`, `CUDABUGS_SANDBOX_UID`, `CUDABUGS_SANDBOX_GID`, `CUDABUGS_NO_INSTALL`,
-    /// `CUDABUGS_ONE_CONNECTION`, `CUDABUGS_GRADE_LANES`, `CUDABUGS_STUB_COMPILER`.
+    /// `CUDABUGS_ONE_CONNECTION`, `CUDABUGS_GRADE_LANES`, `CUDABUGS_STUB_COMPILER`,
+    /// `CUDABUGS_TIMED_CORES`.
     pub fn from_env() -> Result<Config, EnvError> {
         let mut c = Config::default();
         fn get<T: std::str::FromStr>(var: &'static str) -> Result<Option<T>, EnvError> {
@@ -227,6 +234,9 @@ impl Config {
         }
         if let Some(on) = get::<u8>("CUDABUGS_ONE_CONNECTION")? {
             c.one_connection = on != 0;
+        }
+        if let Some(n) = get::<usize>("CUDABUGS_TIMED_CORES")? {
+            c.timed_cores = n.min(64);
         }
         c.install_toolkit = !crate::environment::is_set("CUDABUGS_NO_INSTALL");
         c.stub_compiler = crate::environment::is_set("CUDABUGS_STUB_COMPILER");

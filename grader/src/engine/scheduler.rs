@@ -97,11 +97,6 @@ fn longest_first(kind: StageKind) -> u8 {
     }
 }
 
-/// Why GPU stages cannot run here (no GPU, unless a recording stands in for it).
-fn gpu_blocked(ctx: &Context) -> Option<Blocked> {
-    ctx.gpu_blocked().map(Blocked::NoGpu)
-}
-
 /// Run `stages` (and the builds they need) over `subs`, adding every output to `results`.
 pub fn execute(
     ctx: &Context,
@@ -292,7 +287,8 @@ impl<'r, 's> Execution<'r, 's> {
         builds: &[Stage],
         results: &Results,
     ) -> Execution<'r, 's> {
-        let blocked = gpu_blocked(ctx);
+        // Why GPU stages cannot run here (no GPU, unless a recording stands in for it).
+        let blocked = ctx.gpu_blocked().map(Blocked::NoGpu);
         let binaries: Slots<Option<Built>> = Slots::new(subs.len() * 2);
         for (i, _) in subs.iter().enumerate() {
             for flavor in Flavor::BOTH {
@@ -427,10 +423,12 @@ impl<'r, 's> Execution<'r, 's> {
         timed
     }
 
-    /// Wall-clock timings last, one at a time: nothing else on the GPU.
+    /// Wall-clock timings last, one at a time: nothing else on the GPU, and on cores of their own
+    /// where the plan has some (`tools::cpus`).
     fn time_alone(&self, exclusive: &[Stage], timeline: &mut PhaseTimes) -> Vec<Output> {
         phase_started(self.ctx, Phase::Alone, exclusive.len(), self.start);
         let phase = Instant::now();
+        let _own_cores = crate::tools::cpus::pin_thread(&self.ctx.config.cpus.timed);
         let alone = parallel(exclusive, 1, |s| self.run(s, &RunTerms::alone(None)));
         if !exclusive.is_empty() && self.blocked.is_none() {
             timeline.exclusive = Some(phase.elapsed().as_secs_f64());

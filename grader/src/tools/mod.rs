@@ -4,6 +4,7 @@
 
 pub mod cgroup;
 pub mod counters;
+pub mod cpus;
 pub mod driver;
 pub mod gpu;
 pub mod gpu_memory;

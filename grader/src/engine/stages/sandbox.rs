@@ -507,7 +507,7 @@ mod tests {
             cuda_settings(&config, StageKind::Sanitize(Tool::Racecheck)),
             std::slice::from_ref(&one)
         );
-        crate::plans::grade::configure_worker(&mut config, Some("1".into()), 2, &[]);
+        crate::plans::grade::configure_worker(&mut config, Some("1".into()), (1, 2), &[]);
         let gpu = ("CUDA_VISIBLE_DEVICES", "1".to_string());
         assert_eq!(
             cuda_settings(&config, StageKind::Sanitize(Tool::Memcheck)),

@@ -43,11 +43,12 @@ pub fn worker_gpus(requested: &[String]) -> Vec<Option<String>> {
 /// in the plain calls, the class's folders hidden from every run, shorter limits
 /// than a learner's check (a class has hostile and hung programs), and its share of the cores
 /// (sanitizer runs spend their start-up on the CPU; the builds, the next chunk's included, get a
-/// share each). What the environment set stays.
+/// share each; its timed calls cores of their own, `tools::cpus`). What the environment set stays.
+/// `worker` is this worker's place among `workers`.
 pub fn configure_worker(
     config: &mut crate::engine::config::Config,
     gpu: Option<String>,
-    workers: usize,
+    (worker, workers): (usize, usize),
     hidden: &[PathBuf],
 ) {
     config.gpu = gpu;
@@ -69,6 +70,7 @@ pub fn configure_worker(
         config.gpu_jobs = (cores / workers).max(6);
     }
     config.cpu_jobs = (config.cpu_jobs / workers).max(1);
+    config.cpus = crate::tools::cpus::share(config.timed_cores, (worker, workers));
 }
 
 /// The journal of a run: `journal.jsonl`, or one per shard.
@@ -102,6 +104,11 @@ pub fn grade_class(
             message: first.trust_line(),
         });
     }
+    for (w, ctx) in workers.iter().enumerate() {
+        if let Some(message) = ctx.config.cpus.line(w) {
+            on_event(Event::Note { message });
+        }
+    }
     let queue = chunks(todo, job.chunk);
     let largest = queue.iter().map(|c| c.pairs.len()).max().unwrap_or(0);
     let class = Class {
@@ -134,7 +141,11 @@ pub fn grade_class(
         for (w, worker) in workers.iter().enumerate() {
             for lane in 0..lanes(&worker.ctx.config, largest) {
                 let class = &class;
-                scope.spawn(move || class.work(worker, Lane { worker: w, lane }));
+                scope.spawn(move || {
+                    // Everything but the timed calls (`scheduler`) stays off their cores.
+                    let _rest = crate::tools::cpus::pin_thread(&worker.ctx.config.cpus.rest);
+                    class.work(worker, Lane { worker: w, lane })
+                });
             }
         }
     });
@@ -420,7 +431,7 @@ mod tests {
     fn workers_share_the_cores_and_keep_what_the_environment_set() {
         let mut one = Config::default();
         let cores = one.cpu_jobs;
-        configure_worker(&mut one, None, 1, &[PathBuf::from("/class")]);
+        configure_worker(&mut one, None, (0, 1), &[PathBuf::from("/class")]);
         assert!(one.audit && one.hidden == [PathBuf::from("/class")] && one.gpu.is_none());
         assert_eq!(
             (
@@ -434,7 +445,7 @@ mod tests {
         two.from_env.timeouts = true;
         two.from_env.gpu_jobs = true;
         two.gpu_jobs = 3;
-        configure_worker(&mut two, Some("1".into()), 2, &[]);
+        configure_worker(&mut two, Some("1".into()), (1, 2), &[]);
         assert_eq!(two.gpu.as_deref(), Some("1"));
         assert_eq!(two.cpu_jobs, (cores / 2).max(1));
         assert_eq!(
