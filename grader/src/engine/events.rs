@@ -1,7 +1,8 @@
 //! What the engine tells while any plan runs: each phase of an execution as it starts, and each
 //! stage as it ends, typed, so that every reporter reads the same facts (`--format events` prints
-//! them as `phase_started` and `stage_done`). Every plan runs its stages through
-//! `scheduler::execute`, so `check`, `verify`, `sanitize` and `grade` tell them alike.
+//! them as `phase_started` and `stage_done`). Every plan runs its stages through one session
+//! (`plans::session`), whose phases `scheduler::execute` runs, so `check`, `verify`, `sanitize` and
+//! `grade` tell them alike.
 
 use std::sync::Arc;
 

@@ -1,6 +1,6 @@
 //! What a plan is made of: submissions (one version of an exercise's source, in a work folder of its
-//! own) and typed stages with stable ids. `check`, `verify` (and later `grade` and `sanitize`) are
-//! lists of stages over submissions; the scheduler runs any such list.
+//! own) and typed stages with stable ids. `check`, `verify`, `sanitize` and `grade` are phases of
+//! stages over submissions (`plans::session`); the scheduler runs any such list.
 
 use std::path::PathBuf;
 

@@ -9,11 +9,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::context::Context;
 use crate::engine::plan::{Stage, StageKind, Submission, Target};
-use crate::engine::scheduler::{self, Results};
+use crate::engine::scheduler::Results;
 use crate::engine::stages::Output;
 use crate::exercise::manifest::{FindingKind, Tool};
 use crate::exercise::workbook::Workbook;
 use crate::judge::verdict::{self, Finding, Outcome, Status, Step, StepName};
+use crate::plans::session::{Phase, Session};
 use crate::tools::gpu::GpuInfo;
 use crate::tools::nvcc::Flavor;
 use crate::tools::sandbox::Level;
@@ -283,8 +284,9 @@ pub fn sanitize(
     }
     say(&format!("building {program} with -G, then memcheck, racecheck, initcheck and synccheck ({} at a time; {})", ctx.config.gpu_jobs, ctx.isolation().describe()));
     let subs = [sub];
-    let mut results = Results::default();
-    scheduler::execute(ctx, wb, &subs, &stages, &mut results, started);
+    let mut session = Session::new(ctx, (wb, &subs), started);
+    session.run_phase(&Phase::of(stages));
+    let results = session.into_results();
 
     let mut steps: Vec<Step> = Vec::new();
     if let Some(o) = results.get(0, StageKind::Build(Flavor::Sanitize)) {

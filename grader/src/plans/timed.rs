@@ -1,69 +1,24 @@
-//! The timed phase of the plans that judge a whole call against the reference fix's (`check`,
-//! `grade`), written once: ncu and the whole calls alone on the GPU, the measurements kept between
-//! plans held to the reference fix's fresh call, and the rounds that confirm a doubted call. A
-//! call that weighs badly against the reference fix's, each timed once at its own moment, is timed
-//! again with the reference's, back to back, while the GPU is still the plan's alone, before a rule
-//! may fail it. A classmate's copies or builds, or the GPU's own moods, must not cost an honest file
-//! its points.
+//! What the timed phase of the plans that judge a whole call against the reference fix's (`check`,
+//! `grade`) weighs, written once; the session runs it (`session::Phase::timed`): ncu and the whole
+//! calls alone on the GPU, the measurements kept between plans held to the reference fix's fresh
+//! call, and the rounds that confirm a doubted call. A call that weighs badly against the reference
+//! fix's, each timed once at its own moment, is timed again with the reference's, back to back,
+//! while the GPU is still the plan's alone, before a rule may fail it. A classmate's copies or
+//! builds, or the GPU's own moods, must not cost an honest file its points.
 
-use std::time::Instant;
-
-use crate::engine::context::Context;
 use crate::engine::evidence;
-use crate::engine::plan::{self, Stage, StageKind, Submission, Timer};
-use crate::engine::scheduler::{self, Results};
-use crate::exercise::workbook::{Exercise, Workbook};
+use crate::engine::plan::{Stage, StageKind, Timer};
+use crate::engine::scheduler::Results;
+use crate::exercise::workbook::Exercise;
 use crate::judge::speed;
 
-/// A timed phase: its stages (`plan::timed_kinds`: ncu first, then each whole call alone on the
-/// GPU), the reference fix's fresh whole call that the kept measurements are held to
-/// (`scheduler::keep_or_measure_again`), and whose doubted calls are confirmed, weighed how.
+/// What a timed phase weighs (`session::Phase::timed`): the reference fix's fresh whole call that
+/// the kept measurements are held to (`scheduler::keep_or_measure_again`), and whose doubted calls
+/// are confirmed, weighed how.
 pub struct TimedPhase<'a> {
-    pub stages: &'a [Stage],
     pub anchor: Stage,
     pub weighed: Weighed<'a>,
     pub candidates: &'a [usize],
-}
-
-/// What a timed phase left besides its outputs in `Results`.
-#[derive(Debug)]
-pub struct TimedEnd {
-    /// The report's line where kept measurements served (they stood, or were taken again).
-    pub kept: Option<String>,
-    /// Seconds the GPU was held alone: the whole calls and their confirming rounds.
-    pub alone_s: f64,
-    /// The subjects whose first whole calls were doubted, and why (`speed::call_doubts`): what the
-    /// confirming rounds were for.
-    pub doubted: Vec<(usize, Vec<String>)>,
-}
-
-/// Run `phase`: its stages, then the kept measurements checked against its anchor, then its
-/// candidates' doubted calls confirmed.
-pub fn run(
-    ctx: &Context,
-    (wb, subs): (&Workbook, &[Submission]),
-    results: &mut Results,
-    started: Instant,
-    phase: &TimedPhase,
-) -> TimedEnd {
-    let timeline = scheduler::execute(ctx, wb, subs, phase.stages, results, started);
-    let kept = scheduler::keep_or_measure_again(
-        ctx,
-        wb,
-        subs,
-        phase.stages,
-        &phase.anchor,
-        results,
-        started,
-    );
-    let doubted = doubted(results, &phase.weighed, phase.candidates);
-    let confirming =
-        confirm_doubted_calls(ctx, (wb, subs), results, started, &phase.weighed, &doubted);
-    TimedEnd {
-        kept,
-        alone_s: timeline.exclusive.unwrap_or(0.0) + confirming,
-        doubted,
-    }
 }
 
 /// Whose whole calls are weighed: the exercise and its clock, the reference fix's and the
@@ -76,34 +31,9 @@ pub struct Weighed<'a> {
     pub batch: u32,
 }
 
-/// Time again, in confirming rounds beside the reference fix, each `doubted` subject. Where the
-/// call is the clock, the original's whole call is the speedup's measure: timed again in each
-/// round too. Returns the seconds the confirming calls took alone on the GPU.
-fn confirm_doubted_calls(
-    ctx: &Context,
-    (wb, subs): (&Workbook, &[Submission]),
-    results: &mut Results,
-    started: Instant,
-    weighed: &Weighed,
-    doubted: &[(usize, Vec<String>)],
-) -> f64 {
-    if doubted.is_empty() {
-        return 0.0;
-    }
-    let doubted: Vec<usize> = doubted
-        .iter()
-        .map(|(subject, _)| *subject)
-        .chain(weighed.original.filter(|_| weighed.timer.by_call()))
-        .collect();
-    let confirming = plan::confirming_calls(weighed.reference, &doubted, weighed.batch);
-    scheduler::execute(ctx, wb, subs, &confirming, results, started)
-        .exclusive
-        .unwrap_or(0.0)
-}
-
 /// Which of `candidates` have a first whole call `speed::call_doubts` doubts against the reference
 /// fix's (and the original's) first runs, and that ran all their calls, and why.
-fn doubted(
+pub(super) fn doubted(
     results: &Results,
     weighed: &Weighed,
     candidates: &[usize],

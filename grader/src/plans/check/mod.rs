@@ -24,6 +24,7 @@ use crate::exercise::workbook::{Exercise, Workbook};
 use crate::judge::perf;
 use crate::judge::speed;
 use crate::judge::verdict::{self, Finding, Outcome, Status, Step, StepName};
+use crate::plans::session::{Phase, Session};
 use crate::tools::gpu::GpuInfo;
 use crate::tools::nvcc::{Flavor, Reuse};
 use crate::tools::sandbox::Level;
@@ -119,26 +120,27 @@ pub fn check(
         &report.source,
         running.then_some(&tools[..]),
     ));
-    let mut results = Results::default();
-    scheduler::execute(ctx, wb, &subs, &stages, &mut results, started);
+    let mut session = Session::new(ctx, (wb, &subs), started);
+    session.run_phase(&Phase::of(stages));
+    let results = &session.results;
     // What its compiled code reaches beyond the exercise's versions: named; the check fails as grade holds its points.
     let watched = crate::judge::tool_aware::flag_built(
         ctx,
         ex,
         &text,
-        &results,
+        results,
         LEARNER,
         &Stage::new(REFERENCE, StageKind::Sass),
     );
     let watched = watched.as_ref();
-    report.steps.extend(build_steps(ctx, &results));
+    report.steps.extend(build_steps(ctx, results));
     if report.steps.iter().any(|s| s.status != Status::Passed) {
-        return finish_spent(report, watched, &results);
+        return finish_spent(report, watched, results);
     }
     // 2. Everything else needs a GPU.
     if let Some(reason) = ctx.gpu_blocked() {
         report.steps.push(Step::gpu_skipped(reason));
-        return finish_spent(report, watched, &results);
+        return finish_spent(report, watched, results);
     }
     let cases = match &cases {
         Ok(c) => c,
@@ -148,25 +150,25 @@ pub fn check(
                 Status::ToolError,
                 format!("cannot write the inputs: {e}"),
             ));
-            return finish_spent(report, watched, &results);
+            return finish_spent(report, watched, results);
         }
     };
     // 3. The named tool and 4. correctness, even after a tool failure: "the output was right
     //    anyway" is the lesson.
-    tool_and_case_steps(&mut report, &results, &tools, cases, ex);
+    tool_and_case_steps(&mut report, results, &tools, cases, ex);
     if report.steps.iter().any(|s| s.status != Status::Passed) {
-        return finish_spent(report, watched, &results);
+        return finish_spent(report, watched, results);
     }
 
     // 5. Timing against the original and the reference fix, in one ncu phase, then each whole
     //    call alone on the GPU; the one speed judge decides, with the rules `grade` applies.
     say("timing with ncu: the original, the reference fix and yours; then each whole call");
-    let steps = time_and_judge(ctx, wb, &subs, &mut results, &mut report, started, &mut say);
+    let steps = time_and_judge(ctx, &mut session, &mut report, started, &mut say);
     for sub in &subs {
         crate::engine::stages::forget_calls(sub);
     }
     report.steps.extend(steps);
-    let mut report = finish_spent(report, watched, &results);
+    let mut report = finish_spent(report, watched, &session.results);
     if report.outcome == Outcome::Pass {
         // Against the text that was graded, read once at the start.
         report.solution_diff = Some(ex.solution_diff(&text));

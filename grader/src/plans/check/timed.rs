@@ -3,19 +3,14 @@
 
 use super::*;
 
-/// The timed phase both tracks share (`plans::timed`): every version under ncu (one process
-/// each), then the whole calls alone on the GPU, as `plan::timed_kinds` says; the original's and
-/// the reference fix's kept from an earlier check where the GPU still times them the same
-/// (`engine::kept`), with the line that says so; the learner's doubted call confirmed. An
-/// untouched file takes the original's runs (`borrowed_kinds`). A tool error where the embedded
-/// versions do not build or the profiler failed.
-pub(super) fn run_timing(
-    ctx: &Context,
-    wb: &Workbook,
-    subs: &[Submission],
-    results: &mut Results,
-    started: Instant,
-) -> Result<Option<String>, Box<Step>> {
+/// The timed phase both tracks share (the session's, `plans::timed`): every version under ncu (one
+/// process each), then the whole calls alone on the GPU, as `plan::timed_kinds` says; the
+/// original's and the reference fix's kept from an earlier check where the GPU still times them the
+/// same (`engine::kept`), with the line that says so; the learner's doubted call confirmed; then
+/// the library baseline. An untouched file takes the original's runs (`borrowed_kinds`). A tool
+/// error where the embedded versions do not build or the profiler failed.
+pub(super) fn run_timing(ctx: &Context, session: &mut Session) -> Result<Timed, Box<Step>> {
+    let (_, subs) = session.subjects();
     let ex = subs[LEARNER].exercise().expect("check grades an exercise");
     let timer = Timer::of(ctx, ex);
     let borrowed = borrowed_kinds(ex, timer, subs);
@@ -37,7 +32,6 @@ pub(super) fn run_timing(
     // 30.8).
     let candidates: &[usize] = if untouched(subs) { &[] } else { &[LEARNER] };
     let phase = crate::plans::timed::TimedPhase {
-        stages: &timing,
         anchor: Stage::new(REFERENCE, StageKind::Call),
         weighed: crate::plans::timed::Weighed {
             ex,
@@ -48,7 +42,8 @@ pub(super) fn run_timing(
         },
         candidates,
     };
-    let kept = crate::plans::timed::run(ctx, (wb, subs), results, started, &phase).kept;
+    let end = session.run_phase(&Phase::of(timing).timed(phase).with_baselines(vec![ex]));
+    let results = &mut session.results;
     // Where the original's run was served from what was kept (no call's outputs to judge), the
     // learner's runs after all.
     let mut own = Vec::new();
@@ -64,8 +59,9 @@ pub(super) fn run_timing(
         }
     }
     if !own.is_empty() {
-        scheduler::execute(ctx, wb, subs, &own, results, started);
+        session.run_phase(&Phase::of(own));
     }
+    let results = &session.results;
     // The original and the reference come from this binary: built once, then kept until they change.
     for (i, sub) in subs.iter().enumerate().skip(1) {
         if let Some(Output::Built(Err(e))) = results.get(i, StageKind::Build(Flavor::Timing)) {
@@ -86,7 +82,18 @@ pub(super) fn run_timing(
             Step::new(StepName::Timing, Status::ToolError, failure).stage(StageKind::Timing),
         ));
     }
-    Ok(kept)
+    let baseline = end.baselines.into_values().next().unwrap_or(Ok(None));
+    Ok(Timed {
+        kept: end.kept,
+        baseline,
+    })
+}
+
+/// What the timed phase left besides its runs: the line where kept measurements served, and the
+/// library baseline's measurement (None: the exercise has none).
+pub(super) struct Timed {
+    kept: Option<String>,
+    baseline: Result<Option<crate::tools::ncu::Measured>, verdict::Untimed>,
 }
 
 /// The timed stages an untouched file takes from the original's runs. An untouched file is the
@@ -108,13 +115,12 @@ pub(super) fn borrowed_kinds(ex: &Exercise, timer: Timer, subs: &[Submission]) -
 /// performance exercise's goals, and a failed step for every rule that fired.
 pub(super) fn time_and_judge(
     ctx: &Context,
-    wb: &Workbook,
-    subs: &[Submission],
-    results: &mut Results,
+    session: &mut Session,
     report: &mut CheckReport,
     started: Instant,
     say: &mut dyn FnMut(&str),
 ) -> Vec<Step> {
+    let (wb, subs) = session.subjects();
     let phase = Instant::now();
     let ex = subs[LEARNER].exercise().expect("check grades an exercise");
     let m = &ex.manifest.manifest;
@@ -131,16 +137,17 @@ pub(super) fn time_and_judge(
         }
         Err(_) => None,
     };
-    let kept = match run_timing(ctx, wb, subs, results, started) {
-        Ok(kept) => kept,
+    let Timed { kept, baseline } = match run_timing(ctx, session) {
+        Ok(timed) => timed,
         Err(step) => return vec![(*step).wall(phase.elapsed())],
     };
+    let results = &mut session.results;
     let judging = started.elapsed().as_secs_f64();
     let commands = ncu_commands(results, subs.len());
     if let Some(step) = unusable_profile(results, &commands) {
         return vec![step.wall(phase.elapsed())];
     }
-    let summary = match perf_summary(ctx, wb, ex, results, peak.as_ref(), say) {
+    let summary = match perf_summary(ex, results, peak.as_ref(), baseline, say) {
         Ok(summary) => summary,
         Err(step) => return vec![(*step).wall(phase.elapsed())],
     };
@@ -190,8 +197,8 @@ pub(super) fn time_and_judge(
     }
     steps.extend(speed::flag_steps(&judged.flags));
     report.flags = judged.flags.clone();
-    // The grader's own work after the timed runs (the calls' outputs compared, the rules, the
-    // library baseline where it was not kept), beside the stages' times.
+    // The grader's own work after the timed runs (the calls' outputs compared, the rules), beside
+    // the stages' times.
     results.spent.push(scheduler::Spent {
         stage: "judge".into(),
         from_s: judging,
@@ -202,20 +209,19 @@ pub(super) fn time_and_judge(
     steps.into_iter().map(|s| s.wall(phase.elapsed())).collect()
 }
 
-/// A performance exercise's summary of the three versions (with the library baseline, timed
-/// here where it was not kept); None on the bug track. Err: the baseline could not be timed.
+/// A performance exercise's summary of the three versions (with the library baseline the timed
+/// phase measured); None on the bug track. Err: the baseline could not be timed.
 pub(super) fn perf_summary(
-    ctx: &Context,
-    wb: &Workbook,
     ex: &Exercise,
     results: &Results,
     peak: Option<&crate::tools::peak::Peak>,
+    baseline: Result<Option<crate::tools::ncu::Measured>, verdict::Untimed>,
     say: &mut dyn FnMut(&str),
 ) -> Result<Option<perf::PerfSummary>, Box<Step>> {
     let (Some(_), Some(peak)) = (ex.manifest.manifest.perf.as_ref(), peak) else {
         return Ok(None);
     };
-    let baseline = perf::time_baseline(ctx, wb, ex).map_err(|e| {
+    let baseline = baseline.map_err(|e| {
         Box::new(
             Step::new(StepName::Timing, Status::ToolError, e.to_string()).stage(StageKind::Timing),
         )

@@ -4,10 +4,11 @@
 use std::time::Instant;
 
 use crate::engine::plan::{Stage, StageKind, Submission};
-use crate::engine::scheduler::{self, Results};
+use crate::engine::scheduler::Results;
 use crate::exercise::rubric::GradeStage;
 use crate::exercise::workbook::{Exercise, Workbook};
 use crate::judge::verdict::{Status, Step};
+use crate::plans::session::{Phase, Plan, Session};
 
 use super::score::{crashed, score_builds, score_cases, score_tools};
 use super::worker::{Chunk, ExerciseCases, Worker};
@@ -71,17 +72,18 @@ impl Worker<'_> {
         students: usize,
         started: Instant,
     ) -> Results {
-        let mut results = Results::default();
-        scheduler::execute(&self.ctx, wb, subs, stages, &mut results, started);
         let gpu_stages = self.ctx.gpu_stages();
-        let again: Vec<Stage> = (0..students)
-            .filter(|&i| gpu_stages && crashed(results.get(i, StageKind::Correctness)))
-            .map(|i| Stage::new(i, StageKind::Hidden))
-            .collect();
-        if !again.is_empty() {
-            scheduler::execute(&self.ctx, wb, subs, &again, &mut results, started);
-        }
-        results
+        let again = |results: &Results| -> Vec<Stage> {
+            (0..students)
+                .filter(|&i| gpu_stages && crashed(results.get(i, StageKind::Correctness)))
+                .map(|i| Stage::new(i, StageKind::Hidden))
+                .collect()
+        };
+        let mut session = Session::new(&self.ctx, (wb, subs), started);
+        session.run(&Plan {
+            phases: vec![Phase::of(stages.to_vec()), Phase::after(&again)],
+        });
+        session.into_results()
     }
 
     /// Each pair's builds scored, and code that can tell it is watched (its text, or its kernels'

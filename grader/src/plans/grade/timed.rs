@@ -9,9 +9,9 @@ use crate::engine::plan::{Stage, StageKind, Timer};
 use crate::engine::scheduler::{self, Results};
 use crate::engine::stages::Output;
 use crate::exercise::workbook::Workbook;
-use crate::judge::perf;
 use crate::judge::verdict;
 
+use crate::plans::session::{Phase, Session};
 use crate::plans::timed::{TimedPhase, Weighed};
 
 use super::score::PairJudge;
@@ -54,7 +54,6 @@ impl Worker<'_> {
         // grade) while the GPU times the reference fix's fresh whole call the same; the doubted
         // calls are confirmed while the GPU is still this chunk's alone.
         let timed = TimedPhase {
-            stages: &timing,
             anchor: Stage::again(reference, StageKind::Call, chunk.index),
             weighed: Weighed {
                 ex: chunk.exercise,
@@ -65,22 +64,22 @@ impl Worker<'_> {
             },
             candidates: correct,
         };
-        let end = crate::plans::timed::run(&self.ctx, (wb, subs), results, started, &timed);
+        // The library baseline (the performance track: an original is timed) after them.
+        let baselines = original.map(|_| chunk.exercise).into_iter().collect();
+        let mut session = Session::resume(&self.ctx, (wb, subs), started, std::mem::take(results));
+        let end = session.run_phase(&Phase::of(timing).timed(timed).with_baselines(baselines));
+        *results = session.into_results();
         phases.calls = end.alone_s;
         phases.doubted = end
             .doubted
             .into_iter()
             .map(|(i, why)| (subs[i].variant.clone(), why))
             .collect();
-        let baseline = if original.is_some() {
-            perf::time_baseline(&self.ctx, wb, chunk.exercise)
-                .ok()
-                .flatten()
-        } else {
-            None
-        };
         phases.timing = phase.elapsed().as_secs_f64();
-        baseline
+        end.baselines
+            .into_values()
+            .next()
+            .and_then(|b| b.ok().flatten())
     }
 
     /// The rest of a timed chunk: fresh inputs, then every timed pair judged.
@@ -93,7 +92,7 @@ impl Worker<'_> {
         let TimedChunk {
             timer,
             prepared,
-            mut results,
+            results,
             mut out,
             correct,
             peak,
@@ -110,7 +109,9 @@ impl Worker<'_> {
             .iter()
             .map(|&i| Stage::new(i, StageKind::Fresh))
             .collect();
-        scheduler::execute(&self.ctx, wb, &subs, &fresh, &mut results, started);
+        let mut session = Session::resume(&self.ctx, (wb, &subs), started, results);
+        session.run_phase(&Phase::of(fresh));
+        let results = session.into_results();
         phases.fresh = phase.elapsed().as_secs_f64();
 
         let reference_run =

@@ -15,13 +15,14 @@ use crate::class::roster::{Shard, Student};
 use crate::class::secret::Secret;
 use crate::engine::context::Context;
 use crate::engine::plan::{Role, SecretCases, Stage, StageKind, Submission};
-use crate::engine::scheduler::{self, Results};
+use crate::engine::scheduler::Results;
 use crate::engine::stages::Output;
 use crate::exercise::cases::{self, Cases};
 use crate::exercise::manifest::Track;
 use crate::exercise::workbook::{Exercise, Workbook};
 use crate::judge::perf;
 use crate::judge::verdict::{Status, Step, StepName};
+use crate::plans::session::{Phase, Session};
 use crate::tools::nvcc::{Flavor, Reuse};
 use crate::tools::peak::Peak;
 
@@ -280,14 +281,7 @@ impl<'a> Worker<'a> {
                 ]
             })
             .collect();
-        scheduler::execute(
-            &self.ctx,
-            wb,
-            &subs,
-            &builds,
-            &mut Results::default(),
-            Instant::now(),
-        );
+        Session::new(&self.ctx, (wb, &subs), Instant::now()).run_phase(&Phase::of(builds));
     }
 
     /// A chunk's submissions: the students', then the reference fix's (the reference index), then

@@ -17,6 +17,7 @@ use crate::exercise::manifest::{Detector, Tool, Track};
 use crate::exercise::regions;
 use crate::exercise::workbook::{Exercise, Workbook};
 use crate::judge::verdict::{self, Outcome, Status, Step, StepName};
+use crate::plans::session::{Phase, Session};
 use crate::tools::nvcc::Flavor;
 use crate::tools::toolchain;
 
@@ -324,8 +325,8 @@ pub fn verify(
             with_cases.len()
         ));
     }
-    let mut results = Results::default();
-    let timeline = scheduler::execute(ctx, wb, &subs, &stages, &mut results, started);
+    let mut session = Session::new(ctx, (wb, &subs), started);
+    let timeline = session.run_phase(&Phase::of(stages)).times;
     let mut phases = Phases {
         builds_done_at: timeline.builds_done_at,
         runs_done_at: timeline.runs_done_at,
@@ -333,7 +334,7 @@ pub fn verify(
     };
 
     for &k in &with_cases {
-        let steps = build_steps(ctx, &results, pair(k));
+        let steps = build_steps(ctx, &session.results, pair(k));
         work[k].record.checks.extend(steps);
     }
     for &k in &with_cases {
@@ -342,7 +343,7 @@ pub fn verify(
             opts,
             &mut work[k],
             &subs,
-            &results,
+            &session.results,
             pair(k),
             gpu_stages,
             plain_runs,
@@ -359,9 +360,7 @@ pub fn verify(
             opts,
             &mut work,
             &with_cases,
-            &subs,
-            &mut results,
-            started,
+            &mut session,
             &mut say,
         );
         phases.timing = timed.profiler;
@@ -369,7 +368,7 @@ pub fn verify(
         phases.judging_timed = timed.judging;
     }
 
-    finished_record(ctx, work, &results, phases, started)
+    finished_record(ctx, work, &session.results, phases, started)
 }
 
 /// The record of a verify: each exercise's outcome from its checks, the machine, the tools and

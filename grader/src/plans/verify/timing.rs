@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use crate::engine::context::Context;
 use crate::engine::evidence;
-use crate::engine::plan::{self, Role, Stage, StageKind, Submission};
+use crate::engine::plan::{self, Role, Stage, StageKind};
 use crate::engine::scheduler::{self, Results};
 use crate::engine::stages::Output;
 use crate::exercise::manifest::Track;
@@ -13,6 +13,7 @@ use crate::exercise::workbook::{Exercise, Workbook};
 use crate::judge::perf;
 use crate::judge::speed;
 use crate::judge::verdict::{self, Status, Step, StepName};
+use crate::plans::session::{Phase, Session};
 
 use super::{keep, pair, VerifyOptions, VerifyTiming, Work};
 /// Phase 3 of `verify`: ncu times what `timing_stages` names of each exercise in `with_cases`
@@ -25,11 +26,10 @@ pub(super) fn time_exercises(
     opts: &VerifyOptions,
     work: &mut [Work],
     with_cases: &[usize],
-    subs: &[Submission],
-    results: &mut Results,
-    started: Instant,
+    session: &mut Session,
     say: &mut dyn FnMut(&str),
 ) -> TimedPhases {
+    let (_, subs) = session.subjects();
     let timed = to_time(work, with_cases, opts);
     let stages: Vec<Stage> = timed
         .iter()
@@ -48,25 +48,15 @@ pub(super) fn time_exercises(
         timed.len(),
         ctx.config.ncu_jobs
     ));
-    // The library baselines under ncu beside the versions' runs (ncu's lock times their kernels one
-    // at a time, as theirs), measured once each for `perf_steps`.
+    // The library baselines under ncu after the versions' runs, while the GPU is still the
+    // plan's: beside them, a baseline's ncu ran while the whole calls were timed alone.
     let with_baseline = with_baseline(work, &timed);
     for ex in &with_baseline {
         say(&format!("{}: timing the library baseline", ex.id()));
     }
-    let (timeline, baselines) = std::thread::scope(|scope| {
-        let measuring = scope.spawn(|| {
-            with_baseline
-                .iter()
-                .map(|ex| (ex.id(), perf::time_baseline(ctx, wb, ex)))
-                .collect::<BTreeMap<&str, _>>()
-        });
-        let timeline = scheduler::execute(ctx, wb, subs, &stages, results, started);
-        let baselines = measuring
-            .join()
-            .unwrap_or_else(|p| std::panic::resume_unwind(p));
-        (timeline, baselines)
-    });
+    let end = session.run_phase(&Phase::of(stages.clone()).with_baselines(with_baseline));
+    let (timeline, baselines) = (end.times, end.baselines);
+    let results = &session.results;
     let outputs: Vec<&Output> = stages.iter().filter_map(|s| results.get_run(s)).collect();
     let timing = TimingPhase {
         results,
@@ -132,7 +122,7 @@ struct TimingPhase<'a> {
     /// This GPU's peak, where a performance exercise is timed.
     peak: Option<Result<crate::tools::peak::Peak, crate::tools::peak::PeakError>>,
     /// Each library baseline, by exercise.
-    baselines: BTreeMap<&'a str, Result<Option<crate::tools::ncu::Measured>, verdict::Untimed>>,
+    baselines: BTreeMap<String, Result<Option<crate::tools::ncu::Measured>, verdict::Untimed>>,
     /// How long the profiler ran: each timing step's wall time.
     wall: std::time::Duration,
 }
