@@ -498,6 +498,39 @@ fn the_program_has_no_privilege_left_and_runs_under_the_filter() {
     }
 }
 
+/// The CPUs a run is started on are all it gets (`tools::cpus`: `grade` keeps its timed calls' cores
+/// for them alone): a program cannot widen its own affinity to spin beside a classmate's timed call.
+#[test]
+fn a_program_stays_on_the_cpus_it_was_started_on() {
+    if !needs(
+        Level::Subreaper,
+        "a_program_stays_on_the_cpus_it_was_started_on",
+    ) {
+        return;
+    }
+    let fx = Fixture::new();
+    let cpus = grader::tools::cpus::allowed();
+    let first = &cpus[..1];
+    let _pinned = grader::tools::cpus::pin_thread(first);
+    let script = r#"exec python3 - <<'PY'
+import os
+print("started on", sorted(os.sched_getaffinity(0)))
+try:
+    os.sched_setaffinity(0, range(os.cpu_count()))
+    print("widened to", sorted(os.sched_getaffinity(0)))
+except OSError as e:
+    print("widening refused", e.strerror)
+PY"#;
+    let f = fx.run(script, Duration::from_secs(20), limits());
+    let out = f.stdout.text();
+    assert!(f.success(), "{}", f.output());
+    assert!(
+        out.contains(&format!("started on {first:?}")),
+        "the run did not start on the spawning thread's CPUs {first:?}: {out}"
+    );
+    assert!(out.contains("widening refused"), "{out}");
+}
+
 /// The escape a class found with a program run as root: remount the root writable, unmount the
 /// folders hidden over the gradebook, leave through a new user namespace, reach another process.
 /// Every step is refused, the gradebook is not even visible, and nothing outside changed.

@@ -98,8 +98,10 @@ pub struct Config {
     /// it off (to measure what it saves).
     pub one_connection: bool,
     /// Whole cores a `grade` worker's timed calls get to themselves (`tools::cpus`;
-    /// `CUDABUGS_TIMED_CORES`, 0: none), and the share `configure_worker` made of them.
+    /// `CUDABUGS_TIMED_CORES`, 0: none).
     pub timed_cores: usize,
+    /// This worker's CPUs for its timed calls and for the rest (`plans::grade::configure_worker`);
+    /// empty elsewhere: nothing is pinned.
     pub cpus: crate::tools::cpus::CpuShare,
 }
 

@@ -8,9 +8,11 @@
 //! namespace flag, the new mount API), other processes' memory (`ptrace`, `process_vm_*`,
 //! `pidfd_getfd`), kernel interfaces (`bpf`, `perf_event_open`, keys, modules, `kexec`, `reboot`,
 //! `syslog`, `acct`, swap, quotas, `iopl`/`ioperm`), the clock (`settimeofday`, `clock_settime`,
-//! `adjtimex`, `clock_adjtime`), file handles that bypass paths (`open_by_handle_at`),
-//! `userfaultfd` and io_uring (its operations would not pass through this filter). CUDA keeps what
-//! it needs: `ioctl` on `/dev/nvidia*`, `mmap`, `memfd_create`, sockets and threads.
+//! `adjtimex`, `clock_adjtime`), the CPUs it was started on (`sched_setaffinity`: `grade` keeps
+//! cores for the timed calls alone, `tools::cpus`), file handles that bypass paths
+//! (`open_by_handle_at`), `userfaultfd` and io_uring (its operations would not pass through this
+//! filter). CUDA keeps what it needs: `ioctl` on `/dev/nvidia*`, `mmap`, `memfd_create`, sockets
+//! and threads.
 //!
 //! Exec and fork cannot be refused here: compute-sanitizer and ncu must start the program. The
 //! harness refuses them in the program itself, with a filter of its own installed before any
@@ -84,6 +86,7 @@ fn refused() -> Vec<i64> {
         libc::SYS_io_uring_enter,
         libc::SYS_io_uring_register,
         libc::SYS_fanotify_init,
+        libc::SYS_sched_setaffinity,
     ];
     #[cfg(target_arch = "x86_64")]
     calls.extend([
