@@ -1,5 +1,6 @@
 //! Hashes of several strings: the journal's fingerprints of submissions, the bench files' names and
-//! the kept measurements' keys (unkeyed), and the secret's draws (keyed, in `class::secret`).
+//! the kept measurements' keys (unkeyed), and the secret's draws (keyed, in `class::secret`); and
+//! length-framed parts, for the keys of what is built and kept (`feed_framed`).
 
 /// Between the parts of a hashed message; no UTF-8 string holds this byte, so the join is
 /// unambiguous: ("ab", "c") and ("a", "bc") differ.
@@ -13,6 +14,15 @@ pub(crate) fn feed(hasher: &mut blake3::Hasher, parts: &[&str]) {
         }
         hasher.update(part.as_bytes());
     }
+}
+
+/// Feed `part` to a hasher with its length before it (8 bytes, little-endian), so that parts of
+/// any bytes hash unambiguously one after another: the build cache's keys, the harness's and the
+/// kept analyses' names, a binary's recipe line.
+pub(crate) fn feed_framed(hasher: &mut blake3::Hasher, part: &[u8]) {
+    hasher
+        .update(&(part.len() as u64).to_le_bytes())
+        .update(part);
 }
 
 pub(crate) fn first_u64(hash: &blake3::Hash) -> u64 {
@@ -42,5 +52,21 @@ mod tests {
         );
         assert_eq!(super::stable(&["a", "bc"]), super::stable(&["a", "bc"]));
         assert_ne!(super::stable(&["a", "bc"]), super::stable(&["ab", "c"]));
+    }
+
+    #[test]
+    fn a_framed_part_is_its_length_in_8_little_endian_bytes_then_itself() {
+        let framed = |parts: &[&[u8]]| {
+            let mut h = blake3::Hasher::new();
+            for p in parts {
+                super::feed_framed(&mut h, p);
+            }
+            h.finalize()
+        };
+        assert_eq!(
+            framed(&[b"ab", b"c"]),
+            blake3::hash(b"\x02\0\0\0\0\0\0\0ab\x01\0\0\0\0\0\0\0c")
+        );
+        assert_ne!(framed(&[b"ab", b"c"]), framed(&[b"a", b"bc"]));
     }
 }

@@ -249,9 +249,7 @@ fn recipe_line(key: Option<&blake3::Hash>, jobs: &[Job], text: &[u8], compiler: 
         None => {
             let mut hasher = blake3::Hasher::new();
             for part in [command_line(jobs).as_bytes(), text, compiler.as_bytes()] {
-                hasher
-                    .update(&(part.len() as u64).to_le_bytes())
-                    .update(part);
+                crate::hash::feed_framed(&mut hasher, part);
             }
             format!("{}\n", hasher.finalize().to_hex())
         }

@@ -225,9 +225,7 @@ fn kept(
         &recipe.nvcc.path.display().to_string(),
         &headers_digest(&recipe.harness.include_dir),
     ] {
-        hasher
-            .update(&(part.len() as u64).to_le_bytes())
-            .update(part.as_bytes());
+        crate::hash::feed_framed(&mut hasher, part.as_bytes());
     }
     let dir = ctx.reach_cache.clone();
     let kept = dir.join(format!("{}.json", &hasher.finalize().to_hex()[..24]));
@@ -251,11 +249,8 @@ fn headers_digest(include_dir: &Path) -> String {
     for h in headers {
         let name = h.file_name().unwrap_or_default().to_string_lossy();
         let text = std::fs::read(&h).unwrap_or_default();
-        hasher
-            .update(&(name.len() as u64).to_le_bytes())
-            .update(name.as_bytes())
-            .update(&(text.len() as u64).to_le_bytes())
-            .update(&text);
+        crate::hash::feed_framed(&mut hasher, name.as_bytes());
+        crate::hash::feed_framed(&mut hasher, &text);
     }
     hasher.finalize().to_hex().to_string()
 }

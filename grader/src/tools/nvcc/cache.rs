@@ -186,9 +186,8 @@ pub(super) fn cache_key(
 ) -> blake3::Hash {
     let mut h = blake3::Hasher::new();
     let mut field = |label: &str, bytes: &[u8]| {
-        h.update(label.as_bytes())
-            .update(&(bytes.len() as u64).to_le_bytes())
-            .update(bytes);
+        h.update(label.as_bytes());
+        crate::hash::feed_framed(&mut h, bytes);
     };
     field("cudabugs-build-cache-v2", b"");
     field("compiler", compiler.as_bytes());

@@ -46,9 +46,7 @@ pub fn prepare_harness(
     let mut hasher = blake3::Hasher::new();
     for (name, text) in files {
         for part in [name.as_bytes(), text.as_bytes()] {
-            hasher
-                .update(&(part.len() as u64).to_le_bytes())
-                .update(part);
+            crate::hash::feed_framed(&mut hasher, part);
         }
     }
     hasher.update(nvcc.path.as_os_str().as_encoded_bytes());
