@@ -40,7 +40,7 @@ pub struct Phase<'p> {
 /// phases before it (a crashed run's hidden cases, run again).
 pub enum Stages<'p> {
     Listed(Vec<Stage>),
-    After(&'p (dyn Fn(&Results) -> Vec<Stage> + Sync)),
+    After(&'p dyn Fn(&Results) -> Vec<Stage>),
 }
 
 /// What one phase left besides its outputs in the session's `Results`.
@@ -59,7 +59,7 @@ pub struct PhaseEnd {
 }
 
 impl<'p> Phase<'p> {
-    /// `stages`, always run, untimed.
+    /// `stages`, untimed.
     pub fn of(stages: Vec<Stage>) -> Phase<'p> {
         Phase {
             stages: Stages::Listed(stages),
@@ -69,7 +69,7 @@ impl<'p> Phase<'p> {
     }
 
     /// The stages `after` works out from what the phases before this one left.
-    pub fn after(after: &'p (dyn Fn(&Results) -> Vec<Stage> + Sync)) -> Phase<'p> {
+    pub fn after(after: &'p dyn Fn(&Results) -> Vec<Stage>) -> Phase<'p> {
         Phase {
             stages: Stages::After(after),
             ..Phase::of(Vec::new())
