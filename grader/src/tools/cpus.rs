@@ -4,8 +4,9 @@
 //! them again (book/gpu-runs/2026-11-30-doubts-50/). A priority does not keep a build off the
 //! other hardware thread of a core, nor out of the cgroup's CPU quota; an affinity does. So a
 //! worker's timed calls get whole cores (every hardware thread of them), and everything else the
-//! grader starts runs on the rest. Only where the rest keeps at least half of the CPUs: on a small
-//! machine nothing is pinned.
+//! grader starts runs on the rest. Only where the rest keeps at least three quarters of the CPUs:
+//! the timed calls' cores sit idle while a chunk builds and runs its tools, so on a small machine
+//! (or a small share of one) nothing is pinned.
 
 use std::collections::BTreeSet;
 
@@ -43,7 +44,7 @@ pub const TIMED_CORES: usize = 2;
 
 /// Worker `worker` of `workers`'s share of `allowed` (this process's CPUs), where each worker's
 /// timed calls get `cores` whole cores: a CPU and its hardware siblings (`siblings`). None where
-/// that would leave the rest fewer than half of `allowed`, or `cores` is 0.
+/// that would leave the rest fewer than three quarters of `allowed`, or `cores` is 0.
 pub fn share_of(
     allowed: &[usize],
     siblings: &dyn Fn(usize) -> Vec<usize>,
@@ -79,7 +80,7 @@ pub fn share_of(
         .copied()
         .filter(|c| !taken.contains(c))
         .collect();
-    if per_worker.len() < workers * cores || rest.len() * 2 < allowed.len() {
+    if per_worker.len() < workers * cores || rest.len() * 4 < allowed.len() * 3 {
         return None;
     }
     let timed = per_worker[worker * cores..(worker + 1) * cores]
@@ -188,14 +189,16 @@ mod tests {
         assert_eq!(one.rest, [0, 1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 13]);
         assert!(one.line(0).unwrap().contains("CPUs 6,7,14,15 alone"));
         assert_eq!(CpuShare::default().line(0), None);
-        // Two workers: cores of their own each, the rest shared.
-        let first = share_of(&all, &smt, 2, (0, 2)).unwrap();
-        let second = share_of(&all, &smt, 2, (1, 2)).unwrap();
-        assert_eq!(first.timed, [6, 7, 14, 15]);
-        assert_eq!(second.timed, [4, 5, 12, 13]);
+        // Two workers (32 CPUs as 16 cores of two threads): cores of their own each, the rest shared.
+        let wide: Vec<usize> = (0..32).collect();
+        let smt32 = |c: usize| vec![c % 16, c % 16 + 16];
+        let first = share_of(&wide, &smt32, 2, (0, 2)).unwrap();
+        let second = share_of(&wide, &smt32, 2, (1, 2)).unwrap();
+        assert_eq!(first.timed, [14, 15, 30, 31]);
+        assert_eq!(second.timed, [12, 13, 28, 29]);
         assert_eq!(first.rest, second.rest);
-        assert_eq!(first.rest, [0, 1, 2, 3, 8, 9, 10, 11]);
-        // No hardware siblings: a core is a CPU.
+        assert_eq!(first.rest.len(), 24);
+        // No hardware siblings (the H200 machines): a core is a CPU.
         let plain = share_of(&all, &|c| vec![c], 2, (0, 1)).unwrap();
         assert_eq!(plain.timed, [14, 15]);
         assert_eq!(plain.rest.len(), 14);
@@ -205,17 +208,23 @@ mod tests {
     fn a_small_machine_pins_nothing() {
         let two: Vec<usize> = (0..2).collect();
         assert_eq!(share_of(&two, &|c| vec![c], 2, (0, 1)), None);
-        // 3 cores of two hardware threads: two of them would leave the rest a third.
+        // Two cores of six CPUs, or of four, would idle a third or a half of the machine while a
+        // chunk builds; two of eight leave three quarters.
         let six: Vec<usize> = (0..6).collect();
-        assert_eq!(share_of(&six, &|c| vec![c % 3, c % 3 + 3], 2, (0, 1)), None);
-        assert!(share_of(&six, &|c| vec![c], 2, (0, 1)).is_some());
+        assert_eq!(share_of(&six, &|c| vec![c], 2, (0, 1)), None);
+        let eight: Vec<usize> = (0..8).collect();
+        assert!(share_of(&eight, &|c| vec![c], 2, (0, 1)).is_some());
+        assert_eq!(
+            share_of(&eight, &|c| vec![c % 4, c % 4 + 4], 2, (0, 1)),
+            None
+        );
         assert_eq!(
             share_of(&(0..16).collect::<Vec<_>>(), &smt, 0, (0, 1)),
             None
         );
-        // Four workers of two cores each on 16 CPUs of 8 cores: nothing left for the rest.
+        // Two workers of two cores each on 16 CPUs of 8 cores: half the machine.
         assert_eq!(
-            share_of(&(0..16).collect::<Vec<_>>(), &smt, 2, (0, 4)),
+            share_of(&(0..16).collect::<Vec<_>>(), &smt, 2, (0, 2)),
             None
         );
     }
