@@ -298,6 +298,44 @@ fn a_learner_file_that_does_not_compile_fails_at_the_build_step() {
         );
 }
 
+/// An include `grade` would give 0 is refused by `check` too, before anything is built, in
+/// `grade`'s sentence: outside the region the line is called inserted, not changed; inside it, the
+/// include is named as reaching past the region. Exit 5, not gradable.
+#[test]
+fn an_include_grade_would_refuse_is_refused_by_check_in_grade_s_words() {
+    if !nvcc_or_skip("an_include_grade_would_refuse_is_refused_by_check_in_grade_s_words") {
+        return;
+    }
+    let copy = common::Copy::new();
+    let file = copy.path("exercises/03-race/reduce.cu");
+    let original = std::fs::read_to_string(&file).unwrap();
+    for (from, to, says) in [
+        (
+            "#include <algorithm>\n",
+            "#include <algorithm>\n#include <cstdio>\n",
+            "a line was inserted outside the marked regions",
+        ),
+        (
+            "// ANCHOR: bug\n",
+            "// ANCHOR: bug\n#include <cstdio>\n",
+            "inside a marked region",
+        ),
+    ] {
+        assert!(original.contains(from), "03-race has no `{from}`");
+        std::fs::write(&file, original.replacen(from, to, 1)).unwrap();
+        copy.xtask()
+            .args(["check", "race"])
+            .assert()
+            .code(5)
+            .stdout(
+                predicate::str::contains("`grade` would refuse this file, because")
+                    .and(predicate::str::contains(says))
+                    .and(predicate::str::contains("#include <cstdio>"))
+                    .and(predicate::str::contains("build -G").not()),
+            );
+    }
+}
+
 #[test]
 fn nvcc_errors_name_the_file_from_where_the_learner_stands_once() {
     if !nvcc_or_skip("nvcc_errors_name_the_file_from_where_the_learner_stands_once") {
