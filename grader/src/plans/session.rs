@@ -58,6 +58,17 @@ pub struct PhaseEnd {
     pub baselines: BTreeMap<String, Result<Option<Measured>, Untimed>>,
 }
 
+impl PhaseEnd {
+    /// The library baseline of a phase that times one exercise's (`Phase::with_baselines`), taken
+    /// out of `baselines`; Ok(None) where the phase timed none.
+    pub fn take_baseline(&mut self) -> Result<Option<Measured>, Untimed> {
+        std::mem::take(&mut self.baselines)
+            .into_values()
+            .next()
+            .unwrap_or(Ok(None))
+    }
+}
+
 impl<'p> Phase<'p> {
     /// `stages`, untimed.
     pub fn of(stages: Vec<Stage>) -> Phase<'p> {
@@ -140,13 +151,17 @@ impl<'a, 's> Session<'a, 's> {
     /// Run one phase: its stages, then for a timed phase the kept measurements held to
     /// its anchor and the doubted calls confirmed, then its library baselines.
     pub fn run_phase(&mut self, phase: &Phase) -> PhaseEnd {
-        let stages = match &phase.stages {
-            Stages::Listed(stages) => stages.clone(),
-            Stages::After(after) => after(&self.results),
+        let worked_out;
+        let stages: &[Stage] = match &phase.stages {
+            Stages::Listed(stages) => stages,
+            Stages::After(after) => {
+                worked_out = after(&self.results);
+                &worked_out
+            }
         };
         let mut end = PhaseEnd::default();
         if !stages.is_empty() {
-            end.times = self.execute(&stages);
+            end.times = self.execute(stages);
             end.alone_s = end.times.exclusive.unwrap_or(0.0);
         }
         if let Some(timed) = &phase.timed {
@@ -154,7 +169,7 @@ impl<'a, 's> Session<'a, 's> {
                 self.ctx,
                 self.wb,
                 self.subs,
-                &stages,
+                stages,
                 &timed.anchor,
                 &mut self.results,
                 self.started,
@@ -258,5 +273,15 @@ mod tests {
         // No compiler and no GPU here: each stage says why it did not run, and nothing is timed.
         assert!(ends.iter().all(|e| e.kept.is_none() && e.alone_s == 0.0));
         assert!(ends[1].times.runs_done_at.is_none());
+    }
+
+    #[test]
+    fn a_phase_s_one_baseline_is_taken_out_and_none_is_ok_none() {
+        let mut end = PhaseEnd::default();
+        assert!(matches!(end.take_baseline(), Ok(None)));
+        end.baselines
+            .insert("57-reduction".into(), Err(Untimed::NotTimed));
+        assert!(matches!(end.take_baseline(), Err(Untimed::NotTimed)));
+        assert!(end.baselines.is_empty(), "taken out, not copied");
     }
 }

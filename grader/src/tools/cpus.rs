@@ -138,12 +138,12 @@ fn cpu_list(text: &str) -> Option<Vec<usize>> {
 /// This thread (and every thread and process it starts from now on) on `cpus`, until the guard is
 /// dropped; nothing where `cpus` is empty or the kernel refuses.
 pub fn pin_thread(cpus: &[usize]) -> Pinned {
-    let before = allowed();
-    if cpus.is_empty() || !set_affinity(cpus) {
+    if cpus.is_empty() {
         return Pinned { before: None };
     }
+    let before = allowed();
     Pinned {
-        before: Some(before),
+        before: set_affinity(cpus).then_some(before),
     }
 }
 

@@ -42,7 +42,7 @@ pub(super) fn run_timing(ctx: &Context, session: &mut Session) -> Result<Timed, 
         },
         candidates,
     };
-    let end = session.run_phase(&Phase::of(timing).timed(phase).with_baselines(vec![ex]));
+    let mut end = session.run_phase(&Phase::of(timing).timed(phase).with_baselines(vec![ex]));
     let results = &mut session.results;
     // Where the original's run was served from what was kept (no call's outputs to judge), the
     // learner's runs after all.
@@ -82,10 +82,9 @@ pub(super) fn run_timing(ctx: &Context, session: &mut Session) -> Result<Timed, 
             Step::new(StepName::Timing, Status::ToolError, failure).stage(StageKind::Timing),
         ));
     }
-    let baseline = end.baselines.into_values().next().unwrap_or(Ok(None));
     Ok(Timed {
+        baseline: end.take_baseline(),
         kept: end.kept,
-        baseline,
     })
 }
 

@@ -67,19 +67,17 @@ impl Worker<'_> {
         // The library baseline (the performance track: an original is timed) after them.
         let baselines = original.map(|_| chunk.exercise).into_iter().collect();
         let mut session = Session::resume(&self.ctx, (wb, subs), started, std::mem::take(results));
-        let end = session.run_phase(&Phase::of(timing).timed(timed).with_baselines(baselines));
+        let mut end = session.run_phase(&Phase::of(timing).timed(timed).with_baselines(baselines));
         *results = session.into_results();
         phases.calls = end.alone_s;
+        let baseline = end.take_baseline().ok().flatten();
         phases.doubted = end
             .doubted
             .into_iter()
             .map(|(i, why)| (subs[i].variant.clone(), why))
             .collect();
         phases.timing = phase.elapsed().as_secs_f64();
-        end.baselines
-            .into_values()
-            .next()
-            .and_then(|b| b.ok().flatten())
+        baseline
     }
 
     /// The rest of a timed chunk: fresh inputs, then every timed pair judged.
