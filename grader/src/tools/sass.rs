@@ -2,11 +2,14 @@
 //! global timer or a performance counter (what code that can tell it is watched compiles to,
 //! whatever its text hides; `judge::tool_aware` judges them).
 
-use std::path::Path;
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::tools::launcher::Launcher;
 use crate::tools::runner::Job;
 
 /// One instruction of a binary's device code that reads a clock, the global timer or a
@@ -103,8 +106,152 @@ pub fn clock_reads_beyond(
         .collect()
 }
 
-/// `cuobjdump -sass BINARY`: the device code of every function, as text for [`clock_reads_in_sass`].
-/// (For SASS, cuobjdump runs nvdisasm, which it looks for beside itself or on `PATH`.)
-pub fn sass_job(cuobjdump: &Path, binary: &Path, timeout: Duration) -> Job {
-    Job::new(cuobjdump, timeout).arg("-sass").arg(binary)
+/// `cuobjdump -sass FILE`: the device code of every function of a binary or of one cubin, as text
+/// for [`clock_reads_in_sass`]. (For SASS, cuobjdump runs nvdisasm, which it looks for beside itself
+/// or on `PATH`: once per cubin, 0.2-0.3 s each, however little the cubin holds.)
+pub fn sass_job(cuobjdump: &Path, file: &Path, timeout: Duration) -> Job {
+    Job::new(cuobjdump, timeout).arg("-sass").arg(file)
+}
+
+/// `cuobjdump -xelf all BINARY`: every cubin of the binary written into the job's folder (its
+/// `cwd`), as cuobjdump names them (`reduce.sm_90.cubin`). It runs no nvdisasm.
+pub fn extract_job(cuobjdump: &Path, binary: &Path, timeout: Duration) -> Job {
+    Job::new(cuobjdump, timeout)
+        .args(["-xelf", "all"])
+        .arg(binary)
+}
+
+/// The cubins `extract_job` wrote into `dir`, in name order: regular files named `*.cubin` (a link
+/// or a folder is not followed).
+pub fn extracted_cubins(dir: &Path) -> std::io::Result<Vec<(String, Vec<u8>)>> {
+    let mut cubins = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".cubin") && entry.file_type()?.is_file() {
+            cubins.push((name, std::fs::read(entry.path())?));
+        }
+    }
+    cubins.sort();
+    Ok(cubins)
+}
+
+/// Whether a cubin has to be disassembled for its clock reads: not when it is byte for byte one of
+/// `ours` (the harness's own device code, which every binary links), nor when it holds no code
+/// (the empty stub nvcc's link adds: no function, nothing to read). Anything else is read, a
+/// cubin this cannot parse included.
+pub fn needs_reading(cubin: &[u8], ours: &HashSet<blake3::Hash>) -> bool {
+    !ours.contains(&blake3::hash(cubin)) && holds_code(cubin)
+}
+
+/// Whether an ELF file has a section that can hold instructions: executable, or named `.text*`
+/// (where cuobjdump finds a function's code). A file that does not parse as ELF may hold anything.
+fn holds_code(elf: &[u8]) -> bool {
+    use object::{Object as _, ObjectSection as _, SectionFlags};
+    const SHF_EXECINSTR: u64 = 0x4;
+    let Ok(file) = object::File::parse(elf) else {
+        return true;
+    };
+    file.sections().any(|section| {
+        let executable = matches!(section.flags(), SectionFlags::Elf { sh_flags } if sh_flags & SHF_EXECINSTR != 0);
+        executable || section.name().map_or(true, |n| n.starts_with(".text"))
+    })
+}
+
+/// The harness object's own cubins, by content, as every binary links them: written out by
+/// cuobjdump once per harness object and cuobjdump, then kept for the process. Empty where they
+/// cannot be had (every cubin is then read, as before).
+pub fn harness_cubins(
+    launcher: &dyn Launcher,
+    cuobjdump: &Path,
+    object: &Path,
+    timeout: Duration,
+) -> HashSet<blake3::Hash> {
+    type Known = Mutex<BTreeMap<(PathBuf, PathBuf), HashSet<blake3::Hash>>>;
+    static KNOWN: OnceLock<Known> = OnceLock::new();
+    let key = (cuobjdump.to_path_buf(), object.to_path_buf());
+    let known = KNOWN.get_or_init(Known::default);
+    if let Some(hashes) = known.lock().unwrap().get(&key) {
+        return hashes.clone();
+    }
+    let hashes = read_harness_cubins(launcher, cuobjdump, object, timeout).unwrap_or_default();
+    if !hashes.is_empty() {
+        known.lock().unwrap().insert(key, hashes.clone());
+    }
+    hashes
+}
+
+/// The harness object is the grader's own build of its own sources: cuobjdump reads it outside
+/// the sandbox, in a folder of its own.
+fn read_harness_cubins(
+    launcher: &dyn Launcher,
+    cuobjdump: &Path,
+    object: &Path,
+    timeout: Duration,
+) -> Option<HashSet<blake3::Hash>> {
+    let dir = tempfile::tempdir().ok()?;
+    let finished = launcher
+        .launch(&extract_job(cuobjdump, object, timeout).cwd(dir.path()))
+        .ok()?;
+    if !finished.success() {
+        return None;
+    }
+    let cubins = extracted_cubins(dir.path()).ok()?;
+    Some(cubins.iter().map(|(_, b)| blake3::hash(b)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The three cubins of one 03-race binary (`tests/fixtures/cubins/README.md`).
+    fn cubin(name: &str) -> Vec<u8> {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cubins");
+        std::fs::read(dir.join(name)).unwrap()
+    }
+
+    #[test]
+    fn only_the_exercise_s_own_cubin_is_disassembled() {
+        let (own, warm, stub) = (
+            cubin("reduce.sm_90.cubin"),
+            cubin("harness-warm.sm_75.cubin"),
+            cubin("link-stub.sm_90.cubin"),
+        );
+        let ours = HashSet::from([blake3::hash(&warm)]);
+        assert!(needs_reading(&own, &ours));
+        assert!(!needs_reading(&warm, &ours));
+        assert!(!needs_reading(&stub, &ours));
+        // Without the harness's hashes its cubin holds code like any other, and is read.
+        assert!(needs_reading(&warm, &HashSet::new()));
+        assert!(holds_code(&own) && holds_code(&warm) && !holds_code(&stub));
+    }
+
+    #[test]
+    fn a_cubin_that_differs_from_the_harness_s_by_one_byte_or_does_not_parse_is_read() {
+        let warm = cubin("harness-warm.sm_75.cubin");
+        let ours = HashSet::from([blake3::hash(&warm)]);
+        let mut changed = warm.clone();
+        let last = changed.len() - 1;
+        changed[last] ^= 1;
+        assert!(needs_reading(&changed, &ours));
+        // Not an ELF file, or one cut short: whatever it holds is read.
+        assert!(needs_reading(b"not a cubin", &ours));
+        assert!(needs_reading(&cubin("link-stub.sm_90.cubin")[..40], &ours));
+    }
+
+    #[test]
+    fn extracted_cubins_are_the_folder_s_cubin_files_in_name_order() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("b.sm_90.cubin"), b"b").unwrap();
+        std::fs::write(dir.path().join("a.sm_75.cubin"), b"a").unwrap();
+        std::fs::write(dir.path().join("notes.txt"), b"n").unwrap();
+        std::fs::create_dir(dir.path().join("home.cubin")).unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", dir.path().join("link.cubin")).unwrap();
+        let names: Vec<String> = extracted_cubins(dir.path())
+            .unwrap()
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        assert_eq!(names, ["a.sm_75.cubin", "b.sm_90.cubin"]);
+    }
 }
