@@ -121,19 +121,28 @@ pub fn extract_job(cuobjdump: &Path, binary: &Path, timeout: Duration) -> Job {
         .arg(binary)
 }
 
-/// The cubins `extract_job` wrote into `dir`, in name order: regular files named `*.cubin` (a link
-/// or a folder is not followed).
-pub fn extracted_cubins(dir: &Path) -> std::io::Result<Vec<(String, Vec<u8>)>> {
-    let mut cubins = Vec::new();
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name.ends_with(".cubin") && entry.file_type()?.is_file() {
-            cubins.push((name, std::fs::read(entry.path())?));
-        }
+/// The cubins `extract_job` wrote into `dir`, as its output `said` names them ("Extracting ELF file
+/// 2: reduce.sm_90.cubin"), in that order. None unless every cubin it named is a regular file of
+/// its own there (two cubins of one name would leave one file: the caller then reads the whole
+/// binary instead); a link or a folder is not followed.
+pub fn extracted_cubins(dir: &Path, said: &str) -> Option<Vec<Vec<u8>>> {
+    let names: Vec<&str> = said
+        .lines()
+        .filter(|l| l.trim_start().starts_with("Extracting ELF file"))
+        .map(|l| l.split_once(": ").map(|(_, name)| name.trim()))
+        .collect::<Option<_>>()?;
+    let distinct: HashSet<&str> = names.iter().copied().collect();
+    if distinct.len() != names.len() || names.iter().any(|n| n.contains('/') || n.is_empty()) {
+        return None;
     }
-    cubins.sort();
-    Ok(cubins)
+    names
+        .iter()
+        .map(|name| {
+            let path = dir.join(name);
+            let is_file = std::fs::symlink_metadata(&path).ok()?.file_type().is_file();
+            is_file.then(|| std::fs::read(&path).ok()).flatten()
+        })
+        .collect()
 }
 
 /// Whether a cubin has to be disassembled for its clock reads: not when it is byte for byte one of
@@ -196,8 +205,8 @@ fn read_harness_cubins(
     if !finished.success() {
         return None;
     }
-    let cubins = extracted_cubins(dir.path()).ok()?;
-    Some(cubins.iter().map(|(_, b)| blake3::hash(b)).collect())
+    let cubins = extracted_cubins(dir.path(), &finished.stdout.text())?;
+    Some(cubins.iter().map(|b| blake3::hash(b)).collect())
 }
 
 #[cfg(test)]
@@ -240,18 +249,37 @@ mod tests {
     }
 
     #[test]
-    fn extracted_cubins_are_the_folder_s_cubin_files_in_name_order() {
+    fn extracted_cubins_are_the_files_cuobjdump_named_and_none_if_one_is_missing() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("b.sm_90.cubin"), b"b").unwrap();
         std::fs::write(dir.path().join("a.sm_75.cubin"), b"a").unwrap();
-        std::fs::write(dir.path().join("notes.txt"), b"n").unwrap();
         std::fs::create_dir(dir.path().join("home.cubin")).unwrap();
         std::os::unix::fs::symlink("/etc/passwd", dir.path().join("link.cubin")).unwrap();
-        let names: Vec<String> = extracted_cubins(dir.path())
-            .unwrap()
-            .into_iter()
-            .map(|(n, _)| n)
-            .collect();
-        assert_eq!(names, ["a.sm_75.cubin", "b.sm_90.cubin"]);
+        let said = |names: &[&str]| -> String {
+            names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| format!("Extracting ELF file {:>4}: {n}\n", i + 1))
+                .collect()
+        };
+        let got = extracted_cubins(dir.path(), &said(&["b.sm_90.cubin", "a.sm_75.cubin"]));
+        assert_eq!(got, Some(vec![b"b".to_vec(), b"a".to_vec()]));
+        // Nothing extracted, nothing to read.
+        assert_eq!(extracted_cubins(dir.path(), ""), Some(vec![]));
+        // A name written twice (one file for two cubins), a file not there, a link, a folder or a
+        // path: the whole binary is read instead.
+        for names in [
+            &["a.sm_75.cubin", "a.sm_75.cubin"][..],
+            &["c.sm_90.cubin"],
+            &["link.cubin"],
+            &["home.cubin"],
+            &["../a.sm_75.cubin"],
+        ] {
+            assert_eq!(
+                extracted_cubins(dir.path(), &said(names)),
+                None,
+                "{names:?}"
+            );
+        }
     }
 }

@@ -43,7 +43,8 @@ pub fn sass(
 /// The clock reads of a binary's device code. cuobjdump writes out its cubins, and disassembles
 /// each one but those that are the harness's own (byte for byte) or hold no code (the link's empty
 /// stub): one nvdisasm where the whole binary took three, 0.3 s of CPU instead of 0.8 s for
-/// 03-race. Each job runs in the submission's sandbox, in the stage's fresh run folder.
+/// 03-race. Where the cubins written out are not the ones cuobjdump named, the whole binary is
+/// read, as before. Each job runs in the submission's sandbox, in the stage's fresh run folder.
 fn device_code_reads(
     ctx: &Context,
     wb: &Workbook,
@@ -54,6 +55,22 @@ fn device_code_reads(
 ) -> Result<Vec<SassClockRead>, SassError> {
     let timeout = ctx.config.timeouts.build;
     let run = run_dir(sub, stage);
+    let disassembled = |file: &Path, cubin: Option<&[u8]>| {
+        let job = sandboxed(
+            ctx,
+            wb,
+            sub,
+            stage,
+            sass::sass_job(cuobjdump, file, timeout),
+        );
+        // The run folder is made afresh for each job: the cubin goes in once it is.
+        if let Some(bytes) = cubin {
+            std::fs::write(file, bytes)
+                .map_err(|e| SassError::Failed(format!("{}: {e}", file.display())))?;
+        }
+        let finished = succeeded(ctx.launcher.launch(&job))?;
+        Ok::<_, SassError>(sass::clock_reads_in_sass(&finished.stdout.text()))
+    };
     let extract = sandboxed(
         ctx,
         wb,
@@ -62,9 +79,10 @@ fn device_code_reads(
         sass::extract_job(cuobjdump, binary, timeout),
     )
     .cwd(&run);
-    succeeded(ctx.launcher.launch(&extract))?;
-    let cubins = sass::extracted_cubins(&run)
-        .map_err(|e| SassError::Failed(format!("the cubins it wrote could not be read: {e}")))?;
+    let said = succeeded(ctx.launcher.launch(&extract))?.stdout.text();
+    let Some(cubins) = sass::extracted_cubins(&run, &said) else {
+        return disassembled(binary, None);
+    };
     let ours = sass::harness_cubins(
         ctx.launcher.as_ref(),
         cuobjdump,
@@ -72,20 +90,8 @@ fn device_code_reads(
         timeout,
     );
     let mut reads = Vec::new();
-    for (_, cubin) in cubins.iter().filter(|(_, c)| sass::needs_reading(c, &ours)) {
-        // The run folder is made afresh for each job: the cubin goes in once it is.
-        let file = run.join("device.cubin");
-        let job = sandboxed(
-            ctx,
-            wb,
-            sub,
-            stage,
-            sass::sass_job(cuobjdump, &file, timeout),
-        );
-        std::fs::write(&file, cubin)
-            .map_err(|e| SassError::Failed(format!("{}: {e}", file.display())))?;
-        let finished = succeeded(ctx.launcher.launch(&job))?;
-        reads.extend(sass::clock_reads_in_sass(&finished.stdout.text()));
+    for cubin in cubins.iter().filter(|c| sass::needs_reading(c, &ours)) {
+        reads.extend(disassembled(&run.join("device.cubin"), Some(cubin))?);
     }
     Ok(reads)
 }
