@@ -55,14 +55,9 @@ fn device_code_reads(
 ) -> Result<Vec<SassClockRead>, SassError> {
     let timeout = ctx.config.timeouts.build;
     let run = run_dir(sub, stage);
+    let boxed = |job| sandboxed(ctx, wb, sub, stage, job);
     let disassembled = |file: &Path, cubin: Option<&[u8]>| {
-        let job = sandboxed(
-            ctx,
-            wb,
-            sub,
-            stage,
-            sass::sass_job(cuobjdump, file, timeout),
-        );
+        let job = boxed(sass::sass_job(cuobjdump, file, timeout));
         // The run folder is made afresh for each job: the cubin goes in once it is.
         if let Some(bytes) = cubin {
             std::fs::write(file, bytes)
@@ -71,14 +66,7 @@ fn device_code_reads(
         let finished = succeeded(ctx.launcher.launch(&job))?;
         Ok::<_, SassError>(sass::clock_reads_in_sass(&finished.stdout.text()))
     };
-    let extract = sandboxed(
-        ctx,
-        wb,
-        sub,
-        stage,
-        sass::extract_job(cuobjdump, binary, timeout),
-    )
-    .cwd(&run);
+    let extract = boxed(sass::extract_job(cuobjdump, binary, timeout)).cwd(&run);
     let said = succeeded(ctx.launcher.launch(&extract))?.stdout.text();
     let Some(cubins) = sass::extracted_cubins(&run, &said) else {
         return disassembled(binary, None);
