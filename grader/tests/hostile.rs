@@ -500,6 +500,8 @@ fn the_program_has_no_privilege_left_and_runs_under_the_filter() {
 
 /// The CPUs a run is started on are all it gets (`tools::cpus`: `grade` keeps its timed calls' cores
 /// for them alone): a program cannot widen its own affinity to spin beside a classmate's timed call.
+/// What the program prints about itself is not what is believed: while it runs, the test reads its
+/// affinity from outside (`/proc/PID/status`), and a widened mask there fails it.
 #[test]
 fn a_program_stays_on_the_cpus_it_was_started_on() {
     if !needs(
@@ -511,17 +513,31 @@ fn a_program_stays_on_the_cpus_it_was_started_on() {
     let fx = Fixture::new();
     let cpus = grader::tools::cpus::allowed();
     let first = &cpus[..1];
+    // The run is started from this thread, and a new thread starts on its creator's CPUs.
     let _pinned = grader::tools::cpus::pin_thread(first);
-    let script = r#"exec python3 - <<'PY'
-import os
+    let marker = format!("affinity-probe-{}", std::process::id());
+    let script = format!(
+        r#"exec python3 - {marker} <<'PY'
+import os, time
 print("started on", sorted(os.sched_getaffinity(0)))
 try:
     os.sched_setaffinity(0, range(os.cpu_count()))
     print("widened to", sorted(os.sched_getaffinity(0)))
 except OSError as e:
     print("widening refused", e.strerror)
-PY"#;
-    let f = fx.run(script, Duration::from_secs(20), limits());
+# Time for the test to read the affinity from outside.
+time.sleep(2)
+PY"#
+    );
+    let (f, seen) = std::thread::scope(|scope| {
+        let run = scope.spawn(|| fx.run(&script, Duration::from_secs(20), limits()));
+        let mut seen = Vec::new();
+        while !run.is_finished() {
+            seen.extend(affinity_of_processes_named(&marker));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        (run.join().unwrap(), seen)
+    });
     let out = f.stdout.text();
     assert!(f.success(), "{}", f.output());
     assert!(
@@ -529,6 +545,38 @@ PY"#;
         "the run did not start on the spawning thread's CPUs {first:?}: {out}"
     );
     assert!(out.contains("widening refused"), "{out}");
+    // Read from outside, over the two seconds after its attempt: only the CPU it started on.
+    assert!(
+        seen.len() >= 10,
+        "the program was seen {} times",
+        seen.len()
+    );
+    let expected = first[0].to_string();
+    assert!(
+        seen.iter().all(|list| *list == expected),
+        "its CPUs, read from /proc while it ran: {seen:?}, started on {expected}"
+    );
+}
+
+/// `Cpus_allowed_list` of every process whose command line holds `marker`, read from `/proc`.
+fn affinity_of_processes_named(marker: &str) -> Vec<String> {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    procs
+        .filter_map(Result::ok)
+        .filter(|p| {
+            std::fs::read(p.path().join("cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
+        })
+        .filter_map(|p| std::fs::read_to_string(p.path().join("status")).ok())
+        .filter_map(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                .map(|v| v.trim().to_string())
+        })
+        .collect()
 }
 
 /// The escape a class found with a program run as root: remount the root writable, unmount the
