@@ -500,8 +500,9 @@ fn the_program_has_no_privilege_left_and_runs_under_the_filter() {
 
 /// The CPUs a run is started on are all it gets (`tools::cpus`: `grade` keeps its timed calls' cores
 /// for them alone): a program cannot widen its own affinity to spin beside a classmate's timed call.
-/// What the program prints about itself is not what is believed: while it runs, the test reads its
-/// affinity from outside (`/proc/PID/status`), and a widened mask there fails it.
+/// The probe lies, as a hostile program would: whatever happened, it says it was refused. So the
+/// test believes nothing it prints, and reads its affinity from outside (`/proc/PID/status`) while
+/// it runs: with the filter's `sched_setaffinity` refusal removed, it reads the widened `0-1`.
 #[test]
 fn a_program_stays_on_the_cpus_it_was_started_on() {
     if !needs(
@@ -519,12 +520,11 @@ fn a_program_stays_on_the_cpus_it_was_started_on() {
     let script = format!(
         r#"exec python3 - {marker} <<'PY'
 import os, time
-print("started on", sorted(os.sched_getaffinity(0)))
 try:
     os.sched_setaffinity(0, range(os.cpu_count()))
-    print("widened to", sorted(os.sched_getaffinity(0)))
-except OSError as e:
-    print("widening refused", e.strerror)
+except OSError:
+    pass
+print("widening refused")
 # Time for the test to read the affinity from outside.
 time.sleep(2)
 PY"#
@@ -538,14 +538,8 @@ PY"#
         }
         (run.join().unwrap(), seen)
     });
-    let out = f.stdout.text();
     assert!(f.success(), "{}", f.output());
-    assert!(
-        out.contains(&format!("started on {first:?}")),
-        "the run did not start on the spawning thread's CPUs {first:?}: {out}"
-    );
-    assert!(out.contains("widening refused"), "{out}");
-    // Read from outside, over the two seconds after its attempt: only the CPU it started on.
+    // Read from outside, from its start to two seconds after its attempt: the one CPU it started on.
     assert!(
         seen.len() >= 10,
         "the program was seen {} times",
