@@ -61,6 +61,9 @@ pub struct Context {
     pub reach_cache: std::path::PathBuf,
     /// Where the engine tells each phase's start and each stage's end (none: nowhere).
     pub events: Option<crate::engine::events::EventSink>,
+    /// The harness object's own cubins, by content (`tools::sass::harness_cubins`): read once, on
+    /// the first SASS stage, and not disassembled in any binary that links them.
+    pub harness_cubins: std::sync::OnceLock<std::collections::HashSet<blake3::Hash>>,
 }
 
 /// How a `Context` is made: each part found on this machine unless given (a test gives a faked
@@ -306,10 +309,6 @@ impl ContextBuilder<'_> {
         } else {
             gpu::counters()
         };
-        // Beside the builds it describes, where they are kept (and hidden from every run).
-        let reach_cache = build_cache
-            .as_ref()
-            .map_or_else(|| wb.reach_cache_dir(), |c| c.dir.join("reach"));
         Ok(Context {
             config,
             tools,
@@ -317,11 +316,15 @@ impl ContextBuilder<'_> {
             gpu,
             arch,
             harness,
+            // Beside the builds it describes, where they are kept (and hidden from every run).
+            reach_cache: build_cache
+                .as_ref()
+                .map_or_else(|| wb.reach_cache_dir(), |c| c.dir.join("reach")),
             build_cache,
             launcher,
             counters,
-            reach_cache,
             events: None,
+            harness_cubins: std::sync::OnceLock::new(),
         })
     }
 }

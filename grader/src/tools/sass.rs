@@ -2,9 +2,8 @@
 //! global timer or a performance counter (what code that can tell it is watched compiles to,
 //! whatever its text hides; `judge::tool_aware` judges them).
 
-use std::collections::{BTreeMap, HashSet};
-use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::collections::HashSet;
+use std::path::Path;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -168,45 +167,24 @@ fn holds_code(elf: &[u8]) -> bool {
 }
 
 /// The harness object's own cubins, by content, as every binary links them: written out by
-/// cuobjdump once per harness object and cuobjdump, then kept for the process. Empty where they
-/// cannot be had (every cubin is then read, as before).
+/// cuobjdump (outside the sandbox: the object is the grader's own build of its own sources, in a
+/// folder of its own). Empty where they cannot be had: every cubin is then read, as before.
 pub fn harness_cubins(
     launcher: &dyn Launcher,
     cuobjdump: &Path,
     object: &Path,
     timeout: Duration,
 ) -> HashSet<blake3::Hash> {
-    type Known = Mutex<BTreeMap<(PathBuf, PathBuf), HashSet<blake3::Hash>>>;
-    static KNOWN: OnceLock<Known> = OnceLock::new();
-    let key = (cuobjdump.to_path_buf(), object.to_path_buf());
-    let known = KNOWN.get_or_init(Known::default);
-    if let Some(hashes) = known.lock().unwrap().get(&key) {
-        return hashes.clone();
-    }
-    let hashes = read_harness_cubins(launcher, cuobjdump, object, timeout).unwrap_or_default();
-    if !hashes.is_empty() {
-        known.lock().unwrap().insert(key, hashes.clone());
-    }
-    hashes
-}
-
-/// The harness object is the grader's own build of its own sources: cuobjdump reads it outside
-/// the sandbox, in a folder of its own.
-fn read_harness_cubins(
-    launcher: &dyn Launcher,
-    cuobjdump: &Path,
-    object: &Path,
-    timeout: Duration,
-) -> Option<HashSet<blake3::Hash>> {
-    let dir = tempfile::tempdir().ok()?;
-    let finished = launcher
-        .launch(&extract_job(cuobjdump, object, timeout).cwd(dir.path()))
-        .ok()?;
-    if !finished.success() {
-        return None;
-    }
-    let cubins = extracted_cubins(dir.path(), &finished.stdout.text())?;
-    Some(cubins.iter().map(|b| blake3::hash(b)).collect())
+    let read = || {
+        let dir = tempfile::tempdir().ok()?;
+        let finished = launcher
+            .launch(&extract_job(cuobjdump, object, timeout).cwd(dir.path()))
+            .ok()
+            .filter(|f| f.success())?;
+        let cubins = extracted_cubins(dir.path(), &finished.stdout.text())?;
+        Some(cubins.iter().map(|b| blake3::hash(b)).collect())
+    };
+    read().unwrap_or_default()
 }
 
 #[cfg(test)]

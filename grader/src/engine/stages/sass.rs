@@ -71,14 +71,16 @@ fn device_code_reads(
     let Some(cubins) = sass::extracted_cubins(&run, &said) else {
         return disassembled(binary, None);
     };
-    let ours = sass::harness_cubins(
-        ctx.launcher.as_ref(),
-        cuobjdump,
-        &ctx.harness.object,
-        timeout,
-    );
+    let ours = ctx.harness_cubins.get_or_init(|| {
+        sass::harness_cubins(
+            ctx.launcher.as_ref(),
+            cuobjdump,
+            &ctx.harness.object,
+            timeout,
+        )
+    });
     let mut reads = Vec::new();
-    for cubin in cubins.iter().filter(|c| sass::needs_reading(c, &ours)) {
+    for cubin in cubins.iter().filter(|c| sass::needs_reading(c, ours)) {
         reads.extend(disassembled(&run.join("device.cubin"), Some(cubin))?);
     }
     Ok(reads)
