@@ -85,6 +85,9 @@ fn built_harness() -> Option<&'static Path> {
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
             .join(format!("harness-{:016x}", hasher.finish()));
         if !dir.is_dir() {
+            // Cargo makes the folder when it builds the tests, not when it runs them: one removed
+            // since (to empty the tests' build cache) would leave every copy building its own.
+            std::fs::create_dir_all(env!("CARGO_TARGET_TMPDIR")).ok()?;
             let scratch = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).ok()?;
             let files: Vec<(&str, &str)> = files.iter().map(|(n, t)| (*n, t.as_str())).collect();
             // A failure here is xtask's to report, when it builds the harness itself.
