@@ -91,12 +91,23 @@ pub struct Config {
     /// instead of eight. The driver makes and tears down contexts one at a time across the whole
     /// machine, and the queues are most of that work: on an H100 sanitizer runs finished 9.6-10.2
     /// a second with one connection against 4.4-4.7 without (bare processes 12.4 against 5.1;
-    /// `scripts/gpu-startup-bench.py --set variants`). Only the sanitizer runs: the tools
+    /// `scripts/gpu-startup-bench.py --set variants`). The sanitizer runs in every plan: the tools
     /// serialise a program's kernels anyway, whereas a run whose outputs are judged keeps the
-    /// queues its streams need, so that a race between streams (32-event-stream) shows in the
-    /// cases as it would outside the grader. On in every plan; `CUDABUGS_ONE_CONNECTION=0` turns
-    /// it off (to measure what it saves).
+    /// queues its streams need, so that a race between streams (32-event-stream) shows as it
+    /// would outside the grader (but see `cases_one_connection`). On in every plan;
+    /// `CUDABUGS_ONE_CONNECTION=0` turns it off (to measure what it saves), and
+    /// `cases_one_connection` with it.
     pub one_connection: bool,
+    /// The runs of the public and hidden cases get one hardware queue too: `grade`, where every
+    /// timed pair has its outputs judged again under CUDA's eight queues (each timed call's,
+    /// `Rule::TimedOutputs`, and the fresh inputs' after them, `Rule::FreshInputs`, both of which
+    /// withhold the cases' points); a pair that is not timed has its tool's finding or wrong
+    /// outputs against it already. On an H200, 16 programs started at once took 1.2 s with one
+    /// queue against 3.3 s with eight, and the bug bench of 10 x 6 pairs 81.9-90.0 s against
+    /// 103.1-107.7 s, with the same grades (`book/gpu-runs/2026-12-01-start-50/`). Off for
+    /// `check` and `verify`, whose cases' verdict is what a learner reads: a race between streams
+    /// shows there first.
+    pub cases_one_connection: bool,
     /// Whole cores a `grade` worker's timed calls get to themselves (`tools::cpus`;
     /// `CUDABUGS_TIMED_CORES`, 0: none).
     pub timed_cores: usize,
@@ -133,6 +144,7 @@ impl Default for Config {
             audit: true,
             plain_kernel_timing: false,
             one_connection: true,
+            cases_one_connection: false,
             timed_cores: crate::tools::cpus::TIMED_CORES,
             cpus: Default::default(),
         }

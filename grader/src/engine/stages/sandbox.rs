@@ -171,9 +171,10 @@ pub fn sandbox_env(ctx: &Context, run: &Path, kind: StageKind) -> Vec<(String, S
 }
 
 /// What the configuration says to CUDA in a sandboxed job of `kind`: the worker's GPU, and one
-/// hardware queue per context for a sanitizer run (`Config::one_connection`). Every other run keeps
-/// the queues its streams need: with one, 63-transfers' pipeline lost its overlap in `grade` but
-/// not in `check`, and a race between two streams may not show in the cases.
+/// hardware queue per context for a sanitizer run (`Config::one_connection`) and, in `grade`, for
+/// the runs of the public and hidden cases (`Config::cases_one_connection`). Every timed run and
+/// the fresh inputs keep the queues their streams need: with one, 63-transfers' pipeline lost its
+/// overlap, and a race between two streams may not show in the outputs.
 fn cuda_settings(
     config: &crate::engine::config::Config,
     kind: StageKind,
@@ -182,7 +183,12 @@ fn cuda_settings(
     if let Some(gpu) = &config.gpu {
         set.push(("CUDA_VISIBLE_DEVICES", gpu.clone()));
     }
-    if config.one_connection && matches!(kind, StageKind::Sanitize(_)) {
+    let one_queue = match kind {
+        StageKind::Sanitize(_) => config.one_connection,
+        StageKind::Correctness | StageKind::Hidden => config.cases_one_connection,
+        _ => false,
+    };
+    if one_queue {
         set.push(("CUDA_DEVICE_MAX_CONNECTIONS", "1".to_string()));
     }
     set
@@ -499,7 +505,7 @@ mod tests {
     }
 
     #[test]
-    fn sanitizer_runs_get_one_hardware_queue_and_a_grade_worker_its_gpu() {
+    fn sanitizer_runs_and_grade_s_cases_get_one_hardware_queue_and_a_grade_worker_its_gpu() {
         use crate::exercise::manifest::Tool;
         let mut config = crate::engine::config::Config::default();
         let one = ("CUDA_DEVICE_MAX_CONNECTIONS", "1".to_string());
@@ -511,23 +517,30 @@ mod tests {
         let gpu = ("CUDA_VISIBLE_DEVICES", "1".to_string());
         assert_eq!(
             cuda_settings(&config, StageKind::Sanitize(Tool::Memcheck)),
-            [gpu.clone(), one]
+            [gpu.clone(), one.clone()]
         );
-        // A run whose outputs or time are judged keeps its hardware queues: 63-transfers' streams
-        // overlap, and a race between 32-event-stream's streams shows in the cases.
-        for judged in [
-            StageKind::Correctness,
-            StageKind::Hidden,
-            StageKind::Fresh,
-            StageKind::Timing,
-            StageKind::Call,
-        ] {
+        // In grade the cases take one queue too: their outputs are judged again under eight.
+        for cases in [StageKind::Correctness, StageKind::Hidden] {
+            assert_eq!(cuda_settings(&config, cases), [gpu.clone(), one.clone()]);
+            let learner = crate::engine::config::Config::default();
+            assert!(
+                cuda_settings(&learner, cases).is_empty(),
+                "check keeps eight"
+            );
+        }
+        // A timed run and the fresh inputs keep their hardware queues: 63-transfers' streams
+        // overlap, and a race between 32-event-stream's streams shows in their outputs.
+        for judged in [StageKind::Fresh, StageKind::Timing, StageKind::Call] {
             assert_eq!(cuda_settings(&config, judged), std::slice::from_ref(&gpu));
         }
-        config.one_connection = false;
-        assert_eq!(
-            cuda_settings(&config, StageKind::Sanitize(Tool::Synccheck)),
-            [gpu]
-        );
+        // `CUDABUGS_ONE_CONNECTION=0` (read before the worker is configured) turns both off.
+        let mut off = crate::engine::config::Config {
+            one_connection: false,
+            ..Default::default()
+        };
+        crate::plans::grade::configure_worker(&mut off, Some("1".into()), (1, 2), &[]);
+        for kind in [StageKind::Sanitize(Tool::Synccheck), StageKind::Correctness] {
+            assert_eq!(cuda_settings(&off, kind), std::slice::from_ref(&gpu));
+        }
     }
 }

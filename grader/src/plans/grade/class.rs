@@ -54,6 +54,8 @@ pub fn configure_worker(
     config.gpu = gpu;
     config.audit = true;
     config.plain_kernel_timing = true;
+    // The cases' outputs are judged again under eight queues in the timed calls and fresh inputs.
+    config.cases_one_connection = config.one_connection;
     // No file of a student's run may exceed 1 GiB (the largest bench output is 256 MiB).
     config.limits.file_bytes = Some(1 << 30);
     config.hidden = hidden.to_vec();
