@@ -14,6 +14,8 @@ use grader::tools::launcher::{Launcher, Sandboxed};
 use grader::tools::runner::{Exit, Finished, Job, KILL_GRACE};
 use grader::tools::sandbox::{Confinement, Isolation, Level, Limits};
 
+mod procs;
+
 /// A workbook-like tree: a secret solution, the submission's work folder below the (hidden) folder
 /// of every work folder, and a file outside it all.
 struct Fixture {
@@ -554,16 +556,9 @@ PY"#
 
 /// `Cpus_allowed_list` of every process whose command line holds `marker`, read from `/proc`.
 fn affinity_of_processes_named(marker: &str) -> Vec<String> {
-    let Ok(procs) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    procs
-        .filter_map(Result::ok)
-        .filter(|p| {
-            std::fs::read(p.path().join("cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
-        })
-        .filter_map(|p| std::fs::read_to_string(p.path().join("status")).ok())
+    procs::with_command_line(marker)
+        .into_iter()
+        .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/status")).ok())
         .filter_map(|status| {
             status
                 .lines()

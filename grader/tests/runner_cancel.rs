@@ -5,6 +5,8 @@ use std::time::{Duration, Instant};
 
 use grader::tools::runner::{self, Exit, Job};
 
+mod procs;
+
 #[test]
 fn kill_all_running_ends_every_live_job_and_its_children() {
     let jobs: Vec<_> = (0..3)
@@ -35,21 +37,6 @@ fn kill_all_running_ends_every_live_job_and_its_children() {
         assert!(f.wall < Duration::from_secs(30));
     }
     assert_eq!(runner::running_jobs(), 0);
-}
-
-/// The processes whose command line holds `marker`.
-fn processes_with(marker: &str) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
-                String::from_utf8_lossy(&c)
-                    .replace('\0', " ")
-                    .contains(marker)
-            })
-        })
-        .collect()
 }
 
 const AS_GRADER: &str = "CUDABUGS_TEST_AS_GRADER";
@@ -90,7 +77,7 @@ fn a_grader_killed_outright_takes_its_sandboxed_runs_with_it() {
         .spawn()
         .unwrap();
     let started = Instant::now();
-    while processes_with(&format!("sleep {marker}")).len() < 2 {
+    while procs::with_command_line(&format!("sleep {marker}")).len() < 2 {
         assert!(
             started.elapsed() < Duration::from_secs(60),
             "the run did not start"
@@ -111,18 +98,18 @@ fn a_grader_killed_outright_takes_its_sandboxed_runs_with_it() {
         0
     };
     let killed = Instant::now();
-    while processes_with(&format!("sleep {marker}")).len() > may_stay {
+    while procs::with_command_line(&format!("sleep {marker}")).len() > may_stay {
         assert!(
             killed.elapsed() < Duration::from_secs(10),
             "the run outlived its grader: {:?}",
-            processes_with(&format!("sleep {marker}"))
+            procs::with_command_line(&format!("sleep {marker}"))
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    for pid in processes_with(&format!("sleep {marker}")) {
+    for pid in procs::with_command_line(&format!("sleep {marker}")) {
         unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     }
-    while !processes_with(&format!("sleep {marker}")).is_empty() {
+    while !procs::with_command_line(&format!("sleep {marker}")).is_empty() {
         assert!(
             killed.elapsed() < Duration::from_secs(20),
             "a sleep outlived SIGKILL"

@@ -520,9 +520,9 @@ mod tests {
             [gpu.clone(), one.clone()]
         );
         // In grade the cases take one queue too: their outputs are judged again under eight.
+        let learner = crate::engine::config::Config::default();
         for cases in [StageKind::Correctness, StageKind::Hidden] {
             assert_eq!(cuda_settings(&config, cases), [gpu.clone(), one.clone()]);
-            let learner = crate::engine::config::Config::default();
             assert!(
                 cuda_settings(&learner, cases).is_empty(),
                 "check keeps eight"
