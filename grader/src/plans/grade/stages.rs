@@ -11,12 +11,15 @@ use super::PairResult;
 
 /// The first phase's stages: every student's builds and device code (and the reference's, for
 /// clock reads; no GPU needed); on a GPU the exercise's tools and the public and hidden cases in
-/// one run, and the reference's hidden run where the instructor's cases are not yet proven fair.
+/// one run, the reference's hidden run where the instructor's cases are not yet proven fair, and
+/// the builds the original's timed stages will run: built on the CPU beside the tools, not while
+/// the timed phase holds the GPU alone (2.0-2.3 s a performance chunk on an H200,
+/// book/gpu-runs/2026-12-01-ncu-50/).
 pub(super) fn first_stages(
     ex: &Exercise,
     students: usize,
-    reference_sass: &Stage,
-    fairness: Option<&Stage>,
+    (reference_sass, fairness): (&Stage, Option<&Stage>),
+    original: Option<(usize, Timer)>,
     gpu_stages: bool,
 ) -> Vec<Stage> {
     let mut stages = vec![reference_sass.clone()];
@@ -35,6 +38,15 @@ pub(super) fn first_stages(
         }
     }
     stages.extend(fairness.cloned());
+    if let Some((o, timer)) = original.filter(|_| gpu_stages) {
+        let mut builds: Vec<Stage> = plan::timed_kinds(ex, timer, Role::Original)
+            .into_iter()
+            .filter_map(|k| k.needs())
+            .map(|flavor| Stage::new(o, StageKind::Build(flavor)))
+            .collect();
+        builds.dedup();
+        stages.extend(builds);
+    }
     stages
 }
 
@@ -99,4 +111,50 @@ pub(super) fn timing_stages(
         );
     }
     timing
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exercise::workbook::test_workbook;
+
+    /// The original's timed build is in the first phase wherever it will be timed (a performance
+    /// exercise on a GPU), so that the timed phase, which has the GPU alone, starts with nothing
+    /// to build.
+    #[test]
+    fn the_original_is_built_beside_the_tools_not_in_the_timed_phase() {
+        let (_dir, wb) = test_workbook(&["51-coalesce"]);
+        let ex = wb.resolve("51-coalesce").unwrap();
+        let (students, reference, original) = (2, 2, 3);
+        let sass = Stage::new(reference, StageKind::Sass);
+        let first = |gpu: bool, timer: Timer| {
+            first_stages(ex, students, (&sass, None), Some((original, timer)), gpu)
+        };
+        let of_original = |stages: &[Stage]| -> Vec<StageKind> {
+            stages
+                .iter()
+                .filter(|s| s.subject == original)
+                .map(|s| s.kind)
+                .collect()
+        };
+        let timed = timing_stages(ex, Timer::Ncu, &[0, 1], reference, Some(original), 0);
+        let needed: Vec<StageKind> = timed
+            .iter()
+            .filter(|s| s.subject == original)
+            .filter_map(|s| s.kind.needs())
+            .map(StageKind::Build)
+            .collect();
+        assert_eq!(needed, vec![StageKind::Build(Flavor::Timing)]);
+        assert_eq!(of_original(&first(true, Timer::Ncu)), needed);
+        assert_eq!(
+            of_original(&first(false, Timer::Ncu)),
+            vec![],
+            "no GPU: nothing is timed, nothing of the original's is built"
+        );
+        let bug = first_stages(ex, students, (&sass, None), None, true);
+        assert!(
+            bug.iter().all(|s| s.subject < original),
+            "no original (the bug track): no build of one"
+        );
+    }
 }

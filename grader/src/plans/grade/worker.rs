@@ -362,7 +362,14 @@ impl<'a> Worker<'a> {
         let fairness = Stage::again(reference, StageKind::Hidden, chunk.index);
         let checked_fair = self.fair.lock().unwrap().contains(ex.id());
         let unproven = (gpu_stages && !checked_fair).then_some(&fairness);
-        let stages = first_stages(ex, students, &reference_sass, unproven, gpu_stages);
+        let timer = crate::engine::plan::Timer::of(&self.ctx, chunk.exercise);
+        let stages = first_stages(
+            ex,
+            students,
+            (&reference_sass, unproven),
+            original.map(|o| (o, timer)),
+            gpu_stages,
+        );
         let mut results = self.run_first_phase(wb, &subs, &stages, students, started);
         phases.tools = started.elapsed().as_secs_f64();
         phases.runs = run_stats(&results);
@@ -394,7 +401,6 @@ impl<'a> Worker<'a> {
             return Graded::Done(self.failed_chunk(chunk, why), phases);
         }
         on_exclusive();
-        let timer = crate::engine::plan::Timer::of(&self.ctx, chunk.exercise);
         let timed = TimedWork {
             timer,
             wb,
