@@ -140,8 +140,52 @@ pub struct ProfileTarget {
 /// (proof that they read their inputs) and the warp instructions they executed.
 pub const AUDIT_COUNTERS: &[&str] = &["dram__bytes_read.sum", "smsp__inst_executed.sum"];
 
-/// One ncu process profiling one program, with the CSV written to `csv_path`.
-pub fn job(ncu: &Path, target: &ProfileTarget, csv_path: &Path, timeout: Duration) -> Job {
+/// An empty folder in `dir` (made here) for ncu's `--section-folder`: the grader names every
+/// metric it reads on ncu's command line, and reading ncu's stock section files took 0.25-0.3 s of
+/// each ncu process on an H200 (1.52-1.67 s a run against 1.75-1.94 s,
+/// book/gpu-runs/2026-12-01-ncu-50/). Readable in the sandbox where `dir` is, written by no run;
+/// whatever is found there is removed (a section or rule file would change what ncu reports).
+pub fn no_sections(dir: &Path) -> std::path::PathBuf {
+    let folder = dir.join("ncu-no-sections");
+    let _ = std::fs::create_dir_all(&folder);
+    for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
+        let _ = match entry.file_type() {
+            Ok(t) if t.is_dir() => std::fs::remove_dir_all(entry.path()),
+            _ => std::fs::remove_file(entry.path()),
+        };
+    }
+    folder
+}
+
+/// ncu timing `metrics` at base clocks with cold caches, CSV with base units, no section files
+/// (`no_sections`), its log to `csv_path`: what every ncu job of the grader runs with.
+fn base(ncu: &Path, metrics: &str, sections: &Path, csv_path: &Path, timeout: Duration) -> Job {
+    Job::new(ncu, timeout)
+        .args([
+            "--csv",
+            "--print-units",
+            "base",
+            "--metrics",
+            metrics,
+            "--clock-control",
+            "base",
+            "--cache-control",
+            "all",
+            "--section-folder",
+        ])
+        .arg(sections)
+        .arg("--log-file")
+        .arg(csv_path)
+}
+
+/// One ncu process profiling one program, with the CSV written to `csv_path`; `sections` is an
+/// empty folder (`no_sections`).
+pub fn job(
+    ncu: &Path,
+    target: &ProfileTarget,
+    (csv_path, sections): (&Path, &Path),
+    timeout: Duration,
+) -> Job {
     let metrics = std::iter::once(METRIC)
         .chain(target.counters.iter().map(String::as_str))
         .collect::<Vec<_>>()
@@ -152,21 +196,8 @@ pub fn job(ncu: &Path, target: &ProfileTarget, csv_path: &Path, timeout: Duratio
             format!("regex:^({})$", target.kernels.join("|")),
         ]
     });
-    Job::new(ncu, timeout)
-        .args([
-            "--csv",
-            "--print-units",
-            "base",
-            "--metrics",
-            &metrics,
-            "--clock-control",
-            "base",
-            "--cache-control",
-            "all",
-        ])
+    base(ncu, &metrics, sections, csv_path, timeout)
         .args(filter.into_iter().flatten())
-        .arg("--log-file")
-        .arg(csv_path)
         .arg(&target.program)
         .args(&target.args)
 }
@@ -303,28 +334,15 @@ pub const PROFILE_METRICS: &[&str] = &[
     "dram__throughput.avg.pct_of_peak_sustained_elapsed",
 ];
 
-/// One ncu process profiling every kernel of `program args` with `PROFILE_METRICS`.
+/// One ncu process profiling every kernel of `program args` with `PROFILE_METRICS`; `sections`
+/// is an empty folder (`no_sections`).
 pub fn profile_job(
     ncu: &Path,
-    program: &Path,
-    args: &[std::ffi::OsString],
-    csv_path: &Path,
+    (program, args): (&Path, &[std::ffi::OsString]),
+    (csv_path, sections): (&Path, &Path),
     timeout: Duration,
 ) -> Job {
-    Job::new(ncu, timeout)
-        .args([
-            "--csv",
-            "--print-units",
-            "base",
-            "--metrics",
-            &PROFILE_METRICS.join(","),
-            "--clock-control",
-            "base",
-            "--cache-control",
-            "all",
-            "--log-file",
-        ])
-        .arg(csv_path)
+    base(ncu, &PROFILE_METRICS.join(","), sections, csv_path, timeout)
         .arg(program)
         .args(args.iter().cloned())
 }
@@ -476,6 +494,17 @@ mod tests {
     }
 
     #[test]
+    fn the_section_folder_is_made_empty_and_kept_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = no_sections(dir.path());
+        assert!(folder.is_dir());
+        std::fs::write(folder.join("Forged.section"), "Identifier: \"x\"").unwrap();
+        std::fs::create_dir(folder.join("rules")).unwrap();
+        assert_eq!(no_sections(dir.path()), folder);
+        assert_eq!(std::fs::read_dir(&folder).unwrap().count(), 0);
+    }
+
+    #[test]
     fn the_job_profiles_one_program_with_its_own_kernels() {
         let t = ProfileTarget {
             name: "03-it's".into(),
@@ -489,12 +518,14 @@ mod tests {
         let line = job(
             Path::new("ncu"),
             &t,
-            Path::new("/o.csv"),
+            (Path::new("/o.csv"), Path::new("/empty")),
             Duration::from_secs(1),
         )
         .display();
         assert!(
-            line.contains("-k 'regex:^(k|j)$' --log-file /o.csv '/b/03-it'\\''s' --repeat 3"),
+            line.contains(
+                "--section-folder /empty --log-file /o.csv -k 'regex:^(k|j)$' '/b/03-it'\\''s' --repeat 3"
+            ),
             "{line}"
         );
         // A baseline times every kernel, with its counters in the same pass.
@@ -506,7 +537,7 @@ mod tests {
         let line = job(
             Path::new("ncu"),
             &all,
-            Path::new("/o.csv"),
+            (Path::new("/o.csv"), Path::new("/empty")),
             Duration::from_secs(1),
         )
         .display();

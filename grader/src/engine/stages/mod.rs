@@ -27,7 +27,7 @@ mod timed;
 pub use blocked::Blocked;
 pub use reach::{analyse_reach, workbook_version, ReachError};
 use sandbox::{confined, sandboxed};
-pub use sandbox::{confinement, ncu_lock_dir, ncu_turn, run_dir, sandbox_env};
+pub use sandbox::{confinement, ncu_lock_dir, ncu_sections, ncu_turn, run_dir, sandbox_env};
 pub use sass::sass;
 pub use terms::RunTerms;
 pub use timed::{call, forget_calls, time};
@@ -426,8 +426,13 @@ pub fn profile(
         return Output::NotRun(Blocked::Setup(why));
     }
     let csv = run_dir(sub, stage).join("profile.csv");
-    let job =
-        ncu::profile_job(path, &built.binary, &p.args, &csv, ctx.config.timeouts.ncu).output(&csv);
+    let job = ncu::profile_job(
+        path,
+        (&built.binary, &p.args),
+        (&csv, &ncu_sections(wb)),
+        ctx.config.timeouts.ncu,
+    )
+    .output(&csv);
     let job = confined(ctx, wb, sub, stage, job);
     let run = {
         let _turn = ncu_turn(ctx, wb);

@@ -24,6 +24,12 @@ const PASSED_THROUGH: &[&str] = &[
     "CUDA_LAUNCH_BLOCKING",
 ];
 
+/// The empty section folder of a sandboxed ncu job (`ncu::no_sections`): in the workbook's own
+/// folder, which every run reads and none writes.
+pub fn ncu_sections(wb: &Workbook) -> PathBuf {
+    crate::tools::ncu::no_sections(&wb.work_dir())
+}
+
 /// The grader's own folder of ncu's turns, one per GPU (and per machine, where a cluster's nodes
 /// share the workbook's folder: `grade --shard` under Slurm): mode 0700, never writable by a
 /// sandboxed run nor visible to one (hidden with the work folders). It holds the file the grader
@@ -367,6 +373,13 @@ mod tests {
         let confine = job.confine.unwrap();
         assert_eq!(confine.writable, [run]);
         assert!(confine.hidden.contains(&wb.ncu_lock_root()));
+        // ncu's (empty) section folder: read by the run's ncu, written by no run (a section or
+        // rule file there would change what ncu reports).
+        let sections = ncu_sections(&wb);
+        assert!(sections.is_dir());
+        assert!(confine.readable.iter().any(|r| sections.starts_with(r)));
+        assert!(!confine.hidden.iter().any(|h| sections.starts_with(h)));
+        assert!(!confine.writable.iter().any(|w| sections.starts_with(w)));
     }
 
     /// Nothing a run writes outside its run folder is there after it: not in the workbook, the

@@ -12,7 +12,7 @@ use crate::tools::nvcc::Built;
 use crate::tools::runner::{Finished, Job, SpawnError};
 use crate::tools::served::{self, CallTimes, Served};
 
-use super::{confined, file_tag, ncu_turn, run_dir, Blocked, Bounds, Output};
+use super::{confined, file_tag, ncu_sections, ncu_turn, run_dir, Blocked, Bounds, Output};
 
 /// The kernel timing: the bench under ncu, the exercise's timed kernels (and its metrics) over its
 /// profiled calls, each call served by the grader and its outputs kept for the judge.
@@ -60,7 +60,7 @@ pub fn time(
     let mut job = ncu::job(
         path,
         &target,
-        &csv,
+        (&csv, &ncu_sections(wb)),
         Bounds::of(sub, ctx.config.timeouts.ncu).limit,
     )
     .output(&csv);
