@@ -455,16 +455,9 @@ pub fn time_baseline(
     };
     let csv = dir.join("cublas-sgemm.csv");
     let lock = stages::ncu_lock_dir(ctx, wb);
-    let job = ncu::job(
-        ncu_path,
-        &target,
-        (&csv, &ncu::no_sections(&lock)),
-        ctx.config.timeouts.ncu,
-    )
-    .env("TMPDIR", &lock)
-    .env("HOME", ncu::own_home(&lock))
-    .key("baseline/cublas-sgemm")
-    .output(&csv);
+    let job = ncu::own_job(ncu_path, &target, (&csv, &lock), ctx.config.timeouts.ncu)
+        .key("baseline/cublas-sgemm")
+        .output(&csv);
     // The library does not change between runs: its measurement is kept per GPU and binary.
     let kept = crate::engine::kept::shelf(
         ctx,

@@ -412,13 +412,22 @@ pub fn turn(dir: &Path) -> Option<Turn> {
     crate::tools::lock::exclusive(&dir.join("turn"))
 }
 
-/// The HOME of the grader's own ncu runs (the peak, the library baseline), in the grader's lock
-/// folder `dir`: ncu's first run under a HOME copies its sections into `HOME/Documents` (53 files
-/// under /root on a fresh H200), which would outlive the grade outside every run folder.
-pub fn own_home(dir: &Path) -> std::path::PathBuf {
+/// An ncu job of the grader's own (the peak, the library baseline: not sandboxed), whose folders
+/// are the lock folder `dir`: its TMPDIR (where ncu keeps its lock `nsight-compute-lock`), its HOME
+/// (ncu's first run under a HOME copies its sections into `HOME/Documents`: 53 files under /root
+/// on a fresh H200, which would outlive the grade outside every run folder) and its empty section
+/// folder.
+pub fn own_job(
+    ncu: &Path,
+    target: &ProfileTarget,
+    (csv_path, dir): (&Path, &Path),
+    timeout: Duration,
+) -> Job {
     let home = dir.join("home");
     let _ = std::fs::create_dir_all(&home);
-    home
+    job(ncu, target, (csv_path, &no_sections(dir)), timeout)
+        .env("TMPDIR", dir)
+        .env("HOME", home)
 }
 
 /// An ncu turn (`turn`): the lock ends when the file is closed.

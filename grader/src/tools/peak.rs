@@ -221,16 +221,9 @@ pub fn measure(setup: &Setup) -> Result<Peak, PeakError> {
         repeat: 1,
     };
     let csv = setup.dir.join("peak.csv");
-    let job = ncu::job(
-        ncu_path,
-        &target,
-        (&csv, &ncu::no_sections(&setup.ncu_lock)),
-        setup.timeout,
-    )
-    .env("TMPDIR", &setup.ncu_lock)
-    .env("HOME", ncu::own_home(&setup.ncu_lock))
-    .key("peak/ncu")
-    .output(&csv);
+    let job = ncu::own_job(ncu_path, &target, (&csv, &setup.ncu_lock), setup.timeout)
+        .key("peak/ncu")
+        .output(&csv);
     let measured = {
         // No student's ncu job beside it on this GPU (they take the same turn).
         let _turn = ncu::turn(&setup.ncu_lock);
