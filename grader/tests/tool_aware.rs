@@ -225,6 +225,11 @@ const ADVERSARIAL: &[(&str, &[Kind])] = &[
     ),
     // ./cache.bin across processes.
     ("adversarial/cache/sum.cu", &[Kind::Files]),
+    // Walks up from $HOME to the workbook's .cudabugs to plant a section in ncu's section folder.
+    (
+        "adversarial/section-plant/sum.cu",
+        &[Kind::Environment, Kind::Files],
+    ),
     // environ for NV_SANITIZER_INJECTION*.
     (
         "adversarial/sanitizer-stall/reduce.cu",

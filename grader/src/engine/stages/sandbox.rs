@@ -406,8 +406,12 @@ mod tests {
         let lock = ncu_lock_dir(&ctx, &wb);
         let run = run_dir(&sub, &stage);
         let token = format!("cbleft{}", std::process::id());
+        // ncu's empty section folder, where a planted section or rule file would change what ncu
+        // reports (tests/fixtures/adversarial/section-plant): made before the run, as a grade does.
+        let sections = ncu_sections(&wb);
         let marks = [
             wb.root.join(&token),
+            sections.join(format!("{token}.section")),
             lock.join(&token),
             wb.ncu_lock_root().join(&token),
             sub.work.join(&token),
