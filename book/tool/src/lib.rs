@@ -525,7 +525,16 @@ pub fn build(book_root: &Path, workbook: &Path, dest: Option<&Path>) -> Result<P
     });
     book.build().map_err(|e| anyhow::anyhow!("{e:#}"))?;
     let html = book.build_dir_for("html");
-    search::index_without_folds(book_root, workbook, &html)?;
+    // A book.toml that turns search off (`[output.html.search] enable = false`) has no index to
+    // replace, and so no second build.
+    let searched = book
+        .config
+        .get::<bool>("output.html.search.enable")
+        .map_err(|e| anyhow::anyhow!("{e:#}"))?
+        .unwrap_or(true);
+    if searched {
+        search::index_without_folds(book_root, workbook, &html)?;
+    }
     let dead = links::dead_links(&html);
     if !dead.is_empty() {
         bail!(
