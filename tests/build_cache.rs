@@ -1,51 +1,203 @@
-//! The build cache end to end: a second copy of the workbook takes the binaries the first one built,
-//! and on a GPU its findings name its own file. (The key's parts are unit-tested in nvcc.rs.)
+//! The build cache end to end: `check` keeps what an unchanged file built, a second copy of the
+//! workbook takes the binaries the first one built, and on a GPU its findings name its own file.
+//! (The key's parts are unit-tested in nvcc.rs.) The learner's file carries a comment of the run's
+//! own, so that its builds run nvcc while the rest comes from the tests' shared cache; the tests
+//! are few, and each checks several things of the same builds.
 
 mod common;
 
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
 
 use common::{nvcc_or_skip, Copy};
 
-/// `check race` in `copy` with its builds cached in `cache`: the report, and how many of its two
-/// build steps kept a binary instead of running nvcc.
-fn check(copy: &Copy, cache: &Path) -> (serde_json::Value, usize) {
-    let out = copy
-        .xtask()
-        .env(grader::environment::BUILD_CACHE, cache)
-        .args(["--format", "json", "check", "race"])
-        .output()
-        .unwrap();
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
-    let builds: Vec<&str> = report["steps"]
+/// The summaries of `report`'s two build steps (`check`'s, in JSON).
+fn build_summaries(report: &serde_json::Value) -> Vec<String> {
+    let builds: Vec<String> = report["steps"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|s| s["name"].as_str().unwrap().starts_with("build "))
-        .map(|s| s["summary"].as_str().unwrap())
+        .map(|s| s["summary"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(builds.len(), 2, "{report}");
-    let kept = builds.iter().filter(|s| s.contains("binary kept")).count();
-    (report, kept)
+    builds
 }
 
+/// How many of those steps kept a binary (in place, or from the cache) instead of running nvcc.
+fn kept(report: &serde_json::Value) -> usize {
+    build_summaries(report)
+        .iter()
+        .filter(|s| s.contains("binary kept"))
+        .count()
+}
+
+fn report_of(out: &std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+/// `check` keeps the binaries of an unchanged file and rebuilds an edited one; an edit undone takes
+/// its first binaries back from the workbook's build cache. The edit is a host function that
+/// reaches `getenv`: its compiled reach is read from the objects its two builds compiled and
+/// linked, not from more compiles of the file alone. (One test, so that these builds are made
+/// once: each is a real nvcc run.)
 #[test]
-fn another_copy_takes_the_cached_builds_and_its_findings_name_its_own_file() {
-    if !nvcc_or_skip("another_copy_takes_the_cached_builds_and_its_findings_name_its_own_file") {
+fn check_keeps_the_binaries_of_an_unchanged_file_and_reads_an_edited_one_from_its_builds() {
+    if !nvcc_or_skip(
+        "check_keeps_the_binaries_of_an_unchanged_file_and_reads_an_edited_one_from_its_builds",
+    ) {
         return;
     }
-    // A cache of this test's own: the tests' shared one may hold these builds already.
-    let cache = tempfile::tempdir().unwrap();
-    let (a, b) = (Copy::new(), Copy::new());
-    let (_, kept) = check(&a, cache.path());
-    assert_eq!(kept, 0, "an empty cache: nvcc ran");
-    let (report, kept) = check(&b, cache.path());
+    let copy = Copy::new();
+    let log = tempfile::tempdir().unwrap();
+    let log = log.path().join("builds.log");
+    // A text of this run's own (a comment in the region), so that its builds run nvcc here while
+    // the reference fix's come from the tests' shared cache.
+    let file = copy.path("exercises/03-race/reduce.cu");
+    let mine = with_a_comment_of_this_run(&std::fs::read_to_string(&file).unwrap());
+    std::fs::write(&file, &mine).unwrap();
+    // The report and the build log's lines for the learner's builds (the exit code depends on
+    // whether there is a GPU).
+    let check = || {
+        let _ = std::fs::remove_file(&log);
+        let report = report_of(
+            &copy
+                .xtask()
+                .env(grader::environment::BUILD_LOG, &log)
+                .args(["--format", "json", "check", "race"])
+                .output()
+                .unwrap(),
+        );
+        let lines = std::fs::read_to_string(&log).unwrap_or_default();
+        (report, lines)
+    };
+    let learner = |lines: &str, kind: &str| {
+        lines
+            .lines()
+            .filter(|l| l.starts_with(kind) && l.contains("/learner/"))
+            .count()
+    };
+    let (first, lines) = check();
+    assert_eq!(kept(&first), 0, "{:?}", build_summaries(&first));
+    assert_eq!(learner(&lines, "build "), 2, "{lines}");
+    // And the reference fix's timing build, whose device code the learner's clock reads are held to.
+    assert!(lines.contains("/reference/timing/"), "{lines}");
+    let (again, lines) = check();
     assert_eq!(
-        kept, 2,
-        "the same file in the same place of another copy: both builds from the cache"
+        kept(&again),
+        2,
+        "saved unchanged: {:?}",
+        build_summaries(&again)
     );
+    assert_eq!(learner(&lines, "build "), 0, "{lines}");
+    // An edit inside the region (outside it, the file would not be gradable).
+    std::fs::write(
+        &file,
+        mine.replacen(
+            "// ANCHOR_END: bug",
+            "int probe() { return getenv(\"X\") != nullptr; }\n// ANCHOR_END: bug",
+            1,
+        ),
+    )
+    .unwrap();
+    let (edited, lines) = check();
+    assert_eq!(kept(&edited), 0, "edited: {:?}", build_summaries(&edited));
+    let rule = edited["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "rule tool-aware")
+        .unwrap_or_else(|| panic!("no tool-aware rule: {edited}"));
+    let summary = rule["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("its compiled code") && summary.contains("`getenv`"),
+        "{summary}"
+    );
+    assert_eq!(learner(&lines, "build "), 2, "{lines}");
+    assert_eq!(
+        learner(&lines, "alone "),
+        0,
+        "the learner's file compiled alone: {lines}"
+    );
+    // The edit undone: the binaries of the first build come back from the build cache.
+    std::fs::write(&file, &mine).unwrap();
+    let (undone, lines) = check();
+    assert_eq!(
+        kept(&undone),
+        2,
+        "edit undone: {:?}",
+        build_summaries(&undone)
+    );
+    assert_eq!(
+        (learner(&lines, "build "), learner(&lines, "hit ")),
+        (0, 2),
+        "{lines}"
+    );
+}
+
+/// `text` (an exercise) with a comment naming this moment in its region: a text no other run
+/// built, so that its builds run nvcc, while everything else comes from the shared cache.
+fn with_a_comment_of_this_run(text: &str) -> String {
+    let nonce = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    text.replacen(
+        "// ANCHOR: bug\n",
+        &format!("// ANCHOR: bug\n// run {nonce}\n"),
+        1,
+    )
+}
+
+/// Two copies checked at once with one cache, new to their text: each build is compiled once, and the copy that
+/// came second to a build waits for it and takes its binary (one build of a key at a time among
+/// the graders sharing a cache). What it takes is the same bytes, copied out of the cache (what a
+/// program does to its binary stays in its folder), whose debug information names the stage
+/// folder nvcc ran in, not the other copy's; on a GPU each copy's findings name its own file.
+#[test]
+fn two_copies_checked_at_once_compile_each_build_once_and_take_it_as_their_own() {
+    if !nvcc_or_skip("two_copies_checked_at_once_compile_each_build_once_and_take_it_as_their_own")
+    {
+        return;
+    }
+    let log = tempfile::tempdir().unwrap();
+    let log = log.path().join("builds.log");
+    let copies = [Copy::new(), Copy::new()];
+    // One text of this run's own in both (see `with_a_comment_of_this_run`).
+    let text = with_a_comment_of_this_run(
+        &std::fs::read_to_string(copies[0].path("exercises/03-race/reduce.cu")).unwrap(),
+    );
+    for c in &copies {
+        std::fs::write(c.path("exercises/03-race/reduce.cu"), &text).unwrap();
+    }
+    let entries = common::build_cache();
+    let children: Vec<std::process::Child> = copies
+        .iter()
+        .map(|c| {
+            c.spawnable()
+                .env(grader::environment::BUILD_LOG, &log)
+                .args(["--format", "json", "check", "race"])
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let reports: Vec<serde_json::Value> = children
+        .into_iter()
+        .map(|c| report_of(&c.wait_with_output().unwrap()))
+        .collect();
+    let lines = std::fs::read_to_string(&log).unwrap();
+    let (built, hit): (Vec<&str>, Vec<&str>) = lines
+        .lines()
+        .filter(|l| l.contains("03-learner"))
+        .partition(|l| l.starts_with("build "));
+    assert_eq!((built.len(), hit.len()), (2, 2), "{lines}");
+    assert_eq!(reports.iter().map(kept).sum::<usize>(), 2, "{lines}");
+    // (The shared cache: other tests may add entries beside, which no copy's binary may be either.)
+    let cached: Vec<u64> = std::fs::read_dir(&entries)
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().ino())
+        .collect();
     for flavor in ["sanitize", "timing"] {
         let built = |c: &Copy| {
             c.path(".cudabugs/work/check/03-race/learner")
@@ -54,131 +206,36 @@ fn another_copy_takes_the_cached_builds_and_its_findings_name_its_own_file() {
         };
         // nvcc's output differs from run to run (its temporary files' names carry its process id):
         // the same bytes are the cached copy.
-        assert_eq!(
-            std::fs::read(built(&a)).unwrap(),
-            std::fs::read(built(&b)).unwrap(),
-            "{flavor}"
-        );
+        let bytes = std::fs::read(built(&copies[0])).unwrap();
+        assert_eq!(bytes, std::fs::read(built(&copies[1])).unwrap(), "{flavor}");
         // nvcc ran in a stage folder: the debug information names no submission's folder (a
         // student's, served to another), only the stage's.
-        let bytes = std::fs::read(built(&a)).unwrap();
         let names = |needle: &str| bytes.windows(needle.len()).any(|w| w == needle.as_bytes());
         assert!(!names("/work/check/") && names("/stage/build."), "{flavor}");
-        // A copy of the entry, not a link to it: what a program does to its binary stays in its folder.
-        let ino = std::fs::metadata(built(&b)).unwrap().ino();
-        assert!(std::fs::read_dir(cache.path()).unwrap().all(|e| e
-            .unwrap()
-            .metadata()
-            .unwrap()
-            .ino()
-            != ino));
+        for c in &copies {
+            let ino = std::fs::metadata(built(c)).unwrap().ino();
+            assert!(!cached.contains(&ino), "{flavor}: a link to the cache");
+        }
     }
-    // On a GPU the untouched race fails at racecheck: each finding names b's file, found by its
-    // name in a binary whose debug information names a's folder (as a replayed recording's do).
-    if let Some(findings) = report["findings"].as_array().filter(|f| !f.is_empty()) {
-        let mine = b.path("exercises/03-race/reduce.cu").display().to_string();
+    // On a GPU the untouched race fails at racecheck: each finding names the copy's own file,
+    // found by its name in a binary whose debug information may name the other copy's folder.
+    for (c, report) in copies.iter().zip(&reports) {
+        let Some(findings) = report["findings"].as_array().filter(|f| !f.is_empty()) else {
+            continue;
+        };
+        let mine = c.path("exercises/03-race/reduce.cu").display().to_string();
         let paths: Vec<&str> = findings
             .iter()
             .flat_map(|f| f["locations"].as_array().unwrap())
             .map(|l| l["path"].as_str().unwrap())
             .collect();
         assert!(paths.contains(&mine.as_str()), "{paths:?}");
-        let a_root = a.root().display().to_string();
+        let other = copies.iter().find(|o| o.root() != c.root()).unwrap();
+        let other_root = other.root().display().to_string();
         assert!(
-            paths.iter().all(|p| !p.starts_with(&a_root)),
+            paths.iter().all(|p| !p.starts_with(&other_root)),
             "a path of the other copy: {paths:?}"
         );
         assert_eq!(report["step"], "racecheck", "{report}");
     }
-}
-
-/// Two copies checked at once with one empty cache: each text is compiled once, and the copy that
-/// came second to a build waits for it and takes its binary (one build of a key at a time among
-/// the graders sharing a cache).
-#[test]
-fn two_copies_checked_at_once_compile_each_build_once() {
-    if !nvcc_or_skip("two_copies_checked_at_once_compile_each_build_once") {
-        return;
-    }
-    let cache = tempfile::tempdir().unwrap();
-    let log = cache.path().join("builds.log");
-    let (a, b) = (Copy::new(), Copy::new());
-    let children: Vec<std::process::Child> = [&a, &b]
-        .into_iter()
-        .map(|c| {
-            c.spawnable()
-                .env(grader::environment::BUILD_CACHE, cache.path().join("cache"))
-                .env(grader::environment::BUILD_LOG, &log)
-                .args(["--format", "json", "check", "race"])
-                .stdout(std::process::Stdio::null())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    for mut child in children {
-        child.wait().unwrap();
-    }
-    let lines = std::fs::read_to_string(&log).unwrap();
-    let (built, hit): (Vec<&str>, Vec<&str>) = lines
-        .lines()
-        .filter(|l| l.contains("03-learner"))
-        .partition(|l| l.starts_with("build "));
-    assert_eq!((built.len(), hit.len()), (2, 2), "{lines}");
-}
-
-/// An edited file's compiled reach is read from the objects its two builds compiled and linked,
-/// not from two more compiles of the file alone: a host function added in the region that reaches
-/// `getenv` is named from the compiled code, and no nvcc compiled the learner's file alone.
-#[test]
-fn an_edited_file_is_analysed_from_the_objects_its_builds_left() {
-    if !nvcc_or_skip("an_edited_file_is_analysed_from_the_objects_its_builds_left") {
-        return;
-    }
-    let copy = Copy::new();
-    let file = copy.path("exercises/03-race/reduce.cu");
-    // A text of this run's own, so that its builds run here rather than come from the shared cache.
-    let nonce = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let text = std::fs::read_to_string(&file).unwrap().replacen(
-        "// ANCHOR_END: bug",
-        &format!("int probe_{nonce}() {{ return getenv(\"X\") != nullptr; }}\n// ANCHOR_END: bug"),
-        1,
-    );
-    std::fs::write(&file, text).unwrap();
-    let log = tempfile::tempdir().unwrap();
-    let log = log.path().join("builds.log");
-    let out = copy
-        .xtask()
-        .env(grader::environment::BUILD_LOG, &log)
-        .args(["--format", "json", "check", "race"])
-        .output()
-        .unwrap();
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
-    let rule = report["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["name"] == "rule tool-aware")
-        .unwrap_or_else(|| panic!("no tool-aware rule: {report}"));
-    let summary = rule["summary"].as_str().unwrap();
-    assert!(
-        summary.contains("its compiled code") && summary.contains("`getenv`"),
-        "{summary}"
-    );
-    let lines = std::fs::read_to_string(&log).unwrap();
-    let learner: Vec<&str> = lines.lines().filter(|l| l.contains("/learner/")).collect();
-    assert_eq!(
-        learner.iter().filter(|l| l.starts_with("build ")).count(),
-        2,
-        "{lines}"
-    );
-    assert!(
-        lines
-            .lines()
-            .all(|l| !l.starts_with("alone ") || !l.contains("/learner/")),
-        "the learner's file compiled alone: {lines}"
-    );
 }

@@ -412,68 +412,6 @@ fn without_a_gpu_skipped_says_what_to_do_next_and_the_jargon_waits_for_verbose()
 }
 
 #[test]
-fn check_keeps_the_binaries_of_an_unchanged_file_and_rebuilds_an_edited_one() {
-    if !nvcc_or_skip("check_keeps_the_binaries_of_an_unchanged_file_and_rebuilds_an_edited_one") {
-        return;
-    }
-    let copy = common::Copy::new();
-    // The summaries of the learner's two build steps (the exit code depends on whether there is a GPU).
-    let build_summaries = || -> Vec<String> {
-        // The copy's own build cache, empty at first (the shared one may hold these builds).
-        let out = copy
-            .xtask()
-            .env_remove(grader::environment::BUILD_CACHE)
-            .args(["--format", "json", "check", "race"])
-            .output()
-            .unwrap();
-        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        report["steps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|s| s["name"].as_str().unwrap().starts_with("build "))
-            .map(|s| s["summary"].as_str().unwrap().to_string())
-            .collect()
-    };
-    let kept = |summaries: &[String]| {
-        summaries
-            .iter()
-            .filter(|s| s.contains("binary kept"))
-            .count()
-    };
-    let first = build_summaries();
-    assert_eq!((first.len(), kept(&first)), (2, 0), "{first:?}");
-    let again = build_summaries();
-    assert_eq!(kept(&again), 2, "saved unchanged: {again:?}");
-    let file = copy.path("exercises/03-race/reduce.cu");
-    // An edit inside the region (outside it, the file would not be gradable).
-    let text = std::fs::read_to_string(&file).unwrap();
-    std::fs::write(
-        &file,
-        text.replacen("// ANCHOR: bug\n", "// ANCHOR: bug\n// an edit\n", 1),
-    )
-    .unwrap();
-    let edited = build_summaries();
-    assert_eq!(kept(&edited), 0, "edited: {edited:?}");
-    // The edit undone: the binaries of the first build come back from the workbook's build cache.
-    let original = std::fs::read_to_string(&file)
-        .unwrap()
-        .replace("// an edit\n", "");
-    std::fs::write(&file, original).unwrap();
-    let undone = build_summaries();
-    assert_eq!(kept(&undone), 2, "edit undone: {undone:?}");
-    let entries: Vec<String> = copy
-        .path(".cudabugs/work/build-cache")
-        .read_dir()
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    let count = |ext: &str| entries.iter().filter(|n| n.ends_with(ext)).count();
-    // And the reference fix's timing build, whose device code the learner's clock reads are held to.
-    assert_eq!((count(".bin"), count(".deps")), (5, 5), "two texts, two builds each, the reference's timing build, a binary and a manifest each: {entries:?}");
-}
-
-#[test]
 fn verify_without_a_gpu_checks_what_it_can_and_exits_6() {
     if !cpu_only_or_skip("verify_without_a_gpu_checks_what_it_can_and_exits_6") {
         return;

@@ -203,7 +203,8 @@ fn limits() -> Limits {
 #[test]
 fn an_infinite_loop_times_out() {
     let fx = Fixture::new();
-    let f = fx.run("while :; do :; done", Duration::from_secs(2), limits());
+    // Half a second: long enough to be a loop, not a start-up (the real limit is the manifest's).
+    let f = fx.run("while :; do :; done", Duration::from_millis(500), limits());
     assert_eq!(f.exit, Exit::TimedOut);
     assert_eq!(f.describe_exit(), "timed out and was killed");
 }
@@ -228,8 +229,8 @@ fn a_gigabyte_on_stdout_is_capped_and_counted() {
 fn a_fork_bomb_is_contained_and_ends_with_the_run() {
     let fx = Fixture::new();
     let f = fx.run(
-        "bomb() { bomb | bomb & }; bomb; sleep 2",
-        Duration::from_secs(4),
+        "bomb() { bomb | bomb & }; bomb; sleep 0.5",
+        Duration::from_secs(1),
         limits(),
     );
     // Under the process limit the bomb may still be forking at the timeout, be killed as left

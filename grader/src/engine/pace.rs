@@ -173,11 +173,12 @@ mod tests {
         use crate::tools::runner::{run, Exit, Job};
         let ms = Duration::from_millis;
         let racecheck: Peers = (Some("03-race".into()), StageKind::Sanitize(Tool::Racecheck));
-        // Three peers ended in 0.1 s; with a 0.5 s floor, the last is held to 0.5 s, not its 60 s.
+        // Three peers ended in 20 ms; with a 100 ms floor (`FLOOR` is 30 s), the last is held to
+        // 100 ms, not its 60 s. The whole test waits about 0.4 s.
         let pace = |left: usize| {
             Arc::new(Pace {
-                runs: Mutex::new([(racecheck.clone(), (left, vec![ms(100); 3]))].into()),
-                floor: ms(500),
+                runs: Mutex::new([(racecheck.clone(), (left, vec![ms(20); 3]))].into()),
+                floor: ms(100),
             })
         };
         let job = |pace: Arc<Pace>, script: &str| {
@@ -194,10 +195,10 @@ mod tests {
         let cut = run(&job(pace(1), "sleep 30")).unwrap();
         assert_eq!(cut.exit, Exit::TimedOut, "{cut:?}");
         assert!(cut.wall < Duration::from_secs(10), "{:?}", cut.wall);
-        let within = run(&job(pace(1), "sleep 0.2; echo done")).unwrap();
+        let within = run(&job(pace(1), "sleep 0.02; echo done")).unwrap();
         assert_eq!(within.exit, Exit::Code(0), "{within:?}");
         // Another run of the tool still going: no pace yet, so it runs on (here, to its end).
-        let waiting = run(&job(pace(2), "sleep 1.5; echo done")).unwrap();
+        let waiting = run(&job(pace(2), "sleep 0.3; echo done")).unwrap();
         assert_eq!(waiting.exit, Exit::Code(0), "{waiting:?}");
     }
 }
