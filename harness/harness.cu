@@ -58,11 +58,53 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sched.h>
+#include <string>
+#include <utility>
+#include <vector>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include "cudabugs.cuh"
 #include "timeline.cuh"
 #include "driver.cuh"
+
+namespace cb {
+
+// Host memory for the buffers cb_run receives: pageable, or page-locked (cudaMallocHost) where the
+// manifest says `host_memory = "pinned"` (the harness's --pinned).
+void* host_alloc(size_t bytes);
+void host_free(void* p);
+template <class T> struct HostAllocator {
+  using value_type = T;
+  HostAllocator() = default;
+  template <class U> HostAllocator(const HostAllocator<U>&) {}
+  T* allocate(size_t n) { return static_cast<T*>(host_alloc(n * sizeof(T))); }
+  void deallocate(T* p, size_t) { host_free(p); }
+  template <class U> bool operator==(const HostAllocator<U>&) const { return true; }
+  template <class U> bool operator!=(const HostAllocator<U>&) const { return false; }
+};
+
+using Bytes = std::vector<unsigned char, HostAllocator<unsigned char>>;
+
+struct Buffer {
+  std::string name;
+  DType dtype;
+  size_t len;
+  // Where the exercise reads and writes it: the harness's own memory (`storage`, for the cases) or
+  // the memory the grader shares for its timed calls (`--serve`).
+  unsigned char* data = nullptr;
+  Bytes storage;
+  size_t size() const { return len * (dtype == DType::F64 ? 8 : 4); }
+};
+
+}  // namespace cb
+
+struct cb::Io::Buffers {
+  std::vector<std::pair<std::string, long long>> params;
+  std::vector<Buffer> inputs, outputs;
+};
+
+cb::Io::Io() : buffers_(new Buffers) {}
+cb::Io::~Io() { delete buffers_; }
 
 // The harness's one kernel, launched (warm.cu): the rest of this file is host code, compiled as C++
 // beside it (grader/src/tools/nvcc.rs, prepare_harness).
@@ -212,7 +254,7 @@ void load(const char* path, cb::Io& io, bool layout_only = false) {
   if (std::memcmp(magic, "CBIN", 4) != 0 || r.get<uint32_t>() != 1) die("not a cudabugs input file", path);
   for (uint32_t i = 0, n = r.get<uint32_t>(); i < n; i++) {
     std::string name = r.name();
-    io.params_.emplace_back(name, r.get<int64_t>());
+    io.buffers().params.emplace_back(name, r.get<int64_t>());
   }
   // An input buffer is its header followed by its bytes; an output buffer is a header only.
   for (uint32_t i = 0, n = r.get<uint32_t>(); i < n; i++) {
@@ -223,11 +265,11 @@ void load(const char* path, cb::Io& io, bool layout_only = false) {
       own(b);
       r.raw(b.data, b.size());
     }
-    io.inputs_.push_back(std::move(b));
+    io.buffers().inputs.push_back(std::move(b));
   }
   for (uint32_t i = 0, n = r.get<uint32_t>(); i < n; i++) {
-    io.outputs_.push_back(buffer_header(r));
-    if (!layout_only) own(io.outputs_.back());
+    io.buffers().outputs.push_back(buffer_header(r));
+    if (!layout_only) own(io.buffers().outputs.back());
   }
   std::fclose(f);
 }
@@ -238,11 +280,11 @@ void save(const char* path, const cb::Io& io) {
   auto put = [&](const void* p, size_t n) {
     if (n && std::fwrite(p, 1, n, f) != n) die("write failed", path);
   };
-  const uint32_t version = 1, count = static_cast<uint32_t>(io.outputs_.size());
+  const uint32_t version = 1, count = static_cast<uint32_t>(io.buffers().outputs.size());
   put("CBOT", 4);
   put(&version, 4);
   put(&count, 4);
-  for (const cb::Buffer& b : io.outputs_) {
+  for (const cb::Buffer& b : io.buffers().outputs) {
     const uint16_t len = static_cast<uint16_t>(b.name.size());
     const uint64_t elems = b.len;
     put(&len, 2);
@@ -329,14 +371,14 @@ int serve(int fd, const char* in_path, bool spin, const Records& records) {
   cb::Io io;
   load(in_path, io, true);
   size_t need = kPage;
-  for (auto* list : {&io.inputs_, &io.outputs_})
+  for (auto* list : {&io.buffers().inputs, &io.buffers().outputs})
     for (cb::Buffer& b : *list) need += round_up(b.size());
   struct stat st;
   if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < need) die("the shared memory is missing or too small for", in_path);
   auto* region = static_cast<unsigned char*>(mmap(nullptr, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
   if (region == MAP_FAILED || load_word(region, kMagicAt) != kMagic) die("not the grader's shared memory", in_path);
   size_t at = kPage;
-  for (auto* list : {&io.inputs_, &io.outputs_})
+  for (auto* list : {&io.buffers().inputs, &io.buffers().outputs})
     for (cb::Buffer& b : *list) {
       b.data = region + at;
       at += round_up(b.size());
@@ -408,19 +450,19 @@ void cb::host_free(void* p) {
 }
 
 long long cb::Io::param(const char* name) const {
-  for (const auto& p : params_)
+  for (const auto& p : buffers_->params)
     if (p.first == name) return p.second;
   die("the exercise asked for an unknown parameter", name);
 }
 
-const cb::Buffer& cb::Io::find(const std::vector<Buffer>& list, const char* name, DType want,
-                               const char* what) const {
-  for (const Buffer& b : list) {
+void* cb::Io::find(const char* name, DType want, bool output, size_t* len) const {
+  for (const Buffer& b : output ? buffers_->outputs : buffers_->inputs) {
     if (b.name != name) continue;
     if (b.dtype != want) die("the exercise asked for a buffer with the wrong element type", name);
-    return b;
+    if (len) *len = b.len;
+    return b.data;
   }
-  die(what, name);
+  die(output ? "output" : "input", name);
 }
 
 int main(int argc, char** argv) {
@@ -451,7 +493,7 @@ int main(int argc, char** argv) {
   for (; i + 1 < argc; i += 2) {
     cb::Io io;
     load(argv[i], io);
-    for (cb::Buffer& b : io.outputs_) std::memset(b.data, poison ? 0xFF : 0, b.size());
+    for (cb::Buffer& b : io.buffers().outputs) std::memset(b.data, poison ? 0xFF : 0, b.size());
     cb_run(io);
     CB_CHECK(cudaDeviceSynchronize());
     CB_CHECK(cudaGetLastError());

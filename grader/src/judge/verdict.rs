@@ -355,11 +355,17 @@ pub fn build(name: impl Into<String>, output: &Output, flavor: Flavor, arch: &st
                 } else {
                     ""
                 };
+                let old_includes = if b.old_includes {
+                    "; with <string>, <vector> and <utility> included for the file, which uses \
+                     them without including them (cudabugs.cuh no longer does)"
+                } else {
+                    ""
+                };
                 Step::new(
                     name,
                     Status::Passed,
                     format!(
-                        "nvcc {} ({}){kept}",
+                        "nvcc {} ({}){kept}{old_includes}",
                         flavor.flags().join(" "),
                         b.arch.as_deref().unwrap_or(arch)
                     ),

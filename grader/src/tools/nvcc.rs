@@ -43,6 +43,41 @@ pub const TIMELINE_WRAPPED: &[&str] = &[
     "cudaFree",
 ];
 
+/// The C++ headers `cudabugs.cuh` included until 2026-12 (`<string>`, `<vector>`, `<utility>`), as
+/// nvcc options: an exercise's file that uses their names without including them itself (it
+/// compiled then) is compiled with them. Only such a file: they cost about a second of nvcc's host
+/// passes in every compile (harness/cudabugs.cuh).
+pub const OLD_HEADER_INCLUDES: &[&str] = &[
+    "-include", "string", "-include", "vector", "-include", "utility",
+];
+
+/// Whether nvcc's errors say that the file used a name those headers declare: `std::vector`
+/// (`namespace "std" has no member`), or after `using namespace std` a bare one.
+pub fn missed_old_includes(errors: &str) -> bool {
+    const NAMES: &[&str] = &[
+        "string",
+        "vector",
+        "pair",
+        "make_pair",
+        "move",
+        "forward",
+        "swap",
+        "min",
+        "max",
+        "to_string",
+        "stoi",
+        "stol",
+        "stoll",
+        "stof",
+        "stod",
+        "size_t",
+    ];
+    errors.contains("namespace \"std\" has no member")
+        || NAMES
+            .iter()
+            .any(|n| errors.contains(&format!("identifier \"{n}\" is undefined")))
+}
+
 /// The linker option that wraps them.
 fn timeline_wrap() -> String {
     TIMELINE_WRAPPED
@@ -95,6 +130,9 @@ pub struct Built {
     /// An exercise's file compiled alone, as this build compiled it before linking it: only where
     /// nvcc ran now.
     pub object: Option<Object>,
+    /// Compiled with `OLD_HEADER_INCLUDES`: the file uses names of the headers `cudabugs.cuh` no
+    /// longer includes.
+    pub old_includes: bool,
     /// The binary's content hash, read once on first use and shared by every clone (a check's kept
     /// stages each key on it: five reads of the same binary before).
     content: std::sync::Arc<std::sync::OnceLock<Option<blake3::Hash>>>,
@@ -118,6 +156,7 @@ impl Built {
             reused,
             arch: None,
             object: None,
+            old_includes: false,
             content: Default::default(),
         }
     }
@@ -399,9 +438,6 @@ fn store(
     }
 }
 
-/// Compile `source` with the harness into `binary`, through `launcher` (confined where the source is
-/// a learner's: the preprocessor must not reach the reference solutions). With `Reuse::IfUnchanged`,
-/// a binary whose recipe file (next to it) names the same source text and command is kept as it is.
 /// What a build compiles.
 #[derive(Debug, Clone, Copy)]
 pub enum Inputs<'a> {
@@ -479,8 +515,54 @@ fn arch_flag(arch: &str) -> String {
     }
 }
 
+/// Compile `source` with the harness into `binary`, through `launcher` (confined where the source is
+/// a learner's: the preprocessor must not reach the reference solutions). With `Reuse::IfUnchanged`,
+/// a binary whose recipe file (next to it) names the same source text and command is kept as it is.
 /// `sandbox` turns the nvcc job into the one that runs (the caller's confinement of learner code).
+/// An exercise's file that does not compile for want of a header `cudabugs.cuh` once included is
+/// built again with it (`OLD_HEADER_INCLUDES`); if that fails too, its first errors stand.
 pub fn build(
+    launcher: &dyn Launcher,
+    recipe: &Recipe,
+    flavor: Flavor,
+    inputs: Inputs,
+    binary: &Path,
+    reuse: Reuse,
+    sandbox: &dyn Fn(Job) -> Job,
+) -> Result<Built, BuildError> {
+    let once = |inputs| build_once(launcher, recipe, flavor, inputs, binary, reuse, sandbox);
+    let first = once(inputs);
+    let (
+        Err(BuildError::Compile { output, .. }),
+        Inputs::Exercise {
+            source,
+            flags,
+            arch,
+        },
+    ) = (&first, inputs)
+    else {
+        return first;
+    };
+    if !missed_old_includes(output) {
+        return first;
+    }
+    let flags: Vec<&'static str> = flags.iter().chain(OLD_HEADER_INCLUDES).copied().collect();
+    match once(Inputs::Exercise {
+        source,
+        flags: &flags,
+        arch,
+    }) {
+        Ok(built) => Ok(Built {
+            old_includes: true,
+            ..built
+        }),
+        // The file's own errors, as it was written.
+        Err(_) => first,
+    }
+}
+
+/// `build`, with the file compiled as it is written.
+fn build_once(
     launcher: &dyn Launcher,
     recipe: &Recipe,
     flavor: Flavor,
@@ -709,6 +791,18 @@ pub fn log_build(what: &str, binary: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// nvcc 13.0's words (captured on this machine) for a file that uses what `cudabugs.cuh`
+    /// included until 2026-12, and for errors of other kinds.
+    #[test]
+    fn only_a_name_of_the_old_headers_builds_again_with_them() {
+        let qualified = "sum.cu(53): error: namespace \"std\" has no member \"vector\"\n";
+        let bare = "/tmp/u.cu(3): error: identifier \"vector\" is undefined\n";
+        assert!(missed_old_includes(qualified) && missed_old_includes(bare));
+        let other = "reduce.cu(9): error: identifier \"blockSum\" is undefined\n";
+        let syntax = "reduce.cu(9): error: expected a \";\"\n";
+        assert!(!missed_old_includes(other) && !missed_old_includes(syntax));
+    }
 
     #[test]
     fn an_architecture_specific_target_is_built_for_that_target_alone() {

@@ -34,7 +34,7 @@ pub enum ReachError {
 
 /// Bumped when the parse, the analysis builds or the key change, so that kept results are not
 /// reused.
-const ANALYSIS_VERSION: &str = "reach-5";
+const ANALYSIS_VERSION: &str = "reach-6";
 
 /// The most objdump may print: a file of templates at `-O0` prints a few MiB at the most.
 const DUMP_CAP: usize = 64 << 20;
@@ -104,7 +104,8 @@ fn copied_unchanged(left: &nvcc::Object, to: &Path) -> bool {
     std::fs::copy(&left.path, to).is_ok() && nvcc::file_hash(to) == Some(left.hash)
 }
 
-/// The file in `dir` compiled alone into `object`, as its `flavor` build compiles it.
+/// The file in `dir` compiled alone into `object`, as its `flavor` build compiles it (with the
+/// headers `cudabugs.cuh` once included, where it needs them: `nvcc::build`).
 fn compile_alone(
     ctx: &Context,
     ex: &Exercise,
@@ -117,16 +118,32 @@ fn compile_alone(
     let options = ex.manifest.manifest.build;
     let arch = options.arch(recipe.arch);
     let source = Path::new(ex.manifest.source_name());
-    let mut job = nvcc::compile_job(&recipe, flavor, &arch, options.flags(), source, object);
-    job.cwd = Some(dir.to_path_buf());
     // Each object its own TMPDIR: nvcc's intermediate files of the two builds must not meet.
     let tmp = dir.join(format!("tmp-{}", flavor.dir_name()));
     std::fs::create_dir_all(&tmp).map_err(|e| ReachError::Io(tmp.clone(), e))?;
-    let mut job = wrap(job);
-    job.env.retain(|(k, _)| k != "TMPDIR");
-    job.env.push(("TMPDIR".into(), tmp.into()));
-    let done = ctx.launcher.launch(&job)?;
-    nvcc::log_build(&format!("alone {}", flavor.dir_name()), object);
+    let compile = |flags: &[&str]| {
+        let mut job = nvcc::compile_job(&recipe, flavor, &arch, flags, source, object);
+        job.cwd = Some(dir.to_path_buf());
+        let mut job = wrap(job);
+        job.env.retain(|(k, _)| k != "TMPDIR");
+        job.env.push(("TMPDIR".into(), tmp.clone().into()));
+        let done = ctx.launcher.launch(&job)?;
+        nvcc::log_build(&format!("alone {}", flavor.dir_name()), object);
+        Ok::<_, ReachError>(done)
+    };
+    let mut done = compile(options.flags())?;
+    if !done.success() && nvcc::missed_old_includes(&done.output()) {
+        let flags: Vec<&str> = options
+            .flags()
+            .iter()
+            .chain(nvcc::OLD_HEADER_INCLUDES)
+            .copied()
+            .collect();
+        let again = compile(&flags)?;
+        if again.success() {
+            done = again;
+        }
+    }
     if done.success() {
         return Ok(());
     }
