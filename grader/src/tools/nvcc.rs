@@ -774,7 +774,8 @@ fn same_file(source: &Path, dep: &Path, cwd: Option<&Path>) -> bool {
 }
 
 /// `CUDABUGS_BUILD_LOG=FILE`: one line per nvcc run or cache hit appended to FILE (how the test suite's
-/// builds were counted).
+/// builds were counted). One write a line: `writeln!` writes each piece apart, and the lines of
+/// builds side by side (a check's two, two graders') interleaved.
 pub fn log_build(what: &str, binary: &Path) {
     if let Some(path) = crate::environment::path(crate::environment::BUILD_LOG) {
         use std::io::Write;
@@ -783,7 +784,7 @@ pub fn log_build(what: &str, binary: &Path) {
             .append(true)
             .open(path)
         {
-            let _ = writeln!(f, "{what} {}", binary.display());
+            let _ = f.write_all(format!("{what} {}\n", binary.display()).as_bytes());
         }
     }
 }
