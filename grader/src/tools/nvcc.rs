@@ -51,9 +51,11 @@ pub const OLD_HEADER_INCLUDES: &[&str] = &[
     "-include", "string", "-include", "vector", "-include", "utility",
 ];
 
-/// Whether nvcc's errors say that the file used a name those headers declare: `std::vector`
-/// (`namespace "std" has no member`), or after `using namespace std` a bare one.
-pub fn missed_old_includes(errors: &str) -> bool {
+/// Whether a file that failed to compile (`errors`, nvcc's) may have failed for want of those
+/// headers: nvcc says so (`namespace "std" has no member`), the text names one of their names
+/// with `std::` (nvcc's first error may then be another: `const std::vector<unsigned> v(...)`
+/// reads "qualified name is not allowed"), or after `using namespace std` one is undeclared.
+pub fn missed_old_includes(errors: &str, text: &str) -> bool {
     const NAMES: &[&str] = &[
         "string",
         "vector",
@@ -70,12 +72,20 @@ pub fn missed_old_includes(errors: &str) -> bool {
         "stoll",
         "stof",
         "stod",
-        "size_t",
     ];
+    let qualified = |name: &str| {
+        let needle = format!("std::{name}");
+        text.match_indices(&needle).any(|(at, _)| {
+            let next = text[at + needle.len()..].chars().next();
+            !next.is_some_and(|c| c.is_alphanumeric() || c == '_')
+        })
+    };
     errors.contains("namespace \"std\" has no member")
-        || NAMES
-            .iter()
-            .any(|n| errors.contains(&format!("identifier \"{n}\" is undefined")))
+        || NAMES.iter().any(|n| qualified(n))
+        || (text.contains("using namespace std")
+            && NAMES
+                .iter()
+                .any(|n| errors.contains(&format!("identifier \"{n}\" is undefined"))))
 }
 
 /// The linker option that wraps them.
@@ -543,7 +553,7 @@ pub fn build(
     else {
         return first;
     };
-    if !missed_old_includes(output) {
+    if !std::fs::read_to_string(source).is_ok_and(|text| missed_old_includes(output, &text)) {
         return first;
     }
     let flags: Vec<&'static str> = flags.iter().chain(OLD_HEADER_INCLUDES).copied().collect();
@@ -793,16 +803,26 @@ pub fn log_build(what: &str, binary: &Path) {
 mod tests {
     use super::*;
 
-    /// nvcc 13.0's words (captured on this machine) for a file that uses what `cudabugs.cuh`
+    /// nvcc 13.0's words (captured on this machine) for files that use what `cudabugs.cuh`
     /// included until 2026-12, and for errors of other kinds.
     #[test]
-    fn only_a_name_of_the_old_headers_builds_again_with_them() {
+    fn only_a_file_that_may_want_the_old_headers_builds_again_with_them() {
         let qualified = "sum.cu(53): error: namespace \"std\" has no member \"vector\"\n";
+        assert!(missed_old_includes(qualified, ""));
+        // tests/fixtures/honest-variety/host-vector: nvcc names no header, the text does.
+        let declared = "histogram.cu(41): error: qualified name is not allowed\n";
+        let text = "#include <algorithm>\n  const std::vector<unsigned> zeros(BINS, 0u);\n";
+        assert!(missed_old_includes(declared, text));
         let bare = "/tmp/u.cu(3): error: identifier \"vector\" is undefined\n";
-        assert!(missed_old_includes(qualified) && missed_old_includes(bare));
+        assert!(missed_old_includes(
+            bare,
+            "using namespace std;\nvector<int> v;\n"
+        ));
+        assert!(!missed_old_includes(bare, "vector<int> v;\n"), "no `using`");
         let other = "reduce.cu(9): error: identifier \"blockSum\" is undefined\n";
-        let syntax = "reduce.cu(9): error: expected a \";\"\n";
-        assert!(!missed_old_includes(other) && !missed_old_includes(syntax));
+        let syntax = "reduce.cu(21): error: expected a \";\"\n";
+        let text = "float v = std::fmaxf(a, b); std::vectors_of_mine x; return v\n";
+        assert!(!missed_old_includes(other, text) && !missed_old_includes(syntax, text));
     }
 
     #[test]

@@ -132,7 +132,8 @@ fn compile_alone(
         Ok::<_, ReachError>(done)
     };
     let mut done = compile(options.flags())?;
-    if !done.success() && nvcc::missed_old_includes(&done.output()) {
+    let text = std::fs::read_to_string(dir.join(source)).unwrap_or_default();
+    if !done.success() && nvcc::missed_old_includes(&done.output(), &text) {
         let flags: Vec<&str> = options
             .flags()
             .iter()
