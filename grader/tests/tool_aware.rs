@@ -477,27 +477,29 @@ fn compiled_reads(
     // a cubin is not linked.
     let options = ex.manifest.manifest.build;
     let arch = format!("-arch={}", options.arch("sm_90"));
-    let compile = |extra: &[&str]| {
-        std::process::Command::new(&nvcc.path)
-            .args(["-std=c++17", &arch, "-O3", "-cubin"])
-            .args(options.flags().iter().filter(|f| !f.starts_with("-l")))
-            .args(extra)
-            .arg("-I")
-            .arg(repo().join("harness"))
-            .arg("-o")
-            .arg(&cubin)
-            .arg(&source)
-            .output()
-            .unwrap()
-    };
     // As the grader builds it: with the headers `cudabugs.cuh` once included where the text
     // wants them (an edit inside a function cannot add an `#include`).
-    let mut built = compile(&[]);
-    if !built.status.success()
-        && grader::tools::nvcc::missed_old_includes(&String::from_utf8_lossy(&built.stderr), text)
-    {
-        built = compile(grader::tools::nvcc::OLD_HEADER_INCLUDES);
-    }
+    let (built, _) = grader::tools::nvcc::as_written_or_with_old_includes(
+        &[],
+        || text.to_string(),
+        |extra| {
+            std::process::Command::new(&nvcc.path)
+                .args(["-std=c++17", &arch, "-O3", "-cubin"])
+                .args(options.flags().iter().filter(|f| !f.starts_with("-l")))
+                .args(extra)
+                .arg("-I")
+                .arg(repo().join("harness"))
+                .arg("-o")
+                .arg(&cubin)
+                .arg(&source)
+                .output()
+                .unwrap()
+        },
+        |out| match out.status.success() {
+            true => Ok(()),
+            false => Err(Some(String::from_utf8_lossy(&out.stderr).into_owned())),
+        },
+    );
     assert!(
         built.status.success(),
         "{name}: {}",

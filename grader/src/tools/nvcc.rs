@@ -88,6 +88,32 @@ pub fn missed_old_includes(errors: &str, text: &str) -> bool {
                 .any(|n| errors.contains(&format!("identifier \"{n}\" is undefined"))))
 }
 
+/// `compile` run with `flags` (an exercise's file), and where it failed for want of the headers
+/// `cudabugs.cuh` once included (`missed_old_includes` of its errors and of `text`) once more with
+/// them added: that result where it compiled, else the first (the file's own errors). `errors` says
+/// whether a result failed, with nvcc's errors where it failed to compile (none where nvcc did not
+/// run or did not finish: no second run). With whether the headers were added.
+pub fn as_written_or_with_old_includes<T>(
+    flags: &[&'static str],
+    text: impl FnOnce() -> String,
+    mut compile: impl FnMut(&[&'static str]) -> T,
+    errors: impl Fn(&T) -> Result<(), Option<String>>,
+) -> (T, bool) {
+    let first = compile(flags);
+    let Err(Some(output)) = errors(&first) else {
+        return (first, false);
+    };
+    if !missed_old_includes(&output, &text()) {
+        return (first, false);
+    }
+    let flags: Vec<&'static str> = flags.iter().chain(OLD_HEADER_INCLUDES).copied().collect();
+    let again = compile(&flags);
+    match errors(&again) {
+        Ok(()) => (again, true),
+        Err(_) => (first, false),
+    }
+}
+
 /// The linker option that wraps them.
 fn timeline_wrap() -> String {
     TIMELINE_WRAPPED
@@ -540,35 +566,35 @@ pub fn build(
     reuse: Reuse,
     sandbox: &dyn Fn(Job) -> Job,
 ) -> Result<Built, BuildError> {
-    let once = |inputs| build_once(launcher, recipe, flavor, inputs, binary, reuse, sandbox);
-    let first = once(inputs);
-    let (
-        Err(BuildError::Compile { output, .. }),
-        Inputs::Exercise {
-            source,
-            flags,
-            arch,
-        },
-    ) = (&first, inputs)
-    else {
-        return first;
-    };
-    if !std::fs::read_to_string(source).is_ok_and(|text| missed_old_includes(output, &text)) {
-        return first;
-    }
-    let flags: Vec<&'static str> = flags.iter().chain(OLD_HEADER_INCLUDES).copied().collect();
-    match once(Inputs::Exercise {
+    let Inputs::Exercise {
         source,
-        flags: &flags,
+        flags,
         arch,
-    }) {
-        Ok(built) => Ok(Built {
-            old_includes: true,
-            ..built
-        }),
-        // The file's own errors, as it was written.
-        Err(_) => first,
-    }
+    } = inputs
+    else {
+        return build_once(launcher, recipe, flavor, inputs, binary, reuse, sandbox);
+    };
+    let (built, old_includes) = as_written_or_with_old_includes(
+        flags,
+        || std::fs::read_to_string(source).unwrap_or_default(),
+        |flags| {
+            let inputs = Inputs::Exercise {
+                source,
+                flags,
+                arch,
+            };
+            build_once(launcher, recipe, flavor, inputs, binary, reuse, sandbox)
+        },
+        |built| match built {
+            Ok(_) => Ok(()),
+            Err(BuildError::Compile { output, .. }) => Err(Some(output.clone())),
+            Err(_) => Err(None),
+        },
+    );
+    built.map(|built| Built {
+        old_includes,
+        ..built
+    })
 }
 
 /// `build`, with the file compiled as it is written.

@@ -131,20 +131,17 @@ fn compile_alone(
         nvcc::log_build(&format!("alone {}", flavor.dir_name()), object);
         Ok::<_, ReachError>(done)
     };
-    let mut done = compile(options.flags())?;
-    let text = std::fs::read_to_string(dir.join(source)).unwrap_or_default();
-    if !done.success() && nvcc::missed_old_includes(&done.output(), &text) {
-        let flags: Vec<&str> = options
-            .flags()
-            .iter()
-            .chain(nvcc::OLD_HEADER_INCLUDES)
-            .copied()
-            .collect();
-        let again = compile(&flags)?;
-        if again.success() {
-            done = again;
-        }
-    }
+    let (done, _) = nvcc::as_written_or_with_old_includes(
+        options.flags(),
+        || std::fs::read_to_string(dir.join(source)).unwrap_or_default(),
+        compile,
+        |done| match done {
+            Ok(d) if d.success() => Ok(()),
+            Ok(d) => Err(Some(d.output())),
+            Err(_) => Err(None),
+        },
+    );
+    let done = done?;
     if done.success() {
         return Ok(());
     }
