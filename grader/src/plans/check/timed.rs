@@ -39,6 +39,7 @@ pub(super) fn run_timing(ctx: &Context, session: &mut Session) -> Result<Timed, 
             reference: REFERENCE,
             original: Some(ORIGINAL),
             batch: 0,
+            learner_calls: crate::engine::plan::Calls::Alone,
         },
         candidates,
     };

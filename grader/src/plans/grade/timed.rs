@@ -31,6 +31,7 @@ impl Worker<'_> {
     ) -> Option<crate::tools::ncu::Measured> {
         let TimedWork {
             timer,
+            learner_calls,
             wb,
             subs,
             correct,
@@ -61,6 +62,7 @@ impl Worker<'_> {
                 reference,
                 original,
                 batch: chunk.index,
+                learner_calls,
             },
             candidates: correct,
         };
