@@ -14,7 +14,7 @@
 //! | `CUDABUGS_TESTS` | the tests (`TestDepth`) | `full`: every catalog-wide scan and every nvcc half of a replayed plan; unset or `quick`: a sample |
 //! | `CUDABUGS_SECRET_SEED` | the `grade` command | the hidden cases' secret, as a number |
 //! | `CUDA_VISIBLE_DEVICES` | `plans::grade::class` | the GPUs `grade` spreads its workers over |
-//! | `CUDABUGS_TIMEOUT_SECS`, `CUDABUGS_SANITIZER_JOBS`, `CUDABUGS_NCU_JOBS`, `CUDABUGS_ISOLATION`, `CUDABUGS_MEMORY_MAX_MB`, `CUDABUGS_SANDBOX_UID`, `CUDABUGS_SANDBOX_GID`, `CUDABUGS_NO_INSTALL`, `CUDABUGS_ONE_CONNECTION`, `CUDABUGS_BESIDE_CALLS`, `CUDABUGS_GRADE_LANES`, `CUDABUGS_STUB_COMPILER`, `CUDABUGS_TIMED_CORES` | `engine::config` | run settings (`Config::from_env`) |
+//! | `CUDABUGS_TIMEOUT_SECS`, `CUDABUGS_SANITIZER_JOBS`, `CUDABUGS_NCU_JOBS`, `CUDABUGS_ISOLATION`, `CUDABUGS_MEMORY_MAX_MB`, `CUDABUGS_SANDBOX_UID`, `CUDABUGS_SANDBOX_GID`, `CUDABUGS_NO_INSTALL`, `CUDABUGS_GRADE_LANES`, `CUDABUGS_STUB_COMPILER`, `CUDABUGS_TIMED_CORES` | `engine::config` | run settings (`Config::from_env`) |
 //! | `PATH`, `LD_LIBRARY_PATH`, the `CUDA_`/`NVIDIA_` device and debugging switches | `engine::stages` | passed through to sandboxed programs (`PASSED_THROUGH`) |
 //! | `CARGO` | the `book` command | the cargo that runs it, to build the book's tool |
 //! | the whole environment | `tools::nvcc` | what nvcc inherits, less what would change its output |

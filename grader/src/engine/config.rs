@@ -108,12 +108,6 @@ pub struct Config {
     /// `check` and `verify`, whose cases' verdict is what a learner reads: a race between streams
     /// shows there first.
     pub cases_one_connection: bool,
-    /// A learner's whole call timed by the driver (`plan::Timer::Driver`, `grade`'s bug track) runs
-    /// beside the tools and cases, not alone on the GPU (`Timer::learner_calls_beside`): the
-    /// kernels' least time over the calls only grows beside other runs, so a call that weighs
-    /// well there stands, and one that does not is confirmed alone beside the reference fix.
-    /// `CUDABUGS_BESIDE_CALLS=0` times them alone (to measure what it saves).
-    pub beside_calls: bool,
     /// Whole cores a `grade` worker's timed calls get to themselves (`tools::cpus`;
     /// `CUDABUGS_TIMED_CORES`, 0: none).
     pub timed_cores: usize,
@@ -151,7 +145,6 @@ impl Default for Config {
             plain_kernel_timing: false,
             one_connection: true,
             cases_one_connection: false,
-            beside_calls: true,
             timed_cores: crate::tools::cpus::TIMED_CORES,
             cpus: Default::default(),
         }
@@ -192,8 +185,8 @@ impl Config {
     /// The defaults, with the environment's overrides: `CUDABUGS_TIMEOUT_SECS` (every per-run
     /// limit), `CUDABUGS_SANITIZER_JOBS`, `CUDABUGS_NCU_JOBS`, `CUDABUGS_ISOLATION`,
     /// `CUDABUGS_MEMORY_MAX_MB`, `CUDABUGS_SANDBOX_UID`, `CUDABUGS_SANDBOX_GID`, `CUDABUGS_NO_INSTALL`,
-    /// `CUDABUGS_ONE_CONNECTION`, `CUDABUGS_BESIDE_CALLS`, `CUDABUGS_GRADE_LANES`,
-    /// `CUDABUGS_STUB_COMPILER`, `CUDABUGS_TIMED_CORES`.
+    /// `CUDABUGS_ONE_CONNECTION`, `CUDABUGS_GRADE_LANES`, `CUDABUGS_STUB_COMPILER`,
+    /// `CUDABUGS_TIMED_CORES`.
     pub fn from_env() -> Result<Config, EnvError> {
         let mut c = Config::default();
         fn get<T: std::str::FromStr>(var: &'static str) -> Result<Option<T>, EnvError> {
@@ -255,9 +248,6 @@ impl Config {
         }
         if let Some(on) = get::<u8>("CUDABUGS_ONE_CONNECTION")? {
             c.one_connection = on != 0;
-        }
-        if let Some(on) = get::<u8>("CUDABUGS_BESIDE_CALLS")? {
-            c.beside_calls = on != 0;
         }
         if let Some(n) = get::<usize>("CUDABUGS_TIMED_CORES")? {
             c.timed_cores = n.min(64);

@@ -10,7 +10,7 @@ use crate::exercise::regions::Region;
 use crate::exercise::workbook::{Exercise, Workbook};
 use crate::tools::nvcc::{Flavor, Reuse};
 
-pub use crate::engine::timer::{Calls, Timer};
+pub use crate::engine::timer::Timer;
 
 /// Any CUDA program, for `sanitize`: its own sources and flags (or a binary built elsewhere), run
 /// with its own arguments from the folder it was started in.
@@ -310,10 +310,8 @@ impl StageKind {
         !matches!(self, StageKind::Build(_) | StageKind::Sass)
     }
 
-    /// What it occupies where its whole calls run as `calls` says.
-    pub fn resource(self, calls: Calls) -> Resource {
+    pub fn resource(self) -> Resource {
         match self {
-            StageKind::Call if calls == Calls::Beside => Resource::Gpu,
             StageKind::Build(_) => Resource::Cpu,
             // Beside the GPU stages, as soon as its build is there; it needs no GPU (`needs_gpu`).
             // (The scheduler runs only builds on its CPU slots: a SASS stage there panicked in a

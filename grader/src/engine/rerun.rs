@@ -23,15 +23,11 @@ const RESOURCE_FAILURES: &[&str] = &[
 
 /// Whether a GPU stage's run failed on a shared resource (and so may not be the program's fault).
 pub fn failed_on_resource(o: &Output) -> bool {
-    // The runs that share the GPU with other programs: the tools, the plain runs, the timings and
-    // the whole calls timed beside them (`plan::Calls::Beside`).
+    // The runs that share the GPU with other programs: the tools, the plain runs and the timings.
     let Some(finished) = o.finished().filter(|_| {
         matches!(
             o,
-            Output::Ran { .. }
-                | Output::Sanitized { .. }
-                | Output::Timed { .. }
-                | Output::Called { .. }
+            Output::Ran { .. } | Output::Sanitized { .. } | Output::Timed { .. }
         )
     }) else {
         return false;
@@ -187,24 +183,6 @@ mod tests {
             !failed_on_resource(&ran(0, "out of memory")),
             "a run that succeeded is not run again"
         );
-        // A whole call timed beside the others (`plan::Calls::Beside`) that ran out of memory.
-        let Output::Ran { run, .. } = ran(
-            3,
-            "CUDA error at reduce.cu:51: out of memory (cudaMalloc(&d_in, n * sizeof(float)))",
-        ) else {
-            unreachable!()
-        };
-        let called = Output::Called {
-            command: String::new(),
-            run,
-            failure: Some("the program ended before its calls".into()),
-            times: None,
-            timeline: None,
-            driver: None,
-            outputs: Vec::new(),
-            kept: false,
-        };
-        assert!(failed_on_resource(&called));
     }
 
     #[test]

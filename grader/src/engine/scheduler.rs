@@ -10,7 +10,7 @@ use crate::engine::context::Context;
 use crate::engine::events::{EngineEvent, Phase, StageOutcome};
 use crate::engine::kept;
 use crate::engine::pace::Pace;
-use crate::engine::plan::{Calls, Resource, Stage, StageKind, Submission};
+use crate::engine::plan::{Resource, Stage, StageKind, Submission};
 pub use crate::engine::rerun::failed_on_resource;
 use crate::engine::rerun::{rerun_alone, run_again, Again};
 use crate::engine::stages::{self, Blocked, Output, RunTerms};
@@ -102,7 +102,7 @@ pub fn execute(
     ctx: &Context,
     wb: &Workbook,
     subs: &[Submission],
-    (stages, calls): (&[Stage], Calls),
+    stages: &[Stage],
     results: &mut Results,
     start: Instant,
 ) -> PhaseTimes {
@@ -112,7 +112,7 @@ pub fn execute(
         .map(|sub| stages::materialise(sub).err())
         .collect();
     let builds = builds_needed(stages, results);
-    let of = |r: Resource| not_run((stages, calls), results, r);
+    let of = |r: Resource| not_run(stages, results, r);
     let (mut gpu, profiler, exclusive) = (
         of(Resource::Gpu),
         of(Resource::Profiler),
@@ -229,9 +229,7 @@ fn phase_started(ctx: &Context, phase: Phase, stages: usize, start: Instant) {
 fn builds_needed(stages: &[Stage], results: &Results) -> Vec<Stage> {
     let mut builds: Vec<Stage> = stages
         .iter()
-        .filter(|s| {
-            s.kind.resource(Calls::Alone) == Resource::Cpu && !results.outputs.contains_key(s)
-        })
+        .filter(|s| s.kind.resource() == Resource::Cpu && !results.outputs.contains_key(s))
         .cloned()
         .collect();
     for s in stages {
@@ -248,10 +246,10 @@ fn builds_needed(stages: &[Stage], results: &Results) -> Vec<Stage> {
 }
 
 /// The stages of `stages` on resource `r` that have no output in `results` yet.
-fn not_run((stages, calls): (&[Stage], Calls), results: &Results, r: Resource) -> Vec<Stage> {
+fn not_run(stages: &[Stage], results: &Results, r: Resource) -> Vec<Stage> {
     stages
         .iter()
-        .filter(|s| s.kind.resource(calls) == r && !results.outputs.contains_key(s))
+        .filter(|s| s.kind.resource() == r && !results.outputs.contains_key(s))
         .cloned()
         .collect()
 }
@@ -492,7 +490,7 @@ pub fn keep_or_measure_again(
             for s in &again {
                 results.outputs.remove(s);
             }
-            execute(ctx, wb, subs, (&again, Calls::Alone), results, started);
+            execute(ctx, wb, subs, &again, results, started);
             if let Some(ns) = call_ns {
                 kept::anchor(&dir, ns);
             }

@@ -47,31 +47,6 @@ impl Timer {
     pub fn by_call(self) -> bool {
         self == Timer::Call
     }
-
-    /// Where a learner's whole call is timed: beside the other runs of its phase rather than
-    /// alone on the GPU (`Config::beside_calls`) only where the driver times the kernels, whose
-    /// least time over the calls other programs' kernels can lengthen, not shorten (a GPU that
-    /// clocks down under their load slows it too). The reference fix's call, which every learner
-    /// is weighed against, is still timed alone, and a learner's that misses the target is timed
-    /// again alone beside it before it loses anything.
-    pub fn learner_calls(self, config: &crate::engine::config::Config) -> Calls {
-        if self == Timer::Driver && config.beside_calls {
-            Calls::Beside
-        } else {
-            Calls::Alone
-        }
-    }
-}
-
-/// Where a phase's whole calls run (`plans::session::Phase::calls`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Calls {
-    /// Alone on the GPU, one at a time, after the profiler: the judged clocks.
-    #[default]
-    Alone,
-    /// In a GPU slot beside the phase's other runs: learners' calls whose judged time other
-    /// programs can only lengthen (`Timer::learner_calls`).
-    Beside,
 }
 
 #[cfg(test)]
@@ -139,28 +114,5 @@ mod tests {
             timed_kinds(race, Timer::Ncu, Role::Learner),
             [StageKind::Timing, StageKind::Call]
         );
-    }
-
-    /// grade's bug track times a learner's call beside the tools (the driver's least kernel time
-    /// over the calls only grows there); every other clock, and `CUDABUGS_BESIDE_CALLS=0`, alone
-    /// on the GPU after the profiler.
-    #[test]
-    fn only_where_the_driver_times_the_kernels_do_learners_calls_run_beside() {
-        use crate::engine::config::Config;
-        use crate::engine::plan::Resource;
-        let on = Config::default();
-        let off = Config {
-            beside_calls: false,
-            ..Config::default()
-        };
-        assert_eq!(Timer::Driver.learner_calls(&on), Calls::Beside);
-        for (timer, config) in [(Timer::Driver, &off), (Timer::Call, &on), (Timer::Ncu, &on)] {
-            assert_eq!(timer.learner_calls(config), Calls::Alone, "{timer:?}");
-        }
-        assert_eq!(StageKind::Call.resource(Calls::Beside), Resource::Gpu);
-        assert_eq!(StageKind::Call.resource(Calls::Alone), Resource::Exclusive);
-        for other in [StageKind::Timing, StageKind::Correctness, StageKind::Fresh] {
-            assert_eq!(other.resource(Calls::Beside), other.resource(Calls::Alone));
-        }
     }
 }

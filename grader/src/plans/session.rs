@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use crate::engine::context::Context;
-use crate::engine::plan::{self, Calls, Stage, Submission};
+use crate::engine::plan::{self, Stage, Submission};
 use crate::engine::scheduler::{self, PhaseTimes, Results};
 use crate::exercise::workbook::{Exercise, Workbook};
 use crate::judge::perf;
@@ -34,8 +34,6 @@ pub struct Phase<'p> {
     pub timed: Option<TimedPhase<'p>>,
     /// The exercises whose library baselines (`perf::time_baseline`) are timed after the stages.
     pub baselines: Vec<&'p Exercise>,
-    /// Where its whole calls run: alone on the GPU, or beside its other runs.
-    pub calls: Calls,
 }
 
 /// The stages of a phase: listed when the plan is made, or worked out from the outputs of the
@@ -78,7 +76,6 @@ impl<'p> Phase<'p> {
             stages: Stages::Listed(stages),
             timed: None,
             baselines: Vec::new(),
-            calls: Calls::Alone,
         }
     }
 
@@ -99,11 +96,6 @@ impl<'p> Phase<'p> {
 
     pub fn with_baselines(self, baselines: Vec<&'p Exercise>) -> Phase<'p> {
         Phase { baselines, ..self }
-    }
-
-    /// Its whole calls run as `calls` says (`Calls::Beside`: in GPU slots beside its other runs).
-    pub fn with_calls(self, calls: Calls) -> Phase<'p> {
-        Phase { calls, ..self }
     }
 }
 
@@ -169,7 +161,7 @@ impl<'a, 's> Session<'a, 's> {
         };
         let mut end = PhaseEnd::default();
         if !stages.is_empty() {
-            end.times = self.execute(stages, phase.calls);
+            end.times = self.execute(stages);
             end.alone_s = end.times.exclusive.unwrap_or(0.0);
         }
         if let Some(timed) = &phase.timed {
@@ -196,12 +188,12 @@ impl<'a, 's> Session<'a, 's> {
         end
     }
 
-    fn execute(&mut self, stages: &[Stage], calls: Calls) -> PhaseTimes {
+    fn execute(&mut self, stages: &[Stage]) -> PhaseTimes {
         scheduler::execute(
             self.ctx,
             self.wb,
             self.subs,
-            (stages, calls),
+            stages,
             &mut self.results,
             self.started,
         )
@@ -224,9 +216,7 @@ impl<'a, 's> Session<'a, 's> {
             .chain(weighed.original.filter(|_| weighed.timer.by_call()))
             .collect();
         let confirming = plan::confirming_calls(weighed.reference, &doubted, weighed.batch);
-        self.execute(&confirming, Calls::Alone)
-            .exclusive
-            .unwrap_or(0.0)
+        self.execute(&confirming).exclusive.unwrap_or(0.0)
     }
 }
 

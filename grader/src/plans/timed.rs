@@ -7,7 +7,7 @@
 //! builds, or the GPU's own moods, must not cost an honest file its points.
 
 use crate::engine::evidence;
-use crate::engine::plan::{Calls, Stage, StageKind, Timer};
+use crate::engine::plan::{Stage, StageKind, Timer};
 use crate::engine::scheduler::Results;
 use crate::exercise::workbook::Exercise;
 use crate::judge::speed;
@@ -22,15 +22,13 @@ pub struct TimedPhase<'a> {
 }
 
 /// Whose whole calls are weighed: the exercise and its clock, the reference fix's and the
-/// original's subjects, the batch their first runs were timed in (`Stage::again`), and whether the
-/// learners' calls ran beside other programs (`Timer::learner_calls`).
+/// original's subjects, and the batch their first runs were timed in (`Stage::again`).
 pub struct Weighed<'a> {
     pub ex: &'a Exercise,
     pub timer: Timer,
     pub reference: usize,
     pub original: Option<usize>,
     pub batch: u32,
-    pub learner_calls: Calls,
 }
 
 /// Which of `candidates` have a first whole call `speed::call_doubts` doubts against the reference
@@ -63,13 +61,8 @@ pub(super) fn doubted(
             if learner.call_failure.is_some() {
                 return None;
             }
-            let why = speed::call_doubts(
-                weighed.ex,
-                weighed.timer,
-                &learner,
-                (&reference, &original),
-                weighed.learner_calls,
-            );
+            let why =
+                speed::call_doubts(weighed.ex, weighed.timer, &learner, &reference, &original);
             (!why.is_empty()).then_some((i, why))
         })
         .collect()
@@ -126,7 +119,6 @@ mod tests {
             reference: 3,
             original: None,
             batch: 0,
-            learner_calls: Calls::Alone,
         };
         let doubted = doubted(&results, &weighed, &[0, 1, 2]);
         assert_eq!(doubted.len(), 1);

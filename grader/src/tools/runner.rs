@@ -396,6 +396,33 @@ fn report_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
 /// Run a job to completion or to its timeout. Only failing to start is an error (the sandbox's
 /// setup included): a crash, a signal or a timeout is a `Finished` with the matching `Exit`.
 pub fn run(job: &Job) -> Result<Finished, SpawnError> {
+    when_not_busy(|| run_once(job))
+}
+
+/// `start()` again, from the beginning (a fresh sandbox), while it fails because the program is
+/// open for writing (ETXTBSY): after 5 ms, then twice as long each time, 1.3 s in all. A binary
+/// just copied into place stays open for writing, for a moment, in every child another thread of
+/// the grader forked before the copy closed it, until that child execs (rust-lang/rust#114554): on
+/// an H200, one chunk in 45 of a one-student catalog grade lost its reference fix's run to it, a
+/// different chunk each time (book/gpu-runs/2026-12-02-beside-50/).
+fn when_not_busy<T>(mut start: impl FnMut() -> Result<T, SpawnError>) -> Result<T, SpawnError> {
+    let mut wait = Duration::from_millis(5);
+    loop {
+        match start() {
+            Err(e)
+                if e.source.raw_os_error() == Some(libc::ETXTBSY)
+                    && wait < Duration::from_secs(1) =>
+            {
+                thread::sleep(wait);
+                wait *= 2;
+            }
+            started => return started,
+        }
+    }
+}
+
+/// One attempt of `run`.
+fn run_once(job: &Job) -> Result<Finished, SpawnError> {
     let spawn_error = |source| SpawnError {
         program: job.program.display().to_string(),
         source,
@@ -703,6 +730,43 @@ fn exit_of(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A program still open for writing fails to start with ETXTBSY (as a binary copied into place
+    /// does while another thread forks); `run` starts it again once it is closed, and gives up at
+    /// once on any other failure to start.
+    #[test]
+    fn a_program_busy_being_written_is_started_again_once_closed() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("busy.sh");
+        std::fs::write(&script, "#!/bin/sh\necho started\n").unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let job = Job::new(&script, Duration::from_secs(10));
+        let mut writer = Some(
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(&script)
+                .unwrap(),
+        );
+        let mut errors = Vec::new();
+        let finished = when_not_busy(|| {
+            let tried = run_once(&job);
+            errors.extend(tried.as_ref().err().map(|e| e.source.raw_os_error()));
+            writer = None;
+            tried
+        })
+        .unwrap();
+        assert_eq!(errors, [Some(libc::ETXTBSY)]);
+        assert_eq!(finished.stdout.text().trim(), "started");
+        let missing = Job::new(dir.path().join("missing"), Duration::from_secs(10));
+        let mut tries = 0;
+        assert!(when_not_busy(|| {
+            tries += 1;
+            run_once(&missing)
+        })
+        .is_err());
+        assert_eq!(tries, 1);
+    }
 
     fn sh(script: &str, timeout: Duration) -> Finished {
         run(&Job::new("/bin/sh", timeout).arg("-c").arg(script)).unwrap()

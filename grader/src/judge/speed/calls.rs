@@ -1,7 +1,7 @@
 //! The whole call against the reference fix's, and the call timings that confirm a rule of it
 //! before it stands (a busy host can slow one version's calls and not the other's).
 
-use crate::engine::plan::{Calls, Timer};
+use crate::engine::plan::Timer;
 use crate::exercise::workbook::Exercise;
 
 use super::{judge, uneven, CallTimes, Flag, JudgeInputs, Rule, Verdict};
@@ -130,15 +130,13 @@ pub const SPIN_CHARGE_NS: f64 = 4e6;
 /// with the reference fix's (and the original's) before the verdict stands, in words; none where
 /// it stands. Where its comparison with the reference fix's fired, or where it misses the speed
 /// target by less than the noise of its clock: the host's where the call is the clock
-/// (`CALL_NOISE`), the plain calls' where the driver times the kernels (`PLAIN_KERNEL_NOISE`). A
-/// call run beside other programs on the GPU (`Calls::Beside`) is doubted on any miss: its
-/// neighbours could have slowed its kernels by any amount.
+/// (`CALL_NOISE`), the plain calls' where the driver times the kernels (`PLAIN_KERNEL_NOISE`).
 pub fn call_doubts(
     ex: &Exercise,
     timer: Timer,
     learner: &Timed,
-    (reference, original): (&Timed, &Timed),
-    calls: Calls,
+    reference: &Timed,
+    original: &Timed,
 ) -> Vec<String> {
     let mut why: Vec<String> = against_reference_call(learner, reference, timer.by_call())
         .into_iter()
@@ -147,12 +145,7 @@ pub fn call_doubts(
     let near = match timer {
         Timer::Call => near_the_target(ex, learner, original)
             .then(|| format!("the whole call misses the speed target by less than {CALL_NOISE}x")),
-        Timer::Driver if calls == Calls::Beside => near_the_reference(ex, learner, reference, f64::INFINITY)
-            .then(|| {
-                "the kernels, timed beside other programs, miss the reference fix's target"
-                    .to_string()
-            }),
-        Timer::Driver => near_the_reference(ex, learner, reference, PLAIN_KERNEL_NOISE).then(|| {
+        Timer::Driver => near_the_reference(ex, learner, reference).then(|| {
             format!("the kernels miss the reference fix's by less than {PLAIN_KERNEL_NOISE}x past the target")
         }),
         Timer::Ncu => None,
@@ -168,8 +161,8 @@ pub fn call_doubts(
 pub const PLAIN_KERNEL_NOISE: f64 = 1.5;
 
 /// Whether the learner's kernels, as the driver recorded them, miss the bug track's target over
-/// the reference fix's by less than `noise` times.
-fn near_the_reference(ex: &Exercise, learner: &Timed, reference: &Timed, noise: f64) -> bool {
+/// the reference fix's by less than `PLAIN_KERNEL_NOISE`.
+fn near_the_reference(ex: &Exercise, learner: &Timed, reference: &Timed) -> bool {
     let Some(max) = ex.manifest.manifest.timing.max_ratio_to_reference.as_ref() else {
         return false;
     };
@@ -178,7 +171,7 @@ fn near_the_reference(ex: &Exercise, learner: &Timed, reference: &Timed, noise: 
         learner.judged_ns(Timer::Driver),
         reference.judged_ns(Timer::Driver),
     ) {
-        (Some(l), Some(r)) if r > 0.0 => l / r > max && l / r < max * noise,
+        (Some(l), Some(r)) if r > 0.0 => l / r > max && l / r < max * PLAIN_KERNEL_NOISE,
         _ => false,
     }
 }

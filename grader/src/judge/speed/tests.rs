@@ -4,7 +4,6 @@
 use super::outputs::on_threads;
 use super::*;
 use crate::engine::evidence::{evidence, ReadOnce};
-use crate::engine::plan::Calls;
 use crate::engine::stages::Output;
 use crate::exercise::data;
 use crate::tools::ncu::{self, Measured};
@@ -60,8 +59,8 @@ fn doubted(inputs: &JudgeInputs) -> bool {
         inputs.ex,
         inputs.timer,
         &inputs.learner,
-        (&inputs.reference, &inputs.original),
-        Calls::Alone,
+        &inputs.reference,
+        &inputs.original,
     )
     .is_empty()
 }
@@ -769,33 +768,6 @@ fn where_the_driver_times_the_kernels_the_plain_calls_are_judged_without_ncu() {
     let (slow, doubted) = judged(&driver_calls([150.0, 72.0, 73.0], None));
     assert_eq!(slow.status, Status::Failed);
     assert!(doubted);
-    // 5x: far past it, alone on the GPU it stands; timed beside other programs, which can slow
-    // its kernels by any amount, it is timed again alone.
-    let far = driver_calls([400.0, 200.0, 201.0], None);
-    let (slower, doubted) = judged(&far);
-    assert_eq!(slower.status, Status::Failed);
-    assert!(!doubted);
-    let timed = |d| Timed {
-        call: Some(&clock),
-        driver: Some(d),
-        ..Timed::default()
-    };
-    let beside = call_doubts(
-        &ex,
-        Timer::Driver,
-        &timed(&far),
-        (&timed(&reference), &Timed::default()),
-        Calls::Beside,
-    );
-    assert_eq!(beside.len(), 1, "{beside:?}");
-    assert!(call_doubts(
-        &ex,
-        Timer::Driver,
-        &timed(&driver_calls([100.0, 48.0, 49.0], None)),
-        (&timed(&reference), &Timed::default()),
-        Calls::Beside,
-    )
-    .is_empty());
     // Work in a kernel the exercise does not name counts in the time and is named.
     let (helper, _) = judged(&driver_calls([100.0, 20.0, 20.0], Some("helper")));
     assert_eq!(helper.speed.as_ref().unwrap().learner_ns, 22e3);

@@ -39,7 +39,6 @@ pub(super) fn run_timing(ctx: &Context, session: &mut Session) -> Result<Timed, 
             reference: REFERENCE,
             original: Some(ORIGINAL),
             batch: 0,
-            learner_calls: crate::engine::plan::Calls::Alone,
         },
         candidates,
     };

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use crate::engine::plan::{Calls, Stage, StageKind, Submission};
+use crate::engine::plan::{Stage, StageKind, Submission};
 use crate::engine::scheduler::Results;
 use crate::exercise::rubric::GradeStage;
 use crate::exercise::workbook::{Exercise, Workbook};
@@ -68,7 +68,7 @@ impl Worker<'_> {
         &self,
         wb: &Workbook,
         subs: &[Submission],
-        (stages, calls): (&[Stage], Calls),
+        stages: &[Stage],
         students: usize,
         started: Instant,
     ) -> Results {
@@ -81,10 +81,7 @@ impl Worker<'_> {
         };
         let mut session = Session::new(&self.ctx, (wb, subs), started);
         session.run(&Plan {
-            phases: vec![
-                Phase::of(stages.to_vec()).with_calls(calls),
-                Phase::after(&again),
-            ],
+            phases: vec![Phase::of(stages.to_vec()), Phase::after(&again)],
         });
         session.into_results()
     }

@@ -1,7 +1,7 @@
 //! A chunk's stages, as data: the first phase's (builds, tools, cases), which pairs are timed, and
 //! the timed phase's. The worker runs them (`worker`); the scores read what they left (`score`).
 
-use crate::engine::plan::{self, Calls, Role, Stage, StageKind, Timer};
+use crate::engine::plan::{self, Role, Stage, StageKind, Timer};
 use crate::exercise::rubric::GradeStage;
 use crate::exercise::workbook::Exercise;
 use crate::judge::verdict::Status;
@@ -14,14 +14,13 @@ use super::PairResult;
 /// one run, the reference's hidden run where the instructor's cases are not yet proven fair, and
 /// the builds the original's timed stages will run: built on the CPU beside the tools, not while
 /// the timed phase holds the GPU alone (2.0-2.3 s a performance chunk on an H200,
-/// book/gpu-runs/2026-12-01-ncu-50/). Where the students' calls run beside them
-/// (`Timer::learner_calls`), each student's whole call too: the timed phase finds it done.
+/// book/gpu-runs/2026-12-01-ncu-50/).
 pub(super) fn first_stages(
     ex: &Exercise,
     students: usize,
     (reference_sass, fairness): (&Stage, Option<&Stage>),
     original: Option<(usize, Timer)>,
-    (gpu_stages, learner_calls): (bool, Calls),
+    gpu_stages: bool,
 ) -> Vec<Stage> {
     let mut stages = vec![reference_sass.clone()];
     for i in 0..students {
@@ -36,9 +35,6 @@ pub(super) fn first_stages(
                     .map(|t| Stage::new(i, StageKind::Sanitize(t))),
             );
             stages.push(Stage::new(i, StageKind::Correctness));
-            if learner_calls == Calls::Beside {
-                stages.push(Stage::new(i, StageKind::Call));
-            }
         }
     }
     stages.extend(fairness.cloned());
@@ -132,13 +128,7 @@ mod tests {
         let (students, reference, original) = (2, 2, 3);
         let sass = Stage::new(reference, StageKind::Sass);
         let first = |gpu: bool, timer: Timer| {
-            first_stages(
-                ex,
-                students,
-                (&sass, None),
-                Some((original, timer)),
-                (gpu, Calls::Alone),
-            )
+            first_stages(ex, students, (&sass, None), Some((original, timer)), gpu)
         };
         let of_original = |stages: &[Stage]| -> Vec<StageKind> {
             stages
@@ -161,32 +151,10 @@ mod tests {
             vec![],
             "no GPU: nothing is timed, nothing of the original's is built"
         );
-        let bug = first_stages(ex, students, (&sass, None), None, (true, Calls::Alone));
+        let bug = first_stages(ex, students, (&sass, None), None, true);
         assert!(
             bug.iter().all(|s| s.subject < original),
             "no original (the bug track): no build of one"
         );
-    }
-
-    /// Where the students' calls run beside the tools (`Calls::Beside`), each student's call is a
-    /// first-phase stage, and none of the reference fix's: its call, the anchor, is timed alone.
-    #[test]
-    fn learners_calls_beside_run_in_the_first_phase_and_the_reference_s_does_not() {
-        let (_dir, wb) = test_workbook(&["03-race"]);
-        let ex = wb.resolve("03-race").unwrap();
-        let (students, reference) = (3, 3);
-        let sass = Stage::new(reference, StageKind::Sass);
-        let calls = |gpu: bool, calls: Calls| -> Vec<usize> {
-            first_stages(ex, students, (&sass, None), None, (gpu, calls))
-                .iter()
-                .filter(|s| s.kind == StageKind::Call)
-                .map(|s| s.subject)
-                .collect()
-        };
-        assert_eq!(calls(true, Calls::Beside), vec![0, 1, 2]);
-        assert_eq!(calls(true, Calls::Alone), Vec::<usize>::new());
-        assert_eq!(calls(false, Calls::Beside), Vec::<usize>::new(), "no GPU");
-        let timed = timing_stages(ex, Timer::Driver, &[0, 2], reference, None, 0);
-        assert!(timed.contains(&Stage::again(reference, StageKind::Call, 0)));
     }
 }

@@ -31,7 +31,6 @@ impl Worker<'_> {
     ) -> Option<crate::tools::ncu::Measured> {
         let TimedWork {
             timer,
-            learner_calls,
             wb,
             subs,
             correct,
@@ -62,7 +61,6 @@ impl Worker<'_> {
                 reference,
                 original,
                 batch: chunk.index,
-                learner_calls,
             },
             candidates: correct,
         };

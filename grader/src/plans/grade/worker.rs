@@ -14,7 +14,7 @@ use serde::Serialize;
 use crate::class::roster::{Shard, Student};
 use crate::class::secret::Secret;
 use crate::engine::context::Context;
-use crate::engine::plan::{Calls, Role, SecretCases, Stage, StageKind, Submission};
+use crate::engine::plan::{Role, SecretCases, Stage, StageKind, Submission};
 use crate::engine::scheduler::Results;
 use crate::engine::stages::Output;
 use crate::exercise::cases::{self, Cases};
@@ -363,21 +363,14 @@ impl<'a> Worker<'a> {
         let checked_fair = self.fair.lock().unwrap().contains(ex.id());
         let unproven = (gpu_stages && !checked_fair).then_some(&fairness);
         let timer = crate::engine::plan::Timer::of(&self.ctx, chunk.exercise);
-        // Where the driver times the kernels, the students' calls run beside the tools
-        // (`Timer::learner_calls`).
-        let calls = if gpu_stages {
-            timer.learner_calls(&self.ctx.config)
-        } else {
-            Calls::Alone
-        };
         let stages = first_stages(
             ex,
             students,
             (&reference_sass, unproven),
             original.map(|o| (o, timer)),
-            (gpu_stages, calls),
+            gpu_stages,
         );
-        let mut results = self.run_first_phase(wb, &subs, (&stages, calls), students, started);
+        let mut results = self.run_first_phase(wb, &subs, &stages, students, started);
         phases.tools = started.elapsed().as_secs_f64();
         phases.runs = run_stats(&results);
 
@@ -410,7 +403,6 @@ impl<'a> Worker<'a> {
         on_exclusive();
         let timed = TimedWork {
             timer,
-            learner_calls: calls,
             wb,
             subs: &subs,
             correct: &correct,
@@ -548,8 +540,6 @@ pub(super) struct UnfairCases(String);
 #[derive(Clone, Copy)]
 pub(super) struct TimedWork<'w> {
     pub(super) timer: crate::engine::plan::Timer,
-    /// Where the students' calls ran: `Calls::Beside`, in the first phase beside the tools.
-    pub(super) learner_calls: Calls,
     pub(super) wb: &'w Workbook,
     pub(super) subs: &'w [Submission<'w>],
     pub(super) correct: &'w [usize],
