@@ -4,11 +4,9 @@
 //! own, so that its builds run nvcc while the rest comes from the tests' shared cache; the tests
 //! are few, and each checks several things of the same builds.
 
-mod common;
-
 use std::os::unix::fs::MetadataExt;
 
-use common::{nvcc_or_skip, Copy};
+use crate::common::{nvcc_or_skip, Copy};
 
 /// The summaries of `report`'s two build steps (`check`'s, in JSON).
 fn build_summaries(report: &serde_json::Value) -> Vec<String> {
@@ -170,7 +168,7 @@ fn two_copies_checked_at_once_compile_each_build_once_and_take_it_as_their_own()
     for c in &copies {
         std::fs::write(c.path("exercises/03-race/reduce.cu"), &text).unwrap();
     }
-    let entries = common::build_cache();
+    let entries = crate::common::build_cache();
     let children: Vec<std::process::Child> = copies
         .iter()
         .map(|c| {

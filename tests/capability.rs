@@ -4,9 +4,7 @@
 //! neither way, `grade` refuses their pairs (exit 5) instead of scoring zeros. The engine's side is
 //! tested on a fixture workbook in grader/tests/capability.rs, whatever the catalog holds.
 
-mod common;
-
-use common::{nvcc_or_skip, repo, xtask, Copy};
+use crate::common::{nvcc_or_skip, repo, xtask, Copy};
 
 const A100: &str = "NVIDIA A100;8.0";
 

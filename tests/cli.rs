@@ -2,9 +2,7 @@
 //!
 //! The xtask CLI, driven as a learner drives it (assert_cmd + predicates).
 
-mod common;
-
-use common::{nvcc_or_skip, xtask};
+use crate::common::{nvcc_or_skip, xtask};
 use predicates::prelude::*;
 
 #[test]
@@ -280,7 +278,7 @@ fn a_learner_file_that_does_not_compile_fails_at_the_build_step() {
     }
     // A workbook copy whose 03-race file has a syntax error inside its region (one outside it is
     // not gradable: `grade` would refuse it, and so does `check`).
-    let copy = common::Copy::new();
+    let copy = crate::common::Copy::new();
     let file = copy.path("exercises/03-race/reduce.cu");
     let text = std::fs::read_to_string(&file).unwrap();
     std::fs::write(
@@ -306,7 +304,7 @@ fn an_include_grade_would_refuse_is_refused_by_check_in_grade_s_words() {
     if !nvcc_or_skip("an_include_grade_would_refuse_is_refused_by_check_in_grade_s_words") {
         return;
     }
-    let copy = common::Copy::new();
+    let copy = crate::common::Copy::new();
     let file = copy.path("exercises/03-race/reduce.cu");
     let original = std::fs::read_to_string(&file).unwrap();
     for (from, to, says) in [
@@ -341,7 +339,7 @@ fn nvcc_errors_name_the_file_from_where_the_learner_stands_once() {
     if !nvcc_or_skip("nvcc_errors_name_the_file_from_where_the_learner_stands_once") {
         return;
     }
-    let copy = common::Copy::new();
+    let copy = crate::common::Copy::new();
     let file = copy.path("exercises/03-race/reduce.cu");
     let mut lines: Vec<String> = std::fs::read_to_string(&file)
         .unwrap()
@@ -495,7 +493,7 @@ fn check_and_book_reuse_every_library_cargo_test_compiled() {
     ] {
         let mut cargo = std::process::Command::new(env!("CARGO"));
         cargo
-            .current_dir(common::repo())
+            .current_dir(crate::common::repo())
             .arg("build")
             .args(selection)
             .args(["--bin", bin, "--message-format", "json"]);
@@ -546,9 +544,9 @@ fn check_names_tool_aware_code_by_its_line_and_its_compiled_clock_reads() {
     if !cpu_only_or_skip("check_names_tool_aware_code_by_its_line_and_its_compiled_clock_reads") {
         return;
     }
-    let copy = common::Copy::new();
+    let copy = crate::common::Copy::new();
     std::fs::copy(
-        common::repo().join("tests/fixtures/adversarial/tool-aware/reduce.cu"),
+        crate::common::repo().join("tests/fixtures/adversarial/tool-aware/reduce.cu"),
         copy.path("exercises/03-race/reduce.cu"),
     )
     .unwrap();

@@ -3,12 +3,10 @@
 //! built by the stub compiler (no nvcc, no GPU), and on a usage error. Each line is checked here, and
 //! against the schema file with Python's jsonschema where it is installed (.ci/run installs it).
 
-mod common;
-
 use std::path::PathBuf;
 use std::process::Command;
 
-use common::{repo, Compiler, Copy};
+use crate::common::{repo, Compiler, Copy};
 use grader::exit::ExitStatus;
 
 fn recording(name: &str) -> PathBuf {

@@ -6,12 +6,10 @@
 //! and merge, the Gradescope and GitHub Classroom layouts). Each test needs nvcc and says SKIPPED
 //! without one.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use common::{compilers, nvcc_or_skip, repo, Compiler, Copy};
+use crate::common::{compilers, nvcc_or_skip, repo, Compiler, Copy};
 use grader::environment::TestDepth;
 
 const CLASS: &str = "tests/fixtures/class";

@@ -3,14 +3,12 @@
 //! The learner's commands (list, hint, reset, watch) and their error paths, on throwaway copies of
 //! the workbook. Terminal output is snapshot-tested with paths and times redacted.
 
-mod common;
-
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use common::{nvcc_or_skip, Copy};
+use crate::common::{nvcc_or_skip, Copy};
 use predicates::prelude::*;
 
 fn stdout_of(cmd: &mut assert_cmd::Command) -> String {
@@ -79,7 +77,7 @@ fn list_on_a_fresh_workbook_points_at_the_first_exercise() {
     // Each chapter of the learning path heads its exercises, in the path's order, with how many
     // of them are done; the snapshot keeps the headings without their counts, which grow.
     use grader::exercise::path;
-    let catalog = grader::exercise::catalog::discover(common::repo()).unwrap();
+    let catalog = grader::exercise::catalog::discover(crate::common::repo()).unwrap();
     let stops: Vec<path::Stop> = catalog
         .iter()
         .map(|d| path::Stop {
@@ -87,7 +85,7 @@ fn list_on_a_fresh_workbook_points_at_the_first_exercise() {
             level: d.manifest.level(),
         })
         .collect();
-    let text = std::fs::read_to_string(common::repo().join(path::PATH_FILE)).unwrap();
+    let text = std::fs::read_to_string(crate::common::repo().join(path::PATH_FILE)).unwrap();
     let chapters: Vec<(String, usize)> =
         path::parse(std::path::Path::new(path::PATH_FILE), &text, &stops)
             .unwrap()
@@ -123,7 +121,7 @@ fn list_on_a_fresh_workbook_points_at_the_first_exercise() {
 
 /// The ids of the exercises in the repository.
 fn exercise_ids() -> Vec<String> {
-    let mut ids: Vec<String> = std::fs::read_dir(common::repo().join("exercises"))
+    let mut ids: Vec<String> = std::fs::read_dir(crate::common::repo().join("exercises"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.join("exercise.toml").is_file())
@@ -186,7 +184,7 @@ fn list_json_has_the_documented_fields() {
 
 /// The exercises in the repository, however many there are.
 fn exercise_count() -> usize {
-    std::fs::read_dir(common::repo().join("exercises"))
+    std::fs::read_dir(crate::common::repo().join("exercises"))
         .unwrap()
         .filter(|e| e.as_ref().unwrap().path().join("exercise.toml").is_file())
         .count()
@@ -381,7 +379,7 @@ fn ids_resolve_by_number_and_name_and_bad_ones_say_why() {
         .success()
         .stdout(predicate::str::contains("Hint 1 of 3"));
     let outside = tempfile::tempdir().unwrap();
-    common::xtask()
+    crate::common::xtask()
         .current_dir(outside.path())
         .args(["list"])
         .assert()
@@ -598,7 +596,7 @@ fn watch_rechecks_on_save_and_quits_on_ctrl_c_leaving_no_child() {
         let mut cmd = std::process::Command::new(bin);
         cmd.args(["watch", "race"])
             .env("CUDABUGS_ROOT", copy.root())
-            .envs(common::env())
+            .envs(crate::common::env())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
         if poll {
@@ -636,7 +634,8 @@ fn the_pristine_original_never_depends_on_the_learners_copy() {
     // version "the original".
     let copy = Copy::new();
     let pristine = |id: &str, file: &str| {
-        std::fs::read_to_string(common::repo().join("exercises").join(id).join(file)).unwrap()
+        std::fs::read_to_string(crate::common::repo().join("exercises").join(id).join(file))
+            .unwrap()
     };
     std::fs::write(
         copy.path("exercises/03-race/reduce.cu"),
@@ -742,7 +741,7 @@ fn ctrl_c_during_a_build_is_an_interruption_not_a_failure() {
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("xtask"))
         .args(["watch", "race"])
         .env("CUDABUGS_ROOT", copy.root())
-        .envs(common::env())
+        .envs(crate::common::env())
         // The copy's own cache: the shared one may hold this build, and nvcc must be running.
         .env_remove(grader::environment::BUILD_CACHE)
         .stdout(Stdio::piped())

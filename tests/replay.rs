@@ -6,11 +6,9 @@
 //! for the performance track 2026-11-22-perf, with the peak program's runs).
 //! What is tested is the orchestration and the verdicts: the same code a GPU run goes through.
 
-mod common;
-
 use std::path::PathBuf;
 
-use common::{compilers, repo, Compiler, Copy};
+use crate::common::{compilers, repo, Compiler, Copy};
 
 fn recording(name: &str) -> PathBuf {
     repo().join("grader/tests/recordings").join(name)

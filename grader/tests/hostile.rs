@@ -14,7 +14,7 @@ use grader::tools::launcher::{Launcher, Sandboxed};
 use grader::tools::runner::{Exit, Finished, Job, KILL_GRACE};
 use grader::tools::sandbox::{Confinement, Isolation, Level, Limits};
 
-mod procs;
+use crate::procs;
 
 /// A workbook-like tree: a secret solution, the submission's work folder below the (hidden) folder
 /// of every work folder, and a file outside it all.

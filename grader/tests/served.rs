@@ -5,7 +5,7 @@
 //! process it cannot trust, which is the same with or without CUDA (harness.cu's CUDA side ran on
 //! an H100: book/gpu-runs/2026-11-25-trust/).
 
-mod fake_harness;
+use crate::fake_harness;
 
 use std::time::Duration;
 
