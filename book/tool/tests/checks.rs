@@ -9,19 +9,9 @@ struct Copy {
 }
 
 impl Copy {
-    /// A copy whose book builds no search index: a quarter of a build's time, and only
-    /// `the_untouched_copy_builds` reads it.
+    /// A copy whose book builds no search index: a quarter of a build's time, and only the
+    /// untouched book (`the_untouched_book_builds`) is searched.
     fn new() -> Copy {
-        let copy = Copy::with_search();
-        copy.edit(
-            "book/book.toml",
-            "[output.html.search]\n",
-            "[output.html.search]\nenable = false\n",
-        );
-        copy
-    }
-
-    fn with_search() -> Copy {
         let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let dir = tempfile::tempdir().unwrap();
         for sub in ["book/src", "book/theme", "exercises", "solutions"] {
@@ -42,7 +32,13 @@ impl Copy {
         ] {
             std::fs::copy(repo.join(file), dir.path().join(file)).unwrap();
         }
-        Copy { dir }
+        let copy = Copy { dir };
+        copy.edit(
+            "book/book.toml",
+            "[output.html.search]\n",
+            "[output.html.search]\nenable = false\n",
+        );
+        copy
     }
 
     fn path(&self, rel: &str) -> PathBuf {
@@ -92,24 +88,22 @@ impl Copy {
 }
 
 #[test]
-fn the_untouched_copy_builds() {
-    let copy = Copy::with_search();
-    let html =
-        cudabugs_book::build(&copy.path("book"), copy.dir.path(), Some(&copy.path("out"))).unwrap();
+fn the_untouched_book_builds() {
+    let (repo, html) = crate::repo_book::built();
     assert!(html.join("lessons/04-sync.html").is_file());
-    the_tool_pages_come_from_the_record_and_the_manifests(&html);
-    each_lesson_shows_its_marks_hints_and_manual(&html, &copy);
-    search_finds_the_lessons(&html);
-    the_charts_are_drawn_from_the_records(&html);
-    the_prose_figures_come_from_the_records(&html, &copy);
+    the_tool_pages_come_from_the_record_and_the_manifests(html);
+    each_lesson_shows_its_marks_hints_and_manual(html, repo);
+    search_finds_the_lessons(html);
+    the_charts_are_drawn_from_the_records(html);
+    the_prose_figures_come_from_the_records(html, repo);
 }
 
 /// The figures a lesson's prose quotes from its table are filled from the record by the book tool
 /// (`{{#cudabugs-value ...}}`): after a new GPU run they are the new table's.
-fn the_prose_figures_come_from_the_records(html: &Path, copy: &Copy) {
+fn the_prose_figures_come_from_the_records(html: &Path, root: &Path) {
     let perf = |file: &str, id: &str, version: &str| -> serde_json::Value {
         let record: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(copy.path(file)).unwrap()).unwrap();
+            serde_json::from_str(&std::fs::read_to_string(root.join(file)).unwrap()).unwrap();
         let e = record["exercises"]
             .as_array()
             .unwrap()
@@ -233,7 +227,7 @@ fn the_tool_pages_come_from_the_record_and_the_manifests(html: &Path) {
 }
 
 /// Each lesson: its layout picture, its marks, its hints folded in order, its manual.
-fn each_lesson_shows_its_marks_hints_and_manual(html: &Path, copy: &Copy) {
+fn each_lesson_shows_its_marks_hints_and_manual(html: &Path, root: &Path) {
     // Layout pictures, drawn from the lessons' `cudabugs-layout` blocks: at least ten lessons have one.
     let drawn = std::fs::read_dir(html.join("lessons"))
         .unwrap()
@@ -253,7 +247,7 @@ fn each_lesson_shows_its_marks_hints_and_manual(html: &Path, copy: &Copy) {
         .contains("Level 2 of 3</em> · shared-memory race · found with racecheck · any CUDA GPU"));
     assert!(lesson_page("28-cluster-dsmem").contains("needs compute capability 9.0"));
     // Every lesson folds its manifest's hints one by one, in order, before the fix.
-    let exercises = grader::exercise::catalog::discover(copy.dir.path()).unwrap();
+    let exercises = grader::exercise::catalog::discover(root).unwrap();
     for d in &exercises {
         let page = lesson_page(&d.manifest.id);
         let hints = d.manifest.manifest.hints.get_ref();

@@ -27,17 +27,6 @@ fn chromium(test: &str) -> Option<std::path::PathBuf> {
     found
 }
 
-/// The repository, the temporary folder the book is built into, and the built book.
-fn built_book() -> (std::path::PathBuf, tempfile::TempDir, std::path::PathBuf) {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap();
-    let out = tempfile::tempdir().unwrap();
-    let html = cudabugs_book::build(&repo.join("book"), &repo, Some(out.path())).unwrap();
-    (repo, out, html)
-}
-
 fn which(name: &str) -> Option<std::path::PathBuf> {
     std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)
@@ -51,7 +40,7 @@ fn a_lesson_renders_with_its_title_code_and_record_table() {
     let Some(browser) = chromium("a_lesson_renders_with_its_title_code_and_record_table") else {
         return;
     };
-    let (repo, _out, html) = built_book();
+    let (repo, html) = crate::repo_book::built();
     let page = html.join("lessons/03-race.html");
     let profile = tempfile::tempdir().unwrap();
     let job = headless(&browser, profile.path(), 3000)
@@ -228,9 +217,9 @@ fn every_page_fits_1280_px_and_search_finds_each_lesson_by_its_bug_class() {
     else {
         return;
     };
-    let (repo, _out, html) = built_book();
-    let pages = pages_of(&html);
-    let exercises = grader::exercise::catalog::discover(&repo).unwrap();
+    let (repo, html) = crate::repo_book::built();
+    let pages = pages_of(html);
+    let exercises = grader::exercise::catalog::discover(repo).unwrap();
     let searches: Vec<(String, String)> = exercises
         .iter()
         .map(|d| (d.manifest.id.clone(), d.manifest.manifest.bug_class.clone()))
@@ -305,7 +294,7 @@ fn every_page_fits_1280_px_and_search_finds_each_lesson_by_its_bug_class() {
         "search for the bug class did not find the lesson in its first three results: {missed:#?}"
     );
 
-    screenshots(&browser, profile.path(), &html, depth);
+    screenshots(&browser, profile.path(), html, depth);
 }
 
 /// Every page of the book a reader opens, relative to `html`.

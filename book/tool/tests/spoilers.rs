@@ -16,7 +16,7 @@
 //! - C++'s keywords (`static_cast`, `reinterpret_cast`, `char16_t`, ...) say nothing about one fix.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The keywords of C++ that are code-shaped (the all-lowercase ones are dropped as words anyway).
 const CPP_KEYWORDS: &[&str] = &[
@@ -218,16 +218,6 @@ fn sidebar_entry(toc: &str, id: &str) -> String {
     text_of(&entry[..entry.find("</a>").unwrap()])
 }
 
-fn built_book() -> (tempfile::TempDir, PathBuf, PathBuf) {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap();
-    let out = tempfile::tempdir().unwrap();
-    let html = cudabugs_book::build(&repo.join("book"), &repo, Some(out.path())).unwrap();
-    (out, html, repo)
-}
-
 /// Each search document's text (title, body and breadcrumbs), by the page it belongs to.
 fn search_documents(html: &Path) -> BTreeMap<String, String> {
     // mdBook writes the index as a script: `window.search = Object.assign(window.search,
@@ -296,11 +286,11 @@ fn the_fix_names_are_read_from_the_diff() {
 
 #[test]
 fn no_lesson_names_its_fix_outside_the_fold() {
-    let (_out, html, repo) = built_book();
-    let exercises = grader::exercise::catalog::discover(&repo).unwrap();
+    let (repo, html) = crate::repo_book::built();
+    let exercises = grader::exercise::catalog::discover(repo).unwrap();
     assert_eq!(exercises.len(), 66);
     let sidebar = std::fs::read_to_string(html.join("toc.html")).unwrap();
-    let search = search_documents(&html);
+    let search = search_documents(html);
     let mut spoilers = Vec::new();
     let mut checked = 0;
     for d in &exercises {
