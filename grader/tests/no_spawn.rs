@@ -15,12 +15,7 @@ use grader::tools::runner::{Finished, Job};
 use grader::tools::sandbox::{Confinement, Isolation};
 use grader::tools::toolchain::{Nvcc, Toolchain};
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
+use crate::repo;
 
 fn nvcc(test: &str) -> Option<Nvcc> {
     let found = Toolchain::discover(&repo()).nvcc;

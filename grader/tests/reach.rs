@@ -4,7 +4,7 @@
 //! Honest fixes written in many styles reach nothing new; every attack is named by what it reaches,
 //! however its text spells it. Without nvcc this prints SKIPPED (CI sets CUDABUGS_REQUIRE_NVCC).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use grader::engine::config::Config;
 use grader::engine::context::Context;
@@ -16,12 +16,7 @@ use grader::tools::gpu::GpuStatus;
 use grader::tools::nvcc::Harness;
 use grader::tools::toolchain::{self, Nvcc, ToolName};
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
+use crate::repo;
 
 fn leak(s: String) -> &'static str {
     Box::leak(s.into_boxed_str())

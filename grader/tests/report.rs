@@ -2,7 +2,7 @@
 //! H200 by `verify --keep`) and the committed verification record, rendered as text. Colours,
 //! durations and machine paths are redacted.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use grader::exercise::manifest::{Detector, Metric, Tool, Track};
 use grader::exercise::workbook::Exercise;
@@ -14,12 +14,7 @@ use grader::plans::verify::VerificationRecord;
 use grader::report;
 use grader::tools::sanitizer;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
+use crate::repo;
 
 fn exercise(id: &str) -> Exercise {
     let on_disk = catalog::load(&repo(), id).unwrap();

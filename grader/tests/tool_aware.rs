@@ -12,12 +12,7 @@ use grader::exercise::catalog;
 use grader::exercise::workbook::Exercise;
 use grader::judge::tool_aware::{self, Kind, Suspect};
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
+use crate::repo;
 
 fn leak(s: String) -> &'static str {
     Box::leak(s.into_boxed_str())

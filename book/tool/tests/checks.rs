@@ -12,7 +12,7 @@ impl Copy {
     /// A copy whose book builds no search index: a quarter of a build's time, and only the
     /// untouched book (`the_untouched_book_builds`) is searched.
     fn new() -> Copy {
-        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let repo = crate::repo();
         let dir = tempfile::tempdir().unwrap();
         for sub in ["book/src", "book/theme", "exercises", "solutions"] {
             grader::exercise::workbook::copy_tree(&repo.join(sub), &dir.path().join(sub)).unwrap();

@@ -5,6 +5,11 @@ mod chromium;
 mod numbers;
 mod spoilers;
 
+/// The workbook's root, two folders above the book tool's.
+fn repo() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
 /// The repository's book, untouched, built once for every test that reads it as it is (`checks`,
 /// `spoilers`, `chromium`): a whole build with its search index takes about 5 s of a 2-core
 /// machine. Into the target folder's scratch space, emptied first, so that nothing is left in /tmp.
@@ -16,10 +21,7 @@ mod repo_book {
     pub fn built() -> &'static (PathBuf, PathBuf) {
         static BUILT: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
         BUILT.get_or_init(|| {
-            let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../..")
-                .canonicalize()
-                .unwrap();
+            let repo = crate::repo().canonicalize().unwrap();
             let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("repo-book");
             let _ = std::fs::remove_dir_all(&out);
             std::fs::create_dir_all(&out).unwrap();

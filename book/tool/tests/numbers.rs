@@ -80,7 +80,7 @@ fn holds(figure: &str, typed: &Typed, repo: &Path) -> bool {
 /// such as 0%, 100% or 2x may be written out.
 #[test]
 fn no_lesson_types_a_measured_figure_by_hand() {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let repo = crate::repo();
     let lessons = repo.join("book/src/lessons");
     let mut typed = Vec::new();
     let mut read = 0;
@@ -184,7 +184,7 @@ fn decimal_figures_are_the_measured_kind() {
 /// it is written with.
 #[test]
 fn the_readme_s_speedups_are_the_records() {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let repo = crate::repo();
     let readme = std::fs::read_to_string(repo.join("README.md")).unwrap();
     // The fix's speedup, and its share of cuBLAS where it has one.
     let speedups = |file: &str| -> std::collections::BTreeMap<String, (f64, Option<f64>)> {
