@@ -7,6 +7,7 @@ pub mod context;
 pub mod events;
 pub mod evidence;
 pub mod findings;
+pub mod gpu_share;
 pub mod kept;
 pub mod pace;
 pub mod plan;

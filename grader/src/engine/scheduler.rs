@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use crate::engine::context::Context;
 use crate::engine::events::{EngineEvent, Phase, StageOutcome};
+use crate::engine::gpu_share::GpuShare;
 use crate::engine::kept;
 use crate::engine::pace::Pace;
 use crate::engine::plan::{Resource, Stage, StageKind, Submission};
@@ -127,19 +128,14 @@ pub fn execute(
         }
     }
     let mut timeline = PhaseTimes::default();
-    let share = gpu_share(ctx.config.gpu.as_deref());
-    let shared = (!gpu.is_empty()).then(|| {
-        share
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    });
+    let share = GpuShare::of(ctx.config.gpu.as_deref());
     let pace = Pace::of(subs, &gpu);
     let beside = RunTerms::beside(ctx.gpu_memory_share(), pace.clone());
     phase_started(ctx, Phase::Shared, builds.len() + gpu.len(), start);
     let (built, mut ran) = std::thread::scope(|scope| {
         let gpu_runs = scope.spawn(|| {
             parallel(&gpu, ctx.config.gpu_jobs, |s| {
-                let out = runs.run(s, &beside);
+                let out = runs.run(s, &beside, Some(&share));
                 pace.ended(&subs[s.subject], s, &out);
                 out
             })
@@ -148,9 +144,8 @@ pub fn execute(
         timeline.builds_done_at = start.elapsed().as_secs_f64();
         (built, gpu_runs.join().expect("a GPU stage panicked"))
     });
-    // A run that failed on a resource while others shared the GPU runs again alone, now that every
-    // other GPU stage has ended: one program holding all the memory must not fail another.
-    drop(shared);
+    // A run that failed on a resource while others shared the GPU runs again alone, once every
+    // other run on it has ended: one program holding all the memory must not fail another.
     let again: Vec<Again> = gpu
         .iter()
         .zip(&ran)
@@ -158,13 +153,9 @@ pub fn execute(
         .collect();
     let _alone =
         (again.iter().any(|a| *a != Again::No) || !profiler.is_empty() || !exclusive.is_empty())
-            .then(|| {
-                share
-                    .write()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-            });
+            .then(|| share.alone());
     timeline.rerun_alone += rerun_alone(&gpu, &mut ran, &again, &|s, limit| {
-        runs.run(s, &RunTerms::alone(limit))
+        runs.run(s, &RunTerms::alone(limit), None)
     });
     if runs.blocked.is_none() && !gpu.is_empty() {
         timeline.runs_done_at = Some(start.elapsed().as_secs_f64());
@@ -340,20 +331,24 @@ impl<'r, 's> Execution<'r, 's> {
         out
     }
 
-    /// A stage that runs a build's binary, once that is built, on `terms` (beside others or alone).
-    fn run(&self, s: &Stage, terms: &RunTerms) -> Output {
-        self.clocked(s, &|| {
-            let flavor = s.kind.needs().expect("a stage that runs a build");
-            if s.kind == StageKind::Sass {
-                self.binaries.wait(slot_of(s.subject, Flavor::Sanitize)); // see `analyse_reach`
-            }
-            let built = self.binaries.wait(slot_of(s.subject, flavor));
-            match (&self.blocked, built) {
-                (_, None) => Output::NotRun(Blocked::BuildFailed),
-                (Some(b), Some(_)) if s.kind.needs_gpu() => Output::NotRun(b.clone()),
-                (_, Some(b)) => {
-                    stages::run_within(self.ctx, self.wb, &self.subs[s.subject], s, Some(&b), terms)
-                }
+    /// A stage that runs a build's binary, once that is built, on `terms`: beside others in a slot
+    /// of `share` (a GPU stage's), or alone (the caller holds the GPU). Clocked from its start, not
+    /// from the wait for its build or its slot.
+    fn run(&self, s: &Stage, terms: &RunTerms, share: Option<&GpuShare>) -> Output {
+        let flavor = s.kind.needs().expect("a stage that runs a build");
+        if s.kind == StageKind::Sass {
+            self.binaries.wait(slot_of(s.subject, Flavor::Sanitize)); // see `analyse_reach`
+        }
+        let built = self.binaries.wait(slot_of(s.subject, flavor));
+        let runs_on_gpu = s.kind.needs_gpu() && built.is_some() && self.blocked.is_none();
+        let _slot = share
+            .filter(|_| runs_on_gpu)
+            .map(|share| share.beside(self.ctx.config.gpu_jobs));
+        self.clocked(s, &|| match (&self.blocked, &built) {
+            (_, None) => Output::NotRun(Blocked::BuildFailed),
+            (Some(b), Some(_)) if s.kind.needs_gpu() => Output::NotRun(b.clone()),
+            (_, Some(b)) => {
+                stages::run_within(self.ctx, self.wb, &self.subs[s.subject], s, Some(b), terms)
             }
         })
     }
@@ -401,7 +396,7 @@ impl<'r, 's> Execution<'r, 's> {
         phase_started(self.ctx, Phase::Profiler, profiler.len(), self.start);
         let phase = Instant::now();
         let mut timed = parallel(profiler, self.ctx.config.ncu_jobs, |s| {
-            self.run(s, &RunTerms::alone(None))
+            self.run(s, &RunTerms::alone(None), None)
         });
         // Likewise a profiled run (a program starting beside it may have taken the memory).
         let again: Vec<Again> = timed
@@ -415,7 +410,7 @@ impl<'r, 's> Execution<'r, 's> {
             })
             .collect();
         timeline.rerun_alone += rerun_alone(profiler, &mut timed, &again, &|s, limit| {
-            self.run(s, &RunTerms::alone(limit))
+            self.run(s, &RunTerms::alone(limit), None)
         });
         if !profiler.is_empty() && self.blocked.is_none() {
             timeline.profiler = Some(phase.elapsed().as_secs_f64());
@@ -429,7 +424,7 @@ impl<'r, 's> Execution<'r, 's> {
         phase_started(self.ctx, Phase::Alone, exclusive.len(), self.start);
         let phase = Instant::now();
         let _own_cores = crate::tools::cpus::pin_thread(&self.ctx.config.cpus.timed);
-        let alone = parallel(exclusive, 1, |s| self.run(s, &RunTerms::alone(None)));
+        let alone = parallel(exclusive, 1, |s| self.run(s, &RunTerms::alone(None), None));
         if !exclusive.is_empty() && self.blocked.is_none() {
             timeline.exclusive = Some(phase.elapsed().as_secs_f64());
         }
@@ -497,19 +492,6 @@ pub fn keep_or_measure_again(
             Some(why)
         }
     }
-}
-
-/// Who has a GPU: any number of executions side by side (sanitizers, cases), or one alone (reruns
-/// of resource failures, the profiler, the whole calls). grade runs a chunk's fresh inputs while
-/// the next chunk's tools run; this keeps each "alone" alone all the same. One per GPU.
-fn gpu_share(gpu: Option<&str>) -> std::sync::Arc<std::sync::RwLock<()>> {
-    type Shares = std::sync::Mutex<BTreeMap<Option<String>, std::sync::Arc<std::sync::RwLock<()>>>>;
-    static SHARES: std::sync::OnceLock<Shares> = std::sync::OnceLock::new();
-    let mut shares = SHARES
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    shares.entry(gpu.map(str::to_string)).or_default().clone()
 }
 
 /// Values that threads wait for by index: one thread puts each, any number wait for it.

@@ -177,6 +177,9 @@ impl<'a, 's> Session<'a, 's> {
             end.doubted = doubted(&self.results, &timed.weighed, timed.candidates);
             end.alone_s += self.confirm_doubted_calls(&timed.weighed, &end.doubted);
         }
+        // The library's ncu run has the GPU alone too: no other lane's run starts beside it.
+        let share = crate::engine::gpu_share::GpuShare::of(self.ctx.config.gpu.as_deref());
+        let _alone = (!phase.baselines.is_empty()).then(|| share.alone());
         end.baselines = phase
             .baselines
             .iter()

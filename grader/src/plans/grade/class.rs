@@ -159,13 +159,14 @@ pub fn grade_class(
 
 /// How many chunks one worker grades side by side: `CUDABUGS_GRADE_LANES`, else as many as its
 /// GPU runs at once allow for chunks of `largest` pairs (each pair's four tools and cases, and the
-/// reference fix's runs), at most three. A class of ten students an exercise keeps one lane; one
-/// student's catalog (chunks of one pair, 16 runs at once) gets two. Only the GPU's shared stages
-/// overlap: every timed stage still takes the GPU alone (`scheduler`'s share of the GPU).
+/// reference fix's runs), two at least and three at most. The lanes share the GPU's runs
+/// (`engine::gpu_share`: at most `gpu_jobs` at once, whichever lane starts them), and every timed
+/// stage still takes the GPU alone; a second lane's tools fill the tail of one lane's tools
+/// phase and are ready when its timed phase ends.
 pub fn lanes(config: &crate::engine::config::Config, largest: usize) -> usize {
     config
         .grade_lanes
-        .unwrap_or_else(|| (config.gpu_jobs / (2 + 4 * largest.max(1))).clamp(1, 3))
+        .unwrap_or_else(|| (config.gpu_jobs / (2 + 4 * largest.max(1))).clamp(2, 3))
 }
 
 /// One of a worker's lanes (`lanes`): which worker, and which lane of it.
@@ -464,7 +465,10 @@ mod tests {
             ..Config::default()
         };
         assert_eq!(lanes(&config, 1), 2, "one student's catalog");
-        assert_eq!(lanes(&config, 10), 1, "a class of ten");
+        assert_eq!(lanes(&config, 10), 2, "a class of ten");
+        config.gpu_jobs = 64;
+        assert_eq!(lanes(&config, 1), 3, "no more than three");
+        config.gpu_jobs = 16;
         config.grade_lanes = Some(3);
         assert_eq!(lanes(&config, 10), 3, "the environment's setting stays");
 
