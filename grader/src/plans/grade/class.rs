@@ -159,14 +159,15 @@ pub fn grade_class(
 
 /// How many chunks one worker grades side by side: `CUDABUGS_GRADE_LANES`, else as many as its
 /// GPU runs at once allow for chunks of `largest` pairs (each pair's four tools and cases, and the
-/// reference fix's runs), two at least and three at most. The lanes share the GPU's runs
-/// (`engine::gpu_share`: at most `gpu_jobs` at once, whichever lane starts them), and every timed
-/// stage still takes the GPU alone; a second lane's tools fill the tail of one lane's tools
-/// phase and are ready when its timed phase ends.
+/// reference fix's runs), at most three. A class of ten students an exercise keeps one lane; one
+/// student's catalog (chunks of one pair, 16 runs at once) gets two. The lanes share the GPU's
+/// runs (`engine::gpu_share`: at most `gpu_jobs` at once, whichever lane starts them), and every
+/// timed stage still takes the GPU alone. (Two lanes for chunks of ten, so shared, graded the bug
+/// bench in 93.5 s against one lane's 92.0 s on an H200: book/gpu-runs/2026-12-02-share-50/.)
 pub fn lanes(config: &crate::engine::config::Config, largest: usize) -> usize {
     config
         .grade_lanes
-        .unwrap_or_else(|| (config.gpu_jobs / (2 + 4 * largest.max(1))).clamp(2, 3))
+        .unwrap_or_else(|| (config.gpu_jobs / (2 + 4 * largest.max(1))).clamp(1, 3))
 }
 
 /// One of a worker's lanes (`lanes`): which worker, and which lane of it.
@@ -465,7 +466,7 @@ mod tests {
             ..Config::default()
         };
         assert_eq!(lanes(&config, 1), 2, "one student's catalog");
-        assert_eq!(lanes(&config, 10), 2, "a class of ten");
+        assert_eq!(lanes(&config, 10), 1, "a class of ten");
         config.gpu_jobs = 64;
         assert_eq!(lanes(&config, 1), 3, "no more than three");
         config.gpu_jobs = 16;
