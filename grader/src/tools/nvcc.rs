@@ -163,8 +163,8 @@ pub struct Built {
     /// The -arch it was built for, where nvcc built it (an exercise's `[build]` may ask for the
     /// GPU's architecture-specific target rather than the plan's).
     pub arch: Option<String>,
-    /// An exercise's file compiled alone, as this build compiled it before linking it: only where
-    /// nvcc ran now.
+    /// An exercise's file compiled alone, as this build compiled it before linking it: where nvcc
+    /// ran now, or kept beside the binary in the build cache.
     pub object: Option<Object>,
     /// Compiled with `OLD_HEADER_INCLUDES`: the file uses names of the headers `cudabugs.cuh` no
     /// longer includes.
@@ -353,7 +353,7 @@ fn listing_deps(job: Job, out: &Path, listing: bool) -> (Job, PathBuf) {
 
 /// A binary that needs no nvcc: left in place by the same recipe (where `reuse` allows), or placed
 /// now from the cache's entry for `key`; with the object its build left beside it, where the
-/// recipe file names one (an entry from the cache has none). A copy, not a link: the binary runs in
+/// recipe file names one, or the one the cache kept with the entry. A copy, not a link: the binary runs in
 /// the submission's writable folder, and whatever it does to its own file must not reach the cache.
 fn already_built(
     reuse: Reuse,
@@ -374,10 +374,15 @@ fn already_built(
         return Ok(None);
     };
     place(&entry.0, binary)?;
+    let object = match BuildCache::object_of(&entry.0) {
+        Some(kept) => kept_object(&kept, binary)?,
+        None => None,
+    };
+    let recipe = recipe.to_string() + &object.as_ref().map(object_line).unwrap_or_default();
     std::fs::write(recipe_path, recipe)
         .map_err(|e| BuildError::Io(recipe_path.to_path_buf(), e))?;
     log_build(&format!("hit {}", entry.1.to_hex()), binary);
-    Ok(Some(None))
+    Ok(Some(object))
 }
 
 /// The recipe file's line for the object a build left beside `object`'s binary.
@@ -453,7 +458,7 @@ fn nvcc_jobs(
 fn store(
     cache: &BuildCache,
     key: &blake3::Hash,
-    out: &Path,
+    out: (&Path, Option<&Path>),
     sources: &[&Path],
     stage: Option<&StagingDir>,
     deps_file: &Path,
@@ -685,7 +690,10 @@ fn build_once(
             .map_err(|e| BuildError::Io(recipe_path.clone(), e))?;
         if let (Some(cache), Some(key)) = (cache, &key) {
             let cwd = cwd.as_deref();
-            store(cache, key, &out, &sources, stage.as_ref(), &deps_file, cwd);
+            // The object as nvcc wrote it beside `out` (in the stage), as the binary is.
+            let object = object.as_ref().map(|_| object_beside(&out));
+            let out = (out.as_path(), object.as_deref());
+            store(cache, key, out, &sources, stage.as_ref(), &deps_file, cwd);
         }
     }
     Ok(built(wall, false, object))
@@ -1079,19 +1087,24 @@ mod tests {
         std::fs::write(&local, "// here\n").unwrap();
         let binary = a.binary();
         std::fs::write(&binary, "built").unwrap();
+        // The object the build compiled the file into, kept with the binary for the reach analysis.
+        let object = object_beside(&binary);
+        std::fs::write(&object, "compiled").unwrap();
         let key = a.key(&["-G"], &binary);
         let cwd = Some(a.cwd());
         assert_eq!(cache.lookup(&key, cwd.as_deref()), None);
         cache
             .store(
                 &key,
-                &binary,
+                (&binary, Some(&object)),
                 &[header.clone(), local.clone()],
                 cwd.as_deref(),
             )
             .unwrap();
         let entry = cache.lookup(&key, cwd.as_deref()).expect("a hit");
         assert_eq!(std::fs::read(&entry).unwrap(), b"built");
+        let kept = BuildCache::object_of(&entry).expect("the object kept with it");
+        assert_eq!(std::fs::read(kept).unwrap(), b"compiled");
         // Written aside and renamed: nothing half-written is left, and the entry is a copy.
         let names: Vec<String> = std::fs::read_dir(&cache.dir)
             .unwrap()

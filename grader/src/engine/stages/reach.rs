@@ -201,7 +201,9 @@ pub fn workbook_version(ctx: &Context, ex: &Exercise, text: &str) -> Result<Reac
 /// The SASS stage's compiled-reach analysis of subject `subject`, ahead of it (the scheduler runs
 /// it in the CPU slot of whichever of its builds ends last, which left their objects in `built`):
 /// kept by the text, so that the stage reads it. In a folder of its own (a run of the SASS stage
-/// no stage has), which the stage's own fresh folder cannot empty under it.
+/// no stage has), which the stage's own fresh folder cannot empty under it. A text that is one of
+/// the workbook's own versions (the reference fix a grade builds, an untouched file) is kept as
+/// that version's reach, read from these builds' objects rather than compiled alone for the judge.
 pub fn analyse_reach(
     ctx: &Context,
     wb: &Workbook,
@@ -209,7 +211,11 @@ pub fn analyse_reach(
     subject: usize,
     built: &[&Built],
 ) {
-    if let Some(ex) = analysed(sub) {
+    if let Some(ex) = sub.exercise().filter(|ex| ex.is_own_version(&sub.text)) {
+        let _ = kept(ctx, ex, &sub.text, |dir| {
+            analyse(ctx, ex, &sub.text, dir, &|job| job, built)
+        });
+    } else if let Some(ex) = analysed(sub) {
         let stage = Stage {
             subject,
             kind: crate::engine::plan::StageKind::Sass,

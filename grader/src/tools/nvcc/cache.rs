@@ -102,13 +102,21 @@ impl BuildCache {
         entry.is_file().then_some(entry)
     }
 
-    /// Keep `binary` under `key` with the dependencies nvcc listed: the binary first, then the
-    /// manifest that points at it, each written aside and renamed into place, so that a reader (in
-    /// another process) sees a whole entry or none.
+    /// The object an entry's build compiled the exercise's file into, kept beside its binary
+    /// (`store`): what the compiled-reach analysis reads, so that a binary served from the cache
+    /// needs no compile of its file alone.
+    pub(super) fn object_of(entry: &Path) -> Option<PathBuf> {
+        Some(entry.with_extension("o")).filter(|o| o.is_file())
+    }
+
+    /// Keep `binary` (and the object its file was compiled into, where it has one) under `key` with
+    /// the dependencies nvcc listed: the object, the binary, then the manifest that points at them,
+    /// each written aside and renamed into place, so that a reader (in another process) sees a whole
+    /// entry or none.
     pub(super) fn store(
         &self,
         key: &blake3::Hash,
-        binary: &Path,
+        (binary, object): (&Path, Option<&Path>),
         deps: &[PathBuf],
         cwd: Option<&Path>,
     ) -> Result<(), BuildError> {
@@ -121,7 +129,11 @@ impl BuildCache {
             };
             manifest.push_str(&format!("{} {}\n", hash.to_hex(), self.portable(d, cwd)));
         }
-        place(binary, &self.entry(key, &manifest))?;
+        let entry = self.entry(key, &manifest);
+        if let Some(object) = object {
+            place(object, &entry.with_extension("o"))?;
+        }
+        place(binary, &entry)?;
         let path = self.manifest(key);
         crate::exercise::workbook::write_atomically(&path, &manifest)
             .map_err(|e| BuildError::Io(path, e))
