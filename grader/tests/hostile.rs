@@ -642,8 +642,7 @@ PY"#;
 /// links a kernel as the sandbox's user, inside it.
 #[test]
 fn nvcc_still_builds_inside_the_sandbox() {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let Some(nvcc) = grader::tools::toolchain::Toolchain::discover(repo).nvcc else {
+    let Some(nvcc) = grader::tools::toolchain::Toolchain::discover(&crate::repo()).nvcc else {
         assert!(
             std::env::var_os("CUDABUGS_REQUIRE_NVCC").is_none(),
             "CUDABUGS_REQUIRE_NVCC is set but no nvcc was found"

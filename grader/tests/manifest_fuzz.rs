@@ -3,14 +3,14 @@
 //! validation with a file and a message, or generate their data and compute their reference outputs
 //! without a panic.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use grader::exercise::manifest::{self, MAX_ELEMENTS};
 use grader::exercise::{data, reference};
 use rand::{Rng, SeedableRng};
 
 fn real_manifests() -> Vec<(String, String)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../exercises");
+    let root = crate::repo().join("exercises");
     let mut all: Vec<(String, String)> = std::fs::read_dir(&root)
         .unwrap()
         .flatten()

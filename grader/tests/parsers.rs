@@ -13,20 +13,15 @@ use grader::judge::verdict as outcome;
 use grader::tools::{counters, ncu, sanitizer};
 
 fn fixture(name: &str) -> String {
-    std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures")
-            .join(name),
-    )
-    .unwrap()
+    std::fs::read_to_string(crate::repo().join("grader/tests/fixtures").join(name)).unwrap()
 }
 
 /// Parse an exercise's fixture and fold it the way `check` does, against the exercise's own regions.
 fn findings(id: &str, source: &str, tool: Tool) -> Vec<outcome::Finding> {
     let records = sanitizer::parse(tool, &fixture(&format!("{id}-exercise-{tool}.xml"))).unwrap();
     assert!(!records.is_empty());
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let text = std::fs::read_to_string(root.join("exercises").join(id).join(source)).unwrap();
+    let text =
+        std::fs::read_to_string(crate::repo().join("exercises").join(id).join(source)).unwrap();
     let regions = regions::parse(&text).unwrap();
     outcome::findings(&records, Path::new(source), &regions)
 }

@@ -63,7 +63,7 @@ fn a_memcheck_finding_is_explained_with_the_marked_line_and_the_lesson() {
     let ex = exercise("01-index");
     let source = repo().join("exercises/01-index/transpose.cu");
     let xml = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/01-index-exercise-memcheck.xml"),
+        crate::repo().join("grader/tests/fixtures/01-index-exercise-memcheck.xml"),
     )
     .unwrap();
     let records = sanitizer::parse(Tool::Memcheck, &xml).unwrap();

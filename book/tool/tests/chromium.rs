@@ -320,7 +320,7 @@ fn pages_of(html: &Path) -> Vec<String> {
 /// Screenshots of five lessons at 1280 px and at 390 px, kept for people to look at (at quick
 /// depth, the first of them).
 fn screenshots(browser: &Path, profile: &Path, html: &Path, depth: TestDepth) {
-    let shots = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/book-screenshots");
+    let shots = crate::repo().join("target/book-screenshots");
     std::fs::create_dir_all(&shots).unwrap();
     let lessons = vec![
         "03-race",
