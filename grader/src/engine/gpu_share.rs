@@ -2,11 +2,12 @@
 //! the plans that share the GPU (grade's lanes, a chunk's fresh inputs beside the next chunk's
 //! tools), or one holder alone (the profiler, the whole calls, a run again alone). One per GPU.
 //!
-//! Held run by run, not phase by phase: a phase that wants the GPU alone waits only for the runs
-//! in flight, and no new run starts while it waits. Held for a whole phase (builds, waits for
-//! builds and every run), the shared side kept one lane's timed phase waiting for the other
-//! lane's whole tools phase: a one-student catalog of the bug track spent 59 s of its 146 s of
-//! timed phases waiting (H200, book/gpu-runs/2026-12-02-beside-50/, call 3).
+//! Held run by run, not phase by phase: a holder that wants the GPU alone waits only for the runs
+//! in flight, and no new run starts while it waits; the lanes of a worker draw their runs from one
+//! pool of slots rather than each from its own (two lanes of 16 processes each slowed every run:
+//! book/gpu-runs/2026-12-01-sass-50/). Against the lock it replaced, held by each phase for its
+//! builds and all its runs, one student's bug track graded as fast on an H200 (157.3 s against
+//! 156.4 s and 168.6 s, by turns: book/gpu-runs/2026-12-02-share-50/).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
@@ -63,10 +64,9 @@ impl GpuShare {
     /// A slot beside other runs, at most `slots` at once: waits while the GPU is held alone, while
     /// a holder waits for it, or while every slot is taken.
     pub fn beside(&self, slots: usize) -> Beside<'_> {
-        let guard = self.wait_while(self.lock(), |s| {
+        let mut state = self.wait_while(self.lock(), |s| {
             s.alone || s.want_alone > 0 || s.beside >= slots.max(1)
         });
-        let mut state = guard;
         state.beside += 1;
         Beside(self)
     }
