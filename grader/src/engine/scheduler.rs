@@ -339,18 +339,23 @@ impl<'r, 's> Execution<'r, 's> {
         if s.kind == StageKind::Sass {
             self.binaries.wait(slot_of(s.subject, Flavor::Sanitize)); // see `analyse_reach`
         }
-        let built = self.binaries.wait(slot_of(s.subject, flavor));
-        let runs_on_gpu = s.kind.needs_gpu() && built.is_some() && self.blocked.is_none();
-        let _slot = share
-            .filter(|_| runs_on_gpu)
-            .map(|share| share.beside(self.ctx.config.gpu_jobs));
-        self.clocked(s, &|| match (&self.blocked, &built) {
-            (_, None) => Output::NotRun(Blocked::BuildFailed),
-            (Some(b), Some(_)) if s.kind.needs_gpu() => Output::NotRun(b.clone()),
-            (_, Some(b)) => {
-                stages::run_within(self.ctx, self.wb, &self.subs[s.subject], s, Some(b), terms)
+        match (
+            &self.blocked,
+            self.binaries.wait(slot_of(s.subject, flavor)),
+        ) {
+            (_, None) => self.clocked(s, &|| Output::NotRun(Blocked::BuildFailed)),
+            (Some(b), Some(_)) if s.kind.needs_gpu() => {
+                self.clocked(s, &|| Output::NotRun(b.clone()))
             }
-        })
+            (_, Some(b)) => {
+                let _slot = share
+                    .filter(|_| s.kind.needs_gpu())
+                    .map(|share| share.beside(self.ctx.config.gpu_jobs));
+                self.clocked(s, &|| {
+                    stages::run_within(self.ctx, self.wb, &self.subs[s.subject], s, Some(&b), terms)
+                })
+            }
+        }
     }
 
     /// A build, its binary put where the stages that need it wait.

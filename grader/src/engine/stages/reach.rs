@@ -193,8 +193,19 @@ pub(super) fn analysed<'s>(sub: &'s Submission) -> Option<&'s Exercise> {
 /// What one of the workbook's own texts of `ex` reaches (`text` is its untouched exercise or its
 /// reference fix): compiled once per compiler, harness and flags, then read from the kept record.
 pub fn workbook_version(ctx: &Context, ex: &Exercise, text: &str) -> Result<Reach, ReachError> {
+    version_from(ctx, ex, text, &[])
+}
+
+/// `workbook_version`, read from the objects `built` left where they did (a plan's builds of that
+/// text), compiled alone where they did not.
+fn version_from(
+    ctx: &Context,
+    ex: &Exercise,
+    text: &str,
+    built: &[&Built],
+) -> Result<Reach, ReachError> {
     kept(ctx, ex, text, |dir| {
-        analyse(ctx, ex, text, dir, &|job| job, &[])
+        analyse(ctx, ex, text, dir, &|job| job, built)
     })
 }
 
@@ -211,18 +222,19 @@ pub fn analyse_reach(
     subject: usize,
     built: &[&Built],
 ) {
-    if let Some(ex) = sub.exercise().filter(|ex| ex.is_own_version(&sub.text)) {
-        let _ = kept(ctx, ex, &sub.text, |dir| {
-            analyse(ctx, ex, &sub.text, dir, &|job| job, built)
-        });
-    } else if let Some(ex) = analysed(sub) {
-        let stage = Stage {
-            subject,
-            kind: crate::engine::plan::StageKind::Sass,
-            run: AHEAD,
-        };
-        let _ = reached(ctx, wb, sub, &stage, ex, built);
+    let Some(ex) = sub.exercise() else {
+        return;
+    };
+    if ex.is_own_version(&sub.text) {
+        let _ = version_from(ctx, ex, &sub.text, built);
+        return;
     }
+    let stage = Stage {
+        subject,
+        kind: crate::engine::plan::StageKind::Sass,
+        run: AHEAD,
+    };
+    let _ = reached(ctx, wb, sub, &stage, ex, built);
 }
 
 /// The run number of the reach analysis done ahead of the SASS stage.

@@ -106,7 +106,7 @@ impl BuildCache {
     /// (`store`): what the compiled-reach analysis reads, so that a binary served from the cache
     /// needs no compile of its file alone.
     pub(super) fn object_of(entry: &Path) -> Option<PathBuf> {
-        Some(entry.with_extension("o")).filter(|o| o.is_file())
+        Some(object_entry(entry)).filter(|o| o.is_file())
     }
 
     /// Keep `binary` (and the object its file was compiled into, where it has one) under `key` with
@@ -131,13 +131,18 @@ impl BuildCache {
         }
         let entry = self.entry(key, &manifest);
         if let Some(object) = object {
-            place(object, &entry.with_extension("o"))?;
+            place(object, &object_entry(&entry))?;
         }
         place(binary, &entry)?;
         let path = self.manifest(key);
         crate::exercise::workbook::write_atomically(&path, &manifest)
             .map_err(|e| BuildError::Io(path, e))
     }
+}
+
+/// Where an entry's object is kept: beside its binary.
+fn object_entry(entry: &Path) -> PathBuf {
+    entry.with_extension("o")
 }
 
 /// A file's content hash, streamed (the cache's manifests; the kept SASS reads' keys).
