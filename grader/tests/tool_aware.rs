@@ -566,11 +566,12 @@ fn no_fix_s_kernels_read_a_clock_the_reference_s_do_not_and_the_cheat_s_do() {
         "only {} alternative fixes found",
         fixes.len()
     );
-    // Each fix is a real nvcc and cuobjdump, with its exercise's reference: a sample at quick depth.
+    // Each fix is a real nvcc and cuobjdump, with its exercise's reference (another, where it is
+    // another exercise's): a sample at quick depth, the first, the middle and the last.
     let fixes = grader::environment::TestDepth::from_env().sample(
         "no_fix_s_kernels_read_a_clock_the_reference_s_do_not_and_the_cheat_s_do",
         fixes,
-        6,
+        3,
     );
     // Each exercise's reference and its fixes, compiled on every core.
     let ids: BTreeSet<&str> = fixes.iter().map(|(_, ex, _)| ex.id()).collect();
