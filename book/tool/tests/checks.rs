@@ -375,14 +375,56 @@ fn a_timeline_lesson_needs_the_recorded_calls() {
     );
 }
 
+/// One copy of the workbook and one build of its book for two things a whole build shows (each
+/// build is about 5 s of a 2-core machine): a learner's edit of an exercise (04-sync's) changes no
+/// lesson, and a verdict the H200 record tells apart from the H100's (03-race's) is named.
 #[test]
-fn a_verdict_that_differs_on_the_second_gpu_is_named() {
+fn the_lesson_shows_the_pristine_exercise_and_a_verdict_that_differs_on_the_second_gpu_is_named() {
     let copy = Copy::new();
+    let file = copy.path("exercises/04-sync/smooth.cu");
+    let pristine = std::fs::read_to_string(&file).unwrap();
+    // A learner's edit, even one that removes the anchor, changes nothing in the book.
+    std::fs::write(&file, "// my attempt, anchors gone\n").unwrap();
     copy.edit_record("book/verification-h200.json", "03-race", |race| {
         race["finding"]["locations"][0]["line"] = 23.into()
     });
-    let html =
-        cudabugs_book::build(&copy.path("book"), copy.dir.path(), Some(&copy.path("out"))).unwrap();
+    let html = cudabugs_book::build(&copy.path("book"), copy.dir.path(), Some(&copy.path("out")))
+        .expect("the book builds from the pristine exercise");
+    the_lesson_shows_the_pristine_exercise(&html, &pristine);
+    a_verdict_that_differs_on_the_second_gpu_is_named(&html);
+}
+
+/// 04-sync's lesson shows the pristine `bug` region (`pristine`, the file before the learner's
+/// edit) and folds its fix away.
+fn the_lesson_shows_the_pristine_exercise(out: &Path, pristine: &str) {
+    let html = std::fs::read_to_string(out.join("lessons/04-sync.html")).unwrap();
+    assert!(!html.contains("my attempt"));
+    // The first line inside the pristine `bug` region is on the page.
+    let first = pristine
+        .lines()
+        .skip_while(|l| !l.contains("ANCHOR: bug"))
+        .nth(1)
+        .unwrap()
+        .trim();
+    let escaped = first
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;");
+    assert!(
+        html.contains(&escaped),
+        "the pristine region's `{first}` is not on the page"
+    );
+    // The fix is folded away after "Try it yourself first".
+    let try_at = html.find("Try it yourself first").expect("the prompt");
+    let fix_at = html
+        .find("<summary>Show the fix</summary>")
+        .expect("a folded fix");
+    assert!(try_at < fix_at);
+}
+
+/// The verification page counts 03-race's verdict as differing and shows both GPUs' findings.
+fn a_verdict_that_differs_on_the_second_gpu_is_named(html: &Path) {
     let verification = std::fs::read_to_string(html.join("verification.html")).unwrap();
     assert!(
         verification.contains("64 of 66 exercises got the same verdict"),
@@ -449,42 +491,6 @@ fn code_from_a_region_the_exercise_does_not_mark_is_an_error() {
         error.contains("lessons/04-sync.md") && error.contains("no region `the-bug`"),
         "{error}"
     );
-}
-
-#[test]
-fn the_lesson_shows_the_pristine_exercise_whatever_the_working_copy_holds() {
-    let copy = Copy::new();
-    let file = copy.path("exercises/04-sync/smooth.cu");
-    let pristine = std::fs::read_to_string(&file).unwrap();
-    // A learner's edit, even one that removes the anchor, changes nothing in the book.
-    std::fs::write(&file, "// my attempt, anchors gone\n").unwrap();
-    let out = copy.path("out");
-    cudabugs_book::build(&copy.path("book"), copy.dir.path(), Some(&out))
-        .expect("the book builds from the pristine exercise");
-    let html = std::fs::read_to_string(out.join("lessons/04-sync.html")).unwrap();
-    assert!(!html.contains("my attempt"));
-    // The first line inside the pristine `bug` region is on the page.
-    let first = pristine
-        .lines()
-        .skip_while(|l| !l.contains("ANCHOR: bug"))
-        .nth(1)
-        .unwrap()
-        .trim();
-    let escaped = first
-        .replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;");
-    assert!(
-        html.contains(&escaped),
-        "the pristine region's `{first}` is not on the page"
-    );
-    // The fix is folded away after "Try it yourself first".
-    let try_at = html.find("Try it yourself first").expect("the prompt");
-    let fix_at = html
-        .find("<summary>Show the fix</summary>")
-        .expect("a folded fix");
-    assert!(try_at < fix_at);
 }
 
 #[test]
