@@ -396,8 +396,8 @@ fn the_lesson_shows_the_pristine_exercise_and_a_verdict_that_differs_on_the_seco
 
 /// 04-sync's lesson shows the pristine `bug` region (`pristine`, the file before the learner's
 /// edit) and folds its fix away.
-fn the_lesson_shows_the_pristine_exercise(out: &Path, pristine: &str) {
-    let html = std::fs::read_to_string(out.join("lessons/04-sync.html")).unwrap();
+fn the_lesson_shows_the_pristine_exercise(html: &Path, pristine: &str) {
+    let html = std::fs::read_to_string(html.join("lessons/04-sync.html")).unwrap();
     assert!(!html.contains("my attempt"));
     // The first line inside the pristine `bug` region is on the page.
     let first = pristine

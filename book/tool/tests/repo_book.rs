@@ -9,22 +9,10 @@ use std::sync::OnceLock;
 
 /// The repository and the built book's folder.
 pub fn built() -> &'static (PathBuf, PathBuf) {
-    &book().0
-}
-
-/// The built book's folder and the folder `--out` named.
-pub fn built_into() -> (&'static Path, &'static Path) {
-    let ((_, html), out) = book();
-    (html, out)
-}
-
-/// ((the repository, the built book's folder), the folder `--out` named): `xtask` says where the
-/// book went in its JSON result.
-fn book() -> &'static ((PathBuf, PathBuf), PathBuf) {
-    static BUILT: OnceLock<((PathBuf, PathBuf), PathBuf)> = OnceLock::new();
+    static BUILT: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
     BUILT.get_or_init(|| {
         let repo = crate::repo().canonicalize().unwrap();
-        let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("repo-book");
+        let out = out();
         let _ = std::fs::remove_dir_all(&out);
         std::fs::create_dir_all(&out).unwrap();
         let said = crate::common::xtask()
@@ -35,8 +23,14 @@ fn book() -> &'static ((PathBuf, PathBuf), PathBuf) {
             .get_output()
             .stdout
             .clone();
+        // `xtask` says where the book went in its JSON result.
         let said: serde_json::Value = serde_json::from_slice(&said).unwrap();
         let html = PathBuf::from(said["book"].as_str().unwrap_or_else(|| panic!("{said}")));
-        ((repo, html), out)
+        (repo, html)
     })
+}
+
+/// The folder `built` asks `book --out` for.
+pub fn out() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("repo-book")
 }
